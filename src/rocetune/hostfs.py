@@ -1,0 +1,285 @@
+"""Rooted host I/O: every file read and every command goes through here.
+
+`HostRoot` reads files of a host that may be mounted, unpacked or built anywhere (`--root DIR`);
+paths are always written as on the host (`/sys/class/net`), never joined by callers.
+`LiveRunner` runs commands on this machine; `RecordedRunner` replays `ROOT/commands/<argv>.txt`.
+Both can record what was touched, which is how `rocetune capture` writes exactly what was read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set
+
+from .errors import HostReadError
+
+MAX_READ_BYTES = 4 << 20
+_MAX_LINK_HOPS = 40
+
+
+class Recorder:
+    """Collects the host paths a probe touched and the commands it ran."""
+
+    def __init__(self) -> None:
+        self.files: Set[str] = set()
+        self.dirs: Dict[str, List[str]] = {}
+        self.links: Set[str] = set()
+        self.commands: Dict[str, "CommandResult"] = {}
+
+
+class HostRoot:
+    """Files of one host, seen through a root directory."""
+
+    def __init__(self, root: str = "/", recorder: Optional[Recorder] = None):
+        self.root = os.path.abspath(root)
+        self.recorder = recorder
+
+    @property
+    def is_live(self) -> bool:
+        return self.root == "/"
+
+    def host_path(self, path: str) -> str:
+        """The real path of a host path (`/sys/x` -> `ROOT/sys/x`), without following links."""
+        if not path.startswith("/"):
+            raise ValueError(f"host paths are absolute: {path!r}")
+        norm = os.path.normpath(path)
+        return norm if self.is_live else self.root + (norm if norm != "/" else "")
+
+    # --- links -------------------------------------------------------------------------------
+    def realpath(self, path: str) -> str:
+        """Resolve symlinks the way the host would, staying inside the root."""
+        parts = [p for p in os.path.normpath(path).split("/") if p]
+        resolved: List[str] = []
+        hops = 0
+        while parts:
+            name = parts.pop(0)
+            if name == "..":
+                if resolved:
+                    resolved.pop()
+                continue
+            candidate = "/" + "/".join(resolved + [name])
+            real = self.host_path(candidate)
+            if os.path.islink(real):
+                hops += 1
+                if hops > _MAX_LINK_HOPS:
+                    return candidate
+                self._note_link(candidate)
+                target = os.readlink(real)
+                if target.startswith("/"):
+                    resolved = []
+                parts = [p for p in target.split("/") if p and p != "."] + parts
+            else:
+                resolved.append(name)
+        return "/" + "/".join(resolved)
+
+    def readlink(self, path: str) -> Optional[str]:
+        try:
+            target = os.readlink(self.host_path(path))
+        except OSError:
+            return None
+        self._note_link(path)
+        return target
+
+    def link_name(self, path: str) -> Optional[str]:
+        """Basename of a symlink's target (`.../driver` -> `mlx5_core`), or None."""
+        target = self.readlink(path)
+        return os.path.basename(target.rstrip("/")) if target else None
+
+    # --- queries -------------------------------------------------------------------------------
+    def exists(self, path: str) -> bool:
+        real = self.host_path(path)
+        ok = os.path.lexists(real)
+        if ok and self.recorder is not None:
+            if os.path.islink(real):
+                self._note_link(path)
+            elif os.path.isdir(real):
+                self.recorder.dirs.setdefault(os.path.normpath(path), [])
+            else:
+                self.recorder.files.add(os.path.normpath(path))
+        return ok
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(self.host_path(self.realpath(path)))
+
+    def listdir(self, path: str) -> List[str]:
+        """Sorted entries of a directory; [] when it is missing or unreadable."""
+        real = self.host_path(self.realpath(path))
+        try:
+            names = sorted(os.listdir(real))
+        except OSError:
+            return []
+        if self.recorder is not None:
+            self.recorder.dirs[self.realpath(path)] = names
+        return names
+
+    def read_text(self, path: str, max_bytes: int = MAX_READ_BYTES) -> Optional[str]:
+        """Text of a file; None when it does not exist. Raises HostReadError when unusable."""
+        real_host = self.realpath(path)
+        real = self.host_path(real_host)
+        try:
+            st = os.stat(real)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise HostReadError(path, exc.strerror or str(exc)) from None
+        if stat.S_ISDIR(st.st_mode):
+            raise HostReadError(path, "is a directory")
+        try:
+            with open(real, "rb") as fh:
+                data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise HostReadError(path, exc.strerror or str(exc)) from None
+        if len(data) > max_bytes:
+            raise HostReadError(path, f"larger than {max_bytes} bytes")
+        if b"\x00" in data:
+            raise HostReadError(path, "binary content")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HostReadError(path, "not UTF-8 text") from None
+        if self.recorder is not None:
+            self.recorder.files.add(real_host)
+        return text
+
+    def _note_link(self, path: str) -> None:
+        if self.recorder is not None:
+            self.recorder.links.add(os.path.normpath(path))
+
+
+@dataclass
+class CommandResult:
+    argv: List[str]
+    found: bool
+    returncode: int = 0
+    stdout: str = ""
+    stderr: str = ""
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.found and self.returncode == 0
+
+
+def recording_name(argv: Sequence[str]) -> str:
+    """File name of a recorded command: argv joined by `_`, `/` written as `%2F`."""
+    return "_".join(a.replace("%", "%25").replace("/", "%2F") for a in argv)
+
+
+class LiveRunner:
+    """Runs commands on this machine, with a timeout; a missing tool is `found=False`."""
+
+    def __init__(self, timeout: float = 20.0, recorder: Optional[Recorder] = None):
+        self.timeout = timeout
+        self.recorder = recorder
+
+    def run(self, argv: Sequence[str]) -> CommandResult:
+        argv = list(argv)
+        if shutil.which(argv[0]) is None:
+            result = CommandResult(argv, found=False, reason=f"{argv[0]} not found on PATH")
+        else:
+            try:
+                proc = subprocess.run(
+                    argv, capture_output=True, timeout=self.timeout, check=False,
+                    env={**os.environ, "LC_ALL": "C"},
+                )
+                result = CommandResult(
+                    argv, True, proc.returncode,
+                    proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"),
+                )
+            except subprocess.TimeoutExpired:
+                result = CommandResult(argv, True, 124, reason=f"timed out after {self.timeout:g}s")
+            except OSError as exc:
+                result = CommandResult(argv, False, reason=str(exc))
+        if self.recorder is not None and result.found:
+            self.recorder.commands[recording_name(argv)] = result
+        return result
+
+
+class RecordedRunner:
+    """Replays `ROOT/commands/<name>.txt` (stdout), optional `.rc` (exit code) and `.err`."""
+
+    def __init__(self, root: HostRoot):
+        self.root = root
+
+    def _file(self, name: str) -> str:
+        return os.path.join(self.root.root, "commands", name)
+
+    def run(self, argv: Sequence[str]) -> CommandResult:
+        argv = list(argv)
+        name = recording_name(argv)
+        out = _read_recording(self._file(name + ".txt"))
+        if out is None:
+            return CommandResult(argv, found=False, reason=f"no recording commands/{name}.txt")
+        rc_text = _read_recording(self._file(name + ".rc"))
+        try:
+            rc = int(rc_text.strip()) if rc_text else 0
+        except ValueError:
+            rc = 1
+        return CommandResult(argv, True, rc, out, _read_recording(self._file(name + ".err")) or "")
+
+
+def _read_recording(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MAX_READ_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def runner_for(root: HostRoot, recorder: Optional[Recorder] = None):
+    """Live commands on the real root, recorded ones anywhere else."""
+    return LiveRunner(recorder=recorder) if root.is_live else RecordedRunner(root)
+
+
+@dataclass
+class SourceStatus:
+    ok: bool = True
+    reason: Optional[str] = None
+    warnings: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "reason": self.reason, "warnings": sorted(set(self.warnings))}
+
+
+class ProbeContext:
+    """What a source gets: the root, the runner, and a place for warnings."""
+
+    def __init__(self, root: HostRoot, runner=None):
+        self.root = root
+        self.runner = runner if runner is not None else runner_for(root)
+        self.status = SourceStatus()
+
+    def for_source(self) -> "ProbeContext":
+        return ProbeContext(self.root, self.runner)
+
+    def warn(self, message: str) -> None:
+        self.status.warnings.append(message)
+
+    def text(self, path: str) -> Optional[str]:
+        try:
+            return self.root.read_text(path)
+        except HostReadError as exc:
+            self.warn(f"cannot read {exc.path}: {exc.reason}")
+            return None
+
+    def attr(self, path: str) -> Optional[str]:
+        """A sysfs attribute: stripped text, None when missing, empty or unreadable."""
+        text = self.text(path)
+        if text is None:
+            return None
+        text = text.strip()
+        return text or None
+
+    def int_attr(self, path: str, base: int = 0) -> Optional[int]:
+        text = self.attr(path)
+        if text is None:
+            return None
+        try:
+            return int(text, base)
+        except ValueError:
+            self.warn(f"{path}: expected a number, got {text[:40]!r}")
+            return None
