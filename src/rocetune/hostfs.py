@@ -25,7 +25,8 @@ class Recorder:
     """Collects the host paths a probe touched and the commands it ran."""
 
     def __init__(self) -> None:
-        self.files: Set[str] = set()
+        self.files: Dict[str, str] = {}  # host path -> the text the probe read
+        self.present: Set[str] = set()  # paths whose existence mattered, not their content
         self.dirs: Dict[str, List[str]] = {}
         self.links: Set[str] = set()
         self.commands: Dict[str, "CommandResult"] = {}
@@ -91,15 +92,14 @@ class HostRoot:
 
     # --- queries -------------------------------------------------------------------------------
     def exists(self, path: str) -> bool:
+        """Whether a path exists (without following a final symlink)."""
         real = self.host_path(path)
         ok = os.path.lexists(real)
         if ok and self.recorder is not None:
             if os.path.islink(real):
                 self._note_link(path)
-            elif os.path.isdir(real):
-                self.recorder.dirs.setdefault(os.path.normpath(path), [])
             else:
-                self.recorder.files.add(os.path.normpath(path))
+                self.recorder.present.add(self.realpath(path))
         return ok
 
     def is_dir(self, path: str) -> bool:
@@ -142,7 +142,7 @@ class HostRoot:
         except UnicodeDecodeError:
             raise HostReadError(path, "not UTF-8 text") from None
         if self.recorder is not None:
-            self.recorder.files.add(real_host)
+            self.recorder.files[real_host] = text
         return text
 
     def _note_link(self, path: str) -> None:

@@ -1,0 +1,118 @@
+"""Snapshot exactly what a probe reads into a tarball that `--root` can replay."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+from typing import Dict, Tuple
+
+from .fsutil import atomic_write_bytes
+from .hostfs import HostRoot, LiveRunner, Recorder, RecordedRunner, recording_name
+from .probe import collect_features
+from .sources.net import IP_ADDR_ARGV
+from .sources.verbs import IBV_DEVINFO_ARGV
+
+
+class _RecordingReplay:
+    """Replays a recorded root while noting the commands, so a capture of a capture works."""
+
+    def __init__(self, root: HostRoot, recorder: Recorder):
+        self.inner = RecordedRunner(root)
+        self.recorder = recorder
+
+    def run(self, argv):
+        result = self.inner.run(argv)
+        if result.found:
+            self.recorder.commands[recording_name(argv)] = result
+        return result
+
+
+def record(root: str = "/") -> Tuple[dict, Recorder]:
+    """Probe `root` and return the Features plus everything the probe touched."""
+    rec = Recorder()
+    host_root = HostRoot(root, recorder=rec)
+    runner = LiveRunner(recorder=rec) if host_root.is_live else _RecordingReplay(host_root, rec)
+    features = collect_features(root, recorder=rec, runner=runner)
+    # A live probe reads addresses with psutil and ports with pyverbs; their command-line twins
+    # are what a replay reads, so record those too.
+    runner.run(IP_ADDR_ARGV)
+    runner.run(IBV_DEVINFO_ARGV)
+    return features, rec
+
+
+def _info(name: str, kind: bytes, size: int = 0, mode: int = 0o644, link: str = "") -> tarfile.TarInfo:
+    ti = tarfile.TarInfo(name)
+    ti.type, ti.size, ti.mode, ti.linkname = kind, size, mode, link
+    ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = 0, 0, 0, "root", "root"
+    return ti
+
+
+def build_tar(root: str, rec: Recorder) -> bytes:
+    """Deterministic tar.gz of the recorded paths, laid out as a root (plus commands/)."""
+    host = HostRoot(root)
+    entries: Dict[str, tarfile.TarInfo] = {}
+    payload: Dict[str, bytes] = {}
+
+    def add_dir(path: str) -> None:
+        rel = path.strip("/")
+        while rel and rel not in entries:
+            entries[rel] = _info(rel, tarfile.DIRTYPE, mode=0o755)
+            rel = os.path.dirname(rel)
+
+    def add_link(path: str) -> None:
+        target = os.readlink(host.host_path(path))
+        if target.startswith("/") and not host.is_live:
+            target = os.path.relpath(target, os.path.dirname(host.host_path(path)))
+        add_dir(os.path.dirname(path))
+        entries[path.strip("/")] = _info(path.strip("/"), tarfile.SYMTYPE, mode=0o777, link=target)
+
+    def add_file(path: str, data: bytes) -> None:
+        add_dir(os.path.dirname(path))
+        entries[path.strip("/")] = _info(path.strip("/"), tarfile.REGTYPE, size=len(data))
+        payload[path.strip("/")] = data
+
+    for path in rec.links:
+        if os.path.islink(host.host_path(path)):
+            add_link(path)
+    for path, names in rec.dirs.items():
+        add_dir(path)
+        for name in names:
+            child = f"{path.rstrip('/')}/{name}"
+            real = host.host_path(child)
+            if os.path.islink(real):
+                add_link(child)
+            elif os.path.isdir(real):
+                add_dir(child)
+    for path in rec.present:
+        real = host.host_path(path)
+        if os.path.isdir(real):
+            add_dir(path)
+        elif path.strip("/") not in entries:
+            add_file(path, b"")
+    for path, text in rec.files.items():
+        add_file(path, text.encode("utf-8"))
+    for name, result in rec.commands.items():
+        add_file(f"/commands/{name}.txt", result.stdout.encode("utf-8"))
+        if result.returncode:
+            add_file(f"/commands/{name}.rc", f"{result.returncode}\n".encode())
+        if result.stderr:
+            add_file(f"/commands/{name}.err", result.stderr.encode("utf-8"))
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(entries):
+            ti = entries[name]
+            data = payload.get(name)
+            tar.addfile(ti, io.BytesIO(data) if data is not None else None)
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def capture(root: str, out_path: str) -> Tuple[dict, int]:
+    features, rec = record(root)
+    data = build_tar(root, rec)
+    atomic_write_bytes(out_path, data)
+    return features, len(data)

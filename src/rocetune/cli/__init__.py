@@ -1,0 +1,1 @@
+"""Command-line interface: a parser, one module per verb, one renderer for results."""

@@ -1,0 +1,117 @@
+"""Entry point: parse, run one verb, print its Result once, exit with its code."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+import traceback
+from typing import List, Optional, Sequence
+
+from .. import __version__
+from ..errors import ExitCode, RocetuneError
+from . import verbs
+from .result import Result, dumps, error_result
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse would print usage and exit 2 itself
+        raise RocetuneError(message, hint=f"see '{self.prog} --help'", code=ExitCode.USAGE)
+
+
+def _verb_modules() -> List:
+    mods = [importlib.import_module(f"{verbs.__name__}.{m.name}")
+            for m in pkgutil.iter_modules(verbs.__path__)]
+    return sorted(mods, key=lambda m: (m.ORDER, m.NAME))
+
+
+def _add_common(parser: argparse.ArgumentParser, top: bool) -> None:
+    # Subcommands accept the global options too; SUPPRESS keeps them from resetting the top values.
+    d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
+    g = parser.add_argument_group("global options")
+    g.add_argument("--root", metavar="DIR", default=d(os.environ.get("ROCETUNE_ROOT", "/")),
+                   help="host root to read (default: / or $ROCETUNE_ROOT)")
+    g.add_argument("--output", choices=("human", "json"), default=d("human"),
+                   help="result format (default: human)")
+    g.add_argument("-v", "--verbose", action="count", default=d(0), help="more detail")
+    g.add_argument("-q", "--quiet", action="store_true", default=d(False), help="no warnings")
+    g.add_argument("--debug", action="store_true", default=d(False),
+                   help="show tracebacks of unexpected errors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rocetune", description="Probe GPU/RDMA hosts and emit tuned NCCL/UCX env.")
+    parser.add_argument("--version", action="version", version=f"rocetune {__version__}")
+    _add_common(parser, top=True)
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    for mod in _verb_modules():
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        _add_common(p, top=False)
+        mod.register(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def _emit(result: Result, output: str, quiet: bool) -> None:
+    if output == "json":
+        sys.stdout.write(dumps(result.envelope()))
+        return
+    if result.raw is not None:
+        sys.stdout.write(result.raw)
+    elif result.human:
+        sys.stdout.write(result.human if result.human.endswith("\n") else result.human + "\n")
+    if not quiet:
+        for w in result.warnings:
+            sys.stderr.write(f"rocetune: warning: {w}\n")
+    for e in result.errors:
+        sys.stderr.write(f"rocetune: error: {e['message']}\n")
+        if e.get("hint"):
+            sys.stderr.write(f"  hint: {e['hint']}\n")
+
+
+def _wants(argv: Sequence[str], flag: str) -> bool:
+    return flag in argv
+
+
+def _json_requested(argv: Sequence[str]) -> bool:
+    for i, a in enumerate(argv):
+        if a == "--output=json" or (a == "--output" and i + 1 < len(argv) and argv[i + 1] == "json"):
+            return True
+    return False
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _wants(argv, "--debug")
+    output = "json" if _json_requested(argv) else "human"
+    command = "rocetune"
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        output, command = args.output, args.verb or "rocetune"
+        if not args.verb:
+            parser.print_help()
+            return int(ExitCode.USAGE)
+        if not os.path.isdir(args.root):
+            raise RocetuneError(f"--root {args.root}: not a directory",
+                                hint="point --root at a host root or a capture", code=ExitCode.INPUT)
+        result = args._run(args)
+    except RocetuneError as exc:
+        result = error_result(command, exc.message, exc.hint, exc.code)
+    except KeyboardInterrupt:
+        result = error_result(command, "interrupted", None, ExitCode.INTERNAL)
+    except BrokenPipeError:
+        return int(ExitCode.OUTPUT)
+    except Exception as exc:  # the one place an unexpected error is turned into a message
+        if debug:
+            traceback.print_exc()
+        result = error_result(command, f"unexpected {type(exc).__name__}: {exc}",
+                              "rerun with --debug and report it", ExitCode.INTERNAL)
+    _emit(result, output, quiet=getattr(result, "quiet", False) or _wants(argv, "-q") or _wants(argv, "--quiet"))
+    return int(result.code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""rocetune capture: snapshot what the probe reads, for `rocetune probe --root` anywhere."""
+
+from __future__ import annotations
+
+import argparse
+
+from ...capture import capture
+from ...errors import ExitCode, RocetuneError
+from ...features import fingerprint
+from ..result import Result
+
+NAME = "capture"
+ORDER = 30
+HELP = "write the files and command outputs the probe reads into a tar.gz (a replayable root)"
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--out", metavar="FILE.tar.gz", required=True, help="where to write the capture")
+
+
+def run(args: argparse.Namespace) -> Result:
+    try:
+        features, size = capture(args.root, args.out)
+    except OSError as exc:
+        raise RocetuneError(f"cannot write {args.out}: {exc.strerror or exc}", code=ExitCode.OUTPUT) from None
+    fp = fingerprint(features)
+    return Result(command=NAME, data={"path": args.out, "bytes": size, "features_fingerprint": fp},
+                  human=(f"wrote {args.out} ({size} bytes, features {fp})\n"
+                         f"replay: mkdir R && tar -xzf {args.out} -C R && rocetune probe --root R\n"))

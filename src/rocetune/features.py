@@ -1,0 +1,44 @@
+"""Load, dump and fingerprint Features documents (see docs/features.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from .errors import ExitCode, RocetuneError
+from .probe import SCHEMA_VERSION
+
+REQUIRED = ("schema_version", "host", "pci", "net", "rdma", "gpus", "topology", "kernel")
+
+
+def canonical(features: dict) -> str:
+    return json.dumps(features, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fingerprint(features: dict) -> str:
+    """Short sha256 of the canonical JSON: the same host facts give the same value."""
+    return hashlib.sha256(canonical(features).encode()).hexdigest()[:12]
+
+
+def load(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        raise RocetuneError(f"cannot read features file {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise RocetuneError(f"{path} is not JSON: {exc}") from None
+    if isinstance(doc, dict) and "data" in doc and isinstance(doc["data"], dict) \
+            and "features" in doc["data"]:
+        doc = doc["data"]["features"]  # a saved `rocetune probe --output json` envelope
+    if not isinstance(doc, dict):
+        raise RocetuneError(f"{path}: not a Features document")
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise RocetuneError(f"{path}: schema_version {version!r}, this rocetune reads {SCHEMA_VERSION}",
+                            hint="re-run 'rocetune probe --output json' with this version",
+                            code=ExitCode.INPUT)
+    missing = [k for k in REQUIRED if k not in doc]
+    if missing:
+        raise RocetuneError(f"{path}: Features document lacks {', '.join(missing)}")
+    return doc

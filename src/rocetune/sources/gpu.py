@@ -1,0 +1,48 @@
+"""GPU source: what nvidia-smi reports (topology matrix, bus ids, names)."""
+
+from __future__ import annotations
+
+from ..errors import ParseError
+from ..hostfs import ProbeContext
+from .parsers.nvsmi_query import parse_gpu_query
+from .parsers.nvsmi_topo import parse_topo_matrix
+
+TOPO_ARGV = ["nvidia-smi", "topo", "-m"]
+QUERY_ARGV = ["nvidia-smi", "--query-gpu=index,pci.bus_id,name", "--format=csv,noheader"]
+
+
+def probe(ctx: ProbeContext, sysfs_gpus: int) -> dict:
+    data = {"matrix": None, "bus_ids": {}, "names": {}}
+    topo = ctx.runner.run(TOPO_ARGV)
+    if not topo.found:
+        if sysfs_gpus:
+            ctx.status.ok = False
+            ctx.status.reason = (f"nvidia-smi not found but {sysfs_gpus} NVIDIA GPU(s) on PCI: "
+                                 "NVLink and GPU indices unknown")
+        return data
+    if topo.returncode != 0:
+        ctx.status.ok = False
+        first = (topo.stderr or topo.stdout or topo.reason).strip().splitlines()
+        ctx.status.reason = f"nvidia-smi topo -m failed (exit {topo.returncode})" + (
+            f": {first[0][:160]}" if first else "")
+        return data
+    try:
+        matrix = parse_topo_matrix(topo.stdout)
+    except ParseError as exc:
+        ctx.status.ok = False
+        ctx.status.reason = exc.message
+        return data
+    for w in matrix.pop("warnings", []):
+        ctx.warn(f"nvidia-smi topo -m: {w}")
+    data["matrix"] = matrix
+    query = ctx.runner.run(QUERY_ARGV)
+    if query.ok:
+        try:
+            for row in parse_gpu_query(query.stdout):
+                data["bus_ids"][str(row["index"])] = row["bus_id"]
+                data["names"][str(row["index"])] = row["name"]
+        except ParseError as exc:
+            ctx.warn(exc.message)
+    elif query.found:
+        ctx.warn(f"nvidia-smi --query-gpu failed (exit {query.returncode}): GPU bus ids unknown")
+    return data

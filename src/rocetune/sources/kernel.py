@@ -1,0 +1,93 @@
+"""Kernel source: modules, peer memory, memlock, IOMMU/ACS, net sysctls, the NCCL library."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Optional
+
+from ..hostfs import ProbeContext
+
+MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "nvidia",
+           "nvidia_peermem", "nv_peer_mem", "bnxt_re", "irdma", "efa")
+PEER_PATHS = {
+    "nv_mem": "/sys/kernel/mm/memory_peers/nv_mem/version",
+    "nv_mem_nc": "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
+    "nvidia_peermem": "/sys/module/nvidia_peermem/version",
+}
+SYSCTLS = (
+    "net.core.rmem_max", "net.core.wmem_max", "net.core.rmem_default", "net.core.wmem_default",
+    "net.core.netdev_max_backlog", "net.core.somaxconn", "net.core.optmem_max",
+    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mtu_probing",
+    "net.ipv4.conf.all.arp_ignore", "net.ipv4.conf.all.arp_announce", "net.ipv4.conf.all.rp_filter",
+    "net.ipv4.ip_local_port_range",
+)
+NCCL_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                 "/usr/local/lib", "/usr/local/nccl/lib", "/opt/nccl/lib")
+_NCCL_RE = re.compile(r"^libnccl\.so\.(\d+)\.(\d+)\.(\d+)$")
+CMDLINE_KEYS = ("iommu", "intel_iommu", "amd_iommu")
+
+
+def _modules(ctx: ProbeContext) -> Dict[str, bool]:
+    loaded = set()
+    for line in (ctx.text("/proc/modules") or "").splitlines():
+        if line.strip():
+            loaded.add(line.split()[0])
+    return {m: m in loaded for m in MODULES}
+
+
+def _memlock(ctx: ProbeContext) -> Optional[str]:
+    for line in (ctx.text("/proc/self/limits") or "").splitlines():
+        if line.startswith("Max locked memory"):
+            cols = line[len("Max locked memory"):].split()
+            return cols[0] if cols else None
+    return None
+
+
+def _cmdline(ctx: ProbeContext) -> dict:
+    words = (ctx.text("/proc/cmdline") or "").split()
+    out: Dict[str, object] = {k: None for k in CMDLINE_KEYS}
+    acs = []
+    for w in words:
+        key, _, value = w.partition("=")
+        if key in CMDLINE_KEYS:
+            out[key] = value or "on"
+        if "acs" in key.lower() or (key == "pci" and "acs" in value):
+            acs.append(w)
+    out["acs"] = sorted(acs)
+    return out
+
+
+def _sysctls(ctx: ProbeContext) -> Dict[str, str]:
+    values = {}
+    for name in SYSCTLS:
+        text = ctx.attr("/proc/sys/" + name.replace(".", "/"))
+        if text is not None:
+            values[name] = " ".join(text.split())
+    return values
+
+
+def _nccl(ctx: ProbeContext) -> Optional[dict]:
+    best = None
+    for d in NCCL_LIB_DIRS:
+        for name in ctx.root.listdir(d):
+            m = _NCCL_RE.match(name)
+            if m:
+                key = tuple(int(x) for x in m.groups())
+                if best is None or key > best[0]:
+                    best = (key, f"{d}/{name}")
+    if best is None:
+        return None
+    ctx.root.exists(best[1])  # a capture keeps the name, not the library
+    return {"version": ".".join(str(x) for x in best[0]), "path": best[1]}
+
+
+def probe(ctx: ProbeContext) -> dict:
+    return {
+        "modules": _modules(ctx),
+        "peer_memory": {k: ctx.root.exists(p) for k, p in PEER_PATHS.items()},
+        "memlock": _memlock(ctx),
+        "cmdline": _cmdline(ctx),
+        "iommu_groups": len([n for n in ctx.root.listdir("/sys/kernel/iommu_groups") if n.isdigit()]),
+        "sysctl": _sysctls(ctx),
+        "nccl": _nccl(ctx),
+    }

@@ -1,0 +1,148 @@
+"""Net source: interfaces from /sys/class/net, addresses, and the default route."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Dict, List, Optional, Set
+
+from ..errors import ParseError
+from ..hostfs import HostReadError, ProbeContext
+from .parsers.ip_addr import parse_ip_addr
+from .pci import BDF_RE
+
+NET = "/sys/class/net"
+IP_ADDR_ARGV = ["ip", "-j", "addr", "show"]
+ARPHRD_INFINIBAND = 32
+ARPHRD_LOOPBACK = 772
+
+
+def _quiet_attr(ctx: ProbeContext, path: str) -> Optional[str]:
+    """Attributes like carrier/speed fail with EINVAL on a down link: that means unknown."""
+    try:
+        text = ctx.root.read_text(path)
+    except HostReadError:
+        return None
+    if text is None:
+        return None
+    return text.strip() or None
+
+
+def _quiet_int(ctx: ProbeContext, path: str) -> Optional[int]:
+    text = _quiet_attr(ctx, path)
+    try:
+        return int(text, 0) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _kind(ctx: ProbeContext, name: str, real: str, dev_type: Optional[int], pci: Optional[str]) -> str:
+    base = f"{NET}/{name}"
+    if name == "lo" or dev_type == ARPHRD_LOOPBACK:
+        return "loopback"
+    if ctx.root.exists(f"{base}/bonding"):
+        return "bond"
+    if ctx.root.exists(f"{base}/bridge"):
+        return "bridge"
+    uevent = ctx.attr(f"{base}/uevent") or ""
+    if "DEVTYPE=vlan" in uevent:
+        return "vlan"
+    if dev_type == ARPHRD_INFINIBAND:
+        return "infiniband"
+    if pci or "/devices/virtual/" not in real:
+        return "physical" if pci else "virtual"
+    return "virtual"
+
+
+def default_route_interfaces(ctx: ProbeContext) -> List[str]:
+    found: Set[str] = set()
+    for line in (ctx.text("/proc/net/route") or "").splitlines()[1:]:
+        cols = line.split()
+        if len(cols) >= 8 and cols[1] == "00000000" and cols[7] == "00000000":
+            found.add(cols[0])
+    for line in (ctx.text("/proc/net/ipv6_route") or "").splitlines():
+        cols = line.split()
+        if len(cols) == 10 and cols[0] == "0" * 32 and cols[1] == "00" and cols[9] != "lo":
+            found.add(cols[9])
+    return sorted(found)
+
+
+def _prefixlen(netmask: Optional[str]) -> Optional[int]:
+    if not netmask:
+        return None
+    try:
+        return ipaddress.ip_network(f"0.0.0.0/{netmask}").prefixlen if "." in netmask else \
+            ipaddress.ip_network(f"::/{netmask}").prefixlen
+    except ValueError:
+        return None
+
+
+def _live_addresses() -> Dict[str, List[dict]]:
+    import socket
+
+    import psutil
+
+    out: Dict[str, List[dict]] = {}
+    for ifname, addrs in psutil.net_if_addrs().items():
+        for a in addrs:
+            if a.family not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            out.setdefault(ifname, []).append({
+                "family": "inet" if a.family == socket.AF_INET else "inet6",
+                "address": a.address.split("%", 1)[0],
+                "prefixlen": _prefixlen(a.netmask),
+            })
+    return out
+
+
+def addresses(ctx: ProbeContext) -> Dict[str, List[dict]]:
+    if ctx.root.is_live:
+        try:
+            return _live_addresses()
+        except Exception as exc:  # psutil missing or failing must not end the probe
+            ctx.warn(f"psutil could not list addresses: {exc}")
+    result = ctx.runner.run(IP_ADDR_ARGV)
+    if not result.found:
+        ctx.warn("addresses unknown: no 'ip -j addr show' output")
+        return {}
+    try:
+        return parse_ip_addr(result.stdout)
+    except ParseError as exc:
+        ctx.warn(exc.message)
+        return {}
+
+
+def probe(ctx: ProbeContext) -> dict:
+    names = ctx.root.listdir(NET)
+    if not names:
+        ctx.status.ok = False
+        ctx.status.reason = f"no interfaces under {NET}"
+        return {"interfaces": [], "default_route_interfaces": []}
+    defaults = default_route_interfaces(ctx)
+    addrs = addresses(ctx)
+    interfaces = []
+    for name in names:
+        base = f"{NET}/{name}"
+        real = ctx.root.realpath(base)
+        dev_real = ctx.root.realpath(f"{base}/device") if ctx.root.exists(f"{base}/device") else ""
+        pci = dev_real.rsplit("/", 1)[-1] if dev_real else None
+        pci = pci if pci and BDF_RE.match(pci) else None
+        dev_type = ctx.int_attr(f"{base}/type")
+        speed = _quiet_int(ctx, f"{base}/speed")
+        carrier = _quiet_int(ctx, f"{base}/carrier")
+        slaves = (ctx.attr(f"{base}/bonding/slaves") or "").split()
+        interfaces.append({
+            "name": name,
+            "kind": _kind(ctx, name, real, dev_type, pci),
+            "operstate": ctx.attr(f"{base}/operstate"),
+            "carrier": None if carrier is None else bool(carrier),
+            "mtu": ctx.int_attr(f"{base}/mtu"),
+            "speed_mbps": speed if speed is not None and speed > 0 else None,
+            "driver": ctx.root.link_name(f"{base}/device/driver") if pci else None,
+            "pci": pci,
+            "master": ctx.root.link_name(f"{base}/master"),
+            "slaves": sorted(slaves),
+            "addresses": sorted(addrs.get(name, []),
+                                key=lambda a: (a["family"], a["address"], a["prefixlen"] or 0)),
+            "default_route": name in defaults,
+        })
+    return {"interfaces": interfaces, "default_route_interfaces": defaults}

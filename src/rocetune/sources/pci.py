@@ -1,0 +1,133 @@
+"""PCI source: GPUs, NICs and the bridges above them, from /sys/bus/pci/devices."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+from ..hostfs import ProbeContext
+
+BDF_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+NVIDIA = "0x10de"
+PCI_DEVICES = "/sys/bus/pci/devices"
+
+
+def classify(vendor: Optional[str], pci_class: Optional[str]) -> str:
+    cls = (pci_class or "").lower()
+    if cls.startswith("0x0604"):
+        return "bridge"
+    if vendor == NVIDIA and cls.startswith("0x0680"):
+        return "nvswitch"
+    if vendor == NVIDIA and (cls.startswith("0x0300") or cls.startswith("0x0302")):
+        return "gpu"
+    if cls.startswith("0x02"):
+        return "nic"
+    return "other"
+
+
+def _chain(real: str) -> Tuple[Optional[str], List[str]]:
+    """`/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0` -> ("pci0000:00", [bdfs top first])."""
+    parts = [p for p in real.split("/") if p]
+    if len(parts) < 3 or parts[:2] != ["sys", "devices"]:
+        return None, []
+    rc = parts[2] if parts[2].startswith("pci") else None
+    bdfs = [p for p in parts[3:] if BDF_RE.match(p)]
+    return rc, bdfs
+
+
+def _speed_rank(speed: Optional[str]) -> float:
+    m = re.match(r"\s*([\d.]+)", speed or "")
+    return float(m.group(1)) if m else 0.0
+
+
+def _link(ctx: ProbeContext, base: str) -> Optional[dict]:
+    speed = ctx.attr(f"{base}/current_link_speed")
+    max_speed = ctx.attr(f"{base}/max_link_speed")
+    width = ctx.int_attr(f"{base}/current_link_width")
+    max_width = ctx.int_attr(f"{base}/max_link_width")
+    if speed is None and width is None:
+        return None
+    degraded = False
+    if speed and max_speed and _speed_rank(speed) and _speed_rank(speed) < _speed_rank(max_speed):
+        degraded = True
+    if width and max_width and 0 < width < max_width:
+        degraded = True
+    return {"speed": speed, "width": width, "max_speed": max_speed, "max_width": max_width,
+            "degraded": degraded}
+
+
+def _numa(ctx: ProbeContext, base: str) -> Optional[int]:
+    node = ctx.int_attr(f"{base}/numa_node")
+    return node if node is not None and node >= 0 else None
+
+
+def probe(ctx: ProbeContext) -> dict:
+    names = [n for n in ctx.root.listdir(PCI_DEVICES) if BDF_RE.match(n)]
+    if not names:
+        ctx.status.ok = False
+        ctx.status.reason = f"no PCI devices under {PCI_DEVICES}"
+        return {"devices": []}
+    seen: Dict[str, dict] = {}
+    for bdf in names:
+        base = f"{PCI_DEVICES}/{bdf}"
+        real = ctx.root.realpath(base)
+        rc, chain = _chain(real)
+        if not chain or chain[-1] != bdf:
+            ctx.warn(f"{base}: link does not lead into /sys/devices/pci*")
+            rc, chain = None, [bdf]
+        vendor = ctx.attr(f"{base}/vendor")
+        pci_class = ctx.attr(f"{base}/class")
+        seen[bdf] = {"bdf": bdf, "vendor": vendor, "class": pci_class, "root_complex": rc,
+                     "chain": chain, "kind": classify(vendor, pci_class)}
+    wanted = {b for b, d in seen.items() if d["kind"] in ("gpu", "nic", "nvswitch")}
+    for b in list(wanted):
+        wanted.update(a for a in seen[b]["chain"][:-1] if a in seen)
+    devices = []
+    for bdf in sorted(wanted):
+        d = seen[bdf]
+        base = f"{PCI_DEVICES}/{bdf}"
+        chain = d["chain"]
+        devices.append({
+            "bdf": bdf,
+            "kind": d["kind"],
+            "class": d["class"],
+            "vendor": d["vendor"],
+            "device": ctx.attr(f"{base}/device"),
+            "numa_node": _numa(ctx, base),
+            "root_complex": d["root_complex"],
+            "parent": chain[-2] if len(chain) > 1 else None,
+            # A switch is an upstream port below a root/downstream port: every second bridge.
+            "switches": chain[1:-1:2],
+            "driver": ctx.root.link_name(f"{base}/driver"),
+            "link": _link(ctx, base),
+            "sriov": _sriov(ctx, base),
+        })
+    return {"devices": devices}
+
+
+def _sriov(ctx: ProbeContext, base: str) -> Optional[dict]:
+    total = ctx.int_attr(f"{base}/sriov_totalvfs")
+    physfn_target = ctx.root.readlink(f"{base}/physfn")
+    if total is None and physfn_target is None:
+        return None
+    physfn = physfn_target.rstrip("/").rsplit("/", 1)[-1] if physfn_target else None
+    return {"total_vfs": total, "num_vfs": ctx.int_attr(f"{base}/sriov_numvfs"), "physfn": physfn}
+
+
+PATH_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+
+def path_type(a: dict, b: dict) -> str:
+    """Classify the PCIe path between two devices the way `nvidia-smi topo -m` does."""
+    if a["root_complex"] is None or a["root_complex"] != b["root_complex"]:
+        na, nb = a.get("numa_node"), b.get("numa_node")
+        return "NODE" if na == nb else "SYS"
+    sa, sb = a["switches"], b["switches"]
+    if sa and sb and sa[-1] == sb[-1]:
+        return "PIX"
+    common = 0
+    for x, y in zip(sa, sb):
+        if x != y:
+            break
+        common += 1
+    return "PXB" if common else "PHB"

@@ -1,0 +1,90 @@
+import os
+
+import pytest
+
+from rocetune.errors import HostReadError
+from rocetune.hostfs import (HostRoot, ProbeContext, RecordedRunner, Recorder, recording_name)
+
+from tests.unit.treekit import Dir, Link, make
+
+
+@pytest.fixture
+def root(tmp_path):
+    return make(tmp_path, {
+        "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/class": "0x020000\n",
+        "sys/bus/pci/devices/0000:01:00.0": Link("../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0"),
+        "sys/abs": Link("/sys/devices/pci0000:00"),
+        "sys/loop": Link("loop"),
+        "sys/empty": "",
+        "sys/binary": b"\x00\x01\x02",
+        "sys/latin1": b"caf\xe9",
+        "sys/adir": Dir("adir"),
+        "commands/nvidia-smi_topo_-m.txt": "GPU0 X\n",
+        "commands/ibv_devinfo.txt": "Failed\n",
+        "commands/ibv_devinfo.rc": "255\n",
+    })
+
+
+def test_realpath_follows_relative_links_inside_root(root):
+    h = HostRoot(root)
+    assert h.realpath("/sys/bus/pci/devices/0000:01:00.0/class") == \
+        "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/class"
+
+
+def test_absolute_link_resolves_under_root_not_on_machine(root):
+    h = HostRoot(root)
+    assert h.realpath("/sys/abs/0000:00:01.0") == "/sys/devices/pci0000:00/0000:00:01.0"
+    assert h.is_dir("/sys/abs/0000:00:01.0")
+
+
+def test_link_loop_does_not_hang(root):
+    assert HostRoot(root).realpath("/sys/loop/x").startswith("/sys/loop")
+
+
+def test_missing_is_none_but_unusable_raises(root):
+    h = HostRoot(root)
+    assert h.read_text("/sys/nope") is None
+    assert h.read_text("/sys/empty") == ""
+    for bad in ("/sys/binary", "/sys/latin1", "/sys/adir"):
+        with pytest.raises(HostReadError):
+            h.read_text(bad)
+
+
+def test_context_turns_unusable_files_into_warnings(root):
+    ctx = ProbeContext(HostRoot(root))
+    assert ctx.attr("/sys/binary") is None
+    assert ctx.int_attr("/sys/bus/pci/devices/0000:01:00.0/class", 16) == 0x020000
+    assert ctx.int_attr("/sys/empty") is None
+    assert any("binary" in w for w in ctx.status.warnings)
+
+
+def test_recorded_runner_replays_stdout_and_exit_code(root):
+    runner = RecordedRunner(HostRoot(root))
+    ok = runner.run(["nvidia-smi", "topo", "-m"])
+    assert ok.found and ok.ok and ok.stdout == "GPU0 X\n"
+    failed = runner.run(["ibv_devinfo"])
+    assert failed.found and failed.returncode == 255 and not failed.ok
+    absent = runner.run(["ibstat"])
+    assert not absent.found and "commands/ibstat.txt" in absent.reason
+
+
+def test_recording_name_escapes_slashes():
+    assert recording_name(["ip", "-j", "addr", "show"]) == "ip_-j_addr_show"
+    assert recording_name(["cat", "/etc/x"]) == "cat_%2Fetc%2Fx"
+
+
+def test_recorder_keeps_what_was_read_and_links(root):
+    rec = Recorder()
+    h = HostRoot(root, recorder=rec)
+    h.read_text("/sys/bus/pci/devices/0000:01:00.0/class")
+    h.listdir("/sys/bus/pci/devices")
+    real = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/class"
+    assert rec.files == {real: "0x020000\n"}
+    assert "/sys/bus/pci/devices/0000:01:00.0" in rec.links
+    assert rec.dirs["/sys/bus/pci/devices"] == ["0000:01:00.0"]
+
+
+def test_relative_host_paths_are_rejected(root):
+    with pytest.raises(ValueError):
+        HostRoot(root).host_path("sys/x")
+    assert os.path.isabs(HostRoot(root).host_path("/sys/x"))
