@@ -68,7 +68,8 @@ class HostRoot:
                 hops += 1
                 if hops > _MAX_LINK_HOPS:
                     return candidate
-                self._note_link(candidate)
+                if self.recorder is not None:
+                    self.recorder.links.add(candidate)
                 target = os.readlink(real)
                 if target.startswith("/"):
                     resolved = []
@@ -129,8 +130,7 @@ class HostRoot:
         if stat.S_ISDIR(st.st_mode):
             raise HostReadError(path, "is a directory")
         try:
-            with open(real, "rb") as fh:
-                data = fh.read(max_bytes + 1)
+            data = _read_capped(real, max_bytes)
         except OSError as exc:
             raise HostReadError(path, exc.strerror or str(exc)) from None
         if len(data) > max_bytes:
@@ -147,7 +147,22 @@ class HostRoot:
 
     def _note_link(self, path: str) -> None:
         if self.recorder is not None:
-            self.recorder.links.add(os.path.normpath(path))
+            # Keyed by the link's real location, so a capture never nests a path under a symlink.
+            parent, name = os.path.split(os.path.normpath(path))
+            self.recorder.links.add(os.path.join(self.realpath(parent), name))
+
+
+def _read_capped(real: str, max_bytes: int) -> bytes:
+    # Small reads: procfs sysctl handlers refuse one huge read() with ENOMEM.
+    chunks, total = [], 0
+    with open(real, "rb") as fh:
+        while total <= max_bytes:
+            chunk = fh.read(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    return b"".join(chunks)
 
 
 @dataclass

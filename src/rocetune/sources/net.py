@@ -67,13 +67,16 @@ def default_route_interfaces(ctx: ProbeContext) -> List[str]:
 
 
 def _prefixlen(netmask: Optional[str]) -> Optional[int]:
+    """Prefix length of a dotted or colon netmask (`255.255.255.0` -> 24, `ffff:ffff::` -> 32)."""
     if not netmask:
         return None
     try:
-        return ipaddress.ip_network(f"0.0.0.0/{netmask}").prefixlen if "." in netmask else \
-            ipaddress.ip_network(f"::/{netmask}").prefixlen
+        bits = int(ipaddress.ip_address(netmask))
     except ValueError:
         return None
+    width = 32 if "." in netmask else 128
+    ones = bin(bits).count("1")
+    return ones if bits == ((1 << width) - 1) ^ ((1 << (width - ones)) - 1) else None
 
 
 def _live_addresses() -> Dict[str, List[dict]]:

@@ -1,0 +1,340 @@
+"""The QoS plan: one file that rocetune and the switch-facing QoS configuration both read.
+
+RoCE traffic is classified by DSCP (or by the VLAN priority under PCP trust). NCCL puts the
+whole IPv4 ToS / IPv6 traffic-class byte into the GRH of every RoCE packet: DSCP in the top six
+bits and the ECN field in the low two. If the host's `NCCL_IB_TC` and the switches' lossless
+queue disagree, RoCE lands in a lossy queue and collapses under load. So the values live in one
+file (default `/etc/rocetune/qos.yml`) that both sides read; see docs/qos.md for the format.
+
+The format is a small subset of YAML (block mappings, integers, null/true/false, plain or quoted
+strings, flow lists of integers), or JSON. PyYAML reads every file this module accepts the same
+way, so an Ansible role can load it with `from_yaml`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from .errors import ExitCode, RocetuneError
+
+DEFAULT_PATH = "/etc/rocetune/qos.yml"
+
+# ECN codepoints a sender may use in the low two bits of the traffic class.
+ECN_NAMES = {"not-ect": 0, "ect1": 1, "ect0": 2}
+_ECN_TEXT = {0: "Not-ECT", 1: "ECT(1)", 2: "ECT(0)"}
+TRUST_MODES = ("dscp", "pcp")
+
+
+@dataclass(frozen=True)
+class TrafficClass:
+    dscp: int
+    priority: int
+
+
+@dataclass
+class QosPlan:
+    """The fabric's QoS policy as the hosts must follow it."""
+
+    data: TrafficClass = TrafficClass(26, 3)
+    cnp: TrafficClass = TrafficClass(48, 6)
+    ecn: int = 2  # ECT(0): what UCX uses by default (106 = 26 << 2 | 2)
+    trust: str = "dscp"
+    lossless_priorities: Tuple[int, ...] = (3,)
+    cts_dscp: Optional[int] = None  # NCCL_IB_FIFO_TC: CTS/credit messages, when they get their own class
+    source: str = "built-in defaults"
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def traffic_class(self) -> int:
+        """The GRH traffic-class byte for RoCE data (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS)."""
+        return (self.data.dscp << 2) | self.ecn
+
+    @property
+    def fifo_traffic_class(self) -> Optional[int]:
+        return None if self.cts_dscp is None else (self.cts_dscp << 2) | self.ecn
+
+    @property
+    def ecn_text(self) -> str:
+        return _ECN_TEXT[self.ecn]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "source": self.source,
+            "trust": self.trust,
+            "data": {"dscp": self.data.dscp, "priority": self.data.priority},
+            "cnp": {"dscp": self.cnp.dscp, "priority": self.cnp.priority},
+            "ecn": self.ecn,
+            "lossless_priorities": list(self.lossless_priorities),
+            "cts_dscp": self.cts_dscp,
+            "traffic_class": self.traffic_class,
+            "fifo_traffic_class": self.fifo_traffic_class,
+            "warnings": list(self.warnings),
+        }
+
+
+def default_plan() -> QosPlan:
+    return QosPlan()
+
+
+def dump_yaml(plan: QosPlan) -> str:
+    """The plan in the documented file format (what `load_text` reads back)."""
+    ecn_name = {v: k for k, v in ECN_NAMES.items()}[plan.ecn]
+    cts = "null" if plan.cts_dscp is None else str(plan.cts_dscp)
+    lossless = ", ".join(str(p) for p in plan.lossless_priorities)
+    return (
+        "# RoCE QoS plan shared by rocetune (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS) and the\n"
+        "# switch/NIC QoS configuration. Change it here, nowhere else.\n"
+        "version: 1\n"
+        f"trust: {plan.trust}\n"
+        "data:\n"
+        f"  dscp: {plan.data.dscp}\n"
+        f"  priority: {plan.data.priority}\n"
+        "cnp:\n"
+        f"  dscp: {plan.cnp.dscp}\n"
+        f"  priority: {plan.cnp.priority}\n"
+        f"ecn: {ecn_name}\n"
+        f"lossless_priorities: [{lossless}]\n"
+        "cts:\n"
+        f"  dscp: {cts}\n"
+    )
+
+
+# --- loading -------------------------------------------------------------------------------
+
+def load_text(text: str, source: str) -> QosPlan:
+    """Parse and validate a QoS plan; RocetuneError (ExitCode.INPUT) with the place on errors."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise _err(source, f"not valid JSON: {exc}") from None
+    else:
+        doc = parse_yaml_subset(text, source)
+    if not isinstance(doc, dict):
+        raise _err(source, "the plan must be a mapping (key: value lines)")
+    return _from_doc(doc, source)
+
+
+def load_file(path: str) -> QosPlan:
+    try:
+        with open(path, "r", encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise RocetuneError(f"--qos {path}: no such file",
+                            hint=f"write one from docs/qos.md (default location {DEFAULT_PATH})",
+                            code=ExitCode.INPUT) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RocetuneError(f"--qos {path}: cannot read: {exc}", code=ExitCode.INPUT) from None
+    return load_text(text, path)
+
+
+def _err(source: str, message: str, hint: Optional[str] = None) -> RocetuneError:
+    return RocetuneError(f"QoS plan {source}: {message}",
+                         hint=hint or "see docs/qos.md for the format and ranges",
+                         code=ExitCode.INPUT)
+
+
+_TOP_KEYS = {"version", "trust", "data", "cnp", "ecn", "lossless_priorities", "cts"}
+_CLASS_KEYS = {"dscp", "priority"}
+
+
+def _from_doc(doc: Dict[str, Any], source: str) -> QosPlan:
+    unknown = sorted(set(doc) - _TOP_KEYS)
+    if unknown:
+        raise _err(source, f"unknown key(s) {', '.join(unknown)}",
+                   hint=f"known keys: {', '.join(sorted(_TOP_KEYS))}")
+    version = doc.get("version", 1)
+    if version != 1:
+        raise _err(source, f"version {version!r} is not supported (this rocetune reads version 1)")
+    base = QosPlan()
+    trust = doc.get("trust", base.trust)
+    if trust not in TRUST_MODES:
+        raise _err(source, f"trust: {trust!r} is not one of {', '.join(TRUST_MODES)}")
+    data = _class(doc.get("data"), "data", base.data, source)
+    cnp = _class(doc.get("cnp"), "cnp", base.cnp, source)
+    ecn = _ecn(doc.get("ecn", base.ecn), source)
+    lossless_raw = doc.get("lossless_priorities", list(base.lossless_priorities))
+    if not isinstance(lossless_raw, list):
+        raise _err(source, "lossless_priorities: expected a list like [3]")
+    lossless = tuple(sorted({_int_in(p, 0, 7, "lossless_priorities[]", source) for p in lossless_raw}))
+    cts_doc = doc.get("cts")
+    cts_dscp: Optional[int] = None
+    if cts_doc is not None:
+        if not isinstance(cts_doc, dict):
+            raise _err(source, "cts: expected a mapping with 'dscp'")
+        extra = sorted(set(cts_doc) - {"dscp"})
+        if extra:
+            raise _err(source, f"cts: unknown key(s) {', '.join(extra)}")
+        if cts_doc.get("dscp") is not None:
+            cts_dscp = _int_in(cts_doc["dscp"], 0, 63, "cts.dscp", source)
+
+    if data.dscp == cnp.dscp:
+        raise _err(source, f"data.dscp and cnp.dscp are both {data.dscp}: congestion "
+                           "notifications must be told apart from the data they throttle")
+    warnings: List[str] = []
+    if data.priority == cnp.priority:
+        warnings.append(f"data and CNP share priority {data.priority}: CNPs queue behind the "
+                        "data they are meant to slow down")
+    if lossless and data.priority not in lossless:
+        warnings.append(f"data priority {data.priority} is not in lossless_priorities "
+                        f"{list(lossless)}: RoCE data would travel in a lossy queue")
+    if not lossless:
+        warnings.append("no lossless priority: the fabric relies on ECN alone (no PFC)")
+    return QosPlan(data=data, cnp=cnp, ecn=ecn, trust=trust, lossless_priorities=lossless,
+                   cts_dscp=cts_dscp, source=source, warnings=warnings)
+
+
+def _class(node: Any, name: str, default: TrafficClass, source: str) -> TrafficClass:
+    if node is None:
+        return default
+    if not isinstance(node, dict):
+        raise _err(source, f"{name}: expected a mapping with dscp and priority")
+    extra = sorted(set(node) - _CLASS_KEYS)
+    if extra:
+        raise _err(source, f"{name}: unknown key(s) {', '.join(extra)}")
+    dscp = _int_in(node.get("dscp", default.dscp), 0, 63, f"{name}.dscp", source)
+    prio = _int_in(node.get("priority", default.priority), 0, 7, f"{name}.priority", source)
+    return TrafficClass(dscp, prio)
+
+
+def _ecn(value: Any, source: str) -> int:
+    if isinstance(value, str):
+        key = value.strip().lower().replace("(", "").replace(")", "").replace("_", "-")
+        key = {"ect-0": "ect0", "ect-1": "ect1", "notect": "not-ect"}.get(key, key)
+        if key in ECN_NAMES:
+            return ECN_NAMES[key]
+        if key == "ce":
+            raise _err(source, "ecn: CE is set by congested switches, never by a sender")
+        raise _err(source, f"ecn: {value!r} is not one of {', '.join(ECN_NAMES)} (or 0, 1, 2)")
+    n = _int_in(value, 0, 3, "ecn", source)
+    if n == 3:
+        raise _err(source, "ecn: 3 (CE) is set by congested switches, never by a sender")
+    return n
+
+
+def _int_in(value: Any, lo: int, hi: int, what: str, source: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _err(source, f"{what}: expected an integer {lo}..{hi}, got {value!r}")
+    if not lo <= value <= hi:
+        raise _err(source, f"{what}: {value} is out of range {lo}..{hi}")
+    return value
+
+
+# --- the YAML subset -------------------------------------------------------------------------
+
+_KEY_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*:(?:\s+(.*))?$")
+
+
+def parse_yaml_subset(text: str, source: str = "<text>") -> Dict[str, Any]:
+    """Block mappings nested by indentation, scalars and flow lists of scalars.
+
+    Anything outside the subset (anchors, multi-line strings, block lists, tabs) is an error
+    naming the line, rather than a silent misreading.
+    """
+    root: Dict[str, Any] = {}
+    stack: List[Tuple[int, Dict[str, Any]]] = [(-1, root)]
+    pending: Optional[Tuple[int, Dict[str, Any], str]] = None  # a key waiting for its nested block
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        if "\t" in raw[: len(raw) - len(raw.lstrip())]:
+            raise _err(source, f"line {lineno}: indent with spaces, not tabs")
+        line = _strip_comment(raw).rstrip()
+        if not line.strip():
+            continue
+        if line.strip() in ("---", "..."):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        body = line.strip()
+        if body.startswith("- "):
+            raise _err(source, f"line {lineno}: block lists are not supported; write [a, b]")
+        m = _KEY_RE.match(body)
+        if not m:
+            raise _err(source, f"line {lineno}: expected 'key: value', got {body!r}")
+        key, value_text = m.group(1), m.group(2)
+        if pending is not None:
+            p_indent, p_map, p_key = pending
+            if indent > p_indent:
+                child: Dict[str, Any] = {}
+                p_map[p_key] = child
+                stack.append((indent, child))
+            else:
+                p_map[p_key] = None
+            pending = None
+        while stack and indent < stack[-1][0]:
+            stack.pop()
+        if not stack or indent != stack[-1][0]:
+            if stack and stack[-1][0] == -1 and indent > 0 and len(stack) == 1:
+                raise _err(source, f"line {lineno}: unexpected indentation")
+            if stack and indent > stack[-1][0] and stack[-1][0] != -1:
+                raise _err(source, f"line {lineno}: unexpected indentation")
+            if stack and stack[-1][0] == -1:
+                stack[-1] = (-1, root)
+        current = stack[-1][1]
+        if stack[-1][0] == -1 and indent != 0:
+            raise _err(source, f"line {lineno}: unexpected indentation")
+        if key in current:
+            raise _err(source, f"line {lineno}: duplicate key {key!r}")
+        if value_text is None or value_text == "":
+            pending = (indent, current, key)
+            current[key] = None
+        else:
+            current[key] = _scalar_or_list(value_text, lineno, source)
+    if pending is not None:
+        pending[1][pending[2]] = None
+    return root
+
+
+def _strip_comment(line: str) -> str:
+    out = []
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in ("'", '"'):
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
+            break
+        out.append(ch)
+    return "".join(out)
+
+
+def _scalar_or_list(text: str, lineno: int, source: str) -> Any:
+    text = text.strip()
+    if text.startswith("["):
+        if not text.endswith("]"):
+            raise _err(source, f"line {lineno}: unterminated list {text!r}")
+        inner = text[1:-1].strip()
+        if not inner:
+            return []
+        return [_scalar(part.strip(), lineno, source) for part in inner.split(",")]
+    if text.startswith("{"):
+        raise _err(source, f"line {lineno}: flow mappings are not supported; use indented keys")
+    return _scalar(text, lineno, source)
+
+
+def _scalar(text: str, lineno: int, source: str) -> Any:
+    if not text:
+        raise _err(source, f"line {lineno}: empty list item")
+    if text[0] in ("'", '"'):
+        if len(text) < 2 or text[-1] != text[0]:
+            raise _err(source, f"line {lineno}: unterminated string {text!r}")
+        inner = text[1:-1]
+        if text[0] == "'":
+            return inner.replace("''", "'")
+        if "\\" in inner:
+            raise _err(source, f"line {lineno}: escapes in double-quoted strings are not supported")
+        return inner
+    if text[0] in "&*!|>%@`":
+        raise _err(source, f"line {lineno}: {text!r} uses YAML features outside the supported subset")
+    low = text.lower()
+    if low in ("null", "~"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    if re.fullmatch(r"[-+]?[0-9]+", text):
+        return int(text)
+    return text

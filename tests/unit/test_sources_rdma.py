@@ -1,0 +1,72 @@
+import pytest
+
+from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.sources import rdma
+
+from tests.unit.treekit import Link, make
+
+PORT = "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/infiniband/mlx5_0/ports/1"
+V4 = "0000:0000:0000:0000:0000:ffff:0a00:0001"
+LL = "fe80:0000:0000:0000:ba3f:d2ff:fe00:0001"
+
+
+def base_tree(**extra):
+    tree = {
+        "sys/class/infiniband/mlx5_0": Link("../../devices/pci0000:00/0000:00:01.0/0000:01:00.0/infiniband/mlx5_0"),
+        "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/infiniband/mlx5_0/device": Link("../../../0000:01:00.0"),
+        "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/infiniband/mlx5_0/node_type": "1: CA\n",
+        f"{PORT}/state": "4: ACTIVE\n",
+        f"{PORT}/phys_state": "5: LinkUp\n",
+        f"{PORT}/link_layer": "Ethernet\n",
+        f"{PORT}/rate": "400 Gb/sec (4X NDR)\n",
+        f"{PORT}/gids/0": LL + "\n", f"{PORT}/gid_attrs/types/0": "IB/RoCE v1\n",
+        f"{PORT}/gids/1": LL + "\n", f"{PORT}/gid_attrs/types/1": "RoCE v2\n",
+        f"{PORT}/gids/2": V4 + "\n", f"{PORT}/gid_attrs/types/2": "IB/RoCE v1\n",
+        f"{PORT}/gids/3": V4 + "\n", f"{PORT}/gid_attrs/types/3": "RoCE v2\n",
+        f"{PORT}/gids/4": "0000:0000:0000:0000:0000:0000:0000:0000\n",
+    }
+    for i in range(4):
+        tree[f"{PORT}/gid_attrs/ndevs/{i}"] = "ens1f0np0\n"
+    tree.update(extra)
+    return tree
+
+
+def run(root, net=None):
+    ctx = ProbeContext(HostRoot(root))
+    data = rdma.probe(ctx, net or {"interfaces": [{"name": "ens1f0np0", "mtu": 9000, "pci": "0000:01:00.0"}]})
+    return data, ctx.status
+
+
+def test_gid_table_gives_lowest_ipv4_roce_v2_index(tmp_path):
+    data, status = run(make(tmp_path, base_tree()))
+    port = data["devices"][0]["ports"][0]
+    assert data["devices"][0]["pci"] == "0000:01:00.0"
+    assert port["state"] == "ACTIVE" and port["phys_state"] == "LinkUp"
+    assert port["roce_v2_ipv4_gids"] == [3]
+    assert port["netdev"] == "ens1f0np0" and port["roce_mtu"] == 4096
+    assert port["rate_gbps"] == 400
+    assert [g["index"] for g in port["gids"]] == [0, 1, 2, 3]  # the all-zero entry is not a GID
+    assert port["gids"][3]["ipv4"] == "10.0.0.1"
+    assert status.warnings == []
+
+
+def test_junk_gid_and_unreadable_types_warn_but_keep_the_rest(tmp_path):
+    tree = base_tree(**{f"{PORT}/gids/5": "not-a-gid\n", f"{PORT}/gids/6": V4 + "\n"})
+    tree[f"{PORT}/gid_attrs/types/3"] = b"\x00garbage"
+    data, status = run(make(tmp_path, tree))
+    port = data["devices"][0]["ports"][0]
+    assert port["roce_v2_ipv4_gids"] == []
+    assert any("GID 5" in w for w in status.warnings)
+    assert any("unreadable" in w for w in status.warnings)
+
+
+@pytest.mark.parametrize("mtu,expected", [(9000, 4096), (4200, 4096), (4191, 2048), (1500, 1024),
+                                          (1280, 1024), (300, None), (None, None)])
+def test_roce_mtu_follows_the_kernel(mtu, expected):
+    assert rdma.roce_mtu(mtu) == expected
+
+
+def test_no_devices_is_not_an_error(tmp_path):
+    ctx = ProbeContext(HostRoot(make(tmp_path, {"sys/x": ""})))
+    assert rdma.probe(ctx, None) == {"devices": []}
+    assert ctx.status.ok and "no RDMA devices" in ctx.status.reason
