@@ -8,7 +8,7 @@ import os
 import tarfile
 from typing import Dict, Tuple
 
-from .fsutil import atomic_write
+from .fsutil import atomic_write_bytes
 from .hostfs import HostRoot, LiveRunner, Recorder, RecordedRunner, recording_name
 from .probe import collect_features
 from .sources.net import IP_ADDR_ARGV
@@ -114,5 +114,5 @@ def build_tar(root: str, rec: Recorder) -> bytes:
 def capture(root: str, out_path: str) -> Tuple[dict, int]:
     features, rec = record(root)
     data = build_tar(root, rec)
-    atomic_write(out_path, data)
+    atomic_write_bytes(out_path, data)
     return features, len(data)
