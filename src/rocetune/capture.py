@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import tarfile
 from typing import Dict, Tuple
 
@@ -49,6 +50,14 @@ def _info(name: str, kind: bytes, size: int = 0, mode: int = 0o644, link: str = 
     return ti
 
 
+_PID_DIR = re.compile(r"^/proc/\d+(?=/|$)")
+
+
+def _stable(path: str) -> str:
+    """`/proc/<pid of the probe>/limits` -> `/proc/self/limits`: the same host gives the same bytes."""
+    return _PID_DIR.sub("/proc/self", path)
+
+
 def build_tar(root: str, rec: Recorder) -> bytes:
     """Deterministic tar.gz of the recorded paths, laid out as a root (plus commands/)."""
     host = HostRoot(root)
@@ -56,7 +65,7 @@ def build_tar(root: str, rec: Recorder) -> bytes:
     payload: Dict[str, bytes] = {}
 
     def add_dir(path: str) -> None:
-        rel = path.strip("/")
+        rel = _stable(path).strip("/")
         while rel and rel not in entries:
             entries[rel] = _info(rel, tarfile.DIRTYPE, mode=0o755)
             rel = os.path.dirname(rel)
@@ -69,22 +78,19 @@ def build_tar(root: str, rec: Recorder) -> bytes:
         entries[path.strip("/")] = _info(path.strip("/"), tarfile.SYMTYPE, mode=0o777, link=target)
 
     def add_file(path: str, data: bytes) -> None:
+        path = _stable(path)
         add_dir(os.path.dirname(path))
         entries[path.strip("/")] = _info(path.strip("/"), tarfile.REGTYPE, size=len(data))
         payload[path.strip("/")] = data
 
     for path in rec.links:
+        if path in ("/proc/self", "/proc/thread-self"):
+            continue  # stored as a directory, see _stable
         if os.path.islink(host.host_path(path)):
             add_link(path)
-    for path, names in rec.dirs.items():
+    for path in rec.dirs:
+        # Only the listed directory itself: sources touch every entry they rely on.
         add_dir(path)
-        for name in names:
-            child = f"{path.rstrip('/')}/{name}"
-            real = host.host_path(child)
-            if os.path.islink(real):
-                add_link(child)
-            elif os.path.isdir(real):
-                add_dir(child)
     for path in rec.present:
         real = host.host_path(path)
         if os.path.isdir(real):

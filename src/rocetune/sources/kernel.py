@@ -81,13 +81,18 @@ def _nccl(ctx: ProbeContext) -> Optional[dict]:
     return {"version": ".".join(str(x) for x in best[0]), "path": best[1]}
 
 
+def _iommu_groups(ctx: ProbeContext) -> int:
+    base = "/sys/kernel/iommu_groups"
+    return sum(1 for n in ctx.root.listdir(base) if n.isdigit() and ctx.root.exists(f"{base}/{n}"))
+
+
 def probe(ctx: ProbeContext) -> dict:
     return {
         "modules": _modules(ctx),
         "peer_memory": {k: ctx.root.exists(p) for k, p in PEER_PATHS.items()},
         "memlock": _memlock(ctx),
         "cmdline": _cmdline(ctx),
-        "iommu_groups": len([n for n in ctx.root.listdir("/sys/kernel/iommu_groups") if n.isdigit()]),
+        "iommu_groups": _iommu_groups(ctx),
         "sysctl": _sysctls(ctx),
         "nccl": _nccl(ctx),
     }
