@@ -38,6 +38,7 @@ class HostRoot:
     def __init__(self, root: str = "/", recorder: Optional[Recorder] = None):
         self.root = os.path.abspath(root)
         self.recorder = recorder
+        self._resolved: Dict[str, str] = {}  # directory -> its real path; a probe walks the same dirs often
 
     @property
     def is_live(self) -> bool:
@@ -53,7 +54,22 @@ class HostRoot:
     # --- links -------------------------------------------------------------------------------
     def realpath(self, path: str) -> str:
         """Resolve symlinks the way the host would, staying inside the root."""
-        parts = [p for p in os.path.normpath(path).split("/") if p]
+        norm = os.path.normpath(path)
+        parent, name = os.path.split(norm)
+        if parent != "/" and name and self.recorder is None:
+            real_parent = self._resolved.get(parent)
+            if real_parent is None:
+                real_parent = self._resolved[parent] = self._resolve(parent)
+            if name in (".", ".."):
+                return self._resolve(norm)
+            candidate = real_parent.rstrip("/") + "/" + name
+            if not os.path.islink(self.host_path(candidate)):
+                return candidate
+            return self._resolve(candidate)
+        return self._resolve(norm)
+
+    def _resolve(self, path: str) -> str:
+        parts = [p for p in path.split("/") if p]
         resolved: List[str] = []
         hops = 0
         while parts:

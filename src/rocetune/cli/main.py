@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
 import traceback
 from typing import List, Optional, Sequence
@@ -22,8 +21,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _verb_modules() -> List:
-    mods = [importlib.import_module(f"{verbs.__name__}.{m.name}")
-            for m in pkgutil.iter_modules(verbs.__path__)]
+    mods = [importlib.import_module(f"{verbs.__name__}.{name}") for name in verbs.NAMES]
     return sorted(mods, key=lambda m: (m.ORDER, m.NAME))
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ...capture import capture
 from ...errors import ExitCode, RocetuneError
-from ...features import fingerprint
 from ..result import Result
 
 NAME = "capture"
@@ -19,6 +17,9 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
+    from ...capture import capture
+    from ...features import fingerprint
+
     try:
         features, size = capture(args.root, args.out)
     except OSError as exc:

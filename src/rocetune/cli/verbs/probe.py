@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ... import probe as probing
 from .. import envout
 from ..result import Result
 
@@ -18,6 +17,8 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
+    from ... import probe as probing
+
     features = envout.load_features_arg(args)
     if features is None:
         features = probing.collect_features(args.root)

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Dict, List, Optional
 
-from ... import features as features_doc
-from ... import probe as probing
-from ...sources.pci import path_type
 from ..result import Result
 
 NAME = "topo"
@@ -20,6 +17,8 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def _gpu_gpu(f: dict, a: dict, b: dict) -> str:
+    from ...sources.pci import path_type
+
     count = a["nvlink"].get(str(b["index"]))
     if count:
         return f"NV{count}"
@@ -64,6 +63,9 @@ def nic_rows(f: dict) -> List[List[str]]:
 
 
 def run(args: argparse.Namespace) -> Result:
+    from ... import features as features_doc
+    from ... import probe as probing
+
     if getattr(args, "features", None):
         f = features_doc.load(args.features)
     else:

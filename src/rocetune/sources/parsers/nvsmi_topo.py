@@ -327,6 +327,8 @@ def parse_topo_matrix(text: str) -> dict:
     nics = []
     unnamed = []
     for label in sorted(set(nic_labels), key=lambda s: int(s[3:])):
+        if label not in links and row_count:
+            add_warning(warnings, f"no row for {label} (output cut off?)")
         name = header.named.get(label) or legend.get(label)
         if name is None:
             unnamed.append(label)

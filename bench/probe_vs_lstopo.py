@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Probe speed and memory against hwloc's lstopo on the same sysfs root.
+
+    python bench/probe_vs_lstopo.py [--root DIR] [--runs N]
+
+Runs `rocetune probe --root R --output json` and `HWLOC_FSROOT=R lstopo-no-graphics --of xml`
+alternately, N times each, and prints the medians, the ratio (target: <= 1.0) and the probe's
+peak RSS (target: < 60 MB). Without --root it uses the largest fixture host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "tests", "fixtures", "hosts")
+RSS_TARGET_MB = 60.0
+RATIO_TARGET = 1.0
+
+
+def largest_fixture() -> str:
+    def size(host: str) -> int:
+        return sum(len(files) + len(dirs) for _, dirs, files in os.walk(os.path.join(FIXTURES, host, "sys")))
+    hosts = [h for h in os.listdir(FIXTURES) if os.path.isdir(os.path.join(FIXTURES, h, "sys"))]
+    if not hosts:
+        sys.exit("bench: no fixture hosts found; pass --root DIR")
+    return os.path.join(FIXTURES, max(sorted(hosts), key=size))
+
+
+def timed(argv, env=None):
+    """Wall seconds and peak RSS (MB) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0,):
+        sys.exit(f"bench: {' '.join(argv)} exited {proc.returncode}: {proc.stderr.read().decode()[:300]}")
+    return elapsed, usage.ru_maxrss / 1024.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", help="host root to probe (default: the largest fixture)")
+    ap.add_argument("--runs", type=int, default=15)
+    args = ap.parse_args()
+    root = os.path.abspath(args.root or largest_fixture())
+    lstopo = shutil.which("lstopo-no-graphics")
+    if lstopo is None:
+        sys.exit("bench: lstopo-no-graphics not found (apt-get install hwloc)")
+    probe_argv = [sys.executable, "-m", "rocetune", "probe", "--root", root, "--output", "json"]
+    hwloc_argv = [lstopo, "--of", "xml", "-"]
+    hwloc_env = {**os.environ, "HWLOC_FSROOT": root}
+    timed(probe_argv)
+    timed(hwloc_argv, hwloc_env)  # warm the page cache for both
+    probe_t, hwloc_t, rss = [], [], []
+    for _ in range(args.runs):
+        t, r = timed(probe_argv)
+        probe_t.append(t)
+        rss.append(r)
+        hwloc_t.append(timed(hwloc_argv, hwloc_env)[0])
+    p, h = statistics.median(probe_t), statistics.median(hwloc_t)
+    ratio = p / h
+    peak = max(rss)
+    print(f"root: {root}")
+    print(f"rocetune probe : median {p * 1000:7.1f} ms over {args.runs} runs")
+    print(f"lstopo (hwloc) : median {h * 1000:7.1f} ms over {args.runs} runs")
+    print(f"ratio probe/lstopo: {ratio:.2f} (target <= {RATIO_TARGET:.1f}) "
+          f"{'PASS' if ratio <= RATIO_TARGET else 'MISS'}")
+    print(f"probe peak RSS: {peak:.1f} MB (target < {RSS_TARGET_MB:.0f} MB) "
+          f"{'PASS' if peak < RSS_TARGET_MB else 'MISS'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Run every test: unit, integration over the fixture hosts, and the multi-host Ansible lab.
+# Needs root (the lab builds network namespaces). Installs what it needs via scripts/bootstrap.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/bootstrap.sh
+# Whatever happens, no lab is left behind.
+trap '.venv/bin/python tests/lab/lab.py down >/dev/null 2>&1 || true' EXIT
+.venv/bin/python tests/lab/lab.py down >/dev/null 2>&1 || true
+
+.venv/bin/python -m compileall -q src >/dev/null
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,289 @@
+"""The Plan: every variable rocetune emits, the rule that decided it, and why.
+
+`build_plan(features)` runs every rule (rocetune.rules) over one Features document, refuses two
+rules deciding the same key, applies the user's overrides last (recorded as such) and returns a
+Plan that the renderers (rocetune.render) turn into env files and `rocetune explain` into prose.
+
+Overrides come from `--set KEY=VALUE`, `--unset KEY` and a config file (`--config FILE`):
+
+    # rocetune overrides: one per line
+    NCCL_IB_QPS_PER_CONNECTION=4     # set (the value is the rest of the line, verbatim)
+    NCCL_DEBUG=WARN
+    unset NCCL_IB_GID_INDEX          # remove a planned key
+
+`#` starts a comment at the beginning of a line or after whitespace; values are not quoted or
+expanded (write `KEY=a b` for a value with a space). Command-line options win over the file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .errors import ExitCode, RocetuneError
+from .qos import QosPlan
+
+KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass
+class Decision:
+    """One variable: its value, the rule that chose it, a one-line reason and the evidence."""
+
+    key: str
+    value: str
+    rule_id: str
+    reason: str = ""
+    evidence: Dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not KEY_RE.match(self.key):
+            raise ValueError(f"not an environment variable name: {self.key!r}")
+        if not isinstance(self.value, str):
+            raise TypeError(f"{self.key}: values are strings, got {type(self.value).__name__}")
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"key": self.key, "value": self.value, "rule_id": self.rule_id,
+                "reason": self.reason, "evidence": self.evidence}
+
+
+@dataclass
+class Message:
+    rule_id: str
+    message: str
+
+    def to_dict(self) -> Dict[str, str]:
+        return {"rule_id": self.rule_id, "message": self.message}
+
+    def __str__(self) -> str:
+        return f"{self.rule_id}: {self.message}"
+
+
+@dataclass
+class Finding:
+    id: str
+    severity: str  # info | warning | error
+    subject: str
+    message: str
+    rule_id: str
+
+    def to_dict(self) -> Dict[str, str]:
+        return {"id": self.id, "severity": self.severity, "subject": self.subject,
+                "message": self.message, "rule_id": self.rule_id}
+
+
+@dataclass
+class PlanFile:
+    """A file written next to the env file (the NCCL topology XML)."""
+
+    name: str
+    content: str
+    key: str  # the variable that points at it
+    rule_id: str
+
+    def to_dict(self) -> Dict[str, str]:
+        return {"name": self.name, "key": self.key, "rule_id": self.rule_id}
+
+
+@dataclass
+class Plan:
+    decisions: List[Decision] = field(default_factory=list)
+    warnings: List[Message] = field(default_factory=list)
+    notes: List[Message] = field(default_factory=list)
+    findings: List[Finding] = field(default_factory=list)
+    ranks: List[Dict[str, Any]] = field(default_factory=list)
+    files: List[PlanFile] = field(default_factory=list)
+    unset: List[Dict[str, str]] = field(default_factory=list)
+    rules_run: List[str] = field(default_factory=list)
+    qos: Optional[QosPlan] = None
+    local_rank: Optional[int] = None
+
+    def get(self, key: str) -> Optional[Decision]:
+        for d in self.decisions:
+            if d.key == key:
+                return d
+        return None
+
+    @property
+    def env(self) -> Dict[str, str]:
+        return {d.key: d.value for d in self.decisions}
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "env": self.env,
+            "decisions": [d.to_dict() for d in self.decisions],
+            "warnings": [m.to_dict() for m in self.warnings],
+            "notes": [m.to_dict() for m in self.notes],
+            "findings": [f.to_dict() for f in self.findings],
+            "ranks": self.ranks,
+            "local_rank": self.local_rank,
+            "files": [f.to_dict() for f in self.files],
+            "unset": self.unset,
+            "rules": self.rules_run,
+            "qos": self.qos.to_dict() if self.qos else None,
+        }
+
+
+# --- overrides ------------------------------------------------------------------------------
+
+@dataclass
+class Overrides:
+    """User choices that win over every rule. `origin` says where each came from."""
+
+    set: Dict[str, Tuple[str, str]] = field(default_factory=dict)    # key -> (value, origin)
+    unset: Dict[str, str] = field(default_factory=dict)              # key -> origin
+
+    @property
+    def empty(self) -> bool:
+        return not self.set and not self.unset
+
+    def add_set(self, key: str, value: str, origin: str) -> None:
+        _check_key(key, origin)
+        self.unset.pop(key, None)
+        self.set[key] = (value, origin)
+
+    def add_unset(self, key: str, origin: str) -> None:
+        _check_key(key, origin)
+        self.set.pop(key, None)
+        self.unset[key] = origin
+
+    def merged(self, later: "Overrides") -> "Overrides":
+        """These overrides, then `later` on top (the command line over a config file)."""
+        out = Overrides(dict(self.set), dict(self.unset))
+        for k, (v, o) in later.set.items():
+            out.add_set(k, v, o)
+        for k, o in later.unset.items():
+            out.add_unset(k, o)
+        return out
+
+    @classmethod
+    def from_args(cls, sets: Optional[Sequence[str]] = None,
+                  unsets: Optional[Sequence[str]] = None) -> "Overrides":
+        out = cls()
+        for item in sets or ():
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise RocetuneError(f"--set {item!r}: expected KEY=VALUE",
+                                    hint="for example --set NCCL_IB_QPS_PER_CONNECTION=4",
+                                    code=ExitCode.USAGE)
+            out.add_set(key.strip(), value, "--set")
+        for key in unsets or ():
+            out.add_unset(key.strip(), "--unset")
+        return out
+
+    @classmethod
+    def from_text(cls, text: str, source: str) -> "Overrides":
+        out = cls()
+        for lineno, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            origin = f"{source}:{lineno}"
+            m = re.match(r"^unset\s+(\S+)\s*(?:#.*)?$", line)
+            if m:
+                out.add_unset(m.group(1), origin)
+                continue
+            key, sep, value = line.partition("=")
+            if not sep:
+                raise RocetuneError(f"{origin}: expected KEY=VALUE or 'unset KEY', got {line!r}",
+                                    hint="see the override file format in docs/env-formats.md",
+                                    code=ExitCode.INPUT)
+            value = re.sub(r"\s+#.*$", "", value).strip()
+            out.add_set(key.strip(), value, origin)
+        return out
+
+    @classmethod
+    def from_file(cls, path: str) -> "Overrides":
+        try:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise RocetuneError(f"--config {path}: cannot read: {exc.strerror or exc}",
+                                code=ExitCode.INPUT) from None
+        except UnicodeDecodeError:
+            raise RocetuneError(f"--config {path}: not UTF-8 text", code=ExitCode.INPUT) from None
+        return cls.from_text(text, path)
+
+
+def _check_key(key: str, origin: str) -> None:
+    if not KEY_RE.match(key or ""):
+        raise RocetuneError(f"{origin}: {key!r} is not an environment variable name",
+                            hint="names are letters, digits and '_', not starting with a digit",
+                            code=ExitCode.USAGE if origin.startswith("--") else ExitCode.INPUT)
+
+
+# --- building ---------------------------------------------------------------------------------
+
+def build_plan(features: dict, overrides: Optional[Overrides] = None,
+               qos: Optional[QosPlan] = None, local_rank: Optional[int] = None,
+               topo_path: Optional[str] = None) -> Plan:
+    """Run every rule over `features` and return the Plan (see the module docstring).
+
+    `topo_path` is where the NCCL topology XML will live when a rule generates one (the env
+    file's directory); `local_rank` adds the per-rank variables of that local rank.
+    """
+    from .rules import RULES
+    from .rules.base import RuleContext
+
+    ctx = RuleContext(features, qos=qos, local_rank=local_rank, topo_path=topo_path)
+    plan = Plan(qos=ctx.qos, local_rank=local_rank)
+    owner: Dict[str, Decision] = {}
+    for rule in RULES:
+        ctx.begin(rule.ID)
+        decisions = rule.rule(features, ctx) or []
+        for d in decisions:
+            if d.rule_id != rule.ID:
+                raise RocetuneError(f"rule {rule.ID} returned a decision labelled {d.rule_id}",
+                                    code=ExitCode.INTERNAL)
+            if d.key in owner:
+                raise RocetuneError(
+                    f"{d.key} is decided by two rules: {owner[d.key].rule_id} "
+                    f"({owner[d.key].value!r}) and {d.rule_id} ({d.value!r})",
+                    hint="a bug in rocetune's rules: report it with the features file",
+                    code=ExitCode.INTERNAL)
+            owner[d.key] = d
+        plan.rules_run.append(rule.ID)
+    for w in ctx.qos.warnings:
+        ctx.warnings.append(Message("qos", w))
+    plan.warnings, plan.notes, plan.findings = ctx.warnings, ctx.notes, ctx.findings
+    plan.ranks, plan.files = ctx.ranks, ctx.files
+
+    if overrides is not None:
+        for key, origin in sorted(overrides.unset.items()):
+            old = owner.pop(key, None)
+            plan.unset.append({"key": key, "origin": origin,
+                               "rule_id": old.rule_id if old else None,
+                               "value": old.value if old else None})
+            if old is None:
+                plan.notes.append(Message("override", f"{origin}: {key} was not planned; nothing to unset"))
+            for f in [f for f in plan.files if f.key == key]:
+                plan.files.remove(f)
+        for key, (value, origin) in sorted(overrides.set.items()):
+            old = owner.get(key)
+            evidence: Dict[str, Any] = {"origin": origin}
+            if old is not None:
+                evidence["replaces"] = {"rule_id": old.rule_id, "value": old.value,
+                                        "reason": old.reason}
+                for f in [f for f in plan.files if f.key == key]:
+                    plan.files.remove(f)
+            owner[key] = Decision(key, value, "override", f"set by the user ({origin})", evidence)
+    plan.decisions = [owner[k] for k in sorted(owner)]
+    _self_check(plan)
+    return plan
+
+
+def _self_check(plan: Plan) -> None:
+    """Rules never emit a name NCCL does not read; an override that does gets a warning."""
+    from .rules.catalog import load_catalog
+
+    cat = load_catalog()
+    for d in plan.decisions:
+        if not d.key.startswith("NCCL_") or cat.known(d.key):
+            continue
+        if d.rule_id == "override":
+            hint = cat.describe_unknown(d.key)
+            plan.warnings.append(Message("override", f"{d.key} is not read by NCCL {cat.nccl_version}: {hint}"))
+        else:
+            raise RocetuneError(f"rule {d.rule_id} emitted {d.key}, which NCCL does not read",
+                                code=ExitCode.INTERNAL)
