@@ -120,11 +120,13 @@ def probe(ctx: ProbeContext, rdma: dict) -> dict:
             ctx.warn(f"{pyverbs_reason}; used ibv_devinfo instead")
         elif pyverbs_reason:
             ctx.status.reason = f"{pyverbs_reason}; {ctx.status.reason}"
-    if devices is None:
+    if not devices:
         if not rdma.get("devices"):
             # Nothing to cross-check: failing to open verbs is what a host without RDMA does.
             ctx.status.ok, ctx.status.warnings = True, []
             ctx.status.reason = "no RDMA devices to query"
-        return {"via": None, "devices": [], "disagreements": []}
+            return {"via": None, "devices": [], "disagreements": []}
+        if devices is None:
+            return {"via": None, "devices": [], "disagreements": []}
     devices = sorted(devices, key=lambda d: d["name"])
     return {"via": via, "devices": devices, "disagreements": compare(devices, rdma)}
