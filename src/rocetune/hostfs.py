@@ -145,6 +145,8 @@ class HostRoot:
             raise HostReadError(path, exc.strerror or str(exc)) from None
         if stat.S_ISDIR(st.st_mode):
             raise HostReadError(path, "is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise HostReadError(path, "not a regular file")  # a FIFO would block the probe
         try:
             data = _read_capped(real, max_bytes)
         except OSError as exc:

@@ -88,3 +88,9 @@ def test_relative_host_paths_are_rejected(root):
     with pytest.raises(ValueError):
         HostRoot(root).host_path("sys/x")
     assert os.path.isabs(HostRoot(root).host_path("/sys/x"))
+
+
+def test_fifo_is_refused_instead_of_blocking(root):
+    os.mkfifo(os.path.join(root, "sys", "fifo"))
+    with pytest.raises(HostReadError, match="not a regular file"):
+        HostRoot(root).read_text("/sys/fifo")
