@@ -1,0 +1,109 @@
+"""Fixtures for tests that run against real SSH hosts: the multi-host lab (docs/lab.md).
+
+- ``lab4`` (session): four overlay-mode hosts node01..node04, up once per test session and
+  taken down at its end. Yields a ``lab.LabInfo`` (hosts, inventory, state_dir, key, ...).
+- ``run_on`` (session): ``run_on(host, cmd, check=True, timeout=120, input=None)`` runs a
+  command over ssh as root with the lab's key and strict host key checking, and returns the
+  ``subprocess.CompletedProcess`` (text). A failing command raises ``lab.LabError``.
+- ``lab_exclusive`` (function): for a test that brings labs up and down itself (another size,
+  systemd mode, teardown checks). Yields the ``lab`` module; afterwards the lab is taken down
+  and, if ``lab4`` is in use in this session, brought back the same (same names, addresses
+  and paths), so later tests see no difference.
+
+Everything here needs root; without it the fixtures skip with the reason.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+_REPO = Path(__file__).resolve().parents[2]
+if str(_REPO) not in sys.path:
+    sys.path.insert(0, str(_REPO))
+
+from tests.lab import lab  # noqa: E402
+
+SKIP_REASON = "the lab needs root (network namespaces, overlay mounts, one sshd per host)"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "systemd: boots real systemd in lab hosts with systemd-nspawn "
+        "(debootstraps a Debian bookworm rootfs once, about a minute)",
+    )
+
+
+class _SessionLab:
+    """The lab that session fixtures share, so a test that takes it over can give it back."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.info: Optional[lab.LabInfo] = None
+        self._atexit = False
+
+    def start(self, n: int) -> lab.LabInfo:
+        if not self._atexit:
+            atexit.register(self._at_exit)  # belt and braces if the session dies hard
+            self._atexit = True
+        self.info = lab.up(n)
+        self.n = n
+        return self.info
+
+    def restore(self) -> None:
+        if self.n:
+            lab.up(self.n)
+        else:
+            lab.down()
+
+    def stop(self) -> None:
+        self.n = 0
+        self.info = None
+        lab.down()
+
+    def _at_exit(self) -> None:
+        if self.n:
+            try:
+                lab.down()
+            except Exception:  # noqa: BLE001 - nothing left to report to at exit
+                pass
+
+
+_SESSION = _SessionLab()
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip(SKIP_REASON)
+
+
+@pytest.fixture(scope="session")
+def lab4():
+    """Four overlay-mode lab hosts for the whole session."""
+    require_root()
+    try:
+        yield _SESSION.start(4)
+    finally:
+        _SESSION.stop()
+
+
+@pytest.fixture(scope="session")
+def run_on():
+    """The ssh helper: run_on("node01", "hostname").stdout == "node01\\n"."""
+    return lab.run_on
+
+
+@pytest.fixture
+def lab_exclusive():
+    """Hand the lab to one test; restore the session lab (if any) afterwards."""
+    require_root()
+    try:
+        yield lab
+    finally:
+        _SESSION.restore()
