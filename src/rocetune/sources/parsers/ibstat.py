@@ -23,7 +23,8 @@ import re
 from typing import Dict, List, Optional
 
 from ...errors import ParseError
-from ._common import add_warning, as_text, clean, first_line, guarded, leading_number, require_content, snippet
+from ._common import (add_warning, as_text, clean, first_line, guarded, leading_number, require_content,
+                      snippet)
 
 WHAT_IBSTAT = "ibstat"
 WHAT_IBSTATUS = "ibstatus"
@@ -33,8 +34,8 @@ _PORT_RE = re.compile(r"^\s*Port\s+(\d{1,5})\s*:\s*$")
 _KV_RE = re.compile(r"^\s*([A-Za-z][A-Za-z _]{0,40}?)\s*:\s*(.*?)\s*$")
 _IBSTATUS_HEAD_RE = re.compile(r"^\s*Infiniband device\s+'([^']{1,64})'\s+port\s+(\d{1,5})\s+status\s*:\s*$")
 _STATE_NUM_RE = re.compile(r"^\d{1,3}:\s*")
-_NO_DEVICES_RE = re.compile(r"\bno (?:ib |infiniband |rdma )?(?:devices|cas?|hcas?)(?: were)? (?:found|present)|"
-                            r"\bno (?:ib|infiniband|rdma) devices", re.IGNORECASE)
+_NO_DEVICES_RE = re.compile(r"\bno (?:ib |infiniband |rdma )?(?:devices|cas?|hcas?)(?: were)? "
+                            r"(?:found|present)|\bno (?:ib|infiniband|rdma) devices", re.IGNORECASE)
 
 _IBSTAT_CA_KEYS = {"ca type": "ca_type", "firmware version": "fw_ver", "node guid": "node_guid",
                    "number of ports": "num_ports"}
@@ -60,7 +61,8 @@ def _finish(devices: List[dict], text: str, what: str, warns: List[str], junk: L
     if any(_NO_DEVICES_RE.search(line) for line in junk):
         add_warning(warns, f"{what}: {first_line(text)[1:-1]}")
         return []
-    raise ParseError(what, f"no {'CA' if what == WHAT_IBSTAT else 'device'} found; first line: {first_line(text)}")
+    kind = "CA" if what == WHAT_IBSTAT else "device"
+    raise ParseError(what, f"no {kind} found; first line: {first_line(text)}")
 
 
 @guarded(WHAT_IBSTAT)
@@ -74,6 +76,7 @@ def parse_ibstat(text: str, warnings: Optional[List[str]] = None) -> List[dict]:
     dev: Optional[dict] = None
     port: Optional[dict] = None
     junk: List[str] = []
+    skipping = False  # inside a repeated CA block
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -82,10 +85,12 @@ def parse_ibstat(text: str, warnings: Optional[List[str]] = None) -> List[dict]:
             name = m.group(1)
             if any(d["name"] == name for d in devices):
                 add_warning(warns, f"CA {name} listed twice; kept the first")
-                dev, port = None, None
+                dev, port, skipping = None, None, True
                 continue
-            dev, port = _new_device(name), None
+            dev, port, skipping = _new_device(name), None, False
             devices.append(dev)
+            continue
+        if skipping:
             continue
         m = _PORT_RE.match(line)
         if m and dev is not None:
@@ -93,7 +98,7 @@ def parse_ibstat(text: str, warnings: Optional[List[str]] = None) -> List[dict]:
             if any(p["port"] == number for p in dev["ports"]):
                 add_warning(warns, f"{dev['name']}: port {number} listed twice; kept the first")
                 port = None
-                continue
+                continue  # its lines are then ignored: port fields need a port, CA fields need port None
             port = _new_port(number)
             dev["ports"].append(port)
             continue
@@ -130,6 +135,7 @@ def parse_ibstatus(text: str, warnings: Optional[List[str]] = None) -> List[dict
     by_name: Dict[str, dict] = {}
     port: Optional[dict] = None
     junk: List[str] = []
+    skipping = False  # inside a repeated port block
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -142,10 +148,12 @@ def parse_ibstatus(text: str, warnings: Optional[List[str]] = None) -> List[dict
                 devices.append(dev)
             if any(p["port"] == number for p in dev["ports"]):
                 add_warning(warns, f"{name}: port {number} listed twice; kept the first")
-                port = None
+                port, skipping = None, True
                 continue
-            port = _new_port(number)
+            port, skipping = _new_port(number), False
             dev["ports"].append(port)
+            continue
+        if skipping:
             continue
         m = _KV_RE.match(line)
         if m and port is not None:

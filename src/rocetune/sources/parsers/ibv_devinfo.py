@@ -70,6 +70,7 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
     declared = {}
     errors: List[str] = []
     listing = False
+    skipping = False  # inside a repeated device block
     saw_port_key = False
 
     for line in text.splitlines():
@@ -85,14 +86,14 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
             name = m.group(1)
             if any(d["name"] == name for d in devices):
                 add_warning(warnings, f"{name} listed twice; kept the first")
-                dev, port = None, None
+                dev, port, skipping = None, None, True
                 continue
-            dev, port = _new_device(name), None
+            dev, port, skipping = _new_device(name), None, False
             devices.append(dev)
             continue
         m = _LIST_HEAD_RE.match(line)
         if m:
-            listing, dev, port = True, None, None
+            listing, dev, port, skipping = True, None, None, False
             add_warning(warnings, "device list (-l) only: no port details")
             continue
         if listing:
@@ -103,7 +104,8 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
                 continue
             listing = False
         if dev is None:
-            add_warning(warnings, f"ignored line {snippet(line)}")
+            if not skipping:
+                add_warning(warnings, f"ignored line {snippet(line)}")
             continue
         m = _PORT_RE.match(line)
         if m:
@@ -137,7 +139,8 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
         elif key in ("active_mtu", "max_mtu"):
             port[key] = _mtu(value)
             if port[key] is None:
-                add_warning(warnings, f"{dev['name']} port {port['port']}: unreadable {key} {snippet(value, 20)}")
+                add_warning(warnings, f"{dev['name']} port {port['port']}: unreadable {key} "
+                                      f"{snippet(value, 20)}")
         elif key == "link_layer":
             port["link_layer"] = "InfiniBand" if value == "IB" else (value or None)
 

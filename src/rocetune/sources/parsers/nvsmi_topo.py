@@ -229,7 +229,8 @@ def parse_topo_matrix(text: str) -> dict:
             legend_seen = True
             label, name = f"NIC{int(legend_match.group(1)[3:])}", legend_match.group(2)
             if label in legend and legend[label] != name:
-                add_warning(warnings, f"NIC legend names {label} twice ({legend[label]}, {name}); kept the first")
+                add_warning(warnings, f"NIC legend names {label} twice ({legend[label]}, {name}); "
+                                      "kept the first")
             legend.setdefault(label, name)
             continue
         if not line.strip():
@@ -275,7 +276,8 @@ def parse_topo_matrix(text: str) -> dict:
                 value = LEGACY_PATHS[value]
                 legacy_seen = True
             elif not _is_path_token(value):
-                add_warning(warnings, f"row {label}, column {col}: unknown link type {snippet(value, 20)} kept as printed")
+                add_warning(warnings, f"row {label}, column {col}: unknown link type "
+                                      f"{snippet(value, 20)} kept as printed")
             row[col] = value
         if len(link_cells) < header.ndev:
             add_warning(warnings, f"row {label}: {len(link_cells)} of {header.ndev} link cells (cut off?)")
@@ -290,9 +292,10 @@ def parse_topo_matrix(text: str) -> dict:
                 got = {k: (v or None) for k, v in zip(header.attrs, values) if k}
             else:
                 values = rest
-                got = {k: v for k, v in _space_attrs(rest, header.attrs).items()}
+                got = _space_attrs(rest, header.attrs)
             if len(values) > nattr:
-                add_warning(warnings, f"row {label}: {len(values) - nattr} unexpected value(s) after the link cells")
+                add_warning(warnings, f"row {label}: {len(values) - nattr} unexpected value(s) "
+                                      "after the link cells")
             elif len(values) < nattr:
                 add_warning(warnings, f"row {label}: {len(values)} of {nattr} affinity value(s)")
             attrs[label] = got
