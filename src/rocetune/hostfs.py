@@ -9,10 +9,7 @@ Both can record what was touched, which is how `rocetune capture` writes exactly
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-import subprocess
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set
 
 from .errors import HostReadError
@@ -48,8 +45,13 @@ class HostRoot:
         """The real path of a host path (`/sys/x` -> `ROOT/sys/x`), without following links."""
         if not path.startswith("/"):
             raise ValueError(f"host paths are absolute: {path!r}")
-        norm = os.path.normpath(path)
-        return norm if self.is_live else self.root + (norm if norm != "/" else "")
+        return self._join(os.path.normpath(path))
+
+    def _join(self, norm: str) -> str:
+        """Join a normalised host path onto the root."""
+        if self.is_live:
+            return norm
+        return self.root + norm if norm != "/" else self.root
 
     # --- links -------------------------------------------------------------------------------
     def realpath(self, path: str) -> str:
@@ -63,7 +65,7 @@ class HostRoot:
             if name in (".", ".."):
                 return self._resolve(norm)
             candidate = real_parent.rstrip("/") + "/" + name
-            if not os.path.islink(self.host_path(candidate)):
+            if not os.path.islink(self._join(candidate)):
                 return candidate
             return self._resolve(candidate)
         return self._resolve(norm)
@@ -136,21 +138,24 @@ class HostRoot:
     def read_text(self, path: str, max_bytes: int = MAX_READ_BYTES) -> Optional[str]:
         """Text of a file; None when it does not exist. Raises HostReadError when unusable."""
         real_host = self.realpath(path)
-        real = self.host_path(real_host)
         try:
-            st = os.stat(real)
+            # O_NONBLOCK: opening a FIFO must not hang the probe; fstat below refuses it.
+            fd = os.open(self._join(real_host), os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise HostReadError(path, exc.strerror or str(exc)) from None
-        if stat.S_ISDIR(st.st_mode):
-            raise HostReadError(path, "is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise HostReadError(path, "not a regular file")  # a FIFO would block the probe
         try:
-            data = _read_capped(real, max_bytes)
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise HostReadError(path, "is a directory")
+            if not stat.S_ISREG(mode):
+                raise HostReadError(path, "not a regular file")
+            data = _read_capped(fd, max_bytes)
         except OSError as exc:
             raise HostReadError(path, exc.strerror or str(exc)) from None
+        finally:
+            os.close(fd)
         if len(data) > max_bytes:
             raise HostReadError(path, f"larger than {max_bytes} bytes")
         if b"\x00" in data:
@@ -170,27 +175,27 @@ class HostRoot:
             self.recorder.links.add(os.path.join(self.realpath(parent), name))
 
 
-def _read_capped(real: str, max_bytes: int) -> bytes:
+def _read_capped(fd: int, max_bytes: int) -> bytes:
     # Small reads: procfs sysctl handlers refuse one huge read() with ENOMEM.
     chunks, total = [], 0
-    with open(real, "rb") as fh:
-        while total <= max_bytes:
-            chunk = fh.read(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
+    while total <= max_bytes:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
     return b"".join(chunks)
 
 
-@dataclass
 class CommandResult:
-    argv: List[str]
-    found: bool
-    returncode: int = 0
-    stdout: str = ""
-    stderr: str = ""
-    reason: str = ""
+    """What a command printed and returned; `found=False` when the tool is absent."""
+
+    __slots__ = ("argv", "found", "returncode", "stdout", "stderr", "reason")
+
+    def __init__(self, argv: List[str], found: bool, returncode: int = 0, stdout: str = "",
+                 stderr: str = "", reason: str = ""):
+        self.argv, self.found, self.returncode = argv, found, returncode
+        self.stdout, self.stderr, self.reason = stdout, stderr, reason
 
     @property
     def ok(self) -> bool:
@@ -210,6 +215,9 @@ class LiveRunner:
         self.recorder = recorder
 
     def run(self, argv: Sequence[str]) -> CommandResult:
+        import shutil
+        import subprocess
+
         argv = list(argv)
         if shutil.which(argv[0]) is None:
             result = CommandResult(argv, found=False, reason=f"{argv[0]} not found on PATH")
@@ -268,11 +276,13 @@ def runner_for(root: HostRoot, recorder: Optional[Recorder] = None):
     return LiveRunner(recorder=recorder) if root.is_live else RecordedRunner(root)
 
 
-@dataclass
 class SourceStatus:
-    ok: bool = True
-    reason: Optional[str] = None
-    warnings: List[str] = field(default_factory=list)
+    """Whether a source could run, why not, and what it noticed on the way."""
+
+    def __init__(self) -> None:
+        self.ok = True
+        self.reason: Optional[str] = None
+        self.warnings: List[str] = []
 
     def to_dict(self) -> dict:
         return {"ok": self.ok, "reason": self.reason, "warnings": sorted(set(self.warnings))}

@@ -6,7 +6,6 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 from typing import List, Optional, Sequence
 
 from .. import __version__
@@ -104,6 +103,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return int(ExitCode.OUTPUT)
     except Exception as exc:  # the one place an unexpected error is turned into a message
         if debug:
+            import traceback
+
             traceback.print_exc()
         result = error_result(command, f"unexpected {type(exc).__name__}: {exc}",
                               "rerun with --debug and report it", ExitCode.INTERNAL)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..errors import ExitCode
@@ -11,16 +10,20 @@ from ..errors import ExitCode
 ENVELOPE_SCHEMA = "rocetune.result/1"
 
 
-@dataclass
 class Result:
-    command: str
-    data: Dict[str, Any] = field(default_factory=dict)
-    human: str = ""
-    code: ExitCode = ExitCode.OK
-    warnings: List[str] = field(default_factory=list)
-    errors: List[Dict[str, Optional[str]]] = field(default_factory=list)
-    # Raw bytes for stdout instead of the human text (an env file printed with -o -).
-    raw: Optional[str] = None
+    """What a verb did: data for JSON, text for humans, an exit code, warnings and errors."""
+
+    def __init__(self, command: str, data: Optional[Dict[str, Any]] = None, human: str = "",
+                 code: ExitCode = ExitCode.OK, warnings: Optional[List[str]] = None,
+                 errors: Optional[List[Dict[str, Optional[str]]]] = None, raw: Optional[str] = None):
+        self.command = command
+        self.data = data if data is not None else {}
+        self.human = human
+        self.code = code
+        self.warnings = warnings if warnings is not None else []
+        self.errors = errors if errors is not None else []
+        # Bytes for stdout instead of the human text (an env file printed without -o).
+        self.raw = raw
 
     @property
     def status(self) -> str:
@@ -41,8 +44,8 @@ class Result:
 
 
 def dumps(obj: Any) -> str:
-    """Deterministic JSON: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """Deterministic JSON on one line (sorted keys; the C encoder, so large Features stay fast)."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def error_result(command: str, message: str, hint: Optional[str], code: ExitCode) -> Result:

@@ -1,0 +1,282 @@
+"""rocetune explain: why a variable has its value, from which rule and which host facts.
+
+    rocetune explain                     every planned variable, its rule and reason
+    rocetune explain NCCL_IB_HCA         the value, the rule, the reason and the evidence
+    rocetune explain VAR --effective     also what NCCL will really use: the process environment,
+                                         then $NCCL_CONF_FILE (or ~/.nccl.conf), then /etc/nccl.conf
+    rocetune explain --env FILE [VAR]    explain a file rocetune generated (its '# rule:' comments)
+
+The plan comes from --features FILE, or from probing --root; the plan options of `rocetune probe`
+(--set, --unset, --config, --qos, --local-rank) apply, so explain shows exactly what probe emits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from typing import TYPE_CHECKING
+
+from ...errors import ExitCode, RocetuneError
+from .. import envout
+from ..result import Result
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...hostfs import HostRoot
+    from ...plan import Decision, Plan
+
+NAME = "explain"
+ORDER = 30
+HELP = "explain a planned variable: its value, the rule that chose it and the host facts behind it"
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("var", nargs="?", metavar="VAR", help="variable to explain (default: all)")
+    p.add_argument("--effective", action="store_true",
+                   help="also show what NCCL will really use, given its precedence: process env > "
+                        "$NCCL_CONF_FILE or ~/.nccl.conf > /etc/nccl.conf (read through --root)")
+    p.add_argument("--env", metavar="FILE", dest="env_file",
+                   help="explain an env file rocetune generated instead of planning")
+    envout.add_plan_arguments(p)
+
+
+# --- NCCL's precedence ----------------------------------------------------------------------------
+
+def conf_values(text: str) -> Dict[str, str]:
+    """NCCL's reading of a conf file: the first occurrence of a name wins (setenv without overwrite)."""
+    from ...render.envparse import parse_text
+
+    out: Dict[str, str] = {}
+    for a in parse_text(text, "nccl-conf").assignments:
+        out.setdefault(a.key, a.value if a.value is not None else a.raw)
+    return out
+
+
+def effective_layers(root: "HostRoot", environ: Optional[Dict[str, str]],
+                     home: Optional[str]) -> List[Tuple[str, Dict[str, str]]]:
+    """The places NCCL reads settings from, highest precedence first: (label, values)."""
+    layers: List[Tuple[str, Dict[str, str]]] = []
+    if environ is not None:
+        layers.append(("process environment", dict(environ)))
+    user_file = (environ or {}).get("NCCL_CONF_FILE")
+    if user_file:
+        path, label = user_file, f"NCCL_CONF_FILE={user_file}"
+    elif home:
+        path, label = os.path.join(home, ".nccl.conf"), f"{os.path.join(home, '.nccl.conf')}"
+    else:
+        path, label = None, None
+    for p, lab in ((path, label), ("/etc/nccl.conf", "/etc/nccl.conf")):
+        if not p:
+            continue
+        try:
+            text = root.read_text(p) if p.startswith("/") else None
+        except RocetuneError:
+            text = None
+        if text is not None:
+            layers.append((lab, conf_values(text)))
+    return layers
+
+
+def effective(key: str, layers: List[Tuple[str, Dict[str, str]]]) -> Tuple[Optional[str], Optional[str]]:
+    """(value, where) NCCL ends up with; config files only matter for NCCL_* names."""
+    for label, values in layers:
+        if label != "process environment" and not key.startswith("NCCL_"):
+            continue
+        if key in values:
+            return values[key], label
+    return None, None
+
+
+# --- the verb ---------------------------------------------------------------------------------------
+
+def _decisions_from_env(path: str) -> Tuple[List["Decision"], Optional[str]]:
+    from ...plan import Decision
+    from ...render.envparse import parse_text
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise RocetuneError(f"--env {path}: cannot read: {exc.strerror or exc}", code=ExitCode.INPUT) from None
+    parsed = parse_text(text, "auto", path)
+    out = []
+    for a in parsed.assignments:
+        if a.rule_id is None:
+            continue
+        out.append(Decision(a.key, a.value if a.value is not None else a.raw, a.rule_id,
+                            f"from {path}:{a.line} ({parsed.fmt}); run explain with --features or on "
+                            "the host for the evidence", {"file": path, "line": a.line}))
+    return out, parsed.features_hash
+
+
+def run(args: argparse.Namespace) -> Result:
+    from ...hostfs import HostRoot
+
+    plan: "Optional[Plan]" = None
+    if args.env_file:
+        decisions, fhash = _decisions_from_env(args.env_file)
+        if not decisions:
+            raise RocetuneError(f"{args.env_file}: no '# rule:' comments: not a file rocetune generated",
+                                hint="explain plans instead: rocetune explain --features FILE", code=ExitCode.INPUT)
+        source = f"env file {args.env_file}" + (f" (features sha256:{fhash})" if fhash else "")
+        warnings: List[str] = []
+    else:
+        features = envout.load_features_arg(args)
+        if features is None:
+            from ... import probe
+
+            features = probe.collect_features(args.root)
+        plan = envout.plan_from_args(args, features)
+        decisions = plan.decisions
+        source = f"features {args.features}" if args.features else f"host {args.root}"
+        warnings = [str(m) for m in plan.warnings]
+
+    layers = None
+    if args.effective:
+        root = HostRoot(args.root)
+        environ = dict(os.environ) if root.is_live else None
+        home = os.path.expanduser("~") if root.is_live else None
+        layers = effective_layers(root, environ, home)
+
+    by_key = {d.key: d for d in decisions}
+    if args.var:
+        data = _explain_one(args.var, by_key.get(args.var), plan, layers)
+        data["source"] = source
+        human = _human_one(data)
+    else:
+        rows = []
+        for d in decisions:
+            row: Dict[str, Any] = {"key": d.key, "value": d.value, "rule_id": d.rule_id, "reason": d.reason}
+            if layers is not None:
+                row["effective"] = _effective_entry(d.key, d.value, layers)
+            rows.append(row)
+        data = {"source": source, "variables": rows,
+                "unset": plan.unset if plan else [],
+                "notes": [m.to_dict() for m in plan.notes] if plan else []}
+        human = _human_all(data, layers is not None, getattr(args, "verbose", 0))
+    return Result(command=NAME, data=data, human=human, warnings=warnings)
+
+
+def _effective_entry(key: str, planned: Optional[str], layers) -> Dict[str, Any]:
+    value, where = effective(key, layers)
+    if value is None:
+        status = "not set where NCCL looks" if planned is not None else "unset"
+    elif planned is None:
+        status = "set, though rocetune plans nothing for it"
+    else:
+        status = "matches the plan" if value == planned else "differs from the plan"
+    return {"value": value, "from": where, "status": status,
+            "layers": [label for label, _ in layers]}
+
+
+def _explain_one(key: str, d: "Optional[Decision]", plan: "Optional[Plan]", layers) -> Dict[str, Any]:
+    from ...rules.catalog import load_catalog
+
+    cat = load_catalog()
+    info = cat.info(key)
+    data: Dict[str, Any] = {"variable": key, "planned": d is not None}
+    if d is not None:
+        data.update({"value": d.value, "rule_id": d.rule_id, "reason": d.reason, "evidence": d.evidence,
+                     "doc": None if d.rule_id == "override" else f"docs/rules/{d.rule_id}.md"})
+    elif plan is not None:
+        gone = [u for u in plan.unset if u["key"] == key]
+        if gone:
+            data["unset_by"] = gone[0]
+        related = [m.to_dict() for m in plan.notes + plan.warnings if key in m.message]
+        if related:
+            data["related"] = related
+    if info is not None:
+        data["nccl"] = {"default": info.get("default"), "default_means": info.get("default_means"),
+                        "description": info.get("description"), "kind": info.get("kind")}
+    elif key.startswith("NCCL_"):
+        data["nccl"] = {"not_read_by_nccl": cat.describe_unknown(key)}
+    if layers is not None:
+        data["effective"] = _effective_entry(key, d.value if d else None, layers)
+    return data
+
+
+def _evidence_lines(value: Any, indent: int = 4) -> List[str]:
+    from ...render.human import printable
+
+    pad = " " * indent
+    lines: List[str] = []
+    if isinstance(value, dict):
+        for k in sorted(value):
+            v = value[k]
+            if isinstance(v, (dict, list)) and v:
+                lines.append(f"{pad}{k}:")
+                lines += _evidence_lines(v, indent + 2)
+            else:
+                lines.append(f"{pad}{k}: {json.dumps(v, sort_keys=True)}")
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict):
+                lines.append(pad + "- " + ", ".join(f"{k}={json.dumps(item[k], sort_keys=True)}"
+                                                    for k in sorted(item)))
+            else:
+                lines.append(f"{pad}- {json.dumps(item)}")
+    else:
+        lines.append(pad + json.dumps(value))
+    return [printable(x) for x in lines]
+
+
+def _human_one(data: Dict[str, Any]) -> str:
+    from ...render.human import printable
+
+    key = data["variable"]
+    lines = []
+    if data["planned"]:
+        lines.append(printable(f"{key}={data['value']}"))
+        lines.append(printable(f"  rule:   {data['rule_id']}" + (f"  ({data['doc']})" if data.get("doc") else "")))
+        lines.append(printable(f"  why:    {data['reason']}"))
+        if data.get("evidence"):
+            lines.append("  evidence:")
+            lines += _evidence_lines(data["evidence"])
+    else:
+        lines.append(printable(f"{key} is not set by rocetune for this {data['source']}"))
+        if data.get("unset_by"):
+            u = data["unset_by"]
+            lines.append(printable(f"  removed by {u['origin']} (rule {u['rule_id']} planned {u['value']!r})"))
+        for m in data.get("related", []):
+            lines.append(printable(f"  {m['rule_id']}: {m['message']}"))
+    nccl = data.get("nccl")
+    if nccl:
+        if "not_read_by_nccl" in nccl:
+            lines.append(printable(f"  NCCL:   not an NCCL variable: {nccl['not_read_by_nccl']}"))
+        else:
+            default = nccl.get("default")
+            means = f" ({nccl['default_means']})" if nccl.get("default_means") else ""
+            desc = f"{nccl['description']}; " if nccl.get("description") else ""
+            lines.append(printable(f"  NCCL:   {desc}default {default if default is not None else 'unset'}{means}"))
+    eff = data.get("effective")
+    if eff:
+        where = f" from {eff['from']}" if eff["from"] else ""
+        val = eff["value"] if eff["value"] is not None else "(unset)"
+        lines.append(printable(f"  effective: {val}{where}: {eff['status']}"))
+        lines.append(printable("  NCCL reads, first wins: " + " > ".join(eff["layers"] or ["(nothing found)"])))
+    lines.append(printable(f"  source: {data['source']}"))
+    return "\n".join(lines) + "\n"
+
+
+def _human_all(data: Dict[str, Any], effective_on: bool, verbose: int) -> str:
+    from ...render.human import printable, table
+
+    rows = []
+    for r in data["variables"]:
+        row = [r["key"], r["value"], r["rule_id"], r["reason"]]
+        if effective_on:
+            e = r["effective"]
+            row.insert(3, f"{e['value'] if e['value'] is not None else '-'} ({e['status']})")
+        rows.append(row)
+    header = ["VARIABLE", "VALUE", "RULE", "WHY"]
+    if effective_on:
+        header.insert(3, "EFFECTIVE")
+    lines = table(rows, header) if rows else ["nothing planned"]
+    for u in data.get("unset", []):
+        lines.append(printable(f"unset {u['key']} by {u['origin']}"))
+    if verbose:
+        lines += [printable(f"note: {n['rule_id']}: {n['message']}") for n in data.get("notes", [])]
+    lines.append(printable(f"source: {data['source']}"))
+    return "\n".join(lines) + "\n"
