@@ -96,6 +96,7 @@ class Plan:
     files: List[PlanFile] = field(default_factory=list)
     unset: List[Dict[str, str]] = field(default_factory=list)
     rules_run: List[str] = field(default_factory=list)
+    reports: Dict[str, Any] = field(default_factory=dict)
     qos: Optional[QosPlan] = None
     local_rank: Optional[int] = None
 
@@ -121,6 +122,7 @@ class Plan:
             "files": [f.to_dict() for f in self.files],
             "unset": self.unset,
             "rules": self.rules_run,
+            "reports": self.reports,
             "qos": self.qos.to_dict() if self.qos else None,
         }
 
@@ -247,7 +249,7 @@ def build_plan(features: dict, overrides: Optional[Overrides] = None,
     for w in ctx.qos.warnings:
         ctx.warnings.append(Message("qos", w))
     plan.warnings, plan.notes, plan.findings = ctx.warnings, ctx.notes, ctx.findings
-    plan.ranks, plan.files = ctx.ranks, ctx.files
+    plan.ranks, plan.files, plan.reports = ctx.ranks, ctx.files, ctx.reports
 
     if overrides is not None:
         for key, origin in sorted(overrides.unset.items()):

@@ -102,7 +102,7 @@ def derive_topology(pci: dict, rdma: dict, gpu: dict, host: dict):
     affinity = {g["index"]: g for g in matrix.get("gpus", [])}
     links = matrix.get("links", {})
     pairs, disagreements = [], []
-    nic_names = sorted(set(rdma_by_name) | set(nic_label))
+    nic_names = sorted(set(rdma_by_name) | set(nic_label), key=rdma_source.natural_key)
     gpus = []
     for idx in sorted(bdf_of):
         bdf = bdf_of[idx]
@@ -204,7 +204,10 @@ def findings(f: dict) -> List[dict]:
     if not ports:
         out.append(_finding("no-rdma-device", "info", "host",
                             "no RDMA device found: NCCL would use TCP sockets on this host"))
+    front_end = set(f["net"]["default_route_interfaces"])
     for name, p in ports:
+        if p["netdev"] in front_end:
+            continue  # the management path carries no RDMA traffic worth a jumbo MTU
         if p["link_layer"] == "Ethernet" and p["state"] == "ACTIVE" and p["roce_mtu"] and p["roce_mtu"] < 4096:
             out.append(_finding("roce-mtu-low", "warning", f"{name}:{p['port']}",
                                 f"{name}:{p['port']} RoCE MTU is {p['roce_mtu']} ({p['netdev']} MTU "

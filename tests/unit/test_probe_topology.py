@@ -85,6 +85,7 @@ def test_findings_flag_low_roce_mtu_and_memlock():
     f = {"pci": {"devices": []}, "gpus": [], "topology": {"disagreements": []}, "verbs": {"disagreements": []},
          "rdma": {"devices": [{"name": "mlx5_0", "ports": [{"port": 1, "link_layer": "Ethernet", "state": "ACTIVE",
                                                              "roce_mtu": 1024, "netdev": "eth2", "netdev_mtu": 1500}]}]},
+         "net": {"default_route_interfaces": ["eth0"]},
          "kernel": {"memlock": "8388608"}, "host": {"virtualization": {"flattened": False, "reasons": []}}}
     ids = {x["id"] for x in findings(f)}
     assert {"roce-mtu-low", "memlock-limited", "no-nvidia-gpu"} <= ids

@@ -26,6 +26,7 @@ class RuleContext:
         self.findings: List[Finding] = []
         self.ranks: List[Dict[str, Any]] = []
         self.files: List[PlanFile] = []
+        self.reports: Dict[str, Any] = {}
         self._view: Optional[hostview.HostView] = None
 
     # --- shared analysis (computed once, from the features only) ---------------------------
@@ -54,6 +55,10 @@ class RuleContext:
         self.findings.append(Finding(fid, severity, subject, message, self.rule_id))
         if severity in ("warning", "error"):
             self.warn(message)
+
+    def report(self, data: Any) -> None:
+        """Structured facts a rule establishes without setting a variable (plan.reports[rule id])."""
+        self.reports[self.rule_id] = data
 
     def add_file(self, name: str, content: str, key: str) -> None:
         self.files.append(PlanFile(name, content, key, self.rule_id))

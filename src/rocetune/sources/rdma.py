@@ -15,6 +15,11 @@ ROCE_MTUS = (4096, 2048, 1024, 512, 256)
 ROCE_HEADROOM = 96
 
 
+def natural_key(name: str):
+    """`mlx5_2` before `mlx5_10`: device names sort the way people read them."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
 def roce_mtu(netdev_mtu: Optional[int]) -> Optional[int]:
     """The RoCE path MTU the kernel derives from a netdev MTU."""
     if netdev_mtu is None:
@@ -103,7 +108,7 @@ def _port_netdev(ctx: ProbeContext, dev_base: str, port: int, gids: List[dict],
 
 
 def probe(ctx: ProbeContext, net: Optional[dict] = None) -> dict:
-    names = ctx.root.listdir(IB)
+    names = sorted(ctx.root.listdir(IB), key=natural_key)
     if not names:
         ctx.status.reason = f"no RDMA devices in {IB}"
         return {"devices": []}

@@ -32,7 +32,10 @@ def _gpu_gpu(f: dict, a: dict, b: dict) -> str:
 
 def matrix_rows(f: dict) -> List[List[str]]:
     gpus = f["gpus"]
-    nics = sorted({p["nic"] for p in f["topology"]["gpu_nic"]} | {d["name"] for d in f["rdma"]["devices"]})
+    from ...sources.rdma import natural_key
+
+    nics = sorted({p["nic"] for p in f["topology"]["gpu_nic"]} | {d["name"] for d in f["rdma"]["devices"]},
+                  key=natural_key)
     pair: Dict[tuple, str] = {(p["gpu"], p["nic"]): p["path"] for p in f["topology"]["gpu_nic"]}
     header = [""] + [f"GPU{g['index']}" for g in gpus] + nics + ["CPU Affinity", "NUMA"]
     rows = [header]

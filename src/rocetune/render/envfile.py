@@ -1,0 +1,211 @@
+"""A Plan as an environment file, in every format a GPU job can be started with.
+
+Every format is deterministic (the same plan and features give the same bytes), starts with a
+header naming the tool version and the features' fingerprint where the format has comments, puts
+a `# rule: <id>` line before each variable where it can, and quotes values so that no value --
+quotes, `$`, backticks, spaces, newlines -- can break out of its assignment. A value a format
+cannot carry is refused (RocetuneError, ExitCode.OUTPUT), never mangled. docs/env-formats.md has
+the details of each format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Callable, Dict, List, Optional
+
+from .. import __version__
+from ..errors import ExitCode, RocetuneError
+from ..plan import Decision, Plan
+
+FORMATS = ("sh", "nccl-conf", "systemd", "docker", "deepspeed", "k8s", "json")
+CONFIGMAP_NAME = "rocetune-env"
+NCCL_CONF_MAX_VALUE = 1023  # NCCL reads nccl.conf values into a 1024-byte buffer
+_DEEPSPEED_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]*$")
+
+
+def features_hash(features: dict) -> str:
+    """sha256 of the canonical Features JSON, first 12 hex digits (as rocetune.features.fingerprint)."""
+    from ..features import fingerprint
+
+    return fingerprint(features)
+
+
+def render(plan: Plan, fmt: str, features: dict) -> str:
+    if fmt not in _RENDERERS:
+        raise RocetuneError(f"unknown env format {fmt!r}", hint="formats: " + ", ".join(FORMATS),
+                            code=ExitCode.USAGE)
+    for d in plan.decisions:
+        if "\x00" in d.value:
+            _refuse(fmt, d, "contains a NUL byte, which no environment can hold")
+    return _RENDERERS[fmt](plan, features)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+def comment_text(text: str) -> str:
+    """Text that is safe inside a one-line `#` comment of every format (no newline, no escape)."""
+    out = []
+    for ch in str(text):
+        o = ord(ch)
+        if o < 0x20 or o == 0x7f or 0x80 <= o < 0xa0 or ch in "\\\u2028\u2029":
+            out.append("?")
+        else:
+            out.append(ch)
+    return "".join(out).strip()
+
+
+def header_lines(plan: Plan, features: dict, fmt: str = "sh") -> List[str]:
+    host = ((features.get("host") or {}).get("hostname")) or "unknown host"
+    qos = plan.qos.source if plan.qos else "built-in defaults"
+    n_over = sum(1 for d in plan.decisions if d.rule_id == "override") + len(plan.unset)
+    lines = [
+        f"rocetune {__version__} format: {fmt}  NCCL/UCX environment for {host}",
+        f"features sha256:{features_hash(features)}  qos: {qos}  overrides: {n_over}",
+    ]
+    if plan.local_rank is not None:
+        lines.append(f"local rank {plan.local_rank}")
+    lines.append("generated, do not edit: explain any line with 'rocetune explain VAR'")
+    return [comment_text(x) for x in lines]
+
+
+def rule_comment(d: Decision) -> str:
+    if d.rule_id == "override":
+        origin = str(d.evidence.get("origin", "user"))
+        return comment_text(f"rule: override ({origin})")
+    return comment_text(f"rule: {d.rule_id}")
+
+
+def _refuse(fmt: str, d: Decision, why: str) -> None:
+    raise RocetuneError(f"{d.key}: value {d.value!r} {why}; the {fmt} format cannot carry it",
+                        hint="use --format sh or json, or change the value with --set",
+                        code=ExitCode.OUTPUT)
+
+
+def sh_quote(value: str) -> str:
+    """POSIX single quotes: nothing inside is special; a quote is written as '\\''."""
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def systemd_quote(value: str) -> str:
+    """EnvironmentFile quoting: single quotes are literal; else double quotes with \\ escapes."""
+    if "'" not in value:
+        return "'" + value + "'"
+    return '"' + re.sub(r'(["\\`$])', r"\\\1", value) + '"'
+
+
+def yaml_quote(value: str) -> str:
+    """A YAML double-quoted scalar (every non-printable character escaped)."""
+    out = ['"']
+    named = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    for ch in value:
+        o = ord(ch)
+        if ch in named:
+            out.append(named[ch])
+        elif o < 0x20 or o == 0x7f or 0x80 <= o < 0xa0 or 0xd800 <= o < 0xe000 or o in (0xfffe, 0xffff) \
+                or ch in "\u2028\u2029\ufeff":
+            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+# --- formats ---------------------------------------------------------------------------------
+
+def _with_comments(plan: Plan, features: dict, fmt: str, line: Callable[[Decision], str]) -> str:
+    out = ["# " + h for h in header_lines(plan, features, fmt)]
+    for d in plan.decisions:
+        out.append("# " + rule_comment(d))
+        out.append(line(d))
+    return "\n".join(out) + "\n"
+
+
+def _sh(plan: Plan, features: dict) -> str:
+    return _with_comments(plan, features, "sh", lambda d: f"export {d.key}={sh_quote(d.value)}")
+
+
+def _nccl_conf(plan: Plan, features: dict) -> str:
+    for d in plan.decisions:
+        if "\n" in d.value or "\r" in d.value:
+            _refuse("nccl-conf", d, "spans lines; nccl.conf has one VAR=value per line and no quoting")
+        if len(d.value.encode("utf-8")) > NCCL_CONF_MAX_VALUE:
+            _refuse("nccl-conf", d, f"is longer than the {NCCL_CONF_MAX_VALUE} bytes NCCL reads per value")
+    return _with_comments(plan, features, "nccl-conf", lambda d: f"{d.key}={d.value}")
+
+
+def _systemd(plan: Plan, features: dict) -> str:
+    return _with_comments(plan, features, "systemd", lambda d: f"{d.key}={systemd_quote(d.value)}")
+
+
+def _docker(plan: Plan, features: dict) -> str:
+    for d in plan.decisions:
+        if "\n" in d.value or "\r" in d.value:
+            _refuse("docker", d, "spans lines; docker --env-file takes the rest of the line verbatim "
+                                 "and has no quoting")
+    return _with_comments(plan, features, "docker", lambda d: f"{d.key}={d.value}")
+
+
+def _deepspeed(plan: Plan, features: dict) -> str:
+    lines = []
+    for d in plan.decisions:
+        if not _DEEPSPEED_SAFE.match(d.value):
+            _refuse("deepspeed", d, "has characters DeepSpeed's launcher passes unquoted to a remote "
+                                    "shell (only letters, digits and _@%+=:,./- are safe)")
+        lines.append(f"{d.key}={d.value}")
+    # .deepspeed_env has no comments and no blank lines: DeepSpeed splits every line on '='.
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _k8s(plan: Plan, features: dict) -> str:
+    out = ["# " + h for h in header_lines(plan, features, "k8s")]
+    out += [
+        "apiVersion: v1",
+        "kind: ConfigMap",
+        "metadata:",
+        f"  name: {CONFIGMAP_NAME}",
+        "  labels:",
+        "    app.kubernetes.io/managed-by: rocetune",
+        "  annotations:",
+        f"    rocetune/version: {yaml_quote(__version__)}",
+        f"    rocetune/features-sha256: {yaml_quote(features_hash(features))}",
+    ]
+    if not plan.decisions:
+        out.append("data: {}")
+    else:
+        out.append("data:")
+        for d in plan.decisions:
+            out.append("  # " + rule_comment(d))
+            out.append(f"  {d.key}: {yaml_quote(d.value)}")
+    return "\n".join(out) + "\n"
+
+
+def _json(plan: Plan, features: dict) -> str:
+    return json.dumps(plan.env, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+_RENDERERS: Dict[str, Callable[[Plan, dict], str]] = {
+    "sh": _sh,
+    "nccl-conf": _nccl_conf,
+    "systemd": _systemd,
+    "docker": _docker,
+    "deepspeed": _deepspeed,
+    "k8s": _k8s,
+    "json": _json,
+}
+
+
+def default_format_for(path: Optional[str]) -> str:
+    """A format guessed from an output file name (nccl.conf, *.env, .deepspeed_env ...)."""
+    if not path:
+        return "sh"
+    base = path.rsplit("/", 1)[-1].lower()
+    if base.endswith(".conf") and "nccl" in base:
+        return "nccl-conf"
+    if base == ".deepspeed_env":
+        return "deepspeed"
+    if base.endswith((".yaml", ".yml")):
+        return "k8s"
+    if base.endswith(".json"):
+        return "json"
+    return "sh"

@@ -1,0 +1,696 @@
+"""Read environment settings back out of the files people keep them in.
+
+The inverse of envfile, and more: `rocetune lint` reads env files of every format, nccl.conf,
+job scripts (`export` lines, `VAR=x cmd` prefixes, `mpirun -x VAR=x`, `docker run -e VAR=x`),
+Dockerfile `ENV` lines and the fenced code blocks of Markdown notes; `rocetune explain` reads the
+`# rule: <id>` comments of a file rocetune generated. Each format is read the way its consumer
+reads it: NCCL takes the rest of an nccl.conf line verbatim (quotes included), a shell removes
+quotes and expands `$`, systemd has its own quoting, docker none.
+
+Nothing here executes anything. A shell value that depends on expansion (`$VAR`, `$(cmd)`,
+backticks, `~`) is marked dynamic and not checked; `$((...))` with only numbers is evaluated the
+way the shell would; Jinja placeholders (`{{ x }}`) are marked as templates.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import operator
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
+_RULE_RE = re.compile(r"^\s*rule:\s*([A-Za-z0-9_.-]+)")
+_FORMAT_RE = re.compile(r"rocetune .*\bformat: ([a-z-]+)")
+PARSE_FORMATS = ("sh", "nccl-conf", "systemd", "docker", "deepspeed", "k8s", "json", "dockerfile",
+                 "markdown")
+
+
+@dataclass
+class Assignment:
+    key: str
+    value: Optional[str]          # what the consumer gets; None when it depends on expansion
+    raw: str                      # the value as written
+    line: int
+    context: str                  # export, assign, prefix, mpirun -x, docker -e, ENV, conf, ...
+    rule_id: Optional[str] = None  # from a preceding '# rule: <id>' comment
+    dynamic: Optional[str] = None  # why the value is not known statically
+    scope: int = 0                # Markdown code block number (duplicates are per scope)
+
+
+@dataclass
+class ParsedFile:
+    fmt: str
+    assignments: List[Assignment] = field(default_factory=list)
+    problems: List[Tuple[int, str, str]] = field(default_factory=list)  # (line, id, message)
+    features_hash: Optional[str] = None
+
+
+def detect_format(text: str, name: str = "") -> str:
+    base = name.rsplit("/", 1)[-1].lower()
+    m = _FORMAT_RE.search("\n".join(text.splitlines()[:6]))
+    if m and m.group(1) in PARSE_FORMATS:
+        return m.group(1)
+    stripped = text.lstrip()
+    if base.endswith(".json") or stripped.startswith("{"):
+        return "json"
+    if re.search(r"(?m)^kind:\s*ConfigMap\s*$", text):
+        return "k8s"
+    if base.endswith(".md") or base.endswith(".markdown"):
+        return "markdown"
+    if base == ".deepspeed_env":
+        return "deepspeed"
+    if base.startswith("dockerfile") or base.endswith(".dockerfile") or \
+            re.search(r"(?m)^\s*(FROM|ENV)\s+\S", text) and not re.search(r"(?m)^\s*export\s", text):
+        return "dockerfile"
+    if base.endswith(".conf") and ("nccl" in base or _plain_assignments(text)):
+        return "nccl-conf"
+    return "sh"
+
+
+def _plain_assignments(text: str) -> bool:
+    lines = [l for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+    return bool(lines) and all(_ASSIGN_RE.match(l) for l in lines)
+
+
+def parse_text(text: str, fmt: str = "auto", name: str = "") -> ParsedFile:
+    if fmt == "auto":
+        fmt = detect_format(text, name)
+    parser = {
+        "sh": _parse_sh, "nccl-conf": _parse_conf, "systemd": _parse_systemd,
+        "docker": _parse_docker, "deepspeed": _parse_deepspeed, "k8s": _parse_k8s,
+        "json": _parse_json, "dockerfile": _parse_sh, "markdown": _parse_markdown,
+    }[fmt]
+    out = ParsedFile(fmt)
+    parser(text, out)
+    m = re.search(r"features sha256:([0-9a-f]{12})", "\n".join(text.splitlines()[:6]))
+    out.features_hash = m.group(1) if m else None
+    return out
+
+
+# --- line-oriented formats ---------------------------------------------------------------------
+
+def _rule_of(comment: str) -> Optional[str]:
+    m = _RULE_RE.match(comment)
+    return m.group(1) if m else None
+
+
+def _template(value: str) -> Optional[str]:
+    return "template placeholder" if ("{{" in value or "{%" in value) else None
+
+
+def _parse_conf(text: str, out: ParsedFile) -> None:
+    """NCCL's reader: '#' in column 0 is a comment; name = text before the first '='; value =
+    the rest of the line, verbatim (quotes and spaces included)."""
+    pending_rule = None
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if line.startswith("#"):
+            pending_rule = _rule_of(line[1:]) or pending_rule
+            continue
+        if "=" not in line:
+            if line.strip():
+                out.problems.append((lineno, "conf-ignored-line", f"no '=': NCCL ignores this line"))
+            continue
+        key, value = line.split("=", 1)
+        if not NAME_RE.match(key):
+            stripped = key.strip()
+            if NAME_RE.match(stripped):
+                out.problems.append((lineno, "conf-whitespace",
+                                     f"spaces around {stripped!r}: NCCL takes {key!r} (spaces "
+                                     "included) as the name, so the setting is lost"))
+            else:
+                out.problems.append((lineno, "conf-bad-name", f"{key!r} is not a variable name"))
+            pending_rule = None
+            continue
+        out.assignments.append(Assignment(key, value, value, lineno, "conf", pending_rule,
+                                          _template(value)))
+        pending_rule = None
+
+
+def _parse_docker(text: str, out: ParsedFile) -> None:
+    pending_rule = None
+    for lineno, line in enumerate(text.split("\n"), 1):
+        line = line[:-1] if line.endswith("\r") else line
+        body = line.lstrip()
+        if not body:
+            continue
+        if body.startswith("#"):
+            pending_rule = _rule_of(body[1:]) or pending_rule
+            continue
+        key, sep, value = body.partition("=")
+        if not NAME_RE.match(key):
+            out.problems.append((lineno, "docker-bad-name", f"{key!r} is not a variable name "
+                                                            "(docker refuses the file)"))
+            continue
+        if not sep:
+            continue  # `KEY` alone passes the caller's value through
+        out.assignments.append(Assignment(key, value, value, lineno, "docker", pending_rule,
+                                          _template(value)))
+        pending_rule = None
+
+
+def _parse_deepspeed(text: str, out: ParsedFile) -> None:
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            if lineno < len(text.split("\n")):
+                out.problems.append((lineno, "deepspeed-blank-line",
+                                     "blank line: DeepSpeed's launcher fails on a line without '='"))
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            out.problems.append((lineno, "deepspeed-no-equals",
+                                 "no '=': DeepSpeed's launcher fails on this line (comments are not allowed)"))
+            continue
+        key, value = key.strip(), value.strip()
+        if not NAME_RE.match(key):
+            out.problems.append((lineno, "deepspeed-bad-name", f"{key!r} is not a variable name"))
+            continue
+        out.assignments.append(Assignment(key, value, value, lineno, "deepspeed", None, _template(value)))
+
+
+def _parse_systemd(text: str, out: ParsedFile) -> None:
+    for key, value, lineno, rule in systemd_env_pairs(text):
+        out.assignments.append(Assignment(key, value, value, lineno, "systemd", rule, None))
+
+
+def systemd_env_pairs(text: str) -> List[Tuple[str, str, int, Optional[str]]]:
+    """systemd's EnvironmentFile grammar: '#'/';' comments, single quotes literal, double quotes
+    with backslash escapes of `"\\$` and backquote, backslash-newline continues, unquoted values
+    trimmed."""
+    pairs: List[Tuple[str, str, int, Optional[str]]] = []
+    state = "pre_key"
+    key: List[str] = []
+    val: List[str] = []
+    comment: List[str] = []
+    last_rule: Optional[str] = None
+    line = 1
+    start_line = 1
+    trail = 0  # trailing whitespace in an unquoted value
+
+    def push() -> None:
+        nonlocal key, val, last_rule, trail
+        k = "".join(key).strip()
+        v = "".join(val)
+        if trail:
+            v = v[: len(v) - trail]
+        if k and NAME_RE.match(k):
+            pairs.append((k, v, start_line, last_rule))
+        key, val, trail = [], [], 0
+        last_rule = None
+
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if state == "pre_key":
+            if c in "#;":
+                state, comment = "comment", []
+            elif c not in " \t\n\r":
+                state, key, start_line = "key", [c], line
+        elif state == "key":
+            if c == "\n":
+                state, key = "pre_key", []
+            elif c == "=":
+                state = "pre_value"
+            else:
+                key.append(c)
+        elif state == "pre_value":
+            if c == "\n":
+                push()
+                state = "pre_key"
+            elif c == "'":
+                state = "single"
+            elif c == '"':
+                state = "double"
+            elif c == "\\":
+                state = "value_escape"
+            elif c not in " \t":
+                state = "value"
+                val.append(c)
+        elif state == "value":
+            if c == "\n":
+                push()
+                state = "pre_key"
+            elif c == "\\":
+                state, trail = "value_escape", 0
+            else:
+                trail = trail + 1 if c in " \t" else 0
+                val.append(c)
+        elif state == "value_escape":
+            state = "value"
+            if c != "\n":
+                val.append(c)
+        elif state == "single":
+            if c == "'":
+                state = "pre_value"
+            else:
+                val.append(c)
+        elif state == "double":
+            if c == '"':
+                state = "pre_value"
+            elif c == "\\":
+                state = "double_escape"
+            else:
+                val.append(c)
+        elif state == "double_escape":
+            state = "double"
+            if c in '"\\`$':
+                val.append(c)
+            elif c != "\n":
+                val.extend(("\\", c))
+        elif state == "comment":
+            if c == "\n":
+                last_rule = _rule_of("".join(comment)) or last_rule
+                state = "pre_key"
+            else:
+                comment.append(c)
+        if c == "\n":
+            line += 1
+        i += 1
+    if state in ("pre_value", "value", "value_escape", "single", "double", "double_escape"):
+        push()
+    return pairs
+
+
+def _parse_k8s(text: str, out: ParsedFile) -> None:
+    in_data = False
+    pending_rule = None
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        if not line.startswith(" "):
+            in_data = line.split("#", 1)[0].strip() == "data:"
+            continue
+        if not in_data:
+            continue
+        body = line.strip()
+        if body.startswith("#"):
+            pending_rule = _rule_of(body[1:]) or pending_rule
+            continue
+        m = re.match(r"^([A-Za-z0-9_.-]+):\s*(.*)$", body)
+        if not m:
+            out.problems.append((lineno, "k8s-unreadable", f"cannot read {body!r}"))
+            continue
+        key, scalar = m.group(1), m.group(2)
+        try:
+            value = yaml_scalar(scalar)
+        except ValueError as exc:
+            out.problems.append((lineno, "k8s-unreadable", str(exc)))
+            continue
+        out.assignments.append(Assignment(key, value, scalar, lineno, "k8s", pending_rule, None))
+        pending_rule = None
+
+
+_YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v",
+                 "f": "\f", "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\",
+                 "N": "\x85", "_": "\xa0", "L": "\u2028", "P": "\u2029"}
+
+
+def yaml_scalar(text: str) -> str:
+    """A one-line YAML scalar: double-quoted (with escapes), single-quoted, or plain."""
+    text = text.strip()
+    if text.startswith('"'):
+        out, i = [], 1
+        while i < len(text):
+            c = text[i]
+            if c == '"':
+                return "".join(out)
+            if c == "\\":
+                i += 1
+                e = text[i] if i < len(text) else ""
+                if e in "xuU":
+                    n = {"x": 2, "u": 4, "U": 8}[e]
+                    out.append(chr(int(text[i + 1:i + 1 + n], 16)))
+                    i += n
+                elif e in _YAML_ESCAPES:
+                    out.append(_YAML_ESCAPES[e])
+                else:
+                    raise ValueError(f"unknown escape \\{e}")
+            else:
+                out.append(c)
+            i += 1
+        raise ValueError("unterminated double-quoted string")
+    if text.startswith("'"):
+        if not text.endswith("'") or len(text) < 2:
+            raise ValueError("unterminated single-quoted string")
+        return text[1:-1].replace("''", "'")
+    return re.sub(r"\s+#.*$", "", text)
+
+
+def _parse_json(text: str, out: ParsedFile) -> None:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        out.problems.append((1, "json-invalid", f"not JSON: {exc}"))
+        return
+    if not isinstance(doc, dict):
+        out.problems.append((1, "json-invalid", "expected a flat object of variables"))
+        return
+    for key in sorted(doc):
+        v = doc[key]
+        value = v if isinstance(v, str) else json.dumps(v)
+        out.assignments.append(Assignment(key, value, value, 1, "json", None, None))
+
+
+def _parse_markdown(text: str, out: ParsedFile) -> None:
+    lines = text.split("\n")
+    block: List[str] = []
+    start = 0
+    fence: Optional[str] = None
+    scope = 0
+    for lineno, line in enumerate(lines, 1):
+        m = re.match(r"^\s*(```+|~~~+)", line)
+        if fence is None:
+            if m:
+                fence, block, start = m.group(1), [], lineno
+            continue
+        if m and m.group(1).startswith(fence[:3]) and line.strip().strip(fence[0]) == "":
+            scope += 1
+            sub = ParsedFile("sh")
+            _parse_sh("\n".join(block), sub)
+            for a in sub.assignments:
+                a.line += start
+                a.scope = scope
+                out.assignments.append(a)
+            out.problems.extend((ln + start, pid, msg) for ln, pid, msg in sub.problems)
+            fence = None
+            continue
+        block.append(line)
+
+
+# --- shell --------------------------------------------------------------------------------------
+
+@dataclass
+class Word:
+    raw: str
+    value: Optional[str]
+    line: int
+    dynamic: Optional[str] = None
+
+
+_OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
+
+
+def _balanced(text: str, i: int, open_ch: str, close_ch: str) -> int:
+    """Index after the `close_ch` matching the `open_ch` at text[i] (quotes respected)."""
+    depth = 0
+    j = i
+    while j < len(text):
+        c = text[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "'" and open_ch == "(":
+            k = text.find("'", j + 1)
+            j = len(text) if k < 0 else k + 1
+            continue
+        if c == open_ch:
+            depth += 1
+        elif c == close_ch:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return len(text)
+
+
+def _dollar(text: str, i: int) -> Tuple[int, Optional[str], Optional[str]]:
+    """At text[i] == '$': (end, static value or None, why dynamic)."""
+    nxt = text[i + 1] if i + 1 < len(text) else ""
+    if text.startswith("$((", i):
+        end = _balanced(text, i + 1, "(", ")")
+        inner = text[i + 3:end - 2]
+        value = arith(inner)
+        if value is None:
+            return end, None, "shell arithmetic"
+        return end, str(value), None
+    if nxt == "(":
+        return _balanced(text, i + 1, "(", ")"), None, "command substitution"
+    if nxt == "{":
+        return _balanced(text, i + 1, "{", "}"), None, "variable expansion"
+    m = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]", text[i + 1:])
+    if m:
+        return i + 1 + m.end(), None, "variable expansion"
+    return i + 1, "$", None
+
+
+def shell_commands(text: str) -> Tuple[List[List[Word]], List[Tuple[int, str]], List[Tuple[int, str]]]:
+    """Split shell text into simple commands of words. Returns (commands, comments, problems);
+    comments are (line, text). Never raises: unbalanced quotes run to the end of the text."""
+    commands: List[List[Word]] = []
+    comments: List[Tuple[int, str]] = []
+    problems: List[Tuple[int, str]] = []
+    cur: List[Word] = []
+    raw: List[str] = []
+    val: List[str] = []
+    dyn: Optional[str] = None
+    in_word = False
+    word_line = 1
+    line = 1
+    i = 0
+    n = len(text)
+
+    def end_word() -> None:
+        nonlocal raw, val, dyn, in_word
+        if in_word:
+            cur.append(Word("".join(raw), None if dyn else "".join(val), word_line, dyn))
+        raw, val, dyn, in_word = [], [], None, False
+
+    def end_command() -> None:
+        nonlocal cur
+        end_word()
+        if cur:
+            commands.append(cur)
+        cur = []
+
+    def start() -> None:
+        nonlocal in_word, word_line
+        if not in_word:
+            in_word, word_line = True, line
+
+    while i < n:
+        c = text[i]
+        if c == "\\" and i + 1 < n and text[i + 1] == "\n":
+            i += 2
+            line += 1
+            continue
+        if not in_word and c == "#":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            comments.append((line, text[i + 1:j]))
+            i = j
+            continue
+        if c in " \t\r":
+            end_word()
+            i += 1
+            continue
+        op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
+        if op:
+            end_command()
+            if op == "\n":
+                line += 1
+            i += len(op)
+            continue
+        start()
+        if c == "\\":
+            if i + 1 < n:
+                raw.append(text[i:i + 2])
+                val.append(text[i + 1])
+            i += 2
+        elif c == "'":
+            j = text.find("'", i + 1)
+            if j < 0:
+                problems.append((line, "unterminated single quote"))
+                j = n
+            piece = text[i + 1:j]
+            raw.append(text[i:j + 1])
+            val.append(piece)
+            line += piece.count("\n")
+            i = j + 1
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                if text[j] == "\\" and j + 1 < n:
+                    if text[j + 1] in '$`"\\':
+                        val.append(text[j + 1])
+                    elif text[j + 1] == "\n":
+                        pass
+                    else:
+                        val.append(text[j:j + 2])
+                    j += 2
+                    continue
+                if text[j] == "$":
+                    end, static, why = _dollar(text, j)
+                    if static is None:
+                        dyn = dyn or why
+                    else:
+                        val.append(static)
+                    j = end
+                    continue
+                if text[j] == "`":
+                    k = text.find("`", j + 1)
+                    j = n if k < 0 else k + 1
+                    dyn = dyn or "command substitution"
+                    continue
+                val.append(text[j])
+                j += 1
+            if j >= n:
+                problems.append((line, "unterminated double quote"))
+            raw.append(text[i:j + 1])
+            line += text[i:j].count("\n")
+            i = j + 1
+        elif c == "$":
+            end, static, why = _dollar(text, i)
+            raw.append(text[i:end])
+            if static is None:
+                dyn = dyn or why
+            else:
+                val.append(static)
+            line += text[i:end].count("\n")
+            i = end
+        elif c == "`":
+            k = text.find("`", i + 1)
+            end = n if k < 0 else k + 1
+            raw.append(text[i:end])
+            dyn = dyn or "command substitution"
+            line += text[i:end].count("\n")
+            i = end
+        elif c == "~" and (not raw or raw[-1].endswith(("=", ":"))):
+            raw.append(c)
+            dyn = dyn or "tilde expansion"
+            i += 1
+        else:
+            raw.append(c)
+            val.append(c)
+            i += 1
+    end_command()
+    return commands, comments, problems
+
+
+_DECLARE = ("export", "declare", "typeset", "readonly", "local")
+
+
+def _assignment(word: Word, context: str) -> Optional[Assignment]:
+    m = _ASSIGN_RE.match(word.raw)
+    if not m:
+        return None
+    key = m.group(1)
+    raw_value = word.raw[m.end():]
+    value = word.value[len(key) + 1:] if word.value is not None else None
+    why = word.dynamic
+    if value is not None and _template(value):
+        why = _template(value)
+    return Assignment(key, value if why is None else None, raw_value, word.line, context, None, why)
+
+
+def _parse_sh(text: str, out: ParsedFile) -> None:
+    commands, comments, problems = shell_commands(text)
+    for ln, msg in problems:
+        out.problems.append((ln, "sh-syntax", msg))
+    rule_at: Dict[int, str] = {}
+    for ln, body in comments:
+        r = _rule_of(body)
+        if r:
+            rule_at[ln] = r
+    found: List[Assignment] = []
+    for words in commands:
+        k = 0
+        while k < len(words) and _ASSIGN_RE.match(words[k].raw):
+            k += 1
+        rest = words[k:]
+        ctx = "assign" if not rest else "prefix"
+        for w in words[:k]:
+            a = _assignment(w, ctx)
+            if a:
+                found.append(a)
+        if not rest:
+            continue
+        head = rest[0].value or rest[0].raw
+        if head in _DECLARE or head == "env":
+            for w in rest[1:]:
+                if head == "env" and not _ASSIGN_RE.match(w.raw):
+                    break
+                a = _assignment(w, "export" if head != "env" else "env")
+                if a:
+                    found.append(a)
+        elif head == "ENV" and len(rest) > 1:
+            if "=" in rest[1].raw:
+                for w in rest[1:]:
+                    a = _assignment(w, "ENV")
+                    if a:
+                        found.append(a)
+            elif NAME_RE.match(rest[1].raw):
+                vals = rest[2:]
+                raw_v = " ".join(w.raw for w in vals)
+                dyn = next((w.dynamic for w in vals if w.dynamic), None)
+                value = None if dyn else " ".join(w.value or "" for w in vals)
+                found.append(Assignment(rest[1].raw, value, raw_v, rest[1].line, "ENV", None, dyn))
+        for j, w in enumerate(rest[:-1]):
+            if w.raw in ("-x", "-e", "--env"):
+                a = _assignment(rest[j + 1], "mpirun -x" if w.raw == "-x" else "docker -e")
+                if a:
+                    found.append(a)
+            elif w.raw.startswith("--env="):
+                a = _assignment(Word(w.raw[6:], w.value[6:] if w.value else None, w.line, w.dynamic),
+                                "docker -e")
+                if a:
+                    found.append(a)
+    for a in found:
+        for ln in (a.line - 1, a.line):
+            if ln in rule_at:
+                a.rule_id = rule_at[ln]
+        out.assignments.append(a)
+
+
+# --- shell arithmetic ---------------------------------------------------------------------------
+
+_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+
+
+def arith(expr: str) -> Optional[int]:
+    """Evaluate `$((expr))` when it holds only integer literals and + - * / % << >> ( )."""
+    if not re.fullmatch(r"[\d\s+\-*/%()<>xXa-fA-F]*", expr) or not expr.strip():
+        return None
+
+    def number(m: "re.Match[str]") -> str:
+        tok = m.group(0)
+        if tok[:2].lower() == "0x":
+            return str(int(tok, 16))
+        if len(tok) > 1 and tok.startswith("0"):
+            return str(int(tok, 8))  # the shell reads a leading 0 as octal
+        return tok
+
+    try:
+        py = re.sub(r"\b0[xX][0-9a-fA-F]+|\b\d+", number, expr)
+        tree = ast.parse(py.strip(), mode="eval")
+        return _eval(tree.body)
+    except (SyntaxError, ValueError, ZeroDivisionError, TypeError, OverflowError):
+        return None
+
+
+def _eval(node: ast.AST) -> int:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _eval(node.operand)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp):
+        a, b = _eval(node.left), _eval(node.right)
+        if type(node.op) in _BIN:
+            if isinstance(node.op, (ast.LShift, ast.RShift)) and not 0 <= b < 64:
+                raise ValueError("shift")
+            return _BIN[type(node.op)](a, b)
+        if isinstance(node.op, ast.Div):
+            if b == 0:
+                raise ZeroDivisionError
+            q = abs(a) // abs(b)
+            return q if (a >= 0) == (b >= 0) else -q
+        if isinstance(node.op, ast.Mod):
+            if b == 0:
+                raise ZeroDivisionError
+            r = abs(a) % abs(b)
+            return r if a >= 0 else -r
+    raise ValueError("unsupported")

@@ -1,0 +1,441 @@
+"""Shared, pure analysis of a Features document that several rules need.
+
+The central question is which RDMA ports are the compute fabric (`select_compute_ports`): the
+answer feeds NCCL_IB_HCA, the GID choice, the traffic class, UCX_NET_DEVICES, the queue pairs
+and the topology file, so it is computed once here and every rule reads the same answer.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+# nvidia-smi's path vocabulary, nearest first (NODE is across host bridges in one NUMA node).
+PATH_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
+GPU_LOCAL = ("PIX", "PXB")
+VERBS_LINK_LAYERS = ("Ethernet", "InfiniBand")
+
+# Interfaces that never carry NCCL traffic between nodes.
+_VIRTUAL_PREFIXES = ("docker", "veth", "virbr", "cni", "flannel", "cilium", "kube", "lxc",
+                     "vxlan", "tun", "tap", "genev", "weave", "calico", "cali", "br-", "podman",
+                     "tailscale", "wg", "zt")
+
+# Cloud NICs whose vendor NCCL net plugin (or NCCL's own socket auto-tuning) must not be
+# second-guessed: PCI vendor ids and kernel drivers.
+_PLUGIN_CLOUDS = {
+    "aws-efa": {"vendors": ("0x1d0f",), "drivers": ("efa", "ena"),
+                "what": "AWS EFA/ENA (aws-ofi-nccl plugin; NCCL auto-tunes sockets for vendor 0x1d0f)"},
+    "gcp-gvnic": {"vendors": ("0x1ae0",), "drivers": ("gve",),
+                  "what": "Google gVNIC (GPUDirect-TCPX/TCPXO plugins; NCCL auto-tunes sockets for vendor 0x1ae0)"},
+}
+
+
+def natural_key(name: str) -> Tuple[Any, ...]:
+    """mlx5_2 before mlx5_10; names are compared piecewise, never assumed to follow a pattern."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p)
+
+
+def path_rank(path: Optional[str]) -> int:
+    return PATH_ORDER.index(path) if path in PATH_ORDER else len(PATH_ORDER)
+
+
+@dataclass
+class Port:
+    device: str
+    port: int
+    link_layer: Optional[str]
+    state: Optional[str]
+    rate_gbps: Optional[float]
+    netdev: Optional[str]
+    pci: Optional[str]
+    gids: List[dict]
+    v4_gids: List[int]
+    v6_gids: List[int]
+    iface: Optional[dict] = None
+    best_path: Optional[str] = None
+    local_gpus: List[int] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.device}:{self.port}"
+
+    @property
+    def is_roce(self) -> bool:
+        return self.link_layer == "Ethernet"
+
+    @property
+    def gpu_local(self) -> bool:
+        return self.best_path in GPU_LOCAL
+
+    @property
+    def types_unreadable(self) -> bool:
+        return any(g.get("type") is None for g in self.gids)
+
+    @property
+    def has_routable_gid(self) -> bool:
+        if self.v4_gids or self.v6_gids:
+            return True
+        # types unreadable: an IPv4/IPv6 GID is there, its RoCE version is unknown
+        return any(g.get("type") is None and (g.get("ipv4") or g.get("ipv6")) for g in self.gids)
+
+    def summary(self) -> Dict[str, Any]:
+        return {"port": self.name, "link_layer": self.link_layer, "state": self.state,
+                "rate_gbps": self.rate_gbps, "netdev": self.netdev, "pci": self.pci,
+                "best_gpu_path": self.best_path}
+
+
+@dataclass
+class Selection:
+    chosen: List[Port]
+    excluded: List[Tuple[Port, str]]
+    uncertain: List[str]
+    notes: List[str]
+    rdma_visible: bool
+    hidden_reason: Optional[str] = None
+    locality_used: bool = False
+
+    @property
+    def link_layer(self) -> Optional[str]:
+        layers = {p.link_layer for p in self.chosen}
+        return layers.pop() if len(layers) == 1 else None
+
+    @property
+    def roce(self) -> List[Port]:
+        return [p for p in self.chosen if p.is_roce]
+
+    def evidence(self) -> Dict[str, Any]:
+        return {
+            "chosen": [p.summary() for p in self.chosen],
+            "excluded": [{"port": p.name, "why": why} for p, why in self.excluded],
+            "uncertain": list(self.uncertain),
+        }
+
+
+class HostView:
+    """Derived facts about one host; every method reads only the Features."""
+
+    def __init__(self, features: dict):
+        self.f = features
+        net = features.get("net") or {}
+        self.interfaces: Dict[str, dict] = {i["name"]: i for i in net.get("interfaces", [])}
+        self.default_ifaces: List[str] = list(net.get("default_route_interfaces") or
+                                              [i["name"] for i in net.get("interfaces", [])
+                                               if i.get("default_route")])
+        self.gpus: List[dict] = list(features.get("gpus") or [])
+        self.pci: Dict[str, dict] = {d["bdf"]: d for d in (features.get("pci") or {}).get("devices", [])}
+        self._selection: Optional[Selection] = None
+
+    # --- NCCL ------------------------------------------------------------------------------
+    def nccl_version(self) -> Optional[Tuple[int, int, int]]:
+        lib = (self.f.get("kernel") or {}).get("nccl")
+        text = lib.get("version") if isinstance(lib, dict) else lib if isinstance(lib, str) else None
+        return parse_version(text)
+
+    def nccl_version_text(self) -> Optional[str]:
+        v = self.nccl_version()
+        return ".".join(str(x) for x in v) if v else None
+
+    # --- clouds ----------------------------------------------------------------------------
+    def plugin_cloud(self) -> Optional[Tuple[str, str]]:
+        vendors = {d.get("vendor") for d in self.pci.values() if d.get("kind") == "nic"}
+        drivers = {i.get("driver") for i in self.interfaces.values()}
+        drivers |= {d.get("driver") for d in self.pci.values() if d.get("kind") == "nic"}
+        for key, spec in sorted(_PLUGIN_CLOUDS.items()):
+            if vendors & set(spec["vendors"]) or drivers & set(spec["drivers"]):
+                return key, spec["what"]
+        return None
+
+    # --- interfaces -------------------------------------------------------------------------
+    def is_default_route(self, ifname: Optional[str]) -> bool:
+        if not ifname:
+            return False
+        iface = self.interfaces.get(ifname) or {}
+        return bool(iface.get("default_route")) or ifname in self.default_ifaces
+
+    def frontend_reason(self, port: Port) -> Optional[str]:
+        """Why this port is the host's management/front-end path, or None."""
+        nd = port.netdev
+        if not nd:
+            return None
+        iface = self.interfaces.get(nd) or {}
+        if self.is_default_route(nd):
+            return f"{nd} carries the default route (management/front-end network)"
+        master = iface.get("master")
+        if master and self.is_default_route(master):
+            kind = (self.interfaces.get(master) or {}).get("kind") or "master"
+            return f"{nd} is enslaved to {master} ({kind}), which carries the default route"
+        for gid in port.gids:
+            ndev = gid.get("ndev")
+            if ndev and ndev != nd and self.is_default_route(ndev):
+                return f"GID {gid['index']} belongs to {ndev}, which carries the default route"
+        return None
+
+    def mgmt_subnet_reason(self, port: Port) -> Optional[str]:
+        """The port has an address on the default-route interface's subnet."""
+        for addr in self.port_addresses(port):
+            for net, ifname in self.default_networks():
+                if ifname != port.netdev and addr.version == net.version and addr in net:
+                    return f"address {addr} is on {ifname}'s subnet {net} (management/front-end network)"
+        return None
+
+    def default_networks(self) -> List[Tuple[Any, str]]:
+        out = []
+        for name in self.default_ifaces:
+            for a in (self.interfaces.get(name) or {}).get("addresses", []):
+                net = _network(a)
+                if net is not None and not net.is_link_local and net.prefixlen > 0:
+                    out.append((net, name))
+        return out
+
+    def port_addresses(self, port: Port) -> List[Any]:
+        out = []
+        for g in port.gids:
+            for key in ("ipv4", "ipv6"):
+                if g.get(key):
+                    try:
+                        out.append(ipaddress.ip_address(g[key]))
+                    except ValueError:
+                        pass
+        return out
+
+    def prefixlen_of(self, address: str, ifnames: Sequence[Optional[str]]) -> Optional[int]:
+        for ifname in ifnames:
+            for a in (self.interfaces.get(ifname or "") or {}).get("addresses", []):
+                if a.get("address") == address and a.get("prefixlen") is not None:
+                    return int(a["prefixlen"])
+        for iface in self.interfaces.values():
+            for a in iface.get("addresses", []):
+                if a.get("address") == address and a.get("prefixlen") is not None:
+                    return int(a["prefixlen"])
+        return None
+
+    def socket_candidates(self) -> List[dict]:
+        out = []
+        for name, iface in sorted(self.interfaces.items()):
+            kind = iface.get("kind")
+            # "virtual" is kept: Hyper-V's eth0 and a pod's eth0/net1 are virtual and carry traffic
+            if kind == "loopback" or name.startswith(_VIRTUAL_PREFIXES) or name == "lo":
+                continue
+            if kind == "bridge" and not self.is_default_route(name):
+                continue
+            if iface.get("master"):
+                continue  # the bond or bridge above it holds the address
+            if (iface.get("operstate") or "up").lower() not in ("up", "unknown"):
+                continue
+            if not any(_routable(a) for a in iface.get("addresses", [])):
+                continue
+            out.append(iface)
+        return out
+
+    # --- GPUs --------------------------------------------------------------------------------
+    def gpu_paths(self) -> Dict[str, Dict[int, str]]:
+        """RDMA device -> {gpu index: path}."""
+        out: Dict[str, Dict[int, str]] = {}
+        for pair in (self.f.get("topology") or {}).get("gpu_nic", []):
+            if pair.get("path"):
+                out.setdefault(pair["nic"], {})[int(pair["gpu"])] = pair["path"]
+        for g in self.gpus:
+            for n in g.get("nearest_nics") or []:
+                if n.get("device") and n.get("path"):
+                    out.setdefault(n["device"], {}).setdefault(int(g["index"]), n["path"])
+        return out
+
+    # --- RDMA ports ---------------------------------------------------------------------------
+    def rdma_visible(self) -> Tuple[bool, Optional[str]]:
+        st = (self.f.get("sources") or {}).get("rdma") or {}
+        if st and not st.get("ok", True):
+            return False, f"the RDMA source failed: {st.get('reason') or 'unknown reason'}"
+        devices = (self.f.get("rdma") or {}).get("devices") or []
+        matrix = (self.f.get("gpu") or {}).get("matrix") or {}
+        legend = [n.get("name") for n in matrix.get("nics", []) if n.get("name")]
+        if not devices and legend:
+            return False, ("nvidia-smi lists NICs (" + ", ".join(sorted(legend, key=natural_key)[:4]) +
+                           ") that /sys/class/infiniband does not show: RDMA devices not mapped "
+                           "into this container?")
+        return True, None
+
+    def ports(self) -> List[Port]:
+        paths = self.gpu_paths()
+        out = []
+        for dev in (self.f.get("rdma") or {}).get("devices", []):
+            per_gpu = paths.get(dev["name"], {})
+            best = min(per_gpu.values(), key=path_rank) if per_gpu else None
+            local = sorted(g for g, p in per_gpu.items() if p in GPU_LOCAL)
+            for p in dev.get("ports", []):
+                out.append(Port(
+                    device=dev["name"], port=int(p["port"]), link_layer=p.get("link_layer"),
+                    state=p.get("state"), rate_gbps=p.get("rate_gbps"), netdev=p.get("netdev"),
+                    pci=dev.get("pci"), gids=list(p.get("gids") or []),
+                    v4_gids=sorted(p.get("roce_v2_ipv4_gids") or []),
+                    v6_gids=sorted(p.get("roce_v2_ipv6_gids") or []),
+                    iface=self.interfaces.get(p.get("netdev") or ""), best_path=best,
+                    local_gpus=local))
+        return sorted(out, key=lambda p: (natural_key(p.device), p.port))
+
+    def selection(self) -> Selection:
+        if self._selection is None:
+            self._selection = self._select()
+        return self._selection
+
+    def _select(self) -> Selection:
+        visible, hidden = self.rdma_visible()
+        excluded: List[Tuple[Port, str]] = []
+        uncertain: List[str] = []
+        notes: List[str] = []
+        if not visible:
+            return Selection([], [], [], [], False, hidden)
+        candidates: List[Port] = []
+        for p in self.ports():
+            if p.link_layer not in VERBS_LINK_LAYERS:
+                excluded.append((p, f"link layer {p.link_layer or 'unknown'}: not an InfiniBand/RoCE "
+                                    "port NCCL's verbs transport can use"))
+                continue
+            if p.state != "ACTIVE":
+                excluded.append((p, f"port state {p.state or 'unknown'}: NCCL only uses ACTIVE ports"))
+                if p.gpu_local:
+                    uncertain.append(f"{p.name} is GPU-local ({p.best_path}) but {p.state or 'not ACTIVE'}: "
+                                     "a compute port that is down?")
+                continue
+            why = self.frontend_reason(p)
+            if why:
+                excluded.append((p, why))
+                continue
+            candidates.append(p)
+        if not candidates:
+            return Selection([], excluded, uncertain, notes, True)
+
+        local = [p for p in candidates if p.gpu_local]
+        locality = bool(local)
+        if locality:
+            for p in candidates:
+                if not p.gpu_local:
+                    excluded.append((p, f"no GPU at PIX/PXB (nearest GPU path {p.best_path or 'unknown'}) "
+                                        "while GPU-local ports exist: storage or front-end NIC"))
+            pool = local
+        else:
+            pool = candidates
+            if self.gpus:
+                notes.append("no RDMA port is PIX/PXB to a GPU: NCCL will not use GPUDirect RDMA at its "
+                             "default level; every active port is offered")
+
+        # One fabric: the dominant link layer.
+        layers: Dict[str, int] = {}
+        for p in pool:
+            layers[p.link_layer or ""] = layers.get(p.link_layer or "", 0) + 1
+        if len(layers) > 1:
+            ranked = sorted(layers.items(), key=lambda kv: (-kv[1], -self._max_rate(pool, kv[0]), kv[0]))
+            keep = ranked[0][0]
+            if ranked[0][1] == ranked[1][1]:
+                uncertain.append(f"as many {ranked[0][0]} as {ranked[1][0]} ports: kept {keep} "
+                                 "(the faster); check which fabric is the compute one")
+            for p in pool:
+                if p.link_layer != keep:
+                    excluded.append((p, f"link layer {p.link_layer} differs from the other compute ports "
+                                        f"({keep}): a separate fabric (storage?)"))
+            pool = [p for p in pool if p.link_layer == keep]
+
+        # Speed: a port much slower than the others is not part of the compute rails.
+        rates = [p.rate_gbps for p in pool if p.rate_gbps]
+        top = max(rates) if rates else None
+        if top:
+            kept = []
+            for p in pool:
+                if p.rate_gbps and p.rate_gbps * 2 <= top:
+                    excluded.append((p, f"rate {_g(p.rate_gbps)} Gb/s is at most half the compute ports' "
+                                        f"{_g(top)} Gb/s"))
+                    continue
+                if p.rate_gbps and p.rate_gbps < top:
+                    uncertain.append(f"{p.name} runs at {_g(p.rate_gbps)} Gb/s, the others at {_g(top)} Gb/s")
+                kept.append(p)
+            pool = kept
+
+        # Address evidence: a port on the management subnet is not a compute rail.
+        on_mgmt = [(p, self.mgmt_subnet_reason(p)) for p in pool]
+        flagged = [(p, why) for p, why in on_mgmt if why]
+        if flagged and len(flagged) < len(pool):
+            excluded.extend(flagged)
+            pool = [p for p, why in on_mgmt if not why]
+        elif flagged:
+            uncertain.append("every compute port has an address on the management subnet: "
+                             "the compute and front-end networks are not separated")
+
+        # RoCE needs an IP address on the port for a routable (v2) GID.
+        roce = [p for p in pool if p.is_roce]
+        with_gid = [p for p in roce if p.has_routable_gid]
+        if with_gid and len(with_gid) < len(roce):
+            for p in roce:
+                if not p.has_routable_gid:
+                    excluded.append((p, f"no IPv4/IPv6 RoCE v2 GID (no address on {p.netdev or 'its netdev'}) "
+                                        "while the other ports have one"))
+            pool = [p for p in pool if not p.is_roce or p.has_routable_gid]
+        elif roce and not with_gid:
+            uncertain.append("no chosen RoCE port has an IP address: RoCE v2 cannot be routed "
+                             "(NCCL would fall back to a link-local GID)")
+
+        if locality and len(self.gpus) > 1:
+            counts: Dict[int, int] = {}
+            for p in pool:
+                for g in p.local_gpus:
+                    counts[g] = counts.get(g, 0) + 1
+            values = sorted(set(counts.values()))
+            if len(values) > 1:
+                odd = sorted(g for g, c in counts.items() if c == values[-1])
+                uncertain.append(
+                    "GPUs do not all see the same number of local compute ports (" +
+                    ", ".join(f"GPU{g}: {c}" for g, c in sorted(counts.items())) +
+                    f"): a storage port beside GPU{odd[0]}? check addresses and ibdev2netdev")
+            missing = sorted(int(g["index"]) for g in self.gpus if int(g["index"]) not in counts)
+            if missing and counts:
+                uncertain.append("no GPU-local compute port for " + ", ".join(f"GPU{g}" for g in missing))
+        chosen = sorted(pool, key=lambda p: (natural_key(p.device), p.port))
+        return Selection(chosen, excluded, uncertain, notes, True, locality_used=locality)
+
+    @staticmethod
+    def _max_rate(pool: List[Port], layer: str) -> float:
+        return max([p.rate_gbps or 0 for p in pool if (p.link_layer or "") == layer] or [0])
+
+    # --- per GPU ------------------------------------------------------------------------------
+    def compute_ports_of_gpu(self, gpu: dict) -> List[Port]:
+        """The chosen ports nearest to this GPU (best path among the chosen ports)."""
+        chosen = self.selection().chosen
+        paths = self.gpu_paths()
+        idx = int(gpu["index"])
+        ranked = [(path_rank(paths.get(p.device, {}).get(idx)), p) for p in chosen]
+        known = [(r, p) for r, p in ranked if r < len(PATH_ORDER)]
+        if not known:
+            return []
+        best = min(r for r, _ in known)
+        return [p for r, p in known if r == best]
+
+
+def _g(x: float) -> str:
+    return f"{x:g}"
+
+
+def _network(addr: dict) -> Any:
+    try:
+        plen = addr.get("prefixlen")
+        if plen is None:
+            plen = 32 if addr.get("family") == "inet" else 128
+        return ipaddress.ip_network(f"{addr['address']}/{plen}", strict=False)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _routable(addr: dict) -> bool:
+    try:
+        ip = ipaddress.ip_address(addr["address"])
+    except (ValueError, KeyError):
+        return False
+    return not (ip.is_loopback or ip.is_link_local)
+
+
+def parse_version(text: Optional[str]) -> Optional[Tuple[int, int, int]]:
+    if not text:
+        return None
+    m = re.match(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?", str(text))
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)

@@ -1,0 +1,40 @@
+"""nccl-ib-hca: NCCL_IB_HCA lists exactly the compute RDMA ports.
+
+Which ports are compute is decided once (rocetune.rules.hostview.HostView.selection) from the
+Features: ACTIVE InfiniBand/RoCE ports only; never a port whose netdev (or its bond) carries the
+default route; when some ports are PIX/PXB to a GPU, the others are storage/front-end and are
+left out; among GPU-local ports a different link layer, a much lower speed, a missing RoCE
+address or an address on the management subnet marks a storage port. The value uses NCCL's
+exact-match syntax (`=dev:port,...`): without `=` every entry is a prefix, so `mlx5_1` would
+also select `mlx5_10`..`mlx5_19`. Device names come only from /sys/class/infiniband.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..plan import Decision
+
+ID = "nccl-ib-hca"
+
+
+def rule(features: dict, ctx) -> List[Decision]:
+    sel = ctx.host.selection()
+    if not sel.rdma_visible:
+        if sel.hidden_reason:
+            ctx.warn(f"RDMA devices not visible ({sel.hidden_reason}); NCCL_IB_HCA not set")
+        return []
+    for text in sel.notes:
+        ctx.note(text)
+    for text in sel.uncertain:
+        ctx.warn(f"uncertain compute-port choice: {text}")
+    for port, why in sel.excluded:
+        ctx.note(f"excluded {port.name}: {why}")
+    if not sel.chosen:
+        return []
+    value = "=" + ",".join(p.name for p in sel.chosen)
+    layer = sel.link_layer or "mixed"
+    how = "GPU-local (PIX/PXB) " if sel.locality_used else ""
+    reason = (f"{len(sel.chosen)} active {how}{'RoCE' if layer == 'Ethernet' else layer} port(s); "
+              "'=' makes the names exact (NCCL matches prefixes otherwise)")
+    return [ctx.decision("NCCL_IB_HCA", value, reason, **sel.evidence())]

@@ -1,0 +1,90 @@
+"""no-rdma: a host without a usable verbs port runs NCCL over TCP sockets -- say so, tune them.
+
+When /sys/class/infiniband shows no ACTIVE InfiniBand/RoCE compute port (plain Ethernet, ports
+down, only a front-end port), rocetune sets NCCL_IB_DISABLE=1 and no other NCCL_IB_* variable,
+and sizes the socket transport from the link speed of the chosen socket interface: NCCL starts
+with one socket and no helper thread, which a single core cannot drive at 25 Gb/s and above.
+
+    link speed      NCCL_SOCKET_NTHREADS  NCCL_NSOCKS_PERTHREAD  sockets
+    < 25 Gb/s       (NCCL default)        (NCCL default)          1
+    25-49 Gb/s      2                     1                       2
+    50-99 Gb/s      2                     2                       4
+    100-199 Gb/s    4                     2                       8
+    200-399 Gb/s    8                     2                      16
+    >= 400 Gb/s     16                    2                      32
+
+NCCL documents 4 threads for generic 100G networks, caps threads at 16 and threads x sockets at
+64; two sockets per thread give ECMP/LAG hashing two flows to spread.
+
+Cloud NICs with their own NCCL net plugin (AWS EFA via aws-ofi-nccl, Google gVNIC with
+GPUDirect-TCPX/TCPXO) are left to the vendor: NCCL already auto-tunes sockets for those vendor ids
+and the plugin carries the data, so nothing NCCL_IB_* or socket-related is set there.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from ..plan import Decision
+from . import socket_ifname
+
+ID = "no-rdma"
+
+# (minimum Gb/s, threads, sockets per thread), highest first
+SOCKET_TABLE = ((400, 16, 2), (200, 8, 2), (100, 4, 2), (50, 2, 2), (25, 2, 1))
+MAX_SOCKETS = 64
+
+
+def socket_tuning(gbps: Optional[float]) -> Optional[Tuple[int, int]]:
+    if not gbps:
+        return None
+    for floor, threads, socks in SOCKET_TABLE:
+        if gbps >= floor:
+            assert threads * socks <= MAX_SOCKETS
+            return threads, socks
+    return None
+
+
+def rule(features: dict, ctx) -> List[Decision]:
+    host = ctx.host
+    sel = host.selection()
+    if sel.chosen:
+        return []
+    if not sel.rdma_visible:
+        ctx.warn(f"cannot tell whether this host has RDMA ({sel.hidden_reason}); "
+                 "neither NCCL_IB_DISABLE nor NCCL_IB_* is set")
+        return []
+    cloud = host.plugin_cloud()
+    if cloud:
+        ctx.note(f"{cloud[1]}: NCCL's data path is the vendor plugin; no NCCL_IB_* or socket "
+                 "tuning is set (follow the vendor's NCCL environment for the plugin)")
+        return []
+    ports = [p for p, _ in sel.excluded]
+    why = ("no RDMA device" if not ports else
+           "no usable compute RDMA port (" + "; ".join(f"{p.name}: {w}" for p, w in sel.excluded[:4]) + ")")
+    evidence = {"rdma_ports": [{"port": p.name, "why_not": w} for p, w in sel.excluded]}
+    out = [ctx.decision("NCCL_IB_DISABLE", 1,
+                        f"{why}: NCCL runs over TCP sockets; said explicitly so no NCCL_IB_* "
+                        "setting is expected to matter", **evidence)]
+    iface, _, _ = socket_ifname.choose(ctx)
+    if iface is None:
+        return out
+    speed = iface.get("speed_mbps")
+    gbps = speed / 1000 if speed else None
+    tuning = socket_tuning(gbps)
+    sock_ev = {"interface": iface["name"], "speed_mbps": speed, "table": [list(r) for r in SOCKET_TABLE]}
+    if tuning is None:
+        if gbps is None:
+            ctx.note(f"{iface['name']} reports no link speed (virtual NIC?): socket transport left at "
+                     "NCCL's defaults")
+        else:
+            ctx.note(f"{iface['name']} runs at {gbps:g} Gb/s: NCCL's socket defaults suffice")
+        return out
+    threads, socks = tuning
+    out.append(ctx.decision("NCCL_SOCKET_NTHREADS", threads,
+                            f"{gbps:g} Gb/s on {iface['name']}: {threads} helper threads "
+                            f"({threads * socks} sockets in all, at most {MAX_SOCKETS})", **sock_ev))
+    out.append(ctx.decision("NCCL_NSOCKS_PERTHREAD", socks,
+                            f"{socks} socket(s) per thread: {threads} x {socks} = {threads * socks} "
+                            f"flows for {gbps:g} Gb/s", **sock_ev))
+    return out
