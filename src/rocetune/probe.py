@@ -99,6 +99,7 @@ def derive_topology(pci: dict, rdma: dict, gpu: dict, host: dict):
     nic_label = {n["name"]: f"NIC{n['index']}" for n in matrix.get("nics", []) if n.get("name")}
     rdma_by_name = {d["name"]: d for d in rdma.get("devices", [])}
     numa_cpus = {n["id"]: n["cpulist"] for n in host.get("numa_nodes", [])}
+    single_node = len(numa_cpus) <= 1
     affinity = {g["index"]: g for g in matrix.get("gpus", [])}
     links = matrix.get("links", {})
     pairs, disagreements = [], []
@@ -111,7 +112,7 @@ def derive_topology(pci: dict, rdma: dict, gpu: dict, host: dict):
         ranked = []
         for name in nic_names:
             nic_dev = by_bdf.get((rdma_by_name.get(name) or {}).get("pci") or "")
-            sysfs_path = path_type(dev, nic_dev) if dev and nic_dev else None
+            sysfs_path = path_type(dev, nic_dev, single_node) if dev and nic_dev else None
             smi_path = row.get(nic_label[name]) if name in nic_label else None
             path = sysfs_path or smi_path
             if path is None:

@@ -41,3 +41,9 @@ def test_chain_reads_root_complex_and_bdfs():
 ])
 def test_classify(vendor, cls, kind):
     assert classify(vendor, cls) == kind
+
+
+def test_unknown_numa_node_is_sys_unless_the_host_has_one_node():
+    other = ["0000:40:01.0", "0000:41:00.0"]
+    assert path_type(dev(GPU, numa=None), dev(other, rc="pci0000:40", numa=None)) == "SYS"
+    assert path_type(dev(GPU, numa=None), dev(other, rc="pci0000:40", numa=None), single_node=True) == "NODE"

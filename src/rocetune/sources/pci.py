@@ -117,10 +117,16 @@ def _sriov(ctx: ProbeContext, base: str) -> Optional[dict]:
 PATH_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 
 
-def path_type(a: dict, b: dict) -> str:
-    """Classify the PCIe path between two devices the way `nvidia-smi topo -m` does."""
+def path_type(a: dict, b: dict, single_node: bool = False) -> str:
+    """Classify the PCIe path between two devices the way `nvidia-smi topo -m` does.
+
+    Across host bridges the NUMA node decides NODE vs SYS; an unknown node counts as the same
+    one only on a host with a single NUMA node.
+    """
     if a["root_complex"] is None or a["root_complex"] != b["root_complex"]:
         na, nb = a.get("numa_node"), b.get("numa_node")
+        if na is None or nb is None:
+            return "NODE" if single_node else "SYS"
         return "NODE" if na == nb else "SYS"
     sa, sb = a["switches"], b["switches"]
     if sa and sb and sa[-1] == sb[-1]:

@@ -25,7 +25,7 @@ def _gpu_gpu(f: dict, a: dict, b: dict) -> str:
     by_bdf = {d["bdf"]: d for d in f["pci"]["devices"]}
     da, db = by_bdf.get(a["bdf"] or ""), by_bdf.get(b["bdf"] or "")
     if da and db:
-        return path_type(da, db)
+        return path_type(da, db, len(f["host"].get("numa_nodes", [])) <= 1)
     links = ((f.get("gpu") or {}).get("matrix") or {}).get("links", {})
     return links.get(f"GPU{a['index']}", {}).get(f"GPU{b['index']}", "?")
 
