@@ -35,7 +35,7 @@ class HostRoot:
     def __init__(self, root: str = "/", recorder: Optional[Recorder] = None):
         self.root = os.path.abspath(root)
         self.recorder = recorder
-        self._resolved: Dict[str, str] = {}  # directory -> its real path; a probe walks the same dirs often
+        self._resolved: Dict[str, str] = {}  # host path -> real host path
 
     @property
     def is_live(self) -> bool:
@@ -57,48 +57,33 @@ class HostRoot:
     def realpath(self, path: str) -> str:
         """Resolve symlinks the way the host would, staying inside the root."""
         norm = os.path.normpath(path)
-        parent, name = os.path.split(norm)
-        if parent != "/" and name and self.recorder is None:
-            real_parent = self._resolved.get(parent)
-            if real_parent is None:
-                real_parent = self._resolved[parent] = self._resolve(parent)
-            if name in (".", ".."):
-                return self._resolve(norm)
-            candidate = real_parent.rstrip("/") + "/" + name
-            if not os.path.islink(self._join(candidate)):
-                return candidate
-            return self._resolve(candidate)
-        return self._resolve(norm)
+        return "/" if norm == "/" else self._real(norm, 0)
 
-    def _resolve(self, path: str) -> str:
-        parts = [p for p in path.split("/") if p]
-        resolved: List[str] = []
-        hops = 0
-        while parts:
-            name = parts.pop(0)
-            if name == "..":
-                if resolved:
-                    resolved.pop()
-                continue
-            candidate = "/" + "/".join(resolved + [name])
-            real = self.host_path(candidate)
-            if os.path.islink(real):
-                hops += 1
-                if hops > _MAX_LINK_HOPS:
-                    return candidate
-                if self.recorder is not None:
-                    self.recorder.links.add(candidate)
-                target = os.readlink(real)
-                if target.startswith("/"):
-                    resolved = []
-                parts = [p for p in target.split("/") if p and p != "."] + parts
-            else:
-                resolved.append(name)
-        return "/" + "/".join(resolved)
+    def _real(self, path: str, hops: int) -> str:
+        # Every prefix is resolved once and cached: a probe reads thousands of files in the
+        # same few hundred directories, so each directory costs one lstat.
+        hit = self._resolved.get(path)
+        if hit is not None:
+            return hit
+        parent, name = os.path.split(path)
+        real_parent = "/" if parent == "/" else self._real(parent, hops)
+        candidate = real_parent.rstrip("/") + "/" + name
+        real = self._join(candidate)
+        if hops < _MAX_LINK_HOPS and os.path.islink(real):
+            if self.recorder is not None:
+                self.recorder.links.add(candidate)
+            target = os.readlink(real)
+            # real_parent has no links left in it, so ".." in the target can be folded lexically.
+            result = self._real(os.path.normpath(os.path.join(real_parent, target)), hops + 1)
+        else:
+            result = candidate
+        self._resolved[path] = result
+        return result
 
     def readlink(self, path: str) -> Optional[str]:
         try:
-            target = os.readlink(self.host_path(path))
+            parent, name = os.path.split(os.path.normpath(path))
+            target = os.readlink(self._join(self.realpath(parent).rstrip("/") + "/" + name))
         except OSError:
             return None
         self._note_link(path)
@@ -112,7 +97,8 @@ class HostRoot:
     # --- queries -------------------------------------------------------------------------------
     def exists(self, path: str) -> bool:
         """Whether a path exists (without following a final symlink)."""
-        real = self.host_path(path)
+        parent, name = os.path.split(os.path.normpath(path))
+        real = self._join(self.realpath(parent).rstrip("/") + "/" + name)
         ok = os.path.lexists(real)
         if ok and self.recorder is not None:
             if os.path.islink(real):
