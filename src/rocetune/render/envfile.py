@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 from .. import __version__
 from ..errors import ExitCode, RocetuneError
@@ -113,8 +113,9 @@ def yaml_quote(value: str) -> str:
 
 # --- formats ---------------------------------------------------------------------------------
 
-def _with_comments(plan: Plan, features: dict, fmt: str, line: Callable[[Decision], str]) -> str:
-    out = ["# " + h for h in header_lines(plan, features, fmt)]
+def _with_comments(plan: Plan, features: dict, fmt: str, line: Callable[[Decision], str],
+                   extra: Sequence[str] = ()) -> str:
+    out = ["# " + h for h in header_lines(plan, features, fmt)] + ["# " + comment_text(x) for x in extra]
     for d in plan.decisions:
         out.append("# " + rule_comment(d))
         out.append(line(d))
@@ -126,16 +127,32 @@ def _sh(plan: Plan, features: dict) -> str:
 
 
 def _nccl_conf(plan: Plan, features: dict) -> str:
-    for d in plan.decisions:
+    # Only NCCL reads this file (at communicator init, without overwriting the environment):
+    # UCX, Gloo and MPI read their variables earlier, from the process environment.
+    kept = Plan(**{**plan.__dict__, "decisions": [d for d in plan.decisions if d.key.startswith("NCCL_")]})
+    for d in kept.decisions:
         if "\n" in d.value or "\r" in d.value:
             _refuse("nccl-conf", d, "spans lines; nccl.conf has one VAR=value per line and no quoting")
         if len(d.value.encode("utf-8")) > NCCL_CONF_MAX_VALUE:
             _refuse("nccl-conf", d, f"is longer than the {NCCL_CONF_MAX_VALUE} bytes NCCL reads per value")
-    return _with_comments(plan, features, "nccl-conf", lambda d: f"{d.key}={d.value}")
+    skipped = [d.key for d in plan.decisions if not d.key.startswith("NCCL_")]
+    extra = ["not written here (only NCCL reads nccl.conf; put them in the job environment, "
+             "e.g. --format sh): " + ", ".join(skipped)] if skipped else []
+    return _with_comments(kept, features, "nccl-conf", lambda d: f"{d.key}={d.value}", extra)
 
 
 def _systemd(plan: Plan, features: dict) -> str:
+    for d in plan.decisions:
+        bad = [ch for ch in d.value if _unicode_noncharacter(ch) or ch == "\ufeff"]
+        if bad:
+            _refuse("systemd", d, f"contains U+{ord(bad[0]):04X}, which systemd does not accept in "
+                                  "environment files")
     return _with_comments(plan, features, "systemd", lambda d: f"{d.key}={systemd_quote(d.value)}")
+
+
+def _unicode_noncharacter(ch: str) -> bool:
+    o = ord(ch)
+    return 0xFDD0 <= o <= 0xFDEF or (o & 0xFFFE) == 0xFFFE
 
 
 def _docker(plan: Plan, features: dict) -> str:

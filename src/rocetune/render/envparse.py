@@ -112,7 +112,7 @@ def _parse_conf(text: str, out: ParsedFile) -> None:
             continue
         if "=" not in line:
             if line.strip():
-                out.problems.append((lineno, "conf-ignored-line", f"no '=': NCCL ignores this line"))
+                out.problems.append((lineno, "conf-ignored-line", "no '=': NCCL ignores this line"))
             continue
         key, value = line.split("=", 1)
         if not NAME_RE.match(key):

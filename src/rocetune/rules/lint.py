@@ -10,10 +10,8 @@ expansions are recognised rather than flagged.
 from __future__ import annotations
 
 import ipaddress
-import os
-import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..hostfs import HostRoot
 from ..qos import QosPlan
@@ -92,11 +90,15 @@ def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = 
         if not a.key.startswith(_WATCHED):
             continue
         _check_format_value(parsed.fmt, a, add)
+        if parsed.fmt == "nccl-conf" and not a.key.startswith("NCCL_"):
+            add("conf-not-nccl", "warning", a.line, a.key,
+                f"{a.key} in an NCCL config file: only NCCL reads it, when a communicator starts; "
+                "UCX, Gloo and MPI have read their settings by then", "set it in the job environment")
         if a.key.startswith("NCCL_"):
             known = _check_name(cat, a, add)
             if not known:
                 continue
-        if a.value is None:
+        if a.value is None or a.dynamic:
             if a.key.startswith("NCCL_"):
                 what = a.dynamic or "expansion"
                 add("dynamic-value", "info", a.line, a.key,

@@ -19,7 +19,7 @@ auto-selects exactly that GID.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ..plan import Decision
 
@@ -138,8 +138,8 @@ def _range_decisions(ctx, ports, picks, family: str, version, vtext) -> List[Dec
                                 "the chosen RoCE ports have only IPv6 RoCE v2 GIDs; NCCL looks for "
                                 "IPv4 unless told", **evidence))
     out.append(ctx.decision("NCCL_IB_ADDR_RANGE", str(cover),
-                            f"smallest range holding each port's compute address; NCCL takes the "
-                            f"first RoCE v2 GID inside it", **evidence))
+                            "smallest range holding each port's compute address; NCCL takes the "
+                            "first RoCE v2 GID inside it", **evidence))
     _gate(ctx, version, vtext, [d.key for d in out])
     return out
 

@@ -31,6 +31,12 @@ def rule(features: dict, ctx) -> List[Decision]:
     for port, why in sel.excluded:
         ctx.note(f"excluded {port.name}: {why}")
     if not sel.chosen:
+        front = [p for p, why in sel.excluded if p.state == "ACTIVE" and "default route" in why]
+        if front:
+            names = ",".join(p.name for p in front)
+            ctx.warn(f"the only active RDMA port(s) ({names}) carry the default route, so NCCL is "
+                     "planned over sockets; if this NIC is also the compute fabric, use "
+                     f"--set NCCL_IB_HCA=={names} --unset NCCL_IB_DISABLE")
         return []
     value = "=" + ",".join(p.name for p in sel.chosen)
     layer = sel.link_layer or "mixed"

@@ -18,7 +18,7 @@ Only the layout is written; NCCL detects everything else (see topo_xml).
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from .. import __version__
 from ..plan import Decision

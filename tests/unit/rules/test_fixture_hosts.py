@@ -1,0 +1,91 @@
+"""The corpus conclusions, end to end: probe each fixture host root, plan, check what an engineer
+expects (tests/fixtures/hosts/*/PROVENANCE.md names the machine each one models)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from rocetune.plan import build_plan
+from rocetune.render.envfile import render
+
+HOSTS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "hosts")
+
+
+def plan_for(name):
+    root = os.path.join(HOSTS, name)
+    if not os.path.isdir(root):
+        pytest.skip(f"fixture host {name} not present")
+    from rocetune.probe import collect_features
+
+    f = collect_features(root)
+    return build_plan(f, topo_path="/job/nccl-topo.xml"), f
+
+
+def ports(*names):
+    return "=" + ",".join(f"{n}:1" for n in names)
+
+
+def ib_keys(plan):
+    return sorted(k for k in plan.env if k.startswith("NCCL_IB_"))
+
+
+def test_dgx_h100_rails_not_storage_or_inband():
+    plan, _ = plan_for("dgx-h100-roce")
+    e = plan.env
+    assert e["NCCL_IB_HCA"] == ports(*(f"mlx5_{i}" for i in (0, 3, 4, 5, 6, 9, 10, 11)))
+    assert e["NCCL_IB_GID_INDEX"] == "3" and e["NCCL_IB_TC"] == "106"
+    assert e["NCCL_SOCKET_IFNAME"] == "=bond0"
+
+
+def test_oci_a100_sixteen_rails_without_the_host_ports():
+    plan, _ = plan_for("oci-a100-v2")
+    want = [f"mlx5_{i}" for i in list(range(1, 13)) + list(range(14, 18))]
+    assert plan.env["NCCL_IB_HCA"] == ports(*want)
+    assert plan.env["NCCL_IB_GID_INDEX"] == "3"
+
+
+def test_hgx_infiniband_mlx5_ib_names_and_no_roce_variables():
+    plan, _ = plan_for("hgx-h100-ib")
+    assert plan.env["NCCL_IB_HCA"] == ports(*(f"mlx5_ib{i}" for i in range(8)))
+    assert ib_keys(plan) == ["NCCL_IB_HCA"]
+
+
+def test_container_with_four_visible_gpus_uses_their_local_pairs():
+    plan, _ = plan_for("container-partial-gid")
+    assert plan.env["NCCL_IB_HCA"] == ports(*(f"mlx5_{i}" for i in (4, 6, 7, 8, 13, 14, 15, 16)))
+
+
+def test_azure_vm_gets_a_topology_file_and_leaves_the_accelerated_networking_vf_out():
+    plan, _ = plan_for("azure-vm-flat")
+    e = plan.env
+    assert e["NCCL_IB_HCA"] == ports(*(f"mlx5_ib{i}" for i in range(8)))
+    assert e["NCCL_TOPO_FILE"] == "/job/nccl-topo.xml" and plan.files
+    assert not {"NCCL_IB_GID_INDEX", "NCCL_IB_TC"} & set(e)
+
+
+def test_host_without_rdma_says_sockets_and_nothing_else_ib():
+    plan, _ = plan_for("hgx-h100-nvlink-nonic")
+    assert ib_keys(plan) == ["NCCL_IB_DISABLE"]
+
+
+def test_cpu_only_roce_client():
+    plan, _ = plan_for("cpu-only-roce")
+    assert plan.env["NCCL_IB_HCA"] == ports("mlx5_0") and plan.env["NCCL_SOCKET_IFNAME"] == "=eno1"
+
+
+def test_pcie_server_offers_active_ports_and_says_no_gdr_at_default_level():
+    plan, _ = plan_for("pcie-4gpu-2nic")
+    assert plan.env["NCCL_IB_HCA"] == ports("mlx5_0", "mlx5_1", "mlx5_2")
+    assert any("PIX/PXB" in str(n) for n in plan.notes)
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(HOSTS)) if os.path.isdir(HOSTS) else [])
+def test_every_fixture_host_renders_every_format_deterministically(name):
+    if not os.path.isdir(os.path.join(HOSTS, name, "sys")):
+        pytest.skip("not a host root")
+    plan, f = plan_for(name)
+    again, g = plan_for(name)
+    for fmt in ("sh", "nccl-conf", "systemd", "docker", "k8s", "json"):
+        assert render(plan, fmt, f) == render(again, fmt, g)

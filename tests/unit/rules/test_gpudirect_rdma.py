@@ -1,0 +1,63 @@
+"""gpudirect-rdma: a report, loud when a GPU+RDMA host has no GPUDirect."""
+
+from __future__ import annotations
+
+from .featurekit import Host, plan_of, rail_host
+
+
+def findings(plan):
+    return {f.id: f for f in plan.findings}
+
+
+def test_missing_peer_memory_on_a_gpu_rdma_host_is_loud():
+    plan = plan_of(rail_host().no_peermem().build())
+    f = findings(plan)["gdr-unavailable"]
+    assert f.severity == "warning" and "GPUDIRECT RDMA UNAVAILABLE" in f.message
+    assert any("GPUDIRECT RDMA UNAVAILABLE" in str(w) for w in plan.warnings)
+    assert plan.reports["gpudirect-rdma"]["available"] is False
+
+
+def test_nvidia_peermem_is_invisible_to_old_nccl():
+    plan = plan_of(rail_host(nccl="2.21.5").build())
+    assert "gdr-not-detected" in findings(plan)
+
+
+def test_nvidia_peermem_with_recent_nccl_is_fine():
+    plan = plan_of(rail_host(nccl="2.23.4").build())
+    assert not findings(plan)
+    report = plan.reports["gpudirect-rdma"]
+    assert report["available"] and report["module"] == "nvidia-peermem"
+    assert all(p["default_level"] for p in report["pairs"] if p["path"] == "PIX")
+
+
+def test_legacy_nv_peer_mem_works_on_every_version():
+    plan = plan_of(rail_host(nccl="2.18.5").legacy_peermem().build())
+    assert not findings(plan)
+
+
+def test_loaded_but_unregistered_peermem_is_reported():
+    h = rail_host().no_peermem()
+    h.modules["nvidia_peermem"] = True
+    assert "gdr-peermem-unregistered" in findings(plan_of(h.build()))
+
+
+def test_no_gpu_no_warning():
+    h = Host().iface("eno1", "10.0.0.5/24", default=True).no_peermem()
+    h.rdma("mlx5_0", netdev="ens1np0", ipv4="192.168.1.5/24")
+    assert not findings(plan_of(h.build()))
+
+
+def test_only_far_nics_means_no_gdr_at_default_level():
+    h = Host().iface("eno1", "10.0.0.5/24", default=True).gpu(0)
+    h.rdma("mlx5_0", netdev="ens1np0", ipv4="192.168.1.5/24", paths={0: "NODE"})
+    plan = plan_of(h.build())
+    assert any("no GPU-NIC pair is PIX/PXB" in str(n) for n in plan.notes)
+    assert plan.reports["gpudirect-rdma"]["pairs"] == [
+        {"gpu": 0, "port": "mlx5_0:1", "path": "NODE", "default_level": False}]
+
+
+def test_never_sets_a_variable():
+    for h in (rail_host(), rail_host().no_peermem(), rail_host(nccl="2.18.5")):
+        plan = plan_of(h.build())
+        assert not [d for d in plan.decisions if d.rule_id == "gpudirect-rdma"]
+        assert "NCCL_NET_GDR_LEVEL" not in plan.env

@@ -1,0 +1,157 @@
+"""nccl-ib-gid-index: the IPv4 RoCE v2 GID of every chosen port, the way every NCCL version takes it."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from .featurekit import Host, gid, plan_of, rail_host, roce_table
+from .ncclsim import gid_autoselect
+
+
+def env(plan):
+    return plan.env
+
+
+def gids_of(f, dev):
+    return next(d for d in f["rdma"]["devices"] if d["name"] == dev)["ports"][0]["gids"]
+
+
+def address_of(gids, index):
+    g = next(g for g in gids if g["index"] == index)
+    return g["ipv4"] or g["ipv6"]
+
+
+def test_one_index_on_every_port_is_pinned():
+    plan = plan_of(rail_host().build())
+    e = env(plan)
+    assert e["NCCL_IB_GID_INDEX"] == "3"
+    assert "NCCL_IB_ADDR_RANGE" not in e and "NCCL_IB_ADDR_FAMILY" not in e
+    ev = plan.get("NCCL_IB_GID_INDEX").evidence["gids"]
+    assert {x["index"] for x in ev} == {3} and len(ev) == 8
+
+
+def test_index_differing_per_port_gives_a_range_not_an_index():
+    h = rail_host(2)
+    # mlx5_1's table carries two extra link-local entries first: its IPv4 v2 GID is at 5
+    extra = [gid(0, "fe80::9", "IB/RoCE v1", "ens1np0"), gid(1, "fe80::9", "RoCE v2", "ens1np0")]
+    table = extra + roce_table("ens1np0", ["192.168.1.5/24"], start=2)
+    port = h.devices["mlx5_1"]["ports"][0]
+    port["gids"] = table
+    port["roce_v2_ipv4_gids"] = [5]
+    f = h.build()
+    plan = plan_of(f)
+    e = env(plan)
+    assert "NCCL_IB_GID_INDEX" not in e
+    rng = e["NCCL_IB_ADDR_RANGE"]
+    for dev, want in (("mlx5_0", "192.168.0.5"), ("mlx5_1", "192.168.1.5")):
+        gids = gids_of(f, dev)
+        assert address_of(gids, gid_autoselect(gids, "AF_INET", rng)) == want
+    assert ipaddress.ip_network(rng).prefixlen >= 16
+    assert any("different indices" in str(n) for n in plan.notes)
+
+
+def test_port_with_several_ipv4_addresses_gets_the_compute_one_by_range():
+    h = rail_host(4)
+    # every rail port also carries a storage VLAN whose GIDs come first in its table
+    for i in range(4):
+        nd, vlan = f"ens{i}np0", f"ens{i}np0.100"
+        port = h.devices[f"mlx5_{i}"]["ports"][0]
+        storage = roce_table(vlan, [f"172.16.{i}.5/24"])[2:]
+        rail = [gid(4, f"::ffff:192.168.{i}.5", "IB/RoCE v1", nd), gid(5, f"::ffff:192.168.{i}.5", "RoCE v2", nd)]
+        port["gids"] = roce_table(nd)[:2] + storage + rail
+        port["roce_v2_ipv4_gids"] = [3, 5]
+        h.iface(vlan, f"172.16.{i}.5/24", kind="vlan")
+    h.ifaces["eth0"]["addresses"] = [{"family": "inet", "address": "10.0.0.5", "prefixlen": 24}]
+    f = h.build()
+    plan = plan_of(f)
+    e = env(plan)
+    assert "NCCL_IB_GID_INDEX" not in e
+    rng = e["NCCL_IB_ADDR_RANGE"]
+    for i in range(4):
+        gids = gids_of(f, f"mlx5_{i}")
+        # without the range NCCL would take the storage address...
+        assert address_of(gids, gid_autoselect(gids)).startswith("172.16.")
+        # ...with it, the rail address
+        assert address_of(gids, gid_autoselect(gids, "AF_INET", rng)) == f"192.168.{i}.5"
+
+
+def test_ipv6_only_ports_get_af_inet6():
+    h = Host().iface("eth0", "10.0.0.5/24", default=True)
+    for i in range(2):
+        h.gpu(i)
+        h.rdma(f"bnxt_re{i}", netdev=f"ens{i}np0", ipv6=f"fd00:{i}::5/64", paths={i: "PIX"})
+    f = h.build()
+    plan = plan_of(f)
+    e = env(plan)
+    assert e["NCCL_IB_ADDR_FAMILY"] == "AF_INET6"
+    assert "NCCL_IB_GID_INDEX" not in e
+    for i in range(2):
+        gids = gids_of(f, f"bnxt_re{i}")
+        assert gid_autoselect(gids, "AF_INET") == 0, "without the family NCCL falls back to index 0"
+        got = address_of(gids, gid_autoselect(gids, "AF_INET6"))
+        assert ipaddress.ip_address(got) == ipaddress.ip_address(f"fd00:{i}::5")
+
+
+def test_infiniband_gets_no_gid_variable():
+    h = Host().iface("eth0", "10.0.0.5/24", default=True)
+    for i in range(4):
+        h.gpu(i)
+        h.rdma(f"mlx5_ib{i}", link_layer="InfiniBand", netdev=f"ib{i}", paths={i: "PIX"})
+    plan = plan_of(h.build())
+    assert not {"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE", "NCCL_IB_ADDR_FAMILY"} & set(env(plan))
+
+
+def test_old_nccl_is_warned_that_it_ignores_the_range():
+    h = rail_host(2, nccl="2.18.5")
+    port = h.devices["mlx5_1"]["ports"][0]
+    port["gids"] = roce_table("ens1np0", ["192.168.1.5/24"], start=2)
+    port["roce_v2_ipv4_gids"] = [5]
+    plan = plan_of(h.build())
+    assert "NCCL_IB_ADDR_RANGE" in env(plan)
+    assert any("2.18.5" in str(w) and "2.21.5" in str(w) for w in plan.warnings)
+
+
+def test_unknown_nccl_version_is_a_note_not_a_guess():
+    h = rail_host(2, nccl=None)
+    port = h.devices["mlx5_1"]["ports"][0]
+    port["gids"] = roce_table("ens1np0", ["192.168.1.5/24"], start=2)
+    port["roce_v2_ipv4_gids"] = [5]
+    plan = plan_of(h.build())
+    assert any("NCCL library not found" in str(n) for n in plan.notes)
+
+
+def test_unreadable_gid_types_pin_nothing():
+    h = rail_host(2)
+    for i in range(2):
+        port = h.devices[f"mlx5_{i}"]["ports"][0]
+        for g in port["gids"]:
+            g["type"] = None
+        port["roce_v2_ipv4_gids"] = []
+    plan = plan_of(h.build())
+    assert not {"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE"} & set(env(plan))
+    assert plan.get("NCCL_IB_HCA") is not None
+    assert any("2.29.2" in str(w) for w in plan.warnings)
+
+
+def test_container_with_partial_tables_pins_the_readable_v2_gid():
+    h = rail_host(2)
+    for i in range(2):
+        nd = f"net{i + 1}"
+        port = h.devices[f"mlx5_{i}"]["ports"][0]
+        hidden = [dict(g, type=None, ndev=None) for g in roce_table(None, [f"10.200.{i}.5/24"])]
+        port["gids"] = hidden + [gid(4, f"::ffff:10.210.{i}.5", "IB/RoCE v1", nd),
+                                 gid(5, f"::ffff:10.210.{i}.5", "RoCE v2", nd)]
+        port["roce_v2_ipv4_gids"] = [5]
+        port["netdev"] = nd
+        h.iface(nd, f"10.210.{i}.5/24", kind="virtual")
+    plan = plan_of(h.build())
+    assert env(plan)["NCCL_IB_GID_INDEX"] == "5"
+
+
+def test_old_nccl_with_ipv6_only_pins_the_index_instead():
+    h = Host(nccl="2.19.3").iface("eth0", "10.0.0.5/24", default=True)
+    h.gpu(0)
+    h.rdma("bnxt_re0", netdev="ens0np0", ipv6="fd00::5/64", paths={0: "PIX"})
+    e = env(plan_of(h.build()))
+    assert e["NCCL_IB_GID_INDEX"] == "3"
+    assert "NCCL_IB_ADDR_FAMILY" not in e

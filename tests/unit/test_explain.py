@@ -1,0 +1,141 @@
+"""rocetune explain: every planned line traced to its rule and evidence; what NCCL really uses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import rocetune.cli.verbs as verbs
+from rocetune.cli.main import main
+from rocetune.cli.verbs.explain import conf_values, effective, effective_layers
+from rocetune.hostfs import HostRoot
+from rocetune.plan import build_plan
+from rocetune.render.envfile import render
+
+from .rules.featurekit import rail_host
+
+
+@pytest.fixture(autouse=True)
+def _verbs(monkeypatch):
+    missing = tuple(v for v in ("explain", "lint") if v not in verbs.NAMES)
+    monkeypatch.setattr(verbs, "NAMES", tuple(verbs.NAMES) + missing)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    f = rail_host().build()
+    ff = tmp_path / "features.json"
+    ff.write_text(json.dumps(f))
+    return root, str(ff), f
+
+
+def explain(capsys, root, *argv):
+    code = main(["--root", str(root), "explain", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def explain_json(capsys, root, *argv):
+    code = main(["--root", str(root), "--output", "json", "explain", *argv])
+    return code, json.loads(capsys.readouterr()[0])
+
+
+def test_one_variable_value_rule_reason_evidence(setup, capsys):
+    root, ff, _ = setup
+    code, out, _ = explain(capsys, root, "NCCL_IB_HCA", "--features", ff)
+    assert code == 0
+    assert out.startswith("NCCL_IB_HCA==mlx5_0:1,")
+    assert "rule:   nccl-ib-hca  (docs/rules/nccl-ib-hca.md)" in out
+    assert "why:" in out and "evidence:" in out and "port=\"mlx5_3:1\"" in out
+    assert "NCCL:" in out
+
+
+def test_every_planned_variable_is_explained(setup, capsys):
+    root, ff, f = setup
+    for d in build_plan(f, local_rank=0).decisions:
+        code, data = explain_json(capsys, root, d.key, "--features", ff, "--local-rank", "0")
+        assert code == 0 and data["data"]["planned"] and data["data"]["rule_id"] == d.rule_id
+        assert data["data"]["reason"] and data["data"]["evidence"]
+
+
+def test_all_variables_table(setup, capsys):
+    root, ff, f = setup
+    code, out, _ = explain(capsys, root, "--features", ff)
+    assert code == 0 and out.splitlines()[0].split()[:4] == ["VARIABLE", "VALUE", "RULE", "WHY"]
+    for d in build_plan(f).decisions:
+        assert d.key in out
+
+
+def test_variable_not_planned_and_folklore(setup, capsys):
+    root, ff, _ = setup
+    code, out, _ = explain(capsys, root, "NCCL_IB_TIMEOUT", "--features", ff)
+    assert code == 0 and "not set by rocetune" in out and "default 20" in out
+    code, out, _ = explain(capsys, root, "NCCL_TOPOLOGY_AWARE", "--features", ff)
+    assert "not an NCCL variable" in out and "NCCL_TOPO_FILE" in out
+
+
+def test_override_and_unset_are_explained(setup, capsys):
+    root, ff, _ = setup
+    code, data = explain_json(capsys, root, "NCCL_IB_TC", "--features", ff, "--set", "NCCL_IB_TC=104")
+    assert data["data"]["rule_id"] == "override" and data["data"]["evidence"]["replaces"]["value"] == "106"
+    code, out, _ = explain(capsys, root, "NCCL_IB_GID_INDEX", "--features", ff, "--unset", "NCCL_IB_GID_INDEX")
+    assert "removed by --unset" in out and "nccl-ib-gid-index" in out
+
+
+@pytest.mark.parametrize("fmt", ["sh", "nccl-conf", "systemd", "docker", "k8s"])
+def test_explain_a_generated_env_file(setup, capsys, tmp_path, fmt):
+    root, _, f = setup
+    plan = build_plan(f)
+    path = tmp_path / f"env.{fmt}"
+    path.write_text(render(plan, fmt, f))
+    code, data = explain_json(capsys, root, "--env", str(path))
+    rows = {r["key"]: (r["value"], r["rule_id"]) for r in data["data"]["variables"]}
+    assert code == 0 and rows == {d.key: (d.value, d.rule_id) for d in plan.decisions
+                                  if fmt != "nccl-conf" or d.key.startswith("NCCL_")}
+    code, out, _ = explain(capsys, root, "NCCL_IB_TC", "--env", str(path))
+    assert "traffic-class" in out
+
+
+def test_env_file_without_rule_comments_is_refused(setup, capsys, tmp_path):
+    root, _, _ = setup
+    p = tmp_path / "hand.sh"
+    p.write_text("export NCCL_DEBUG=WARN\n")
+    code, _, err = explain(capsys, root, "--env", str(p))
+    assert code == 3 and "rule" in err
+
+
+def test_effective_reads_nccls_config_files_through_the_root(setup, capsys):
+    root, ff, _ = setup
+    (root / "etc").mkdir()
+    (root / "etc" / "nccl.conf").write_text("NCCL_IB_HCA=mlx5\nNCCL_IB_TC=106\nNCCL_IB_HCA=mlx5_0\n")
+    code, data = explain_json(capsys, root, "NCCL_IB_HCA", "--features", ff, "--effective")
+    eff = data["data"]["effective"]
+    assert eff == {"value": "mlx5", "from": "/etc/nccl.conf", "status": "differs from the plan",
+                   "layers": ["/etc/nccl.conf"]}
+    code, data = explain_json(capsys, root, "NCCL_IB_TC", "--features", ff, "--effective")
+    assert data["data"]["effective"]["status"] == "matches the plan"
+    code, data = explain_json(capsys, root, "NCCL_SOCKET_IFNAME", "--features", ff, "--effective")
+    assert data["data"]["effective"]["status"] == "not set where NCCL looks"
+
+
+def test_precedence_process_env_then_user_file_then_etc(tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "nccl.conf").write_text("NCCL_A=etc\nNCCL_B=etc\nNCCL_C=etc\nUCX_X=etc\n")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".nccl.conf").write_text("NCCL_B=home\nNCCL_C=home\n")
+    (tmp_path / "site.conf").write_text("NCCL_C=site\n")
+    root = HostRoot(str(tmp_path))
+    layers = effective_layers(root, {"NCCL_A": "env"}, "/home")
+    assert [effective(k, layers) for k in ("NCCL_A", "NCCL_B", "NCCL_C")] == \
+        [("env", "process environment"), ("home", "/home/.nccl.conf"), ("home", "/home/.nccl.conf")]
+    assert effective("UCX_X", layers) == (None, None), "NCCL's files only set what NCCL reads"
+    layers = effective_layers(root, {"NCCL_CONF_FILE": "/site.conf"}, "/home")
+    assert effective("NCCL_C", layers) == ("site", "NCCL_CONF_FILE=/site.conf")
+    assert effective("NCCL_B", layers) == ("etc", "/etc/nccl.conf"), "~/.nccl.conf is skipped then"
+
+
+def test_conf_first_occurrence_wins():
+    assert conf_values("NCCL_X=1\nNCCL_X=2\n# NCCL_Y=3\n") == {"NCCL_X": "1"}

@@ -1,0 +1,95 @@
+"""The QoS plan file: one source for NCCL_IB_TC and the switch-facing configuration."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocetune.errors import ExitCode, RocetuneError
+from rocetune.qos import QosPlan, default_plan, dump_yaml, load_file, load_text, parse_yaml_subset
+
+FULL = """\
+# fabric QoS for cluster A
+version: 1
+trust: dscp
+data:
+  dscp: 26        # AF31
+  priority: 3
+cnp:
+  dscp: 48
+  priority: 6
+ecn: ect0
+lossless_priorities: [3]
+cts:
+  dscp: null
+"""
+
+
+def test_defaults_are_the_common_convention():
+    q = default_plan()
+    assert (q.data.dscp, q.data.priority, q.cnp.dscp, q.cnp.priority) == (26, 3, 48, 6)
+    assert q.traffic_class == 106 and q.lossless_priorities == (3,) and q.trust == "dscp"
+    assert q.fifo_traffic_class is None
+
+
+def test_full_file():
+    q = load_text(FULL, "qos.yml")
+    assert q.traffic_class == 106 and q.source == "qos.yml" and q.warnings == []
+
+
+def test_dump_reads_back_identically():
+    q = load_text("data:\n  dscp: 24\n  priority: 4\necn: 0\nlossless_priorities: [4, 5]\ncts:\n  dscp: 46\n", "a")
+    again = load_text(dump_yaml(q), "b")
+    assert dict(again.to_dict(), source="a") == q.to_dict()
+    assert (again.traffic_class, again.fifo_traffic_class, again.lossless_priorities) == (96, 184, (4, 5))
+
+
+def test_pyyaml_reads_the_same_document():
+    yaml = pytest.importorskip("yaml")
+    for text in (FULL, dump_yaml(default_plan())):
+        assert yaml.safe_load(text) == parse_yaml_subset(text)
+
+
+def test_json_is_accepted():
+    q = load_text('{"data": {"dscp": 34, "priority": 4}, "lossless_priorities": [4]}', "q.json")
+    assert q.traffic_class == (34 << 2) | 2
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("data:\n  dscp: 64\n", "data.dscp: 64 is out of range 0..63"),
+    ("data:\n  priority: 8\n", "data.priority: 8 is out of range 0..7"),
+    ("cnp:\n  dscp: -1\n", "cnp.dscp: -1 is out of range 0..63"),
+    ("ecn: ce\n", "CE"),
+    ("ecn: 3\n", "CE"),
+    ("dscp: 26\n", "unknown key(s) dscp"),
+    ("data:\n  dsp: 26\n", "data: unknown key(s) dsp"),
+    ("data:\n  dscp: twenty-six\n", "expected an integer"),
+    ("data:\n  dscp: 48\n", "both 48"),
+    ("trust: l2\n", "trust"),
+    ("data:\n\tdscp: 26\n", "tabs"),
+    ("data:\n  dscp: 26\n  dscp: 24\n", "duplicate key"),
+    ("lossless_priorities:\n  - 3\n", "block lists"),
+    ("version: 2\n", "version"),
+    ("lossless_priorities: [3, 9]\n", "0..7"),
+])
+def test_errors_are_clear_and_name_the_file(text, needle):
+    with pytest.raises(RocetuneError) as e:
+        load_text(text, "/etc/rocetune/qos.yml")
+    assert needle in e.value.message and "/etc/rocetune/qos.yml" in e.value.message
+    assert e.value.code == ExitCode.INPUT
+
+
+def test_warnings_for_odd_but_legal_plans():
+    assert any("share priority" in w for w in load_text("cnp:\n  dscp: 48\n  priority: 3\n", "q").warnings)
+    assert any("lossy" in w for w in load_text("lossless_priorities: [4]\n", "q").warnings)
+    assert any("ECN alone" in w for w in load_text("lossless_priorities: []\n", "q").warnings)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(RocetuneError) as e:
+        load_file(str(tmp_path / "nope.yml"))
+    assert "no such file" in e.value.message
+
+
+def test_plan_is_a_dataclass_with_a_dict_view():
+    d = QosPlan().to_dict()
+    assert d["traffic_class"] == 106 and d["data"] == {"dscp": 26, "priority": 3}
