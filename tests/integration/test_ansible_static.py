@@ -1,0 +1,214 @@
+"""Static checks of the Ansible side: syntax, ansible-lint (production profile), and every
+role's interface (meta/argument_specs.yml agrees with defaults/main.yml and the README; names
+follow the `<role>_*` / `__<role>_*` conventions). No hosts needed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ROLES = sorted(p for p in (REPO / "roles").iterdir() if (p / "tasks").is_dir()) if (REPO / "roles").is_dir() else []
+BIN = Path(sys.executable).parent
+
+
+def tool(name: str) -> str:
+    path = BIN / name
+    if path.exists():
+        return str(path)
+    found = shutil.which(name)
+    if not found:
+        pytest.skip(f"{name} is not installed (run scripts/bootstrap.sh)")
+    return found
+
+
+def env() -> dict:
+    e = dict(os.environ)
+    e["PATH"] = f"{BIN}{os.pathsep}{e.get('PATH', '')}"
+    e["ANSIBLE_CONFIG"] = str(REPO / "ansible.cfg")
+    e.setdefault("ANSIBLE_LOCAL_TEMP", "/tmp/.ansible-static")
+    e["NO_COLOR"] = "1"
+    return e
+
+
+def load(path: Path):
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def role_ids():
+    return [r.name for r in ROLES]
+
+
+# ---------------------------------------------------------------------------------------------
+# Playbooks
+
+
+def test_site_yml_is_a_one_line_import_of_playbooks_site():
+    plays = load(REPO / "site.yml")
+    assert len(plays) == 1
+    assert plays[0].get("ansible.builtin.import_playbook") == "playbooks/site.yml"
+
+
+def test_syntax_check_site_yml():
+    proc = subprocess.run([tool("ansible-playbook"), "-i", "localhost,", "--syntax-check", "site.yml"],
+                          cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_ansible_lint_production_profile_is_clean():
+    targets = [t for t in ("roles", "playbooks", "site.yml") if (REPO / t).exists()]
+    proc = subprocess.run([tool("ansible-lint"), "--profile", "production", "--offline", "--nocolor", *targets],
+                          cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+
+
+def test_no_noqa_without_a_reason():
+    """A `# noqa` must say why in the same comment: `# noqa: rule-id - reason`."""
+    bad = []
+    for top in ("roles", "playbooks"):
+        for path in (REPO / top).rglob("*.yml"):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if re.search(r"#\s*noqa\b", line) and not re.search(r"#\s*noqa\b[^#]*\s-\s+\w", line):
+                    bad.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+    assert not bad, "\n".join(bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Role interfaces
+
+
+def test_there_are_roles():
+    assert ROLES, "no roles found under roles/"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=role_ids())
+def test_argument_specs_and_defaults_agree(role: Path):
+    name = role.name
+    specs = load(role / "meta" / "argument_specs.yml")["argument_specs"]["main"]["options"]
+    defaults = load(role / "defaults" / "main.yml") or {}
+    assert sorted(specs) == sorted(defaults), (
+        f"only in argument_specs: {sorted(set(specs) - set(defaults))}; "
+        f"only in defaults: {sorted(set(defaults) - set(specs))}")
+    for var, spec in specs.items():
+        assert var.startswith(f"{name}_"), f"{var}: public variables are named {name}_*"
+        assert "description" in spec and spec["description"], f"{var}: no description"
+        assert "type" in spec, f"{var}: no type"
+        assert spec.get("default") == defaults[var], (
+            f"{var}: argument_specs default {spec.get('default')!r} != defaults/main.yml {defaults[var]!r}")
+        if "choices" in spec:
+            assert defaults[var] in spec["choices"], f"{var}: default not among its choices"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=role_ids())
+def test_internal_names_are_prefixed(role: Path):
+    name = role.name
+    vars_file = role / "vars" / "main.yml"
+    internals = list((load(vars_file) or {}).keys()) if vars_file.exists() else []
+    registers = []
+    for path in (role / "tasks").rglob("*.yml"):
+        registers += re.findall(r"^\s*register:\s*(\S+)", path.read_text(), re.M)
+        internals += re.findall(r"^\s+(__\w+):", path.read_text(), re.M)  # task-level vars
+    bad = [v for v in internals + registers if not v.startswith(f"__{name}_")]
+    assert not bad, f"internal variables and registers must be named __{name}_*: {bad}"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=role_ids())
+def test_readme_lists_every_variable_with_its_default(role: Path):
+    readme = (role / "README.md").read_text()
+    defaults = load(role / "defaults" / "main.yml") or {}
+    for var, value in defaults.items():
+        assert f"`{var}`" in readme, f"{var} is not in {role.name}/README.md"
+        shown = yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+        row = next((ln for ln in readme.splitlines() if f"`{var}`" in ln and "|" in ln), "")
+        assert row, f"{var}: no table row in README.md"
+        assert shown.strip("'\"") in row or str(value) in row, f"{var}: default {shown} not in its README row"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=role_ids())
+def test_example_inventory_documents_every_variable(role: Path):
+    """inventories/example/group_vars/all/<role>.yml lists each variable with its default."""
+    doc = REPO / "inventories" / "example" / "group_vars" / "all" / f"{role.name}.yml"
+    assert doc.exists(), f"{doc.relative_to(REPO)} is missing"
+    text = doc.read_text()
+    defaults = load(role / "defaults" / "main.yml") or {}
+    for var, value in defaults.items():
+        shown = yaml.safe_dump({var: value}, default_flow_style=True, width=1000).strip()[1:-1]
+        lines = [ln for ln in text.splitlines() if re.match(rf"^#\s*{var}:", ln)]
+        assert lines, f"{var} is not documented in {doc.relative_to(REPO)}"
+        assert any(yaml.safe_load(ln.lstrip("# ")) == {var: value} for ln in lines), (
+            f"{var}: no commented line with its default ({shown}) in {doc.relative_to(REPO)}")
+
+
+@pytest.mark.parametrize("role", ROLES, ids=role_ids())
+def test_tags_are_role_prefixed(role: Path):
+    bad = []
+    for path in (role / "tasks").rglob("*.yml"):
+        for tags in re.findall(r"^\s*tags:\s*\[([^\]]*)\]", path.read_text(), re.M):
+            bad += [t.strip() for t in tags.split(",") if t.strip() not in ("always", "never")
+                    and not t.strip().startswith(f"{role.name}_")]
+    assert not bad, f"tags must be {role.name}_<phase>: {bad}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The agent role's controller-side helper (wheelhouse and fixture packing)
+
+HELPER = REPO / "roles" / "rocetune_agent" / "files" / "rocetune_wheelhouse.py"
+
+
+def _pack(src: Path, out: Path) -> dict:
+    import json
+    proc = subprocess.run([sys.executable, str(HELPER), "pack", str(src), str(out)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_fixture_pack_is_deterministic_keeps_symlinks_and_rewrites_only_on_change(tmp_path):
+    root = tmp_path / "root"
+    (root / "sys/devices/pci0000:00/0000:00:01.0/net/eth0").mkdir(parents=True)
+    (root / "sys/class/net").mkdir(parents=True)
+    (root / "sys/devices/pci0000:00/0000:00:01.0/net/eth0/mtu").write_text("9000\n")
+    os.symlink("../../devices/pci0000:00/0000:00:01.0/net/eth0", root / "sys/class/net/eth0")
+    out = tmp_path / "a.tar"
+    first = _pack(root, out)
+    assert first["changed"] is True
+    mtime = out.stat().st_mtime_ns
+    again = _pack(root, out)
+    assert again["changed"] is False and again["sha256"] == first["sha256"]
+    assert out.stat().st_mtime_ns == mtime
+    # Same content elsewhere, other timestamps: same bytes.
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, symlinks=True)
+    os.utime(copy / "sys/devices/pci0000:00/0000:00:01.0/net/eth0/mtu", (1, 1))
+    assert _pack(copy, tmp_path / "b.tar")["sha256"] == first["sha256"]
+    with tarfile.open(out) as tar:
+        link = tar.getmember("sys/class/net/eth0")
+        assert link.issym() and link.linkname == "../../devices/pci0000:00/0000:00:01.0/net/eth0"
+    (root / "sys/devices/pci0000:00/0000:00:01.0/net/eth0/mtu").write_text("1500\n")
+    assert _pack(root, out)["changed"] is True
+
+
+def test_fixture_pack_of_a_missing_directory_says_what_is_wrong(tmp_path):
+    proc = subprocess.run([sys.executable, str(HELPER), "pack", str(tmp_path / "nope"), str(tmp_path / "x.tar")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "not a directory" in proc.stderr and "rocetune_agent_probe_root" in proc.stderr
+
+
+def test_wheelhouse_target_is_validated(tmp_path):
+    proc = subprocess.run([sys.executable, str(HELPER), "build", "--source", str(REPO), "--out",
+                           str(tmp_path / "wh"), "--target", "py3.9"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "expected PYTHON-ARCH" in proc.stderr

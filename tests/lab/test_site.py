@@ -1,0 +1,295 @@
+"""site.yml end to end on the four-host lab: converge, idempotent rerun, check mode, the env
+files equal what rocetune plans on each host, a Gloo job that sources them, a host playing an
+8-GPU RoCE node from a fixture root, and bad inventory input that fails clearly and quickly.
+
+The tests in this module run in order and share the converged lab."""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.lab.site_fixtures import (CONNECT_TIMEOUT, REPO, ansible_env, parse_env_file,
+                                     run_playbook)
+
+ENV_FILE = "/etc/rocetune/nccl.env"
+NCCL_CONF = "/etc/nccl.conf"
+FEATURES_DIR = REPO / "artifacts" / "features"
+H100_FIXTURE = REPO / "tests" / "fixtures" / "hosts" / "dgx-h100-roce"
+VENV_PYTHON = REPO / ".venv" / "bin" / "python"  # torch lives here; hosts see the machine's /
+
+
+@pytest.fixture(scope="module")
+def site_tmp(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("site")
+
+
+@pytest.fixture(scope="module")
+def check_on_fresh_hosts(lab4, run_on, site_tmp):
+    """`--check --diff` before anything was installed (None when the lab was not fresh)."""
+    if run_on("node01", "test -e /opt/rocetune", check=False).returncode == 0:
+        return None
+    return run_playbook(lab4.inventory, site_tmp, "--check", "--diff")
+
+
+@pytest.fixture(scope="module")
+def converged(lab4, run_on, site_tmp, check_on_fresh_hosts):
+    """site.yml applied once to the four-host lab (fresh unless another module used it)."""
+    fresh = run_on("node01", "test -e /opt/rocetune", check=False).returncode != 0
+    run = run_playbook(lab4.inventory, site_tmp)
+    return fresh, run
+
+
+def run(lab4, site_tmp, *args, **kw):
+    return run_playbook(lab4.inventory, site_tmp, *args, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Converge, rerun, check mode
+
+
+def test_check_mode_on_fresh_hosts_reports_the_install_and_changes_nothing(check_on_fresh_hosts, lab4, run_on):
+    result = check_on_fresh_hosts
+    if result is None:
+        pytest.skip("the lab was not fresh")
+    assert result.rc == 0, result.explain()
+    for host in lab4.names:
+        assert result.recap[host]["changed"] >= 1 and result.recap[host]["failed"] == 0, result.explain()
+        gone = run_on(host, "ls /opt/rocetune /etc/rocetune /usr/local/bin/rocetune", check=False)
+        assert gone.returncode != 0 and "No such file" in gone.stderr, gone.stdout
+
+
+
+def test_converge_installs_and_writes_the_env_on_every_host(converged, lab4):
+    fresh, result = converged
+    assert result.rc == 0, result.explain()
+    assert sorted(result.recap) == lab4.names, result.explain()
+    for host, stats in result.recap.items():
+        assert stats["failed"] == 0 and stats["unreachable"] == 0, result.explain()
+        if fresh:
+            assert stats["changed"] >= 3, f"{host}: {stats}\n{result.explain()}"
+
+
+def test_rerun_reports_no_change(converged, lab4, site_tmp):
+    result = run(lab4, site_tmp)
+    assert result.rc == 0, result.explain()
+    assert {h: s["changed"] for h, s in result.recap.items()} == {h: 0 for h in lab4.names}, result.explain()
+
+
+def test_check_diff_reports_no_change(converged, lab4, site_tmp):
+    result = run(lab4, site_tmp, "--check", "--diff")
+    assert result.rc == 0, result.explain()
+    assert result.total("changed") == 0, result.explain()
+    assert "--- before" not in result.output, result.explain()
+
+
+def test_check_diff_shows_what_a_changed_env_file_would_become(converged, lab4, run_on, site_tmp):
+    run_on("node02", f"cp {ENV_FILE} /tmp/env.saved && echo 'export EDITED_BY_HAND=1' >> {ENV_FILE}")
+    try:
+        result = run(lab4, site_tmp, "--check", "--diff", "--limit", "node02")
+        assert result.rc == 0, result.explain()
+        assert result.recap["node02"]["changed"] == 1, result.explain()
+        assert "-export EDITED_BY_HAND=1" in result.output, result.explain()
+        # Check mode changed nothing.
+        assert "EDITED_BY_HAND" in run_on("node02", f"cat {ENV_FILE}").stdout
+    finally:
+        run_on("node02", f"mv /tmp/env.saved {ENV_FILE}")
+
+
+# ---------------------------------------------------------------------------------------------
+# What landed on the hosts
+
+
+def test_env_files_equal_what_rocetune_plans_on_each_host(converged, lab4, run_on):
+    for host in lab4.names:
+        deployed = run_on(host, f"cat {ENV_FILE}").stdout
+        planned = run_on(host, "rocetune probe --format sh").stdout
+        assert deployed == planned, f"{host}: {ENV_FILE} differs from `rocetune probe --format sh`"
+        conf = run_on(host, f"cat {NCCL_CONF}").stdout
+        assert conf == run_on(host, "rocetune probe --format nccl-conf").stdout, host
+
+
+def test_env_names_the_lab_interface_for_sockets(converged, lab4, run_on):
+    """Lab hosts have one interface (rtl0) and no RDMA: NCCL and Gloo must use rtl0 sockets."""
+    for host in lab4.names:
+        env = parse_env_file(run_on(host, f"cat {ENV_FILE}").stdout)
+        assert env.get("GLOO_SOCKET_IFNAME") == "rtl0", f"{host}: {env}"
+        assert env.get("NCCL_SOCKET_IFNAME", "").lstrip("=") == "rtl0", f"{host}: {env}"
+        assert env.get("NCCL_IB_DISABLE") == "1", f"{host}: {env}"
+
+
+def test_env_file_is_valid_shell(converged, lab4, run_on):
+    out = run_on("node01", f"set -eu; . {ENV_FILE}; echo \"$GLOO_SOCKET_IFNAME\"").stdout
+    assert out.strip() == "rtl0"
+
+
+def test_rocetune_installed_offline_into_its_venv(converged, lab4, run_on):
+    out = run_on("node03", "readlink /usr/local/bin/rocetune; /opt/rocetune/bin/python -c "
+                           "'import rocetune, sys; print(rocetune.__file__)'; rocetune --version").stdout.split()
+    assert out[0] == "/opt/rocetune/bin/rocetune"
+    assert out[1].startswith("/opt/rocetune/lib/")
+    assert out[2] == "rocetune"
+
+
+def test_features_json_fetched_for_every_host(converged, lab4):
+    for host in lab4.names:
+        features = json.loads((FEATURES_DIR / f"{host}.json").read_text())
+        assert features.get("schema_version"), host
+        assert features["host"]["hostname"] == host
+
+
+def test_rocetune_explain_reads_a_fetched_features_file(converged):
+    rocetune = REPO / ".venv" / "bin" / "rocetune"
+    proc = subprocess.run([str(rocetune), "explain", "GLOO_SOCKET_IFNAME", "--features",
+                           str(FEATURES_DIR / "node01.json")],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
+    assert "rtl0" in proc.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# A real job that sources the env
+
+
+def test_gloo_allreduce_job_passes_across_the_hosts(converged, lab4):
+    ssh = shlex.join(lab4.ssh_command("node01")[:-3])  # without "-l root <ip>"; hosts are root@ip
+    hosts = [f"root@{ip}" for _, ip in lab4.hosts]
+    proc = subprocess.run([str(REPO / "examples" / "jobs" / "gloo_allreduce.sh"),
+                           "--ssh", ssh, "--python", str(VENV_PYTHON), "--timeout", "180",
+                           *hosts, "--", "--size-mb", "16", "--iters", "3"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("allreduce_check:")), "")
+    assert " PASS " in line, proc.stdout[-6000:]
+    assert "world=4" in line and "iface=rtl0" in line, line
+    print(line)
+
+
+# ---------------------------------------------------------------------------------------------
+# One lab host plays an 8-GPU H100 RoCE node from a fixture root
+
+
+def test_a_host_probes_a_fixture_root_and_gets_its_eight_rdma_ports(converged, lab4, run_on, site_tmp):
+    if not (H100_FIXTURE / "sys").is_dir():
+        pytest.skip(f"fixture {H100_FIXTURE.relative_to(REPO)} is not in the tree yet")
+    override = ("-e", f"rocetune_agent_probe_root={H100_FIXTURE}", "--limit", "node04")
+    try:
+        first = run(lab4, site_tmp, *override)
+        assert first.rc == 0, first.explain()
+        again = run(lab4, site_tmp, *override)
+        assert again.rc == 0 and again.total("changed") == 0, again.explain()
+        env = parse_env_file(run_on("node04", f"cat {ENV_FILE}").stdout)
+        hcas = [h for h in env.get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
+        assert len(hcas) == 8, f"NCCL_IB_HCA={env.get('NCCL_IB_HCA')!r}: want the 8 compute ports"
+        assert env.get("NCCL_IB_DISABLE", "0") != "1", env
+        planned = run_on("node04", "rocetune probe --root /var/lib/rocetune/fixture-root --format sh").stdout
+        assert run_on("node04", f"cat {ENV_FILE}").stdout == planned
+        features = json.loads((FEATURES_DIR / "node04.json").read_text())
+        assert len(features.get("gpus", [])) == 8
+    finally:
+        back = run(lab4, site_tmp, "--limit", "node04")  # node04 is itself again
+        assert back.rc == 0, back.explain()
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad inventory input: clear failures, quickly
+
+
+@pytest.mark.parametrize("var, value, message", [
+    ("rocetune_agent_nccl_conf", "maybe", "rocetune_agent_nccl_conf"),
+    ("rocetune_agent_probe_warnings", "loud", "rocetune_agent_probe_warnings must be one of"),
+    ("rocetune_agent_probe_timeout", "soon", "rocetune_agent_probe_timeout"),
+])
+def test_invalid_variable_value_is_rejected_by_the_argument_specs(lab4, site_tmp, var, value, message):
+    result = run(lab4, site_tmp, "--limit", "node01", "-e", f"{var}={value}", timeout=120)
+    assert result.rc != 0, result.explain()
+    assert "Validating arguments against arg spec" in result.output, result.explain()
+    assert message in result.output, result.explain()
+    assert result.recap["node01"]["failed"] == 1 and result.recap["node01"]["changed"] == 0
+
+
+def test_misspelt_variable_is_rejected(lab4, site_tmp):
+    result = run(lab4, site_tmp, "--limit", "node01", "-e", "rocetune_agent_nccl_cnof=false", timeout=120)
+    assert result.rc != 0, result.explain()
+    assert "unknown variable(s) rocetune_agent_nccl_cnof" in result.output, result.explain()
+
+
+def test_a_host_that_is_down_fails_fast_and_the_others_converge(converged, lab4, site_tmp):
+    down = site_tmp / "down.yml"
+    # 198.18.0.250: in the lab's subnet, nobody there (hosts start at .11).
+    down.write_text("all:\n  children:\n    lab:\n      hosts:\n        node99:\n"
+                    "          ansible_host: 198.18.0.250\n")
+    start = time.monotonic()
+    result = run(lab4, site_tmp, "--limit", "node01,node99", extra_inventories=[down], timeout=180)
+    elapsed = time.monotonic() - start
+    assert result.rc == 4, result.explain()  # ansible-playbook: some hosts unreachable
+    assert result.recap["node99"]["unreachable"] == 1, result.explain()
+    assert result.recap["node01"]["failed"] == 0 and result.recap["node01"]["unreachable"] == 0
+    assert "UNREACHABLE" in result.output and "198.18.0.250" in result.output
+    assert elapsed < 60 + CONNECT_TIMEOUT, f"took {elapsed:.0f}s"
+
+
+def test_a_wrong_host_key_is_refused(lab4, site_tmp):
+    key = site_tmp / "impostor"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
+    known = site_tmp / "wrong_known_hosts"
+    known.write_text(f"{lab4.ip('node01')} {(key.with_suffix('.pub')).read_text().split(' ', 2)[0]} "
+                     f"{(key.with_suffix('.pub')).read_text().split(' ', 2)[1]}\n")
+    inv = site_tmp / "badkey.yml"
+    inv.write_text(
+        "all:\n  children:\n    lab:\n      hosts:\n        node01-badkey:\n"
+        f"          ansible_host: {lab4.ip('node01')}\n"
+        f"          ansible_ssh_common_args: \"-o UserKnownHostsFile={known} -o GlobalKnownHostsFile=/dev/null"
+        " -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes\"\n")
+    # No connection sharing: a master connection to the same address must not skip the check.
+    env = ansible_env(ANSIBLE_SSH_ARGS="-o ControlMaster=no -o ControlPath=none")
+    start = time.monotonic()
+    result = run(lab4, site_tmp, "--limit", "node01-badkey", extra_inventories=[inv], env=env, timeout=120)
+    assert result.rc == 4, result.explain()
+    assert result.recap["node01-badkey"]["unreachable"] == 1, result.explain()
+    assert "Host key verification failed" in result.output or "HOST IDENTIFICATION HAS CHANGED" in result.output
+    assert time.monotonic() - start < 60
+
+
+# ---------------------------------------------------------------------------------------------
+# A node whose Python differs from the controller's (EL9 nodes run 3.9)
+
+
+def _another_python():
+    import glob
+    import platform
+    mine = ".".join(platform.python_version_tuple()[:2])
+    for pattern in ("/usr/bin/python3.*", "/usr/local/bin/python3.*", "/root/.pyenv/versions/3.*/bin/python3.*"):
+        for path in sorted(glob.glob(pattern)):
+            name = Path(path).name
+            if re.fullmatch(r"python3\.(9|1[0-9])", name) and name != f"python{mine}":
+                return path, name[len("python"):]
+    return None, None
+
+
+def test_a_node_python_without_wheels_fails_with_the_target_to_add_then_installs(converged, lab4, run_on, site_tmp):
+    python, version = _another_python()
+    if not python:
+        pytest.skip("no second Python 3.9+ on this machine to play a node with another distribution")
+    target = f"{version}-{platform.machine()}"
+    common = {"rocetune_agent_python": python, "rocetune_agent_install_dir": "/opt/rocetune-other",
+              "rocetune_agent_link": "", "rocetune_agent_fetch_features": False,
+              "rocetune_agent_wheelhouse_dir": str(site_tmp / "wheelhouse-other")}
+    first = run(lab4, site_tmp, "--limit", "node03", "-e", json.dumps(common))
+    assert first.rc != 0, first.explain()
+    assert f"no wheels for this node's Python {target}" in first.output, first.explain()
+    assert re.search(rf"add \W*{re.escape(target)}\W* to rocetune_agent_wheelhouse_targets", first.output), first.explain()
+    with_target = dict(common, rocetune_agent_wheelhouse_targets=[target])
+    second = run(lab4, site_tmp, "--limit", "node03", "-e", json.dumps(with_target))
+    assert second.rc == 0, second.explain()
+    out = run_on("node03", "/opt/rocetune-other/bin/python -c 'import sys, rocetune; print(sys.version_info[:2])'")
+    assert out.stdout.strip() == str(tuple(int(x) for x in version.split("."))), out.stdout
+    # node03's env is still the one its real install wrote: same as rocetune plans there.
+    assert run_on("node03", f"cat {ENV_FILE}").stdout == run_on("node03", "rocetune probe --format sh").stdout
