@@ -43,7 +43,7 @@ cleanup() {
     if ((KEEP)); then
       printf '\n\033[1mdemo: the lab is still up (--keep).\033[0m Try:\n'
       echo "  .venv/bin/python tests/lab/lab.py ssh node01 cat /etc/rocetune/nccl.env"
-      echo "  .venv/bin/ansible-playbook site.yml --check --diff${INV_EXTRA:+ $INV_EXTRA}"
+      echo "  .venv/bin/ansible-playbook site.yml --check --diff"
       echo "  .venv/bin/python tests/lab/lab.py down"
     else
       printf '\n==> tearing the lab down\n'
@@ -65,15 +65,7 @@ LAB_UP=1
 run .venv/bin/python tests/lab/lab.py up "$HOSTS"
 
 banner "ansible-playbook site.yml"
-# site.yml targets the gpu_nodes group; a lab inventory without one gets it from a small
-# extra inventory source that makes the lab's hosts GPU nodes.
-INV_EXTRA=""
-if ! grep -q '^ *gpu_nodes:' inventories/lab/hosts.yml; then
-  printf 'all:\n  children:\n    gpu_nodes:\n      children:\n        lab:\n' > "$TMP/gpu_nodes.yml"
-  INV_EXTRA="-i inventories/lab/hosts.yml -i $TMP/gpu_nodes.yml"
-fi
-# shellcheck disable=SC2086
-PATH="$REPO/.venv/bin:$PATH" run .venv/bin/ansible-playbook $INV_EXTRA site.yml
+PATH="$REPO/.venv/bin:$PATH" run .venv/bin/ansible-playbook site.yml
 
 banner "node01's env file, and why each line is there"
 run .venv/bin/python tests/lab/lab.py ssh node01 cat /etc/rocetune/nccl.env

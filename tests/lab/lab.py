@@ -1166,6 +1166,8 @@ def _write_inventory(info: LabInfo) -> None:
         f"        rocetune_lab_interface: {HOST_IF}",
         f"        rocetune_lab_systemd: {'true' if info.systemd else 'false'}",
     ]
+    # site.yml targets gpu_nodes: every lab host plays a GPU node.
+    lines += ["    gpu_nodes:", "      children:", "        lab:"]
     _write(info.inventory, "\n".join(lines) + "\n")
 
 

@@ -20,9 +20,6 @@ CONNECT_TIMEOUT = 10  # ssh ConnectTimeout for every Ansible connection in these
 RECAP_RE = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)"
                       r"\s+skipped=(\d+)\s+rescued=(\d+)\s+ignored=(\d+)", re.M)
 
-# The play targets `gpu_nodes` (inventories/example/hosts.yml). When the generated lab
-# inventory does not put its `lab` group there, this extra inventory source does.
-GPU_NODES_SHIM = "all:\n  children:\n    gpu_nodes:\n      children:\n        lab:\n"
 
 
 def tool(name: str) -> str:
@@ -68,10 +65,6 @@ def parse_recap(output: str) -> Dict[str, Dict[str, int]]:
 
 def inventory_args(inventory: Path, tmp_dir: Path, extra: Sequence[str] = ()) -> List[str]:
     args = ["-i", str(inventory)]
-    if not re.search(r"^\s*gpu_nodes:", inventory.read_text(), re.M):
-        shim = tmp_dir / "gpu_nodes.yml"
-        shim.write_text(GPU_NODES_SHIM)
-        args += ["-i", str(shim)]
     for path in extra:
         args += ["-i", str(path)]
     return args
