@@ -4,12 +4,13 @@
 #   scripts/demo.sh [--keep] [--hosts N]
 #
 #   1. scripts/bootstrap.sh: apt packages and .venv (rocetune, ansible-core, CPU torch)
-#   2. a lab of N hosts (default 4): real sshd hosts in network namespaces (docs/lab.md)
-#   3. ansible-playbook site.yml against it: rocetune installed offline on every host, each
+#   2. rocetune probe and topo on a bundled fixture host (an 8x H100 RoCE node)
+#   3. a lab of N hosts (default 4): real sshd hosts in network namespaces (docs/lab.md)
+#   4. ansible-playbook site.yml against it: rocetune installed offline on every host, each
 #      host probed, /etc/rocetune/nccl.env and /etc/nccl.conf written, Features fetched
-#   4. one host's env file, and `rocetune explain` of it from the fetched Features
-#   5. a Gloo all_reduce job across the hosts that sources the env file on each
-#   6. the lab torn down (also on failure or Ctrl-C); --keep leaves it up to poke at:
+#   5. one host's env file, and `rocetune explain` of it from the fetched Features
+#   6. a Gloo all_reduce job across the hosts that sources the env file on each
+#   7. the lab torn down (also on failure or Ctrl-C); --keep leaves it up to poke at:
 #        .venv/bin/python tests/lab/lab.py ssh node01        # a shell on a host
 #        .venv/bin/python tests/lab/lab.py down              # when done
 set -euo pipefail
@@ -31,7 +32,7 @@ done
 step=0
 banner() {
   step=$((step + 1))
-  printf '\n\033[1m==> [%d/6] %s\033[0m\n' "$step" "$*"
+  printf '\n\033[1m==> [%d/7] %s\033[0m\n' "$step" "$*"
 }
 run() { printf '\033[2m$ %s\033[0m\n' "$*"; "$@"; }
 
@@ -59,6 +60,12 @@ trap 'exit 130' INT TERM
 
 banner "Set up this machine (scripts/bootstrap.sh)"
 run scripts/bootstrap.sh
+
+banner "rocetune probe and topo on a bundled fixture host (8x H100, 8 compute RoCE ports)"
+FIXTURE=tests/fixtures/hosts/dgx-h100-roce
+run .venv/bin/rocetune probe --root "$FIXTURE"
+run .venv/bin/rocetune topo --root "$FIXTURE"
+run .venv/bin/rocetune probe --root "$FIXTURE" --format sh
 
 banner "Bring up a ${HOSTS}-host lab"
 LAB_UP=1
