@@ -1,0 +1,29 @@
+"""Nodes run Python 3.9 (EL9): the probe and the planner must run there, not only on the dev Python."""
+
+import glob
+import os
+import shutil
+import subprocess
+
+import pytest
+
+REPO = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def _python39():
+    found = shutil.which("python3.9")
+    if found:
+        return found
+    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3")))
+    return candidates[-1] if candidates else None
+
+
+@pytest.mark.skipif(_python39() is None, reason="no Python 3.9 on this machine")
+def test_probe_and_plan_run_on_python_39(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    root = os.path.join(REPO, "tests", "fixtures", "hosts", "oci-a100-v2")
+    out = tmp_path / "nccl.env"
+    proc = subprocess.run([_python39(), "-m", "rocetune", "probe", "--root", root, "-o", str(out)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "export NCCL_IB_HCA='=mlx5_1:1," in out.read_text()
