@@ -11,11 +11,17 @@ REPO = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def _python39():
-    found = shutil.which("python3.9")
-    if found:
-        return found
     candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3")))
-    return candidates[-1] if candidates else None
+    candidates += [p for p in (shutil.which("python3.9"),) if p]
+    for path in candidates:
+        try:
+            ok = subprocess.run([path, "-c", "import sys; assert sys.version_info[:2] == (3, 9)"],
+                                capture_output=True, timeout=30).returncode == 0
+        except OSError:
+            ok = False
+        if ok:
+            return path
+    return None
 
 
 @pytest.mark.skipif(_python39() is None, reason="no Python 3.9 on this machine")
