@@ -153,14 +153,22 @@ def _gate(ctx, version, vtext, keys: List[str]) -> None:
                  "GID index 0 (link-local) unless NCCL_IB_GID_INDEX is set; upgrade NCCL")
 
 
-def _ipv4(ctx, ports, version, vtext) -> List[Decision]:
-    picks, doubts, several = _pick(ctx, ports, "inet")
+def _checked_picks(ctx, ports, family):
+    """The GID picks per port, or None (with a warning) when a port's table lacks them."""
+    picks, doubts, several = _pick(ctx, ports, family)
     if len(picks) < len(ports):
         ctx.warn("the GID table of " + ", ".join(p.name for p in ports if p.name not in picks) +
                  " does not hold the RoCE v2 GIDs the Features list; no GID variable set")
-        return []
+        return None, several
     for d in doubts:
         ctx.warn(f"uncertain GID choice: {d}")
+    return picks, several
+
+
+def _ipv4(ctx, ports, version, vtext) -> List[Decision]:
+    picks, several = _checked_picks(ctx, ports, "inet")
+    if picks is None:
+        return []
     lowest = {p.name: p.v4_gids[0] for p in ports}
     if not several and len(set(lowest.values())) == 1:
         idx = next(iter(lowest.values()))
@@ -179,13 +187,9 @@ def _ipv4(ctx, ports, version, vtext) -> List[Decision]:
 
 
 def _ipv6(ctx, ports, version, vtext) -> List[Decision]:
-    picks, doubts, several = _pick(ctx, ports, "inet6")
-    if len(picks) < len(ports):
-        ctx.warn("the GID table of " + ", ".join(p.name for p in ports if p.name not in picks) +
-                 " does not hold the RoCE v2 GIDs the Features list; no GID variable set")
+    picks, several = _checked_picks(ctx, ports, "inet6")
+    if picks is None:
         return []
-    for d in doubts:
-        ctx.warn(f"uncertain GID choice: {d}")
     lowest = {p.name: p.v6_gids[0] for p in ports}
     if version is not None and version < AUTO_SELECT and not several and len(set(lowest.values())) == 1:
         idx = next(iter(lowest.values()))
