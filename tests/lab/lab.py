@@ -144,10 +144,10 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 """
 
 # PID 1 of an overlay-mode host, run by `unshare` inside the host's namespaces.
-# Arguments: $1 host name, $2 upper dir, $3 work dir, $4 mount point.
+# Arguments: $1 host name, $2 upper dir, $3 work dir, $4 mount point, $5 the repo.
 HOST_INIT = r"""
 set -eu
-name=$1 upper=$2 work=$3 m=$4
+name=$1 upper=$2 work=$3 m=$4 repo=$5
 mount -t overlay "rtlab-$name" -o "lowerdir=/,upperdir=$upper,workdir=$work" "$m"
 mount -t proc -o nosuid,nodev,noexec proc "$m/proc"
 mount --bind "$m/proc/sys" "$m/proc/sys"
@@ -171,6 +171,14 @@ mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$m/run"
 mkdir -p "$m/run/sshd" "$m/run/lock"
 chmod 1777 "$m/run/lock"
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$m/tmp"
+# A checkout under /tmp or /run would now be hidden by the fresh tmpfs: hosts run the repo's
+# job scripts and its .venv at the same path, so bring it back, read-only.
+case "$repo" in
+    /tmp/*|/run/*|/dev/shm/*)
+        mkdir -p "$m$repo"
+        mount --bind "$repo" "$m$repo"
+        mount -o remount,bind,ro "$m$repo" ;;
+esac
 hostname "$name"
 cd "$m"
 pivot_root . .
@@ -931,7 +939,7 @@ def _start_host(info: LabInfo, name: str, rootfs: Optional[Path]) -> None:
                 "unshare", "--mount", "--uts", "--ipc", "--pid", "--fork", "--kill-child",
                 "--propagation", "private", "--",
                 "/bin/sh", "-c", HOST_INIT, "rtlab-init", name,
-                str(hdir / "upper"), str(hdir / "work"), str(hdir / "merged")]
+                str(hdir / "upper"), str(hdir / "work"), str(hdir / "merged"), str(REPO)]
     else:
         argv = ["setsid", "-f", "unshare", "--mount", "--propagation", "private", "--",
                 "/bin/sh", "-c", SYSTEMD_INIT, "rtlab-init", name, str(rootfs),
