@@ -25,8 +25,8 @@ def tool(name: str) -> str:
     if path.exists():
         return str(path)
     found = shutil.which(name)
-    if not found:
-        pytest.skip(f"{name} is not installed (run scripts/bootstrap.sh)")
+    # Not a skip: the test command installs it, so its absence is a broken setup.
+    assert found, f"{name} is not installed (run scripts/bootstrap.sh)"
     return found
 
 

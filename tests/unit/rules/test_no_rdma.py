@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocetune.rules.no_rdma import MAX_SOCKETS, SOCKET_TABLE, socket_tuning
+from rocetune.rules.no_rdma import SOCKET_TABLE, socket_tuning
 
 from .featurekit import Host, plan_of
 
@@ -29,7 +29,7 @@ def test_socket_table_stays_inside_nccls_limits(gbps):
         assert t is None
     else:
         threads, socks = t
-        assert 1 <= threads <= 16 and socks >= 1 and threads * socks <= MAX_SOCKETS
+        assert 1 <= threads <= 16 and socks >= 1 and threads * socks <= 64  # NCCL refuses more
 
 
 def test_socket_table_grows_with_speed():
