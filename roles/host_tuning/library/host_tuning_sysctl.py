@@ -1,0 +1,81 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""Apply sysctls now, skipping keys that are absent or read-only on this node."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: host_tuning_sysctl
+short_description: Apply sysctls, skipping keys that are absent or read-only here
+description:
+  - Reads each key under C(/proc/sys), writes the ones that differ, and reads them back.
+  - Keys that are absent or read-only (network namespaces, containers) are returned in
+    C(unsupported) and named in a warning, or fail the host, as I(on_unsupported) says.
+  - Supports check mode.
+options:
+  sysctls:
+    description: Key to value, e.g. C(net.ipv4.tcp_mtu_probing) to C(1).
+    type: dict
+    required: true
+  on_unsupported:
+    description: C(warn), C(ignore) or C(fail) for keys that are absent or read-only.
+    type: str
+    choices: [warn, ignore, fail]
+    default: warn
+  proc_sys:
+    description: Where the sysctl tree is (tests point it elsewhere).
+    type: path
+    default: /proc/sys
+author: rocetune contributors
+"""
+
+RETURN = r"""
+sysctls:
+  description: One entry per key, with C(key), C(want), C(have) (before) and C(state).
+  type: list
+  returned: always
+unsupported:
+  description: Keys that are absent or read-only here.
+  type: list
+  returned: always
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.host_tuning_sysctl_state import (CHANGED, apply, plan,
+                                                            unsupported_message)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            sysctls=dict(type="dict", required=True),
+            on_unsupported=dict(type="str", choices=["warn", "ignore", "fail"], default="warn"),
+            proc_sys=dict(type="path", default="/proc/sys"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    items = plan(p["proc_sys"], p["sysctls"])
+    if not module.check_mode:
+        try:
+            apply(p["proc_sys"], items)
+        except ValueError as exc:
+            module.fail_json(msg=str(exc), sysctls=items)
+    changed = any(i["state"] == CHANGED for i in items)
+    unsupported = [i["key"] for i in items if i["state"] not in (CHANGED, "unchanged")]
+    message = unsupported_message(items)
+    result = dict(changed=changed, sysctls=items, unsupported=unsupported)
+    if message and p["on_unsupported"] == "fail":
+        module.fail_json(msg=message + " (host_tuning_on_unsupported: fail)", **result)
+    if message and p["on_unsupported"] == "warn":
+        module.warn(message)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

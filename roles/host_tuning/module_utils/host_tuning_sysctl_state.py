@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""Read and set sysctls under /proc/sys, sorting each key into changed, unchanged, absent or
+read-only. Pure Python (no Ansible imports) so the decisions are unit-tested on a directory
+tree that plays /proc/sys.
+
+Inside a network namespace or a container some keys are absent (net.core.netdev_max_backlog)
+and some are visible but read-only (net.core.rmem_max mirrors the host's value: mode 0444, a
+write gives EACCES, or EINVAL from `sysctl`). Those are reported, never fatal here: the caller
+decides.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import errno
+import os
+
+__metaclass__ = type
+
+CHANGED = "changed"
+UNCHANGED = "unchanged"
+ABSENT = "absent"
+READ_ONLY = "read-only"
+
+
+def key_path(proc_sys, key):
+    """net.ipv4.conf.eth0/1.rp_filter -> PROC/net/ipv4/conf/eth0.1/rp_filter (sysctl.d(5): a
+    slash in a dotted key stands for a dot in the name, e.g. a VLAN interface)."""
+    parts = [p.replace("/", ".") for p in str(key).split(".")]
+    return os.path.join(proc_sys, *parts)
+
+
+def normalize(value):
+    """Compare values as the kernel prints them: fields split on any whitespace."""
+    return " ".join(str(value).split())
+
+
+def read_value(path):
+    with open(path) as fh:
+        return normalize(fh.read())
+
+
+def plan(proc_sys, desired):
+    """[{key, want, have, state}] for every desired key, sorted by key; state is CHANGED when
+    a write is needed, else UNCHANGED, ABSENT, or READ_ONLY."""
+    out = []
+    for key in sorted(desired):
+        want = normalize(desired[key])
+        path = key_path(proc_sys, key)
+        try:
+            have = read_value(path)
+        except (IOError, OSError) as exc:
+            state = ABSENT if exc.errno == errno.ENOENT else READ_ONLY
+            out.append({"key": key, "want": want, "have": None, "state": state})
+            continue
+        if have == want:
+            state = UNCHANGED
+        elif not os.access(path, os.W_OK):
+            state = READ_ONLY
+        else:
+            state = CHANGED
+        out.append({"key": key, "want": want, "have": have, "state": state})
+    return out
+
+
+def apply(proc_sys, items):
+    """Write the CHANGED items. A write the kernel refuses because the key is not writable
+    here turns the item READ_ONLY (with the error); any other error is raised."""
+    for item in items:
+        if item["state"] != CHANGED:
+            continue
+        path = key_path(proc_sys, item["key"])
+        try:
+            with open(path, "w") as fh:
+                fh.write(item["want"] + "\n")
+        except (IOError, OSError) as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                item["state"] = READ_ONLY
+                item["error"] = os.strerror(exc.errno)
+                continue
+            raise ValueError("%s = %s: %s" % (item["key"], item["want"], os.strerror(exc.errno)))
+        have = read_value(path)
+        if have != item["want"]:
+            # The kernel clamps or rejects some values silently (e.g. above a hard limit).
+            raise ValueError("%s = %s: the kernel kept %s" % (item["key"], item["want"], have))
+    return items
+
+
+def unsupported_message(items):
+    """One line naming the keys that were skipped, or "" when none were."""
+    absent = [i["key"] for i in items if i["state"] == ABSENT]
+    read_only = [i["key"] for i in items if i["state"] == READ_ONLY]
+    parts = []
+    if absent:
+        parts.append("absent here: " + ", ".join(absent))
+    if read_only:
+        parts.append("read-only here: " + ", ".join(read_only))
+    if not parts:
+        return ""
+    return ("sysctls skipped (a network namespace or container hides or mirrors them; set them "
+            "on the host itself): " + "; ".join(parts))

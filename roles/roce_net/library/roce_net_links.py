@@ -1,0 +1,211 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""Set the MTU (and the ARP isolation sysctls) of all fabric interfaces in one call."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: roce_net_links
+short_description: Fabric interface MTU and ARP isolation, all interfaces in one call
+description:
+  - Reads each interface's MTU from C(/sys/class/net/IF/mtu), sets the ones that differ with
+    C(ip link set dev IF mtu N), and reports per interface what changed.
+  - Never changes an interface that carries the Ansible connection (it holds the address
+    Ansible connects to, sshd's C(SSH_CONNECTION) address, or a default route) unless
+    I(allow_link_flap); the refusal names the interface and C(roce_net_allow_link_flap).
+  - Applies the per-interface ARP isolation sysctls and, where NetworkManager manages an
+    interface, sets the MTU in its connection profile. Returns what the role persists
+    (systemd-networkd drop-ins).
+  - Supports check mode.
+options:
+  interfaces:
+    description: The fabric interfaces.
+    type: list
+    elements: str
+    required: true
+  mtu:
+    description: The MTU they must have.
+    type: int
+    required: true
+  allow_link_flap:
+    description: Allow changing an interface that carries the Ansible connection.
+    type: bool
+    default: false
+  connection_addresses:
+    description: Addresses Ansible connects to this node by (names are resolved on the node).
+    type: list
+    elements: str
+    default: []
+  arp_isolation:
+    description: C(auto), C(on) or C(off); see the role's README.
+    type: str
+    choices: [auto, "on", "off"]
+    default: auto
+  networkmanager:
+    description: Also set the MTU in NetworkManager's connection profile of an interface it manages.
+    type: bool
+    default: true
+author: rocetune contributors
+"""
+
+RETURN = r"""
+interfaces:
+  description: Per interface C(mtu_before), C(mtu), C(action) (none, set, refused), C(addresses), C(changed).
+  type: dict
+  returned: always
+protected:
+  description: Interfaces that carry the Ansible connection, with the reason.
+  type: dict
+  returned: always
+arp_sysctls:
+  description: The ARP isolation sysctls for the fabric interfaces (empty when not needed).
+  type: dict
+  returned: always
+networkd_dropins:
+  description: C(path) and C(content) of the systemd-networkd drop-ins that keep the MTU.
+  type: list
+  returned: always
+"""
+
+import os
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.roce_net_fabric import (arp_sysctls, connection_interfaces, networkd_dropin,
+                                                  networkd_file, parse_default_route_devs, parse_ip_addr,
+                                                  plan_links)
+
+SYS_NET = "/sys/class/net"
+PROC_CONF = "/proc/sys/net/ipv4/conf"
+
+
+def read(path):
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except (IOError, OSError):
+        return None
+
+
+def connect_addresses(given):
+    out = set()
+    for name in given:
+        try:
+            for info in socket.getaddrinfo(name, None):
+                out.add(info[4][0])
+        except (socket.gaierror, UnicodeError):
+            out.add(name)
+    ssh = os.environ.get("SSH_CONNECTION", "").split()
+    if len(ssh) == 4:
+        out.add(ssh[2])
+    return sorted(out)
+
+
+def nm_profile(module, ifname):
+    """(connection name, its configured MTU) when NetworkManager runs and manages ifname."""
+    nmcli = module.get_bin_path("nmcli")
+    if not nmcli:
+        return None, None
+    rc, out, _ = module.run_command([nmcli, "-t", "-g", "RUNNING", "general"])
+    if rc != 0 or out.strip() != "running":
+        return None, None
+    rc, out, _ = module.run_command([nmcli, "-g", "GENERAL.CONNECTION", "device", "show", ifname])
+    con = out.strip() if rc == 0 else ""
+    if not con:
+        return None, None
+    rc, out, _ = module.run_command([nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", con])
+    return con, out.strip() if rc == 0 else None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            interfaces=dict(type="list", elements="str", required=True),
+            mtu=dict(type="int", required=True),
+            allow_link_flap=dict(type="bool", default=False),
+            connection_addresses=dict(type="list", elements="str", default=[]),
+            arp_isolation=dict(type="str", choices=["auto", "on", "off"], default="auto"),
+            networkmanager=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    ip = module.get_bin_path("ip", required=True)
+    rc, out, err = module.run_command([ip, "-j", "addr", "show"])
+    if rc != 0:
+        module.fail_json(msg="ip -j addr show: %s" % err.strip())
+    addrs = parse_ip_addr(out)
+    rc, out, _ = module.run_command([ip, "-j", "route", "show", "default"])
+    default_devs = parse_default_route_devs(out) if rc == 0 else []
+    protected = connection_interfaces(addrs, connect_addresses(p["connection_addresses"]), default_devs)
+
+    current = {}
+    for ifname in p["interfaces"]:
+        mtu = read(os.path.join(SYS_NET, ifname, "mtu"))
+        if mtu is not None:
+            current[ifname] = int(mtu)
+    plan = plan_links(p["interfaces"], p["mtu"], current, protected, p["allow_link_flap"])
+    missing = [e["reason"] for e in plan if e["action"] == "missing"]
+    if missing:
+        module.fail_json(msg="; ".join(missing), protected=protected)
+
+    result = {"changed": False, "interfaces": {}, "protected": protected, "networkd_dropins": []}
+    refused = []
+    for entry in plan:
+        ifname = entry["interface"]
+        changed = False
+        if entry["action"] == "set":
+            changed = True
+            if module.check_mode:
+                entry["mtu"] = entry["mtu_before"]  # what the interface has, for the path check
+            else:
+                rc, _, err = module.run_command([ip, "link", "set", "dev", ifname, "mtu", str(p["mtu"])])
+                if rc != 0:
+                    module.fail_json(msg="ip link set dev %s mtu %d: %s" % (ifname, p["mtu"], err.strip()), **result)
+        elif entry["action"] == "refused":
+            refused.append(entry["reason"])
+        nm_con = None
+        if p["networkmanager"] and entry["action"] != "refused":
+            nm_con, nm_mtu = nm_profile(module, ifname)
+            if nm_con and nm_mtu != str(p["mtu"]):
+                changed = True
+                if not module.check_mode:
+                    rc, _, err = module.run_command([module.get_bin_path("nmcli"), "connection", "modify",
+                                                     nm_con, "802-3-ethernet.mtu", str(p["mtu"])])
+                    if rc != 0:
+                        module.fail_json(msg="nmcli connection modify %s: %s" % (nm_con, err.strip()), **result)
+        index = read(os.path.join(SYS_NET, ifname, "ifindex"))
+        net_file = networkd_file(read("/run/systemd/netif/links/%s" % index)) if index else None
+        if net_file:
+            path, content = networkd_dropin(net_file, p["mtu"])
+            result["networkd_dropins"].append({"interface": ifname, "path": path, "content": content})
+        result["changed"] |= changed
+        result["interfaces"][ifname] = dict(entry, changed=changed, addresses=addrs.get(ifname, []),
+                                            networkmanager=nm_con, networkd_file=net_file)
+
+    sysctls = arp_sysctls(p["interfaces"], addrs, p["arp_isolation"])
+    result["arp_sysctls"] = sysctls
+    for key, value in sorted(sysctls.items()):
+        parts = key.split(".")
+        path = os.path.join(PROC_CONF, parts[3].replace("/", "."), parts[4])
+        if read(path) != value:
+            result["changed"] = True
+            if not module.check_mode:
+                try:
+                    with open(path, "w") as fh:
+                        fh.write(value + "\n")
+                except (IOError, OSError) as exc:
+                    module.fail_json(msg="%s = %s: %s" % (key, value, exc), **result)
+
+    if refused:
+        module.fail_json(msg="; ".join(refused), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""What roce_net decides, as pure functions over what the node reports: which interfaces carry
+the Ansible connection, what each fabric interface's MTU must become, the per-interface ARP
+sysctls, the persistence files, and how a jumbo ping between two peers went.
+
+No Ansible imports: unit-tested on recorded outputs of `ip -j addr`, `ip -j route` and ping.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import ipaddress
+import json
+import re
+
+__metaclass__ = type
+
+# RoCE's largest path MTU is 4096 bytes of payload; the netdev MTU must leave room for the
+# RoCE headers (the kernel subtracts them when it derives the active MTU from the netdev's).
+ROCE_MIN_NETDEV_MTU = 4200
+
+# Several fabric NICs in one subnet: each NIC answers ARP only for its own addresses
+# (arp_ignore=1), announces its own address as the source (arp_announce=2), and the reverse-path
+# filter is loose (rp_filter=2) so replies arriving on a sibling NIC are not dropped.
+# Kernel: Documentation/networking/ip-sysctl.rst; NCCL issues #1109 and #1348.
+ARP_ISOLATION = (("arp_ignore", "1"), ("arp_announce", "2"), ("rp_filter", "2"))
+
+FLAP_VAR = "roce_net_allow_link_flap"
+IFACES_VAR = "roce_net_interfaces"
+
+
+def parse_ip_addr(text):
+    """`ip -j addr show` -> {ifname: ["198.19.0.11/24", ...]} (IPv4 and global IPv6)."""
+    out = {}
+    for link in json.loads(text or "[]"):
+        addrs = []
+        for a in link.get("addr_info", []):
+            if a.get("family") not in ("inet", "inet6") or a.get("scope") == "link":
+                continue
+            addrs.append("%s/%s" % (a["local"], a["prefixlen"]))
+        out[link["ifname"]] = addrs
+    return out
+
+
+def parse_default_route_devs(text):
+    """`ip -j route show default` -> the devices default routes leave through."""
+    return sorted({r["dev"] for r in json.loads(text or "[]") if r.get("dev")})
+
+
+def connection_interfaces(addrs, connect_addresses, default_devs):
+    """{ifname: reason} for every interface that may carry the Ansible connection: one that
+    holds an address Ansible connects to (or sshd reports in SSH_CONNECTION), or that a
+    default route leaves through (what Ansible's default_ipv4 fact names)."""
+    wanted = set()
+    for a in connect_addresses:
+        try:
+            wanted.add(ipaddress.ip_address(str(a)))
+        except ValueError:
+            continue
+    out = {}
+    for ifname in sorted(addrs):
+        for cidr in addrs[ifname]:
+            ip = ipaddress.ip_interface(cidr).ip
+            if ip in wanted:
+                out[ifname] = "it holds %s, the address the Ansible connection uses" % ip
+                break
+    for dev in default_devs:
+        out.setdefault(dev, "the default route leaves through it")
+    return out
+
+
+def plan_links(interfaces, want_mtu, current, protected, allow_flap):
+    """One entry per fabric interface: {interface, mtu_before, mtu, action, reason}.
+
+    action: "none" (already right), "set" (ip link set ... mtu), "refused" (it carries the
+    connection and roce_net_allow_link_flap is false), "missing" (no such interface).
+    """
+    out = []
+    for ifname in interfaces:
+        have = current.get(ifname)
+        entry = {"interface": ifname, "mtu_before": have, "mtu": have, "action": "none", "reason": ""}
+        if have is None:
+            entry["action"] = "missing"
+            entry["reason"] = "no interface %s on this node (check %s)" % (ifname, IFACES_VAR)
+        elif have != want_mtu:
+            if ifname in protected and not allow_flap:
+                entry["action"] = "refused"
+                entry["reason"] = (
+                    "refusing to change the MTU of %s (%d -> %d): %s, and an MTU change can take "
+                    "the link down. Set %s: true to allow it (roll out with serial; see "
+                    "roles/roce_net/README.md), or take %s out of %s"
+                    % (ifname, have, want_mtu, protected[ifname], FLAP_VAR, ifname, IFACES_VAR))
+            else:
+                entry["action"] = "set"
+                entry["mtu"] = want_mtu
+        out.append(entry)
+    return out
+
+
+def shares_subnet(addrs, interfaces):
+    """True when two of the given interfaces hold addresses in one IPv4 subnet."""
+    seen = {}
+    for ifname in interfaces:
+        for cidr in addrs.get(ifname, []):
+            iface = ipaddress.ip_interface(cidr)
+            if iface.version != 4:
+                continue
+            other = seen.get(iface.network)
+            if other is not None and other != ifname:
+                return True
+            seen[iface.network] = ifname
+    return False
+
+
+def arp_sysctls(interfaces, addrs, mode):
+    """{sysctl key: value} of the ARP isolation for the fabric interfaces, or {}.
+
+    mode "auto" applies it only when two fabric interfaces share a subnet; "on" always;
+    "off" never. A dot in an interface name (a VLAN) is written as "/" (sysctl.d(5)).
+    """
+    if mode == "off" or (mode == "auto" and not shares_subnet(addrs, interfaces)):
+        return {}
+    out = {}
+    for ifname in interfaces:
+        for name, value in ARP_ISOLATION:
+            out["net.ipv4.conf.%s.%s" % (ifname.replace(".", "/"), name)] = value
+    return out
+
+
+def networkd_file(link_state_text):
+    """The .network file systemd-networkd applied to a link, from /run/systemd/netif/links/N."""
+    for line in (link_state_text or "").splitlines():
+        if line.startswith("NETWORK_FILE="):
+            return line.split("=", 1)[1].strip() or None
+    return None
+
+
+def networkd_dropin(network_file, mtu):
+    """(path, content) of a drop-in that makes networkd keep the MTU (works for a file netplan
+    generates under /run too: drop-in directories are searched in /etc as well)."""
+    base = network_file.rsplit("/", 1)[-1]
+    path = "/etc/systemd/network/%s.d/60-rocetune-mtu.conf" % base
+    content = ("# Written by rocetune's roce_net role.\n[Link]\nMTUBytes=%d\n" % mtu)
+    return path, content
+
+
+# ---------------------------------------------------------------------------------------------
+# The jumbo path check between peers
+
+
+def ping_size(mtu):
+    """ICMP payload that fills an IPv4 packet of exactly `mtu` bytes (20 IP + 8 ICMP headers)."""
+    return mtu - 28
+
+
+def path_pairs(mine, peers):
+    """Which peer addresses to ping, and from which of my interfaces.
+
+    mine: {ifname: [cidr]}; peers: [{"name", "interfaces": {ifname: {"mtu", "addresses"}}}].
+    Returns [{peer, peer_interface, peer_mtu, address, interface}], or a "skip" reason where a
+    peer shares no subnet with any of my fabric interfaces.
+    """
+    out = []
+    for peer in peers:
+        found = False
+        for pif in sorted(peer.get("interfaces", {})):
+            info = peer["interfaces"][pif]
+            for cidr in info.get("addresses", []):
+                paddr = ipaddress.ip_interface(cidr)
+                if paddr.version != 4:
+                    continue
+                for myif in sorted(mine):
+                    if any(ipaddress.ip_interface(c).network == paddr.network for c in mine[myif]
+                           if ipaddress.ip_interface(c).version == 4):
+                        out.append({"peer": peer["name"], "peer_interface": pif,
+                                    "peer_mtu": info.get("mtu"), "address": str(paddr.ip),
+                                    "interface": myif})
+                        found = True
+                        break
+        if not found:
+            out.append({"peer": peer["name"], "skip": "shares no IPv4 subnet with this node's fabric interfaces"})
+    return out
+
+
+_MTU_RE = re.compile(r"mtu\s*=\s*(\d+)")
+
+
+def ping_verdict(rc, output):
+    """(ok, reason) for `ping -M do -s SIZE -c N -W 1 -I IF ADDR`."""
+    if rc == 0:
+        return True, ""
+    m = _MTU_RE.search(output or "")
+    if "message too long" in (output or "") or m:
+        return False, "this node's route MTU is %s: it cannot send the jumbo packet" % (m.group(1) if m else "smaller")
+    if rc == 1:
+        return False, "no reply to a don't-fragment jumbo ping"
+    last = [ln for ln in (output or "").splitlines() if ln.strip()]
+    return False, "ping failed: %s" % (last[-1].strip() if last else "exit %d" % rc)
+
+
+def pair_message(host, pair, mtu, reason):
+    """One line per failed pair, naming a peer whose MTU is below the fabric's."""
+    line = "%s %s -> %s %s (%s): %s" % (host, pair["interface"], pair["peer"], pair["peer_interface"],
+                                        pair["address"], reason)
+    if pair.get("peer_mtu") is not None and pair["peer_mtu"] < mtu:
+        line += "; %s %s is at MTU %d, not %d" % (pair["peer"], pair["peer_interface"], pair["peer_mtu"], mtu)
+    return line
