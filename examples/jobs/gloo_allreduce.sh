@@ -60,7 +60,7 @@ case "$LAUNCHER" in torchrun|python) ;; *) die "--launcher must be torchrun or p
 
 # Source the env file rocetune wrote (exports NCCL_*/GLOO_*/UCX_* ... for this host).
 load_env() {
-  [ -r "$ENV_FILE" ] || die "$(hostname): $ENV_FILE not found: run 'ansible-playbook site.yml' (or 'rocetune probe --format sh -o $ENV_FILE') first"
+  [ -r "$ENV_FILE" ] || die "$(hostname): $ENV_FILE not found: run 'ansible-playbook site.yml' (or 'rocetune env --format sh -o $ENV_FILE') first"
   set -a
   # shellcheck disable=SC1090
   . "$ENV_FILE"
