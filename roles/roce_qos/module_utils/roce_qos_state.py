@@ -1,0 +1,427 @@
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""RoCE QoS on a NIC: read the current state (iproute2 `dcb`, `mlnx_qos`, the ECN sysfs files,
+RDMA-CM configfs), compare it with what the QoS plan asks for, and return only the commands
+and file writes that are needed.
+
+Pure Python with the command runner and the file access passed in, so the same code serves the
+Ansible module, the boot-time re-apply (run as a script: see `main`) and the unit tests, which
+feed it recorded real outputs of the tools (tests/fixtures/qos/PROVENANCE.md).
+
+The plan file is rocetune's QoS plan (docs/qos.md), read with PyYAML.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import re
+import sys
+
+__metaclass__ = type
+
+PRIOS = range(8)
+NOT_SUPPORTED = "Operation not supported"
+
+# docs/qos.md: the built-in plan, which an absent plan file stands for.
+DEFAULT_PLAN = {"version": 1, "trust": "dscp", "data": {"dscp": 26, "priority": 3},
+                "cnp": {"dscp": 48, "priority": 6}, "ecn": "ect0", "lossless_priorities": [3]}
+_ECN = {"not-ect": 0, "ect1": 1, "ect0": 2}
+
+
+class QosError(Exception):
+    """A message the operator can act on (one line)."""
+
+
+class NotSupported(Exception):
+    """The NIC or its driver has no DCB (veth, virtio-net, most virtual NICs)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+
+
+def load_plan(path, loader):
+    """The plan as a dict with every key filled in. `loader(text)` is yaml.safe_load."""
+    if not path or not os.path.exists(path):
+        data, source = {}, "built-in defaults"
+    else:
+        with open(path) as fh:
+            data, source = loader(fh.read()) or {}, path
+    if not isinstance(data, dict):
+        raise QosError("%s: the QoS plan must be a mapping (docs/qos.md)" % path)
+    plan = {}
+    for key, default in DEFAULT_PLAN.items():
+        value = data.get(key, default)
+        if isinstance(default, dict):
+            value = dict(default, **(value or {}))
+        plan[key] = value
+    for cls in ("data", "cnp"):
+        if not 0 <= int(plan[cls]["dscp"]) <= 63 or not 0 <= int(plan[cls]["priority"]) <= 7:
+            raise QosError("%s: %s.dscp must be 0..63 and %s.priority 0..7" % (path, cls, cls))
+    if plan["data"]["dscp"] == plan["cnp"]["dscp"]:
+        raise QosError("%s: data.dscp and cnp.dscp must differ" % path)
+    if plan["trust"] not in ("dscp", "pcp"):
+        raise QosError("%s: trust must be dscp or pcp" % path)
+    ecn = plan["ecn"]
+    if ecn not in _ECN and ecn not in (0, 1, 2):
+        raise QosError("%s: ecn must be one of not-ect, ect1, ect0 (or 0..2)" % path)
+    plan["ecn"] = _ECN.get(ecn, ecn)
+    plan["source"] = source
+    return plan
+
+
+def traffic_class(plan):
+    """The ToS/traffic-class byte of RoCE data: DSCP << 2 | ECN (106 by default)."""
+    return (int(plan["data"]["dscp"]) << 2) | int(plan["ecn"])
+
+
+def desired(plan, ets=None, dcqcn=True):
+    """What the NIC must have: trust, DSCP->priority entries, PFC per priority, optional ETS."""
+    lossless = set(int(p) for p in plan["lossless_priorities"])
+    return {
+        "trust": plan["trust"],
+        "dscp_prio": {int(plan["data"]["dscp"]): int(plan["data"]["priority"]),
+                      int(plan["cnp"]["dscp"]): int(plan["cnp"]["priority"])},
+        "pfc": [1 if p in lossless else 0 for p in PRIOS],
+        "ets": ets or None,
+        "ecn_priority": int(plan["data"]["priority"]),
+        "dcqcn": bool(dcqcn),
+        "cnp": {"dscp": int(plan["cnp"]["dscp"]), "priority": int(plan["cnp"]["priority"])},
+        "tos": traffic_class(plan),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers of the tools' outputs
+
+
+def _pairs(words):
+    out = {}
+    for w in words:
+        k, _, v = w.partition(":")
+        out[k] = v
+    return out
+
+
+def parse_dcb(text):
+    """`dcb -N {ets|pfc|app} show dev IF` -> {keyword: [words]} per line (prio-tc, tc-tsa, tc-bw,
+    prio-pfc, dscp-prio, pfc-cap ...)."""
+    out = {}
+    for line in (text or "").splitlines():
+        words = line.split()
+        if words:
+            out.setdefault(words[0], []).extend(words[1:])
+    return out
+
+
+def dcb_pfc(text):
+    """[0/1 per priority] from `dcb pfc show`."""
+    pairs = _pairs(parse_dcb(text).get("prio-pfc", []))
+    return [1 if pairs.get(str(p)) == "on" else 0 for p in PRIOS]
+
+
+def dcb_app_dscp(text):
+    """{dscp: set(prios)} from `dcb -N app show dev IF dscp-prio` (one DSCP may map to several)."""
+    out = {}
+    for word in parse_dcb(text).get("dscp-prio", []):
+        d, _, p = word.partition(":")
+        if not d.isdigit():
+            raise QosError("dcb app: unexpected entry %r (run dcb with -N for numeric DSCPs)" % word)
+        out.setdefault(int(d), set()).add(int(p))
+    return out
+
+
+def dcb_ets(text):
+    """{prio_tc: [tc per prio], tc_tsa: [..], tc_bw: [..]} from `dcb ets show`."""
+    words = parse_dcb(text)
+    res = {}
+    for key, name, conv in (("prio-tc", "prio_tc", int), ("tc-tsa", "tc_tsa", str), ("tc-bw", "tc_bw", int)):
+        pairs = _pairs(words.get(key, []))
+        if pairs:
+            res[name] = [conv(pairs[str(i)]) if str(i) in pairs else None for i in PRIOS]
+    return res
+
+
+def parse_mlnx_qos(text):
+    """`mlnx_qos -i IF` -> {trust, dscp_prio {dscp: prio}, pfc [8], tc_tsa, tc_bw, prio_tc}."""
+    out = {"trust": None, "dscp_prio": {}, "pfc": None, "tc_tsa": [None] * 8, "tc_bw": [None] * 8,
+           "prio_tc": [None] * 8}
+    tc = None
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        m = re.match(r"Priority trust (?:state|mode):\s*(\w+)", line)
+        if m:
+            out["trust"] = m.group(1)
+            continue
+        m = re.match(r"prio:(\d)\s+dscp:([\d,]+)", line)
+        if m:
+            for d in filter(None, m.group(2).split(",")):
+                out["dscp_prio"][int(d)] = int(m.group(1))
+            continue
+        if line.startswith("enabled") and out["pfc"] is None:
+            vals = line.split()[1:]
+            if len(vals) == 8:
+                out["pfc"] = [int(v) for v in vals]
+            continue
+        m = re.match(r"tc:\s*(\d)\s.*tsa:\s*(\w+)(?:,\s*bw:\s*(\d+)%)?", line)
+        if m:
+            tc = int(m.group(1))
+            out["tc_tsa"][tc] = m.group(2)
+            out["tc_bw"][tc] = int(m.group(3)) if m.group(3) else 0
+            continue
+        m = re.match(r"priority:\s*([\d ]+)$", line)
+        if m and tc is not None:
+            for p in m.group(1).split():
+                out["prio_tc"][int(p)] = tc
+    if out["trust"] is None:
+        raise QosError("mlnx_qos: no 'Priority trust state' line in its output")
+    return out
+
+
+def parse_pause(text):
+    """`ethtool -a IF` -> {"rx": bool, "tx": bool}."""
+    out = {}
+    for line in (text or "").splitlines():
+        m = re.match(r"^(RX|TX):\s+(on|off)\s*$", line.strip())
+        if m:
+            out[m.group(1).lower()] = m.group(2) == "on"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Decisions: only the commands that are needed
+
+
+def dcb_commands(ifname, want, pfc_text, app_text, ets_text):
+    """argv lists for iproute2 dcb that bring the NIC from its current state to `want`."""
+    cmds = []
+    have_app = dcb_app_dscp(app_text)
+    if want["trust"] == "dscp":
+        # A DSCP app entry puts mlx5 (and other dcbnl drivers) in DSCP trust; stale entries for
+        # our DSCPs that point elsewhere are replaced, everything else is left alone.
+        need = sorted(d for d, p in want["dscp_prio"].items() if have_app.get(d) != {p})
+        if need:
+            cmds.append(["dcb", "app", "replace", "dev", ifname, "dscp-prio"]
+                        + ["%d:%d" % (d, want["dscp_prio"][d]) for d in need])
+    if dcb_pfc(pfc_text) != want["pfc"]:
+        cmds.append(["dcb", "pfc", "set", "dev", ifname, "prio-pfc"]
+                    + ["%d:%s" % (p, "on" if want["pfc"][p] else "off") for p in PRIOS])
+    if want["ets"]:
+        have = dcb_ets(ets_text)
+        args = []
+        for key, word in (("prio_tc", "prio-tc"), ("tc_tsa", "tc-tsa"), ("tc_bw", "tc-bw")):
+            if key in want["ets"] and list(want["ets"][key]) != have.get(key):
+                args += [word] + ["%d:%s" % (i, v) for i, v in enumerate(want["ets"][key])]
+        if args:
+            cmds.append(["dcb", "ets", "set", "dev", ifname] + args)
+    return cmds
+
+
+def mlnx_qos_commands(ifname, want, text):
+    """argv lists for mlnx_qos that bring the NIC from `text` (mlnx_qos -i IF) to `want`."""
+    have = parse_mlnx_qos(text)
+    cmds = []
+    if have["trust"] != want["trust"]:
+        cmds.append(["mlnx_qos", "-i", ifname, "--trust", want["trust"]])
+    for d in sorted(want["dscp_prio"]):
+        if have["dscp_prio"].get(d) != want["dscp_prio"][d]:
+            cmds.append(["mlnx_qos", "-i", ifname, "--dscp2prio", "set,%d,%d" % (d, want["dscp_prio"][d])])
+    if have["pfc"] != want["pfc"]:
+        cmds.append(["mlnx_qos", "-i", ifname, "--pfc", ",".join(str(v) for v in want["pfc"])])
+    ets = want["ets"] or {}
+    for key, flag in (("prio_tc", "--prio_tc"), ("tc_tsa", "--tsa"), ("tc_bw", "--tcbw")):
+        if key in ets and list(ets[key]) != have[key]:
+            cmds.append(["mlnx_qos", "-i", ifname, flag, ",".join(str(v) for v in ets[key])])
+    return cmds
+
+
+def ecn_writes(ifname, want, read, sys_net="/sys/class/net"):
+    """[(path, value)] for the ECN sysfs files the driver exposes (MLNX_OFED's
+    /sys/class/net/IF/ecn/roce_{np,rp}/enable/N, cnp_dscp, cnp_802p_prio); [] without them."""
+    base = os.path.join(sys_net, ifname, "ecn")
+    prio = want["ecn_priority"]
+    wanted = [(os.path.join(base, side, "enable", str(prio)), "1" if want["dcqcn"] else "0")
+              for side in ("roce_np", "roce_rp")]
+    wanted += [(os.path.join(base, "roce_np", "cnp_dscp"), str(want["cnp"]["dscp"])),
+               (os.path.join(base, "roce_np", "cnp_802p_prio"), str(want["cnp"]["priority"]))]
+    out = []
+    for path, value in wanted:
+        have = read(path)
+        if have is not None and have.strip() != value:
+            out.append((path, value))
+    return out
+
+
+def rdma_cm_writes(ports, tos, read, configfs="/sys/kernel/config/rdma_cm"):
+    """[(path, value)] that make RoCE v2 and the plan's ToS the RDMA-CM defaults of each
+    (ibdev, port); the directory of a device is created by writing into it (mkdir first)."""
+    out = []
+    for dev, port in ports:
+        base = os.path.join(configfs, dev, "ports", str(port))
+        for name, value in (("default_roce_mode", "RoCE v2"), ("default_roce_tos", str(tos))):
+            path = os.path.join(base, name)
+            if (read(path) or "").strip() != value:
+                out.append((path, value))
+    return out
+
+
+def pick_backend(backend, driver, has_mlnx_qos):
+    if backend != "auto":
+        return backend
+    return "mlnx_qos" if has_mlnx_qos and driver == "mlx5_core" else "dcb"
+
+
+# ---------------------------------------------------------------------------------------------
+# One interface, end to end (the module and the boot script both call this)
+
+
+def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
+    """{"backend", "commands": [argv], "writes": [(path, value)]} for one interface.
+
+    `run(argv) -> (rc, out, err)`, `read(path) -> text or None`. Raises NotSupported when the
+    NIC has no DCB, QosError when a tool fails otherwise.
+    """
+    cmds = []
+    if backend == "mlnx_qos":
+        rc, out, err = run(["mlnx_qos", "-i", ifname])
+        if rc != 0:
+            if NOT_SUPPORTED in out + err:
+                raise NotSupported("DCB is not supported on %s (driver %s)" % (ifname, driver))
+            raise QosError("mlnx_qos -i %s: %s" % (ifname, (err or out).strip().splitlines()[-1:] or rc))
+        cmds += mlnx_qos_commands(ifname, want, out)
+    else:
+        texts = {}
+        for obj in ("pfc", "app", "ets"):
+            rc, out, err = run(["dcb", "-N", obj, "show", "dev", ifname])
+            if rc != 0:
+                if NOT_SUPPORTED in out + err:
+                    raise NotSupported("DCB is not supported on %s (driver %s): dcb %s show: %s"
+                                       % (ifname, driver, obj, NOT_SUPPORTED))
+                raise QosError("dcb %s show dev %s: %s" % (obj, ifname, (err or out).strip()))
+            texts[obj] = out
+        cmds += dcb_commands(ifname, want, texts["pfc"], texts["app"], texts["ets"])
+    if pause_off:
+        rc, out, err = run(["ethtool", "-a", ifname])
+        pause = parse_pause(out) if rc == 0 else {}
+        if pause.get("rx") or pause.get("tx"):
+            cmds.append(["ethtool", "-A", ifname, "rx", "off", "tx", "off"])
+    return {"backend": backend, "commands": cmds, "writes": ecn_writes(ifname, want, read)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Boot-time re-apply: python3 roce_qos_state.py SETTINGS.json
+
+
+def _run(argv):
+    import subprocess
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    except OSError as exc:
+        return 127, "", str(exc)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _read(path):
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except (IOError, OSError):
+        return None
+
+
+def _write(path, value):
+    parent = os.path.dirname(path)
+    if "/rdma_cm/" in path and not os.path.isdir(parent):
+        os.makedirs(os.path.dirname(os.path.dirname(parent)), exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write(value + "\n")
+
+
+def driver_of(ifname, run=_run, sys_net="/sys/class/net"):
+    link = os.path.join(sys_net, ifname, "device", "driver")
+    if os.path.islink(link):
+        return os.path.basename(os.readlink(link))
+    rc, out, _ = run(["ip", "-d", "-j", "link", "show", "dev", ifname])
+    if rc == 0:
+        try:
+            return json.loads(out)[0].get("linkinfo", {}).get("info_kind") or "unknown"
+        except (ValueError, IndexError):
+            pass
+    return "unknown"
+
+
+def rdma_ports(interfaces, ib_root="/sys/class/infiniband"):
+    """[(ibdev, port)] whose RoCE GID table belongs to one of the interfaces."""
+    out = []
+    if not os.path.isdir(ib_root):
+        return out
+    for dev in sorted(os.listdir(ib_root)):
+        ports = os.path.join(ib_root, dev, "ports")
+        for port in sorted(os.listdir(ports)) if os.path.isdir(ports) else []:
+            ndev = (_read(os.path.join(ports, port, "gid_attrs", "ndevs", "0")) or "").strip()
+            if ndev in interfaces:
+                out.append((dev, int(port)))
+    return out
+
+
+def main(argv=None):
+    """Re-apply the settings at boot: every supported interface, report the others, exit 0
+    unless `required` is set and something could not be applied."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: roce_qos_state.py SETTINGS.json", file=sys.stderr)
+        return 2
+    with open(args[0]) as fh:
+        settings = json.load(fh)
+    import yaml
+    try:
+        plan = load_plan(settings["plan_file"], yaml.safe_load)
+    except QosError as exc:
+        print("rocetune-qos: error: %s" % exc, file=sys.stderr)
+        return 1
+    want = desired(plan, settings.get("ets"), settings.get("dcqcn", True))
+    failures = 0
+    for ifname in settings["interfaces"]:
+        driver = driver_of(ifname)
+        backend = pick_backend(settings.get("backend", "auto"), driver, bool(_which("mlnx_qos")))
+        try:
+            step = interface_plan(ifname, driver, backend, want, _run, _read, settings.get("pause_off", True))
+        except NotSupported as exc:
+            print("rocetune-qos: %s: skipped" % exc)
+            failures += 1 if settings.get("required") else 0
+            continue
+        except QosError as exc:
+            print("rocetune-qos: error: %s" % exc, file=sys.stderr)
+            failures += 1
+            continue
+        for cmd in step["commands"]:
+            rc, out, err = _run(cmd)
+            print("rocetune-qos: %s: %s" % (" ".join(cmd), "ok" if rc == 0 else (err or out).strip()))
+            failures += rc != 0
+        for path, value in step["writes"]:
+            _write(path, value)
+            print("rocetune-qos: %s = %s" % (path, value))
+        if not step["commands"] and not step["writes"]:
+            print("rocetune-qos: %s (driver %s, %s): already as planned" % (ifname, driver, backend))
+    if settings.get("rdma_cm", True):
+        for path, value in rdma_cm_writes(rdma_ports(settings["interfaces"]), traffic_class(plan), _read):
+            try:
+                _write(path, value)
+                print("rocetune-qos: %s = %s" % (path, value))
+            except OSError as exc:
+                print("rocetune-qos: %s: %s" % (path, exc), file=sys.stderr)
+                failures += 1
+    return 1 if failures else 0
+
+
+def _which(name):
+    for d in os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").split(os.pathsep) + ["/usr/sbin", "/sbin"]:
+        if os.access(os.path.join(d, name), os.X_OK):
+            return os.path.join(d, name)
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
