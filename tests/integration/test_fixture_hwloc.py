@@ -23,6 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FIXTURES = os.path.join(REPO, "tests", "fixtures")
 sys.path.insert(0, FIXTURES)
 
+from hostspec import expand_sriov  # noqa: E402
 from hwloc_view import hwloc_available, hwloc_osdevs, hwloc_pci_view  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
@@ -41,20 +42,29 @@ def full(bdf: str, domain: str) -> str:
 
 
 def expected(spec: dict):
-    """{bdf: (numa or None, parent or None, [os device names])} for GPUs and NICs of the spec."""
+    """{bdf: (numa or None, parent or None, [os device names])} for GPUs and NICs of the spec.
+
+    SR-IOV VF templates are expanded the way the builder does; a sub-function's netdev and RDMA
+    device belong to its PF (hwloc walks up from the auxiliary device to the PCI function).
+    Soft-RoCE devices have no PCI ancestor at all and are checked in test_hwloc_leaves_virtual_rdma_alone.
+    """
     pci = spec["pci"]
     hbs = {k.lower(): (v or {}) for k, v in (pci.get("host_bridges") or {}).items()}
     out = {}
-    for dev in pci["devices"]:
+    for dev in expand_sriov(pci["devices"]):
         if dev["model"] not in GPU_MODELS and not (dev.get("rdma") or dev.get("netdev")):
             continue
-        bdf = dev["bdf"]
+        bdf = full(dev["bdf"], "0000")
         path = [full(p, bdf[:4]) for p in (dev.get("path") or "").split("/") if p]
         top = path[0] if path else bdf
         numa = dev.get("numa", hbs.get(top[:7], {}).get("numa", -1))
         osdevs = [x for x in (dev.get("rdma"),) if x]
         if dev.get("netdev") and not dev.get("netdev_hidden"):
             osdevs.append(dev["netdev"])
+        for sf in dev.get("subfunctions") or []:
+            osdevs += [x for x in (sf.get("rdma"), sf.get("netdev")) if x]
+        if (numa is None or numa < 0) and len(spec["numa"]) == 1:
+            numa = spec["numa"][0]["node"]  # unknown locality on a one-node machine is that node
         out[bdf] = (None if numa is None or numa < 0 else numa, path[-1] if path else None, osdevs)
     return out
 
@@ -80,6 +90,17 @@ def test_hwloc_agrees_with_spec(name):
             if osdevs.get(osname) != bdf:
                 problems.append(f"{osname}: hwloc attaches it to {osdevs.get(osname)}, spec {bdf}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if "soft_rdma" in open(os.path.join(SPECS, n + ".yml")).read()])
+def test_hwloc_leaves_virtual_rdma_alone(name):
+    """Soft-RoCE devices live in /sys/devices/virtual: hwloc attaches them to no PCI device."""
+    with open(os.path.join(SPECS, name + ".yml"), encoding="utf-8") as fh:
+        spec = yaml.safe_load(fh)
+    osdevs = hwloc_osdevs(os.path.join(HOSTS, name))
+    for soft in spec["soft_rdma"]:
+        assert osdevs.get(soft["rdma"]) is None, f"{soft['rdma']} attached to {osdevs.get(soft['rdma'])}"
+        assert osdevs.get(soft["netdev"]) is not None, f"{soft['netdev']} has no PCI device in hwloc"
 
 
 @pytest.mark.parametrize("name", NAMES)

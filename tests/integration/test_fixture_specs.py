@@ -45,6 +45,23 @@ def read(root: str, rel: str) -> Optional[str]:
         return None
 
 
+def rdma_specs(spec: dict) -> Dict[str, dict]:
+    """RDMA device name -> its spec entry: PCI functions (SR-IOV VF templates expanded), mlx5
+    sub-functions (`pf` set to the PF's BDF) and Soft-RoCE devices (`soft` set)."""
+    sys.path.insert(0, FIXTURES)
+    from hostspec import expand_sriov
+
+    out: Dict[str, dict] = {}
+    for d in expand_sriov(spec["pci"]["devices"]):
+        if d.get("rdma"):
+            out[d["rdma"]] = d
+        for sf in d.get("subfunctions") or []:
+            out[sf["rdma"]] = dict(sf, pf=d["bdf"])
+    for soft in spec.get("soft_rdma") or []:
+        out[soft["rdma"]] = dict(soft, soft=True)
+    return out
+
+
 HOST_NAMES = spec_names()
 TOPO_HOSTS = [n for n in HOST_NAMES if os.path.exists(os.path.join(HOSTS, n, TOPO))]
 
@@ -129,8 +146,14 @@ class SysfsPci:
 
     def __init__(self, root: str):
         self.root = os.path.realpath(root)
+        self._paths: Dict[str, List[str]] = {}
 
     def path(self, bdf: str) -> List[str]:
+        if bdf not in self._paths:  # a 530-column matrix asks for each device 1000 times
+            self._paths[bdf] = self._path(bdf)
+        return self._paths[bdf]
+
+    def _path(self, bdf: str) -> List[str]:
         real = os.path.realpath(os.path.join(self.root, "sys/bus/pci/devices", bdf))
         assert real.startswith(self.root), real
         rel = os.path.relpath(real, os.path.join(self.root, "sys/devices")).split(os.sep)
@@ -141,7 +164,10 @@ class SysfsPci:
         return comps
 
     def numa(self, bdf: str) -> int:
-        return int(read(self.root, f"sys/bus/pci/devices/{bdf}/numa_node").strip())
+        key = "numa:" + bdf
+        if key not in self._paths:
+            self._paths[key] = [read(self.root, f"sys/bus/pci/devices/{bdf}/numa_node").strip()]
+        return int(self._paths[key][0])
 
     def classify(self, a: str, b: str) -> str:
         pa, pb = self.path(a), self.path(b)
@@ -268,7 +294,7 @@ def test_rdma_ports_are_consistent(name):
         layer = read(port, "link_layer").strip()
         assert layer in ("Ethernet", "InfiniBand")
         assert re.fullmatch(r"\d: [A-Z_]+", read(port, "state").strip())
-        assert re.fullmatch(r"\d+ Gb/sec \(\d+X [A-Z]+\)", read(port, "rate").strip())
+        assert re.fullmatch(r"\d+(\.\d+)? Gb/sec \(\d+X [A-Z]+\)", read(port, "rate").strip())  # rxe: 2.5
         gids = {int(i): read(port, f"gids/{i}").strip() for i in os.listdir(os.path.join(port, "gids"))}
         assert all(re.fullmatch(r"([0-9a-f]{4}:){7}[0-9a-f]{4}", g) for g in gids.values())
         types_dir = os.path.join(port, "gid_attrs", "types")
@@ -285,7 +311,12 @@ def test_rdma_ports_are_consistent(name):
         ndevs = {int(i): read(ndev_dir, i).strip() for i in os.listdir(ndev_dir)} if os.path.isdir(ndev_dir) else {}
         for i, nd in ndevs.items():
             assert os.path.lexists(os.path.join(root, "sys/class/net", nd)), (dev, i, nd)
-        spec_dev = next(d for d in load_spec(name)["pci"]["devices"] if d.get("rdma") == dev)
+        spec_dev = rdma_specs(load_spec(name))[dev]
+        if spec_dev.get("soft"):
+            # rxe: RoCE v2 only, one entry per address, link-local first
+            assert types and all(t == "RoCE v2" for t in types.values()), dev
+            assert gids[0].startswith("fe80:0000:0000:0000:") and sorted(types) == list(range(len(types))), dev
+            continue
         if spec_dev.get("gids") is None and 0 in types:
             # the default mlx5 table: fe80 v1/v2 then each address as v1/v2
             assert types[0] == "IB/RoCE v1" and types[1] == "RoCE v2" and gids[0] == gids[1], dev
@@ -309,3 +340,30 @@ def test_net_interfaces_match_ip_addr_recording(name):
         assert int(read(d, "mtu")) == l["mtu"]
         assert int(read(d, "ifindex")) == l["ifindex"]
         assert read(d, "address").strip() == l["address"]
+
+
+AUX_HOSTS = [n for n in HOST_NAMES if any(d.get("pf") or d.get("soft") for d in rdma_specs(load_spec(n)).values())]
+
+
+@pytest.mark.parametrize("name", AUX_HOSTS)
+def test_rdma_devices_without_a_pci_function_have_the_kernel_layout(name):
+    """mlx5 SFs hang below their PF as auxiliary devices; rxe devices are virtual, with `parent`."""
+    root = os.path.realpath(os.path.join(HOSTS, name))
+    for dev, spec in sorted(rdma_specs(load_spec(name)).items()):
+        ibdir = os.path.realpath(os.path.join(root, "sys/class/infiniband", dev))
+        if spec.get("pf"):
+            sf = os.path.realpath(os.path.join(ibdir, "device"))
+            assert os.path.basename(sf) == f"mlx5_core.sf.{spec['aux']}", dev
+            assert os.path.basename(os.path.dirname(sf)) == spec["pf"], dev
+            assert os.path.realpath(os.path.join(root, "sys/bus/auxiliary/devices", os.path.basename(sf))) == sf
+            assert read(sf, "sfnum").strip() == str(spec["sfnum"]), dev
+            assert os.readlink(os.path.join(sf, "driver")).endswith("/auxiliary/drivers/mlx5_core.sf")
+            netdev = os.path.realpath(os.path.join(root, "sys/class/net", spec["netdev"], "device"))
+            assert netdev == sf, f"{spec['netdev']} is not below {sf}"
+            assert not os.path.exists(os.path.join(sf, "config")), "an SF is not a PCI function"
+        elif spec.get("soft"):
+            assert ibdir == os.path.join(root, "sys/devices/virtual/infiniband", dev), dev
+            assert not os.path.lexists(os.path.join(ibdir, "device")), f"{dev}: rxe has no parent device"
+            assert read(ibdir, "parent").strip() == spec["netdev"], dev
+            assert read(ibdir, "fw_ver") == "\n" and not os.path.exists(os.path.join(ibdir, "board_id"))
+            assert os.path.isdir(os.path.join(root, "sys/class/net", spec["netdev"])), dev
