@@ -1,0 +1,64 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""Check that the installed DOCA/MLNX OFED fits the running kernel."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: rdma_core_ofed_check
+short_description: Fail clearly when the installed OFED does not match the running kernel
+description:
+  - Reads C(ofed_info -s), C(uname -r) and C(modinfo) of the NIC driver, and fails naming the
+    kernel and the module file when the driver that would load is not OFED's build for the
+    running kernel. Read-only; runs in check mode.
+options:
+  module:
+    description: The NIC driver module OFED provides (mlx5_ib).
+    type: str
+    default: mlx5_ib
+author: rocetune contributors
+"""
+
+RETURN = r"""
+ofed_version:
+  description: The version C(ofed_info -s) reports, or null when OFED is not installed.
+  type: str
+  returned: always
+summary:
+  description: What matched.
+  type: str
+  returned: success
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.rdma_core_ofed import OfedMismatch, check_kernel, parse_ofed_info
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(module=dict(type="str", default="mlx5_ib")),
+                           supports_check_mode=True)
+    ofed_info = module.get_bin_path("ofed_info")
+    if not ofed_info:
+        module.exit_json(changed=False, ofed_version=None, summary="OFED is not installed")
+    rc, out, err = module.run_command([ofed_info, "-s"])
+    version = parse_ofed_info(out) if rc == 0 else None
+    if not version:
+        module.fail_json(msg="ofed_info -s gave no OFED version: %s" % (err or out).strip(), ofed_version=None)
+    running = os.uname()[2]
+    rc, out, err = module.run_command([module.get_bin_path("modinfo", required=True), module.params["module"]])
+    try:
+        summary = check_kernel(module.params["module"], running, out if rc == 0 else "", version)
+    except OfedMismatch as exc:
+        module.fail_json(msg=str(exc), ofed_version=version)
+    module.exit_json(changed=False, ofed_version=version, summary=summary)
+
+
+if __name__ == "__main__":
+    main()
