@@ -3,7 +3,7 @@
 
     python bench/probe_vs_lstopo.py [--root DIR] [--runs N]
 
-Runs `rocetune probe --root R --output json` and `HWLOC_FSROOT=R lstopo-no-graphics --of xml -`
+Runs `rocetune probe --root R --json` and `HWLOC_FSROOT=R lstopo-no-graphics --of xml -`
 alternately, N times each, and prints the medians, the ratio (target: <= 1.0) and the probe's
 peak RSS (target: < 60 MB). Without --root it uses the largest fixture host.
 """
@@ -54,7 +54,7 @@ def main() -> int:
     lstopo = shutil.which("lstopo-no-graphics")
     if lstopo is None:
         sys.exit("bench: lstopo-no-graphics not found (apt-get install hwloc)")
-    probe_argv = [sys.executable, "-m", "rocetune", "probe", "--root", root, "--output", "json"]
+    probe_argv = [sys.executable, "-m", "rocetune", "probe", "--root", root, "--json"]
     hwloc_argv = [lstopo, "--of", "xml", "-"]
     # -x86: without it hwloc mixes this machine's CPUID into the fixture's topology.
     hwloc_env = {**os.environ, "HWLOC_FSROOT": root, "HWLOC_COMPONENTS": "-x86"}

@@ -17,7 +17,7 @@ def rocetune(*args: str, check: bool = False, env=None) -> subprocess.CompletedP
 
 
 def rocetune_json(*args: str) -> Tuple[int, dict]:
-    proc = rocetune("--output", "json", *args)
+    proc = rocetune("--json", *args)
     return proc.returncode, json.loads(proc.stdout)
 
 

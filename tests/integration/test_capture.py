@@ -5,7 +5,7 @@ import tarfile
 
 import pytest
 
-from rocetune.capture import build_tar, record
+from rocetune.probe.capture import build_tar, record
 
 from tests.integration.clirun import features_of, rocetune
 

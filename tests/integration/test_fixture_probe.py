@@ -65,8 +65,8 @@ def test_probe_is_clean_and_deterministic(host, features):
     f = features(host)
     assert f["topology"]["disagreements"] == []
     assert all(g["bdf"] for g in f["gpus"]), "every GPU matched to its PCI device"
-    first = rocetune("--output", "json", "probe", "--root", root(host)).stdout
-    assert first == rocetune("--output", "json", "probe", "--root", root(host)).stdout
+    first = rocetune("--json", "probe", "--root", root(host)).stdout
+    assert first == rocetune("--json", "probe", "--root", root(host)).stdout
 
 
 def test_nvidia_smi_and_sysfs_agree_on_every_pair_of_the_oci_host(features):

@@ -37,7 +37,7 @@ def assert_golden(relpath: str, text: str) -> None:
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 @pytest.mark.parametrize("host", HOSTS)
 def test_env_matches_golden(host, fmt):
-    proc = rocetune("probe", "--root", os.path.join(HOSTS_DIR, host), "--format", fmt)
+    proc = rocetune("env", "--root", os.path.join(HOSTS_DIR, host), "--format", fmt)
     assert proc.returncode == 0, proc.stderr
     assert_golden(f"{host}/{FORMATS[fmt]}", proc.stdout)
 

@@ -3,7 +3,7 @@
 import pytest
 
 from rocetune.hostfs import HostRoot, ProbeContext
-from rocetune.sources import verbs
+from rocetune.probe.sources import verbs
 
 
 def test_real_pyverbs_on_a_kernel_without_rdma_gives_a_reason_not_a_crash():

@@ -8,10 +8,11 @@ import pytest
 
 import rocetune.cli.verbs as verbs
 from rocetune.cli.main import main
-from rocetune.cli.verbs.explain import conf_values, effective, effective_layers
+from rocetune.nccl.conf import conf_values, effective
+from rocetune.nccl.conf import layers as effective_layers
 from rocetune.hostfs import HostRoot
-from rocetune.plan import build_plan
-from rocetune.render.envfile import render
+from rocetune.planner import build_plan
+from rocetune.envfiles.write import render
 
 from .rules.featurekit import rail_host
 
@@ -39,7 +40,7 @@ def explain(capsys, root, *argv):
 
 
 def explain_json(capsys, root, *argv):
-    code = main(["--root", str(root), "--output", "json", "explain", *argv])
+    code = main(["--root", str(root), "--json", "explain", *argv])
     return code, json.loads(capsys.readouterr()[0])
 
 

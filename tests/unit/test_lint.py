@@ -12,10 +12,10 @@ import pytest
 import rocetune.cli.verbs as verbs
 from rocetune.cli.main import main
 from rocetune.hostfs import HostRoot
-from rocetune.plan import build_plan
-from rocetune.qos import default_plan
-from rocetune.render.envfile import render
-from rocetune.rules.lint import HostNames, lint_text
+from rocetune.planner import build_plan
+from rocetune.model.qos import default_plan
+from rocetune.envfiles.write import render
+from rocetune.lint.checks import HostNames, lint_text
 
 from .rules.featurekit import rail_host
 
@@ -179,7 +179,7 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     assert main(["--root", str(root), "lint", str(bad)]) == 1
     out, _ = capsys.readouterr()
     assert "bad.sh:1: error misspelled-name" in out and "NCCL_IB_RETRY_CNT" in out
-    assert main(["--root", str(root), "--output", "json", "lint", str(bad), str(good)]) == 1
+    assert main(["--root", str(root), "--json", "lint", str(bad), str(good)]) == 1
     env = json.loads(capsys.readouterr()[0])
     assert env["data"]["counts"]["error"] == 1 and env["exit_code"] == 1
     assert {f["id"] for f in env["data"]["findings"]} == {"misspelled-name"}

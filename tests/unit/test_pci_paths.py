@@ -1,6 +1,7 @@
 import pytest
 
-from rocetune.sources.pci import _chain, classify, path_type
+from rocetune.model.vocab import path_type
+from rocetune.probe.sources.pci import _chain, classify
 
 
 def dev(chain, rc="pci0000:00", numa=0):

@@ -8,7 +8,8 @@ import types
 import pytest
 
 from rocetune.errors import ExitCode, RocetuneError
-from rocetune.plan import Decision, Overrides, build_plan
+from rocetune.model.plan import Decision, Overrides
+from rocetune.planner import build_plan
 
 from .rules.featurekit import Host, rail_host
 
@@ -26,7 +27,7 @@ def test_every_decision_names_its_rule_and_reason():
 
 
 def test_two_rules_setting_one_key_is_an_error_naming_both(monkeypatch):
-    import rocetune.rules as rules
+    import rocetune.planner as rules
 
     monkeypatch.setattr(rules, "RULES", (fake_rule("rule-a", "NCCL_IB_TC", "106"),
                                          fake_rule("rule-b", "NCCL_IB_TC", "104")))
@@ -37,7 +38,7 @@ def test_two_rules_setting_one_key_is_an_error_naming_both(monkeypatch):
 
 
 def test_a_rule_emitting_a_name_nccl_does_not_read_is_a_bug(monkeypatch):
-    import rocetune.rules as rules
+    import rocetune.planner as rules
 
     monkeypatch.setattr(rules, "RULES", (fake_rule("folklore", "NCCL_TOPOLOGY_AWARE", "1"),))
     with pytest.raises(RocetuneError) as e:
@@ -47,7 +48,7 @@ def test_a_rule_emitting_a_name_nccl_does_not_read_is_a_bug(monkeypatch):
 
 @pytest.mark.parametrize("host", ["rail", "ib", "nonic", "flat"])
 def test_no_folklore_in_any_plan(host):
-    from rocetune.rules.catalog import load_catalog
+    from rocetune.nccl.catalog import load_catalog
 
     h = {"rail": rail_host(), "nonic": Host().iface("eth0", "10.0.0.5/24", default=True, speed_gbps=100).gpu(0)}.get(host)
     if host == "ib":

@@ -1,6 +1,7 @@
 """GPU↔NIC pairing, cross-checks and the flattened-host verdict, from hand-made source data."""
 
-from rocetune.probe import derive_topology, findings, virtualization
+from rocetune.probe.findings import host_findings as findings
+from rocetune.probe.topology import derive_topology, virtualization
 
 
 def pci_dev(bdf, kind, chain, rc="pci0000:00", numa=0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rocetune.errors import ExitCode, RocetuneError
-from rocetune.qos import QosPlan, default_plan, dump_yaml, load_file, load_text, parse_yaml_subset
+from rocetune.model.qos import QosPlan, default_plan, dump_yaml, load_file, load_text
 
 FULL = """\
 # fabric QoS for cluster A
@@ -43,10 +43,25 @@ def test_dump_reads_back_identically():
     assert (again.traffic_class, again.fifo_traffic_class, again.lossless_priorities) == (96, 184, (4, 5))
 
 
-def test_pyyaml_reads_the_same_document():
-    yaml = pytest.importorskip("yaml")
-    for text in (FULL, dump_yaml(default_plan())):
-        assert yaml.safe_load(text) == parse_yaml_subset(text)
+def test_ansible_and_rocetune_read_the_same_numbers():
+    """The roles read the plan with PyYAML (Ansible's from_yaml); rocetune must agree exactly."""
+    import yaml
+
+    for text in (FULL, dump_yaml(default_plan()), "data:\n  dscp: 0x1a\n", "data: {dscp: 24, priority: 4}\n"):
+        doc = yaml.safe_load(text)
+        q = load_text(text, "q")
+        assert q.data.dscp == (doc.get("data") or {}).get("dscp", 26)
+
+
+def test_leading_zero_is_refused_because_yaml_readers_disagree():
+    with pytest.raises(RocetuneError) as e:
+        load_text("data:\n  dscp: 010\n", "q.yml")
+    assert "octal 8" in e.value.message and "line 2" in e.value.message
+
+
+def test_block_lists_and_flow_mappings_are_yaml_too():
+    q = load_text("data: {dscp: 24, priority: 4}\nlossless_priorities:\n  - 4\n", "q")
+    assert (q.data.dscp, q.lossless_priorities) == (24, (4,))
 
 
 def test_json_is_accepted():
@@ -65,9 +80,10 @@ def test_json_is_accepted():
     ("data:\n  dscp: twenty-six\n", "expected an integer"),
     ("data:\n  dscp: 48\n", "both 48"),
     ("trust: l2\n", "trust"),
-    ("data:\n\tdscp: 26\n", "tabs"),
+    ("data:\n\tdscp: 26\n", "not valid YAML"),
     ("data:\n  dscp: 26\n  dscp: 24\n", "duplicate key"),
-    ("lossless_priorities:\n  - 3\n", "block lists"),
+    ("lossless_priorities: 3\n", "expected a list"),
+    ("data: [26, 3]\n", "data: expected a mapping"),
     ("version: 2\n", "version"),
     ("lossless_priorities: [3, 9]\n", "0..7"),
 ])

@@ -1,7 +1,7 @@
 import pytest
 
 from rocetune.hostfs import HostRoot, ProbeContext
-from rocetune.sources import rdma
+from rocetune.probe.sources import rdma
 
 from tests.unit.treekit import Link, make
 

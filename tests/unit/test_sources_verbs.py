@@ -1,7 +1,7 @@
 """Verbs source against a labelled stand-in for pyverbs device objects, and the sysfs cross-check."""
 
 from rocetune.hostfs import HostRoot, ProbeContext
-from rocetune.sources import verbs
+from rocetune.probe.sources import verbs
 
 
 class StandInDevice:

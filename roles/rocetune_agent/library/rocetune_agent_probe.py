@@ -13,7 +13,7 @@ DOCUMENTATION = r"""
 module: rocetune_agent_probe
 short_description: Probe a node with rocetune and return its Features and tuned env (read-only)
 description:
-  - Runs C(rocetune probe --output json --format FIRST) once on the node, renders the other
+  - Runs C(rocetune probe --json --format FIRST) once on the node, renders the other
     formats from the same Features (C(--features)), and returns the Features, the rendered
     texts and any file the env points at (an NCCL topology XML), so the role writes the files
     with Ansible's own modules (diff, check mode, idempotence).
@@ -107,7 +107,7 @@ def last_line(text):
 
 
 def call(module, argv, timeout):
-    """Run a rocetune command with --output json; its envelope, or fail the task clearly."""
+    """Run a rocetune command with --json; its envelope, or fail the task clearly."""
     rc, out, err = run(argv, timeout)
     try:
         envelope = json.loads(out)
@@ -139,7 +139,7 @@ def main():
     p = module.params
     if not p["formats"]:
         module.fail_json(msg="formats must name at least one env format")
-    base = [p["executable"], "probe", "--root", p["root"], "--output", "json"]
+    base = [p["executable"], "probe", "--root", p["root"], "--json"]
     tmp = tempfile.mkdtemp(prefix="rocetune-probe-")
     try:
         # 1. Probe once: Features + the first format + the plan.

@@ -11,6 +11,7 @@ from typing import List, Optional, Sequence
 from .. import __version__
 from ..errors import ExitCode, RocetuneError
 from . import verbs
+from ..text import printable
 from .result import Result, dumps, error_result
 
 
@@ -30,8 +31,8 @@ def _add_common(parser: argparse.ArgumentParser, top: bool) -> None:
     g = parser.add_argument_group("global options")
     g.add_argument("--root", metavar="DIR", default=d(os.environ.get("ROCETUNE_ROOT", "/")),
                    help="host root to read (default: / or $ROCETUNE_ROOT)")
-    g.add_argument("--output", choices=("human", "json"), default=d("human"),
-                   help="result format (default: human)")
+    g.add_argument("--json", action="store_true", default=d(False),
+                   help="print the result as one JSON object (the envelope in docs/cli.md)")
     g.add_argument("-v", "--verbose", action="count", default=d(0), help="more detail")
     g.add_argument("-q", "--quiet", action="store_true", default=d(False), help="no warnings")
     g.add_argument("--debug", action="store_true", default=d(False),
@@ -51,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _emit(result: Result, output: str, quiet: bool) -> None:
-    if output == "json":
+def _emit(result: Result, as_json: bool, quiet: bool) -> None:
+    result.warnings = list(dict.fromkeys(result.warnings))
+    if as_json:
         sys.stdout.write(dumps(result.envelope()))
         return
     if result.raw is not None:
@@ -61,33 +63,36 @@ def _emit(result: Result, output: str, quiet: bool) -> None:
         sys.stdout.write(result.human if result.human.endswith("\n") else result.human + "\n")
     if not quiet:
         for w in result.warnings:
-            sys.stderr.write(f"rocetune: warning: {w}\n")
+            sys.stderr.write(f"rocetune: warning: {printable(w)}\n")
     for e in result.errors:
-        sys.stderr.write(f"rocetune: error: {e['message']}\n")
+        sys.stderr.write(f"rocetune: error: {printable(e['message'])}\n")
         if e.get("hint"):
-            sys.stderr.write(f"  hint: {e['hint']}\n")
+            sys.stderr.write(f"  hint: {printable(e['hint'])}\n")
 
 
 def _wants(argv: Sequence[str], flag: str) -> bool:
     return flag in argv
 
 
-def _json_requested(argv: Sequence[str]) -> bool:
-    for i, a in enumerate(argv):
-        if a == "--output=json" or (a == "--output" and i + 1 < len(argv) and argv[i + 1] == "json"):
-            return True
-    return False
+def _old_output_option(argv: Sequence[str]) -> None:
+    for a in argv:
+        if a == "--" :
+            return
+        if a == "--output" or a.startswith("--output="):
+            raise RocetuneError("--output is gone: --json prints the JSON result, -o FILE writes a file",
+                                hint="e.g. rocetune probe --json", code=ExitCode.USAGE)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _wants(argv, "--debug")
-    output = "json" if _json_requested(argv) else "human"
+    as_json = _wants(argv, "--json")
     command = "rocetune"
     try:
+        _old_output_option(argv)
         parser = build_parser()
         args = parser.parse_args(argv)
-        output, command = args.output, args.verb or "rocetune"
+        as_json, command = args.json, args.verb or "rocetune"
         if not args.verb:
             parser.print_help()
             return int(ExitCode.USAGE)
@@ -108,7 +113,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             traceback.print_exc()
         result = error_result(command, f"unexpected {type(exc).__name__}: {exc}",
                               "rerun with --debug and report it", ExitCode.INTERNAL)
-    _emit(result, output, quiet=getattr(result, "quiet", False) or _wants(argv, "-q") or _wants(argv, "--quiet"))
+    _emit(result, as_json, quiet=getattr(result, "quiet", False) or _wants(argv, "-q") or _wants(argv, "--quiet"))
     return int(result.code)
 
 

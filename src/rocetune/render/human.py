@@ -1,34 +1,12 @@
-"""The plan as text for a terminal: a table of variables, then warnings and (verbose) notes."""
+"""What a person reads in a terminal: the host summary, the plan table, the topology matrix."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Sequence
 
-from ..plan import Plan
-
-
-def printable(text: object) -> str:
-    """Escape control characters so a hostile value cannot drive the terminal."""
-    out = []
-    for ch in str(text):
-        o = ord(ch)
-        if ch == "\n":
-            out.append("\\n")
-        elif o < 0x20 or o == 0x7f or 0x80 <= o < 0xa0:
-            out.append(f"\\x{o:02x}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def table(rows: List[List[str]], header: List[str]) -> List[str]:
-    rows = [[printable(c) for c in r] for r in rows]
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i])
-              for i in range(len(header))]
-    lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(header)).rstrip()]
-    for r in rows:
-        lines.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip())
-    return lines
+from ..model.finding import Finding
+from ..model.plan import Plan
+from ..text import printable, table
 
 
 def plan_text(plan: Plan, verbose: int = 0) -> str:
@@ -52,3 +30,39 @@ def plan_text(plan: Plan, verbose: int = 0) -> str:
         lines.append("")
         lines += [printable(f"note: {m}") for m in plan.notes]
     return "\n".join(lines) + "\n"
+
+
+def host_summary(f: dict, verbose: int = 0) -> str:
+    h = f["host"]
+    lines = [f"host {h.get('hostname') or '?'}  kernel {h.get('kernel_release') or '?'}  "
+             f"cpus {h.get('logical_cpus') or '?'}  numa nodes {len(h.get('numa_nodes', []))}"]
+    gpus = f["gpus"]
+    ports = [(d, p) for d in f["rdma"]["devices"] for p in d["ports"]]
+    if not gpus and not ports:
+        lines.append("no NVIDIA GPU and no RDMA device: nothing for NCCL to tune beyond TCP sockets")
+    if gpus:
+        lines.append(f"{len(gpus)} GPU(s)")
+        for g in gpus:
+            near = ", ".join(f"{n['device']}:{n['port']}" if n["port"] else n["device"]
+                             for n in g["nearest_nics"]) or "none"
+            path = g["nearest_nics"][0]["path"] if g["nearest_nics"] else "-"
+            lines.append(f"  GPU{g['index']} {g['bdf'] or '?'} numa {g['numa_node']}  nearest NIC {path}: {near}")
+    if ports:
+        lines.append(f"{len(ports)} RDMA port(s)")
+        for d, p in ports:
+            gids = ",".join(str(i) for i in p["roce_v2_ipv4_gids"]) or "-"
+            lines.append(f"  {d['name']}:{p['port']} {p['state'] or '?'} {p['link_layer'] or '?'} "
+                         f"{p['rate'] or '?'} netdev {p['netdev'] or '-'} mtu {p['netdev_mtu'] or '-'} "
+                         f"roce-v2-ipv4-gids {gids}")
+    nets = [i for i in f["net"]["interfaces"] if i["default_route"]]
+    if nets:
+        lines.append("default route via " + ", ".join(i["name"] for i in nets))
+    if verbose:
+        for name, st in sorted(f["sources"].items()):
+            lines.append(f"source {name}: {'ok' if st['ok'] else 'FAILED: ' + str(st['reason'])}")
+    return "\n".join(lines) + "\n"
+
+
+def findings_text(findings: Sequence[Finding]) -> str:
+    """One line per finding, most severe first (the caller sorts); nothing when there are none."""
+    return "".join(printable(f.text()) + "\n" for f in findings)

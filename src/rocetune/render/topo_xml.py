@@ -28,55 +28,13 @@ NCCL's own XML reader knows no entities: names with quotes, '<', '>' or '&' are 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List
 
-BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
-GPU_CLASS = "0x030200"
-NIC_CLASS = "0x020000"
-BRIDGE_CLASS = "0x060400"
-_NCCL_SPEEDS = {2.5: "2.5 GT/s PCIe", 5.0: "5.0 GT/s PCIe", 8.0: "8.0 GT/s PCIe",
-                16.0: "16.0 GT/s PCIe", 32.0: "32.0 GT/s PCIe", 64.0: "64.0 GT/s PCIe"}
-
-
-@dataclass
-class Endpoint:
-    bdf: str
-    pci_class: str
-    link_speed: Optional[str] = None
-    link_width: Optional[int] = None
-    nets: List[str] = field(default_factory=list)
-
-
-@dataclass
-class Group:
-    numa: int
-    gpus: List[Endpoint]
-    nics: List[Endpoint]
-    link_speed: str = "16.0 GT/s PCIe"
-    link_width: int = 16
-
-
-class TopologyError(ValueError):
-    pass
-
-
-def nccl_link_speed(text: Optional[str]) -> Optional[str]:
-    """`32.0 GT/s PCIe` / `32 GT/s` -> the spelling NCCL's table knows, or None."""
-    if not text:
-        return None
-    m = re.match(r"^\s*([\d.]+)\s*GT/s", text)
-    if not m:
-        return None
-    try:
-        return _NCCL_SPEEDS.get(float(m.group(1)))
-    except ValueError:
-        return None
-
+from ..nccl.topo import BRIDGE_CLASS, Endpoint, Group, nccl_link_speed, validate
 
 def render_topology(groups: List[Group], comment: str = "") -> str:
     """The XML text; deterministic for the same groups. TopologyError on unusable names."""
+    validate(groups)
     lines = []
     if comment:
         safe = re.sub(r"[^A-Za-z0-9 _.,:;=/+()-]", "?", comment).replace("--", "- ")
@@ -90,8 +48,6 @@ def render_topology(groups: List[Group], comment: str = "") -> str:
         lines.append(f'  <cpu numaid="{int(numa)}">')
         for g in by_numa[numa]:
             bridge += 1
-            if bridge > 0xff:
-                raise TopologyError("more than 255 GPU-NIC groups")
             lines.append(f'    <pci busid="ffff:ff:{bridge:02x}.0" class="{BRIDGE_CLASS}" '
                          f'link_speed="{g.link_speed}" link_width="{int(g.link_width)}">')
             for ep in sorted(g.gpus + g.nics, key=lambda e: e.bdf):
@@ -103,8 +59,6 @@ def render_topology(groups: List[Group], comment: str = "") -> str:
 
 
 def _endpoint(ep: Endpoint) -> List[str]:
-    if not BDF_RE.match(ep.bdf):
-        raise TopologyError(f"not a PCI address: {ep.bdf!r}")
     attrs = f'busid="{ep.bdf}" class="{ep.pci_class}"'
     speed = nccl_link_speed(ep.link_speed)
     if speed:
@@ -115,8 +69,6 @@ def _endpoint(ep: Endpoint) -> List[str]:
         return [f"      <pci {attrs}/>"]
     out = [f"      <pci {attrs}>", "        <nic>"]
     for name in ep.nets:
-        if not NAME_RE.match(name):
-            raise TopologyError(f"RDMA device name {name!r} cannot be written in NCCL's XML")
         out.append(f'          <net name="{name}"/>')
     out += ["        </nic>", "      </pci>"]
     return out

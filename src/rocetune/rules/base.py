@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..plan import Decision, Finding, Message, PlanFile
-from ..qos import QosPlan, default_plan
-from . import hostview
+from ..analysis import hostview
+from ..model.finding import Finding
+from ..model.plan import Decision, Message, PlanFile
+from ..model.qos import QosPlan, default_plan
 
 DEFAULT_TOPO_PATH = "/etc/rocetune/nccl-topo.xml"
 TOPO_FILE_NAME = "nccl-topo.xml"
@@ -53,12 +54,11 @@ class RuleContext:
 
     def finding(self, fid: str, severity: str, subject: str, message: str) -> None:
         self.findings.append(Finding(fid, severity, subject, message, self.rule_id))
-        if severity in ("warning", "error"):
-            self.warn(message)
 
     def report(self, data: Any) -> None:
         """Structured facts a rule establishes without setting a variable (plan.reports[rule id])."""
         self.reports[self.rule_id] = data
 
-    def add_file(self, name: str, content: str, key: str) -> None:
-        self.files.append(PlanFile(name, content, key, self.rule_id))
+    def add_file(self, name: str, kind: str, data: Any, key: str) -> None:
+        """A file the env will point at through `key`; `kind` names its renderer."""
+        self.files.append(PlanFile(name, kind, data, key, self.rule_id))

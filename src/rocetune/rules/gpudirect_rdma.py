@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from ..plan import Decision
-from .hostview import GPU_LOCAL
+from ..model.plan import Decision
+from ..model.vocab import GPU_LOCAL
 
 ID = "gpudirect-rdma"
 PEERMEM_SYSFS = (2, 23, 4)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from ..errors import ExitCode, RocetuneError
-from ..plan import Decision
+from ..model.plan import Decision
 
 ID = "local-rank"
 

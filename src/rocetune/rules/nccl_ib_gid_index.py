@@ -21,7 +21,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Dict, List, Tuple
 
-from ..plan import Decision
+from ..model.plan import Decision
 
 ID = "nccl-ib-gid-index"
 AUTO_SELECT = (2, 21, 5)

@@ -2,8 +2,8 @@
 
 When the Features say the PCI tree is flattened (synthetic PCI domains, every GPU-NIC path SYS on
 one NUMA node, GPUs on a hypervisor's root bus), NCCL would treat every NIC as remote from every
-GPU. rocetune then writes an NCCL topology XML (rocetune.render.topo_xml) next to the env file and
-points NCCL_TOPO_FILE at it. Each GPU is grouped with its compute NIC(s) under one synthetic PCI
+GPU. rocetune then plans an NCCL topology file next to the env file (its layout here; the XML
+text is rendered by rocetune.render.topo_xml) and points NCCL_TOPO_FILE at it. Each GPU is grouped with its compute NIC(s) under one synthetic PCI
 bridge on its NUMA node:
 
 * from locality when the Features have it (ports PIX/PXB to the GPU; GPUs sharing a NIC share a
@@ -21,11 +21,11 @@ import os
 from typing import Dict, List
 
 from .. import __version__
-from ..plan import Decision
-from ..render.topo_xml import (GPU_CLASS, NIC_CLASS, Endpoint, Group, TopologyError,
-                               nccl_link_speed, render_topology)
+from ..model.plan import Decision
+from ..model.vocab import GPU_LOCAL, natural_key
+from ..nccl.topo import (GPU_CLASS, NIC_CLASS, Endpoint, Group, TopologyError, nccl_link_speed,
+                         validate)
 from .base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
-from .hostview import GPU_LOCAL, natural_key
 
 ID = "nccl-topo-file"
 
@@ -73,14 +73,13 @@ def rule(features: dict, ctx) -> List[Decision]:
         xml_groups.append(Group(numa, eps_g, eps_n, speed, width))
     comment = f"rocetune {__version__}: GPU-NIC layout of a flattened host ({how})"
     try:
-        xml = render_topology(xml_groups, comment)
+        validate(xml_groups)
     except TopologyError as exc:
         ctx.warn(f"cannot write the topology file: {exc}")
         return []
     path = ctx.topo_path or DEFAULT_TOPO_PATH
-    ctx.add_file(os.path.basename(path) or TOPO_FILE_NAME, xml, "NCCL_TOPO_FILE")
-    if ctx.topo_path is None:
-        ctx.note(f"the topology XML is written only with -o; NCCL_TOPO_FILE points at {path}")
+    ctx.add_file(os.path.basename(path) or TOPO_FILE_NAME, "nccl-topo-xml",
+                 {"groups": xml_groups, "comment": comment}, "NCCL_TOPO_FILE")
     return [ctx.decision(
         "NCCL_TOPO_FILE", path,
         f"PCI topology is flattened ({reasons}): the file groups each GPU with its NIC(s) ({how})",

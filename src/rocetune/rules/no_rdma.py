@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from ..plan import Decision
-from . import socket_ifname
+from ..model.plan import Decision
 
 ID = "no-rdma"
 
@@ -66,7 +65,7 @@ def rule(features: dict, ctx) -> List[Decision]:
     out = [ctx.decision("NCCL_IB_DISABLE", 1,
                         f"{why}: NCCL runs over TCP sockets; said explicitly so no NCCL_IB_* "
                         "setting is expected to matter", **evidence)]
-    iface, _, _ = socket_ifname.choose(ctx)
+    iface, _, _ = ctx.host.socket_interface()
     if iface is None:
         return out
     speed = iface.get("speed_mbps")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..plan import Decision
+from ..model.plan import Decision
 
 ID = "traffic-class"
 

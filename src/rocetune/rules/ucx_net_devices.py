@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..plan import Decision
-from . import socket_ifname
+from ..model.plan import Decision
 
 ID = "ucx-net-devices"
 
@@ -33,7 +32,7 @@ def rule(features: dict, ctx) -> List[Decision]:
                              f"{scope}, as NCCL_IB_HCA; UCX would otherwise also use storage and "
                              "front-end ports", ports=[p.name for p in ports])]
     if sel.rdma_visible or ctx.host.plugin_cloud():
-        iface, why, _ = socket_ifname.choose(ctx)
+        iface, why, _ = ctx.host.socket_interface()
         if iface is not None:
             return [ctx.decision("UCX_NET_DEVICES", iface["name"],
                                  f"no usable RDMA port: UCX's TCP transport on {iface['name']} ({why})",

@@ -12,7 +12,7 @@ try:
 except ImportError:  # not installed yet: use the source tree
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
 
-from rocetune.sources.parsers._common import BUG_PREFIX  # noqa: E402
+from rocetune.probe.parsers._common import BUG_PREFIX  # noqa: E402
 
 #: Real tool outputs with provenance (tests/fixtures/corpus/SOURCES.md).
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"

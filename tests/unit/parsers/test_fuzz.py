@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocetune.errors import ParseError
-from rocetune.sources.parsers._common import BUG_PREFIX
-from rocetune.sources.parsers.ibstat import parse_ibstat, parse_ibstatus
-from rocetune.sources.parsers.ibv_devinfo import parse_ibv_devinfo
-from rocetune.sources.parsers.ip_addr import parse_ip_addr
-from rocetune.sources.parsers.nvsmi_query import parse_gpu_query
-from rocetune.sources.parsers.nvsmi_topo import gpu_nic_paths, nvlink_pairs, parse_topo_matrix
+from rocetune.probe.parsers._common import BUG_PREFIX
+from rocetune.probe.parsers.ibstat import parse_ibstat, parse_ibstatus
+from rocetune.probe.parsers.ibv_devinfo import parse_ibv_devinfo
+from rocetune.probe.parsers.ip_addr import parse_ip_addr
+from rocetune.probe.parsers.nvsmi_query import parse_gpu_query
+from rocetune.probe.parsers.nvsmi_topo import gpu_nic_paths, nvlink_pairs, parse_topo_matrix
 
 # Same place as conftest.CORPUS_DIR; computed here because the inputs are needed at collection time.
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rocetune.errors import ParseError
-from rocetune.sources.parsers.ibstat import parse_ibstat, parse_ibstatus
+from rocetune.probe.parsers.ibstat import parse_ibstat, parse_ibstatus
 
 H20_IBSTAT = "h20-8gpu-cx6lx-2port-only/ibstat.txt"
 

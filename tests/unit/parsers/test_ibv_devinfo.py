@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rocetune.errors import ParseError
-from rocetune.sources.parsers.ibv_devinfo import parse_ibv_devinfo
+from rocetune.probe.parsers.ibv_devinfo import parse_ibv_devinfo
 
 CX3_ROCE = "ibv_devinfo-cx3-roce-2port/ibv_devinfo.txt"
 CX3_IB = "ibv_devinfo-cx3-ib-2dev/ibv_devinfo.txt"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from rocetune.errors import ParseError
-from rocetune.sources.parsers.ip_addr import parse_ip_addr
+from rocetune.probe.parsers.ip_addr import parse_ip_addr
 
 RECORDED = "ip-addr-debian12-build-host/ip-j-addr-show.json"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from rocetune.errors import ParseError
-from rocetune.sources.parsers.nvsmi_query import normalize_bus_id, parse_gpu_query
+from rocetune.probe.parsers.nvsmi_query import normalize_bus_id, parse_gpu_query
 
 H100_NODE = "".join(f"{i}, 00000000:{bus}:00.0, NVIDIA H100 80GB HBM3\n"
                     for i, bus in enumerate(["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]))

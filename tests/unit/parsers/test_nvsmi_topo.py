@@ -7,7 +7,7 @@ from itertools import combinations
 import pytest
 
 from rocetune.errors import ParseError
-from rocetune.sources.parsers.nvsmi_topo import gpu_nic_paths, nvlink_pairs, parse_topo_matrix
+from rocetune.probe.parsers.nvsmi_topo import gpu_nic_paths, nvlink_pairs, parse_topo_matrix
 
 
 def parse(corpus, name):

@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 
 from rocetune import __version__
 from rocetune.errors import ExitCode, RocetuneError
-from rocetune.features import fingerprint
-from rocetune.plan import Decision, Overrides, Plan, build_plan
-from rocetune.render.envfile import FORMATS, render
-from rocetune.render.envparse import parse_text, systemd_env_pairs
+from rocetune.model.features import fingerprint
+from rocetune.model.plan import Decision, Overrides, Plan
+from rocetune.planner import build_plan
+from rocetune.envfiles.write import FORMATS, render
+from rocetune.envfiles.read import parse_text, systemd_env_pairs
 
 from ..rules.featurekit import rail_host
 

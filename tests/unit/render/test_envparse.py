@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocetune.render.envparse import arith, detect_format, parse_text, shell_commands, yaml_scalar
+from rocetune.envfiles.read import arith, detect_format, parse_text, shell_commands, yaml_scalar
 
 
 def kv(text, fmt="auto", name=""):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rocetune.plan import Decision, Plan, build_plan
+from rocetune.model.plan import Decision, Plan
+from rocetune.planner import build_plan
 from rocetune.render.human import plan_text, printable
 
 from ..rules.featurekit import rail_host

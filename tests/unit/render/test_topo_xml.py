@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from rocetune.render.topo_xml import (Endpoint, Group, TopologyError, nccl_link_speed,
-                                      render_topology)
+from rocetune.nccl.topo import Endpoint, Group, TopologyError, nccl_link_speed
+from rocetune.render.topo_xml import render_topology
 
 
 def group(numa=0, gpu="0001:00:00.0", nic="0101:00:00.0", nets=("mlx5_ib0",)):

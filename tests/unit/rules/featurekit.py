@@ -236,6 +236,6 @@ def rail_host(n: int = 8, *, nccl: Optional[str] = "2.23.4", frontend: bool = Tr
 
 
 def plan_of(features: dict, **kw):
-    from rocetune.plan import build_plan
+    from rocetune.planner import build_plan
 
     return build_plan(features, **kw)

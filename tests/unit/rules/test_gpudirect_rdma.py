@@ -13,7 +13,6 @@ def test_missing_peer_memory_on_a_gpu_rdma_host_is_loud():
     plan = plan_of(rail_host().no_peermem().build())
     f = findings(plan)["gdr-unavailable"]
     assert f.severity == "warning" and "GPUDIRECT RDMA UNAVAILABLE" in f.message
-    assert any("GPUDIRECT RDMA UNAVAILABLE" in str(w) for w in plan.warnings)
     assert plan.reports["gpudirect-rdma"]["available"] is False
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from rocetune.render.files import render_file
+
 from .featurekit import Host, plan_of, rail_host
 
 
@@ -39,7 +41,7 @@ def test_flattened_vm_gets_a_topology_file_next_to_the_env_file():
     assert d.value == "/srv/job/nccl-topo.xml" and d.rule_id == "nccl-topo-file"
     (f,) = plan.files
     assert f.name == "nccl-topo.xml" and f.key == "NCCL_TOPO_FILE"
-    groups = groups_of(f.content)
+    groups = groups_of(render_file(f))
     assert len(groups) == 8
     assert (0, ["0001:00:00.0"], ["mlx5_ib0"]) in groups and (3, ["0008:00:00.0"], ["mlx5_ib7"]) in groups
     assert any("PCI order" in str(w) for w in plan.warnings)
@@ -47,7 +49,7 @@ def test_flattened_vm_gets_a_topology_file_next_to_the_env_file():
 
 def test_xml_states_layout_only():
     plan = plan_of(azure_like(2).build(), topo_path="/x/nccl-topo.xml")
-    xml = plan.files[0].content
+    xml = render_file(plan.files[0])
     assert "\t" not in xml and "gdr=" not in xml and "<gpu" not in xml and ' speed="' not in xml
     assert 'class="0x020700"' in xml
 
@@ -63,7 +65,7 @@ def test_locality_when_known_beats_order():
     h.rdma("mlx5_0", netdev="r0", ipv4="192.168.0.5/24", paths={2: "PXB", 3: "PXB"})
     h.flattened("running under KVM with GPUs not behind any PCIe switch")
     plan = plan_of(h.build(), topo_path="/x/nccl-topo.xml")
-    groups = groups_of(plan.files[0].content)
+    groups = groups_of(render_file(plan.files[0]))
     assert sorted((len(g), sorted(n)) for _, g, n in groups) == [(2, ["mlx5_0", "mlx5_2"]), (2, ["mlx5_1", "mlx5_3"])]
     assert not any("PCI order" in str(w) for w in plan.warnings)
 
@@ -84,4 +86,15 @@ def test_pairing_that_cannot_be_derived_writes_nothing():
 def test_without_an_output_file_the_default_path_is_named():
     plan = plan_of(azure_like(2).build())
     assert plan.env["NCCL_TOPO_FILE"] == "/etc/rocetune/nccl-topo.xml"
-    assert any("only with -o" in str(n) for n in plan.notes)
+    assert plan.files[0].name == "nccl-topo.xml"
+
+
+def test_an_env_printed_without_its_topology_file_does_not_point_at_one(tmp_path):
+    from rocetune.app import plan_env
+
+    env = plan_env(azure_like(2).build(), ["sh"], env_dir=str(tmp_path), files_will_be_written=False)
+    assert "NCCL_TOPO_FILE" not in env.texts["sh"] and not env.files
+    assert any("only with -o" in str(w) for w in env.plan.warnings)
+    (tmp_path / "nccl-topo.xml").write_text(render_file(plan_of(azure_like(2).build()).files[0]))
+    again = plan_env(azure_like(2).build(), ["sh"], env_dir=str(tmp_path), files_will_be_written=False)
+    assert f"NCCL_TOPO_FILE='{tmp_path}/nccl-topo.xml'" in again.texts["sh"]

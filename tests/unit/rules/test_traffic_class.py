@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rocetune.qos import load_text
+from rocetune.model.qos import load_text
 
 from .featurekit import Host, plan_of, rail_host
 

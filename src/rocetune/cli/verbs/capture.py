@@ -17,8 +17,8 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
-    from ...capture import capture
-    from ...features import fingerprint
+    from ...model.features import fingerprint
+    from ...probe.capture import capture
 
     try:
         features, size = capture(args.root, args.out)

@@ -6,8 +6,8 @@
                                          then $NCCL_CONF_FILE (or ~/.nccl.conf), then /etc/nccl.conf
     rocetune explain --env FILE [VAR]    explain a file rocetune generated (its '# rule:' comments)
 
-The plan comes from --features FILE, or from probing --root; the plan options of `rocetune probe`
-(--set, --unset, --config, --qos, --local-rank) apply, so explain shows exactly what probe emits.
+The plan comes from --features FILE, or from probing --root; the plan options of `rocetune env`
+(--set, --unset, --config, --qos, --local-rank) apply, so explain shows exactly what env emits.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from typing import Any, Dict, List, Optional, Tuple
 from typing import TYPE_CHECKING
 
 from ...errors import ExitCode, RocetuneError
-from .. import envout
+from .. import options, report
 from ..result import Result
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...hostfs import HostRoot
-    from ...plan import Decision, Plan
+    from ...model.plan import Decision, Plan
 
 NAME = "explain"
 ORDER = 30
@@ -39,61 +38,14 @@ def register(p: argparse.ArgumentParser) -> None:
                         "$NCCL_CONF_FILE or ~/.nccl.conf > /etc/nccl.conf (read through --root)")
     p.add_argument("--env", metavar="FILE", dest="env_file",
                    help="explain an env file rocetune generated instead of planning")
-    envout.add_plan_arguments(p)
-
-
-# --- NCCL's precedence ----------------------------------------------------------------------------
-
-def conf_values(text: str) -> Dict[str, str]:
-    """NCCL's reading of a conf file: the first occurrence of a name wins (setenv without overwrite)."""
-    from ...render.envparse import parse_text
-
-    out: Dict[str, str] = {}
-    for a in parse_text(text, "nccl-conf").assignments:
-        out.setdefault(a.key, a.value if a.value is not None else a.raw)
-    return out
-
-
-def effective_layers(root: "HostRoot", environ: Optional[Dict[str, str]],
-                     home: Optional[str]) -> List[Tuple[str, Dict[str, str]]]:
-    """The places NCCL reads settings from, highest precedence first: (label, values)."""
-    layers: List[Tuple[str, Dict[str, str]]] = []
-    if environ is not None:
-        layers.append(("process environment", dict(environ)))
-    user_file = (environ or {}).get("NCCL_CONF_FILE")
-    if user_file:
-        path, label = user_file, f"NCCL_CONF_FILE={user_file}"
-    elif home:
-        path, label = os.path.join(home, ".nccl.conf"), f"{os.path.join(home, '.nccl.conf')}"
-    else:
-        path, label = None, None
-    for p, lab in ((path, label), ("/etc/nccl.conf", "/etc/nccl.conf")):
-        if not p:
-            continue
-        try:
-            text = root.read_text(p) if p.startswith("/") else None
-        except RocetuneError:
-            text = None
-        if text is not None:
-            layers.append((lab, conf_values(text)))
-    return layers
-
-
-def effective(key: str, layers: List[Tuple[str, Dict[str, str]]]) -> Tuple[Optional[str], Optional[str]]:
-    """(value, where) NCCL ends up with; config files only matter for NCCL_* names."""
-    for label, values in layers:
-        if label != "process environment" and not key.startswith("NCCL_"):
-            continue
-        if key in values:
-            return values[key], label
-    return None, None
+    options.add_plan_arguments(p)
 
 
 # --- the verb ---------------------------------------------------------------------------------------
 
 def _decisions_from_env(path: str) -> Tuple[List["Decision"], Optional[str]]:
-    from ...plan import Decision
-    from ...render.envparse import parse_text
+    from ...envfiles.read import parse_text
+    from ...model.plan import Decision
 
     try:
         with open(path, encoding="utf-8") as fh:
@@ -112,7 +64,10 @@ def _decisions_from_env(path: str) -> Tuple[List["Decision"], Optional[str]]:
 
 
 def run(args: argparse.Namespace) -> Result:
+    from ... import app
     from ...hostfs import HostRoot
+    from ...nccl.conf import layers as nccl_layers
+    from ...planner import build_plan
 
     plan: "Optional[Plan]" = None
     if args.env_file:
@@ -123,12 +78,9 @@ def run(args: argparse.Namespace) -> Result:
         source = f"env file {args.env_file}" + (f" (features sha256:{fhash})" if fhash else "")
         warnings: List[str] = []
     else:
-        features = envout.load_features_arg(args)
-        if features is None:
-            from ... import probe
-
-            features = probe.collect_features(args.root)
-        plan = envout.plan_from_args(args, features)
+        features = report.collect(args)
+        plan = build_plan(features, app.overrides(args.config, args.set, args.unset),
+                          app.qos_plan(args.root, args.qos), local_rank=args.local_rank)
         decisions = plan.decisions
         source = f"features {args.features}" if args.features else f"host {args.root}"
         warnings = [str(m) for m in plan.warnings]
@@ -138,7 +90,7 @@ def run(args: argparse.Namespace) -> Result:
         root = HostRoot(args.root)
         environ = dict(os.environ) if root.is_live else None
         home = os.path.expanduser("~") if root.is_live else None
-        layers = effective_layers(root, environ, home)
+        layers = nccl_layers(root, environ, home)
 
     by_key = {d.key: d for d in decisions}
     if args.var:
@@ -160,6 +112,8 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def _effective_entry(key: str, planned: Optional[str], layers) -> Dict[str, Any]:
+    from ...nccl.conf import effective
+
     value, where = effective(key, layers)
     if value is None:
         status = "not set where NCCL looks" if planned is not None else "unset"
@@ -172,7 +126,7 @@ def _effective_entry(key: str, planned: Optional[str], layers) -> Dict[str, Any]
 
 
 def _explain_one(key: str, d: "Optional[Decision]", plan: "Optional[Plan]", layers) -> Dict[str, Any]:
-    from ...rules.catalog import load_catalog
+    from ...nccl.catalog import load_catalog
 
     cat = load_catalog()
     info = cat.info(key)
@@ -198,7 +152,7 @@ def _explain_one(key: str, d: "Optional[Decision]", plan: "Optional[Plan]", laye
 
 
 def _evidence_lines(value: Any, indent: int = 4) -> List[str]:
-    from ...render.human import printable
+    from ...text import printable
 
     pad = " " * indent
     lines: List[str] = []
@@ -223,7 +177,7 @@ def _evidence_lines(value: Any, indent: int = 4) -> List[str]:
 
 
 def _human_one(data: Dict[str, Any]) -> str:
-    from ...render.human import printable
+    from ...text import printable
 
     key = data["variable"]
     lines = []
@@ -261,7 +215,7 @@ def _human_one(data: Dict[str, Any]) -> str:
 
 
 def _human_all(data: Dict[str, Any], effective_on: bool, verbose: int) -> str:
-    from ...render.human import printable, table
+    from ...text import printable, table
 
     rows = []
     for r in data["variables"]:

@@ -40,9 +40,9 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Result:
     from ...hostfs import HostRoot
-    from ...qos import load_file, load_text
-    from ...render.human import printable
-    from ...rules.lint import HostNames, lint_paths
+    from ...lint.checks import HostNames, lint_paths
+    from ...model.qos import load_file, load_text
+    from ...text import printable
 
     root = HostRoot(args.root)
     qos = None

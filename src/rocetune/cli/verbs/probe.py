@@ -1,28 +1,55 @@
-"""rocetune probe: read the host, print its Features (and, with --format, the tuned env)."""
+"""rocetune probe: read the host, show what it is and every finding; with -o or --format, also
+write (or print) the tuned env, exactly as `rocetune env` does."""
 
 from __future__ import annotations
 
 import argparse
 
-from .. import envout
+from .. import options, report
 from ..result import Result
 
 NAME = "probe"
 ORDER = 10
-HELP = "read GPUs, NICs, PCIe, RDMA ports and GIDs of a host; emit Features and a tuned env"
+HELP = "read GPUs, NICs, PCIe, RDMA ports and GIDs of a host; show its facts and findings"
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    envout.add_env_arguments(p)
+    options.add_env_output(p)
+    options.add_plan_arguments(p, features=False)
 
 
 def run(args: argparse.Namespace) -> Result:
-    from ... import probe as probing
+    from ...planner import build_plan
+    from ...render.human import findings_text, host_summary, plan_text
 
-    features = envout.load_features_arg(args)
-    if features is None:
-        features = probing.collect_features(args.root)
-    result = Result(command=NAME, data={"features": features},
-                    human=probing.summary(features, verbose=args.verbose),
-                    warnings=probing.warnings_of(features))
-    return envout.env_result(args, features, result)
+    out = options.out_path(args)
+    wants_env = bool(out or args.format or getattr(args, "out", None) == "-")
+    features = report.collect(args)
+    if wants_env:
+        fmts = options.formats_of(args, out)
+        env = options.plan_env_from_args(args, features, out, fmts)
+        plan = env.plan
+    else:
+        from ... import app
+
+        plan = build_plan(features, app.overrides(args.config, args.set, args.unset),
+                          app.qos_plan(args.root, args.qos), local_rank=args.local_rank)
+    findings = report.all_findings(features, plan)
+    data = {"features": features, "findings": [f.to_dict() for f in findings],
+            "plan": plan.to_dict()}
+    human = host_summary(features, verbose=args.verbose) + findings_text(findings)
+    result = Result(command=NAME, data=data, human=human,
+                    warnings=report.stderr_lines(features, plan, findings_too=wants_env and not out))
+    if not wants_env:
+        return result
+    fmt = fmts[0]
+    if out:
+        from ... import app
+
+        app.write_env(env, fmt, out)
+        result.human = (human.rstrip("\n") + "\n\n" + plan_text(plan, args.verbose)
+                        + "\n".join(options.wrote_lines(env, fmt)) + "\n")
+    else:
+        result.raw = env.texts[fmt]
+    data["env"] = options.env_data(env, fmts, out)
+    return result

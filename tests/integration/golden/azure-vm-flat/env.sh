@@ -7,8 +7,6 @@ export GLOO_SOCKET_IFNAME='eth0'
 export NCCL_IB_HCA='=mlx5_ib0:1,mlx5_ib1:1,mlx5_ib2:1,mlx5_ib3:1,mlx5_ib4:1,mlx5_ib5:1,mlx5_ib6:1,mlx5_ib7:1'
 # rule: socket-ifname
 export NCCL_SOCKET_IFNAME='=eth0'
-# rule: nccl-topo-file
-export NCCL_TOPO_FILE='/etc/rocetune/nccl-topo.xml'
 # rule: socket-ifname
 export OMPI_MCA_btl_tcp_if_include='eth0'
 # rule: ucx-net-devices

@@ -6,18 +6,14 @@ import ipaddress
 import re
 from typing import Dict, List, Optional
 
-from ..hostfs import HostReadError, ProbeContext
+from ...hostfs import HostReadError, ProbeContext
+from ...model.vocab import natural_key
 from .pci import BDF_RE
 
 IB = "/sys/class/infiniband"
 ROCE_MTUS = (4096, 2048, 1024, 512, 256)
 # GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4: what the kernel's iboe_get_mtu() subtracts.
 ROCE_HEADROOM = 96
-
-
-def natural_key(name: str):
-    """`mlx5_2` before `mlx5_10`: device names sort the way people read them."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 def roce_mtu(netdev_mtu: Optional[int]) -> Optional[int]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..errors import ParseError
-from ..hostfs import ProbeContext
-from .parsers.nvsmi_query import parse_gpu_query
-from .parsers.nvsmi_topo import parse_topo_matrix
+from ...errors import ParseError
+from ...hostfs import ProbeContext
+from ..parsers.nvsmi_query import parse_gpu_query
+from ..parsers.nvsmi_topo import parse_topo_matrix
 
 TOPO_ARGV = ["nvidia-smi", "topo", "-m"]
 QUERY_ARGV = ["nvidia-smi", "--query-gpu=index,pci.bus_id,name", "--format=csv,noheader"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ..hostfs import ProbeContext
+from ...hostfs import ProbeContext
 
 BDF_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 NVIDIA = "0x10de"
@@ -112,28 +112,3 @@ def _sriov(ctx: ProbeContext, base: str) -> Optional[dict]:
         return None
     physfn = physfn_target.rstrip("/").rsplit("/", 1)[-1] if physfn_target else None
     return {"total_vfs": total, "num_vfs": ctx.int_attr(f"{base}/sriov_numvfs"), "physfn": physfn}
-
-
-PATH_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
-
-
-def path_type(a: dict, b: dict, single_node: bool = False) -> str:
-    """Classify the PCIe path between two devices the way `nvidia-smi topo -m` does.
-
-    Across host bridges the NUMA node decides NODE vs SYS; an unknown node counts as the same
-    one only on a host with a single NUMA node.
-    """
-    if a["root_complex"] is None or a["root_complex"] != b["root_complex"]:
-        na, nb = a.get("numa_node"), b.get("numa_node")
-        if na is None or nb is None:
-            return "NODE" if single_node else "SYS"
-        return "NODE" if na == nb else "SYS"
-    sa, sb = a["switches"], b["switches"]
-    if sa and sb and sa[-1] == sb[-1]:
-        return "PIX"
-    common = 0
-    for x, y in zip(sa, sb):
-        if x != y:
-            break
-        common += 1
-    return "PXB" if common else "PHB"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ..errors import ParseError
-from ..hostfs import ProbeContext
-from .parsers.ibv_devinfo import parse_ibv_devinfo
+from ...errors import ParseError
+from ...hostfs import ProbeContext
+from ..parsers.ibv_devinfo import parse_ibv_devinfo
 
 IBV_DEVINFO_ARGV = ["ibv_devinfo"]
 _MTU_ENUM = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..hostfs import ProbeContext
+from ...hostfs import ProbeContext
 
 NODES = "/sys/devices/system/node"
 

@@ -13,10 +13,10 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..hostfs import HostRoot
-from ..qos import QosPlan
-from ..render.envparse import Assignment, ParsedFile, parse_text
-from .catalog import Catalog, load_catalog, strtoll
+from ..envfiles.read import Assignment, ParsedFile, parse_text
+from ..model.qos import QosPlan
+from ..nccl.catalog import Catalog, load_catalog
+from ..nccl.syntax import list_entries, strtoll
 
 SEVERITIES = ("error", "warning", "info")
 _WATCHED = ("NCCL_", "UCX_", "GLOO_", "TORCH_NCCL_", "OMPI_MCA_btl_tcp_")
@@ -165,18 +165,6 @@ def _check_format_value(fmt: str, a: Assignment, add) -> None:
                 "remove it (and convert CRLF line endings)")
 
 
-def _entries(value: str) -> Tuple[bool, bool, List[str]]:
-    """NCCL's list syntax: (exclude?, exact?, entries)."""
-    v = value
-    exclude = v.startswith("^")
-    if exclude:
-        v = v[1:]
-    exact = v.startswith("=")
-    if exact:
-        v = v[1:]
-    return exclude, exact, [e for e in v.split(",") if e]
-
-
 def _check_value(cat: Catalog, a: Assignment, add) -> None:
     key, v = a.key, a.value or ""
     if key == "GLOO_SOCKET_IFNAME" and v[:1] in ("=", "^"):
@@ -239,14 +227,14 @@ def _check_value(cat: Catalog, a: Assignment, add) -> None:
             add("ifname-ignored", "error", a.line, key,
                 f"NCCL ignores NCCL_SOCKET_IFNAME values of one character ({v!r})", "give the full interface name")
         else:
-            excl, exact, _ = _entries(v)
+            excl, exact, _ = list_entries(v)
             if not exact and not excl:
                 first = v.split(",")[0]
                 add("prefix-match", "info", a.line, key,
                     f"interface names are prefixes: {first!r} also selects {first}.100, {first}1 ... "
                     "if they exist", f"write ={v} for exact names")
     elif key == "NCCL_IB_HCA":
-        excl, exact, entries = _entries(v)
+        excl, exact, entries = list_entries(v)
         if not exact and not excl and entries:
             first = entries[0].split(":")[0]
             add("prefix-match", "info", a.line, key,
@@ -292,7 +280,7 @@ def _check_qos(qos: QosPlan, a: Assignment, add) -> None:
 def _check_host(host: HostNames, a: Assignment, add) -> None:
     key, v = a.key, a.value or ""
     if key == "NCCL_IB_HCA" and host.ib is not None:
-        excl, exact, entries = _entries(v)
+        excl, exact, entries = list_entries(v)
         names = sorted(host.ib)
         for e in entries:
             parts = e.split(":")
@@ -328,7 +316,7 @@ def _check_host(host: HostNames, a: Assignment, add) -> None:
                     "use a name from /sys/class/net")
     elif key in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include") \
             and host.net is not None:
-        excl, exact, entries = _entries(v) if key == "NCCL_SOCKET_IFNAME" else (False, True, v.split(","))
+        excl, exact, entries = list_entries(v) if key == "NCCL_SOCKET_IFNAME" else (False, True, v.split(","))
         if excl:
             return
         for e in [x.split(":")[0] for x in entries if x]:

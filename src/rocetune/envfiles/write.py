@@ -16,19 +16,14 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from .. import __version__
 from ..errors import ExitCode, RocetuneError
-from ..plan import Decision, Plan
+from ..model.features import fingerprint
+from ..model.plan import Decision, Plan
+from ..text import one_line
 
-FORMATS = ("sh", "nccl-conf", "systemd", "docker", "deepspeed", "k8s", "json")
+from . import FORMATS
 CONFIGMAP_NAME = "rocetune-env"
 NCCL_CONF_MAX_VALUE = 1023  # NCCL reads nccl.conf values into a 1024-byte buffer
 _DEEPSPEED_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]*$")
-
-
-def features_hash(features: dict) -> str:
-    """sha256 of the canonical Features JSON, first 12 hex digits (as rocetune.features.fingerprint)."""
-    from ..features import fingerprint
-
-    return fingerprint(features)
 
 
 def render(plan: Plan, fmt: str, features: dict) -> str:
@@ -43,37 +38,25 @@ def render(plan: Plan, fmt: str, features: dict) -> str:
 
 # --- helpers ---------------------------------------------------------------------------------
 
-def comment_text(text: str) -> str:
-    """Text that is safe inside a one-line `#` comment of every format (no newline, no escape)."""
-    out = []
-    for ch in str(text):
-        o = ord(ch)
-        if o < 0x20 or o == 0x7f or 0x80 <= o < 0xa0 or ch in "\\\u2028\u2029":
-            out.append("?")
-        else:
-            out.append(ch)
-    return "".join(out).strip()
-
-
 def header_lines(plan: Plan, features: dict, fmt: str = "sh") -> List[str]:
     host = ((features.get("host") or {}).get("hostname")) or "unknown host"
     qos = plan.qos.source if plan.qos else "built-in defaults"
     n_over = sum(1 for d in plan.decisions if d.rule_id == "override") + len(plan.unset)
     lines = [
         f"rocetune {__version__} format: {fmt}  NCCL/UCX environment for {host}",
-        f"features sha256:{features_hash(features)}  qos: {qos}  overrides: {n_over}",
+        f"features sha256:{fingerprint(features)}  qos: {qos}  overrides: {n_over}",
     ]
     if plan.local_rank is not None:
         lines.append(f"local rank {plan.local_rank}")
     lines.append("generated, do not edit: explain any line with 'rocetune explain VAR'")
-    return [comment_text(x) for x in lines]
+    return [one_line(x) for x in lines]
 
 
 def rule_comment(d: Decision) -> str:
     if d.rule_id == "override":
         origin = str(d.evidence.get("origin", "user"))
-        return comment_text(f"rule: override ({origin})")
-    return comment_text(f"rule: {d.rule_id}")
+        return one_line(f"rule: override ({origin})")
+    return one_line(f"rule: {d.rule_id}")
 
 
 def _refuse(fmt: str, d: Decision, why: str) -> None:
@@ -115,7 +98,7 @@ def yaml_quote(value: str) -> str:
 
 def _with_comments(plan: Plan, features: dict, fmt: str, line: Callable[[Decision], str],
                    extra: Sequence[str] = ()) -> str:
-    out = ["# " + h for h in header_lines(plan, features, fmt)] + ["# " + comment_text(x) for x in extra]
+    out = ["# " + h for h in header_lines(plan, features, fmt)] + ["# " + one_line(x) for x in extra]
     for d in plan.decisions:
         out.append("# " + rule_comment(d))
         out.append(line(d))
@@ -185,7 +168,7 @@ def _k8s(plan: Plan, features: dict) -> str:
         "    app.kubernetes.io/managed-by: rocetune",
         "  annotations:",
         f"    rocetune/version: {yaml_quote(__version__)}",
-        f"    rocetune/features-sha256: {yaml_quote(features_hash(features))}",
+        f"    rocetune/features-sha256: {yaml_quote(fingerprint(features))}",
     ]
     if not plan.decisions:
         out.append("data: {}")
@@ -210,19 +193,3 @@ _RENDERERS: Dict[str, Callable[[Plan, dict], str]] = {
     "k8s": _k8s,
     "json": _json,
 }
-
-
-def default_format_for(path: Optional[str]) -> str:
-    """A format guessed from an output file name (nccl.conf, *.env, .deepspeed_env ...)."""
-    if not path:
-        return "sh"
-    base = path.rsplit("/", 1)[-1].lower()
-    if base.endswith(".conf") and "nccl" in base:
-        return "nccl-conf"
-    if base == ".deepspeed_env":
-        return "deepspeed"
-    if base.endswith((".yaml", ".yml")):
-        return "k8s"
-    if base.endswith(".json"):
-        return "json"
-    return "sh"

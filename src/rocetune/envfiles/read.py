@@ -1,6 +1,6 @@
 """Read environment settings back out of the files people keep them in.
 
-The inverse of envfile, and more: `rocetune lint` reads env files of every format, nccl.conf,
+The inverse of rocetune.envfiles.write, and more: `rocetune lint` reads env files of every format, nccl.conf,
 job scripts (`export` lines, `VAR=x cmd` prefixes, `mpirun -x VAR=x`, `docker run -e VAR=x`),
 Dockerfile `ENV` lines and the fenced code blocks of Markdown notes; `rocetune explain` reads the
 `# rule: <id>` comments of a file rocetune generated. Each format is read the way its consumer
@@ -20,6 +20,8 @@ import operator
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
+
+from ..nccl.conf import conf_lines
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
@@ -103,18 +105,19 @@ def _template(value: str) -> Optional[str]:
 
 
 def _parse_conf(text: str, out: ParsedFile) -> None:
-    """NCCL's reader: '#' in column 0 is a comment; name = text before the first '='; value =
-    the rest of the line, verbatim (quotes and spaces included)."""
+    """Read as NCCL does (rocetune.nccl.conf), keeping the '# rule:' comments."""
+    rules = {}
     pending_rule = None
     for lineno, line in enumerate(text.split("\n"), 1):
         if line.startswith("#"):
             pending_rule = _rule_of(line[1:]) or pending_rule
+        elif line.strip():
+            rules[lineno] = pending_rule
+            pending_rule = None
+    for lineno, key, value in conf_lines(text):
+        if value is None:
+            out.problems.append((lineno, "conf-ignored-line", "no '=': NCCL ignores this line"))
             continue
-        if "=" not in line:
-            if line.strip():
-                out.problems.append((lineno, "conf-ignored-line", "no '=': NCCL ignores this line"))
-            continue
-        key, value = line.split("=", 1)
         if not NAME_RE.match(key):
             stripped = key.strip()
             if NAME_RE.match(stripped):
@@ -123,11 +126,9 @@ def _parse_conf(text: str, out: ParsedFile) -> None:
                                      "included) as the name, so the setting is lost"))
             else:
                 out.problems.append((lineno, "conf-bad-name", f"{key!r} is not a variable name"))
-            pending_rule = None
             continue
-        out.assignments.append(Assignment(key, value, value, lineno, "conf", pending_rule,
+        out.assignments.append(Assignment(key, value, value, lineno, "conf", rules.get(lineno),
                                           _template(value)))
-        pending_rule = None
 
 
 def _parse_docker(text: str, out: ParsedFile) -> None:

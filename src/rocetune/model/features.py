@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from .errors import ExitCode, RocetuneError
-from .probe import SCHEMA_VERSION
+from ..errors import ExitCode, RocetuneError
+
+SCHEMA_VERSION = 1
 
 REQUIRED = ("schema_version", "host", "pci", "net", "rdma", "gpus", "topology", "kernel")
 

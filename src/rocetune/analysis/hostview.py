@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-# nvidia-smi's path vocabulary, nearest first (NODE is across host bridges in one NUMA node).
-PATH_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
-GPU_LOCAL = ("PIX", "PXB")
+from ..model.vocab import GPU_LOCAL, PATH_ORDER, natural_key, path_rank
+from ..nccl.versions import parse_version
+
 VERBS_LINK_LAYERS = ("Ethernet", "InfiniBand")
 
 # Interfaces that never carry NCCL traffic between nodes.
@@ -30,15 +30,6 @@ _PLUGIN_CLOUDS = {
     "gcp-gvnic": {"vendors": ("0x1ae0",), "drivers": ("gve",),
                   "what": "Google gVNIC (GPUDirect-TCPX/TCPXO plugins; NCCL auto-tunes sockets for vendor 0x1ae0)"},
 }
-
-
-def natural_key(name: str) -> Tuple[Any, ...]:
-    """mlx5_2 before mlx5_10; names are compared piecewise, never assumed to follow a pattern."""
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p)
-
-
-def path_rank(path: Optional[str]) -> int:
-    return PATH_ORDER.index(path) if path in PATH_ORDER else len(PATH_ORDER)
 
 
 @dataclass
@@ -397,6 +388,44 @@ class HostView:
         return max([p.rate_gbps or 0 for p in pool if (p.link_layer or "") == layer] or [0])
 
     # --- per GPU ------------------------------------------------------------------------------
+    def socket_interface(self) -> Tuple[Optional[dict], str, List[str]]:
+        """The IP interface for NCCL's sockets, Gloo and MPI's TCP: (interface, why, doubts).
+
+        With compute RDMA (or a cloud plugin) the default-route interface, which every node
+        reaches; without RDMA the fastest routable one, since sockets then carry the data."""
+        host = self
+        cands = host.socket_candidates()
+        doubts: List[str] = []
+        if not cands:
+            return None, "no routable, up interface", doubts
+        defaults = [c for c in cands if host.is_default_route(c["name"])]
+        sel = host.selection()
+        rdma = bool(sel.chosen) or not sel.rdma_visible  # hidden RDMA: still not a socket-data host
+        cloud = host.plugin_cloud()
+        if rdma or cloud:
+            if defaults:
+                pick = defaults[0]
+                if len(defaults) > 1:
+                    doubts.append("several interfaces carry a default route (" +
+                                  ", ".join(c["name"] for c in defaults) + f"); took {pick['name']}")
+                return pick, "carries the default route: the network every node reaches", doubts
+            compute_netdevs = {p.netdev for p in host.selection().chosen}
+            others = [c for c in cands if c["name"] not in compute_netdevs] or cands
+            doubts.append("no interface carries a default route; took the first routable one")
+            return others[0], "first routable interface (no default route on this host)", doubts
+        fastest = max(c.get("speed_mbps") or 0 for c in cands)
+        top = [c for c in cands if (c.get("speed_mbps") or 0) == fastest]
+        top.sort(key=lambda c: (not host.is_default_route(c["name"]), c["name"]))
+        pick = top[0]
+        if not host.is_default_route(pick["name"]) and defaults:
+            doubts.append(f"{pick['name']} is the fastest interface but {defaults[0]['name']} carries the "
+                          "default route: make sure the nodes reach each other on "
+                          f"{pick['name']}")
+        speed = pick.get("speed_mbps")
+        why = (f"fastest routable interface ({speed // 1000 if speed else '?'} Gb/s): "
+               "the socket transport carries the data on this host")
+        return pick, why, doubts
+
     def compute_ports_of_gpu(self, gpu: dict) -> List[Port]:
         """The chosen ports nearest to this GPU (best path among the chosen ports)."""
         chosen = self.selection().chosen
@@ -430,12 +459,3 @@ def _routable(addr: dict) -> bool:
     except (ValueError, KeyError):
         return False
     return not (ip.is_loopback or ip.is_link_local)
-
-
-def parse_version(text: Optional[str]) -> Optional[Tuple[int, int, int]]:
-    if not text:
-        return None
-    m = re.match(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?", str(text))
-    if not m:
-        return None
-    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)

@@ -6,19 +6,19 @@ bits and the ECN field in the low two. If the host's `NCCL_IB_TC` and the switch
 queue disagree, RoCE lands in a lossy queue and collapses under load. So the values live in one
 file (default `/etc/rocetune/qos.yml`) that both sides read; see docs/qos.md for the format.
 
-The format is a small subset of YAML (block mappings, integers, null/true/false, plain or quoted
-strings, flow lists of integers), or JSON. PyYAML reads every file this module accepts the same
-way, so an Ansible role can load it with `from_yaml`.
+The file is YAML (JSON is YAML too), read with PyYAML's safe loader -- the same reader as
+Ansible's `from_yaml`, so the roles that configure the NICs and switches see the same numbers.
+Where YAML readers disagree (a leading-zero integer is octal in YAML 1.1 and decimal in 1.2),
+the plan is refused rather than read one way here and another way elsewhere.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .errors import ExitCode, RocetuneError
+from ..errors import ExitCode, RocetuneError
+from .yamlread import YamlError, load_yaml
 
 DEFAULT_PATH = "/etc/rocetune/qos.yml"
 
@@ -106,14 +106,10 @@ def dump_yaml(plan: QosPlan) -> str:
 
 def load_text(text: str, source: str) -> QosPlan:
     """Parse and validate a QoS plan; RocetuneError (ExitCode.INPUT) with the place on errors."""
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
-        try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            raise _err(source, f"not valid JSON: {exc}") from None
-    else:
-        doc = parse_yaml_subset(text, source)
+    try:
+        doc = load_yaml(text)
+    except YamlError as exc:
+        raise _err(source, str(exc)) from None
     if not isinstance(doc, dict):
         raise _err(source, "the plan must be a mapping (key: value lines)")
     return _from_doc(doc, source)
@@ -222,119 +218,3 @@ def _int_in(value: Any, lo: int, hi: int, what: str, source: str) -> int:
     if not lo <= value <= hi:
         raise _err(source, f"{what}: {value} is out of range {lo}..{hi}")
     return value
-
-
-# --- the YAML subset -------------------------------------------------------------------------
-
-_KEY_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*:(?:\s+(.*))?$")
-
-
-def parse_yaml_subset(text: str, source: str = "<text>") -> Dict[str, Any]:
-    """Block mappings nested by indentation, scalars and flow lists of scalars.
-
-    Anything outside the subset (anchors, multi-line strings, block lists, tabs) is an error
-    naming the line, rather than a silent misreading.
-    """
-    root: Dict[str, Any] = {}
-    stack: List[Tuple[int, Dict[str, Any]]] = [(-1, root)]
-    pending: Optional[Tuple[int, Dict[str, Any], str]] = None  # a key waiting for its nested block
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        if "\t" in raw[: len(raw) - len(raw.lstrip())]:
-            raise _err(source, f"line {lineno}: indent with spaces, not tabs")
-        line = _strip_comment(raw).rstrip()
-        if not line.strip():
-            continue
-        if line.strip() in ("---", "..."):
-            continue
-        indent = len(line) - len(line.lstrip(" "))
-        body = line.strip()
-        if body.startswith("- "):
-            raise _err(source, f"line {lineno}: block lists are not supported; write [a, b]")
-        m = _KEY_RE.match(body)
-        if not m:
-            raise _err(source, f"line {lineno}: expected 'key: value', got {body!r}")
-        key, value_text = m.group(1), m.group(2)
-        if pending is not None:
-            p_indent, p_map, p_key = pending
-            if indent > p_indent:
-                child: Dict[str, Any] = {}
-                p_map[p_key] = child
-                stack.append((indent, child))
-            else:
-                p_map[p_key] = None
-            pending = None
-        while stack and indent < stack[-1][0]:
-            stack.pop()
-        if not stack or indent != stack[-1][0]:
-            if stack and stack[-1][0] == -1 and indent > 0 and len(stack) == 1:
-                raise _err(source, f"line {lineno}: unexpected indentation")
-            if stack and indent > stack[-1][0] and stack[-1][0] != -1:
-                raise _err(source, f"line {lineno}: unexpected indentation")
-            if stack and stack[-1][0] == -1:
-                stack[-1] = (-1, root)
-        current = stack[-1][1]
-        if stack[-1][0] == -1 and indent != 0:
-            raise _err(source, f"line {lineno}: unexpected indentation")
-        if key in current:
-            raise _err(source, f"line {lineno}: duplicate key {key!r}")
-        if value_text is None or value_text == "":
-            pending = (indent, current, key)
-            current[key] = None
-        else:
-            current[key] = _scalar_or_list(value_text, lineno, source)
-    if pending is not None:
-        pending[1][pending[2]] = None
-    return root
-
-
-def _strip_comment(line: str) -> str:
-    out = []
-    quote = None
-    for i, ch in enumerate(line):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in ("'", '"'):
-            quote = ch
-        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
-            break
-        out.append(ch)
-    return "".join(out)
-
-
-def _scalar_or_list(text: str, lineno: int, source: str) -> Any:
-    text = text.strip()
-    if text.startswith("["):
-        if not text.endswith("]"):
-            raise _err(source, f"line {lineno}: unterminated list {text!r}")
-        inner = text[1:-1].strip()
-        if not inner:
-            return []
-        return [_scalar(part.strip(), lineno, source) for part in inner.split(",")]
-    if text.startswith("{"):
-        raise _err(source, f"line {lineno}: flow mappings are not supported; use indented keys")
-    return _scalar(text, lineno, source)
-
-
-def _scalar(text: str, lineno: int, source: str) -> Any:
-    if not text:
-        raise _err(source, f"line {lineno}: empty list item")
-    if text[0] in ("'", '"'):
-        if len(text) < 2 or text[-1] != text[0]:
-            raise _err(source, f"line {lineno}: unterminated string {text!r}")
-        inner = text[1:-1]
-        if text[0] == "'":
-            return inner.replace("''", "'")
-        if "\\" in inner:
-            raise _err(source, f"line {lineno}: escapes in double-quoted strings are not supported")
-        return inner
-    if text[0] in "&*!|>%@`":
-        raise _err(source, f"line {lineno}: {text!r} uses YAML features outside the supported subset")
-    low = text.lower()
-    if low in ("null", "~"):
-        return None
-    if low in ("true", "false"):
-        return low == "true"
-    if re.fullmatch(r"[-+]?[0-9]+", text):
-        return int(text)
-    return text

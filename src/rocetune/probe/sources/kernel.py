@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional
 
-from ..hostfs import ProbeContext
+from ...hostfs import ProbeContext
 
 MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "nvidia",
            "nvidia_peermem", "nv_peer_mem", "bnxt_re", "irdma", "efa")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ipaddress
 from typing import Dict, List, Optional, Set
 
-from ..errors import ParseError
-from ..hostfs import HostReadError, ProbeContext
-from .parsers.ip_addr import parse_ip_addr
+from ...errors import ParseError
+from ...hostfs import HostReadError, ProbeContext
+from ..parsers.ip_addr import parse_ip_addr
 from .pci import BDF_RE
 
 NET = "/sys/class/net"

@@ -1,4 +1,4 @@
-"""rocetune's catalog of NCCL environment variables (src/rocetune/data/nccl_vars.json).
+"""rocetune's catalog of NCCL environment variables (nccl/data/nccl_vars.json).
 
 Built by tools/build_nccl_catalog.py from a public inventory of what one NCCL release reads.
 Used by the plan's self-check, `rocetune lint` and `rocetune explain`.
@@ -12,8 +12,7 @@ import re
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
-_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
-                     "nccl_vars.json")
+_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "nccl_vars.json")
 
 
 class Catalog:
@@ -86,27 +85,3 @@ def edit_distance(a: str, b: str) -> int:
                 cur[j] = min(cur[j], prev2[j - 2] + 1)
         prev2, prev = prev, cur
     return prev[len(b)]
-
-
-_STRTOLL_RE = re.compile(r"^\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
-
-
-def strtoll(text: str) -> Tuple[int, bool]:
-    """What C's strtoll(text, NULL, 0) returns, and whether the whole text was a number.
-
-    NCCL reads integer variables this way: `4k` reads as 4, `abc` as 0, `0x10` as 16, `010` as 8.
-    """
-    m = _STRTOLL_RE.match(text)
-    if not m:
-        return 0, False
-    sign, digits = m.group(1), m.group(2)
-    if digits.lower().startswith("0x"):
-        value = int(digits, 16)
-    elif digits.startswith("0") and len(digits) > 1:
-        value = int(digits, 8)
-    else:
-        value = int(digits, 10)
-    if sign == "-":
-        value = -value
-    rest = text[m.end():]
-    return value, rest == ""

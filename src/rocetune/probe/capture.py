@@ -9,9 +9,9 @@ import re
 import tarfile
 from typing import Dict, Tuple
 
-from .fsutil import atomic_write_bytes
-from .hostfs import HostRoot, LiveRunner, Recorder, RecordedRunner, recording_name
-from .probe import collect_features
+from ..fsutil import atomic_write_bytes
+from ..hostfs import HostRoot, LiveRunner, Recorder, RecordedRunner, recording_name
+from .collect import collect_features
 from .sources.net import IP_ADDR_ARGV
 from .sources.verbs import IBV_DEVINFO_ARGV
 

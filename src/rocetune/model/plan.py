@@ -1,8 +1,7 @@
 """The Plan: every variable rocetune emits, the rule that decided it, and why.
 
-`build_plan(features)` runs every rule (rocetune.rules) over one Features document, refuses two
-rules deciding the same key, applies the user's overrides last (recorded as such) and returns a
-Plan that the renderers (rocetune.render) turn into env files and `rocetune explain` into prose.
+The planner (rocetune.planner) runs every rule over one Features document and fills a Plan; the
+env writers (rocetune.envfiles) turn it into files and `rocetune explain` into prose.
 
 Overrides come from `--set KEY=VALUE`, `--unset KEY` and a config file (`--config FILE`):
 
@@ -21,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .errors import ExitCode, RocetuneError
+from ..errors import ExitCode, RocetuneError
+from .finding import Finding
 from .qos import QosPlan
 
 KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -61,29 +61,18 @@ class Message:
 
 
 @dataclass
-class Finding:
-    id: str
-    severity: str  # info | warning | error
-    subject: str
-    message: str
-    rule_id: str
-
-    def to_dict(self) -> Dict[str, str]:
-        return {"id": self.id, "severity": self.severity, "subject": self.subject,
-                "message": self.message, "rule_id": self.rule_id}
-
-
-@dataclass
 class PlanFile:
-    """A file written next to the env file (the NCCL topology XML)."""
+    """A file the env points at (the NCCL topology XML): `key` names it, `data` is what a
+    renderer turns into its content, `kind` says which renderer."""
 
     name: str
-    content: str
+    kind: str
+    data: Any
     key: str  # the variable that points at it
     rule_id: str
 
     def to_dict(self) -> Dict[str, str]:
-        return {"name": self.name, "key": self.key, "rule_id": self.rule_id}
+        return {"name": self.name, "kind": self.kind, "key": self.key, "rule_id": self.rule_id}
 
 
 @dataclass
@@ -105,6 +94,12 @@ class Plan:
             if d.key == key:
                 return d
         return None
+
+    def drop(self, key: str, why: str) -> None:
+        """Take a planned variable (and any file it points at) out, saying why."""
+        self.decisions = [d for d in self.decisions if d.key != key]
+        self.files = [f for f in self.files if f.key != key]
+        self.warnings.append(Message("plan", why))
 
     @property
     def env(self) -> Dict[str, str]:
@@ -213,79 +208,3 @@ def _check_key(key: str, origin: str) -> None:
         raise RocetuneError(f"{origin}: {key!r} is not an environment variable name",
                             hint="names are letters, digits and '_', not starting with a digit",
                             code=ExitCode.USAGE if origin.startswith("--") else ExitCode.INPUT)
-
-
-# --- building ---------------------------------------------------------------------------------
-
-def build_plan(features: dict, overrides: Optional[Overrides] = None,
-               qos: Optional[QosPlan] = None, local_rank: Optional[int] = None,
-               topo_path: Optional[str] = None) -> Plan:
-    """Run every rule over `features` and return the Plan (see the module docstring).
-
-    `topo_path` is where the NCCL topology XML will live when a rule generates one (the env
-    file's directory); `local_rank` adds the per-rank variables of that local rank.
-    """
-    from .rules import RULES
-    from .rules.base import RuleContext
-
-    ctx = RuleContext(features, qos=qos, local_rank=local_rank, topo_path=topo_path)
-    plan = Plan(qos=ctx.qos, local_rank=local_rank)
-    owner: Dict[str, Decision] = {}
-    for rule in RULES:
-        ctx.begin(rule.ID)
-        decisions = rule.rule(features, ctx) or []
-        for d in decisions:
-            if d.rule_id != rule.ID:
-                raise RocetuneError(f"rule {rule.ID} returned a decision labelled {d.rule_id}",
-                                    code=ExitCode.INTERNAL)
-            if d.key in owner:
-                raise RocetuneError(
-                    f"{d.key} is decided by two rules: {owner[d.key].rule_id} "
-                    f"({owner[d.key].value!r}) and {d.rule_id} ({d.value!r})",
-                    hint="a bug in rocetune's rules: report it with the features file",
-                    code=ExitCode.INTERNAL)
-            owner[d.key] = d
-        plan.rules_run.append(rule.ID)
-    for w in ctx.qos.warnings:
-        ctx.warnings.append(Message("qos", w))
-    plan.warnings, plan.notes, plan.findings = ctx.warnings, ctx.notes, ctx.findings
-    plan.ranks, plan.files, plan.reports = ctx.ranks, ctx.files, ctx.reports
-
-    if overrides is not None:
-        for key, origin in sorted(overrides.unset.items()):
-            old = owner.pop(key, None)
-            plan.unset.append({"key": key, "origin": origin,
-                               "rule_id": old.rule_id if old else None,
-                               "value": old.value if old else None})
-            if old is None:
-                plan.notes.append(Message("override", f"{origin}: {key} was not planned; nothing to unset"))
-            for f in [f for f in plan.files if f.key == key]:
-                plan.files.remove(f)
-        for key, (value, origin) in sorted(overrides.set.items()):
-            old = owner.get(key)
-            evidence: Dict[str, Any] = {"origin": origin}
-            if old is not None:
-                evidence["replaces"] = {"rule_id": old.rule_id, "value": old.value,
-                                        "reason": old.reason}
-                for f in [f for f in plan.files if f.key == key]:
-                    plan.files.remove(f)
-            owner[key] = Decision(key, value, "override", f"set by the user ({origin})", evidence)
-    plan.decisions = [owner[k] for k in sorted(owner)]
-    _self_check(plan)
-    return plan
-
-
-def _self_check(plan: Plan) -> None:
-    """Rules never emit a name NCCL does not read; an override that does gets a warning."""
-    from .rules.catalog import load_catalog
-
-    cat = load_catalog()
-    for d in plan.decisions:
-        if not d.key.startswith("NCCL_") or cat.known(d.key):
-            continue
-        if d.rule_id == "override":
-            hint = cat.describe_unknown(d.key)
-            plan.warnings.append(Message("override", f"{d.key} is not read by NCCL {cat.nccl_version}: {hint}"))
-        else:
-            raise RocetuneError(f"rule {d.rule_id} emitted {d.key}, which NCCL does not read",
-                                code=ExitCode.INTERNAL)

@@ -1,0 +1,1 @@
+"""Shared, pure views of a Features document that rules, lint and doctor checks all need."""

@@ -1,0 +1,135 @@
+"""What a user or the Ansible agent asks of rocetune, as functions: read a host (or a saved
+Features file), plan its env, render it in any dialect, and write the files -- the env file and
+every file it points at -- so that nothing refers to a file that was not written.
+
+The CLI verbs and the node agent's Ansible module both call these; neither plans on its own.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+from .errors import ExitCode, RocetuneError
+from .fsutil import atomic_write
+from .hostfs import HostRoot
+from .model.features import load as load_features_file
+from .model.plan import Overrides, Plan
+from .model.qos import DEFAULT_PATH as QOS_DEFAULT_PATH
+from .model.qos import QosPlan, default_plan, load_file, load_text
+from .probe import collect_features
+from .rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
+
+DEFAULT_ENV_DIR = os.path.dirname(DEFAULT_TOPO_PATH)
+
+
+def host_features(root: str, features_path: Optional[str] = None) -> dict:
+    """The Features of --features FILE when given, else what a probe of `root` finds."""
+    if features_path:
+        return load_features_file(features_path)
+    return collect_features(root)
+
+
+def qos_plan(root: str, path: Optional[str] = None) -> QosPlan:
+    """--qos FILE, else /etc/rocetune/qos.yml under the root, else the built-in defaults."""
+    if path:
+        return load_file(path)
+    host = HostRoot(root or "/")
+    text = host.read_text(QOS_DEFAULT_PATH)
+    if text is None:
+        return default_plan()
+    where = QOS_DEFAULT_PATH if host.is_live else host.host_path(QOS_DEFAULT_PATH)
+    return load_text(text, where)
+
+
+def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> Optional[Overrides]:
+    """The user's choices: a config file, then --set/--unset on top; None when there are none."""
+    base = Overrides.from_file(config) if config else Overrides()
+    merged = base.merged(Overrides.from_args(sets, unsets))
+    return None if merged.empty else merged
+
+
+@dataclass
+class PlannedFile:
+    """A file the env points at: where it goes and what it holds."""
+
+    path: str
+    key: str
+    content: str
+
+
+@dataclass
+class EnvResult:
+    plan: Plan
+    texts: Dict[str, str]                      # format -> env text
+    files: List[PlannedFile] = field(default_factory=list)
+    written: List[str] = field(default_factory=list)
+
+
+def plan_env(features: dict, formats: Sequence[str] = ("sh",), *, env_dir: Optional[str] = None,
+             user: Optional[Overrides] = None, qos: Optional[QosPlan] = None,
+             local_rank: Optional[int] = None, files_will_be_written: bool = True) -> EnvResult:
+    """Plan the env of one host and render it in `formats`.
+
+    `env_dir` is where the env file and the files it points at will live. When those files will
+    not be written (an env printed to stdout), a variable that points at one is kept only if the
+    file already holds exactly that content; otherwise it is dropped with a warning.
+    """
+    from .envfiles.write import render
+    from .planner import build_plan
+    from .render.files import render_file
+
+    topo_path = os.path.join(env_dir, TOPO_FILE_NAME) if env_dir else None
+    plan = build_plan(features, user, qos, local_rank=local_rank, topo_path=topo_path)
+    files = []
+    for f in list(plan.files):
+        path = os.path.join(env_dir or DEFAULT_ENV_DIR, f.name)
+        content = render_file(f)
+        if not files_will_be_written and not _holds(path, content):
+            plan.drop(f.key, f"{f.key} left out: it would point at {path}, which is written only "
+                             "with -o FILE (or by the agent); rerun with -o to get both")
+            continue
+        files.append(PlannedFile(path, f.key, content))
+    texts = {fmt: render(plan, fmt, features) for fmt in formats}
+    return EnvResult(plan, texts, files)
+
+
+def _holds(path: str, content: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read() == content
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def write_env(result: EnvResult, fmt: str, path: str) -> List[str]:
+    """Write the files the env points at, then the env file: all targets are checked first, so a
+    failure leaves no env pointing at a file that is missing."""
+    targets = [(f.path, f.content) for f in result.files] + [(path, result.texts[fmt])]
+    for target, _ in targets:
+        _check_writable(target)
+    written = []
+    for target, content in targets:
+        try:
+            atomic_write(target, content, 0o644)
+        except OSError as exc:
+            raise RocetuneError(f"cannot write {target}: {exc.strerror or exc}",
+                                hint="check that the directory exists and is writable",
+                                code=ExitCode.OUTPUT) from None
+        written.append(os.path.abspath(target))
+    result.written = written
+    return written
+
+
+def _check_writable(path: str) -> None:
+    if os.path.isdir(path):
+        raise RocetuneError(f"{path}: is a directory", hint=f"remove it or write the env elsewhere",
+                            code=ExitCode.OUTPUT)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise RocetuneError(f"cannot write {path}: {directory} does not exist",
+                            hint="create the directory first", code=ExitCode.OUTPUT)
+    if not os.access(directory, os.W_OK):
+        raise RocetuneError(f"cannot write {path}: {directory} is not writable",
+                            hint="run as a user who may write there", code=ExitCode.OUTPUT)

@@ -1,0 +1,42 @@
+"""A host as a person should see it: the Features, then every finding -- the probe's and the
+rules' -- in one list, most severe first, each once."""
+
+from __future__ import annotations
+
+import argparse
+from typing import List, Tuple
+
+from ..model.finding import Finding, severity_rank
+
+
+def collect(args: argparse.Namespace) -> dict:
+    from .. import app
+
+    return app.host_features(args.root, getattr(args, "features", None))
+
+
+def all_findings(features: dict, plan) -> List[Finding]:
+    found = [Finding.from_dict(d) for d in features.get("findings", [])]
+    if plan is not None:
+        found += plan.findings
+    unique = {(f.id, f.subject, f.message): f for f in found}
+    return sorted(unique.values(), key=lambda f: (severity_rank(f.severity), f.id, f.subject))
+
+
+def stderr_lines(features: dict, plan, findings_too: bool) -> List[str]:
+    """Warnings for stderr: unreadable sources, rule warnings, and (when stdout carries an env)
+    the findings that matter."""
+    from ..probe.findings import source_warnings
+
+    out = source_warnings(features)
+    if plan is not None:
+        out += [m.message if m.rule_id in ("plan", "override") else f"{m.rule_id}: {m.message}"
+                for m in plan.warnings]
+    if findings_too:
+        out += [f"{f.id}: {f.message}" for f in all_findings(features, plan) if f.severity != "info"]
+    return out
+
+
+def split_counts(findings: List[Finding]) -> Tuple[int, int]:
+    return (sum(1 for f in findings if f.severity == "error"),
+            sum(1 for f in findings if f.severity == "warning"))

@@ -1,0 +1,1 @@
+"""What rocetune knows about NCCL: its variables, value syntax, config precedence and releases."""

@@ -1,0 +1,65 @@
+"""Run every source through one root and merge them into the Features document."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from .. import __version__
+from ..hostfs import HostRoot, ProbeContext, Recorder, runner_for
+from ..model.features import SCHEMA_VERSION
+from .findings import host_findings
+from .sources import gpu as gpu_source
+from .sources import host as host_source
+from .sources import kernel as kernel_source
+from .sources import net as net_source
+from .sources import pci as pci_source
+from .sources import rdma as rdma_source
+from .sources import verbs as verbs_source
+from .topology import derive_topology, virtualization
+
+
+
+def _run(name: str, ctx: ProbeContext, statuses: dict, fn, *args):
+    sctx = ctx.for_source()
+    try:
+        data = fn(sctx, *args)
+    except Exception as exc:  # a source fails alone; the rest of the probe goes on
+        sctx.status.ok = False
+        sctx.status.reason = f"{type(exc).__name__}: {exc}"
+        data = None
+    statuses[name] = sctx.status.to_dict()
+    return data
+
+
+def collect_features(root: str = "/", recorder: Optional[Recorder] = None, runner=None) -> dict:
+    host_root = HostRoot(root, recorder=recorder)
+    ctx = ProbeContext(host_root, runner if runner is not None else runner_for(host_root, recorder))
+    st: Dict[str, dict] = {}
+    host = _run("host", ctx, st, host_source.probe) or {}
+    pci = _run("pci", ctx, st, pci_source.probe) or {"devices": []}
+    net = _run("net", ctx, st, net_source.probe) or {"interfaces": [], "default_route_interfaces": []}
+    rdma = _run("rdma", ctx, st, rdma_source.probe, net) or {"devices": []}
+    verbs = _run("verbs", ctx, st, verbs_source.probe, rdma) or {"via": None, "devices": [],
+                                                                 "disagreements": []}
+    n_gpus = sum(1 for d in pci["devices"] if d["kind"] == "gpu")
+    gpu = _run("gpu", ctx, st, gpu_source.probe, n_gpus) or {"matrix": None, "bus_ids": {}, "names": {}}
+    kernel = _run("kernel", ctx, st, kernel_source.probe) or {}
+    gpus, topology, warnings = derive_topology(pci, rdma, gpu, host)
+    st["gpu"]["warnings"] = sorted(set(st["gpu"]["warnings"]) | set(warnings))
+    host["virtualization"] = virtualization(host, pci, gpus, topology)
+    features = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "rocetune", "version": __version__},
+        "host": host,
+        "sources": st,
+        "pci": pci,
+        "net": net,
+        "rdma": rdma,
+        "verbs": verbs,
+        "gpu": gpu,
+        "gpus": gpus,
+        "topology": topology,
+        "kernel": kernel,
+    }
+    features["findings"] = host_findings(features)
+    return features

@@ -1,0 +1,58 @@
+"""Host findings: what the probe saw that a person should act on, and the warnings to print."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..model.finding import Finding
+
+
+def _finding(fid: str, severity: str, subject: str, message: str) -> dict:
+    return Finding(fid, severity, subject, message).to_dict()
+
+
+def host_findings(f: dict) -> List[dict]:
+    out = []
+    for d in f["pci"]["devices"]:
+        link = d.get("link") or {}
+        if d["kind"] in ("gpu", "nic") and link.get("degraded"):
+            out.append(_finding("pci-link-degraded", "warning", d["bdf"],
+                                f"{d['kind'].upper()} {d['bdf']} runs at {link['speed']} x{link['width']}, "
+                                f"capable of {link['max_speed']} x{link['max_width']}"))
+    for text in f["topology"]["disagreements"]:
+        out.append(_finding("topology-disagreement", "warning", text.split(":")[0], text))
+    for text in f["verbs"]["disagreements"]:
+        out.append(_finding("verbs-sysfs-disagreement", "warning", text.split(":")[0], text))
+    if not any(d["kind"] == "gpu" for d in f["pci"]["devices"]) and not f["gpus"]:
+        out.append(_finding("no-nvidia-gpu", "info", "host", "no NVIDIA GPU found on this host"))
+    ports = [(d["name"], p) for d in f["rdma"]["devices"] for p in d["ports"]]
+    if not ports:
+        out.append(_finding("no-rdma-device", "info", "host",
+                            "no RDMA device found: NCCL would use TCP sockets on this host"))
+    front_end = set(f["net"]["default_route_interfaces"])
+    for name, p in ports:
+        if p["netdev"] in front_end:
+            continue  # the management path carries no RDMA traffic worth a jumbo MTU
+        if p["link_layer"] == "Ethernet" and p["state"] == "ACTIVE" and p["roce_mtu"] and p["roce_mtu"] < 4096:
+            out.append(_finding("roce-mtu-low", "warning", f"{name}:{p['port']}",
+                                f"{name}:{p['port']} RoCE MTU is {p['roce_mtu']} ({p['netdev']} MTU "
+                                f"{p['netdev_mtu']}); set the interface MTU to 4200 or more for 4096"))
+    memlock = f["kernel"].get("memlock")
+    if ports and memlock and memlock != "unlimited":
+        out.append(_finding("memlock-limited", "warning", "host",
+                            f"max locked memory is {memlock} bytes; RDMA registration needs unlimited"))
+    if f["host"]["virtualization"]["flattened"]:
+        out.append(_finding("host-flattened", "warning", "host",
+                            "PCI topology looks virtualised or flattened: "
+                            + "; ".join(f["host"]["virtualization"]["reasons"])))
+    return sorted(out, key=lambda x: (x["id"], x["subject"]))
+
+
+def source_warnings(f: dict) -> List[str]:
+    """What the sources could not read, one line each ("<source>: <why>")."""
+    out = []
+    for name, st in sorted(f["sources"].items()):
+        if not st["ok"]:
+            out.append(f"{name}: {st['reason']}")
+        out.extend(f"{name}: {w}" for w in st["warnings"])
+    return out

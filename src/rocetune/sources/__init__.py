@@ -1,1 +1,0 @@
-"""Sources: each reads one aspect of the host and fills part of the Features document."""
