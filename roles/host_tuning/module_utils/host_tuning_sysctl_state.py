@@ -56,7 +56,7 @@ def plan(proc_sys, desired):
             continue
         if have == want:
             state = UNCHANGED
-        elif not os.access(path, os.W_OK):
+        elif not os.stat(path).st_mode & 0o222:  # no write bit: read-only here, even for root
             state = READ_ONLY
         else:
             state = CHANGED

@@ -17,6 +17,12 @@ description:
     kernel and the module file when the driver that would load is not OFED's build for the
     running kernel. Read-only; runs in check mode.
 options:
+  tarball:
+    description:
+      - An MLNX_OFED tarball name to check against this node's distribution, release
+        (C(/etc/os-release)) and architecture before it is copied; the kernel is not checked then.
+    type: str
+    default: ""
   module:
     description: The NIC driver module OFED provides (mlx5_ib).
     type: str
@@ -38,12 +44,23 @@ summary:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.rdma_core_ofed import OfedMismatch, check_kernel, parse_ofed_info
+from ansible.module_utils.rdma_core_ofed import (OfedMismatch, check_kernel, check_tarball, parse_ofed_info,
+                                                parse_os_release)
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(module=dict(type="str", default="mlx5_ib")),
+    module = AnsibleModule(argument_spec=dict(tarball=dict(type="str", default=""),
+                                              module=dict(type="str", default="mlx5_ib")),
                            supports_check_mode=True)
+    if module.params["tarball"]:
+        with open("/etc/os-release") as fh:
+            distro, version = parse_os_release(fh.read())
+        try:
+            fit = check_tarball(module.params["tarball"], distro, version, os.uname()[4])
+        except OfedMismatch as exc:
+            module.fail_json(msg=str(exc), ofed_version=None)
+        module.exit_json(changed=False, ofed_version=fit["version"], summary="%s fits %s %s %s" % (
+            module.params["tarball"], distro, version, os.uname()[4]))
     ofed_info = module.get_bin_path("ofed_info")
     if not ofed_info:
         module.exit_json(changed=False, ofed_version=None, summary="OFED is not installed")

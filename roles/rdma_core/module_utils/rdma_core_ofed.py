@@ -20,9 +20,21 @@ __metaclass__ = type
 _TARBALL = re.compile(r"^MLNX_OFED_LINUX-(?P<version>\d[\w.]*-[\d.]+)-(?P<distro>[a-z]+)(?P<release>[\d.]+)"
                       r"-(?P<arch>x86_64|aarch64|ppc64le)\.(?:tgz|tar\.gz|iso)$")
 _ARCH = {"amd64": "x86_64", "arm64": "aarch64", "x86_64": "x86_64", "aarch64": "aarch64", "ppc64le": "ppc64le"}
-# The distribution tag in the tarball name -> Ansible's ansible_distribution values.
-_DISTRO = {"ubuntu": ("Ubuntu",), "debian": ("Debian",), "rhel": ("RedHat", "Rocky", "AlmaLinux", "CentOS", "OracleLinux"),
-           "ol": ("OracleLinux",), "sles": ("SLES",)}
+# The distribution tag in the tarball name -> the node's distribution, as /etc/os-release's ID
+# or Ansible's ansible_distribution names it.
+_DISTRO = {"ubuntu": ("Ubuntu", "ubuntu"), "debian": ("Debian", "debian"),
+           "rhel": ("RedHat", "Rocky", "AlmaLinux", "CentOS", "OracleLinux", "rhel", "rocky", "almalinux", "centos", "ol"),
+           "ol": ("OracleLinux", "ol"), "sles": ("SLES", "sles")}
+
+
+def parse_os_release(text):
+    """/etc/os-release -> (ID, VERSION_ID)."""
+    values = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip().strip('"')
+    return values.get("ID", ""), values.get("VERSION_ID", "")
 
 
 class OfedMismatch(Exception):

@@ -1,0 +1,19 @@
+"""Unit tests of the roles' module_utils: the decisions, fed recorded tool outputs."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+QOS_FIXTURES = REPO / "tests" / "fixtures" / "qos"
+
+
+def load_module_utils(role: str, name: str):
+    """Import roles/<role>/module_utils/<name>.py as a plain module (no Ansible needed)."""
+    path = REPO / "roles" / role / "module_utils" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"rocetune_role_{role}_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,65 @@
+"""host_tuning's sysctl decisions on a directory that plays /proc/sys."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.unit.roles import load_module_utils
+
+S = load_module_utils("host_tuning", "host_tuning_sysctl_state")
+
+
+@pytest.fixture
+def proc(tmp_path):
+    def put(key, value, mode=0o644):
+        path = tmp_path.joinpath(*key.split("."))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n")
+        os.chmod(path, mode)
+    put("net.ipv4.tcp_rmem", "4096\t131072\t6291456")
+    put("net.ipv4.tcp_mtu_probing", "1")
+    put("net.core.rmem_max", "212992", 0o444)  # a namespace mirrors the host's value
+    return tmp_path
+
+
+WANT = {"net.ipv4.tcp_rmem": "4096 87380 134217728", "net.ipv4.tcp_mtu_probing": 1,
+        "net.core.rmem_max": 134217728, "net.core.netdev_max_backlog": 30000}
+
+
+def states(items):
+    return {i["key"]: i["state"] for i in items}
+
+
+def test_plan_sorts_keys_into_changed_unchanged_absent_and_read_only(proc):
+    items = S.plan(str(proc), WANT)
+    assert states(items) == {"net.core.netdev_max_backlog": "absent", "net.core.rmem_max": "read-only",
+                             "net.ipv4.tcp_mtu_probing": "unchanged", "net.ipv4.tcp_rmem": "changed"}
+    # Tabs in the kernel's output and spaces in the inventory compare equal.
+    assert S.plan(str(proc), {"net.ipv4.tcp_rmem": "4096 131072  6291456"})[0]["state"] == "unchanged"
+
+
+def test_apply_writes_only_what_changed_and_keeps_read_only_keys(proc):
+    items = S.apply(str(proc), S.plan(str(proc), WANT))
+    assert (proc / "net/ipv4/tcp_rmem").read_text() == "4096 87380 134217728\n"
+    assert (proc / "net/core/rmem_max").read_text() == "212992\n"
+    assert states(items)["net.core.rmem_max"] == "read-only"
+
+
+def test_apply_as_root_changes_the_writable_key(proc):
+    items = S.apply(str(proc), [i for i in S.plan(str(proc), WANT) if i["state"] == "changed"])
+    assert [i["key"] for i in items] == ["net.ipv4.tcp_rmem"]
+    assert (proc / "net/ipv4/tcp_rmem").read_text() == "4096 87380 134217728\n"
+    assert S.plan(str(proc), {"net.ipv4.tcp_rmem": "4096 87380 134217728"})[0]["state"] == "unchanged"
+
+
+def test_the_warning_names_every_skipped_key(proc):
+    message = S.unsupported_message(S.plan(str(proc), WANT))
+    assert "absent here: net.core.netdev_max_backlog" in message
+    assert "read-only here: net.core.rmem_max" in message
+    assert S.unsupported_message(S.plan(str(proc), {"net.ipv4.tcp_mtu_probing": 1})) == ""
+
+
+def test_a_dotted_interface_name_uses_a_slash_in_the_key(tmp_path):
+    assert S.key_path("/p", "net.ipv4.conf.eth0/100.rp_filter") == "/p/net/ipv4/conf/eth0.100/rp_filter"

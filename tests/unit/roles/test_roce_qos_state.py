@@ -1,0 +1,133 @@
+"""roce_qos's decisions on recorded real outputs of dcb and mlnx_qos (tests/fixtures/qos/PROVENANCE.md):
+only the commands that change something, and a clear "not supported" on a NIC without DCB."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.unit.roles import QOS_FIXTURES, load_module_utils
+
+Q = load_module_utils("roce_qos", "roce_qos_state")
+
+
+def fx(name):
+    return (QOS_FIXTURES / name).read_text()
+
+
+PLAN = Q.load_plan(None, yaml.safe_load)
+WANT = Q.desired(PLAN)
+
+
+def test_the_built_in_plan_is_docs_qos_md():
+    assert PLAN["source"] == "built-in defaults"
+    assert WANT["dscp_prio"] == {26: 3, 48: 6}
+    assert WANT["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert WANT["tos"] == 106  # 26 << 2 | ECT(0)
+
+
+def test_a_plan_file_is_read_with_pyyaml_and_checked(tmp_path):
+    plan = tmp_path / "qos.yml"
+    plan.write_text("version: 1\ndata:\n  dscp: 24\n  priority: 4\nlossless_priorities: [4]\necn: ect1\n")
+    p = Q.load_plan(str(plan), yaml.safe_load)
+    assert p["source"] == str(plan)
+    assert Q.desired(p)["dscp_prio"] == {24: 4, 48: 6} and Q.traffic_class(p) == 97
+    plan.write_text("data:\n  dscp: 48\n")
+    with pytest.raises(Q.QosError, match="must differ"):
+        Q.load_plan(str(plan), yaml.safe_load)
+    plan.write_text("data:\n  dscp: 64\n")
+    with pytest.raises(Q.QosError, match="0..63"):
+        Q.load_plan(str(plan), yaml.safe_load)
+
+
+def test_readers_of_the_man_page_outputs():
+    assert Q.dcb_pfc(fx("dcb-pfc-show-manpage.txt")) == [0, 0, 0, 0, 0, 0, 1, 1]
+    assert Q.dcb_app_dscp(fx("dcb-app-show-N-manpage.txt")) == {0: {0}, 24: {2, 3}, 48: {6}}
+    ets = Q.dcb_ets(fx("dcb-ets-show-manpage.txt"))
+    assert ets["prio_tc"] == list(range(8))
+    assert ets["tc_tsa"][:4] == ["ets", "ets", "ets", "strict"]
+    assert ets["tc_bw"][:3] == [33, 33, 34]
+
+
+def test_dcb_commands_from_the_man_page_state():
+    cmds = Q.dcb_commands("eth0", WANT, fx("dcb-pfc-show-manpage.txt"), fx("dcb-app-show-N-manpage.txt"),
+                          fx("dcb-ets-show-manpage.txt"))
+    # 48->6 is already there; 26 is missing; PFC is on 6 and 7 instead of 3 only; ETS left alone.
+    assert cmds == [["dcb", "app", "replace", "dev", "eth0", "dscp-prio", "26:3"],
+                    ["dcb", "pfc", "set", "dev", "eth0", "prio-pfc",
+                     "0:off", "1:off", "2:off", "3:on", "4:off", "5:off", "6:off", "7:off"]]
+
+
+def test_dcb_state_already_as_planned_needs_no_command():
+    pfc = "pfc-cap 8 macsec-bypass off delay 4096\nprio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n"
+    app = "dscp-prio 0:0 26:3 48:6\n"
+    assert Q.dcb_commands("eth0", WANT, pfc, app, fx("dcb-ets-show-manpage.txt")) == []
+
+
+def test_a_stale_dscp_mapping_is_replaced_and_ets_set_only_where_it_differs():
+    app = fx("dcb-app-show-N-after-replace-manpage.txt")  # 24:4 48:6
+    want = Q.desired(Q.load_plan(None, yaml.safe_load),
+                     ets={"prio_tc": list(range(8)), "tc_bw": [50, 0, 0, 50, 0, 0, 0, 0]})
+    cmds = Q.dcb_commands("eth0", want, "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n", app,
+                          fx("dcb-ets-show-manpage.txt"))
+    assert cmds[0] == ["dcb", "app", "replace", "dev", "eth0", "dscp-prio", "26:3"]
+    assert cmds[1] == ["dcb", "ets", "set", "dev", "eth0", "tc-bw",
+                       "0:50", "1:0", "2:0", "3:50", "4:0", "5:0", "6:0", "7:0"]  # prio-tc already 1:1
+
+
+def test_mlnx_qos_reader_and_commands_from_nvidias_published_output():
+    state = Q.parse_mlnx_qos(fx("mlnx_qos-i-eth2-community.txt"))
+    assert state["trust"] == "dscp"
+    assert state["dscp_prio"][26] == 3 and state["dscp_prio"][48] == 6 and len(state["dscp_prio"]) == 64
+    assert state["pfc"] == [1, 0, 1, 0, 0, 0, 1, 1]
+    assert state["tc_tsa"][6] == "strict" and state["tc_bw"][7] == 40
+    assert state["prio_tc"][:2] == [1, 0]  # priority 1 in tc 0, priority 0 in tc 1
+    cmds = Q.mlnx_qos_commands("eth2", WANT, fx("mlnx_qos-i-eth2-community.txt"))
+    assert cmds == [["mlnx_qos", "-i", "eth2", "--pfc", "0,0,0,1,0,0,0,0"]]
+
+
+def test_mlnx_qos_in_pcp_trust_gets_trust_first():
+    text = fx("mlnx_qos-i-eth2-community.txt").replace("Priority trust state: dscp", "Priority trust state: pcp")
+    cmds = Q.mlnx_qos_commands("eth2", WANT, text)
+    assert cmds[0] == ["mlnx_qos", "-i", "eth2", "--trust", "dscp"]
+
+
+def fake_runner(outputs):
+    def run(argv):
+        return outputs.get(tuple(argv), (127, "", "%s: not installed" % argv[0]))
+    return run
+
+
+def test_a_nic_without_dcb_is_not_supported_naming_interface_and_driver():
+    err = fx("dcb-show-veth-not-supported.txt")
+    run = fake_runner({("dcb", "-N", "pfc", "show", "dev", "rtf0"): (1, "", err)})
+    with pytest.raises(Q.NotSupported, match=r"not supported on rtf0 \(driver veth\)"):
+        Q.interface_plan("rtf0", "veth", "dcb", WANT, run, lambda p: None)
+
+
+def test_interface_plan_adds_pause_off_and_the_ecn_writes_the_driver_exposes():
+    run = fake_runner({
+        ("dcb", "-N", "pfc", "show", "dev", "ens1"): (0, fx("dcb-pfc-show-manpage.txt"), ""),
+        ("dcb", "-N", "app", "show", "dev", "ens1"): (0, "dscp-prio 26:3 48:6\n", ""),
+        ("dcb", "-N", "ets", "show", "dev", "ens1"): (0, fx("dcb-ets-show-manpage.txt"), ""),
+        ("ethtool", "-a", "ens1"): (0, "Pause parameters for ens1:\nAutonegotiate:\toff\nRX:\t\ton\nTX:\t\ton\n", ""),
+    })
+    files = {"/sys/class/net/ens1/ecn/roce_np/enable/3": "0\n", "/sys/class/net/ens1/ecn/roce_rp/enable/3": "1\n",
+             "/sys/class/net/ens1/ecn/roce_np/cnp_dscp": "48\n"}
+    step = Q.interface_plan("ens1", "mlx5_core", "dcb", WANT, run, files.get)
+    assert step["commands"][-1] == ["ethtool", "-A", "ens1", "rx", "off", "tx", "off"]
+    assert step["writes"] == [("/sys/class/net/ens1/ecn/roce_np/enable/3", "1")]  # cnp_802p_prio absent: skipped
+    off = Q.desired(PLAN, dcqcn=False)
+    assert ("/sys/class/net/ens1/ecn/roce_rp/enable/3", "0") in Q.ecn_writes("ens1", off, files.get)
+
+
+def test_rdma_cm_defaults_written_only_where_they_differ():
+    have = {"/cfg/mlx5_0/ports/1/default_roce_mode": "RoCE v2\n", "/cfg/mlx5_0/ports/1/default_roce_tos": "0\n"}
+    assert Q.rdma_cm_writes([("mlx5_0", 1)], 106, have.get, "/cfg") == [("/cfg/mlx5_0/ports/1/default_roce_tos", "106")]
+
+
+def test_backend_auto_picks_mlnx_qos_only_for_mlx5_with_the_tool():
+    assert Q.pick_backend("auto", "mlx5_core", True) == "mlnx_qos"
+    assert Q.pick_backend("auto", "mlx5_core", False) == "dcb"
+    assert Q.pick_backend("auto", "bnxt_en", True) == "dcb"
+    assert Q.pick_backend("dcb", "mlx5_core", True) == "dcb"
