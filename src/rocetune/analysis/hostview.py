@@ -387,21 +387,22 @@ class HostView:
     def _max_rate(pool: List[Port], layer: str) -> float:
         return max([p.rate_gbps or 0 for p in pool if (p.link_layer or "") == layer] or [0])
 
-    # --- per GPU ------------------------------------------------------------------------------
+    # --- sockets --------------------------------------------------------------------------------
     def socket_interface(self) -> Tuple[Optional[dict], str, List[str]]:
         """The IP interface for NCCL's sockets, Gloo and MPI's TCP: (interface, why, doubts).
 
         With compute RDMA (or a cloud plugin) the default-route interface, which every node
         reaches; without RDMA the fastest routable one, since sockets then carry the data."""
-        host = self
-        cands = host.socket_candidates()
+        cands = self.socket_candidates()
         doubts: List[str] = []
         if not cands:
+            if not (self.f.get("net") or {}).get("addresses_known", True):
+                return None, "interface addresses are unknown (no 'ip -j addr show' output)", doubts
             return None, "no routable, up interface", doubts
-        defaults = [c for c in cands if host.is_default_route(c["name"])]
-        sel = host.selection()
+        defaults = [c for c in cands if self.is_default_route(c["name"])]
+        sel = self.selection()
         rdma = bool(sel.chosen) or not sel.rdma_visible  # hidden RDMA: still not a socket-data host
-        cloud = host.plugin_cloud()
+        cloud = self.plugin_cloud()
         if rdma or cloud:
             if defaults:
                 pick = defaults[0]
@@ -409,15 +410,15 @@ class HostView:
                     doubts.append("several interfaces carry a default route (" +
                                   ", ".join(c["name"] for c in defaults) + f"); took {pick['name']}")
                 return pick, "carries the default route: the network every node reaches", doubts
-            compute_netdevs = {p.netdev for p in host.selection().chosen}
+            compute_netdevs = {p.netdev for p in self.selection().chosen}
             others = [c for c in cands if c["name"] not in compute_netdevs] or cands
             doubts.append("no interface carries a default route; took the first routable one")
             return others[0], "first routable interface (no default route on this host)", doubts
         fastest = max(c.get("speed_mbps") or 0 for c in cands)
         top = [c for c in cands if (c.get("speed_mbps") or 0) == fastest]
-        top.sort(key=lambda c: (not host.is_default_route(c["name"]), c["name"]))
+        top.sort(key=lambda c: (not self.is_default_route(c["name"]), c["name"]))
         pick = top[0]
-        if not host.is_default_route(pick["name"]) and defaults:
+        if not self.is_default_route(pick["name"]) and defaults:
             doubts.append(f"{pick['name']} is the fastest interface but {defaults[0]['name']} carries the "
                           "default route: make sure the nodes reach each other on "
                           f"{pick['name']}")
@@ -426,6 +427,7 @@ class HostView:
                "the socket transport carries the data on this host")
         return pick, why, doubts
 
+    # --- per GPU ------------------------------------------------------------------------------
     def compute_ports_of_gpu(self, gpu: dict) -> List[Port]:
         """The chosen ports nearest to this GPU (best path among the chosen ports)."""
         chosen = self.selection().chosen

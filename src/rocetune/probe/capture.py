@@ -12,7 +12,6 @@ from typing import Dict, Tuple
 from ..fsutil import atomic_write_bytes
 from ..hostfs import HostRoot, LiveRunner, Recorder, RecordedRunner, recording_name
 from .collect import collect_features
-from .sources.net import IP_ADDR_ARGV
 from .sources.verbs import IBV_DEVINFO_ARGV
 
 
@@ -36,9 +35,7 @@ def record(root: str = "/") -> Tuple[dict, Recorder]:
     host_root = HostRoot(root, recorder=rec)
     runner = LiveRunner(recorder=rec) if host_root.is_live else _RecordingReplay(host_root, rec)
     features = collect_features(root, recorder=rec, runner=runner)
-    # A live probe reads addresses with psutil and ports with pyverbs; their command-line twins
-    # are what a replay reads, so record those too.
-    runner.run(IP_ADDR_ARGV)
+    # A live probe reads ports with pyverbs; its command-line twin is what a replay reads.
     runner.run(IBV_DEVINFO_ARGV)
     return features, rec
 

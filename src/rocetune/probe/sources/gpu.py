@@ -17,8 +17,9 @@ def probe(ctx: ProbeContext, sysfs_gpus: int) -> dict:
     if not topo.found:
         if sysfs_gpus:
             ctx.status.ok = False
-            ctx.status.reason = (f"nvidia-smi not found but {sysfs_gpus} NVIDIA GPU(s) on PCI: "
-                                 "NVLink and GPU indices unknown")
+            where = "not found" if ctx.root.is_live else "not recorded in this root"
+            ctx.status.reason = (f"nvidia-smi topo -m {where} ({topo.reason}) but {sysfs_gpus} "
+                                 "NVIDIA GPU(s) on PCI: NVLink and GPU indices unknown")
         return data
     if topo.returncode != 0:
         ctx.status.ok = False

@@ -79,39 +79,20 @@ def _prefixlen(netmask: Optional[str]) -> Optional[int]:
     return ones if bits == ((1 << width) - 1) ^ ((1 << (width - ones)) - 1) else None
 
 
-def _live_addresses() -> Dict[str, List[dict]]:
-    import socket
-
-    import psutil
-
-    out: Dict[str, List[dict]] = {}
-    for ifname, addrs in psutil.net_if_addrs().items():
-        for a in addrs:
-            if a.family not in (socket.AF_INET, socket.AF_INET6):
-                continue
-            out.setdefault(ifname, []).append({
-                "family": "inet" if a.family == socket.AF_INET else "inet6",
-                "address": a.address.split("%", 1)[0],
-                "prefixlen": _prefixlen(a.netmask),
-            })
-    return out
-
-
-def addresses(ctx: ProbeContext) -> Dict[str, List[dict]]:
-    if ctx.root.is_live:
-        try:
-            return _live_addresses()
-        except Exception as exc:  # psutil missing or failing must not end the probe
-            ctx.warn(f"psutil could not list addresses: {exc}")
+def addresses(ctx: ProbeContext) -> Optional[Dict[str, List[dict]]]:
+    """Addresses per interface from `ip -j addr show`, live or recorded alike; None when unknown."""
     result = ctx.runner.run(IP_ADDR_ARGV)
     if not result.found:
-        ctx.warn("addresses unknown: no 'ip -j addr show' output")
-        return {}
+        ctx.warn(f"addresses unknown: {result.reason or 'no ip -j addr show output'}")
+        return None
+    if not result.ok:
+        ctx.warn(f"addresses unknown: 'ip -j addr show' exited {result.returncode}")
+        return None
     try:
         return parse_ip_addr(result.stdout)
     except ParseError as exc:
         ctx.warn(exc.message)
-        return {}
+        return None
 
 
 def probe(ctx: ProbeContext) -> dict:
@@ -122,6 +103,8 @@ def probe(ctx: ProbeContext) -> dict:
         return {"interfaces": [], "default_route_interfaces": []}
     defaults = default_route_interfaces(ctx)
     addrs = addresses(ctx)
+    known = addrs is not None
+    addrs = addrs or {}
     interfaces = []
     for name in names:
         base = f"{NET}/{name}"
@@ -148,4 +131,4 @@ def probe(ctx: ProbeContext) -> dict:
                                 key=lambda a: (a["family"], a["address"], a["prefixlen"] or 0)),
             "default_route": name in defaults,
         })
-    return {"interfaces": interfaces, "default_route_interfaces": defaults}
+    return {"interfaces": interfaces, "default_route_interfaces": defaults, "addresses_known": known}
