@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(python3 python3-venv python3-pyverbs hwloc openssh-server openssh-client
-              iproute2 iputils-ping procps debootstrap systemd-container)
+              iproute2 iputils-ping procps debootstrap systemd-container
+              qemu-system-x86 dpkg-dev e2fsprogs)   # the last three: the lab's Soft-RoCE VMs
 TORCH_VERSION=2.13.0   # pinned: an unpinned torch pulls gigabytes of CUDA wheels
 
 missing=()

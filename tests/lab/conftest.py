@@ -9,6 +9,8 @@
   systemd mode, teardown checks). Yields the ``lab`` module; afterwards the lab is taken down
   and, if ``lab4`` is in use in this session, brought back the same (same names, addresses
   and paths), so later tests see no difference.
+- ``vm2`` (module): two QEMU VMs vm01, vm02 with Soft-RoCE (tests/lab/vm.py); yields a
+  ``vm.VMInfo``; down at the end of the module.
 
 Everything here needs root; without it the fixtures skip with the reason.
 """
@@ -38,6 +40,7 @@ def pytest_configure(config):
         "systemd: boots real systemd in lab hosts with systemd-nspawn "
         "(debootstraps a Debian bookworm rootfs once, about a minute)",
     )
+    _register_vm_marker(config)
 
 
 class _SessionLab:
@@ -107,3 +110,40 @@ def lab_exclusive():
         yield lab
     finally:
         _SESSION.restore()
+
+
+# ---------------------------------------------------------------------------------------------
+# The VM tier (tests/lab/vm.py): QEMU VMs with Soft-RoCE devices.
+
+def _register_vm_marker(config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "vm: boots Debian VMs under QEMU with Soft-RoCE (the image is built once and cached, "
+        "about 4 minutes; each boot about a minute under TCG)",
+    )
+
+
+@pytest.fixture(scope="module")
+def vm2():
+    """Two VMs (vm01, vm02) for one test module, taken down at its end.
+
+    Under root a VM lab that cannot come up is an error (the test fails with the console tail),
+    never a skip.
+    """
+    require_root()
+    from tests.lab import vm  # noqa: PLC0415
+
+    atexit.register(_vm_down_quietly)
+    try:
+        yield vm.up(2)
+    finally:
+        vm.down()
+
+
+def _vm_down_quietly() -> None:
+    from tests.lab import vm  # noqa: PLC0415
+
+    try:
+        vm.down()
+    except Exception:  # noqa: BLE001 - nothing left to report to at exit
+        pass

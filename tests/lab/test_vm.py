@@ -1,0 +1,340 @@
+"""rocetune on real (software) RDMA: two QEMU VMs with Soft-RoCE devices (tests/lab/vm.py).
+
+Each VM: management NIC ens3 (default route; vm01 also has Soft-RoCE device rxe2 there) and
+two fabric rails ens4/ens5 in 198.18.2.0/24 at MTU 9000 with rxe0/rxe1. rocetune runs inside
+the VMs from the repository's own source tree, through its command line only.
+
+Soft-RoCE is a software stand-in: these tests prove GID choice, MTUs and RDMA paths end to
+end, not speed and not that any RDMA NIC works. Under TCG every figure here is CPU-bound.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.lab import lab, vm
+
+pytestmark = pytest.mark.vm
+
+REPO = Path(__file__).resolve().parents[2]
+SRC = "/opt/rocetune"  # where the repository's src/ goes inside each VM
+FABRIC = {"rxe0": "ens4", "rxe1": "ens5"}
+
+
+def _json_flag() -> str:
+    """The CLI's JSON switch (`--json`; `--output json` in older trees)."""
+    proc = subprocess.run([sys.executable, "-m", "rocetune", "probe", "--help"],
+                          env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return "--json" if "--json" in proc.stdout else "--output json"
+
+
+@pytest.fixture(scope="module")
+def vms(vm2):
+    """vm2 with the repository's src/ copied into every VM."""
+    for name in vm2.names:
+        vm.run_on(name, f"rm -rf {SRC}")
+        vm.copy_to(name, REPO / "src", SRC)
+    return vm2
+
+
+def rocetune(host: str, args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """`rocetune ARGS` on a VM with the VM's own python3 (stdlib, PyYAML, pyverbs, psutil)."""
+    return vm.run_on(host, f"cd / && PYTHONPATH={SRC}/src python3 -m rocetune {args}",
+                     check=check)
+
+
+def probe(host: str) -> dict:
+    proc = rocetune(host, f"probe {_json_flag()}")
+    return json.loads(proc.stdout)["data"]["features"]
+
+
+def env_of(host: str) -> dict:
+    text = rocetune(host, "probe --format sh").stdout
+    return {m.group(1): shlex.split(m.group(2))[0]
+            for m in re.finditer(r"^export (\w+)=(.*)$", text, re.M)}
+
+
+def ports(features: dict) -> dict:
+    """{device: its port 1} from Features.rdma."""
+    return {d["name"]: d["ports"][0] for d in features["rdma"]["devices"]}
+
+
+def verbs_ports(features: dict) -> dict:
+    return {d["name"]: d["ports"][0] for d in features["verbs"]["devices"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# Faults first (they need the VM tier to themselves; vm2 comes up after them)
+
+
+def test_a_vm_that_does_not_boot_fails_fast_with_its_console_tail(monkeypatch):
+    """A guest without its root disk: `up` says so quickly, quoting the console, and leaves
+    nothing behind."""
+    lab._require_root()
+    real = vm.qemu_argv
+
+    def broken(info, img, i, name):
+        argv = real(info, img, i, name)
+        at = argv.index("-append") + 1
+        argv[at] += " root=LABEL=rtvlab-missing rootdelay=5"  # the last root= wins
+        return argv
+
+    monkeypatch.setattr(vm, "qemu_argv", broken)
+    started = time.monotonic()
+    with pytest.raises(lab.LabError) as err:
+        vm.up(1, timeout=240)
+    took = time.monotonic() - started
+    message = str(err.value)
+    assert message.startswith("vm01 did not come up under "), message
+    assert "QEMU exited before the VM answered ssh" in message
+    assert "console tail:" in message and "LABEL=rtvlab-missing does not exist" in message, \
+        message
+    assert took < 240, f"took {took:.0f}s"
+    assert leftovers() == []
+
+
+def leftovers() -> list:
+    """Everything of the VM tier still on the machine (should be empty after `down`)."""
+    left = []
+    for pid in vm._vm_pids():
+        if lab._alive(pid):
+            left.append(f"process {pid} {' '.join(vm._cmdline(pid))[:80]}")
+    links = subprocess.run(["ip", "-o", "link", "show"], stdout=subprocess.PIPE, text=True).stdout
+    left += [f"link {ln.split(':')[1].strip()}" for ln in links.splitlines()
+             if ln.split(":")[1].strip().startswith("rtv")]
+    netns = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
+    left += [f"netns {ln.split()[0]}" for ln in netns.splitlines() if ln.startswith("rtvlab")]
+    with open("/proc/mounts") as fh:
+        left += [f"mount {ln.split()[1]}" for ln in fh
+                 if "rtvlab" in ln or str(vm.STATE_DIR) in ln]
+    for path in (vm.STATE_DIR, lab.VM_INVENTORY):
+        if path.exists():
+            left.append(f"file {path}")
+    return left
+
+
+# ---------------------------------------------------------------------------------------------
+# The VMs
+
+
+def test_vms_are_shaped_like_gpu_nodes(vms):
+    """Strict-host-key ssh, management NIC with the default route, two rails with rxe devices."""
+    print(f"accelerator: {vms.accel} ({vms.accel_reason}); boot seconds: {vms.boot_seconds}")
+    for i, name in enumerate(vms.names, start=1):
+        assert "StrictHostKeyChecking=yes" in vms.ssh_command(name)
+        out = vm.run_on(name, "hostname; ip -j addr; ip -j route; rdma -j link show").stdout
+        hostname, addr, route, rdma = out.split("\n", 3)
+        assert hostname == name
+        by_if = {a["ifname"]: a for a in json.loads(addr)}
+        v4 = {k: [x["local"] for x in a["addr_info"] if x["family"] == "inet"]
+              for k, a in by_if.items()}
+        assert v4["ens3"] == [vm.mgmt_ip(i)] and by_if["ens3"]["mtu"] == 1500
+        assert v4["ens4"] == [vm.fabric_ip(i, 0)] and by_if["ens4"]["mtu"] == 9000
+        assert v4["ens5"] == [vm.fabric_ip(i, 1)] and by_if["ens5"]["mtu"] == 9000
+        default = [r for r in json.loads(route) if r["dst"] == "default"]
+        assert [(r["gateway"], r["dev"]) for r in default] == [(vms.controller_ip, "ens3")]
+        links = {lk["ifname"]: lk["netdev"] for lk in json.loads(rdma)}
+        assert links == dict(vm.softroce_links(name))
+    # Nothing leaves the lab: the controller does not forward for the VMs.
+    assert Path(f"/proc/sys/net/ipv4/conf/{vm.CONTROLLER_IF}/forwarding").read_text() == "0\n"
+
+
+def test_inventory_has_the_vm_group_and_ansible_reaches_it(vms):
+    inventory = lab.INVENTORY.read_text()
+    assert "    vm:\n" in inventory and "vm01:" in inventory
+    only_vms = lab.VM_INVENTORY.read_text()
+    assert "gpu_nodes:\n      children:\n        vm:" in only_vms
+    bin_dir = Path(sys.executable).parent
+    ansible = str(bin_dir / "ansible") if (bin_dir / "ansible").exists() else "ansible"
+    proc = subprocess.run([ansible, "-i", str(lab.VM_INVENTORY), "gpu_nodes", "-o",
+                           "-m", "ansible.builtin.ping"], cwd=REPO, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=300,
+                          env={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+                               "PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": "/root"})
+    assert proc.returncode == 0, proc.stdout
+    assert sorted(re.findall(r"^(vm\d\d) \| SUCCESS", proc.stdout, re.M)) == vms.names
+
+
+def test_softroce_script_is_idempotent_and_labelled(vms):
+    out = vm.run_on("vm02", "rocetune-softroce up rxe0=ens4 rxe1=ens5").stdout
+    assert out.splitlines() == ["rocetune-softroce: rxe0 on ens4: already there",
+                                "rocetune-softroce: rxe1 on ens5: already there"]
+    bad = vm.run_on("vm02", "rocetune-softroce up rxe9=nosuchnic", check=False)
+    assert bad.returncode == 1
+    assert bad.stderr.strip() == "rocetune-softroce: error: nosuchnic: no such network interface"
+    assert "SOFTWARE STAND-IN" in (REPO / "tests/lab/softroce.sh").read_text()
+
+
+def test_probe_finds_both_fabric_rxe_devices(vms):
+    for i, name in enumerate(vms.names, start=1):
+        f = probe(name)
+        rdma = ports(f)
+        for rail, (dev, netdev) in enumerate(FABRIC.items()):
+            port = rdma[dev]
+            assert port["netdev"] == netdev, (name, dev)
+            assert port["state"] == "ACTIVE" and port["link_layer"] == "Ethernet"
+            assert port["netdev_mtu"] == 9000 and port["roce_mtu"] == 4096, (name, dev)
+            assert port["roce_v2_ipv4_gids"] == [1], (name, dev)
+            gid1 = {g["index"]: g for g in port["gids"]}[1]
+            assert (gid1["type"], gid1["ipv4"], gid1["ndev"]) == \
+                ("RoCE v2", vm.fabric_ip(i, rail), netdev)
+        # pyverbs (the live reader) agrees with sysfs.
+        assert f["verbs"]["via"] == "pyverbs"
+        assert f["verbs"]["disagreements"] == []
+        for dev, port in verbs_ports(f).items():
+            assert port["active_mtu"] == rdma[dev]["roce_mtu"], (name, dev)
+        assert set(verbs_ports(f)) == set(rdma)
+        mgmt = [d for d, p in rdma.items() if p["netdev"] == "ens3"]
+        assert mgmt == ([vm.MGMT_RXE] if name == vm.MGMT_RXE_HOST else [])
+        assert f["net"]["default_route_interfaces"] == ["ens3"]
+
+
+PYVERBS_VS_SYSFS = r"""
+import json, pyverbs.device as d
+out = {}
+for info in d.get_device_list():
+    name = info.name.decode()
+    with d.Context(name=name) as ctx:
+        port = ctx.query_port(1)
+        gid = ctx.query_gid(1, 1)
+    base = f"/sys/class/infiniband/{name}/ports/1"
+    out[name] = {"pyverbs_mtu": int(port.active_mtu), "pyverbs_gid1": str(gid),
+                 "sysfs_gid1": open(f"{base}/gids/1").read().strip(),
+                 "sysfs_ndev": open(f"{base}/gid_attrs/ndevs/1").read().strip()}
+print(json.dumps(out))
+"""
+
+
+def test_pyverbs_agrees_with_sysfs(vms):
+    out = json.loads(vm.run_on("vm01", "python3 -", input=PYVERBS_VS_SYSFS).stdout)
+    assert sorted(out) == ["rxe0", "rxe1", "rxe2"]
+    for dev, seen in out.items():
+        assert seen["pyverbs_gid1"] == seen["sysfs_gid1"], dev
+    # IBV_MTU_4096 is 5 on the rails (MTU 9000), IBV_MTU_1024 is 3 on the management NIC.
+    assert {d: s["pyverbs_mtu"] for d, s in out.items()} == {"rxe0": 5, "rxe1": 5, "rxe2": 3}
+    assert {d: s["sysfs_ndev"] for d, s in out.items()} == \
+        {"rxe0": "ens4", "rxe1": "ens5", "rxe2": "ens3"}
+
+
+def test_probe_plans_the_fabric_rxe_devices_for_nccl(vms):
+    """Both rails in NCCL_IB_HCA and UCX_NET_DEVICES; the management rxe stays out."""
+    for name in vms.names:
+        env = env_of(name)
+        assert "NCCL_IB_DISABLE" not in env, (name, env)
+        assert env["NCCL_IB_HCA"] == "=rxe0:1,rxe1:1", name
+        assert env["NCCL_IB_GID_INDEX"] == "1", name
+        assert env["UCX_NET_DEVICES"] == "rxe0:1,rxe1:1", name
+        assert env["NCCL_SOCKET_IFNAME"] == "=ens3", name
+
+
+def test_capture_replays_to_the_same_features(vms, tmp_path):
+    rocetune("vm01", "capture -o /tmp/vm01.tar.gz")
+    live = probe("vm01")
+    vm.copy_from("vm01", "/tmp/vm01.tar.gz", tmp_path / "vm01.tar.gz")
+    root = tmp_path / "root"
+    root.mkdir()
+    with tarfile.open(tmp_path / "vm01.tar.gz") as tar:
+        tar.extractall(root)  # noqa: S202 - our own capture
+    proc = subprocess.run(f"{sys.executable} -m rocetune probe --root {root} {_json_flag()}",
+                          shell=True, env={"PYTHONPATH": str(REPO / "src"),
+                                           "PATH": "/usr/bin:/bin"},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    replay = json.loads(proc.stdout)["data"]["features"]
+    assert replay["verbs"].pop("via") == "ibv_devinfo"
+    assert live["verbs"].pop("via") == "pyverbs"
+    for key in sorted(set(live) | set(replay)):
+        assert replay.get(key) == live.get(key), key
+
+
+# ---------------------------------------------------------------------------------------------
+# RDMA between the VMs
+
+
+def ib_write_bw(server_gid: int, client_gid: int, dev: str = "rxe0") -> tuple:
+    """ib_write_bw vm02 (server) <- vm01; returns (server, client) CompletedProcess."""
+    args = f"ib_write_bw -d {dev} -s 65536 -n 200 -F --report_gbits"
+    result = {}
+
+    def serve():
+        result["server"] = vm.run_on("vm02", f"timeout 60 {args} -x {server_gid}", check=False,
+                                     timeout=90)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    time.sleep(3)  # the server listens on TCP 18515 for the out-of-band exchange
+    server_ip = vm.fabric_ip(2, list(FABRIC).index(dev))
+    client = vm.run_on("vm01", f"timeout 60 {args} -x {client_gid} {server_ip}", check=False,
+                       timeout=90)
+    thread.join()
+    return result["server"], client
+
+
+def bw_average(out: str) -> float:
+    row = re.search(r"^\s*65536\s+200\s+([\d.]+)\s+([\d.]+)", out, re.M)
+    assert row, out
+    return float(row.group(2))
+
+
+def test_ib_write_bw_with_the_device_and_gid_that_rocetune_names(vms):
+    env = env_of("vm01")
+    dev = env["NCCL_IB_HCA"].lstrip("=").split(",")[0].split(":")[0]
+    gid = int(env["NCCL_IB_GID_INDEX"])
+    assert (dev, gid) == ("rxe0", 1)
+    server, client = ib_write_bw(gid, gid, dev)
+    assert client.returncode == 0, client.stdout + client.stderr
+    assert server.returncode == 0, server.stdout + server.stderr
+    assert "GID index       : 1" in client.stdout and "Mtu             : 4096[B]" in client.stdout
+    # The remote GID is vm02's IPv4 address on rail 0: the RoCE v2 path over the fabric.
+    assert "GID: 00:00:00:00:00:00:00:00:00:00:255:255:198:18:02:12" in client.stdout
+    print(f"ib_write_bw {dev} GID {gid}: {bw_average(client.stdout)} Gb/s average "
+          f"({vms.accel}: a path check, not a speed figure)")
+
+
+def test_link_local_gid(vms):
+    """GID 0 is fe80::/64 (RoCE v2 over IPv6 link-local).
+
+    On one L2 segment it still connects: link-local GIDs fail only where a router sits between
+    the ports, which is why rocetune pins the IPv4 GID. What does break on any fabric is peers
+    that disagree: one side on GID 0, the other on the IPv4 GID.
+    """
+    server, client = ib_write_bw(0, 0)
+    assert client.returncode == 0, client.stdout + client.stderr
+    assert "GID: 254:128:00:00:00:00:00:00" in client.stdout  # fe80::
+    print(f"GID 0 on one L2 segment: {bw_average(client.stdout)} Gb/s average")
+    server, client = ib_write_bw(0, 1)
+    assert client.returncode != 0 and server.returncode != 0
+    assert "Found Incompatibility issue with GID types." in client.stdout + client.stderr
+    print("GID 0 vs 1:", " ".join((client.stdout + client.stderr).split("\n")[-4:]))
+
+
+# ---------------------------------------------------------------------------------------------
+# MTU fault
+
+
+def test_mtu_fault_shows_in_probe_and_in_a_jumbo_ping(vms):
+    ping = "ping -c 2 -W 2 -M do -s 8972 -I 198.18.2.11 198.18.2.12"
+    assert vm.run_on("vm01", ping, check=False).returncode == 0
+    vm.run_on("vm02", "ip link set ens4 mtu 1500")
+    try:
+        port = ports(probe("vm02"))["rxe0"]
+        assert (port["netdev_mtu"], port["roce_mtu"]) == (1500, 1024)
+        failed = vm.run_on("vm01", ping, check=False)
+        assert failed.returncode != 0
+        assert "100% packet loss" in failed.stdout, failed.stdout
+        print("vm02 ens4 at MTU 1500:", failed.stdout.strip().splitlines()[-2])
+    finally:
+        vm.run_on("vm02", "ip link set ens4 mtu 9000")
+    assert ports(probe("vm02"))["rxe0"]["roce_mtu"] == 4096
+    assert vm.run_on("vm01", ping, check=False).returncode == 0

@@ -1,0 +1,279 @@
+"""The lab VM image: a Debian bookworm disk with a kernel that has Soft-RoCE, built once and cached.
+
+``ensure_image()`` returns an ``Image`` (disk, kernel, initrd, local package repository). The
+image is built from the namespace lab's debootstrapped rootfs (``lab.ensure_rootfs``) plus
+``VM_PACKAGES`` installed with apt in a chroot, turned into an ext4 disk without mounting it
+(``mkfs.ext4 -d``). Every .deb that went into the image is kept as a flat apt repository next
+to it: VMs install from there (served on the lab network by ``vm.py``), never from the internet.
+
+The cache lives in ``/var/cache/rocetune-lab/vm/<key>/``; the key is a hash of the package lists,
+the build steps and the guest files (``tests/lab/vm_guest/``, ``tests/lab/softroce.sh``), so
+changing any of them builds a new image on the next ``up`` and removes the old one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import inspect
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import List
+
+from tests.lab import lab
+
+CACHE_DIR = Path(os.environ.get("ROCETUNE_LAB_VM_CACHE", "/var/cache/rocetune-lab/vm"))
+HERE = Path(__file__).resolve().parent
+GUEST_DIR = HERE / "vm_guest"
+SOFTROCE_SCRIPT = HERE / "softroce.sh"
+
+# On top of the systemd-mode rootfs (lab.ROOTFS_PACKAGES): what a GPU node's RDMA stack has,
+# minus the GPU. Keep sorted; the image key hashes this list.
+VM_PACKAGES = (
+    "ethtool",
+    "ibverbs-providers",
+    "ibverbs-utils",
+    "initramfs-tools",
+    "iproute2",
+    "iputils-ping",
+    "libopenmpi-dev",
+    "linux-image-amd64",
+    "openmpi-bin",
+    "openssh-client",
+    "openssh-server",
+    "perftest",
+    "python3-mpi4py",
+    "python3-psutil",
+    "python3-pyverbs",
+    "python3-yaml",
+    "rdma-core",
+    "rdmacm-utils",
+    "ucx-utils",
+    "udev",
+)
+
+# What the controller needs to build and boot VMs: program -> Debian package.
+HOST_PROGRAMS = {
+    "qemu-system-x86_64": "qemu-system-x86",
+    "mkfs.ext4": "e2fsprogs",
+    "dpkg-scanpackages": "dpkg-dev",
+    "debootstrap": "debootstrap",
+    "tar": "tar",
+}
+
+# Runs inside `unshare --mount` with $1 = the build root: chroot apt into it.
+CHROOT_INSTALL = r"""
+set -eu
+root=$1 mirror=$2; shift 2
+mount -t proc proc "$root/proc"
+mount -t sysfs -o ro sysfs "$root/sys"
+mount --bind /dev "$root/dev"
+mount -t tmpfs tmpfs "$root/tmp"
+mount -t tmpfs tmpfs "$root/run"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+printf 'deb %s bookworm main\n' "$mirror" > "$root/etc/apt/sources.list"
+printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
+chmod 0755 "$root/usr/sbin/policy-rc.d"
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C
+chroot "$root" apt-get update -q
+chroot "$root" apt-get install -y -q --no-install-recommends -o APT::Keep-Downloaded-Packages=true "$@"
+rm -f "$root/usr/sbin/policy-rc.d" "$root/etc/resolv.conf"
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class Image:
+    """A built VM image. ``repo`` is a flat apt repository (``Packages`` + the .debs)."""
+
+    key: str
+    dir: Path
+    disk: Path
+    kernel: Path
+    initrd: Path
+    repo: Path
+
+
+def image_key() -> str:
+    """Hash of everything that decides the image's content: the package lists, the build steps
+    (the chroot script and the functions that shape the disk) and the guest files."""
+    h = hashlib.sha256()
+    h.update(("\n".join(lab.ROOTFS_PACKAGES + VM_PACKAGES) + "\n").encode())
+    h.update(lab._rootfs_stamp().encode())
+    h.update(CHROOT_INSTALL.encode())
+    for func in (_make_repo, _configure_guest, _make_disk):
+        h.update(inspect.getsource(func).encode())
+    for path in [SOFTROCE_SCRIPT] + sorted(GUEST_DIR.iterdir()):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cached_image() -> Image:
+    key = image_key()
+    d = CACHE_DIR / key
+    return Image(key=key, dir=d, disk=d / "disk.img", kernel=d / "vmlinuz",
+                 initrd=d / "initrd.img", repo=d / "repo")
+
+
+def ensure_host_deps() -> None:
+    missing = sorted({pkg for prog, pkg in HOST_PROGRAMS.items() if lab._which(prog) is None})
+    lab._apt_install(missing)
+    still = sorted(prog for prog in HOST_PROGRAMS if lab._which(prog) is None)
+    if still:
+        raise lab.LabError(f"still missing after install: {', '.join(still)}")
+
+
+def ensure_image() -> Image:
+    """The cached image for the current key; built (a few minutes) when missing."""
+    img = cached_image()
+    if (img.dir / "stamp").exists():
+        return img
+    ensure_host_deps()
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    with _cache_lock():
+        if (img.dir / "stamp").exists():  # built by another process meanwhile
+            return img
+        _build(img)
+    return img
+
+
+@contextlib.contextmanager
+def _cache_lock():
+    import fcntl
+
+    fd = os.open(str(CACHE_DIR), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _build(img: Image) -> None:
+    started = time.monotonic()
+    base = lab.ensure_rootfs()
+    build = CACHE_DIR / f"{img.key}.build"
+    log = CACHE_DIR / "build.log"
+    lab._unmount_under(build)
+    lab._safe_rmtree(build)
+    build.mkdir(parents=True)
+    root = build / "root"
+    mirror = lab._apt_mirror()
+    lab._log(f"building the VM image {img.key} once: {base} + apt from {mirror} "
+             f"(a few minutes; log: {log})")
+    lab._run(["cp", "-a", "--reflink=auto", str(base), str(root)], what="copy the rootfs")
+    with open(log, "w") as fh:
+        proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "--",
+                               "/bin/sh", "-c", CHROOT_INSTALL, "rtvlab-build", str(root), mirror]
+                              + list(VM_PACKAGES), stdout=fh, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        tail = lab._last_line(log.read_text(errors="replace"))
+        with contextlib.suppress(OSError, lab.LabError):
+            lab._safe_rmtree(build)
+        raise lab.LabError(f"VM image: apt-get install in the chroot failed "
+                           f"(exit {proc.returncode}): {tail} (full log: {log})")
+    _make_repo(root, build / "repo", log)
+    _configure_guest(root)
+    kernel, initrd = _boot_files(root)
+    shutil.copyfile(kernel, build / "vmlinuz")
+    shutil.copyfile(initrd, build / "initrd.img")
+    _make_disk(root, build / "disk.img")
+    lab._safe_rmtree(root)
+    lab._write(build / "stamp", f"key={img.key}\nkernel={kernel.name}\n")
+    if img.dir.exists():
+        lab._safe_rmtree(img.dir)
+    os.rename(build, img.dir)
+    for old in CACHE_DIR.iterdir():  # older images: their key no longer matches
+        if old.is_dir() and old.name != img.key:
+            with contextlib.suppress(OSError, lab.LabError):
+                lab._safe_rmtree(old)
+    lab._log(f"VM image {img.key} ready in {time.monotonic() - started:.0f}s "
+             f"({img.disk.stat().st_size >> 20} MiB disk)")
+
+
+def _make_repo(root: Path, repo: Path, log: Path) -> None:
+    """Move the downloaded .debs out of the image into a flat apt repository."""
+    repo.mkdir()
+    for deb in sorted((root / "var/cache/apt/archives").glob("*.deb")):
+        os.rename(deb, repo / deb.name)
+    with open(repo / "Packages", "w") as out, open(log, "a") as err:
+        proc = subprocess.run(["dpkg-scanpackages", "--multiversion", "."], cwd=repo,
+                              stdout=out, stderr=err)
+    if proc.returncode != 0:
+        raise lab.LabError(f"dpkg-scanpackages failed in {repo} (see {log})")
+    for lists in (root / "var/lib/apt/lists").glob("*"):
+        if lists.is_file():
+            lists.unlink()
+
+
+def _configure_guest(root: Path) -> None:
+    """Files every VM shares; per-VM identity comes from its seed disk at boot."""
+    lab._write(root / "etc/fstab", "LABEL=rtvroot / ext4 rw,relatime 0 1\n")
+    lab._write(root / "etc/hostname", "rtvlab\n")
+    # apt inside a VM reads only the lab's repository (served by the controller at boot time).
+    lab._write(root / "etc/apt/sources.list",
+               "# rocetune lab: packages served by the controller (tests/lab/vm.py)\n"
+               f"deb [trusted=yes] http://{VM_REPO_HOST}:{VM_REPO_PORT}/ ./\n")
+    lab._write(root / "etc/ssh/sshd_config", lab.SSHD_CONFIG)
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()
+    lab._write(root / "usr/local/sbin/rocetune-lab-seed",
+               (GUEST_DIR / "rocetune-lab-seed.sh").read_text(), 0o755)
+    lab._write(root / "usr/local/sbin/rocetune-softroce", SOFTROCE_SCRIPT.read_text(), 0o755)
+    units = root / "etc/systemd/system"
+    wants = units / "multi-user.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    for unit in ("rocetune-lab-seed.service", "rocetune-softroce.service"):
+        lab._write(units / unit, (GUEST_DIR / unit).read_text())
+        link = wants / unit
+        if not link.is_symlink():
+            link.symlink_to(f"/etc/systemd/system/{unit}")
+    # The serial console carries the boot log only: a getty there hangs it up. Timers that
+    # would wake apt or rebuild man pages under TCG are masked too.
+    for unit in ("serial-getty@ttyS0.service", "getty@tty1.service", "apt-daily.timer",
+                 "apt-daily-upgrade.timer", "man-db.timer", "e2scrub_all.timer",
+                 "e2scrub_reap.service",
+                 "fstrim.timer", "systemd-networkd-wait-online.service"):
+        link = units / unit
+        if not link.is_symlink():
+            link.symlink_to("/dev/null")
+    lab._write(root / "etc/systemd/journald.conf.d/rocetune-lab.conf",
+               "[Journal]\nStorage=volatile\nForwardToConsole=no\n")
+    lab._write(root / "etc/modules-load.d/rocetune-lab.conf", "rdma_rxe\n")
+    # No password anywhere; root logs in with the lab key only.
+    lab._write(root / "root/.ssh/.keep", "", 0o600)
+    os.chmod(root / "root/.ssh", 0o700)
+
+
+def _boot_files(root: Path):
+    kernels = sorted((root / "boot").glob("vmlinuz-*"))
+    initrds = sorted((root / "boot").glob("initrd.img-*"))
+    if not kernels or not initrds:
+        raise lab.LabError(f"VM image: no kernel/initrd in {root / 'boot'} after installing "
+                           "linux-image-amd64")
+    return kernels[-1], initrds[-1]
+
+
+def _make_disk(root: Path, disk: Path) -> None:
+    used = int(subprocess.run(["du", "-sx", "--block-size=1M", str(root)],
+                              stdout=subprocess.PIPE, text=True, check=True).stdout.split()[0])
+    size_mib = used + 1024  # room for what a playbook installs
+    with open(disk, "wb") as fh:
+        fh.truncate(size_mib << 20)
+    lab._run(["mkfs.ext4", "-q", "-F", "-L", "rtvroot", "-d", str(root), str(disk)],
+             what="mkfs.ext4 -d (VM disk)")
+
+
+# The controller's address on the management network and the repository's port.
+VM_REPO_HOST = "198.18.1.1"
+VM_REPO_PORT = 8088
+
+
+def list_packages(img: Image) -> List[str]:
+    """Package names in the image's repository."""
+    return sorted({line.split(":", 1)[1].strip()
+                   for line in (img.repo / "Packages").read_text().splitlines()
+                   if line.startswith("Package:")})
