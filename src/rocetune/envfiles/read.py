@@ -7,6 +7,10 @@ Dockerfile `ENV` lines and the fenced code blocks of Markdown notes; `rocetune e
 reads it: NCCL takes the rest of an nccl.conf line verbatim (quotes included), a shell removes
 quotes and expands `$`, systemd has its own quoting, docker none.
 
+The format is recognised from the content first (a ConfigMap, JSON, fenced code blocks, shell
+syntax, Dockerfile instructions); the file name only decides between dialects the content fits
+equally, such as plain NAME=value lines (nccl.conf, .deepspeed_env, a shell env file).
+
 Nothing here executes anything. A shell value that depends on expansion (`$VAR`, `$(cmd)`,
 backticks, `~`) is marked dynamic and not checked; `$((...))` with only numbers is evaluated the
 way the shell would; Jinja placeholders (`{{ x }}`) are marked as templates.
@@ -24,7 +28,7 @@ from typing import Dict, List, Optional, Tuple
 from ..nccl.conf import conf_lines
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
+_ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _RULE_RE = re.compile(r"^\s*rule:\s*([A-Za-z0-9_.-]+)")
 _FORMAT_RE = re.compile(r"rocetune .*\bformat: ([a-z-]+)")
 PARSE_FORMATS = ("sh", "nccl-conf", "systemd", "docker", "deepspeed", "k8s", "json", "dockerfile",
@@ -49,44 +53,96 @@ class ParsedFile:
     assignments: List[Assignment] = field(default_factory=list)
     problems: List[Tuple[int, str, str]] = field(default_factory=list)  # (line, id, message)
     features_hash: Optional[str] = None
+    detected: str = ""                  # why this format: forced, content, file name, default
+    name_format: Optional[str] = None   # the format the file name alone suggests
+
+
+_SH_SIGNS = re.compile(
+    r"(?m)^#!.*\bsh\b|^\s*(?:export|declare|typeset|readonly|local|unset|source|set|if|then|fi|for|"
+    r"while|do|done|case|esac|function|mpirun|srun|torchrun|deepspeed|python3?|exec|cd|echo|env)"
+    r"(?:\s|$)|\$\(|\$\{|`|<<")
+_CONFIGMAP = re.compile(r"(?m)^\s*(?:-\s+)?kind:\s*[\"']?ConfigMap[\"']?\s*(?:#.*)?$")
+_FENCE = re.compile(r"(?m)^\s*(?:```|~~~)")
+_DOCKERFILE = re.compile(r"(?m)^\s*(?:FROM|ENV)\s+\S")
+
+
+def detect(text: str, name: str = "") -> Tuple[str, str, Optional[str]]:
+    """(format, why, format the name alone suggests). What the content says wins; the file name
+    only breaks ties between dialects the content fits equally (plain NAME=value lines)."""
+    by_name = format_by_name(name)
+    m = _FORMAT_RE.search("\n".join(text.splitlines()[:6]))
+    if m and m.group(1) in PARSE_FORMATS:
+        return m.group(1), "rocetune's header", by_name
+    content = _format_by_content(text)
+    if content and by_name == "markdown" and content[0] in ("sh", "dockerfile"):
+        return "markdown", "file name (prose with indented or inline commands)", by_name
+    if content:
+        return content[0], content[1], by_name
+    if by_name:
+        return by_name, "file name", by_name
+    return "sh", "default", by_name
 
 
 def detect_format(text: str, name: str = "") -> str:
+    return detect(text, name)[0]
+
+
+def format_by_name(name: str) -> Optional[str]:
     base = name.rsplit("/", 1)[-1].lower()
-    m = _FORMAT_RE.search("\n".join(text.splitlines()[:6]))
-    if m and m.group(1) in PARSE_FORMATS:
-        return m.group(1)
-    stripped = text.lstrip()
-    if base.endswith(".json") or stripped.startswith("{"):
+    if base.endswith(".json"):
         return "json"
-    if re.search(r"(?m)^kind:\s*ConfigMap\s*$", text):
+    if base.endswith((".yaml", ".yml")):
         return "k8s"
-    if base.endswith(".md") or base.endswith(".markdown"):
+    if base.endswith((".md", ".markdown")):
         return "markdown"
     if base == ".deepspeed_env":
         return "deepspeed"
-    if base.startswith("dockerfile") or base.endswith(".dockerfile") or \
-            re.search(r"(?m)^\s*(FROM|ENV)\s+\S", text) and not re.search(r"(?m)^\s*export\s", text):
+    if base.startswith("dockerfile") or base.endswith((".dockerfile", ".containerfile")) \
+            or base.startswith("containerfile"):
         return "dockerfile"
-    if base.endswith(".conf") and ("nccl" in base or _plain_assignments(text)):
+    if base.endswith(".conf"):
         return "nccl-conf"
-    return "sh"
+    if base.endswith((".sh", ".bash", ".sbatch", ".slurm")):
+        return "sh"
+    return None
 
 
-def _plain_assignments(text: str) -> bool:
-    lines = [l for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#")]
-    return bool(lines) and all(_ASSIGN_RE.match(l) for l in lines)
+def _format_by_content(text: str) -> Optional[Tuple[str, str]]:
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        if (isinstance(doc, dict) and doc.get("kind") == "ConfigMap") or \
+                (doc is None and re.search(r"[\"']?kind[\"']?\s*:\s*[\"']ConfigMap", text)):
+            return "k8s", "a ConfigMap (kind: ConfigMap)"
+        return "json", "a JSON object"
+    if _CONFIGMAP.search(text):
+        return "k8s", "a ConfigMap (kind: ConfigMap)"
+    if _FENCE.search(text):
+        return "markdown", "fenced code blocks"
+    sh = _SH_SIGNS.search(text)
+    if _DOCKERFILE.search(text) and not re.search(r"(?m)^\s*export\s", text):
+        return "dockerfile", "FROM/ENV instructions"
+    if sh:
+        return "sh", f"shell syntax on line {text.count(chr(10), 0, sh.start()) + 1} " \
+                     f"({sh.group(0).strip()!r})"
+    return None
 
 
 def parse_text(text: str, fmt: str = "auto", name: str = "") -> ParsedFile:
+    """Read `text` as `fmt` ("auto": as its content, then its name, says)."""
     if fmt == "auto":
-        fmt = detect_format(text, name)
+        fmt, why, by_name = detect(text, name)
+    else:
+        why, by_name = "forced", format_by_name(name)
     parser = {
         "sh": _parse_sh, "nccl-conf": _parse_conf, "systemd": _parse_systemd,
         "docker": _parse_docker, "deepspeed": _parse_deepspeed, "k8s": _parse_k8s,
         "json": _parse_json, "dockerfile": _parse_sh, "markdown": _parse_markdown,
     }[fmt]
-    out = ParsedFile(fmt)
+    out = ParsedFile(fmt, detected=why, name_format=by_name)
     parser(text, out)
     m = re.search(r"features sha256:([0-9a-f]{12})", "\n".join(text.splitlines()[:6]))
     out.features_hash = m.group(1) if m else None
@@ -132,6 +188,7 @@ def _parse_conf(text: str, out: ParsedFile) -> None:
 
 
 def _parse_docker(text: str, out: ParsedFile) -> None:
+    """docker's --env-file: lines (a final CR dropped), leading blanks skipped, the value verbatim."""
     pending_rule = None
     for lineno, line in enumerate(text.split("\n"), 1):
         line = line[:-1] if line.endswith("\r") else line
@@ -142,7 +199,7 @@ def _parse_docker(text: str, out: ParsedFile) -> None:
             pending_rule = _rule_of(body[1:]) or pending_rule
             continue
         key, sep, value = body.partition("=")
-        if not NAME_RE.match(key):
+        if not key or re.search(r"\s", key):  # what docker's env-file reader refuses
             out.problems.append((lineno, "docker-bad-name", f"{key!r} is not a variable name "
                                                             "(docker refuses the file)"))
             continue
@@ -177,10 +234,13 @@ def _parse_systemd(text: str, out: ParsedFile) -> None:
         out.assignments.append(Assignment(key, value, value, lineno, "systemd", rule, None))
 
 
+_NEWLINE = "\n\r"  # systemd ends a line at either (NEWLINE in its sources): a CR is never kept
+
+
 def systemd_env_pairs(text: str) -> List[Tuple[str, str, int, Optional[str]]]:
     """systemd's EnvironmentFile grammar: '#'/';' comments, single quotes literal, double quotes
     with backslash escapes of `"\\$` and backquote, backslash-newline continues, unquoted values
-    trimmed."""
+    trimmed; a carriage return ends a line like a newline does."""
     pairs: List[Tuple[str, str, int, Optional[str]]] = []
     state = "pre_key"
     key: List[str] = []
@@ -211,14 +271,14 @@ def systemd_env_pairs(text: str) -> List[Tuple[str, str, int, Optional[str]]]:
             elif c not in " \t\n\r":
                 state, key, start_line = "key", [c], line
         elif state == "key":
-            if c == "\n":
+            if c in _NEWLINE:
                 state, key = "pre_key", []
             elif c == "=":
                 state = "pre_value"
             else:
                 key.append(c)
         elif state == "pre_value":
-            if c == "\n":
+            if c in _NEWLINE:
                 push()
                 state = "pre_key"
             elif c == "'":
@@ -231,7 +291,7 @@ def systemd_env_pairs(text: str) -> List[Tuple[str, str, int, Optional[str]]]:
                 state = "value"
                 val.append(c)
         elif state == "value":
-            if c == "\n":
+            if c in _NEWLINE:
                 push()
                 state = "pre_key"
             elif c == "\\":
@@ -241,7 +301,7 @@ def systemd_env_pairs(text: str) -> List[Tuple[str, str, int, Optional[str]]]:
                 val.append(c)
         elif state == "value_escape":
             state = "value"
-            if c != "\n":
+            if c not in _NEWLINE:
                 val.append(c)
         elif state == "single":
             if c == "'":
@@ -262,7 +322,7 @@ def systemd_env_pairs(text: str) -> List[Tuple[str, str, int, Optional[str]]]:
             elif c != "\n":
                 val.extend(("\\", c))
         elif state == "comment":
-            if c == "\n":
+            if c in _NEWLINE:
                 last_rule = _rule_of("".join(comment)) or last_rule
                 state = "pre_key"
             else:
@@ -276,68 +336,78 @@ def systemd_env_pairs(text: str) -> List[Tuple[str, str, int, Optional[str]]]:
 
 
 def _parse_k8s(text: str, out: ParsedFile) -> None:
-    in_data = False
-    pending_rule = None
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
+    """The `data` of every ConfigMap in the file (one or several YAML documents, or JSON), read
+    by PyYAML: block scalars, flow mappings and quoting as Kubernetes reads them. Values must be
+    strings: the API server refuses `NCCL_IB_TC: 106` (an integer) in a ConfigMap."""
+    import yaml
+
+    from ..model.yamlread import YamlError, load_yaml
+
+    lines = text.split("\n")
+    try:
+        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        out.problems.append((mark.line + 1 if mark else 1, "k8s-unreadable", f"not valid YAML: {problem}"))
+        return
+    configmaps = 0
+    for node in docs:
+        if node is None:
             continue
-        if not line.startswith(" "):
-            in_data = line.split("#", 1)[0].strip() == "data:"
+        try:  # duplicate keys and leading-zero numbers, with the file's line numbers
+            load_yaml("\n" * node.start_mark.line + " " * node.start_mark.column
+                      + text[node.start_mark.index:node.end_mark.index])
+        except YamlError as exc:
+            m = re.match(r"line (\d+): ", str(exc))
+            out.problems.append((int(m.group(1)) if m else node.start_mark.line + 1, "k8s-unreadable",
+                                 str(exc)[m.end():] if m else str(exc)))
+        if not isinstance(node, yaml.MappingNode):
             continue
-        if not in_data:
+        fields = {k.value: v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+        kind = fields.get("kind")
+        if not (isinstance(kind, yaml.ScalarNode) and kind.value == "ConfigMap"):
             continue
-        body = line.strip()
-        if body.startswith("#"):
-            pending_rule = _rule_of(body[1:]) or pending_rule
+        configmaps += 1
+        data = fields.get("data")
+        if data is None or (isinstance(data, yaml.ScalarNode) and _yaml_type(data) == "null"):
             continue
-        m = re.match(r"^([A-Za-z0-9_.-]+):\s*(.*)$", body)
-        if not m:
-            out.problems.append((lineno, "k8s-unreadable", f"cannot read {body!r}"))
+        if not isinstance(data, yaml.MappingNode):
+            out.problems.append((data.start_mark.line + 1, "k8s-unreadable",
+                                 "data is not a mapping of names to strings"))
             continue
-        key, scalar = m.group(1), m.group(2)
-        try:
-            value = yaml_scalar(scalar)
-        except ValueError as exc:
-            out.problems.append((lineno, "k8s-unreadable", str(exc)))
-            continue
-        out.assignments.append(Assignment(key, value, scalar, lineno, "k8s", pending_rule, None))
-        pending_rule = None
+        for key_node, value_node in data.value:
+            _k8s_entry(text, lines, key_node, value_node, out)
+    if not configmaps:
+        out.problems.append((1, "k8s-no-configmap", "no ConfigMap (kind: ConfigMap) in this file"))
 
 
-_YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v",
-                 "f": "\f", "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\",
-                 "N": "\x85", "_": "\xa0", "L": "\u2028", "P": "\u2029"}
+def _yaml_type(node) -> str:
+    return node.tag.rsplit(":", 1)[-1]
 
 
-def yaml_scalar(text: str) -> str:
-    """A one-line YAML scalar: double-quoted (with escapes), single-quoted, or plain."""
-    text = text.strip()
-    if text.startswith('"'):
-        out, i = [], 1
-        while i < len(text):
-            c = text[i]
-            if c == '"':
-                return "".join(out)
-            if c == "\\":
-                i += 1
-                e = text[i] if i < len(text) else ""
-                if e in "xuU":
-                    n = {"x": 2, "u": 4, "U": 8}[e]
-                    out.append(chr(int(text[i + 1:i + 1 + n], 16)))
-                    i += n
-                elif e in _YAML_ESCAPES:
-                    out.append(_YAML_ESCAPES[e])
-                else:
-                    raise ValueError(f"unknown escape \\{e}")
-            else:
-                out.append(c)
-            i += 1
-        raise ValueError("unterminated double-quoted string")
-    if text.startswith("'"):
-        if not text.endswith("'") or len(text) < 2:
-            raise ValueError("unterminated single-quoted string")
-        return text[1:-1].replace("''", "'")
-    return re.sub(r"\s+#.*$", "", text)
+def _k8s_entry(text: str, lines: List[str], key_node, value_node, out: ParsedFile) -> None:
+    import yaml
+
+    line = key_node.start_mark.line + 1
+    key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
+    if not isinstance(value_node, yaml.ScalarNode):
+        out.problems.append((line, "k8s-not-a-string",
+                             f"{key}: a {'list' if isinstance(value_node, yaml.SequenceNode) else 'mapping'}, "
+                             "not a string: the API server refuses the ConfigMap"))
+        return
+    raw = text[value_node.start_mark.index:value_node.end_mark.index]
+    kind = _yaml_type(value_node)
+    value = "" if kind == "null" else value_node.value
+    if kind not in ("str", "null"):
+        out.problems.append((line, "k8s-not-a-string",
+                             f"{key}: {raw} is a YAML {kind}, and ConfigMap data values are strings: "
+                             "the API server refuses the ConfigMap"))
+    rule = None
+    above = lines[line - 2].strip() if line >= 2 else ""
+    if above.startswith("#"):
+        rule = _rule_of(above[1:])
+    out.assignments.append(Assignment(key, value, raw, line, "k8s", rule, _template(value)))
 
 
 def _parse_json(text: str, out: ParsedFile) -> None:
@@ -452,6 +522,7 @@ def shell_commands(text: str) -> Tuple[List[List[Word]], List[Tuple[int, str]], 
     line = 1
     i = 0
     n = len(text)
+    heredocs: List[Tuple[str, bool]] = []  # (delimiter, strip leading tabs) of `<<` on this line
 
     def end_word() -> None:
         nonlocal raw, val, dyn, in_word
@@ -483,16 +554,27 @@ def shell_commands(text: str) -> Tuple[List[List[Word]], List[Tuple[int, str]], 
             comments.append((line, text[i + 1:j]))
             i = j
             continue
-        if c in " \t\r":
+        if c in " \t":  # bash keeps a carriage return: it is part of the word
             end_word()
             i += 1
+            continue
+        if text.startswith("<<<", i):  # a here-string: the next word is input, not a delimiter
+            end_word()
+            i += 3
+            continue
+        if text.startswith("<<", i):
+            end_word()
+            i = _heredoc_operator(text, i, heredocs)
             continue
         op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
         if op:
             end_command()
+            i += len(op)
             if op == "\n":
                 line += 1
-            i += len(op)
+                if heredocs:
+                    i, line = _skip_heredocs(text, i, line, heredocs, problems)
+                    heredocs = []
             continue
         start()
         if c == "\\":
@@ -542,6 +624,17 @@ def shell_commands(text: str) -> Tuple[List[List[Word]], List[Tuple[int, str]], 
             raw.append(text[i:j + 1])
             line += text[i:j].count("\n")
             i = j + 1
+        elif text.startswith("$'", i):
+            end, static, closed = ansi_c_string(text, i)
+            if not closed:
+                problems.append((line, "unterminated $'...' quote"))
+            raw.append(text[i:end])
+            val.append(static)
+            line += text[i:end].count("\n")
+            i = end
+        elif text.startswith('$"', i):
+            raw.append("$")  # locale translation: read as a double-quoted string
+            i += 1
         elif c == "$":
             end, static, why = _dollar(text, i)
             raw.append(text[i:end])
@@ -570,20 +663,154 @@ def shell_commands(text: str) -> Tuple[List[List[Word]], List[Tuple[int, str]], 
     return commands, comments, problems
 
 
+_QUOTE_PIECE = re.compile(r"\\(.)|'([^']*)'|\"([^\"]*)\"")
+
+
+def _heredoc_operator(text: str, i: int, heredocs: List[Tuple[str, bool]]) -> int:
+    """At `<<` or `<<-`: read the delimiter word (quotes removed), note it, return the index after."""
+    i += 2
+    strip = text.startswith("-", i)
+    i += 1 if strip else 0
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    m = re.match(r"""(?:[^\s;&|()<>'"\\]|\\.|'[^']*'|"[^"]*")+""", text[i:])
+    word = m.group(0) if m else ""
+    delimiter = _QUOTE_PIECE.sub(lambda g: next(x for x in g.groups() if x is not None), word)
+    if word:
+        heredocs.append((delimiter, strip))
+    return i + len(word)
+
+
+def _skip_heredocs(text: str, i: int, line: int, heredocs: List[Tuple[str, bool]],
+                   problems: List[Tuple[int, str]]) -> Tuple[int, int]:
+    """Skip the bodies of the here-documents started on the line that just ended: they are
+    input to a command, not settings. Returns (index, line) after the last delimiter line."""
+    for delimiter, strip in heredocs:
+        start = line
+        while True:
+            if i >= len(text):
+                problems.append((start, f"here-document runs to the end of the file (no line {delimiter!r})"))
+                return i, line
+            j = text.find("\n", i)
+            j = len(text) if j < 0 else j
+            body = text[i:j].lstrip("\t") if strip else text[i:j]
+            i, line = j + 1, line + 1
+            if body == delimiter:
+                break
+    return i, line
+
+
+_ANSI_C = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+           "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def ansi_c_string(text: str, i: int) -> Tuple[int, str, bool]:
+    """At `$'`: bash's ANSI-C quoting. Returns (index after the closing quote, value, closed).
+    Escapes as bash expands them; a NUL ends the value (bash's strings are C strings)."""
+    out: List[str] = []
+    j, n = i + 2, len(text)
+    ended = False
+    while j < n:
+        c = text[j]
+        if c == "'":
+            return j + 1, "".join(out), True
+        ch, size = c, 1
+        if c == "\\" and j + 1 < n:
+            e = text[j + 1]
+            ch, size = "\\" + e, 2
+            if e in _ANSI_C:
+                ch = _ANSI_C[e]
+            elif e in "01234567":
+                digits = re.match(r"[0-7]{1,3}", text[j + 1:j + 4]).group(0)
+                ch, size = chr(int(digits, 8) & 0xFF), 1 + len(digits)
+            elif e in "xuU":
+                width = {"x": 2, "u": 4, "U": 8}[e]
+                m = re.match(r"[0-9a-fA-F]{1,%d}" % width, text[j + 2:j + 2 + width])
+                if m:
+                    code = int(m.group(0), 16)
+                    ch, size = (chr(code) if code <= 0x10FFFF else "\ufffd"), 2 + len(m.group(0))
+            elif e == "c" and j + 2 < n:
+                ch, size = chr(ord(text[j + 2]) & 0x1F), 3
+        if ch == "\0":
+            ended = True
+        if not ended:
+            out.append(ch)
+        j += size
+    return n, "".join(out), False
+
+
 _DECLARE = ("export", "declare", "typeset", "readonly", "local")
+
+
+_ARRAY_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\[[^\]]*\]\+?=")
+# What a person meant as NAME=value but bash does not take as an assignment (`NCCL_IB_ÄHCA=x`).
+_BAD_NAME_RE = re.compile(r"^([^\W\d-][\w.-]*|\d[\w.-]*[^\W\d][\w.-]*)\+?=", re.UNICODE)
+
+
+def _is_assignment(raw: str) -> bool:
+    return bool(_ASSIGN_RE.match(raw) or _ARRAY_ASSIGN_RE.match(raw))
+
+
+def _bad_name(raw: str) -> Optional[str]:
+    m = _BAD_NAME_RE.match(raw)
+    if m and not _is_assignment(raw) and not NAME_RE.match(m.group(1)):
+        return m.group(1)
+    return None
 
 
 def _assignment(word: Word, context: str) -> Optional[Assignment]:
     m = _ASSIGN_RE.match(word.raw)
     if not m:
         return None
-    key = m.group(1)
+    key, append = m.group(1), m.group(2)
     raw_value = word.raw[m.end():]
-    value = word.value[len(key) + 1:] if word.value is not None else None
+    value = word.value[m.end():] if word.value is not None else None
     why = word.dynamic
     if value is not None and _template(value):
         why = _template(value)
+    if append:
+        why = why or "append (+=) to the previous value"
     return Assignment(key, value if why is None else None, raw_value, word.line, context, None, why)
+
+
+def _options(words: List[Word]) -> Tuple[set, List[Word]]:
+    """Leading `-xn`/`+x` options of a declaration command: ({('-', 'x'), ...}, the rest)."""
+    opts = set()
+    k = 0
+    while k < len(words) and words[k].raw[:1] in ("-", "+") and len(words[k].raw) > 1:
+        if words[k].raw == "--":
+            k += 1
+            break
+        opts |= {(words[k].raw[0], ch) for ch in words[k].raw[1:]}
+        k += 1
+    return opts, words[k:]
+
+
+def _declaration(head: str, words: List[Word], found: List[Assignment],
+                 problems: List[Tuple[int, str, str]]) -> None:
+    """`export`/`declare`/... arguments. `export -n` and `declare +x` take names out of the
+    environment (not a setting); `-f` names functions; `declare -n` makes a name reference."""
+    opts, args = _options(words)
+    if ("-", "f") in opts or (head != "export" and ("-", "n") in opts):
+        return
+    unexport = ("-", "n") in opts if head == "export" else ("+", "x") in opts
+    for w in args:
+        bad = _bad_name(w.raw)
+        if bad:
+            problems.append((w.line, "sh-bad-name",
+                             f"{bad!r} is not a name bash accepts: {head} refuses it ('not a valid "
+                             "identifier') and the setting is lost"))
+            continue
+        if unexport:
+            name = w.raw.split("=", 1)[0].rstrip("+")
+            if NAME_RE.match(name):
+                problems.append((w.line, "sh-unexported",
+                                 f"`{head} {'-n' if head == 'export' else '+x'} {name}` takes {name} out "
+                                 "of the environment: programs started from this shell do not see it"))
+            continue
+        a = _assignment(w, "export")
+        if a:
+            found.append(a)
 
 
 def _parse_sh(text: str, out: ParsedFile) -> None:
@@ -598,7 +825,7 @@ def _parse_sh(text: str, out: ParsedFile) -> None:
     found: List[Assignment] = []
     for words in commands:
         k = 0
-        while k < len(words) and _ASSIGN_RE.match(words[k].raw):
+        while k < len(words) and _is_assignment(words[k].raw):
             k += 1
         rest = words[k:]
         ctx = "assign" if not rest else "prefix"
@@ -609,11 +836,21 @@ def _parse_sh(text: str, out: ParsedFile) -> None:
         if not rest:
             continue
         head = rest[0].value or rest[0].raw
-        if head in _DECLARE or head == "env":
+        bad = _bad_name(rest[0].raw)
+        if bad:
+            out.problems.append((rest[0].line, "sh-bad-name",
+                                 f"{bad!r} is not a name bash accepts: bash runs "
+                                 f"{rest[0].raw.split('=', 1)[0]}=... as a command (not found) and "
+                                 "the setting is lost"))
+            continue
+        if head in _DECLARE:
+            _declaration(head, rest[1:], found, out.problems)
+            continue
+        if head == "env":
             for w in rest[1:]:
-                if head == "env" and not _ASSIGN_RE.match(w.raw):
+                if not _ASSIGN_RE.match(w.raw):
                     break
-                a = _assignment(w, "export" if head != "env" else "env")
+                a = _assignment(w, "env")
                 if a:
                     found.append(a)
         elif head == "ENV" and len(rest) > 1:
