@@ -160,55 +160,38 @@ def test_tags_are_role_prefixed(role: Path):
     assert not bad, f"tags must be {role.name}_<phase>: {bad}"
 
 
+def test_readme_variable_tables_are_generated_from_the_specs():
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "role_docs.py"), "--check"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
+
+
 # ---------------------------------------------------------------------------------------------
-# The agent role's controller-side helper (wheelhouse and fixture packing)
-
-HELPER = REPO / "roles" / "rocetune_agent" / "files" / "rocetune_wheelhouse.py"
+# The node agent: one deterministic zip the node's own python3 runs
 
 
-def _pack(src: Path, out: Path) -> dict:
+def _pack(out_dir: Path) -> dict:
     import json
-    proc = subprocess.run([sys.executable, str(HELPER), "pack", str(src), str(out)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "rocetune.agentpack", "--out-dir", str(out_dir)],
+                          cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
-def test_fixture_pack_is_deterministic_keeps_symlinks_and_rewrites_only_on_change(tmp_path):
-    root = tmp_path / "root"
-    (root / "sys/devices/pci0000:00/0000:00:01.0/net/eth0").mkdir(parents=True)
-    (root / "sys/class/net").mkdir(parents=True)
-    (root / "sys/devices/pci0000:00/0000:00:01.0/net/eth0/mtu").write_text("9000\n")
-    os.symlink("../../devices/pci0000:00/0000:00:01.0/net/eth0", root / "sys/class/net/eth0")
-    out = tmp_path / "a.tar"
-    first = _pack(root, out)
-    assert first["changed"] is True
-    mtime = out.stat().st_mtime_ns
-    again = _pack(root, out)
-    assert again["changed"] is False and again["sha256"] == first["sha256"]
-    assert out.stat().st_mtime_ns == mtime
-    # Same content elsewhere, other timestamps: same bytes.
-    copy = tmp_path / "copy"
-    shutil.copytree(root, copy, symlinks=True)
-    os.utime(copy / "sys/devices/pci0000:00/0000:00:01.0/net/eth0/mtu", (1, 1))
-    assert _pack(copy, tmp_path / "b.tar")["sha256"] == first["sha256"]
-    with tarfile.open(out) as tar:
-        link = tar.getmember("sys/class/net/eth0")
-        assert link.issym() and link.linkname == "../../devices/pci0000:00/0000:00:01.0/net/eth0"
-    (root / "sys/devices/pci0000:00/0000:00:01.0/net/eth0/mtu").write_text("1500\n")
-    assert _pack(root, out)["changed"] is True
-
-
-def test_fixture_pack_of_a_missing_directory_says_what_is_wrong(tmp_path):
-    proc = subprocess.run([sys.executable, str(HELPER), "pack", str(tmp_path / "nope"), str(tmp_path / "x.tar")],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
-    assert proc.returncode == 1
-    assert "not a directory" in proc.stderr and "rocetune_agent_probe_root" in proc.stderr
-
-
-def test_wheelhouse_target_is_validated(tmp_path):
-    proc = subprocess.run([sys.executable, str(HELPER), "build", "--source", str(REPO), "--out",
-                           str(tmp_path / "wh"), "--target", "py3.9"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
-    assert proc.returncode == 1
-    assert "expected PYTHON-ARCH" in proc.stderr
+def test_agent_pack_is_deterministic_and_runs_without_the_venv(tmp_path):
+    first = _pack(tmp_path / "a")
+    again = _pack(tmp_path / "a")
+    assert first["changed"] is True and again["changed"] is False and again["sha256"] == first["sha256"]
+    elsewhere = _pack(tmp_path / "b")
+    assert Path(elsewhere["path"]).read_bytes() == Path(first["path"]).read_bytes()
+    # The system python3, no venv, no site packages of ours: the zip alone plans an env.
+    fixture = REPO / "tests" / "fixtures" / "hosts" / "oci-a100-v2"
+    proc = subprocess.run(["/usr/bin/python3", "-S", first["path"], "--root", str(fixture), "env"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+    assert proc.returncode == 0, proc.stderr
+    assert "export NCCL_IB_HCA='=mlx5_1:1," in proc.stdout
+    import zipfile
+    names = zipfile.ZipFile(first["path"]).namelist()
+    assert "yaml/__init__.py" in names and "rocetune/nccl/data/nccl_vars.json" in names
+    assert not [n for n in names if n.endswith((".so", ".pyc"))], "the agent must stay pure Python"

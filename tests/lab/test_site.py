@@ -129,12 +129,14 @@ def test_env_file_is_valid_shell(converged, lab4, run_on):
     assert out.strip() == "rtl0"
 
 
-def test_rocetune_installed_offline_into_its_venv(converged, lab4, run_on):
-    out = run_on("node03", "readlink /usr/local/bin/rocetune; /opt/rocetune/bin/python -c "
-                           "'import rocetune, sys; print(rocetune.__file__)'; rocetune --version").stdout.split()
-    assert out[0] == "/opt/rocetune/bin/rocetune"
-    assert out[1].startswith("/opt/rocetune/lib/")
-    assert out[2] == "rocetune"
+def test_the_agent_is_one_file_run_by_the_nodes_python_without_pip(converged, lab4, run_on):
+    out = run_on("node03", "ls -A /opt/rocetune; head -c 200 /usr/local/bin/rocetune; rocetune --version").stdout
+    assert out.splitlines()[0] == "rocetune.pyz", out
+    assert "/usr/bin/python3 /opt/rocetune/rocetune.pyz" in out and "rocetune " in out.splitlines()[-1]
+    # The node's own python3 imports rocetune from the zip, and yaml from the zip too.
+    where = run_on("node03", "/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"/opt/rocetune/rocetune.pyz\");"
+                             " import rocetune, yaml; print(rocetune.__file__, yaml.__file__)'").stdout.split()
+    assert all(w.startswith("/opt/rocetune/rocetune.pyz/") for w in where), where
 
 
 def test_features_json_fetched_for_every_host(converged, lab4):
@@ -177,7 +179,9 @@ def test_gloo_allreduce_job_passes_across_the_hosts(converged, lab4):
 
 def test_a_host_probes_a_fixture_root_and_gets_its_eight_rdma_ports(converged, lab4, run_on, site_tmp):
     assert (H100_FIXTURE / "sys").is_dir(), f"fixture {H100_FIXTURE} is missing"
-    override = ("-e", f"rocetune_agent_probe_root={H100_FIXTURE}", "--limit", "node04")
+    # Lab hosts see the controller's filesystem (read-only lower layer), so the fixture root is
+    # at the same path there; a real node would read a `rocetune capture` unpacked on it.
+    override = ("-e", f"rocetune_env_root={H100_FIXTURE}", "--limit", "node04")
     try:
         first = run(lab4, site_tmp, *override)
         assert first.rc == 0, first.explain()
@@ -187,7 +191,7 @@ def test_a_host_probes_a_fixture_root_and_gets_its_eight_rdma_ports(converged, l
         hcas = [h for h in env.get("NCCL_IB_HCA", "").lstrip("=^").split(",") if h]
         assert len(hcas) == 8, f"NCCL_IB_HCA={env.get('NCCL_IB_HCA')!r}: want the 8 compute ports"
         assert env.get("NCCL_IB_DISABLE", "0") != "1", env
-        planned = run_on("node04", "rocetune probe --root /var/lib/rocetune/fixture-root --format sh").stdout
+        planned = run_on("node04", f"rocetune --root {H100_FIXTURE} env --format sh").stdout
         assert run_on("node04", f"cat {ENV_FILE}").stdout == planned
         features = json.loads((FEATURES_DIR / "node04.json").read_text())
         assert len(features.get("gpus", [])) == 8
@@ -201,9 +205,9 @@ def test_a_host_probes_a_fixture_root_and_gets_its_eight_rdma_ports(converged, l
 
 
 @pytest.mark.parametrize("var, value, message", [
-    ("rocetune_agent_nccl_conf", "maybe", "rocetune_agent_nccl_conf"),
-    ("rocetune_agent_probe_warnings", "loud", "rocetune_agent_probe_warnings must be one of"),
-    ("rocetune_agent_probe_timeout", "soon", "rocetune_agent_probe_timeout"),
+    ("rocetune_env_nccl_conf", "maybe", "rocetune_env_nccl_conf"),
+    ("rocetune_env_warnings", "loud", "rocetune_env_warnings must be one of"),
+    ("rocetune_env_timeout", "soon", "rocetune_env_timeout"),
 ])
 def test_invalid_variable_value_is_rejected_by_the_argument_specs(lab4, site_tmp, var, value, message):
     result = run(lab4, site_tmp, "--limit", "node01", "-e", f"{var}={value}", timeout=120)
@@ -214,9 +218,9 @@ def test_invalid_variable_value_is_rejected_by_the_argument_specs(lab4, site_tmp
 
 
 def test_misspelt_variable_is_rejected(lab4, site_tmp):
-    result = run(lab4, site_tmp, "--limit", "node01", "-e", "rocetune_agent_nccl_cnof=false", timeout=120)
+    result = run(lab4, site_tmp, "--limit", "node01", "-e", "rocetune_env_nccl_cnof=false", timeout=120)
     assert result.rc != 0, result.explain()
-    assert "unknown variable(s) rocetune_agent_nccl_cnof" in result.output, result.explain()
+    assert "unknown variable(s) rocetune_env_nccl_cnof" in result.output, result.explain()
 
 
 def test_a_host_that_is_down_fails_fast_and_the_others_converge(converged, lab4, site_tmp):
@@ -257,12 +261,11 @@ def test_a_wrong_host_key_is_refused(lab4, site_tmp):
 
 
 # ---------------------------------------------------------------------------------------------
-# A node whose Python differs from the controller's (EL9 nodes run 3.9)
+# A node whose Python differs from the controller's (EL9 nodes run 3.9), and a vendor nccl.conf
 
 
 def _another_python():
     import glob
-    import platform
     mine = ".".join(platform.python_version_tuple()[:2])
     for pattern in ("/usr/bin/python3.*", "/usr/local/bin/python3.*", "/root/.pyenv/versions/3.*/bin/python3.*"):
         for path in sorted(glob.glob(pattern)):
@@ -272,22 +275,33 @@ def _another_python():
     return None, None
 
 
-def test_a_node_python_without_wheels_fails_with_the_target_to_add_then_installs(converged, lab4, run_on, site_tmp):
+def test_the_same_agent_runs_on_a_node_with_another_python(converged, lab4, run_on, site_tmp):
     python, version = _another_python()
     if not python:
         pytest.skip("no second Python 3.9+ on this machine to play a node with another distribution")
-    target = f"{version}-{platform.machine()}"
-    common = {"rocetune_agent_python": python, "rocetune_agent_install_dir": "/opt/rocetune-other",
-              "rocetune_agent_link": "", "rocetune_agent_fetch_features": False,
-              "rocetune_agent_wheelhouse_dir": str(site_tmp / "wheelhouse-other")}
-    first = run(lab4, site_tmp, "--limit", "node03", "-e", json.dumps(common))
-    assert first.rc != 0, first.explain()
-    assert f"no wheels for this node's Python {target}" in first.output, first.explain()
-    assert re.search(rf"add \W*{re.escape(target)}\W* to rocetune_agent_wheelhouse_targets", first.output), first.explain()
-    with_target = dict(common, rocetune_agent_wheelhouse_targets=[target])
-    second = run(lab4, site_tmp, "--limit", "node03", "-e", json.dumps(with_target))
-    assert second.rc == 0, second.explain()
-    out = run_on("node03", "/opt/rocetune-other/bin/python -c 'import sys, rocetune; print(sys.version_info[:2])'")
-    assert out.stdout.strip() == str(tuple(int(x) for x in version.split("."))), out.stdout
-    # node03's env is still the one its real install wrote: same as rocetune plans there.
-    assert run_on("node03", f"cat {ENV_FILE}").stdout == run_on("node03", "rocetune probe --format sh").stdout
+    extra = {"rocetune_agent_python": python, "rocetune_agent_install_dir": "/opt/rocetune-other",
+             "rocetune_agent_command": "/usr/local/bin/rocetune-other",
+             "rocetune_env_command": "/usr/local/bin/rocetune-other", "rocetune_env_fetch_features": False}
+    result = run(lab4, site_tmp, "--limit", "node03", "-e", json.dumps(extra))
+    assert result.rc == 0, result.explain()
+    out = run_on("node03", "rocetune-other --version; " + shlex.quote(python) + " --version")
+    assert out.stdout.split()[:2] == ["rocetune", out.stdout.split()[1]] and version in out.stdout
+    # The env that Python plans is byte for byte the one the controller's Python planned.
+    assert run_on("node03", f"cat {ENV_FILE}").stdout == run_on("node03", "rocetune env --format sh").stdout
+    back = run(lab4, site_tmp, "--limit", "node03")
+    assert back.rc == 0, back.explain()
+
+
+def test_a_vendor_nccl_conf_is_kept_once_and_the_written_one_carries_the_marker(converged, lab4, run_on, site_tmp):
+    vendor = "NCCL_IB_TC=41\nNCCL_IB_SL=0\n"
+    run_on("node02", f"rm -f {NCCL_CONF}.rocetune-orig; printf {shlex.quote(vendor)} > {NCCL_CONF}")
+    first = run(lab4, site_tmp, "--limit", "node02")
+    assert first.rc == 0 and first.recap["node02"]["changed"] >= 1, first.explain()
+    assert run_on("node02", f"cat {NCCL_CONF}.rocetune-orig").stdout == vendor.replace("\\n", "\n")
+    assert run_on("node02", f"head -c 11 {NCCL_CONF}").stdout == "# rocetune "
+    # A second run keeps the first backup, whatever is in the managed file now.
+    run_on("node02", f"echo NCCL_DEBUG=INFO >> {NCCL_CONF}")
+    again = run(lab4, site_tmp, "--limit", "node02")
+    assert again.rc == 0, again.explain()
+    assert run_on("node02", f"cat {NCCL_CONF}.rocetune-orig").stdout == vendor.replace("\\n", "\n")
+    run_on("node02", f"rm -f {NCCL_CONF}.rocetune-orig")

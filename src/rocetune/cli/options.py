@@ -87,14 +87,17 @@ def formats_of(args: argparse.Namespace, out: Optional[str]) -> List[str]:
 
 
 def plan_env_from_args(args: argparse.Namespace, features: dict, out: Optional[str],
-                       formats: List[str]) -> "EnvResult":
+                       formats: List[str], env_dir: Optional[str] = None) -> "EnvResult":
+    """Plan for -o's directory (files written), for --env-dir (the caller writes them), or for
+    stdout (files not written)."""
     from .. import app
 
-    return app.plan_env(features, formats,
-                        env_dir=os.path.dirname(os.path.abspath(out)) if out else None,
+    if out:
+        env_dir = os.path.dirname(os.path.abspath(out))
+    return app.plan_env(features, formats, env_dir=env_dir,
                         user=app.overrides(args.config, args.set, args.unset),
                         qos=app.qos_plan(args.root, args.qos), local_rank=args.local_rank,
-                        files_will_be_written=bool(out))
+                        files_will_be_written=bool(out or env_dir))
 
 
 def env_data(env: "EnvResult", formats: List[str], out: Optional[str]) -> dict:

@@ -7,12 +7,12 @@ Used by the plan's self-check, `rocetune lint` and `rocetune explain`.
 from __future__ import annotations
 
 import json
-import os
+import pkgutil
 import re
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
-_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "nccl_vars.json")
+_DATA = "data/nccl_vars.json"  # package data, read through pkgutil so it works from a zip too
 
 
 class Catalog:
@@ -68,8 +68,10 @@ class Catalog:
 
 @lru_cache(maxsize=1)
 def load_catalog() -> Catalog:
-    with open(_DATA, encoding="utf-8") as fh:
-        return Catalog(json.load(fh))
+    raw = pkgutil.get_data(__package__, _DATA)
+    if raw is None:  # pragma: no cover - a broken installation
+        raise FileNotFoundError(_DATA)
+    return Catalog(json.loads(raw.decode("utf-8")))
 
 
 def edit_distance(a: str, b: str) -> int:
