@@ -43,10 +43,36 @@ def qos_plan(root: str, path: Optional[str] = None) -> QosPlan:
     return load_text(text, where)
 
 
-def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[str] = ()) -> Optional[Overrides]:
-    """The user's choices: a config file, then --set/--unset on top; None when there are none."""
+def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[str] = (),
+              warn=None) -> Optional[Overrides]:
+    """The user's choices: a config file, then --set/--unset on top; None when there are none.
+
+    Each value gets lint's checks of one setting (rocetune.lint.checks.check_assignment): an
+    error refuses it (a usage error for --set, an input error naming file:line for --config);
+    a warning goes to `warn(message)` (default: printed on stderr). Names NCCL does not read are
+    left to the plan's own check, which records them as plan warnings.
+    """
+    import sys
+
+    from .lint.checks import check_assignment
+    from .text import printable
+
+    def stderr_warning(message: str) -> None:
+        sys.stderr.write(f"rocetune: warning: {printable(message)}\n")
+
     base = Overrides.from_file(config) if config else Overrides()
     merged = base.merged(Overrides.from_args(sets, unsets))
+    for key, (value, origin) in sorted(merged.set.items()):
+        found = check_assignment(key, value)
+        errors = [f for f in found if f.severity == "error"]
+        where = f"--set {key}={value}" if origin == "--set" else f"{origin}: {key}={value}"
+        if errors:
+            f = errors[0]
+            raise RocetuneError(f"{where}: {f.message}", hint=f.fix,
+                                code=ExitCode.USAGE if origin == "--set" else ExitCode.INPUT)
+        for f in found:
+            if f.severity == "warning" and f.id != "unknown-name":
+                (warn or stderr_warning)(f"{where}: {f.message}" + (f" (fix: {f.fix})" if f.fix else ""))
     return None if merged.empty else merged
 
 

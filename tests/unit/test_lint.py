@@ -11,7 +11,6 @@ import pytest
 
 import rocetune.cli.verbs as verbs
 from rocetune.cli.main import main
-from rocetune.hostfs import HostRoot
 from rocetune.planner import build_plan
 from rocetune.model.qos import default_plan
 from rocetune.envfiles.write import render
@@ -139,11 +138,10 @@ def test_traffic_class_against_the_qos_plan():
 
 
 def host_root(tmp_path, devices):
-    for dev, ports in devices.items():
-        for p in ports:
-            (tmp_path / "sys" / "class" / "infiniband" / dev / "ports" / str(p)).mkdir(parents=True)
-    (tmp_path / "sys" / "class" / "net" / "eth0").mkdir(parents=True)
-    return HostNames(HostRoot(str(tmp_path)), check_netdevs=True)
+    features = {"rdma": {"devices": [{"name": d, "ports": [{"port": p} for p in ports]}
+                                     for d, ports in devices.items()]},
+                "net": {"interfaces": [{"name": "eth0"}]}}
+    return HostNames.from_features(features)
 
 
 def test_hca_names_checked_against_the_host(tmp_path):

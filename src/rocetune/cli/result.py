@@ -27,9 +27,20 @@ class Result:
 
     @property
     def status(self) -> str:
-        if self.errors or self.code not in (ExitCode.OK,):
+        """error: the command failed (errors[] says why). findings: it ran, and what it checked
+        has error findings (data.findings, exit 1). warning: it ran, with warnings or warning
+        findings. ok: nothing to report."""
+        if self.errors:
             return "error"
-        return "warning" if self.warnings else "ok"
+        if self.code == ExitCode.FINDINGS:
+            return "findings"
+        if self.code != ExitCode.OK:
+            return "error"
+        findings = self.data.get("findings") if isinstance(self.data, dict) else None
+        if self.warnings or any(isinstance(f, dict) and f.get("severity") == "warning"
+                                for f in findings or ()):
+            return "warning"
+        return "ok"
 
     def envelope(self) -> Dict[str, Any]:
         return {

@@ -75,7 +75,7 @@ def detect(text: str, name: str = "") -> Tuple[str, str, Optional[str]]:
         return m.group(1), "rocetune's header", by_name
     content = _format_by_content(text)
     if content and by_name == "markdown" and content[0] in ("sh", "dockerfile"):
-        return "markdown", "file name (prose with indented or inline commands)", by_name
+        return "markdown", "file name; its prose is not read as shell", by_name
     if content:
         return content[0], content[1], by_name
     if by_name:

@@ -10,16 +10,25 @@ expansions are recognised rather than flagged.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..envfiles.read import Assignment, ParsedFile, parse_text
+from ..model.finding import SEVERITIES, Finding
 from ..model.qos import QosPlan
 from ..nccl.catalog import Catalog, load_catalog
 from ..nccl.syntax import list_entries, strtoll
 
-SEVERITIES = ("error", "warning", "info")
 _WATCHED = ("NCCL_", "UCX_", "GLOO_", "TORCH_NCCL_", "OMPI_MCA_btl_tcp_")
+MAX_BYTES = 16 << 20
+# Dialects whose consumer keeps the CR of a CRLF line ending in the value: bash (a sourced env
+# file, a job script) and NCCL's config reader. systemd ends a line at a CR, docker's env-file
+# reader and Python's text mode (DeepSpeed) drop it, YAML and JSON treat it as a line break.
+_CR_KEPT = {"sh": "the shell", "nccl-conf": "NCCL"}
+# Names RDMA drivers give their devices: UCX wants them as device:port.
+_RDMA_NAME = re.compile(r"^(mlx\d_|mlx5_|irdma|bnxt_re|efa_|efa\d|rxe|siw|qedr|hfi1_|ionic_|erdma_|hns_|"
+                        r"cxgb4_|ocrdma|vmw_pvrdma|i40iw|usnic_|mana_)")
 
 # Problems the parsers report, by id: severity and fix.
 _PARSE_PROBLEMS = {
@@ -31,60 +40,66 @@ _PARSE_PROBLEMS = {
     "deepspeed-no-equals": ("error", "only NAME=value lines: .deepspeed_env allows no comments"),
     "deepspeed-bad-name": ("error", "each line is NAME=value"),
     "k8s-unreadable": ("error", "write data entries as NAME: \"value\""),
+    "k8s-not-a-string": ("error", "quote the value: NAME: \"value\""),
+    "k8s-no-configmap": ("warning", "a ConfigMap has kind: ConfigMap and its settings under data:"),
     "json-invalid": ("error", "write a flat JSON object of strings"),
-    "sh-syntax": ("warning", "close the quote"),
+    "sh-syntax": ("warning", "close the quote or the here-document"),
+    "sh-bad-name": ("error", "names are ASCII letters, digits and '_', not starting with a digit"),
+    "sh-unexported": ("warning", "drop the line, or export the variable if the job needs it"),
 }
 
 
+def finding_text(f: Finding) -> str:
+    """`file:line: severity id: message (fix: ...)`, the line lint prints per finding."""
+    fix = f" (fix: {f.fix})" if f.fix else ""
+    return f"{f.subject}: {f.severity} {f.id}: {f.message}{fix}"
+
+
 @dataclass
-class LintFinding:
-    id: str
-    severity: str
-    file: str
-    line: int
-    key: Optional[str]
-    message: str
-    fix: Optional[str] = None
-
-    def to_dict(self) -> Dict[str, object]:
-        return {"id": self.id, "severity": self.severity, "file": self.file, "line": self.line,
-                "key": self.key, "message": self.message, "fix": self.fix}
-
-    def text(self) -> str:
-        where = f"{self.file}:{self.line}"
-        fix = f" (fix: {self.fix})" if self.fix else ""
-        return f"{where}: {self.severity} {self.id}: {self.message}{fix}"
-
-
 class HostNames:
-    """RDMA devices/ports and network interfaces of the host under --root, for name checks."""
+    """RDMA devices with their ports and network interfaces of the target host, from its
+    Features document (a saved `rocetune probe --json`, or a probe of --root). None: not known,
+    so not checked."""
 
-    def __init__(self, root: HostRoot, check_netdevs: bool):
-        self.root = root
-        self.ib: Optional[Dict[str, List[int]]] = None
-        if root.is_dir("/sys/class/infiniband"):
-            self.ib = {}
-            for dev in root.listdir("/sys/class/infiniband"):
-                ports = [int(p) for p in root.listdir(f"/sys/class/infiniband/{dev}/ports") if p.isdigit()]
-                self.ib[dev] = sorted(ports)
-        self.net: Optional[List[str]] = None
-        if check_netdevs and root.is_dir("/sys/class/net"):
-            self.net = root.listdir("/sys/class/net")
+    ib: Optional[Dict[str, List[int]]] = None
+    net: Optional[List[str]] = None
+
+    @classmethod
+    def from_features(cls, features: dict, check_rdma: bool = True, check_netdevs: bool = True) -> "HostNames":
+        sources = features.get("sources") or {}
+        ib = net = None
+        if check_rdma and (sources.get("rdma") or {}).get("ok", True) and features.get("rdma", {}).get("devices"):
+            ib = {d["name"]: sorted(p["port"] for p in d.get("ports", [])) for d in features["rdma"]["devices"]}
+        if check_netdevs and (sources.get("net") or {}).get("ok", True) and features.get("net", {}).get("interfaces"):
+            net = sorted(i["name"] for i in features["net"]["interfaces"])
+        return cls(ib, net)
+
+    @property
+    def empty(self) -> bool:
+        return self.ib is None and self.net is None
+
+
+Add = Callable[..., None]
+
+
+def _adder(out: List[Finding], name: str) -> Add:
+    def add(fid: str, sev: str, line: int, key: Optional[str], msg: str, fix: Optional[str] = None) -> None:
+        out.append(Finding(fid, sev, f"{name}:{line}", msg, "lint", fix, name, line, key))
+    return add
 
 
 def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = None,
               host: Optional[HostNames] = None,
-              catalog: Optional[Catalog] = None) -> Tuple[ParsedFile, List[LintFinding]]:
+              catalog: Optional[Catalog] = None) -> Tuple[ParsedFile, List[Finding]]:
     cat = catalog or load_catalog()
     parsed = parse_text(text, fmt, name)
-    out: List[LintFinding] = []
-
-    def add(fid: str, sev: str, line: int, key: Optional[str], msg: str, fix: Optional[str] = None):
-        out.append(LintFinding(fid, sev, name, line, key, msg, fix))
+    out: List[Finding] = []
+    add = _adder(out, name)
 
     for line, pid, msg in parsed.problems:
         sev, fix = _PARSE_PROBLEMS.get(pid, ("warning", None))
         add(pid, sev, line, None, msg, fix)
+    _check_dialect(parsed, text, add)
 
     for a in parsed.assignments:
         if not a.key.startswith(_WATCHED):
@@ -94,24 +109,62 @@ def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = 
             add("conf-not-nccl", "warning", a.line, a.key,
                 f"{a.key} in an NCCL config file: only NCCL reads it, when a communicator starts; "
                 "UCX, Gloo and MPI have read their settings by then", "set it in the job environment")
-        if a.key.startswith("NCCL_"):
-            known = _check_name(cat, a, add)
-            if not known:
-                continue
-        if a.value is None or a.dynamic:
-            if a.key.startswith("NCCL_"):
-                what = a.dynamic or "expansion"
-                add("dynamic-value", "info", a.line, a.key,
-                    f"{a.key}={a.raw}: value comes from a {what}; not checked")
-            continue
-        _check_value(cat, a, add)
-        if qos is not None:
-            _check_qos(qos, a, add)
-        if host is not None:
-            _check_host(host, a, add)
+        _check_one(cat, a, add, qos, host)
     _check_file(parsed, add)
-    out.sort(key=lambda f: (f.line, SEVERITIES.index(f.severity), f.id, f.key or ""))
+    out.sort(key=lambda f: (f.line or 0, SEVERITIES.index(f.severity), f.id, f.key or ""))
     return parsed, out
+
+
+def _check_one(cat: Catalog, a: Assignment, add: Add, qos: Optional[QosPlan] = None,
+               host: Optional[HostNames] = None) -> None:
+    """The checks of one setting: its name, then its value (when known statically)."""
+    if a.key.startswith("NCCL_"):
+        if not _check_name(cat, a, add):
+            return
+    if a.value is None or a.dynamic:
+        if a.key.startswith("NCCL_"):
+            what = a.dynamic or "expansion"
+            add("dynamic-value", "info", a.line, a.key,
+                f"{a.key}={a.raw}: value comes from a {what}; not checked")
+        return
+    _check_value(cat, a, add)
+    if qos is not None:
+        _check_qos(qos, a, add)
+    if host is not None:
+        _check_host(host, a, add)
+
+
+def check_assignment(key: str, value: str, catalog: Optional[Catalog] = None) -> List[Finding]:
+    """Lint's checks of one NAME=value setting given verbatim (an override: `--set`, a config
+    file), without a file around it: the name, then the value. Findings have no file or line."""
+    out: List[Finding] = []
+
+    def add(fid: str, sev: str, line: int, k: Optional[str], msg: str, fix: Optional[str] = None) -> None:
+        out.append(Finding(fid, sev, f"{key}={value}", msg, "lint", fix, key=k))
+
+    if key.startswith(_WATCHED):
+        _check_one(catalog or load_catalog(), Assignment(key, value, value, 0, "override"), add)
+    return out
+
+
+def _check_dialect(parsed: ParsedFile, text: str, add: Add) -> None:
+    """How the file was read, when that may not be how it is used; CRLF line endings where the
+    consumer keeps the CR."""
+    if parsed.name_format and parsed.name_format != parsed.fmt and parsed.detected != "forced":
+        specific = parsed.name_format in ("deepspeed",) or (
+            parsed.name_format == "nccl-conf" and parsed.fmt == "sh")
+        add("format-differs-from-name", "warning" if specific else "info", 1, None,
+            f"named like a {parsed.name_format} file, but read as {parsed.fmt} ({parsed.detected}); "
+            f"if {parsed.name_format}'s reader takes this file, it reads it differently",
+            f"check with --format {parsed.name_format}, or rename the file")
+    consumer = _CR_KEPT.get(parsed.fmt)
+    if consumer and "\r\n" in text:
+        first = text.count("\n", 0, text.index("\r\n")) + 1
+        lines = text.count("\r\n")
+        add("crlf-line-endings", "error", first, None,
+            f"{lines} line(s) end in CRLF and {consumer} keeps the carriage return: a value such "
+            "as =bond0 becomes '=bond0\\r', which matches nothing",
+            "convert the file to LF line endings (dos2unix)")
 
 
 # --- checks ---------------------------------------------------------------------------------------
@@ -163,6 +216,11 @@ def _check_format_value(fmt: str, a: Assignment, add) -> None:
                 f"{consumer} keeps the surrounding whitespace of {v!r}"
                 + (" (a CRLF line ending?)" if v.endswith("\r") else ""),
                 "remove it (and convert CRLF line endings)")
+    elif fmt == "k8s" and a.value is not None and a.value != a.value.strip():
+        add("k8s-whitespace", "error", a.line, a.key,
+            f"the container gets {a.key}={a.value!r}, whitespace included"
+            + (" (a '|' block keeps the final newline)" if a.raw.lstrip().startswith("|") else ""),
+            "use '|-' or '>-', or a quoted string")
 
 
 def _check_value(cat: Catalog, a: Assignment, add) -> None:
@@ -172,6 +230,13 @@ def _check_value(cat: Catalog, a: Assignment, add) -> None:
             f"Gloo takes exact interface names: {v!r} names an interface called {v.split(',')[0]!r}",
             f"write {v.lstrip('^=')}")
         return
+    if key == "UCX_NET_DEVICES":
+        bare = [e for e in v.split(",") if e and ":" not in e and _RDMA_NAME.match(e)]
+        if bare:
+            add("ucx-port-missing", "warning", a.line, key,
+                f"{', '.join(bare)} looks like an RDMA device without its port: UCX lists RDMA devices "
+                f"as device:port ({bare[0]}:1), so a bare name selects only a network interface of "
+                "that name", f"write {bare[0]}:1 (with --features or --root the ports are checked)")
     info = cat.info(key)
     if info is None:
         return
@@ -291,7 +356,7 @@ def _check_host(host: HostNames, a: Assignment, add) -> None:
             if not matches:
                 add("hca-not-found", sev, a.line, key,
                     f"no RDMA device {'named' if exact else 'starting with'} {dev!r} on this host "
-                    f"(has {', '.join(names) or 'none'})", "use the names in /sys/class/infiniband")
+                    f"(has {', '.join(names) or 'none'})", "use a device the host has ('rocetune topo' lists them)")
                 continue
             if not exact and len(matches) > 1 and dev in matches:
                 extra = [m for m in matches if m != dev]
@@ -305,15 +370,21 @@ def _check_host(host: HostNames, a: Assignment, add) -> None:
     elif key == "UCX_NET_DEVICES" and v.lower() != "all":
         for e in [x for x in v.split(",") if x]:
             dev, _, port = e.partition(":")
-            if host.ib is not None and port:
+            if not port and host.ib is not None and dev in host.ib:
+                add("ucx-port-missing", "error", a.line, key,
+                    f"UCX_NET_DEVICES names the RDMA device {dev!r} without its port: UCX lists RDMA "
+                    f"devices as device:port, so {dev!r} selects nothing",
+                    f"write {', '.join(f'{dev}:{p}' for p in host.ib[dev]) or dev + ':1'}")
+            elif host.ib is not None and port:
                 if dev not in host.ib:
                     add("ucx-device-not-found", "error", a.line, key,
-                        f"UCX_NET_DEVICES names {dev!r}, not an RDMA device here", "use device:port from /sys/class/infiniband")
+                        f"UCX_NET_DEVICES names {dev!r}, not an RDMA device here (has {', '.join(sorted(host.ib)) or 'none'})",
+                        "use device:port of a device the host has")
                 elif port.isdigit() and int(port) not in host.ib[dev]:
                     add("ucx-device-not-found", "error", a.line, key, f"{dev} has no port {port}", "fix the port")
             elif not port and host.net is not None and dev not in host.net:
                 add("ifname-not-found", "error", a.line, key, f"no interface {dev!r} on this host",
-                    "use a name from /sys/class/net")
+                    f"use one of {_few(host.net)}")
     elif key in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include") \
             and host.net is not None:
         excl, exact, entries = list_entries(v) if key == "NCCL_SOCKET_IFNAME" else (False, True, v.split(","))
@@ -324,7 +395,11 @@ def _check_host(host: HostNames, a: Assignment, add) -> None:
             if not ok:
                 add("ifname-not-found", "error", a.line, key,
                     f"no interface {'named' if exact else 'starting with'} {e!r} on this host",
-                    "use a name from /sys/class/net")
+                    f"use one of {_few(host.net)}")
+
+
+def _few(names: List[str], n: int = 8) -> str:
+    return ", ".join(names[:n]) + (f" ... ({len(names)} in all)" if len(names) > n else "")
 
 
 def _check_file(parsed: ParsedFile, add) -> None:
@@ -367,12 +442,16 @@ def _check_file(parsed: ParsedFile, add) -> None:
 
 @dataclass
 class LintReport:
-    files: List[Dict[str, object]]
-    findings: List[LintFinding]
+    files: List[Dict[str, object]] = field(default_factory=list)
+    findings: List[Finding] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
         return sum(1 for f in self.findings if f.severity == "error")
+
+    @property
+    def read(self) -> int:
+        return sum(1 for f in self.files if f["format"] is not None)
 
     def counts(self) -> Dict[str, int]:
         return {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITIES}
@@ -382,27 +461,40 @@ class LintReport:
                 "counts": self.counts()}
 
 
+class Unreadable(Exception):
+    """A file lint cannot read as text; the message says why."""
+
+
 def lint_paths(paths: Sequence[str], fmt: str = "auto", qos: Optional[QosPlan] = None,
-               host: Optional[HostNames] = None, read=None) -> LintReport:
-    """Lint files; `read(path) -> text` may be given (tests), else the files are read as UTF-8."""
-    files: List[Dict[str, object]] = []
-    findings: List[LintFinding] = []
+               host: Optional[HostNames] = None, read: Optional[Callable[[str], str]] = None) -> LintReport:
+    """Lint files; `read(path) -> text` may be given (tests), else the files are read as UTF-8.
+    A file that cannot be read is an `unreadable-file` error; the others are still linted."""
+    report = LintReport()
     for path in paths:
-        text = read(path) if read else _read(path)
+        try:
+            text = read(path) if read else read_file(path)
+        except (Unreadable, OSError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            report.files.append({"path": path, "format": None, "detected": None, "assignments": 0,
+                                 "unreadable": why})
+            report.findings.append(Finding("unreadable-file", "error", path, f"cannot read it: {why}",
+                                           "lint", "check the path and its permissions", path))
+            continue
         parsed, found = lint_text(text, path, fmt, qos, host)
-        files.append({"path": path, "format": parsed.fmt, "assignments": len(parsed.assignments)})
-        findings.extend(found)
-    return LintReport(files, findings)
+        report.files.append({"path": path, "format": parsed.fmt, "detected": parsed.detected,
+                             "assignments": len(parsed.assignments)})
+        report.findings.extend(found)
+    return report
 
 
-def _read(path: str) -> str:
-    from ..errors import ExitCode, RocetuneError
-
+def read_file(path: str) -> str:
     try:
         with open(path, "rb") as fh:
-            data = fh.read(16 << 20)
-    except OSError as exc:
-        raise RocetuneError(f"{path}: cannot read: {exc.strerror or exc}", code=ExitCode.INPUT) from None
+            data = fh.read(MAX_BYTES + 1)
+    except IsADirectoryError:
+        raise Unreadable("a directory") from None
+    if len(data) > MAX_BYTES:
+        raise Unreadable(f"larger than {MAX_BYTES >> 20} MiB: not an env file")
     if b"\x00" in data:
-        raise RocetuneError(f"{path}: binary file", code=ExitCode.INPUT)
+        raise Unreadable("a binary file (NUL bytes)")
     return data.decode("utf-8", "replace")

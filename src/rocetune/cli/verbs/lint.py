@@ -1,10 +1,12 @@
 """rocetune lint: check env files, nccl.conf, job scripts and notes for settings that misfire.
 
-    rocetune lint FILE...                 every format is recognised (nccl.conf, sh/export lines,
-                                          mpirun -x, Dockerfile ENV, systemd, docker, k8s, json,
-                                          Markdown code blocks); --format forces one
+    rocetune lint FILE...                 each file is read in the dialect its content shows
+                                          (nccl.conf, sh/export lines, mpirun -x, Dockerfile ENV,
+                                          systemd, docker, deepspeed, k8s, json, Markdown code
+                                          blocks); --format forces one for every FILE
     rocetune lint --qos qos.yml FILE      also check traffic classes against the QoS plan
-    rocetune --root DIR lint FILE         also check device/interface names against that host
+    rocetune lint --features F.json FILE  also check device/interface names against that host
+    rocetune --root DIR lint FILE         the same, from a probe of that root (a capture)
 
 Exit code 1 (findings) when any error is found. Finding ids are listed in docs/lint.md.
 """
@@ -12,8 +14,9 @@ Exit code 1 (findings) when any error is found. Finding ids are listed in docs/l
 from __future__ import annotations
 
 import argparse
+from typing import List, Optional, Tuple
 
-from ...errors import ExitCode
+from ...errors import ExitCode, RocetuneError
 from ..result import Result
 
 QOS_DEFAULT_PATH = "/etc/rocetune/qos.yml"
@@ -28,21 +31,46 @@ HELP = "check env files, nccl.conf and job scripts: unknown, removed or misspell
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="files to check")
     p.add_argument("--format", choices=("auto",) + PARSE_FORMATS, default="auto",
-                   help="how to read the files (default: recognise each)")
+                   help="read every FILE in this dialect (default auto: each file as its content "
+                        "shows, its name breaking ties)")
     p.add_argument("--qos", metavar="FILE",
                    help=f"QoS plan to check traffic classes against (default: {QOS_DEFAULT_PATH} under "
                         "--root when present; otherwise no QoS check)")
+    p.add_argument("--features", metavar="FILE",
+                   help="Features of the target host (rocetune probe --json): check RDMA device, port "
+                        "and interface names against it; works on any machine")
     p.add_argument("--host-check", choices=("auto", "yes", "no"), default="auto",
-                   help="check RDMA device and interface names against the host at --root (auto: RDMA "
-                        "devices when /sys/class/infiniband exists there; interfaces only with an "
-                        "explicit --root)")
+                   help="check names against the host (auto: against --features, or a probe of an "
+                        "explicit --root; on the live host RDMA devices only. yes: interfaces of the "
+                        "live host too, and fail when there is nothing to check against)")
+
+
+def host_names(args: argparse.Namespace):
+    """(HostNames or None, where they came from) as --features, --root and --host-check say."""
+    from ... import app
+    from ...hostfs import HostRoot
+    from ...lint.checks import HostNames
+
+    if args.host_check == "no":
+        return None, None
+    live = not args.features and HostRoot(args.root).is_live
+    features = app.host_features(args.root, args.features)
+    source = f"features {args.features}" if args.features else f"probe of {args.root}"
+    host = HostNames.from_features(features, check_netdevs=not live or args.host_check == "yes")
+    if host.empty:
+        if args.host_check == "yes":
+            raise RocetuneError(f"--host-check yes: the {source} shows no RDMA device and no network "
+                                "interface to check names against",
+                                hint="give the target host's Features with --features FILE",
+                                code=ExitCode.INPUT)
+        return None, None
+    return host, source
 
 
 def run(args: argparse.Namespace) -> Result:
     from ...hostfs import HostRoot
-    from ...lint.checks import HostNames, lint_paths
+    from ...lint.checks import lint_paths
     from ...model.qos import load_file, load_text
-    from ...text import printable
 
     root = HostRoot(args.root)
     qos = None
@@ -52,22 +80,42 @@ def run(args: argparse.Namespace) -> Result:
         text = root.read_text(QOS_DEFAULT_PATH)
         if text is not None:
             qos = load_text(text, root.host_path(QOS_DEFAULT_PATH))
-    host = None
-    if args.host_check != "no":
-        host = HostNames(root, check_netdevs=args.host_check == "yes" or not root.is_live)
-        if host.ib is None and host.net is None:
-            host = None
+    host, host_source = host_names(args)
     report = lint_paths(args.files, args.format, qos, host)
-    counts = report.counts()
-    lines = [printable(f.text()) for f in report.findings if f.severity != "info" or args.verbose]
-    hidden = counts["info"] if not args.verbose else 0
-    summary = (f"{len(args.files)} file(s): {counts['error']} error(s), {counts['warning']} warning(s), "
-               f"{counts['info']} note(s)" + (" (-v shows the notes)" if hidden else ""))
-    if qos is None:
-        summary += "; no QoS plan, traffic classes not checked"
-    lines.append(summary)
+    if not report.read:
+        first = report.files[0]
+        raise RocetuneError(f"{first['path']}: cannot read it: {first['unreadable']}"
+                            + (f" (nor {len(args.files) - 1} other file(s))" if len(args.files) > 1 else ""),
+                            hint="check the paths; nothing was linted", code=ExitCode.INPUT)
     data = report.to_dict()
     data["qos"] = qos.source if qos else None
-    data["host_checked"] = host is not None
+    data["host"] = None if host is None else {
+        "source": host_source,
+        "rdma_devices": None if host.ib is None else len(host.ib),
+        "interfaces": None if host.net is None else len(host.net)}
     code = ExitCode.FINDINGS if report.errors else ExitCode.OK
-    return Result(command=NAME, data=data, human="\n".join(lines) + "\n", code=code)
+    return Result(command=NAME, data=data, human=_human(report, qos, host_source, args.verbose), code=code)
+
+
+def _human(report, qos, host_source: Optional[str], verbose: int) -> str:
+    from ...lint.checks import finding_text
+    from ...text import printable
+
+    lines: List[str] = []
+    for f in report.files:
+        if f["format"] is None:
+            lines.append(printable(f"{f['path']}: not read"))
+        else:
+            how = "forced by --format" if f["detected"] == "forced" else f["detected"]
+            lines.append(printable(f"{f['path']}: read as {f['format']} ({how}), "
+                                   f"{f['assignments']} setting(s)"))
+        lines += [printable("  " + finding_text(x)) for x in report.findings
+                  if x.file == f["path"] and (x.severity != "info" or verbose)]
+    counts = report.counts()
+    hidden = counts["info"] if not verbose else 0
+    summary = (f"{len(report.files)} file(s): {counts['error']} error(s), {counts['warning']} warning(s), "
+               f"{counts['info']} note(s)" + (" (-v shows the notes)" if hidden else ""))
+    summary += "; no QoS plan, traffic classes not checked" if qos is None else ""
+    summary += f"; names checked against the {host_source}" if host_source else ""
+    lines.append(summary)
+    return "\n".join(lines) + "\n"
