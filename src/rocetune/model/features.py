@@ -6,6 +6,7 @@ import hashlib
 import json
 
 from ..errors import ExitCode, RocetuneError
+from .schema import check
 
 SCHEMA_VERSION = 1
 
@@ -33,7 +34,7 @@ def load(path: str) -> dict:
             and "features" in doc["data"]:
         doc = doc["data"]["features"]  # a saved `rocetune probe --output json` envelope
     if not isinstance(doc, dict):
-        raise RocetuneError(f"{path}: not a Features document")
+        raise RocetuneError(f"{path}: not a Features document", code=ExitCode.INPUT)
     version = doc.get("schema_version")
     if version != SCHEMA_VERSION:
         raise RocetuneError(f"{path}: schema_version {version!r}, this rocetune reads {SCHEMA_VERSION}",
@@ -41,5 +42,10 @@ def load(path: str) -> dict:
                             code=ExitCode.INPUT)
     missing = [k for k in REQUIRED if k not in doc]
     if missing:
-        raise RocetuneError(f"{path}: Features document lacks {', '.join(missing)}")
+        raise RocetuneError(f"{path}: not a complete Features document: {', '.join(missing)} missing",
+                            hint="save one with 'rocetune probe --json > FILE'", code=ExitCode.INPUT)
+    problem = check(doc)
+    if problem:
+        raise RocetuneError(f"{path}: not a valid Features document: {problem}",
+                            hint="save one with 'rocetune probe --json > FILE'", code=ExitCode.INPUT)
     return doc
