@@ -5,6 +5,11 @@ not do what its author meant (NCCL ignores it, reads it as another number, or it
 fabric's QoS plan); `warning` means it probably does not; `info` is worth knowing. Vendors'
 published settings lint without errors: plugin variables, templates (`{{ x }}`) and shell
 expansions are recognised rather than flagged.
+
+Findings are the one Finding type (rocetune.model.finding) with file, line and key. Device and
+interface names are checked against a Features document (HostNames.from_features), so linting
+works on a controller from a saved probe. `check_assignment` gives the checks of one setting to
+the override readers (`--set`, `--config`).
 """
 
 from __future__ import annotations
