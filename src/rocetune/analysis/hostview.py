@@ -47,6 +47,8 @@ class Port:
     iface: Optional[dict] = None
     best_path: Optional[str] = None
     local_gpus: List[int] = field(default_factory=list)
+    function: str = "pci"  # pci | auxiliary (a sub-function below a PCI function) | software
+    auxiliary: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -262,7 +264,8 @@ class HostView:
                     v4_gids=sorted(p.get("roce_v2_ipv4_gids") or []),
                     v6_gids=sorted(p.get("roce_v2_ipv6_gids") or []),
                     iface=self.interfaces.get(p.get("netdev") or ""), best_path=best,
-                    local_gpus=local))
+                    local_gpus=local, function=dev.get("function") or "pci",
+                    auxiliary=dev.get("auxiliary")))
         return sorted(out, key=lambda p: (natural_key(p.device), p.port))
 
     def selection(self) -> Selection:
@@ -294,6 +297,7 @@ class HostView:
                 excluded.append((p, why))
                 continue
             candidates.append(p)
+        candidates = self._one_port_per_link(candidates, excluded, notes)
         if not candidates:
             return Selection([], excluded, uncertain, notes, True)
 
@@ -382,6 +386,31 @@ class HostView:
                 uncertain.append("no GPU-local compute port for " + ", ".join(f"GPU{g}" for g in missing))
         chosen = sorted(pool, key=lambda p: (natural_key(p.device), p.port))
         return Selection(chosen, excluded, uncertain, notes, True, locality_used=locality)
+
+    @staticmethod
+    def _one_port_per_link(candidates: List[Port], excluded: List[Tuple[Port, str]],
+                           notes: List[str]) -> List[Port]:
+        """Software RDMA devices only where no hardware port is usable; a sub-function only
+        where its PCI function's own port is not (both ride one physical link)."""
+        hardware = [p for p in candidates if p.function != "software"]
+        kept = []
+        for p in candidates:
+            if p.function == "software" and hardware:
+                excluded.append((p, f"software RDMA device on {p.netdev or 'a netdev'} (e.g. rdma_rxe): a "
+                                    "stand-in, not used while hardware RDMA ports are present"))
+                continue
+            if p.function == "auxiliary":
+                parent = next((h for h in hardware if h.function == "pci" and h.pci == p.pci), None)
+                if parent is not None:
+                    excluded.append((p, f"sub-function {p.auxiliary or ''} of {parent.name}'s PCI function "
+                                        f"{p.pci}: both ride one physical port, so NCCL would split "
+                                        "one link between them"))
+                    continue
+            kept.append(p)
+        if kept and all(p.function == "software" for p in kept):
+            notes.append("only software RDMA devices (Soft-RoCE/siw): NCCL's IB transport runs over "
+                         "them, which exercises the RDMA path but not a NIC's speed, and never GPUDirect")
+        return kept
 
     @staticmethod
     def _max_rate(pool: List[Port], layer: str) -> float:

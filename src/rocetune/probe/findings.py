@@ -29,6 +29,12 @@ def host_findings(f: dict) -> List[dict]:
     if not ports:
         out.append(_finding("no-rdma-device", "info", "host",
                             "no RDMA device found: NCCL would use TCP sockets on this host"))
+    software = [d for d in f["rdma"]["devices"] if d.get("function") == "software"]
+    if software:
+        names = ", ".join(f"{d['name']} on {d.get('parent_netdev') or '?'}" for d in software)
+        out.append(_finding("software-rdma-device", "info", "host",
+                            f"software RDMA device(s) {names} (Soft-RoCE or siw): a stand-in for RDMA "
+                            "NICs that exercises the RDMA path; no NIC offload, speed or GPUDirect"))
     front_end = set(f["net"]["default_route_interfaces"])
     for name, p in ports:
         if p["netdev"] in front_end:

@@ -91,11 +91,33 @@ def _gids(ctx: ProbeContext, dev: str, port_dir: str) -> List[dict]:
     return sorted(entries, key=lambda e: e["index"])
 
 
+def identity(ctx: ProbeContext, base: str) -> dict:
+    """What an RDMA device really is: its own PCI function, an auxiliary device (an mlx5
+    sub-function) below a PCI function -- the parent PF gives topology and NUMA -- or a
+    software device on a netdev (rdma_rxe, siw), which has no PCI function at all."""
+    real = ctx.root.realpath(f"{base}/device") if ctx.root.exists(f"{base}/device") else ""
+    parts = [p for p in real.split("/") if p]
+    bdfs = [i for i, p in enumerate(parts) if BDF_RE.match(p)]
+    if bdfs and bdfs[-1] == len(parts) - 1:
+        function, pci = "pci", parts[-1]
+    elif bdfs:
+        function, pci = "auxiliary", parts[bdfs[-1]]
+    else:
+        function, pci = "software", None
+    numa = ctx.int_attr(f"/sys/bus/pci/devices/{pci}/numa_node") if pci else None
+    return {"pci": pci, "function": function, "numa_node": numa if numa is None or numa >= 0 else None,
+            "parent_netdev": ctx.attr(f"{base}/parent") if function == "software" else None,
+            "auxiliary": parts[-1] if function == "auxiliary" else None}
+
+
 def _port_netdev(ctx: ProbeContext, dev_base: str, port: int, gids: List[dict],
                  netdevs_by_pci: Dict[str, List[str]], pci: Optional[str]) -> Optional[str]:
     for g in gids:
         if g["ndev"]:
             return g["ndev"]
+    parent = ctx.attr(f"{dev_base}/parent")
+    if parent and ctx.root.exists(f"/sys/class/net/{parent}"):
+        return parent  # a software RDMA device names the netdev it runs on
     for ifname in netdevs_by_pci.get(pci or "", []):
         dev_port = ctx.int_attr(f"/sys/class/net/{ifname}/dev_port")
         if (dev_port or 0) + 1 == port:
@@ -117,9 +139,8 @@ def probe(ctx: ProbeContext, net: Optional[dict] = None) -> dict:
     devices = []
     for dev in names:
         base = f"{IB}/{dev}"
-        pci_real = ctx.root.realpath(f"{base}/device") if ctx.root.exists(f"{base}/device") else ""
-        pci = pci_real.rsplit("/", 1)[-1] if pci_real else None
-        pci = pci if pci and BDF_RE.match(pci) else None
+        ident = identity(ctx, base)
+        pci = ident["pci"] if ident["function"] == "pci" else None
         ports = []
         for pname in ctx.root.listdir(f"{base}/ports"):
             if not pname.isdigit():
@@ -153,7 +174,7 @@ def probe(ctx: ProbeContext, net: Optional[dict] = None) -> dict:
             "board_id": ctx.attr(f"{base}/board_id"),
             "node_guid": ctx.attr(f"{base}/node_guid"),
             "hca_type": ctx.attr(f"{base}/hca_type"),
-            "pci": pci,
+            **ident,
             "ports": sorted(ports, key=lambda p: p["port"]),
         })
     return {"devices": devices}
