@@ -59,7 +59,14 @@ FEATURES = {
                "cmdline?": {"iommu": "str?", "intel_iommu": "str?", "amd_iommu": "str?", "acs": ["str"]},
                "iommu_groups?": "int?", "nccl?": {"?": True, "path": "str?",
                                                                        "version": "str?"},
-               "sysctl?": {"*": "str?"}},
+               "sysctl?": {"*": "str?"},
+               "nvidia_driver?": {"?": True, "version": "str?", "open": "bool"},
+               "libibverbs?": {"?": True, "rdma_core": "int", "path": "str"}},
+    "declared?": {"files": [{"path": "str", "kind": "str", "values": {"*": "str"}, "ignored": "str?"}],
+                  "topology_files": [{"path": "str", "vendor": "str?", "exists": "bool",
+                                      "declared_by": "str?"}]},
+    "qos?": {"interfaces": {"*": {"tool": "str", "trust": "str?", "dscp_prio": {"*": "int"},
+                                  "pfc_enabled": ["int"]}}},
     "findings?": [_FINDING],
 }
 

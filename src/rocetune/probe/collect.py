@@ -8,11 +8,13 @@ from .. import __version__
 from ..hostfs import HostRoot, ProbeContext, Recorder, runner_for
 from ..model.features import SCHEMA_VERSION
 from .findings import host_findings
+from .sources import declared as declared_source
 from .sources import gpu as gpu_source
 from .sources import host as host_source
 from .sources import kernel as kernel_source
 from .sources import net as net_source
 from .sources import pci as pci_source
+from .sources import qos as qos_source
 from .sources import rdma as rdma_source
 from .sources import verbs as verbs_source
 from .topology import derive_topology, virtualization
@@ -44,6 +46,8 @@ def collect_features(root: str = "/", recorder: Optional[Recorder] = None, runne
     n_gpus = sum(1 for d in pci["devices"] if d["kind"] == "gpu")
     gpu = _run("gpu", ctx, st, gpu_source.probe, n_gpus) or {"matrix": None, "bus_ids": {}, "names": {}}
     kernel = _run("kernel", ctx, st, kernel_source.probe) or {}
+    declared = _run("declared", ctx, st, declared_source.probe) or {"files": [], "topology_files": []}
+    qos = _run("qos", ctx, st, qos_source.probe, rdma) or {"interfaces": {}}
     gpus, topology, warnings = derive_topology(pci, rdma, gpu, host)
     st["gpu"]["warnings"] = sorted(set(st["gpu"]["warnings"]) | set(warnings))
     host["virtualization"] = virtualization(host, pci, gpus, topology)
@@ -60,6 +64,8 @@ def collect_features(root: str = "/", recorder: Optional[Recorder] = None, runne
         "gpus": gpus,
         "topology": topology,
         "kernel": kernel,
+        "declared": declared,
+        "qos": qos,
     }
     features["findings"] = host_findings(features)
     return features

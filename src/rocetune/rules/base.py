@@ -3,7 +3,7 @@ place to leave warnings, notes and findings (tagged with the rule that left them
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..analysis import hostview
 from ..model.finding import Finding
@@ -29,6 +29,57 @@ class RuleContext:
         self.files: List[PlanFile] = []
         self.reports: Dict[str, Any] = {}
         self._view: Optional[hostview.HostView] = None
+        self._checks: Dict[str, Callable[[str], Optional[str]]] = {}
+
+    # --- what the host's owner declared (Features "declared") -------------------------------
+    @property
+    def declared(self) -> Dict[str, Dict[str, str]]:
+        """NCCL_* name -> {"value", "source"} the owner declared, the precedence NCCL applies
+        (a sourced vendor env script before /etc/nccl.conf; the first declaration wins)."""
+        out: Dict[str, Dict[str, str]] = {}
+        for f in (self.features.get("declared") or {}).get("files", []):
+            if f.get("ignored"):
+                continue
+            for key, value in sorted((f.get("values") or {}).items()):
+                if key.startswith("NCCL_") and key not in out:
+                    out[key] = {"value": value, "source": f["path"], "kind": f.get("kind") or ""}
+        return out
+
+    def check_declared(self, key: str, check: Callable[[str], Optional[str]]) -> None:
+        """Register how this rule's evidence judges a declared value of `key`: `check(value)`
+        returns why the host contradicts it, or None when nothing on the host does."""
+        self._checks[key] = check
+
+    def keep_declared(self, decisions: List[Decision]) -> List[Decision]:
+        """Drop the decisions whose key the owner declared (the declared-settings rule carries
+        the declared value); a registered check that finds the value contradicted by the host
+        leaves a finding with the evidence, any other difference a note."""
+        declared = self.declared
+        out = []
+        for d in decisions:
+            mine = declared.get(d.key)
+            if mine is None:
+                out.append(d)
+                continue
+            check = self._checks.get(d.key)
+            problem = check(mine["value"]) if check else None
+            if problem:
+                self.finding("declared-contradicted", "warning", d.key,
+                             f"{d.key}={mine['value']} declared in {mine['source']} is kept, but {problem} "
+                             f"(rocetune would set {d.value}: {d.reason}); replace it only with "
+                             f"--set {d.key}=VALUE")
+            elif mine["value"] != d.value:
+                self.note(f"{d.key}={mine['value']} declared in {mine['source']} is kept "
+                          f"(rocetune's own choice would be {d.value}: {d.reason})")
+        for key in list(self._checks):
+            if key in declared and not any(d.key == key for d in decisions):
+                problem = self._checks[key](declared[key]["value"])
+                if problem:
+                    self.finding("declared-contradicted", "warning", key,
+                                 f"{key}={declared[key]['value']} declared in {declared[key]['source']} "
+                                 f"is kept, but {problem}; replace it only with --set {key}=VALUE")
+        self._checks = {}
+        return out
 
     # --- shared analysis (computed once, from the features only) ---------------------------
     @property

@@ -1,25 +1,78 @@
 """gpudirect-rdma: can the NICs read and write GPU memory directly, and on which GPU-NIC paths?
 
-A report, not a setting. NCCL enables GPUDirect RDMA (GDR) for a GPU-NIC pair when the NIC
-driver can register GPU memory -- a peer-memory module (nv_peer_mem, or nvidia-peermem, which NCCL
-only recognises since 2.23.4) or DMA-BUF -- and the pair is close enough: at the default level
-only PIX/PXB paths (one or more PCIe switches, no CPU in between). Without GDR every transfer
-bounces through host memory; one public report measured 180 -> 10 GB/s two-node all-reduce
-after an upgrade swapped the peer-memory module (NCCL issue #1676). A GPU host with compute RDMA
-ports and no GDR therefore gets a loud warning; `plan.reports["gpudirect-rdma"]` lists the pairs.
-rocetune never raises NCCL_NET_GDR_LEVEL on its own: a PHB/SYS pair is slower with GDR on some
-platforms and faster on others, which only a measurement can tell.
+A report, not a setting. NCCL turns GPUDirect RDMA (GDR) on for a NIC when the NIC can register
+GPU memory by either route, and then uses it for a GPU-NIC pair close enough:
+
+* peer memory: NCCL checks with access(F_OK) for `/sys/kernel/mm/memory_peers/nv_mem/version`
+  or `/sys/kernel/mm/memory_peers/nv_mem_nc/version` (every release; v2.22.3
+  src/transport/net_ib.cc:614-616), and from 2.23.4 also `/sys/module/nvidia_peermem/version`
+  (v2.23.4 net_ib.cc:694-696; 2.30.7 src/transport/net_ib/gdr.cc:18-20). An older NCCL with only
+  nvidia-peermem loaded disables GDR (NCCL #1676: 180 -> 10 GB/s all-reduce);
+* DMA-BUF: NCCL_DMABUF_ENABLE (default 1, since 2.13.4: v2.13.4 src/init.cc:272), a CUDA driver
+  >= 11.7 reporting CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, and an ibv_reg_dmabuf_mr() that works
+  (2.30.7 src/init.cc:402-420, gdr.cc:46-70). What makes those succeed, and what the probe can
+  see: the open GPU kernel module ("Open Kernel Module" in /proc/driver/nvidia/version; a 515+
+  driver, CUDA 11.7), a kernel >= 5.12 (dma-buf RDMA memory registration) and rdma-core >= 34
+  (libibverbs exports ibv_reg_dmabuf_mr) -- NVIDIA's GPU Operator docs recommend DMA-BUF over
+  nvidia-peermem.
+
+GDR is used for a pair only up to NCCL_NET_GDR_LEVEL, by default PXB (PIX or PXB: PCIe
+switches, no CPU in between; P2C from 2.27.3, which differs only on C2C systems; 2.30.7
+src/graph/paths.cc:468-547). So "GDR unavailable" is a warning only where some GPU-NIC pair is
+PIX/PXB -- those pairs lose it; on a host with no such pair NCCL would not use GDR at its default
+level anyway, and the finding is info. rocetune never raises NCCL_NET_GDR_LEVEL on its own: a
+PHB/SYS pair is slower with GDR on some platforms and faster on others, which only a measurement
+can tell. `plan.reports["gpudirect-rdma"]` lists the routes and the pairs.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import re
+from typing import Any, Dict, List, Optional
 
 from ..model.plan import Decision
 from ..model.vocab import GPU_LOCAL
+from ..nccl.defaults import DMABUF, PEERMEM_SYSFS
 
 ID = "gpudirect-rdma"
-PEERMEM_SYSFS = (2, 23, 4)
+PEER_PATHS = {
+    "nv_mem": "/sys/kernel/mm/memory_peers/nv_mem/version",
+    "nv_mem_nc": "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
+    "nvidia_peermem": "/sys/module/nvidia_peermem/version",
+}
+DMABUF_KERNEL = (5, 12)
+DMABUF_RDMA_CORE = 34
+DMABUF_DRIVER = 515  # first driver branch with CUDA 11.7 (and the open kernel modules)
+
+
+def _kernel_version(release: Optional[str]):
+    m = re.match(r"^(\d+)\.(\d+)", release or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def dmabuf_support(features: dict, version) -> Dict[str, Any]:
+    """Each DMA-BUF condition the probe can see: True, False or None (unknown); `usable` is True
+    only when all are True, False when one is False."""
+    kernel = features.get("kernel") or {}
+    krel = (features.get("host") or {}).get("kernel_release")
+    kv = _kernel_version(krel)
+    drv = kernel.get("nvidia_driver")
+    verbs = kernel.get("libibverbs")
+    drv_major = None
+    if drv and drv.get("version"):
+        m = re.match(r"^(\d+)", drv["version"])
+        drv_major = int(m.group(1)) if m else None
+    conds = {
+        "kernel_5_12": None if kv is None else kv >= DMABUF_KERNEL,
+        "open_gpu_module": None if not drv else bool(drv.get("open")),
+        "driver_cuda_11_7": None if drv_major is None else drv_major >= DMABUF_DRIVER,
+        "rdma_core_34": None if not verbs else int(verbs.get("rdma_core") or 0) >= DMABUF_RDMA_CORE,
+        "nccl_2_13_4": None if version is None else version >= DMABUF,
+    }
+    values = set(conds.values())
+    usable = False if False in values else (True if values == {True} else None)
+    return {"usable": usable, "conditions": conds, "kernel_release": krel,
+            "nvidia_driver": drv, "rdma_core": verbs.get("rdma_core") if verbs else None}
 
 
 def rule(features: dict, ctx) -> List[Decision]:
@@ -30,17 +83,12 @@ def rule(features: dict, ctx) -> List[Decision]:
     modules = kernel.get("modules") or {}
     version = host.nccl_version()
     vtext = host.nccl_version_text()
-    dmabuf = kernel.get("dmabuf")  # optional: not every probe knows
 
-    legacy = bool(peer.get("nv_mem") or peer.get("nv_mem_nc"))
+    legacy = [PEER_PATHS[k] for k in ("nv_mem", "nv_mem_nc") if peer.get(k)]
     peermem = bool(peer.get("nvidia_peermem"))
-    if legacy:
-        module, seen = "nv_peer_mem (memory_peers)", True
-    elif peermem:
-        module = "nvidia-peermem"
-        seen = version is None or version >= PEERMEM_SYSFS
-    else:
-        module, seen = None, False
+    peermem_counts = peermem and (version is None or version >= PEERMEM_SYSFS)
+    peer_ok = bool(legacy) or peermem_counts
+    dmabuf = dmabuf_support(features, version)
 
     pairs: List[Dict[str, Any]] = []
     paths = host.gpu_paths()
@@ -48,33 +96,50 @@ def rule(features: dict, ctx) -> List[Decision]:
         idx = int(g["index"])
         for p in sel.chosen:
             path = paths.get(p.device, {}).get(idx)
-            if path is None:
-                continue
-            pairs.append({"gpu": idx, "port": p.name, "path": path,
-                          "default_level": path in GPU_LOCAL})
+            if path is not None:
+                pairs.append({"gpu": idx, "port": p.name, "path": path, "default_level": path in GPU_LOCAL})
     usable = [x for x in pairs if x["default_level"]]
-    available = bool(module and seen) or dmabuf is True
-    ctx.report({"available": available, "module": module, "recognised_by_nccl": seen,
-                "dmabuf": dmabuf, "nccl": vtext, "pairs": pairs})
+    available = peer_ok or dmabuf["usable"] is True
+    route = ("peer memory (" + ", ".join(legacy or [PEER_PATHS["nvidia_peermem"]]) + ")" if peer_ok
+             else "DMA-BUF" if dmabuf["usable"] else None)
+    ctx.report({"available": available, "route": route,
+                "peer_memory": {PEER_PATHS[k]: bool(peer.get(k)) for k in PEER_PATHS},
+                "nvidia_peermem_counts": peermem_counts, "dmabuf": dmabuf, "nccl": vtext,
+                "pairs": pairs})
 
     if not host.gpus or not sel.chosen:
         return []
     if modules.get("nvidia_peermem") and not peermem and not legacy:
         ctx.finding("gdr-peermem-unregistered", "warning", "nvidia_peermem",
-                    "nvidia_peermem is loaded but not registered (no /sys/module/nvidia_peermem/version "
-                    "or memory_peers entry): rebuild the driver after OFED, or use DMA-BUF")
-    if peermem and not legacy and version is not None and version < PEERMEM_SYSFS:
-        ctx.finding("gdr-not-detected", "warning", "nccl",
-                    f"only nvidia-peermem is loaded and NCCL {vtext} looks for nv_peer_mem: NCCL will "
-                    "disable GPUDirect RDMA (issue #1676, 180 -> 10 GB/s); use NCCL >= 2.23.4")
+                    f"nvidia_peermem is loaded but {PEER_PATHS['nvidia_peermem']} and "
+                    f"{PEER_PATHS['nv_mem']} are absent: rebuild the driver after OFED, or use DMA-BUF")
+    severity = "warning" if usable else "info"
+    eligible = (f"{len(usable)} GPU-NIC pair(s) are PIX/PXB and lose GPUDirect RDMA" if usable else
+                "no GPU-NIC pair is PIX/PXB, so NCCL would not use GPUDirect RDMA at its default level "
+                "(NCCL_NET_GDR_LEVEL=PXB) anyway")
+    if peermem and not legacy and version is not None and version < PEERMEM_SYSFS and not dmabuf["usable"]:
+        ctx.finding("gdr-not-detected", severity, "nccl",
+                    f"only nvidia-peermem is loaded and NCCL {vtext} checks only {PEER_PATHS['nv_mem']} and "
+                    f"{PEER_PATHS['nv_mem_nc']} ({PEER_PATHS['nvidia_peermem']} counts from 2.23.4): NCCL "
+                    f"disables GPUDirect RDMA (NCCL #1676, 180 -> 10 GB/s); {eligible}. Use NCCL >= 2.23.4")
     elif not available:
-        hint = ("unless DMA-BUF works (open GPU kernel modules, kernel >= 5.12): look for 'GPU Direct "
-                "RDMA Enabled' with NCCL_DEBUG=INFO") if dmabuf is None else "DMA-BUF is not available either"
-        ctx.finding("gdr-unavailable", "warning", "host",
-                    "GPUDIRECT RDMA UNAVAILABLE on a GPU host with compute RDMA ports: no nvidia-peermem "
-                    f"or nv_peer_mem ({hint}). Every transfer will bounce through host memory; a public "
-                    "report measured 180 -> 10 GB/s all-reduce (NCCL #1676). Load nvidia-peermem and "
-                    "persist it in /etc/modules-load.d/")
+        if dmabuf["usable"] is False:
+            missing = [k for k, v in dmabuf["conditions"].items() if v is False]
+            dm = "DMA-BUF is not available either (" + ", ".join(missing) + " not met)"
+        else:
+            unknown = [k for k, v in dmabuf["conditions"].items() if v is None]
+            dm = ("DMA-BUF may work but cannot be confirmed (" + ", ".join(unknown) + " unknown): look for "
+                  "'GPU Direct RDMA Enabled' with NCCL_DEBUG=INFO")
+        ctx.finding("gdr-unavailable", severity, "host",
+                    f"GPUDirect RDMA unavailable: none of {', '.join(PEER_PATHS.values())} exists (the "
+                    f"paths NCCL checks for a peer-memory module) and {dm}; {eligible}. Without it "
+                    "every transfer is staged through host memory (NCCL #1676: 180 -> 10 GB/s). Load "
+                    "nvidia-peermem (persist it in /etc/modules-load.d/) or use the open GPU kernel "
+                    "modules with DMA-BUF")
+    if route == "DMA-BUF":
+        ctx.note("GPUDirect RDMA through DMA-BUF: open GPU kernel module "
+                 f"{(dmabuf['nvidia_driver'] or {}).get('version')}, kernel {dmabuf['kernel_release']}, "
+                 f"rdma-core {dmabuf['rdma_core']}, NCCL {vtext} (no peer-memory module needed)")
     if not usable:
         ctx.note("no GPU-NIC pair is PIX/PXB: NCCL will not use GPUDirect RDMA at its default level "
                  "(NCCL_NET_GDR_LEVEL); data is staged through host memory")

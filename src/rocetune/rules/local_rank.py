@@ -16,6 +16,15 @@ UCX_NET_DEVICES to its ports):
 
 CUDA_VISIBLE_DEVICES is deliberately not set: frameworks index GPUs by LOCAL_RANK and would see
 a renumbered device.
+
+NCCL_IGNORE_CPU_AFFINITY is not set either. With its default 0 NCCL pins its threads to the
+intersection of the job's CPU mask and the GPU's NUMA CPUs, and leaves the mask alone when that
+intersection is empty (2.30.7 src/init.cc:1158-1162, src/graph/topo.cc:2148-2172). It matters
+only where a launcher binds each rank to CPUs away from its GPU -- mpirun's default
+`--bind-to core`/`socket`, `srun --cpu-bind`, Slurm's task/affinity plugin -- and then 1 makes
+NCCL's threads use the GPU-local CPUs regardless (Azure and OCI ship 1 for that reason). Bind
+ranks to ROCETUNE_CPUS instead, or set it with --set NCCL_IGNORE_CPU_AFFINITY=1 for such
+launchers; a declared value (/etc/nccl.conf) is kept as declared.
 """
 
 from __future__ import annotations

@@ -1,30 +1,40 @@
-"""nccl-ib-gid-index: which RoCE GID NCCL uses (NCCL_IB_GID_INDEX, or _ADDR_FAMILY/_ADDR_RANGE).
+"""nccl-ib-gid-index: pin NCCL_IB_GID_INDEX only where NCCL's own GID choice fails.
 
 RoCE only: on InfiniBand NCCL does not consult these variables. The right GID on a RoCE port is
 the lowest-index IPv4-mapped RoCE v2 GID (routable, unlike the link-local fe80 entries; v2, unlike
-v1, crosses L3). NCCL before 2.21.5 used index 0 unless told otherwise; since 2.21.5 it
-auto-selects exactly that GID.
+v1, crosses L3). Since 2.21.5 NCCL selects exactly that GID itself, per connection, at every
+connect and accept (v2.21.5 src/transport/net_ib.cc:292 ncclIbGetGidIndex; 2.30.7
+src/transport/net_ib/connect.cc:268-330) -- so a new job picks up a GID table that changed (an
+address re-added at another slot), where a pinned index goes stale (NCCL #1333, #2157). Before
+2.21.5 NCCL uses index 0 (a link-local RoCE v1 GID) unless told. Hence:
 
-* One index is right on every chosen port and each port has a single IPv4 address: pin
-  `NCCL_IB_GID_INDEX` -- it works on every NCCL version.
-* The index differs between ports, or a port carries several IPv4 addresses (VLANs, secondary
-  addresses: the first in the GID table would win): `NCCL_IB_ADDR_RANGE` (the smallest CIDR
-  holding the compute address of every port); needs NCCL >= 2.21.5, warned when older.
-* Only IPv6 RoCE v2 GIDs: `NCCL_IB_ADDR_FAMILY=AF_INET6` (NCCL looks for IPv4 by default and
-  would otherwise fall back to a link-local GID), plus a range when ports carry several.
-* GID types unreadable (a container that does not map them): nothing is guessed; a warning says
-  how to pin the index by hand.
+* NCCL >= 2.21.5 and readable GID types: no NCCL_IB_GID_INDEX. A port with several IPv4
+  addresses gets `NCCL_IB_ADDR_RANGE` (the smallest CIDR holding each port's compute address;
+  NCCL would take the first IPv4 GID); IPv6-only ports get `NCCL_IB_ADDR_FAMILY=AF_INET6`.
+* NCCL older than 2.21.5: the index is pinned when one index is right on every chosen port
+  (the env is written per node, so it is this node's table; re-run rocetune when addresses
+  change). Different indices per port cannot be expressed: a warning asks for a newer NCCL.
+* GID types unreadable (a container without gid_attrs/types): NCCL 2.21.5-2.25.x abort the
+  connection on the failed read; 2.26.2+ skip an EINVAL read but then take the first IPv4 GID
+  without checking its version (mlx5 puts RoCE v1 there), and a missing file still aborts in
+  every release. The index is pinned -- pinning skips NCCL's scan -- when the table's layout
+  shows it: mlx5 creates each address's GIDs as a (v1, v2) pair, so the second entry of the
+  first IPv4 pair is its RoCE v2 GID. The reason says it is inferred from the layout.
+* NCCL version unknown: decided as for an old NCCL -- pinned where one index fits. A pinned
+  index is what NCCL >= 2.21.5 would pick today, so it is right on a new NCCL as long as the
+  table does not change, while leaving it unset is certainly wrong on an old one (index 0).
 """
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..model.plan import Decision
+from ..nccl.defaults import GID_AUTO_SELECT, GID_TYPE_EINVAL_TOLERATED
 
 ID = "nccl-ib-gid-index"
-AUTO_SELECT = (2, 21, 5)
+AUTO_SELECT = GID_AUTO_SELECT
 
 
 def rule(features: dict, ctx) -> List[Decision]:
@@ -37,16 +47,12 @@ def rule(features: dict, ctx) -> List[Decision]:
     ports = sel.roce
     if not ports:
         return []
-    unreadable = [p for p in ports if not p.v4_gids and not p.v6_gids and p.types_unreadable]
-    if unreadable:
-        names = ", ".join(p.name for p in unreadable)
-        ctx.warn(f"RoCE GID types of {names} are unreadable (a container that does not map "
-                 "gid_attrs?): the RoCE v2 GID cannot be identified, nothing is pinned. NCCL before "
-                 "2.29.2 aborts on such tables; find the index with show_gids on the host and "
-                 "pass --set NCCL_IB_GID_INDEX=N")
-        return []
     version = ctx.host.nccl_version()
     vtext = ctx.host.nccl_version_text()
+    _register_check(ctx, ports)
+    unreadable = [p for p in ports if not p.v4_gids and not p.v6_gids and p.types_unreadable]
+    if unreadable:
+        return _unreadable(ctx, ports, version, vtext)
     if all(p.v4_gids for p in ports):
         return _ipv4(ctx, ports, version, vtext)
     if all(p.v6_gids for p in ports):
@@ -55,6 +61,65 @@ def rule(features: dict, ctx) -> List[Decision]:
     ctx.warn(f"no IPv4 RoCE v2 GID on {missing} (and not every port has an IPv6 one): "
              "no single address family fits; give the ports addresses or set the GID by hand")
     return []
+
+
+def layout_v2_index(port) -> Optional[int]:
+    """With types unreadable: the second entry of the first IPv4 address pair (mlx5 creates each
+    address's GIDs as consecutive RoCE v1, RoCE v2 entries), or None when no pair is there."""
+    v4 = sorted((g for g in port.gids if g.get("ipv4")), key=lambda g: g["index"])
+    for a, b in zip(v4, v4[1:]):
+        if a["gid"] == b["gid"] and b["index"] == a["index"] + 1:
+            return int(b["index"])
+    return None
+
+
+def _unreadable(ctx, ports, version, vtext) -> List[Decision]:
+    names = ", ".join(p.name for p in ports if p.types_unreadable)
+    if version is not None and version < AUTO_SELECT:
+        failure = f"NCCL {vtext} uses GID index 0 (link-local) unless told"
+    elif version is not None and version < GID_TYPE_EINVAL_TOLERATED:
+        failure = (f"NCCL {vtext} aborts the connection when it cannot read gid_attrs/types "
+                   "(2.21.5-2.25.x; NCCL #1573)")
+    elif version is not None:
+        failure = (f"NCCL {vtext} skips a type it cannot read but then takes the first IPv4 GID "
+                   "without a RoCE version check (the RoCE v1 entry), and aborts if the types file "
+                   "is missing")
+    else:
+        failure = ("the NCCL version is unknown: 2.21.5-2.25.x abort on unreadable types, older ones "
+                   "use index 0, newer ones may take the RoCE v1 entry")
+    picks = {p.name: layout_v2_index(p) for p in ports}
+    found = {v for v in picks.values() if v is not None}
+    if None in picks.values() or len(found) != 1:
+        ctx.warn(f"RoCE GID types of {names} are unreadable (a container that does not map "
+                 f"gid_attrs?) and {failure}; the GID table does not show one RoCE v2 index for "
+                 "every port: find it with show_gids on the host and pass --set NCCL_IB_GID_INDEX=N")
+        return []
+    idx = found.pop()
+    return [ctx.decision(
+        "NCCL_IB_GID_INDEX", idx,
+        f"GID types of {names} are unreadable and {failure}: pinned to {idx}, the second entry of "
+        "the first IPv4 GID pair, which mlx5 creates as RoCE v2 (inferred from the table layout)",
+        gids=[{"port": p.name, "index": picks[p.name]} for p in ports], nccl=vtext)]
+
+
+def _register_check(ctx, ports) -> None:
+    """A declared NCCL_IB_GID_INDEX must name a RoCE v2 IPv4/IPv6 GID on every chosen port."""
+
+    def check(value: str) -> Optional[str]:
+        try:
+            idx = int(value, 0)
+        except ValueError:
+            return f"{value!r} is not a number"
+        if idx < 0:
+            return None
+        bad = [p.name for p in ports
+               if (p.v4_gids or p.v6_gids) and idx not in p.v4_gids + p.v6_gids]
+        if not bad:
+            return None
+        return ("GID " + str(idx) + " is not a routable RoCE v2 GID on " + ", ".join(bad) + " (" +
+                "; ".join(f"{p.name}: {p.v4_gids or p.v6_gids}" for p in ports if p.name in bad) + ")")
+
+    ctx.check_declared("NCCL_IB_GID_INDEX", check)
 
 
 def _candidates(ctx, port, family: str) -> List[Tuple[int, Any, Any, bool]]:
@@ -170,16 +235,30 @@ def _ipv4(ctx, ports, version, vtext) -> List[Decision]:
     if picks is None:
         return []
     lowest = {p.name: p.v4_gids[0] for p in ports}
+    auto = version is not None and version >= AUTO_SELECT
+    if auto and not several:
+        ctx.note(f"NCCL {vtext} picks the first IPv4 RoCE v2 GID of each port itself at every job start ("
+                 + ", ".join(f"{k}: {v}" for k, v in lowest.items()) + "): NCCL_IB_GID_INDEX is not "
+                 "pinned, so a GID table that changes is picked up by the next job (NCCL #1333, #2157)")
+        return []
     if not several and len(set(lowest.values())) == 1:
         idx = next(iter(lowest.values()))
+        if version is None:
+            why = ("the NCCL version is unknown: pinned to the index NCCL >= 2.21.5 would pick today, "
+                   "because an older NCCL uses index 0 (link-local RoCE v1) unless told")
+            ctx.note("NCCL version unknown: NCCL_IB_GID_INDEX pinned (right on every release while this "
+                     "node's GID table stays as probed; with NCCL >= 2.21.5 --unset NCCL_IB_GID_INDEX "
+                     "lets NCCL pick at each job start)")
+        else:
+            why = (f"NCCL {vtext} predates GID auto-selection (2.21.5) and uses index 0 (link-local "
+                   "RoCE v1) unless told; re-run rocetune on this node when its addresses change")
         return [ctx.decision(
             "NCCL_IB_GID_INDEX", idx,
-            f"GID {idx} is the first IPv4 RoCE v2 GID on every chosen port; pinned so every NCCL "
-            "version uses it (auto-selection exists only since 2.21.5)",
-            gids=_gid_evidence(ports, picks))]
+            f"GID {idx} is the first IPv4 RoCE v2 GID on every chosen port; {why}",
+            gids=_gid_evidence(ports, picks), nccl=vtext)]
     if several:
         ctx.note("a chosen port carries several IPv4 addresses: the first in its GID table would win, "
-                 "so the compute range is given instead of an index")
+                 "so the compute range is given")
     else:
         ctx.note("the first IPv4 RoCE v2 GID sits at different indices on different ports ("
                  + ", ".join(f"{k}: {v}" for k, v in lowest.items()) + "): no single index fits")

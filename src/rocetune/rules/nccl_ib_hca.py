@@ -11,9 +11,10 @@ also select `mlx5_10`..`mlx5_19`. Device names come only from /sys/class/infinib
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from ..model.plan import Decision
+from ..nccl.syntax import list_entries
 
 ID = "nccl-ib-hca"
 
@@ -43,4 +44,39 @@ def rule(features: dict, ctx) -> List[Decision]:
     how = "GPU-local (PIX/PXB) " if sel.locality_used else ""
     reason = (f"{len(sel.chosen)} active {how}{'RoCE' if layer == 'Ethernet' else layer} port(s); "
               "'=' makes the names exact (NCCL matches prefixes otherwise)")
+    _register_check(ctx, sel)
     return [ctx.decision("NCCL_IB_HCA", value, reason, **sel.evidence())]
+
+
+def selects(value: str, ports) -> List[str]:
+    """Names of the ports NCCL_IB_HCA=value lets NCCL use (NCCL's list syntax: `^` excludes,
+    `=` makes names exact, otherwise prefixes; an entry without a port takes every port)."""
+    exclude, exact, entries = list_entries(value)
+    parsed = []
+    for e in entries:
+        name, _, rest = e.partition(":")
+        port = rest.split(":")[0]
+        parsed.append((name, int(port) if port.isdigit() else None))
+
+    def hit(p) -> bool:
+        return any((p.device == n if exact else p.device.startswith(n)) and (q is None or q == p.port)
+                   for n, q in parsed)
+
+    return [p.name for p in ports if hit(p) != exclude]
+
+
+def _register_check(ctx, sel) -> None:
+    active = [p for p in ctx.host.ports() if p.state == "ACTIVE" and p.link_layer in ("Ethernet", "InfiniBand")]
+
+    def check(value: str) -> Optional[str]:
+        got = set(selects(value, active))
+        want = {p.name for p in sel.chosen}
+        problems = []
+        if want - got:
+            problems.append("it leaves out active compute port(s) " + ", ".join(sorted(want - got)))
+        if got - want:
+            problems.append("it takes port(s) rocetune excluded: " + "; ".join(
+                f"{p.name} ({why})" for p, why in sel.excluded if p.name in got - want))
+        return " and ".join(problems) or None
+
+    ctx.check_declared("NCCL_IB_HCA", check)

@@ -13,6 +13,12 @@ bridge on its NUMA node:
 * otherwise no file: a wrong pairing is worse than none.
 
 Only the layout is written; NCCL detects everything else (see topo_xml).
+
+A vendor's topology file wins over a generated one (the probe's `declared` source): an
+NCCL_TOPO_FILE the owner declared is carried by declared-settings, and a vendor file present on
+the node without a declaration (Azure HPC images ship /opt/microsoft/<shape>/topo.xml) is pointed
+at as it is. Only an existing file is named: NCCL ignores a missing one with an INFO line
+(2.30.7 src/graph/topo.cc:1774-1781, src/graph/xml.cc:411-416).
 """
 
 from __future__ import annotations
@@ -36,6 +42,20 @@ def rule(features: dict, ctx) -> List[Decision]:
         return []
     host = ctx.host
     reasons = "; ".join(virt.get("reasons") or []) or "flattened PCI topology"
+    topo = (features.get("declared") or {}).get("topology_files") or []
+    if any(t.get("declared_by") for t in topo):
+        return []  # declared-settings carries the owner's NCCL_TOPO_FILE
+    vendor = [t for t in topo if t.get("vendor") and t.get("exists")]
+    if len(vendor) == 1:
+        t = vendor[0]
+        return [ctx.decision("NCCL_TOPO_FILE", t["path"],
+                             f"PCI topology is flattened ({reasons}) and the platform vendor ships "
+                             f"{t['path']}: NCCL reads the vendor's layout instead of a generated one",
+                             vendor=t["vendor"], reasons=virt.get("reasons") or [])]
+    if len(vendor) > 1:
+        ctx.warn("several vendor topology files (" + ", ".join(t["path"] for t in vendor) + "): none "
+                 "chosen and none generated; set NCCL_TOPO_FILE to the one of this VM's shape")
+        return []
     gpus = [g for g in host.gpus if g.get("bdf")]
     if len(gpus) < len(host.gpus):
         ctx.warn("some GPUs have no PCI address in the Features: no topology file written")

@@ -12,7 +12,9 @@ one interface:
 Values: `NCCL_SOCKET_IFNAME==eth0` -- the `=` makes it an exact name (NCCL matches prefixes, so
 `eth0` would also take `eth0.100`; NCCL also ignores one-character values); `GLOO_SOCKET_IFNAME`
 takes exact names (comma separated); `OMPI_MCA_btl_tcp_if_include` the same name for Open MPI's
-TCP transport.
+TCP transport between ranks and `OMPI_MCA_oob_tcp_if_include` for its out-of-band channel (mpirun
+and its daemons wire the job up over it before any rank runs; left alone it also tries docker,
+CNI and storage interfaces and can hang at launch).
 """
 
 from __future__ import annotations
@@ -43,4 +45,6 @@ def rule(features: dict, ctx) -> List[Decision]:
                      f"{name} for PyTorch's Gloo backend (exact names, comma separated)", **evidence),
         ctx.decision("OMPI_MCA_btl_tcp_if_include", name,
                      f"{name} for Open MPI's TCP transport", **evidence),
+        ctx.decision("OMPI_MCA_oob_tcp_if_include", name,
+                     f"{name} for Open MPI's out-of-band channel (mpirun and its daemons)", **evidence),
     ]

@@ -1,26 +1,71 @@
-"""traffic-class: RoCE packets carry the DSCP and priority the fabric's QoS plan expects.
+"""traffic-class: RoCE packets carry the DSCP/priority the fabric treats as lossless -- set only
+from an explicit QoS plan or from the QoS state the NICs show, never from a guess.
 
-NCCL writes NCCL_IB_TC into the traffic-class byte of every RoCE packet (DSCP in the top six
-bits, ECN in the low two); without it the byte is 0 and RoCE lands in the best-effort, lossy
-queue. The values come from the QoS plan (rocetune.qos, /etc/rocetune/qos.yml) that the switch
-configuration also reads, so they cannot disagree:
+NCCL writes NCCL_IB_TC into the traffic-class byte of every RoCE packet (DSCP in the top six bits,
+ECN in the low two) and NCCL_IB_SL into the service level (the VLAN priority under PCP trust).
+Unset, the byte is 0 up to NCCL 2.25.x, and from 2.26.2 the application's
+ncclConfig_t.trafficClass, else 0 (v2.26.2 src/transport/net_ib.cc:101-102; 2.30.7
+src/transport/net_ib/connect.cc:996-1001). A value that does not match the switches is worse
+than none, and fabrics differ (OCI uses 41 = DSCP 10 + ECT(1), GCP 52 = DSCP 13): so rocetune
+sets these only from one of two sources of truth, in this order:
 
-* NCCL_IB_TC = data DSCP << 2 | ECN (106 for DSCP 26 with ECT(0), UCX's own default);
-* NCCL_IB_SL = the data priority, so the VLAN priority is right if a port trusts PCP;
-* NCCL_IB_FIFO_TC only when the plan gives credit (CTS) messages their own DSCP;
-* UCX_IB_TRAFFIC_CLASS = the same byte, so MPI/UCX traffic shares the lossless class.
+1. an explicit QoS plan (`--qos FILE` or /etc/rocetune/qos.yml under the root; docs/qos.md),
+   which the switch and NIC configuration read too: NCCL_IB_TC = data DSCP << 2 | ECN,
+   NCCL_IB_SL = data priority, NCCL_IB_FIFO_TC when the plan gives credit (CTS) messages their
+   own DSCP, UCX_IB_TRAFFIC_CLASS = NCCL_IB_TC. Where the NICs' observed state disagrees (the
+   plan's DSCP lands on a priority without PFC), a finding says so;
+2. the NICs' observed QoS state (the probe's `qos` source: `mlnx_qos -i IF` or `dcb`) on the
+   compute ports: under DSCP trust with exactly one PFC-enabled priority P, NCCL_IB_TC is built
+   from a DSCP that every port maps to P (DSCP 26, the RoCE convention, when it is one of them,
+   else the only or the lowest one) with ECT(0) in the ECN bits, so DCQCN can mark it; under PCP
+   trust NCCL_IB_SL = P. The evidence names each port's trust, map entry and PFC set.
 
-The sender's values govern both directions of a connection, so every node must agree: ship the
-same plan everywhere. Nothing is set for InfiniBand (the traffic class is a RoCE GRH field).
+The built-in default plan (DSCP 26, priority 3) sets nothing: it is a convention, not a fact
+about this fabric. The sender's values govern both directions of a connection (they travel in
+the connection handshake), so every node must agree. Nothing is set for InfiniBand.
 """
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..model.plan import Decision
+from ..model.qos import default_plan
 
 ID = "traffic-class"
+CONVENTIONAL_DSCP = 26
+ECT0 = 2
+
+
+def explicit_plan(qos) -> bool:
+    return qos is not None and qos.source != default_plan().source
+
+
+def observed(features: dict, ports) -> Dict[str, dict]:
+    """netdev -> QoS state for the compute ports whose state the probe recorded."""
+    table = (features.get("qos") or {}).get("interfaces") or {}
+    return {p.netdev: table[p.netdev] for p in ports if p.netdev and p.netdev in table}
+
+
+def lossless_dscp(states: Dict[str, dict]) -> Tuple[Optional[int], Optional[int], List[int], str]:
+    """(dscp, priority, alternatives, why-not) derived from the ports' DSCP trust state."""
+    trusts = {s.get("trust") for s in states.values()}
+    if trusts != {"dscp"}:
+        return None, None, [], f"trust mode is {', '.join(sorted(str(t) for t in trusts))}, not dscp on every port"
+    pfc = [set(s.get("pfc_enabled") or []) for s in states.values()]
+    common = set.intersection(*pfc) if pfc else set()
+    if len(common) != 1:
+        what = "no" if not common else f"{len(common)} ({sorted(common)})"
+        return None, None, [], f"{what} PFC-enabled priority common to every port"
+    prio = common.pop()
+    dscps = None
+    for s in states.values():
+        mine = {int(d) for d, p in (s.get("dscp_prio") or {}).items() if p == prio}
+        dscps = mine if dscps is None else dscps & mine
+    if not dscps:
+        return None, prio, [], f"no DSCP maps to PFC priority {prio} on every port"
+    pick = CONVENTIONAL_DSCP if CONVENTIONAL_DSCP in dscps else min(dscps)
+    return pick, prio, sorted(dscps), ""
 
 
 def rule(features: dict, ctx) -> List[Decision]:
@@ -30,9 +75,40 @@ def rule(features: dict, ctx) -> List[Decision]:
             ctx.note("InfiniBand fabric: the traffic class is a RoCE setting; the subnet manager's "
                      "SL-to-VL mapping applies instead")
         return []
+    states = observed(features, sel.roce)
+    _register_check(ctx, states)
+    if explicit_plan(ctx.qos):
+        return _from_plan(ctx, sel, states)
+    if states:
+        return _from_nics(ctx, sel, states)
+    ctx.note("no QoS plan (--qos or /etc/rocetune/qos.yml) and no NIC QoS state (mlnx_qos/dcb) on "
+             "the compute ports: NCCL_IB_TC/NCCL_IB_SL are left to NCCL (traffic class 0, or the "
+             "application's ncclConfig_t.trafficClass from NCCL 2.26.2); give the fabric's plan to "
+             "put RoCE in its lossless class")
+    return []
+
+
+def _state_evidence(states: Dict[str, dict], prio: Optional[int], dscp: Optional[int]) -> List[Dict[str, Any]]:
+    return [{"netdev": nd, "tool": s.get("tool"), "trust": s.get("trust"),
+             "pfc_enabled": s.get("pfc_enabled"),
+             "dscp_to_priority": None if dscp is None else (s.get("dscp_prio") or {}).get(str(dscp))}
+            for nd, s in sorted(states.items())]
+
+
+def _from_plan(ctx, sel, states) -> List[Decision]:
     q = ctx.qos
     tc = q.traffic_class
     evidence = {"qos": q.to_dict(), "roce_ports": [p.name for p in sel.roce]}
+    if states:
+        evidence["nic_qos"] = _state_evidence(states, q.data.priority, q.data.dscp)
+        for nd, s in sorted(states.items()):
+            got = (s.get("dscp_prio") or {}).get(str(q.data.dscp))
+            pfc = s.get("pfc_enabled") or []
+            if s.get("trust") != q.trust or got != q.data.priority or q.data.priority not in pfc:
+                ctx.finding("qos-plan-nic-mismatch", "warning", nd,
+                            f"{nd} trusts {s.get('trust')}, maps DSCP {q.data.dscp} to priority {got} and "
+                            f"has PFC on {pfc}; the QoS plan ({q.source}) expects {q.trust} trust, DSCP "
+                            f"{q.data.dscp} -> priority {q.data.priority} lossless: run the roce_qos role")
     out = [
         ctx.decision("NCCL_IB_TC", tc,
                      f"DSCP {q.data.dscp} << 2 | {q.ecn_text} = {tc}: the data class of the QoS plan "
@@ -51,3 +127,60 @@ def rule(features: dict, ctx) -> List[Decision]:
         ctx.warn(f"the QoS plan puts RoCE data on priority {q.data.priority}, which is not lossless "
                  f"({list(q.lossless_priorities)})")
     return out
+
+
+def _from_nics(ctx, sel, states) -> List[Decision]:
+    missing = [p.netdev or p.name for p in sel.roce if p.netdev not in states]
+    if missing:
+        ctx.note("no QoS state recorded for " + ", ".join(missing) + ": derived from the other ports")
+    trusts = {s.get("trust") for s in states.values()}
+    if trusts == {"pcp"}:
+        pfc = [set(s.get("pfc_enabled") or []) for s in states.values()]
+        common = set.intersection(*pfc)
+        if len(common) != 1:
+            ctx.warn(f"PCP trust with PFC on {sorted(common) or 'no common priority'}: NCCL_IB_SL not derived")
+            return []
+        prio = common.pop()
+        return [ctx.decision("NCCL_IB_SL", prio,
+                             f"the NICs trust PCP and priority {prio} is the one with PFC: RoCE's service "
+                             "level becomes its VLAN priority", nic_qos=_state_evidence(states, prio, None))]
+    dscp, prio, alternatives, why = lossless_dscp(states)
+    if dscp is None:
+        ctx.note(f"NIC QoS state recorded but no lossless class can be derived ({why}): NCCL_IB_TC left "
+                 "to NCCL; give the fabric's QoS plan with --qos")
+        return []
+    tc = (dscp << 2) | ECT0
+    chosen = ("DSCP 26, the RoCE convention" if dscp == CONVENTIONAL_DSCP else
+              f"DSCP {dscp}" + (" (the only one)" if len(alternatives) == 1 else " (the lowest)"))
+    evidence = {"nic_qos": _state_evidence(states, prio, dscp), "dscps_on_priority": alternatives,
+                "roce_ports": [p.name for p in sel.roce]}
+    if len(alternatives) > 1:
+        ctx.note(f"DSCPs {alternatives} all map to PFC priority {prio} on the NICs; took {dscp}. The "
+                 "switches must classify it the same way: state it in a QoS plan to be sure")
+    reason = (f"the NICs trust DSCP and PFC protects only priority {prio}; {chosen} maps to it on "
+              f"every compute port: {dscp} << 2 | ECT(0) = {tc}")
+    return [ctx.decision("NCCL_IB_TC", tc, reason, **evidence),
+            ctx.decision("UCX_IB_TRAFFIC_CLASS", tc,
+                         "the same class for UCX (MPI, UCC) traffic on the RoCE ports", **evidence)]
+
+
+def _register_check(ctx, states) -> None:
+    if not states:
+        return
+
+    def check(value: str) -> Optional[str]:
+        try:
+            tc = int(value, 0)
+        except ValueError:
+            return f"{value!r} is not a number"
+        if tc < 0:
+            return None
+        dscp = tc >> 2
+        bad = []
+        for nd, s in sorted(states.items()):
+            prio = (s.get("dscp_prio") or {}).get(str(dscp))
+            if s.get("trust") == "dscp" and prio not in (s.get("pfc_enabled") or []):
+                bad.append(f"{nd} maps DSCP {dscp} to priority {prio}, PFC is on {s.get('pfc_enabled')}")
+        return ("the NICs put it in a lossy class: " + "; ".join(bad)) if bad else None
+
+    ctx.check_declared("NCCL_IB_TC", check)

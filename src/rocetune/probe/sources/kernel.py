@@ -25,6 +25,12 @@ NCCL_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/us
                  "/usr/local/lib", "/usr/local/nccl/lib", "/opt/nccl/lib")
 _NCCL_RE = re.compile(r"^libnccl\.so\.(\d+)\.(\d+)\.(\d+)$")
 CMDLINE_KEYS = ("iommu", "intel_iommu", "amd_iommu")
+NVIDIA_VERSION = "/proc/driver/nvidia/version"
+_NVRM_RE = re.compile(r"^NVRM version:\s+NVIDIA UNIX (Open )?Kernel Module for \S+\s+(\S+)", re.M)
+_NVRM_LEGACY_RE = re.compile(r"^NVRM version:.*Kernel Module\s+(\d[\d.]*)", re.M)
+_IBVERBS_RE = re.compile(r"^libibverbs\.so\.1\.(\d+)\.(\d+)\.\d+$")
+NET_CONF = "/proc/sys/net/ipv4/conf"
+NET_CONF_KEYS = ("arp_ignore", "arp_announce", "rp_filter")
 
 
 def _modules(ctx: ProbeContext) -> Dict[str, bool]:
@@ -81,6 +87,47 @@ def _nccl(ctx: ProbeContext) -> Optional[dict]:
     return {"version": ".".join(str(x) for x in best[0]), "path": best[1]}
 
 
+def _nvidia_driver(ctx: ProbeContext) -> Optional[dict]:
+    """The loaded GPU kernel driver: its version and whether it is the open kernel module
+    ("NVIDIA UNIX Open Kernel Module" in /proc/driver/nvidia/version), which DMA-BUF needs."""
+    text = ctx.text(NVIDIA_VERSION)
+    if not text:
+        return None
+    m = _NVRM_RE.search(text)
+    if m:
+        return {"version": m.group(2), "open": bool(m.group(1))}
+    m = _NVRM_LEGACY_RE.search(text)
+    return {"version": m.group(1) if m else None, "open": False}
+
+
+def _libibverbs(ctx: ProbeContext) -> Optional[dict]:
+    """rdma-core's libibverbs: libibverbs.so.1.<provider ABI>.<rdma-core release>.0 (rdma-core
+    >= 34 exports ibv_reg_dmabuf_mr, which NCCL's DMA-BUF path calls)."""
+    best = None
+    for d in NCCL_LIB_DIRS:
+        for name in ctx.root.listdir(d):
+            m = _IBVERBS_RE.match(name)
+            if m:
+                release = int(m.group(2))
+                if best is None or release > best[0]:
+                    best = (release, f"{d}/{name}")
+    if best is None:
+        return None
+    return {"rdma_core": best[0], "path": best[1]}
+
+
+def _net_conf(ctx: ProbeContext) -> Dict[str, str]:
+    """net.ipv4.conf.<if>.{arp_ignore,arp_announce,rp_filter} for every interface (and all,
+    default): what decides which port answers ARP when several share one subnet."""
+    values = {}
+    for ifname in sorted(ctx.root.listdir(NET_CONF)):
+        for key in NET_CONF_KEYS:
+            text = ctx.attr(f"{NET_CONF}/{ifname}/{key}")
+            if text is not None:
+                values[f"net.ipv4.conf.{ifname}.{key}"] = text
+    return values
+
+
 def _iommu_groups(ctx: ProbeContext) -> int:
     base = "/sys/kernel/iommu_groups"
     return sum(1 for n in ctx.root.listdir(base) if n.isdigit() and ctx.root.exists(f"{base}/{n}"))
@@ -93,6 +140,8 @@ def probe(ctx: ProbeContext) -> dict:
         "memlock": _memlock(ctx),
         "cmdline": _cmdline(ctx),
         "iommu_groups": _iommu_groups(ctx),
-        "sysctl": _sysctls(ctx),
+        "sysctl": {**_sysctls(ctx), **_net_conf(ctx)},
         "nccl": _nccl(ctx),
+        "nvidia_driver": _nvidia_driver(ctx),
+        "libibverbs": _libibverbs(ctx),
     }
