@@ -14,12 +14,13 @@ address re-added at another slot), where a pinned index goes stale (NCCL #1333, 
 * NCCL older than 2.21.5: the index is pinned when one index is right on every chosen port
   (the env is written per node, so it is this node's table; re-run rocetune when addresses
   change). Different indices per port cannot be expressed: a warning asks for a newer NCCL.
-* GID types unreadable (a container without gid_attrs/types): NCCL 2.21.5-2.25.x abort the
+* Some GID types unreadable (a container without gid_attrs/types): NCCL 2.21.5-2.25.x abort the
   connection on the failed read; 2.26.2+ skip an EINVAL read but then take the first IPv4 GID
   without checking its version (mlx5 puts RoCE v1 there), and a missing file still aborts in
-  every release. The index is pinned -- pinning skips NCCL's scan -- when the table's layout
-  shows it: mlx5 creates each address's GIDs as a (v1, v2) pair, so the second entry of the
-  first IPv4 pair is its RoCE v2 GID. The reason says it is inferred from the layout.
+  every release. The index is pinned -- pinning skips NCCL's scan -- when one index fits every
+  port: the first readable IPv4 RoCE v2 GID, or, with no type readable, what the table's layout
+  shows (mlx5 creates each address's GIDs as a (v1, v2) pair, so the second entry of the first
+  IPv4 pair is its RoCE v2 GID; the reason then says it is inferred).
 * NCCL version unknown: decided as for an old NCCL -- pinned where one index fits. A pinned
   index is what NCCL >= 2.21.5 would pick today, so it is right on a new NCCL as long as the
   table does not change, while leaving it unset is certainly wrong on an old one (index 0).
@@ -50,8 +51,7 @@ def rule(features: dict, ctx) -> List[Decision]:
     version = ctx.host.nccl_version()
     vtext = ctx.host.nccl_version_text()
     _register_check(ctx, ports)
-    unreadable = [p for p in ports if not p.v4_gids and not p.v6_gids and p.types_unreadable]
-    if unreadable:
+    if any(p.types_unreadable for p in ports):
         return _unreadable(ctx, ports, version, vtext)
     if all(p.v4_gids for p in ports):
         return _ipv4(ctx, ports, version, vtext)
@@ -87,7 +87,10 @@ def _unreadable(ctx, ports, version, vtext) -> List[Decision]:
     else:
         failure = ("the NCCL version is unknown: 2.21.5-2.25.x abort on unreadable types, older ones "
                    "use index 0, newer ones may take the RoCE v1 entry")
-    picks = {p.name: layout_v2_index(p) for p in ports}
+    picks = {p.name: (p.v4_gids[0] if p.v4_gids else layout_v2_index(p)) for p in ports}
+    how = ("read from the table" if all(p.v4_gids for p in ports) else
+           "the second entry of the first IPv4 GID pair, which mlx5 creates as RoCE v2 (inferred from "
+           "the table layout)")
     found = {v for v in picks.values() if v is not None}
     if None in picks.values() or len(found) != 1:
         ctx.warn(f"RoCE GID types of {names} are unreadable (a container that does not map "
@@ -97,8 +100,8 @@ def _unreadable(ctx, ports, version, vtext) -> List[Decision]:
     idx = found.pop()
     return [ctx.decision(
         "NCCL_IB_GID_INDEX", idx,
-        f"GID types of {names} are unreadable and {failure}: pinned to {idx}, the second entry of "
-        "the first IPv4 GID pair, which mlx5 creates as RoCE v2 (inferred from the table layout)",
+        f"GID types of {names} are unreadable and {failure}: pinned to {idx}, the first IPv4 RoCE v2 "
+        f"GID ({how}); a pinned index skips NCCL's scan of the types",
         gids=[{"port": p.name, "index": picks[p.name]} for p in ports], nccl=vtext)]
 
 

@@ -8,7 +8,8 @@
 
 Everything not said is what a plain, healthy host would show: ACTIVE RoCE v2 ports at 400 Gb/s
 with the usual GID table (0 fe80 v1, 1 fe80 v2, 2 IPv4 v1, 3 IPv4 v2), GPUs SYS to NICs unless a
-path is given, nvidia-peermem loaded, NCCL 2.23.4.
+path is given, nvidia-peermem loaded, NCCL 2.23.4; nothing declared by the owner (/etc/nccl.conf),
+no recorded NIC QoS state, no GPU driver version file.
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ class Host:
         self.rdma_ok = True
         self.matrix_nics: List[str] = []
         self._next_bus = 0x10
+        self.kernel_release = "6.8.0-45-generic"
+        self.nvidia_driver: Optional[dict] = None
+        self.libibverbs: Optional[dict] = None
+        self.sysctl: Dict[str, str] = {}
+        self.declared_files: List[dict] = []
+        self.topology_files: List[dict] = []
+        self.qos: Dict[str, dict] = {}
 
     # --- pieces -----------------------------------------------------------------------------
     def _bdf(self) -> str:
@@ -142,6 +150,29 @@ class Host:
         self.peer = {"nv_mem": True, "nv_mem_nc": False, "nvidia_peermem": False}
         return self
 
+    def open_driver(self, version: str = "570.124.06", rdma_core: Optional[int] = 50,
+                    kernel: str = "6.8.0-1017-nvidia", open_module: bool = True) -> "Host":
+        """The GPU driver as /proc/driver/nvidia/version shows it, with rdma-core and kernel."""
+        self.nvidia_driver = {"version": version, "open": open_module}
+        self.libibverbs = None if rdma_core is None else {
+            "rdma_core": rdma_core, "path": f"/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.{rdma_core}.0"}
+        self.kernel_release = kernel
+        return self
+
+    def declare(self, path: str = "/etc/nccl.conf", kind: str = "nccl-conf", **values: str) -> "Host":
+        """A file the owner ships (the probe's `declared` source)."""
+        self.declared_files.append({"path": path, "kind": kind, "values": dict(sorted(values.items())),
+                                    "ignored": None})
+        return self
+
+    def nic_qos(self, netdev: str, trust: str = "dscp", pfc: Sequence[int] = (3,),
+                dscp_prio: Optional[Dict[int, int]] = None, tool: str = "mlnx_qos") -> "Host":
+        """Recorded NIC QoS state; the map defaults to mlx5's DSCP >> 3."""
+        table = dscp_prio if dscp_prio is not None else {d: d >> 3 for d in range(64)}
+        self.qos[netdev] = {"tool": tool, "trust": trust, "pfc_enabled": sorted(pfc),
+                            "dscp_prio": {str(d): p for d, p in sorted(table.items())}}
+        return self
+
     def flattened(self, *reasons: str, hypervisor: Optional[str] = "KVM") -> "Host":
         self.virt = {"hypervisor": hypervisor, "flattened": True,
                      "reasons": list(reasons) or ["every GPU-NIC path is SYS on a single NUMA node"]}
@@ -186,7 +217,7 @@ class Host:
         return {
             "schema_version": 1,
             "tool": {"name": "rocetune", "version": "0.1.0"},
-            "host": {"hostname": self.hostname, "kernel_release": "6.8.0-45-generic",
+            "host": {"hostname": self.hostname, "kernel_release": self.kernel_release,
                      "cpu_vendor": "GenuineIntel", "cpu_model": "Intel(R) Xeon(R) Platinum 8480C",
                      "logical_cpus": 64, "numa_nodes": copy.deepcopy(self.numa),
                      "virtualization": copy.deepcopy(self.virt)},
@@ -206,9 +237,14 @@ class Host:
             "topology": {"gpu_nic": pairs, "disagreements": []},
             "kernel": {"modules": dict(self.modules), "peer_memory": dict(self.peer), "memlock": "unlimited",
                        "cmdline": {"iommu": "pt", "intel_iommu": None, "amd_iommu": None, "acs": []},
-                       "iommu_groups": 0, "sysctl": {},
+                       "iommu_groups": 0, "sysctl": dict(self.sysctl),
+                       "nvidia_driver": copy.deepcopy(self.nvidia_driver),
+                       "libibverbs": copy.deepcopy(self.libibverbs),
                        "nccl": {"version": self.nccl, "path": f"/usr/lib/x86_64-linux-gnu/libnccl.so.{self.nccl}"}
                        if self.nccl else None},
+            "declared": {"files": copy.deepcopy(self.declared_files),
+                         "topology_files": copy.deepcopy(self.topology_files)},
+            "qos": {"interfaces": copy.deepcopy(self.qos)},
             "findings": [],
         }
 

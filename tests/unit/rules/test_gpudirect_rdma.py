@@ -12,7 +12,11 @@ def findings(plan):
 def test_missing_peer_memory_on_a_gpu_rdma_host_is_loud():
     plan = plan_of(rail_host().no_peermem().build())
     f = findings(plan)["gdr-unavailable"]
-    assert f.severity == "warning" and "GPUDIRECT RDMA UNAVAILABLE" in f.message
+    assert f.severity == "warning" and "GPUDirect RDMA unavailable" in f.message
+    for path in ("/sys/kernel/mm/memory_peers/nv_mem/version", "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
+                 "/sys/module/nvidia_peermem/version"):
+        assert path in f.message
+    assert "8 GPU-NIC pair(s) are PIX/PXB" in f.message
     assert plan.reports["gpudirect-rdma"]["available"] is False
 
 
@@ -25,7 +29,7 @@ def test_nvidia_peermem_with_recent_nccl_is_fine():
     plan = plan_of(rail_host(nccl="2.23.4").build())
     assert not findings(plan)
     report = plan.reports["gpudirect-rdma"]
-    assert report["available"] and report["module"] == "nvidia-peermem"
+    assert report["available"] and report["route"] == "peer memory (/sys/module/nvidia_peermem/version)"
     assert all(p["default_level"] for p in report["pairs"] if p["path"] == "PIX")
 
 
@@ -60,3 +64,42 @@ def test_never_sets_a_variable():
         plan = plan_of(h.build())
         assert not [d for d in plan.decisions if d.rule_id == "gpudirect-rdma"]
         assert "NCCL_NET_GDR_LEVEL" not in plan.env
+
+
+def test_no_peermem_on_a_host_without_gpu_local_nics_is_only_info():
+    h = Host().iface("eno1", "10.0.0.5/24", default=True).gpu(0).no_peermem()
+    h.rdma("mlx5_0", netdev="ens1np0", ipv4="192.168.1.5/24", paths={0: "SYS"})
+    f = findings(plan_of(h.build()))["gdr-unavailable"]
+    assert f.severity == "info" and "no GPU-NIC pair is PIX/PXB" in f.message
+
+
+def test_dmabuf_with_open_module_replaces_peer_memory():
+    plan = plan_of(rail_host(nccl="2.26.2").no_peermem().open_driver().build())
+    assert not findings(plan)
+    report = plan.reports["gpudirect-rdma"]
+    assert report["route"] == "DMA-BUF" and report["dmabuf"]["usable"] is True
+    assert any("DMA-BUF" in str(n) for n in plan.notes)
+
+
+def test_proprietary_module_means_no_dmabuf():
+    h = rail_host(nccl="2.26.2").no_peermem().open_driver(open_module=False)
+    f = findings(plan_of(h.build()))["gdr-unavailable"]
+    assert "open_gpu_module" in f.message and "DMA-BUF is not available" in f.message
+
+
+def test_old_kernel_or_rdma_core_means_no_dmabuf():
+    for h in (rail_host().no_peermem().open_driver(kernel="5.10.0-28-amd64"),
+              rail_host().no_peermem().open_driver(rdma_core=28)):
+        report = plan_of(h.build()).reports["gpudirect-rdma"]
+        assert report["dmabuf"]["usable"] is False and not report["available"]
+
+
+def test_unknown_driver_leaves_dmabuf_undecided_and_says_how_to_check():
+    f = findings(plan_of(rail_host().no_peermem().build()))["gdr-unavailable"]
+    assert "cannot be confirmed" in f.message and "NCCL_DEBUG=INFO" in f.message
+
+
+def test_old_nccl_with_only_nvidia_peermem_but_dmabuf_is_fine():
+    plan = plan_of(rail_host(nccl="2.21.5").open_driver().build())
+    assert "gdr-not-detected" not in findings(plan)
+    assert plan.reports["gpudirect-rdma"]["route"] == "DMA-BUF"

@@ -1,4 +1,4 @@
-"""nccl-ib-gid-index: the IPv4 RoCE v2 GID of every chosen port, the way every NCCL version takes it."""
+"""nccl-ib-gid-index: NCCL_IB_GID_INDEX pinned only where NCCL's own GID choice fails."""
 
 from __future__ import annotations
 
@@ -21,17 +21,46 @@ def address_of(gids, index):
     return g["ipv4"] or g["ipv6"]
 
 
-def test_one_index_on_every_port_is_pinned():
-    plan = plan_of(rail_host().build())
-    e = env(plan)
-    assert e["NCCL_IB_GID_INDEX"] == "3"
-    assert "NCCL_IB_ADDR_RANGE" not in e and "NCCL_IB_ADDR_FAMILY" not in e
-    ev = plan.get("NCCL_IB_GID_INDEX").evidence["gids"]
+def test_auto_selecting_nccl_gets_no_pinned_index():
+    for version in ("2.21.5", "2.23.4", "2.30.7"):
+        f = rail_host(nccl=version).build()
+        plan = plan_of(f)
+        e = env(plan)
+        assert not {"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE", "NCCL_IB_ADDR_FAMILY"} & set(e), version
+        assert any("#1333" in str(n) and "itself" in str(n) for n in plan.notes)
+        gids = gids_of(f, "mlx5_0")
+        assert address_of(gids, gid_autoselect(gids)) == "192.168.0.5"
+
+
+def test_old_nccl_gets_the_index_pinned_with_the_real_reason():
+    plan = plan_of(rail_host(nccl="2.20.5").build())
+    d = plan.get("NCCL_IB_GID_INDEX")
+    assert d.value == "3" and "predates GID auto-selection (2.21.5)" in d.reason and "index 0" in d.reason
+    ev = d.evidence["gids"]
     assert {x["index"] for x in ev} == {3} and len(ev) == 8
 
 
-def test_index_differing_per_port_gives_a_range_not_an_index():
+def test_unknown_nccl_is_pinned_conservatively_and_says_so():
+    plan = plan_of(rail_host(nccl=None).build())
+    d = plan.get("NCCL_IB_GID_INDEX")
+    assert d.value == "3" and "version is unknown" in d.reason
+    assert any("NCCL version unknown" in str(n) for n in plan.notes)
+
+
+def test_index_differing_per_port_is_left_to_auto_selection():
     h = rail_host(2)
+    extra = [gid(0, "fe80::9", "IB/RoCE v1", "ens1np0"), gid(1, "fe80::9", "RoCE v2", "ens1np0")]
+    port = h.devices["mlx5_1"]["ports"][0]
+    port["gids"] = extra + roce_table("ens1np0", ["192.168.1.5/24"], start=2)
+    port["roce_v2_ipv4_gids"] = [5]
+    f = h.build()
+    e = env(plan_of(f))
+    assert not {"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE"} & set(e)
+    assert address_of(gids_of(f, "mlx5_1"), gid_autoselect(gids_of(f, "mlx5_1"))) == "192.168.1.5"
+
+
+def test_index_differing_per_port_on_old_nccl_gives_a_range_not_an_index():
+    h = rail_host(2, nccl="2.20.5")
     # mlx5_1's table carries two extra link-local entries first: its IPv4 v2 GID is at 5
     extra = [gid(0, "fe80::9", "IB/RoCE v1", "ens1np0"), gid(1, "fe80::9", "RoCE v2", "ens1np0")]
     table = extra + roce_table("ens1np0", ["192.168.1.5/24"], start=2)
@@ -120,17 +149,33 @@ def test_unknown_nccl_version_is_a_note_not_a_guess():
     assert any("NCCL library not found" in str(n) for n in plan.notes)
 
 
-def test_unreadable_gid_types_pin_nothing():
-    h = rail_host(2)
+def unreadable_host(nccl):
+    h = rail_host(2, nccl=nccl)
     for i in range(2):
         port = h.devices[f"mlx5_{i}"]["ports"][0]
         for g in port["gids"]:
             g["type"] = None
         port["roce_v2_ipv4_gids"] = []
+    return h
+
+
+def test_unreadable_gid_types_pin_the_layouts_v2_index_with_the_real_reason():
+    for version, why in (("2.23.4", "aborts the connection"), ("2.25.1", "aborts the connection"),
+                         ("2.26.2", "without a RoCE version check"), ("2.20.5", "uses GID index 0"),
+                         (None, "version is unknown")):
+        d = plan_of(unreadable_host(version).build()).get("NCCL_IB_GID_INDEX")
+        assert d is not None and d.value == "3", version
+        assert why in d.reason and "inferred from the table layout" in d.reason, version
+
+
+def test_unreadable_types_without_a_v1_v2_pair_pin_nothing():
+    h = unreadable_host("2.23.4")
+    for i in range(2):
+        port = h.devices[f"mlx5_{i}"]["ports"][0]
+        port["gids"] = [g for g in port["gids"] if g["index"] != 3]
     plan = plan_of(h.build())
-    assert not {"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE"} & set(env(plan))
-    assert plan.get("NCCL_IB_HCA") is not None
-    assert any("2.29.2" in str(w) for w in plan.warnings)
+    assert "NCCL_IB_GID_INDEX" not in env(plan)
+    assert any("show_gids" in str(w) and "aborts" in str(w) for w in plan.warnings)
 
 
 def test_container_with_partial_tables_pins_the_readable_v2_gid():
@@ -145,7 +190,8 @@ def test_container_with_partial_tables_pins_the_readable_v2_gid():
         port["netdev"] = nd
         h.iface(nd, f"10.210.{i}.5/24", kind="virtual")
     plan = plan_of(h.build())
-    assert env(plan)["NCCL_IB_GID_INDEX"] == "5"
+    d = plan.get("NCCL_IB_GID_INDEX")
+    assert d.value == "5" and "2.21.5-2.25.x" in d.reason and "read from the table" in d.reason
 
 
 def test_old_nccl_with_ipv6_only_pins_the_index_instead():

@@ -40,7 +40,8 @@ def test_socket_table_grows_with_speed():
 def test_slow_link_only_disables_ib():
     h = Host().iface("eno1", "10.0.0.5/24", default=True, speed_gbps=10, driver="igb").gpu(0)
     assert sorted(plan_of(h.build()).env) == ["GLOO_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME",
-                                              "OMPI_MCA_btl_tcp_if_include", "UCX_NET_DEVICES"]
+                                              "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include",
+                                              "UCX_NET_DEVICES"]
 
 
 def test_unknown_link_speed_leaves_socket_defaults():
@@ -65,20 +66,27 @@ def test_plugin_clouds_get_no_nccl_ib_and_no_socket_tuning(driver, vendor):
     assert any("plugin" in str(n) for n in plan.notes)
 
 
-def test_rdma_ports_all_down_means_sockets():
+def test_rdma_ports_all_down_warn_but_do_not_pin_sockets():
+    """NCCL falls back to sockets by itself; a pinned NCCL_IB_DISABLE=1 would outlive the repair."""
     h = Host().iface("eth0", "10.0.0.5/24", default=True, speed_gbps=25).gpu(0)
     h.rdma("mlx5_0", state="DOWN", netdev="ens1f0np0", rate=40, paths={0: "PHB"})
     h.rdma("mlx5_1", state="DOWN", netdev="ens1f1np1", rate=40, paths={0: "PHB"})
     plan = plan_of(h.build())
+    assert ib_keys(plan) == []
+    assert any("mlx5_0:1" in str(w) and "not pinned" in str(w) for w in plan.warnings)
+
+
+def test_no_rdma_device_at_all_pins_sockets():
+    plan = plan_of(Host().iface("eth0", "10.0.0.5/24", default=True, speed_gbps=25).gpu(0).build())
     assert ib_keys(plan) == ["NCCL_IB_DISABLE"]
-    assert "mlx5_0:1" in plan.get("NCCL_IB_DISABLE").reason
 
 
 def test_hidden_rdma_is_not_called_absent():
     h = Host().iface("eth0", "10.0.0.5/24", default=True, speed_gbps=100).gpu(0).rdma_hidden("mlx5_0")
     plan = plan_of(h.build())
     assert ib_keys(plan) == []
-    assert any("cannot tell" in str(w) for w in plan.warnings)
+    # Said once, by the probe's rdma-unknown finding; the rule only notes what it left out.
+    assert any("cannot tell" in str(n) for n in plan.notes)
 
 
 def test_failed_rdma_source_is_not_called_absent():
