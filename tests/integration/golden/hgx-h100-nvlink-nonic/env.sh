@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for h100-node-07
-# features sha256:15b34ffbe41d  qos: built-in defaults  overrides: 0
+# features sha256:551f7408dfee  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eno1np0'
@@ -13,5 +13,7 @@ export NCCL_SOCKET_IFNAME='=eno1np0'
 export NCCL_SOCKET_NTHREADS='2'
 # rule: socket-ifname
 export OMPI_MCA_btl_tcp_if_include='eno1np0'
+# rule: socket-ifname
+export OMPI_MCA_oob_tcp_if_include='eno1np0'
 # rule: ucx-net-devices
 export UCX_NET_DEVICES='eno1np0'
