@@ -25,9 +25,17 @@ DEFAULT_ENV_DIR = os.path.dirname(DEFAULT_TOPO_PATH)
 
 
 def host_features(root: str, features_path: Optional[str] = None) -> dict:
-    """The Features of --features FILE when given, else what a probe of `root` finds."""
+    """The Features of --features FILE when given, else what a probe of `root` finds.
+
+    A root with nothing to read (no sys/, proc/ or recorded commands/) is an input error -- a
+    mistyped path -- never a host "without RDMA"."""
     if features_path:
         return load_features_file(features_path)
+    host = HostRoot(root or "/")
+    if not host.is_live and not any(host.is_dir(d) for d in ("/sys", "/proc", "/etc", "/commands")):
+        raise RocetuneError(f"--root {root}: no sys/, proc/, etc/ or commands/ in it: not a host root or a capture",
+                            hint="point --root at an unpacked 'rocetune capture' or a copied host tree",
+                            code=ExitCode.INPUT)
     return collect_features(root)
 
 

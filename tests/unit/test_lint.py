@@ -171,7 +171,7 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     good = tmp_path / "nccl.conf"
     good.write_text("NCCL_DEBUG=WARN\n")
     root = tmp_path / "root"
-    root.mkdir()
+    (root / "sys").mkdir(parents=True)
     assert main(["--root", str(root), "lint", str(good)]) == 0
     capsys.readouterr()
     assert main(["--root", str(root), "lint", str(bad)]) == 1

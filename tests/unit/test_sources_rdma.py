@@ -67,6 +67,13 @@ def test_roce_mtu_follows_the_kernel(mtu, expected):
 
 
 def test_no_devices_is_not_an_error(tmp_path):
-    ctx = ProbeContext(HostRoot(make(tmp_path, {"sys/x": ""})))
+    ctx = ProbeContext(HostRoot(make(tmp_path, {"sys/class/net/x": ""})))
     assert rdma.probe(ctx, None) == {"devices": []}
     assert ctx.status.ok and "no RDMA devices" in ctx.status.reason
+
+
+def test_no_sysfs_is_not_no_rdma(tmp_path):
+    """A root of pasted outputs with no sysfs: unknown, not 'no RDMA devices'."""
+    ctx = ProbeContext(HostRoot(make(tmp_path, {"commands/nvidia-smi_topo_-m.txt": "x"})))
+    assert rdma.probe(ctx, None) == {"devices": []}
+    assert not ctx.status.ok and "cannot tell" in ctx.status.reason

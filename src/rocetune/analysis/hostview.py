@@ -237,6 +237,9 @@ class HostView:
 
     # --- RDMA ports ---------------------------------------------------------------------------
     def rdma_visible(self) -> Tuple[bool, Optional[str]]:
+        rdma = self.f.get("rdma") or {}
+        if "known" in rdma:  # decided by the probe (probe.topology.rdma_evidence)
+            return bool(rdma["known"]), rdma.get("unknown_reason")
         st = (self.f.get("sources") or {}).get("rdma") or {}
         if st and not st.get("ok", True):
             return False, f"the RDMA source failed: {st.get('reason') or 'unknown reason'}"
@@ -425,6 +428,9 @@ class HostView:
         cands = self.socket_candidates()
         doubts: List[str] = []
         if not cands:
+            net_status = (self.f.get("sources") or {}).get("net") or {}
+            if not net_status.get("ok", True):
+                return None, f"network interfaces not read ({net_status.get('reason')})", doubts
             if not (self.f.get("net") or {}).get("addresses_known", True):
                 return None, "interface addresses are unknown (no 'ip -j addr show' output)", doubts
             return None, "no routable, up interface", doubts

@@ -28,7 +28,7 @@ def stderr_lines(features: dict, plan, findings_too: bool) -> List[str]:
     the findings that matter."""
     from ..probe.findings import source_warnings
 
-    out = source_warnings(features)
+    out = _grouped(source_warnings(features))
     if plan is not None:
         out += [m.message if m.rule_id in ("plan", "override") else f"{m.rule_id}: {m.message}"
                 for m in plan.warnings]
@@ -40,3 +40,17 @@ def stderr_lines(features: dict, plan, findings_too: bool) -> List[str]:
 def split_counts(findings: List[Finding]) -> Tuple[int, int]:
     return (sum(1 for f in findings if f.severity == "error"),
             sum(1 for f in findings if f.severity == "warning"))
+
+
+def _grouped(lines: List[str]) -> List[str]:
+    """`pci: X` and `net: X` become `pci, net: X`: one line per distinct problem."""
+    by_reason: dict = {}
+    for line in lines:
+        source, sep, reason = line.partition(": ")
+        key = reason if sep else line
+        by_reason.setdefault(key, []).append(source if sep else None)
+    out = []
+    for reason, sources in by_reason.items():
+        named = [s for s in sources if s]
+        out.append(f"{', '.join(named)}: {reason}" if named else reason)
+    return out

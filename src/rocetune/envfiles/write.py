@@ -48,6 +48,10 @@ def header_lines(plan: Plan, features: dict, fmt: str = "sh") -> List[str]:
     ]
     if plan.local_rank is not None:
         lines.append(f"local rank {plan.local_rank}")
+    tools = (features.get("rdma") or {}).get("from_tools")
+    if tools:
+        lines.append(f"UNVERIFIED: planned from recorded tool output ('{tools}') without sysfs: "
+                     "check it on the host with 'rocetune probe'")
     lines.append("generated, do not edit: explain any line with 'rocetune explain VAR'")
     return [one_line(x) for x in lines]
 

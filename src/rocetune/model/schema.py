@@ -48,7 +48,7 @@ FEATURES = {
     "sources?": {"*": _SOURCE},
     "pci": {"devices": [_PCI_DEVICE]},
     "net": {"interfaces": [_INTERFACE], "default_route_interfaces": ["str"], "addresses_known?": "bool"},
-    "rdma": {"devices": [_RDMA_DEVICE]},
+    "rdma": {"devices": [_RDMA_DEVICE], "known?": "bool", "unknown_reason?": "str?", "from_tools?": "str"},
     "verbs?": {"via": "str?", "devices": ["any"], "disagreements": ["str"]},
     "gpu?": {"matrix": {"?": True, "gpus": ["any"], "nics": [{"index": "int", "name": "str?"}],
                         "links": {"*": {"*": "str"}}},

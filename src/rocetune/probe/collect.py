@@ -17,7 +17,7 @@ from .sources import pci as pci_source
 from .sources import qos as qos_source
 from .sources import rdma as rdma_source
 from .sources import verbs as verbs_source
-from .topology import derive_topology, virtualization
+from .topology import derive_topology, rdma_evidence, virtualization
 
 
 
@@ -33,13 +33,22 @@ def _run(name: str, ctx: ProbeContext, statuses: dict, fn, *args):
     return data
 
 
+def _no_sysfs(ctx: ProbeContext) -> None:
+    """A root of recorded outputs alone (what a user pasted): say so once per source."""
+    ctx.status.ok = False
+    ctx.status.reason = "no /sys under the root (recorded outputs only)"
+    return None
+
+
 def collect_features(root: str = "/", recorder: Optional[Recorder] = None, runner=None) -> dict:
     host_root = HostRoot(root, recorder=recorder)
     ctx = ProbeContext(host_root, runner if runner is not None else runner_for(host_root, recorder))
     st: Dict[str, dict] = {}
     host = _run("host", ctx, st, host_source.probe) or {}
-    pci = _run("pci", ctx, st, pci_source.probe) or {"devices": []}
-    net = _run("net", ctx, st, net_source.probe) or {"interfaces": [], "default_route_interfaces": []}
+    sysfs = host_root.is_live or host_root.is_dir("/sys")
+    pci = _run("pci", ctx, st, pci_source.probe if sysfs else _no_sysfs) or {"devices": []}
+    net = _run("net", ctx, st, net_source.probe if sysfs else _no_sysfs) or {
+        "interfaces": [], "default_route_interfaces": [], "addresses_known": False}
     rdma = _run("rdma", ctx, st, rdma_source.probe, net) or {"devices": []}
     verbs = _run("verbs", ctx, st, verbs_source.probe, rdma) or {"via": None, "devices": [],
                                                                  "disagreements": []}
@@ -51,6 +60,7 @@ def collect_features(root: str = "/", recorder: Optional[Recorder] = None, runne
     gpus, topology, warnings = derive_topology(pci, rdma, gpu, host)
     st["gpu"]["warnings"] = sorted(set(st["gpu"]["warnings"]) | set(warnings))
     host["virtualization"] = virtualization(host, pci, gpus, topology)
+    rdma["known"], rdma["unknown_reason"] = rdma_evidence(st["rdma"], rdma, gpu)
     features = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "rocetune", "version": __version__},

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from ..model.finding import Finding
 
@@ -26,9 +26,12 @@ def host_findings(f: dict) -> List[dict]:
     if not any(d["kind"] == "gpu" for d in f["pci"]["devices"]) and not f["gpus"]:
         out.append(_finding("no-nvidia-gpu", "info", "host", "no NVIDIA GPU found on this host"))
     ports = [(d["name"], p) for d in f["rdma"]["devices"] for p in d["ports"]]
-    if not ports:
+    if not ports and f["rdma"].get("known", True):
         out.append(_finding("no-rdma-device", "info", "host",
                             "no RDMA device found: NCCL would use TCP sockets on this host"))
+    elif not ports:
+        out.append(_finding("rdma-unknown", "warning", "host",
+                            f"cannot tell whether this host has RDMA devices: {f['rdma'].get('unknown_reason')}"))
     software = [d for d in f["rdma"]["devices"] if d.get("function") == "software"]
     if software:
         names = ", ".join(f"{d['name']} on {d.get('parent_netdev') or '?'}" for d in software)
@@ -39,6 +42,9 @@ def host_findings(f: dict) -> List[dict]:
     for name, p in ports:
         if p["netdev"] in front_end:
             continue  # the management path carries no RDMA traffic worth a jumbo MTU
+        addresses = _addresses(f, p["netdev"])
+        if addresses is not None and not any(not a["address"].startswith("fe80:") for a in addresses):
+            continue  # an unaddressed port (an idle SR-IOV VF) carries no RoCE v2 traffic
         if p["link_layer"] == "Ethernet" and p["state"] == "ACTIVE" and p["roce_mtu"] and p["roce_mtu"] < 4096:
             out.append(_finding("roce-mtu-low", "warning", f"{name}:{p['port']}",
                                 f"{name}:{p['port']} RoCE MTU is {p['roce_mtu']} ({p['netdev']} MTU "
@@ -62,3 +68,11 @@ def source_warnings(f: dict) -> List[str]:
             out.append(f"{name}: {st['reason']}")
         out.extend(f"{name}: {w}" for w in st["warnings"])
     return out
+
+
+def _addresses(f: dict, netdev) -> Optional[List[dict]]:
+    """The netdev's addresses; None when the interface is unknown."""
+    for i in f["net"].get("interfaces") or []:
+        if i["name"] == netdev:
+            return i.get("addresses") or []
+    return None

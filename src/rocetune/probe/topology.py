@@ -126,3 +126,24 @@ def virtualization(host: dict, pci: dict, gpus: List[dict], topology: dict) -> d
             d["kind"] == "gpu" and not d["switches"] for d in devs):
         reasons.append(f"running under {host['hypervisor']} with GPUs not behind any PCIe switch")
     return {"hypervisor": host.get("hypervisor"), "flattened": bool(reasons and gpus), "reasons": reasons}
+
+
+def rdma_evidence(status: dict, rdma: dict, gpu: dict) -> Tuple[bool, Optional[str]]:
+    """Whether the Features can say if this host has RDMA devices: (known, why not).
+
+    Unknown when the RDMA source could not read, or when nvidia-smi shows NIC columns that the
+    host's RDMA devices do not account for (a container without the devices mapped, or a pasted
+    matrix whose legend is missing)."""
+    if not status.get("ok", True):
+        return False, "the RDMA source could not read the host (its warning says why)"
+    if rdma.get("devices"):
+        return True, None
+    nics = ((gpu or {}).get("matrix") or {}).get("nics") or []
+    if nics:
+        named = sorted((n["name"] for n in nics if n.get("name")), key=natural_key)
+        if named:
+            return False, ("nvidia-smi lists NICs (" + ", ".join(named[:4]) + ") that the host's RDMA "
+                           "devices do not show: RDMA devices not mapped into this container?")
+        return False, (f"nvidia-smi shows {len(nics)} NIC column(s) without a legend naming them, "
+                       "and no RDMA device is visible")
+    return True, None

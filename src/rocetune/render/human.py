@@ -32,6 +32,13 @@ def plan_text(plan: Plan, verbose: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
+_MAX_PORT_LINES = 32
+
+
+def _vf_bdfs(f: dict) -> set:
+    return {d["bdf"] for d in f["pci"]["devices"] if (d.get("sriov") or {}).get("physfn")}
+
+
 def host_summary(f: dict, verbose: int = 0) -> str:
     h = f["host"]
     lines = [f"host {h.get('hostname') or '?'}  kernel {h.get('kernel_release') or '?'}  "
@@ -49,11 +56,22 @@ def host_summary(f: dict, verbose: int = 0) -> str:
             lines.append(f"  GPU{g['index']} {g['bdf'] or '?'} numa {g['numa_node']}  nearest NIC {path}: {near}")
     if ports:
         lines.append(f"{len(ports)} RDMA port(s)")
-        for d, p in ports:
+        shown, idle = ports, []
+        if len(ports) > _MAX_PORT_LINES and not verbose:
+            addressed = {i["name"] for i in f["net"]["interfaces"]
+                         if any(not a["address"].startswith("fe80:") for a in i.get("addresses") or [])}
+            shown = [(d, p) for d, p in ports if p["state"] == "ACTIVE"
+                     and (p["link_layer"] == "InfiniBand" or p["netdev"] in addressed)]
+            idle = [(d, p) for d, p in ports if (d, p) not in shown]
+        for d, p in shown:
             gids = ",".join(str(i) for i in p["roce_v2_ipv4_gids"]) or "-"
             lines.append(f"  {d['name']}:{p['port']} {p['state'] or '?'} {p['link_layer'] or '?'} "
                          f"{p['rate'] or '?'} netdev {p['netdev'] or '-'} mtu {p['netdev_mtu'] or '-'} "
                          f"roce-v2-ipv4-gids {gids}")
+        if idle:
+            vfs = sum(1 for d, _ in idle if (d.get("pci") or "") in _vf_bdfs(f))
+            lines.append(f"  and {len(idle)} port(s) not ACTIVE or without an address"
+                         + (f" ({vfs} on SR-IOV VFs)" if vfs else "") + ": -v lists them")
     nets = [i for i in f["net"]["interfaces"] if i["default_route"]]
     if nets:
         lines.append("default route via " + ", ".join(i["name"] for i in nets))

@@ -23,7 +23,8 @@ def rule(features: dict, ctx) -> List[Decision]:
     sel = ctx.host.selection()
     if not sel.rdma_visible:
         if sel.hidden_reason:
-            ctx.warn(f"RDMA devices not visible ({sel.hidden_reason}); NCCL_IB_HCA not set")
+            # The probe's rdma-unknown finding already says why, once.
+            ctx.note(f"RDMA devices not visible ({sel.hidden_reason}); NCCL_IB_HCA not set")
         return []
     for text in sel.notes:
         ctx.note(text)

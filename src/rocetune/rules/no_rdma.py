@@ -50,7 +50,7 @@ def rule(features: dict, ctx) -> List[Decision]:
     if sel.chosen:
         return []
     if not sel.rdma_visible:
-        ctx.warn(f"cannot tell whether this host has RDMA ({sel.hidden_reason}); "
+        ctx.note(f"cannot tell whether this host has RDMA ({sel.hidden_reason}); "
                  "neither NCCL_IB_DISABLE nor NCCL_IB_* is set")
         return []
     cloud = host.plugin_cloud()
@@ -59,12 +59,16 @@ def rule(features: dict, ctx) -> List[Decision]:
                  "tuning is set (follow the vendor's NCCL environment for the plugin)")
         return []
     ports = [p for p, _ in sel.excluded]
-    why = ("no RDMA device" if not ports else
-           "no usable compute RDMA port (" + "; ".join(f"{p.name}: {w}" for p, w in sel.excluded[:4]) + ")")
-    evidence = {"rdma_ports": [{"port": p.name, "why_not": w} for p, w in sel.excluded]}
-    out = [ctx.decision("NCCL_IB_DISABLE", 1,
-                        f"{why}: NCCL runs over TCP sockets; said explicitly so no NCCL_IB_* "
-                        "setting is expected to matter", **evidence)]
+    out = []
+    if ports:
+        # RDMA devices exist but none is usable now (ports down, no address ...): NCCL falls back
+        # to sockets by itself, and a pinned NCCL_IB_DISABLE=1 would outlive the repair.
+        ctx.warn("no usable compute RDMA port (" + "; ".join(f"{p.name}: {w}" for p, w in sel.excluded[:4])
+                 + "): NCCL will fall back to TCP sockets until one is; NCCL_IB_DISABLE is not pinned")
+    else:
+        out.append(ctx.decision("NCCL_IB_DISABLE", 1,
+                                "no RDMA device: NCCL runs over TCP sockets; said explicitly so no "
+                                "NCCL_IB_* setting is expected to matter", rdma_ports=[]))
     iface, _, _ = ctx.host.socket_interface()
     if iface is None:
         return out

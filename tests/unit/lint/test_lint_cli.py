@@ -24,7 +24,7 @@ def _verbs(monkeypatch):
 @pytest.fixture
 def root(tmp_path):
     r = tmp_path / "root"
-    r.mkdir()
+    (r / "sys").mkdir(parents=True)  # a host root with nothing in its sysfs
     return str(r)
 
 
@@ -126,6 +126,5 @@ def test_names_checked_against_a_features_file(tmp_path, root, capsys):
 def test_host_check_yes_without_anything_to_check_against_is_refused(tmp_path, root, capsys):
     f = tmp_path / "env.sh"
     f.write_text("NCCL_IB_HCA==mlx5_0\n")
-    (tmp_path / "root" / "sys").mkdir()
     assert main(["--root", root, "lint", "--host-check", "yes", str(f)]) == 3
     assert "no RDMA device" in capsys.readouterr().err

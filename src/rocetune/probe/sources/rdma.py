@@ -6,8 +6,11 @@ import ipaddress
 import re
 from typing import Dict, List, Optional
 
+from ...errors import ParseError
 from ...hostfs import HostReadError, ProbeContext
 from ...model.vocab import natural_key
+from ..parsers.ibstat import parse_ibstat, parse_ibstatus
+from ..parsers.ibv_devinfo import parse_ibv_devinfo
 from .pci import BDF_RE
 
 IB = "/sys/class/infiniband"
@@ -85,9 +88,6 @@ def _gids(ctx: ProbeContext, dev: str, port_dir: str) -> List[dict]:
             "ipv4": str(v4) if v4 is not None else None,
             "ipv6": str(gid) if v4 is None and not gid.is_link_local else None,
         })
-    if unreadable_types:
-        ctx.warn(f"{dev}: RoCE type of {unreadable_types} GID(s) unreadable "
-                 "(a container that does not map them?)")
     return sorted(entries, key=lambda e: e["index"])
 
 
@@ -125,7 +125,73 @@ def _port_netdev(ctx: ProbeContext, dev_base: str, port: int, gids: List[dict],
     return None
 
 
+# Recorded tool outputs that say which RDMA devices a host has when its sysfs is not at hand
+# (what a user pasted): the most detailed first.
+TOOL_ARGVS = (("ibv_devinfo", "-v"), ("ibv_devinfo",), ("ibstat",), ("ibstatus",))
+_TOOL_PARSERS = {"ibv_devinfo": lambda text: parse_ibv_devinfo(text)[0],
+                 "ibstat": parse_ibstat, "ibstatus": parse_ibstatus}
+
+
+def _tool_state(state: Optional[str]) -> Optional[str]:
+    if not state:
+        return None
+    state = state[5:] if state.startswith("PORT_") else state
+    return state.upper()
+
+
+def _tool_port(p: dict) -> dict:
+    gids = []
+    for g in p.get("gids") or []:
+        gid = parse_gid(g.get("gid", ""))
+        if gid is None or gid.packed == bytes(16):
+            continue
+        v4 = gid.ipv4_mapped
+        gids.append({"index": g["index"], "gid": str(gid), "type": g.get("type"), "ndev": None,
+                     "ipv4": str(v4) if v4 is not None else None,
+                     "ipv6": str(gid) if v4 is None and not gid.is_link_local else None})
+    rate = p.get("rate")
+    rate_text = f"{rate} Gb/sec" if rate and str(rate).replace(".", "", 1).isdigit() else rate
+    return {"port": p["port"], "state": _tool_state(p.get("state")),
+            "phys_state": _tool_state(p.get("phys_state")), "link_layer": p.get("link_layer"),
+            "rate": rate_text, "rate_gbps": p.get("rate_gbps") or _rate_gbps(rate_text),
+            "netdev": None, "netdev_mtu": None, "roce_mtu": p.get("active_mtu"), "gids": gids,
+            "roce_v2_ipv4_gids": [g["index"] for g in gids if g["type"] == "RoCE v2" and g["ipv4"]],
+            "roce_v2_ipv6_gids": [g["index"] for g in gids if g["type"] == "RoCE v2" and g["ipv6"]]}
+
+
+def from_tools(ctx: ProbeContext) -> Optional[dict]:
+    """RDMA devices from recorded tool outputs alone (no sysfs): names, port states, link layers,
+    rates and, from `ibv_devinfo -v`, GIDs. No PCI address, netdev or NUMA node: unverified."""
+    for argv in TOOL_ARGVS:
+        result = ctx.runner.run(list(argv))
+        if not result.found:
+            continue
+        try:
+            parsed = _TOOL_PARSERS[argv[0]](result.stdout + result.stderr)
+        except ParseError as exc:
+            ctx.warn(exc.message)
+            continue
+        devices = [{"name": d["name"], "node_type": None, "fw_ver": d.get("fw_ver"), "board_id": d.get("board_id"),
+                    "node_guid": d.get("node_guid"), "hca_type": d.get("ca_type"), "pci": None,
+                    "function": "unknown", "numa_node": None, "parent_netdev": None, "auxiliary": None,
+                    "ports": sorted((_tool_port(p) for p in d.get("ports") or []), key=lambda p: p["port"])}
+                   for d in parsed]
+        return {"devices": sorted(devices, key=lambda d: natural_key(d["name"])),
+                "from_tools": " ".join(argv)}
+    return None
+
+
 def probe(ctx: ProbeContext, net: Optional[dict] = None) -> dict:
+    if not ctx.root.is_dir("/sys/class"):
+        recorded = from_tools(ctx)
+        if recorded is not None:
+            ctx.warn(f"no /sys/class under the root: RDMA devices from the recorded "
+                     f"'{recorded['from_tools']}' output, not verified against sysfs")
+            return recorded
+        ctx.status.ok = False
+        ctx.status.reason = ("no /sys/class under the root and no recorded ibv_devinfo/ibstat output: "
+                             "cannot tell whether this host has RDMA devices")
+        return {"devices": []}
     names = sorted(ctx.root.listdir(IB), key=natural_key)
     if not names:
         ctx.status.reason = f"no RDMA devices in {IB}"
@@ -137,6 +203,7 @@ def probe(ctx: ProbeContext, net: Optional[dict] = None) -> dict:
         if iface["pci"]:
             netdevs_by_pci.setdefault(iface["pci"], []).append(iface["name"])
     devices = []
+    unreadable: Dict[str, int] = {}
     for dev in names:
         base = f"{IB}/{dev}"
         ident = identity(ctx, base)
@@ -149,13 +216,17 @@ def probe(ctx: ProbeContext, net: Optional[dict] = None) -> dict:
             port = int(pname)
             link_layer = ctx.attr(f"{pdir}/link_layer")
             gids = _gids(ctx, dev, pdir)
+            state = _state_text(ctx.attr(f"{pdir}/state"))
+            missing = sum(1 for g in gids if g["type"] is None)
+            if missing and state == "ACTIVE":  # an unused port's GIDs matter to nobody
+                unreadable[f"{dev}:{port}"] = missing
             netdev = _port_netdev(ctx, base, port, gids, netdevs_by_pci, pci)
             netdev_mtu = mtu_of.get(netdev) if netdev else None
             rate = ctx.attr(f"{pdir}/rate")
             roce = link_layer == "Ethernet"
             ports.append({
                 "port": port,
-                "state": _state_text(ctx.attr(f"{pdir}/state")),
+                "state": state,
                 "phys_state": _state_text(ctx.attr(f"{pdir}/phys_state")),
                 "link_layer": link_layer,
                 "rate": rate,
@@ -177,4 +248,9 @@ def probe(ctx: ProbeContext, net: Optional[dict] = None) -> dict:
             **ident,
             "ports": sorted(ports, key=lambda p: p["port"]),
         })
+    if unreadable:
+        names_ = sorted(unreadable, key=natural_key)
+        shown = ", ".join(names_[:4]) + (f" and {len(names_) - 4} more" if len(names_) > 4 else "")
+        ctx.warn(f"RoCE type of {sum(unreadable.values())} GID(s) unreadable on {len(names_)} active "
+                 f"port(s) ({shown}): a container that does not map gid_attrs?")
     return {"devices": devices}
