@@ -4,7 +4,7 @@
 #   scripts/demo.sh [--keep] [--hosts N]
 #
 #   1. scripts/bootstrap.sh: apt packages and .venv (rocetune, ansible-core, CPU torch)
-#   2. rocetune probe and topo on a bundled fixture host (an 8x H100 RoCE node)
+#   2. rocetune probe, topo and env on a bundled fixture host (an 8x H100 RoCE node)
 #   3. a lab of N hosts (default 4): real sshd hosts in network namespaces (docs/lab.md)
 #   4. ansible-playbook site.yml against it: rocetune installed offline on every host, each
 #      host probed, /etc/rocetune/nccl.env and /etc/nccl.conf written, Features fetched
@@ -65,7 +65,7 @@ banner "rocetune probe and topo on a bundled fixture host (8x H100, 8 compute Ro
 FIXTURE=tests/fixtures/hosts/dgx-h100-roce
 run .venv/bin/rocetune probe --root "$FIXTURE"
 run .venv/bin/rocetune topo --root "$FIXTURE"
-run .venv/bin/rocetune probe --root "$FIXTURE" --format sh
+run .venv/bin/rocetune env --root "$FIXTURE"
 
 banner "Bring up a ${HOSTS}-host lab"
 LAB_UP=1
