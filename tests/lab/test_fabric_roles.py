@@ -14,55 +14,28 @@ Namespace hosts cannot load kernel modules or install packages: the lab inventor
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
 
-from tests.lab import lab
+from tests.lab import fabric_net
 from tests.lab.site_fixtures import run_playbook
 
-FABRIC_IF = "rtf0"
-FABRIC_BRIDGE = "rtlbr1"
-FABRIC_NET = "198.19.0"
+FABRIC_IF = fabric_net.FABRIC_IF
 # The fabric roles' part of site.yml; the agent's always-tagged variable check is its own concern.
 TAGS = ("--tags", "rdma_core,roce_net,roce_qos,host_tuning", "--skip-tags", "rocetune_agent_check")
-
-
-def _ip(*args):
-    subprocess.run(["ip", *args], check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _add_fabric(info):
-    ns = lab.FABRIC_NS
-    _ip("-n", ns, "link", "add", FABRIC_BRIDGE, "mtu", "9216", "type", "bridge", "stp_state", "0", "forward_delay", "0")
-    _ip("-n", ns, "link", "set", FABRIC_BRIDGE, "up")
-    for name, ip in info.hosts:
-        port, host_ns = f"rtl-f-{name}", lab.NS_PREFIX + name
-        _ip("-n", ns, "link", "add", port, "mtu", "9216", "type", "veth", "peer", "name", FABRIC_IF, "netns", host_ns)
-        _ip("-n", ns, "link", "set", port, "master", FABRIC_BRIDGE, "up")
-        _ip("-n", host_ns, "link", "set", FABRIC_IF, "mtu", "1500", "up")
-        _ip("-n", host_ns, "addr", "add", f"{FABRIC_NET}.{ip.rsplit('.', 1)[1]}/24", "dev", FABRIC_IF)
-
-
-def _remove_fabric(info):
-    for name, _ in info.hosts:
-        subprocess.run(["ip", "-n", lab.FABRIC_NS, "link", "del", f"rtl-f-{name}"], stderr=subprocess.DEVNULL)
-    subprocess.run(["ip", "-n", lab.FABRIC_NS, "link", "del", FABRIC_BRIDGE], stderr=subprocess.DEVNULL)
 
 
 @pytest.fixture(scope="module")
 def fabric(lab4, tmp_path_factory):
     """The four lab hosts with rtf0, and an inventory that names it as their fabric interface."""
-    _remove_fabric(lab4)
-    _add_fabric(lab4)
+    fabric_net.remove(lab4)
+    fabric_net.add(lab4)
     inv = tmp_path_factory.mktemp("fabric") / "fabric.yml"
-    inv.write_text("all:\n  children:\n    lab:\n      vars:\n"
-                   f"        rocetune_lab_fabric_interfaces: [{FABRIC_IF}]\n")
+    inv.write_text(fabric_net.inventory_text())
     try:
         yield lab4, inv
     finally:
-        _remove_fabric(lab4)
+        fabric_net.remove(lab4)
 
 
 def play(fabric, tmp_path, *args, **kw):
