@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from rocetune.model.qos import load_text
+
 import rocetune.cli.verbs as verbs
 from rocetune.cli.main import main
 from rocetune.nccl.conf import conf_values, effective
@@ -17,6 +19,9 @@ from rocetune.envfiles.write import render
 from .rules.featurekit import rail_host
 
 
+QOS_TEXT = "data:\n  dscp: 26\n  priority: 3\n"
+
+
 @pytest.fixture(autouse=True)
 def _verbs(monkeypatch):
     missing = tuple(v for v in ("explain", "lint") if v not in verbs.NAMES)
@@ -26,7 +31,8 @@ def _verbs(monkeypatch):
 @pytest.fixture
 def setup(tmp_path):
     root = tmp_path / "root"
-    root.mkdir()
+    (root / "etc" / "rocetune").mkdir(parents=True)
+    (root / "etc" / "rocetune" / "qos.yml").write_text(QOS_TEXT)  # the fabric's explicit QoS plan
     f = rail_host().build()
     ff = tmp_path / "features.json"
     ff.write_text(json.dumps(f))
@@ -82,14 +88,14 @@ def test_override_and_unset_are_explained(setup, capsys):
     root, ff, _ = setup
     code, data = explain_json(capsys, root, "NCCL_IB_TC", "--features", ff, "--set", "NCCL_IB_TC=104")
     assert data["data"]["rule_id"] == "override" and data["data"]["evidence"]["replaces"]["value"] == "106"
-    code, out, _ = explain(capsys, root, "NCCL_IB_GID_INDEX", "--features", ff, "--unset", "NCCL_IB_GID_INDEX")
-    assert "removed by --unset" in out and "nccl-ib-gid-index" in out
+    code, out, _ = explain(capsys, root, "NCCL_IB_HCA", "--features", ff, "--unset", "NCCL_IB_HCA")
+    assert "removed by --unset" in out and "nccl-ib-hca" in out
 
 
 @pytest.mark.parametrize("fmt", ["sh", "nccl-conf", "systemd", "docker", "k8s"])
 def test_explain_a_generated_env_file(setup, capsys, tmp_path, fmt):
     root, _, f = setup
-    plan = build_plan(f)
+    plan = build_plan(f, qos=load_text(QOS_TEXT, "qos.yml"))
     path = tmp_path / f"env.{fmt}"
     path.write_text(render(plan, fmt, f))
     code, data = explain_json(capsys, root, "--env", str(path))
@@ -110,7 +116,6 @@ def test_env_file_without_rule_comments_is_refused(setup, capsys, tmp_path):
 
 def test_effective_reads_nccls_config_files_through_the_root(setup, capsys):
     root, ff, _ = setup
-    (root / "etc").mkdir()
     (root / "etc" / "nccl.conf").write_text("NCCL_IB_HCA=mlx5\nNCCL_IB_TC=106\nNCCL_IB_HCA=mlx5_0\n")
     code, data = explain_json(capsys, root, "NCCL_IB_HCA", "--features", ff, "--effective")
     eff = data["data"]["effective"]

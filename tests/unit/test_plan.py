@@ -9,6 +9,7 @@ import pytest
 
 from rocetune.errors import ExitCode, RocetuneError
 from rocetune.model.plan import Decision, Overrides
+from rocetune.model.qos import load_text
 from rocetune.planner import build_plan
 
 from .rules.featurekit import Host, rail_host
@@ -66,7 +67,7 @@ def test_no_folklore_in_any_plan(host):
 
 def test_set_wins_and_is_recorded_with_what_it_replaced():
     ov = Overrides.from_args(["NCCL_IB_TC=104", "NCCL_DEBUG=WARN"], [])
-    plan = build_plan(rail_host().build(), ov)
+    plan = build_plan(rail_host().build(), ov, qos=load_text("data:\n  dscp: 26\n", "qos.yml"))
     tc = plan.get("NCCL_IB_TC")
     assert (tc.value, tc.rule_id) == ("104", "override")
     assert tc.evidence["origin"] == "--set"
@@ -75,10 +76,10 @@ def test_set_wins_and_is_recorded_with_what_it_replaced():
 
 
 def test_unset_removes_and_is_recorded():
-    plan = build_plan(rail_host().build(), Overrides.from_args([], ["NCCL_IB_GID_INDEX"]))
-    assert plan.get("NCCL_IB_GID_INDEX") is None
-    assert plan.unset == [{"key": "NCCL_IB_GID_INDEX", "origin": "--unset", "rule_id": "nccl-ib-gid-index",
-                           "value": "3"}]
+    plan = build_plan(rail_host(2).build(), Overrides.from_args([], ["NCCL_IB_HCA"]))
+    assert plan.get("NCCL_IB_HCA") is None
+    assert plan.unset == [{"key": "NCCL_IB_HCA", "origin": "--unset", "rule_id": "nccl-ib-hca",
+                           "value": "=mlx5_0:1,mlx5_1:1"}]
 
 
 def test_unsetting_the_topology_file_drops_the_xml_too():
@@ -127,8 +128,9 @@ def test_unset_of_an_unplanned_key_is_a_note():
 
 def test_plan_dict_is_json_and_deterministic():
     f = rail_host().build()
-    a = json.dumps(build_plan(f).to_dict(), sort_keys=True)
-    b = json.dumps(build_plan(json.loads(json.dumps(f))).to_dict(), sort_keys=True)
+    qos = load_text("data:\n  dscp: 26\n", "qos.yml")
+    a = json.dumps(build_plan(f, qos=qos).to_dict(), sort_keys=True)
+    b = json.dumps(build_plan(json.loads(json.dumps(f)), qos=qos).to_dict(), sort_keys=True)
     assert a == b
     d = json.loads(a)
     assert d["env"]["NCCL_IB_TC"] == "106" and d["qos"]["traffic_class"] == 106

@@ -47,7 +47,9 @@ def test_format_to_stdout(tmp_path, root, capsys):
 
 def test_features_alone_plans(tmp_path, root, capsys):
     code, out, _ = run(capsys, "--root", str(root), "env", "--features", features_file(tmp_path))
-    assert code == 0 and "export NCCL_IB_TC='106'" in out
+    assert code == 0 and "export NCCL_IB_HCA='=mlx5_0:1," in out
+    # Without an explicit QoS plan or observed NIC QoS state, no traffic class is guessed.
+    assert "NCCL_IB_TC" not in out
 
 
 def test_out_file_written_atomically_with_topology_next_to_it(tmp_path, root, capsys):
