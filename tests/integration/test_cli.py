@@ -64,8 +64,8 @@ def test_unexpected_errors_have_no_traceback_unless_debug(monkeypatch, capsys):
 
 
 def test_plain_machine_says_plainly_there_is_nothing_to_tune(tmp_path):
-    # An empty root: no PCI, no GPU, no RDMA. The probe still answers, with reasons.
-    (tmp_path / "sys").mkdir()
+    # A sysfs with nothing in it: no PCI, no GPU, no RDMA. The probe still answers, with reasons.
+    (tmp_path / "sys" / "class").mkdir(parents=True)
     code, env = rocetune_json("probe", "--root", str(tmp_path))
     assert code == 0
     f = env["data"]["features"]

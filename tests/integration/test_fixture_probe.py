@@ -125,7 +125,10 @@ def test_numa_node_and_pci_parent_agree_with_hwloc(host, features):
         hw = view.get(d["bdf"])
         assert hw is not None, f"hwloc does not see {d['bdf']}"
         assert hw["parent"] == d["parent"], d["bdf"]
-        if hw["numa"] is not None:
+        single = len(f["host"]["numa_nodes"]) <= 1
+        if hw["numa"] is not None and not (single and d["numa_node"] is None):
+            # On a one-node host hwloc puts a device with numa_node -1 on node 0; the probe keeps
+            # "unknown", which the rest of rocetune reads as that one node (model.vocab.path_type).
             assert hw["numa"] == d["numa_node"], d["bdf"]
         checked += 1
     assert checked == sum(1 for d in f["pci"]["devices"] if d["kind"] in ("gpu", "nic"))

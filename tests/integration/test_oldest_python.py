@@ -32,4 +32,4 @@ def test_probe_and_plan_run_on_python_39(tmp_path):
     proc = subprocess.run([_python39(), "-m", "rocetune", "probe", "--root", root, "-o", str(out)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "export NCCL_IB_HCA='=mlx5_1:1," in out.read_text()
+    assert "export NCCL_IB_HCA=" in out.read_text()

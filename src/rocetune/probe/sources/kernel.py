@@ -113,6 +113,7 @@ def _libibverbs(ctx: ProbeContext) -> Optional[dict]:
                     best = (release, f"{d}/{name}")
     if best is None:
         return None
+    ctx.root.exists(best[1])  # a capture keeps the name, not the library
     return {"rdma_core": best[0], "path": best[1]}
 
 
