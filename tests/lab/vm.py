@@ -32,6 +32,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -62,6 +63,8 @@ READY_TIMEOUT_KVM = 90.0
 ACCEL_PROBE_TIMEOUT = 30.0
 CONSOLE_TAIL = 25  # console lines quoted when a VM does not come up
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# The console line that usually says why a boot failed, quoted first in the error.
+NOTABLE = re.compile(r"Kernel panic|ALERT!|emergency mode|Failed to start|FAILED|not found")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -509,7 +512,7 @@ def _taps(i: int) -> List[Tuple[str, str, int]]:
 def _start_repo_server(img: vm_image.Image) -> None:
     log = open(STATE_DIR / "repo.log", "wb")
     with log:
-        subprocess.Popen(["python3", "-m", "http.server", "--bind", CONTROLLER_IP,
+        subprocess.Popen([sys.executable, "-m", "http.server", "--bind", CONTROLLER_IP,
                           "--directory", str(img.repo), str(REPO_PORT)],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True)
@@ -568,7 +571,19 @@ def console_tail(name: str, lines: int = CONSOLE_TAIL) -> List[str]:
     except OSError:
         return []
     text = ANSI_ESCAPE.sub("", text.replace("\r", ""))
-    return [ln.rstrip() for ln in text.splitlines() if ln.strip()][-lines:]
+    out: List[str] = []
+    repeats = 0
+    for line in (ln.rstrip() for ln in text.splitlines() if ln.strip()):
+        if out and line == out[-1]:
+            repeats += 1
+            continue
+        if repeats:
+            out.append(f"(the line above {repeats} more times)")
+            repeats = 0
+        out.append(line)
+    if repeats:
+        out.append(f"(the line above {repeats} more times)")
+    return out[-lines:]
 
 
 def _wait_one(name: str, ip: str, t0: float, limit: float) -> Tuple[Optional[str], float]:
@@ -619,9 +634,11 @@ def _wait_ready(info: VMInfo, started: Dict[str, float], limit: float) -> Dict[s
             for line in console_tail(name):
                 lab._log(f"{name} console: {line}")
         more = f" (and {len(problems) - 1} more VMs)" if len(problems) > 1 else ""
+        notable = [ln for ln in tail if NOTABLE.search(ln)][:1]
+        shown = notable + [ln for ln in tail[-6:] if ln not in notable]
         raise lab.LabError(f"{first} did not come up under {info.accel.upper()}: "
                            f"{problems[first]}{more}; console tail: "
-                           + (" | ".join(tail[-8:]) or "(empty)"))
+                           + (" | ".join(shown) or "(empty)"))
     return {n: round(secs, 1) for n, (_, secs) in results.items()}
 
 
