@@ -39,14 +39,15 @@ def host_features(root: str, features_path: Optional[str] = None) -> dict:
     return collect_features(root)
 
 
-def qos_plan(root: str, path: Optional[str] = None) -> QosPlan:
-    """--qos FILE, else /etc/rocetune/qos.yml under the root, else the built-in defaults."""
+def qos_plan(root: str, path: Optional[str] = None, fallback: bool = True) -> Optional[QosPlan]:
+    """--qos FILE, else /etc/rocetune/qos.yml under the root, else the built-in defaults (or None
+    without `fallback`)."""
     if path:
         return load_file(path)
     host = HostRoot(root or "/")
     text = host.read_text(QOS_DEFAULT_PATH)
     if text is None:
-        return default_plan()
+        return default_plan() if fallback else None
     where = QOS_DEFAULT_PATH if host.is_live else host.host_path(QOS_DEFAULT_PATH)
     return load_text(text, where)
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Optional
 
 FORMATS = ("sh", "nccl-conf", "systemd", "docker", "deepspeed", "k8s", "json")
+# What `rocetune lint` reads: every format written, plus job scripts' relatives.
+PARSE_FORMATS = FORMATS + ("dockerfile", "markdown")
 
 
 def default_format_for(path: Optional[str]) -> str:

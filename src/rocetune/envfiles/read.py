@@ -26,13 +26,12 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from ..nccl.conf import conf_lines
+from . import PARSE_FORMATS
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _RULE_RE = re.compile(r"^\s*rule:\s*([A-Za-z0-9_.-]+)")
 _FORMAT_RE = re.compile(r"rocetune .*\bformat: ([a-z-]+)")
-PARSE_FORMATS = ("sh", "nccl-conf", "systemd", "docker", "deepspeed", "k8s", "json", "dockerfile",
-                 "markdown")
 
 
 @dataclass

@@ -17,11 +17,9 @@ import argparse
 from typing import List, Optional, Tuple
 
 from ...errors import ExitCode, RocetuneError
+from ...envfiles import PARSE_FORMATS
 from ..result import Result
 
-QOS_DEFAULT_PATH = "/etc/rocetune/qos.yml"
-PARSE_FORMATS = ("sh", "nccl-conf", "systemd", "docker", "deepspeed", "k8s", "json", "dockerfile",
-                 "markdown")
 
 NAME = "lint"
 ORDER = 40
@@ -34,7 +32,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="read every FILE in this dialect (default auto: each file as its content "
                         "shows, its name breaking ties)")
     p.add_argument("--qos", metavar="FILE",
-                   help=f"QoS plan to check traffic classes against (default: {QOS_DEFAULT_PATH} under "
+                   help=f"QoS plan to check traffic classes against (default: /etc/rocetune/qos.yml under "
                         "--root when present; otherwise no QoS check)")
     p.add_argument("--features", metavar="FILE",
                    help="Features of the target host (rocetune probe --json): check RDMA device, port "
@@ -68,18 +66,10 @@ def host_names(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> Result:
-    from ...hostfs import HostRoot
+    from ... import app
     from ...lint.checks import lint_paths
-    from ...model.qos import load_file, load_text
 
-    root = HostRoot(args.root)
-    qos = None
-    if args.qos:
-        qos = load_file(args.qos)
-    else:
-        text = root.read_text(QOS_DEFAULT_PATH)
-        if text is not None:
-            qos = load_text(text, root.host_path(QOS_DEFAULT_PATH))
+    qos = app.qos_plan(args.root, args.qos, fallback=False)
     host, host_source = host_names(args)
     report = lint_paths(args.files, args.format, qos, host)
     if not report.read:
