@@ -8,6 +8,7 @@ Both can record what was touched, which is how `rocetune capture` writes exactly
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import Dict, List, Optional, Sequence, Set
@@ -16,6 +17,7 @@ from .errors import HostReadError
 
 MAX_READ_BYTES = 4 << 20
 _MAX_LINK_HOPS = 40
+_OPEN_LEAF = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
 
 
 class Recorder:
@@ -56,7 +58,7 @@ class HostRoot:
     # --- links -------------------------------------------------------------------------------
     def realpath(self, path: str) -> str:
         """Resolve symlinks the way the host would, staying inside the root."""
-        norm = os.path.normpath(path)
+        norm = _normpath(path)
         return "/" if norm == "/" else self._real(norm, 0)
 
     def _real(self, path: str, hops: int) -> str:
@@ -65,25 +67,37 @@ class HostRoot:
         hit = self._resolved.get(path)
         if hit is not None:
             return hit
-        parent, name = os.path.split(path)
-        real_parent = "/" if parent == "/" else self._real(parent, hops)
-        candidate = real_parent.rstrip("/") + "/" + name
+        parent, _, name = path.rpartition("/")
+        real_parent = self._real(parent, hops) if parent else "/"
+        candidate = (real_parent + "/" + name) if real_parent != "/" else "/" + name
         real = self._join(candidate)
-        if hops < _MAX_LINK_HOPS and os.path.islink(real):
-            if self.recorder is not None:
-                self.recorder.links.add(candidate)
-            target = os.readlink(real)
-            # real_parent has no links left in it, so ".." in the target can be folded lexically.
-            result = self._real(os.path.normpath(os.path.join(real_parent, target)), hops + 1)
-        else:
-            result = candidate
+        result = candidate
+        if hops < _MAX_LINK_HOPS:
+            try:
+                is_link = stat.S_ISLNK(os.lstat(real).st_mode)
+            except (OSError, ValueError):
+                is_link = False
+            if is_link:
+                if self.recorder is not None:
+                    self.recorder.links.add(candidate)
+                target = os.readlink(real)
+                # real_parent has no links left in it, so ".." in the target can be folded lexically.
+                result = self._real(_normpath(os.path.join(real_parent, target)), hops + 1)
         self._resolved[path] = result
         return result
 
+    def _leaf(self, path: str) -> str:
+        """The host path of `path` with every directory above it resolved, the last part as is."""
+        norm = _normpath(path)
+        parent, _, name = norm.rpartition("/")
+        if not parent:
+            return norm
+        real_parent = self._real(parent, 0)
+        return (real_parent + "/" + name) if real_parent != "/" else "/" + name
+
     def readlink(self, path: str) -> Optional[str]:
         try:
-            parent, name = os.path.split(os.path.normpath(path))
-            target = os.readlink(self._join(self.realpath(parent).rstrip("/") + "/" + name))
+            target = os.readlink(self._join(self._leaf(path)))
         except OSError:
             return None
         self._note_link(path)
@@ -97,47 +111,58 @@ class HostRoot:
     # --- queries -------------------------------------------------------------------------------
     def exists(self, path: str) -> bool:
         """Whether a path exists (without following a final symlink)."""
-        parent, name = os.path.split(os.path.normpath(path))
-        real = self._join(self.realpath(parent).rstrip("/") + "/" + name)
-        ok = os.path.lexists(real)
-        if ok and self.recorder is not None:
-            if os.path.islink(real):
-                self._note_link(path)
+        leaf = self._leaf(path)
+        try:
+            mode = os.lstat(self._join(leaf)).st_mode
+        except (OSError, ValueError):
+            return False
+        if self.recorder is not None:
+            if stat.S_ISLNK(mode):
+                self.recorder.links.add(leaf)
             else:
                 self.recorder.present.add(self.realpath(path))
-        return ok
+        return True
 
     def is_dir(self, path: str) -> bool:
-        return os.path.isdir(self.host_path(self.realpath(path)))
+        return os.path.isdir(self._join(self.realpath(path)))
 
     def listdir(self, path: str) -> List[str]:
         """Sorted entries of a directory; [] when it is missing or unreadable."""
-        real = self.host_path(self.realpath(path))
+        real = self.realpath(path)
         try:
-            names = sorted(os.listdir(real))
+            names = sorted(os.listdir(self._join(real)))
         except OSError:
             return []
         if self.recorder is not None:
-            self.recorder.dirs[self.realpath(path)] = names
+            self.recorder.dirs[real] = names
         return names
 
     def read_text(self, path: str, max_bytes: int = MAX_READ_BYTES) -> Optional[str]:
         """Text of a file; None when it does not exist. Raises HostReadError when unusable."""
-        real_host = self.realpath(path)
+        # The directories above the file are resolved (and cached); the file itself is opened
+        # with O_NOFOLLOW, so the common case -- a plain file -- costs one open and no lstat.
+        # A file that is a symlink (ELOOP) is resolved in full and opened again.
+        real_host = self._leaf(path)
         try:
             # O_NONBLOCK: opening a FIFO must not hang the probe; fstat below refuses it.
-            fd = os.open(self._join(real_host), os.O_RDONLY | os.O_NONBLOCK)
+            fd = os.open(self._join(real_host), _OPEN_LEAF)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise HostReadError(path, exc.strerror or str(exc)) from None
+            if exc.errno != errno.ELOOP:
+                raise HostReadError(path, exc.strerror or str(exc)) from None
+            real_host = self.realpath(path)
+            try:
+                fd = os.open(self._join(real_host), os.O_RDONLY | os.O_NONBLOCK)
+            except FileNotFoundError:
+                return None
+            except OSError as exc2:
+                raise HostReadError(path, exc2.strerror or str(exc2)) from None
         try:
-            mode = os.fstat(fd).st_mode
-            if stat.S_ISDIR(mode):
-                raise HostReadError(path, "is a directory")
-            if not stat.S_ISREG(mode):
-                raise HostReadError(path, "not a regular file")
-            data = _read_capped(fd, max_bytes)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise HostReadError(path, "is a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+            data = _read_capped(fd, max_bytes, st.st_size)
         except OSError as exc:
             raise HostReadError(path, exc.strerror or str(exc)) from None
         finally:
@@ -157,13 +182,24 @@ class HostRoot:
     def _note_link(self, path: str) -> None:
         if self.recorder is not None:
             # Keyed by the link's real location, so a capture never nests a path under a symlink.
-            parent, name = os.path.split(os.path.normpath(path))
-            self.recorder.links.add(os.path.join(self.realpath(parent), name))
+            self.recorder.links.add(self._leaf(path))
 
 
-def _read_capped(fd: int, max_bytes: int) -> bytes:
+def _normpath(path: str) -> str:
+    """os.path.normpath, skipped for the paths callers build (already normal)."""
+    if "//" in path or "/." in path or path.endswith("/") or not path.startswith("/"):
+        return os.path.normpath(path)
+    return path
+
+
+def _read_capped(fd: int, max_bytes: int, size: int = 0) -> bytes:
     # Small reads: procfs sysctl handlers refuse one huge read() with ENOMEM.
-    chunks, total = [], 0
+    chunk = os.read(fd, 65536)
+    # A file that gave all its stat size at once is done (a sysfs attribute says 4096 and never
+    # holds more; procfs says 0 and is read until EOF).
+    if not chunk or len(chunk) == size:
+        return chunk
+    chunks, total = [chunk], len(chunk)
     while total <= max_bytes:
         chunk = os.read(fd, 65536)
         if not chunk:

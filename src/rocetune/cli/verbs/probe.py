@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> Result:
     findings = report.all_findings(features, plan)
     data = {"features": features, "findings": [f.to_dict() for f in findings],
             "plan": plan.to_dict()}
-    human = host_summary(features, verbose=args.verbose) + findings_text(findings)
+    # --json prints the envelope alone: the human summary of a large host is not worth building.
+    human = "" if args.json else host_summary(features, verbose=args.verbose) + findings_text(findings)
     result = Result(command=NAME, data=data, human=human,
                     warnings=report.stderr_lines(features, plan, findings_too=wants_env and not out))
     if not wants_env:

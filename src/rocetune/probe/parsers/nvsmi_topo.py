@@ -60,6 +60,10 @@ _ATTR_KEYS = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity", 
 _HEADER_STOP = frozenset({"CPU", "NUMA", "GPU", "Affinity", "ID"})
 
 
+# Cells that need no check, mapped to one shared string each: a 530-column matrix has 280k cells.
+_PLAIN_CELLS = {t: t for t in KNOWN_PATHS}
+
+
 def _is_path_token(token: str) -> bool:
     return token == "X" or token in KNOWN_PATHS or token in LEGACY_PATHS or bool(_NV_RE.match(token))
 
@@ -71,7 +75,7 @@ def _is_other_nic(token: str) -> bool:
 
 def _is_header(line: str, strict: bool = False) -> bool:
     """Whether a line is the matrix header. Strict: only with a second GPU/NIC/CPU/NUMA token."""
-    tokens = line.split()
+    tokens = line.split(None, 2)  # the first two tokens decide; a matrix row has hundreds
     if not tokens or not _GPU_RE.match(tokens[0]):
         return False
     indented = line[:1] in (" ", "\t")
@@ -222,6 +226,8 @@ def parse_topo_matrix(text: str) -> dict:
     rows_done = False
     row_count = 0
     legacy_seen = False
+    plain_get = _PLAIN_CELLS.get
+    interned: Dict[str, str] = {}  # NV18 and the like: one string per distinct value
 
     for line in lines[start + 1:]:
         legend_match = _NIC_LEGEND_RE.match(line)
@@ -263,6 +269,10 @@ def parse_topo_matrix(text: str) -> dict:
         row: Dict[str, str] = {}
         missing = 0
         for col, value in zip(header.columns, link_cells):
+            plain = plain_get(value)
+            if plain is not None and col is not None:
+                row[col] = plain
+                continue
             if col is None:
                 continue
             if value == "":
@@ -278,7 +288,7 @@ def parse_topo_matrix(text: str) -> dict:
             elif not _is_path_token(value):
                 add_warning(warnings, f"row {label}, column {col}: unknown link type "
                                       f"{snippet(value, 20)} kept as printed")
-            row[col] = value
+            row[col] = interned.setdefault(value, value)
         if len(link_cells) < header.ndev:
             add_warning(warnings, f"row {label}: {len(link_cells)} of {header.ndev} link cells (cut off?)")
         if missing:
@@ -344,6 +354,8 @@ def parse_topo_matrix(text: str) -> dict:
     for label in sorted(set(legend) - set(nic_labels), key=lambda s: int(s[3:])):
         add_warning(warnings, f"NIC legend names {label} ({legend[label]}), which has no column")
 
+    if _all_symmetric(links):
+        return {"gpus": gpus, "nics": nics, "links": links, "warnings": warnings}
     reported = set()
     for a in sorted(links):
         for b, value in sorted(links[a].items()):
@@ -354,6 +366,17 @@ def parse_topo_matrix(text: str) -> dict:
                 add_warning(warnings, f"{a}-{b} is {value} one way and {back} the other")
 
     return {"gpus": gpus, "nics": nics, "links": links, "warnings": warnings}
+
+
+def _all_symmetric(links: Dict[str, Dict[str, str]]) -> bool:
+    """Whether every cell that has a counterpart (b's row, a's column) agrees with it."""
+    empty: Dict[str, str] = {}
+    get = links.get
+    for a, row in links.items():
+        for b, value in row.items():
+            if get(b, empty).get(a, value) != value:
+                return False
+    return True
 
 
 def _nv_count(value: Optional[str]) -> Optional[int]:

@@ -52,6 +52,9 @@ def parse_gid(text: str) -> Optional[ipaddress.IPv6Address]:
         return None
 
 
+ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"  # how sysfs prints an unused GID entry
+
+
 def _gids(ctx: ProbeContext, dev: str, port_dir: str) -> List[dict]:
     entries = []
     unreadable_types = 0
@@ -59,7 +62,7 @@ def _gids(ctx: ProbeContext, dev: str, port_dir: str) -> List[dict]:
         if not name.isdigit():
             continue
         raw = ctx.attr(f"{port_dir}/gids/{name}")
-        if raw is None:
+        if raw is None or raw == ZERO_GID:  # most of a GID table is unused: no parse for those
             continue
         gid = parse_gid(raw)
         if gid is None:
