@@ -201,7 +201,9 @@ def test_apt_in_a_vm_installs_from_the_controllers_repository(vms):
                             "--no-install-recommends rdmacm-utils 2>&1").stdout
     assert re.search(r"^Get:\d+ http://198\.18\.1\.1:8088 \./ Packages ", out, re.M), out
     assert re.search(r"^Get:\d+ http://198\.18\.1\.1:8088 \./ rdmacm-utils ", out, re.M), out
-    assert "Err:" not in out and "W: " not in out, out
+    assert "1 reinstalled" in out, out
+    # apt asks for Packages.xz, .gz, ... first; the flat repository has the plain file only.
+    assert not re.search(r"^[EW]: ", out, re.M), out
 
 
 def test_softroce_script_is_idempotent_and_labelled(vms):
