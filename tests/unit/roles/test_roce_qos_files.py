@@ -1,0 +1,30 @@
+"""roce_qos's one-call writer of the boot unit's files: only what differs, atomically, with diffs."""
+
+from __future__ import annotations
+
+import os
+
+from tests.unit.roles import load_module_utils
+
+F = load_module_utils("roce_qos", "roce_qos_files")
+
+
+def test_files_and_link_are_written_once_then_left_alone(tmp_path):
+    unit = tmp_path / "system" / "rocetune-qos.service"
+    files = [{"path": str(unit), "content": "[Unit]\n", "mode": "0644"},
+             {"path": str(tmp_path / "lib" / "s.py"), "content": "print(1)\n", "mode": "0644"}]
+    links = [{"path": str(tmp_path / "system" / "multi-user.target.wants" / "rocetune-qos.service"), "src": str(unit)}]
+    changes, diffs = F.plan_files(files, links)
+    assert len(changes) == 3 and diffs[0]["after"] == "[Unit]\n" and diffs[0]["before"] == ""
+    F.apply_changes(changes)
+    assert unit.read_text() == "[Unit]\n" and oct(unit.stat().st_mode & 0o777) == "0o644"
+    assert os.readlink(links[0]["path"]) == str(unit)
+    assert F.plan_files(files, links) == ([], [])
+    unit.write_text("[Unit]\nedited\n")
+    changes, diffs = F.plan_files(files, links)
+    assert [c[1]["path"] for c in changes] == [str(unit)]
+    assert diffs[0]["before"] == "[Unit]\nedited\n"
+    os.chmod(unit, 0o600)
+    F.apply_changes(F.plan_files(files, links)[0])
+    assert unit.read_text() == "[Unit]\n" and oct(unit.stat().st_mode & 0o777) == "0o644"
+    assert not [p for p in os.listdir(unit.parent) if p.startswith(".")]  # no temp files left
