@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 from .errors import ExitCode, RocetuneError
-from .fsutil import atomic_write
 from .hostfs import HostRoot
 from .model.features import load as load_features_file
 from .model.plan import Overrides, Plan
@@ -61,16 +60,19 @@ def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[
     a warning goes to `warn(message)` (default: printed on stderr). Names NCCL does not read are
     left to the plan's own check, which records them as plan warnings.
     """
+    base = Overrides.from_file(config) if config else Overrides()
+    merged = base.merged(Overrides.from_args(sets, unsets))
+    if merged.empty:
+        return None
     import sys
 
+    # lint's checks (and the env file readers under them) only when there is a value to check
     from .lint.checks import check_assignment
     from .text import printable
 
     def stderr_warning(message: str) -> None:
         sys.stderr.write(f"rocetune: warning: {printable(message)}\n")
 
-    base = Overrides.from_file(config) if config else Overrides()
-    merged = base.merged(Overrides.from_args(sets, unsets))
     for key, (value, origin) in sorted(merged.set.items()):
         found = check_assignment(key, value)
         errors = [f for f in found if f.severity == "error"]
@@ -82,7 +84,7 @@ def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[
         for f in found:
             if f.severity == "warning" and f.id != "unknown-name":
                 (warn or stderr_warning)(f"{where}: {f.message}" + (f" (fix: {f.fix})" if f.fix else ""))
-    return None if merged.empty else merged
+    return merged
 
 
 @dataclass
@@ -145,6 +147,8 @@ def write_env(result: EnvResult, fmt: str, path: str) -> List[str]:
     for target, _ in targets:
         _check_writable(target)
     written = []
+    from .fsutil import atomic_write  # tempfile and friends: only when something is written
+
     for target, content in targets:
         try:
             atomic_write(target, content, 0o644)

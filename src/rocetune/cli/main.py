@@ -15,7 +15,35 @@ from ..text import printable
 from .result import Result, dumps, error_result
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, with the width found without importing shutil (and the archive
+    modules it pulls in): argparse builds a formatter for every option it registers."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: Optional[int] = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         width if width is not None else _terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """What shutil.get_terminal_size().columns says: $COLUMNS, else the terminal, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # argparse would print usage and exit 2 itself
         raise RocetuneError(message, hint=f"see '{self.prog} --help'", code=ExitCode.USAGE)
 

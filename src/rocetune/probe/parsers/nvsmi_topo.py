@@ -37,6 +37,7 @@ read plus warnings; ParseError is raised only when no matrix header is found at 
 from __future__ import annotations
 
 import re
+from itertools import repeat
 from typing import Dict, List, Optional, Tuple
 
 from ...errors import ParseError
@@ -58,10 +59,6 @@ _ATTR_VALUE_RE = re.compile(r"^(?:\d[\d,\-]*|N/A)$")
 _ATTR_NAMES_RE = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID")
 _ATTR_KEYS = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity", "GPU NUMA ID": "gpu_numa_id"}
 _HEADER_STOP = frozenset({"CPU", "NUMA", "GPU", "Affinity", "ID"})
-
-
-# Cells that need no check, mapped to one shared string each: a 530-column matrix has 280k cells.
-_PLAIN_CELLS = {t: t for t in KNOWN_PATHS}
 
 
 def _is_path_token(token: str) -> bool:
@@ -158,14 +155,17 @@ class _Header:
 
 
 def _split_row(line: str, header: _Header) -> Tuple[str, List[str], List[str], bool]:
-    """(raw label, link cells, remaining cells, tab-separated?) of one matrix row."""
+    """(raw label, link cells, remaining cells, tab-separated?) of one matrix row.
+
+    Link cells of a tab-separated row are left unstripped (" X "): _Cells strips the few that
+    are not a plain path type, which saves a copy of every cell of a large matrix."""
     if "\t" in line:
         cells = line.split("\t")
         while len(cells) > 1 and not cells[0].strip():
             cells.pop(0)
         label = cells[0].strip()
-        values = [c.strip() for c in cells[1:]]
-        return label, values[: header.ndev], values[header.ndev:], True
+        end = header.ndev + 1
+        return label, cells[1:end], [c.strip() for c in cells[end:]], True
     tokens = line.split()
     label, values = tokens[0], tokens[1:]
     links: List[str] = []
@@ -174,6 +174,82 @@ def _split_row(line: str, header: _Header) -> Tuple[str, List[str], List[str], b
         links.append(values[i])
         i += 1
     return label, links, values[i:], False
+
+
+class _Cells:
+    """Turns the link cells of one row into {column: link type}, with the warnings they call for.
+
+    A 530-column matrix has 280k cells, nearly all a plain path type (NODE, SYS, NV18): those
+    are mapped to one shared string each and placed in C loops (map, dict(zip)); only the
+    others (the self marker, empty or unknown cells) are looked at one by one, in column order.
+    """
+
+    def __init__(self) -> None:
+        # raw cell text -> the shared string it stands for, for cells that need no check
+        self.plain: Dict[str, str] = {t: t for t in KNOWN_PATHS}
+        self.interned: Dict[str, str] = {}
+        self.legacy_seen = False
+
+    def row(self, label: str, columns: List[Optional[str]], raw: List[str],
+            warnings: List[str]) -> Tuple[Dict[str, str], int]:
+        plain = self.plain
+        values = list(map(plain.get, raw, raw))
+        if None in columns:  # a column the header named twice: cell by cell
+            row: Dict[str, str] = {}
+            missing = 0
+            for col, value in zip(columns, values):
+                if col is not None:
+                    kept = self._cell(label, col, value, warnings)
+                    if kept:
+                        row[col] = kept
+                    missing += kept == ""
+            return row, missing
+        row = dict(zip(columns, values))
+        odd = set(values).difference(plain)
+        if not odd:
+            return row, 0
+        where = sorted(i for v in odd for i in _positions(values, v))
+        missing = 0
+        for i in where:
+            col = columns[i]
+            kept = self._cell(label, col, values[i], warnings)
+            if kept:
+                row[col] = kept  # in place: the row keeps the column order
+            else:
+                del row[col]
+                missing += kept == ""
+        return row, missing
+
+    def _cell(self, label: str, col: str, raw: str, warnings: List[str]) -> Optional[str]:
+        """The link type of one cell; None for the self marker, "" for an empty cell."""
+        value = raw.strip()
+        if value == "":
+            return ""
+        if value == "X":
+            if col != label:
+                add_warning(warnings, f"row {label}: self marker X under column {col}")
+            return None
+        if value in LEGACY_PATHS:
+            value = LEGACY_PATHS[value]
+            self.legacy_seen = True
+        elif not _is_path_token(value):
+            add_warning(warnings, f"row {label}, column {col}: unknown link type "
+                                  f"{snippet(value, 20)} kept as printed")
+        else:
+            value = self.interned.setdefault(value, value)
+            if raw == value:
+                self.plain[raw] = value  # NV18 and the like: checked once, plain from now on
+        return self.interned.setdefault(value, value)
+
+
+def _positions(values: List[str], value: str) -> List[int]:
+    out, i = [], -1
+    try:
+        while True:
+            i = values.index(value, i + 1)
+            out.append(i)
+    except ValueError:
+        return out
 
 
 def _tab_attrs(rest: List[str], nattr: int) -> List[str]:
@@ -225,9 +301,7 @@ def parse_topo_matrix(text: str) -> dict:
     legend_seen = False
     rows_done = False
     row_count = 0
-    legacy_seen = False
-    plain_get = _PLAIN_CELLS.get
-    interned: Dict[str, str] = {}  # NV18 and the like: one string per distinct value
+    cells = _Cells()
 
     for line in lines[start + 1:]:
         legend_match = _NIC_LEGEND_RE.match(line)
@@ -266,29 +340,7 @@ def parse_topo_matrix(text: str) -> dict:
         if label not in header.columns:
             add_warning(warnings, f"row {raw_label} has no column in the header")
         row_count += 1
-        row: Dict[str, str] = {}
-        missing = 0
-        for col, value in zip(header.columns, link_cells):
-            plain = plain_get(value)
-            if plain is not None and col is not None:
-                row[col] = plain
-                continue
-            if col is None:
-                continue
-            if value == "":
-                missing += 1
-                continue
-            if value == "X":
-                if col != label:
-                    add_warning(warnings, f"row {label}: self marker X under column {col}")
-                continue
-            if value in LEGACY_PATHS:
-                value = LEGACY_PATHS[value]
-                legacy_seen = True
-            elif not _is_path_token(value):
-                add_warning(warnings, f"row {label}, column {col}: unknown link type "
-                                      f"{snippet(value, 20)} kept as printed")
-            row[col] = interned.setdefault(value, value)
+        row, missing = cells.row(label, header.columns, link_cells, warnings)
         if len(link_cells) < header.ndev:
             add_warning(warnings, f"row {label}: {len(link_cells)} of {header.ndev} link cells (cut off?)")
         if missing:
@@ -314,7 +366,7 @@ def parse_topo_matrix(text: str) -> dict:
 
     if row_count == 0:
         add_warning(warnings, "no matrix rows after the header (output cut off?)")
-    if legacy_seen:
+    if cells.legacy_seen:
         add_warning(warnings, "old nvidia-smi: SOC reported as SYS")
 
     gpu_labels = [c for c in header.columns if c and c.startswith("GPU")]
@@ -369,13 +421,16 @@ def parse_topo_matrix(text: str) -> dict:
 
 
 def _all_symmetric(links: Dict[str, Dict[str, str]]) -> bool:
-    """Whether every cell that has a counterpart (b's row, a's column) agrees with it."""
+    """Whether every cell that has a counterpart (b's row, a's column) agrees with it.
+
+    Row by row in C loops (map): the counterpart of a missing cell is the cell itself."""
     empty: Dict[str, str] = {}
     get = links.get
     for a, row in links.items():
-        for b, value in row.items():
-            if get(b, empty).get(a, value) != value:
-                return False
+        values = list(row.values())
+        others = map(get, row, repeat(empty))
+        if list(map(dict.get, others, repeat(a), values)) != values:
+            return False
     return True
 
 
