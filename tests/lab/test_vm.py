@@ -278,9 +278,6 @@ def test_probe_plans_the_fabric_rxe_devices_for_nccl(vms, probed):
         assert env["NCCL_SOCKET_IFNAME"] == "=ens3", name
 
 
-@pytest.mark.xfail(strict=True, reason="a replayed capture of a VM adds the finding "
-                   "'software-rdma-device ... rxe0 on ?, rxe1 on ?, rxe2 on ?' that the live "
-                   "probe does not report: the capture misses what names an rxe device's netdev")
 def test_capture_replays_to_the_same_features(vms, probed, tmp_path):
     rocetune("vm01", "capture -o /tmp/vm01.tar.gz")
     live = copy.deepcopy(probed["vm01"]["features"])
