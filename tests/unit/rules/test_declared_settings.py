@@ -30,10 +30,20 @@ def test_nccl_conf_is_read_as_nccl_reads_it(tmp_path):
 
 def test_rocetunes_own_nccl_conf_is_not_a_declaration(tmp_path):
     d = probe_root(tmp_path, {"/etc/nccl.conf": "# rocetune 0.1.0 format: nccl-conf\nNCCL_IB_TC=106\n"})
-    assert d["files"][0]["values"] == {} and "rocetune" in d["files"][0]["ignored"]
+    assert d["files"] == []
     f = rail_host(1).build()
     f["declared"] = d
     assert "NCCL_IB_TC" not in plan_of(f).env
+
+
+def test_the_owners_file_kept_by_the_role_stays_the_declaration(tmp_path):
+    """Before and after rocetune replaced /etc/nccl.conf the Features are the same: the rerun
+    plans exactly what the first run did (idempotence), and the owner's values survive."""
+    vendor = "NCCL_IB_TC=41\nNCCL_IB_SL=0\n"
+    before = probe_root(tmp_path / "a", {"/etc/nccl.conf": vendor})
+    after = probe_root(tmp_path / "b", {"/etc/nccl.conf": "# rocetune 0.1.0 format: nccl-conf\nNCCL_IB_TC=41\n",
+                                        "/etc/nccl.conf.rocetune-orig": vendor})
+    assert before == after and after["files"][0]["values"] == {"NCCL_IB_SL": "0", "NCCL_IB_TC": "41"}
 
 
 def test_gib_env_script_beats_nccl_conf_and_plugin_names_are_left_out(tmp_path):

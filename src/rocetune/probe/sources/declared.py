@@ -3,8 +3,9 @@
 Read through the root, never executed:
 
 * `/etc/nccl.conf`, as NCCL reads it (rocetune.nccl.conf: first `=` splits, no trimming, `#`
-  lines skipped) -- unless it is rocetune's own rendering (first line `# rocetune `), which holds
-  nothing the owner declared;
+  lines skipped) -- unless it is rocetune's own rendering (first line `# rocetune `); then the
+  owner's original that the rocetune_env role kept (`/etc/nccl.conf.rocetune-orig`) is the
+  declaration, and without one there is none;
 * vendor net-plugin env files that jobs source: GCP's gIB `/usr/local/gib/scripts/set_nccl_env.sh`
   and TCPXO `/var/lib/tcpxo/lib64/nccl-env-profile.sh` (`export NAME=value` lines);
 * vendor NCCL topology files: `/opt/microsoft/<shape>/topo.xml` (Azure HPC images) and the file an
@@ -24,6 +25,8 @@ from ...hostfs import ProbeContext
 from ...nccl.conf import SYSTEM_CONF, conf_values
 
 ROCETUNE_HEADER = "# rocetune "
+# Where the rocetune_env role keeps an owner's nccl.conf before replacing it (its module says so too).
+OWNER_BACKUP_SUFFIX = ".rocetune-orig"
 ENV_SCRIPTS = (
     ("/usr/local/gib/scripts/set_nccl_env.sh", "gcp-gib"),
     ("/var/lib/tcpxo/lib64/nccl-env-profile.sh", "gcp-tcpxo"),
@@ -58,8 +61,12 @@ def _file(ctx: ProbeContext, path: str, kind: str) -> Optional[dict]:
         return None
     if kind == "nccl-conf":
         if text.startswith(ROCETUNE_HEADER):
-            return {"path": path, "kind": kind, "values": {},
-                    "ignored": "written by rocetune: not the owner's declaration"}
+            # rocetune's own rendering holds nothing the owner declared. The owner's file it
+            # replaced was kept by the rocetune_env role: that is still the declaration, under
+            # its own path, so a rerun plans exactly what the first run did.
+            text = ctx.text(path + OWNER_BACKUP_SUFFIX)
+            if text is None or text.startswith(ROCETUNE_HEADER):
+                return None
         values = conf_values(text)
     else:
         values = script_values(text)
