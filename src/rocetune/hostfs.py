@@ -159,10 +159,13 @@ class HostRoot:
             except OSError as exc2:
                 raise HostReadError(path, exc2.strerror or str(exc2)) from None
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise HostReadError(path, "is a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file")
-            data = _read_capped(fd, max_bytes, st.st_size)
+            if real_host.startswith("/sys/"):
+                data = _read_sysfs(fd, path, max_bytes)
+            else:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise HostReadError(path, _not_regular(st.st_mode))
+                data = _read_capped(fd, max_bytes, st.st_size)
         except OSError as exc:
             raise HostReadError(path, exc.strerror or str(exc)) from None
         finally:
@@ -192,11 +195,32 @@ def _normpath(path: str) -> str:
     return path
 
 
+def _not_regular(mode: int) -> str:
+    return "is a directory" if stat.S_ISDIR(mode) else "not a regular file"
+
+
+def _read_sysfs(fd: int, path: str, max_bytes: int) -> bytes:
+    """A sysfs attribute: it comes whole in one read when it is shorter than a page, and every
+    node of sysfs is a file, a directory or a link -- so no fstat, and no read to see EOF. An
+    empty read is checked (a FIFO in a copied tree reads as empty); a page or more reads on."""
+    try:
+        data = os.read(fd, 65536)
+    except IsADirectoryError:
+        raise HostReadError(path, "is a directory") from None
+    if not data:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise HostReadError(path, _not_regular(mode))
+        return data
+    if len(data) < 4096:
+        return data
+    return data + _read_capped(fd, max_bytes)
+
+
 def _read_capped(fd: int, max_bytes: int, size: int = 0) -> bytes:
     # Small reads: procfs sysctl handlers refuse one huge read() with ENOMEM.
     chunk = os.read(fd, 65536)
-    # A file that gave all its stat size at once is done (a sysfs attribute says 4096 and never
-    # holds more; procfs says 0 and is read until EOF).
+    # A file that gave all its stat size at once is done (procfs says 0: read until EOF).
     if not chunk or len(chunk) == size:
         return chunk
     chunks, total = [chunk], len(chunk)

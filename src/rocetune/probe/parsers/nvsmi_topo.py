@@ -189,11 +189,16 @@ class _Cells:
         self.plain: Dict[str, str] = {t: t for t in KNOWN_PATHS}
         self.interned: Dict[str, str] = {}
         self.legacy_seen = False
+        self.labels: List[str] = []  # rows with every cell, in order, and those cells as read
+        self.grid: List[Tuple[str, ...]] = []
 
     def row(self, label: str, columns: List[Optional[str]], raw: List[str],
             warnings: List[str]) -> Tuple[Dict[str, str], int]:
         plain = self.plain
-        values = list(map(plain.get, raw, raw))
+        values = tuple(map(plain.get, raw, raw))
+        if len(values) == len(columns):
+            self.labels.append(label)
+            self.grid.append(values)
         if None in columns:  # a column the header named twice: cell by cell
             row: Dict[str, str] = {}
             missing = 0
@@ -219,6 +224,11 @@ class _Cells:
                 del row[col]
                 missing += kept == ""
         return row, missing
+
+    def mirrored(self, columns: List[Optional[str]]) -> bool:
+        """Whether the cells as read are a symmetric matrix (rows in column order): then no
+        cell can disagree with its counterpart, which a C-level transpose shows at once."""
+        return self.labels == columns and self.grid == list(zip(*self.grid))
 
     def _cell(self, label: str, col: str, raw: str, warnings: List[str]) -> Optional[str]:
         """The link type of one cell; None for the self marker, "" for an empty cell."""
@@ -406,7 +416,7 @@ def parse_topo_matrix(text: str) -> dict:
     for label in sorted(set(legend) - set(nic_labels), key=lambda s: int(s[3:])):
         add_warning(warnings, f"NIC legend names {label} ({legend[label]}), which has no column")
 
-    if _all_symmetric(links):
+    if cells.mirrored(header.columns) or _all_symmetric(links):
         return {"gpus": gpus, "nics": nics, "links": links, "warnings": warnings}
     reported = set()
     for a in sorted(links):
