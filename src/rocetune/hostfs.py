@@ -38,6 +38,7 @@ class HostRoot:
         self.root = os.path.abspath(root)
         self.recorder = recorder
         self._resolved: Dict[str, str] = {}  # host path -> real host path
+        self._prefix = "" if self.root == "/" else self.root  # what a real host path is joined to
 
     @property
     def is_live(self) -> bool:
@@ -142,10 +143,17 @@ class HostRoot:
         # The directories above the file are resolved (and cached); the file itself is opened
         # with O_NOFOLLOW, so the common case -- a plain file -- costs one open and no lstat.
         # A file that is a symlink (ELOOP) is resolved in full and opened again.
-        real_host = self._leaf(path)
+        # _leaf, inlined: this runs for every file of a probe (20k on a large SR-IOV host).
+        norm = path if _is_normal(path) else os.path.normpath(path)
+        parent, _, name = norm.rpartition("/")
+        if parent:
+            real_parent = self._resolved.get(parent) or self._real(parent, 0)
+            real_host = (real_parent + "/" + name) if real_parent != "/" else "/" + name
+        else:
+            real_host = norm
         try:
             # O_NONBLOCK: opening a FIFO must not hang the probe; fstat below refuses it.
-            fd = os.open(self._join(real_host), _OPEN_LEAF)
+            fd = os.open(self._prefix + real_host if real_host != "/" else self._join("/"), _OPEN_LEAF)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -188,11 +196,14 @@ class HostRoot:
             self.recorder.links.add(self._leaf(path))
 
 
+def _is_normal(path: str) -> bool:
+    """Whether os.path.normpath would leave an absolute path as it is (the paths callers build)."""
+    return path[:1] == "/" and "//" not in path and "/." not in path and path[-1:] != "/"
+
+
 def _normpath(path: str) -> str:
     """os.path.normpath, skipped for the paths callers build (already normal)."""
-    if "//" in path or "/." in path or path.endswith("/") or not path.startswith("/"):
-        return os.path.normpath(path)
-    return path
+    return path if _is_normal(path) else os.path.normpath(path)
 
 
 def _not_regular(mode: int) -> str:
@@ -357,11 +368,14 @@ class ProbeContext:
 
     def attr(self, path: str) -> Optional[str]:
         """A sysfs attribute: stripped text, None when missing, empty or unreadable."""
-        text = self.text(path)
+        try:
+            text = self.root.read_text(path)
+        except HostReadError as exc:
+            self.warn(f"cannot read {exc.path}: {exc.reason}")
+            return None
         if text is None:
             return None
-        text = text.strip()
-        return text or None
+        return text.strip() or None
 
     def int_attr(self, path: str, base: int = 0) -> Optional[int]:
         text = self.attr(path)

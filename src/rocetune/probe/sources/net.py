@@ -35,11 +35,12 @@ def _quiet_int(ctx: ProbeContext, path: str) -> Optional[int]:
         return None
 
 
-def _kind(ctx: ProbeContext, name: str, real: str, dev_type: Optional[int], pci: Optional[str]) -> str:
+def _kind(ctx: ProbeContext, name: str, real: str, dev_type: Optional[int], pci: Optional[str],
+          bonding: bool) -> str:
     base = f"{NET}/{name}"
     if name == "lo" or dev_type == ARPHRD_LOOPBACK:
         return "loopback"
-    if ctx.root.exists(f"{base}/bonding"):
+    if bonding:
         return "bond"
     if ctx.root.exists(f"{base}/bridge"):
         return "bridge"
@@ -115,10 +116,13 @@ def probe(ctx: ProbeContext) -> dict:
         dev_type = ctx.int_attr(f"{base}/type")
         speed = _quiet_int(ctx, f"{base}/speed")
         carrier = _quiet_int(ctx, f"{base}/carrier")
-        slaves = (ctx.attr(f"{base}/bonding/slaves") or "").split()
+        # bonding/ is looked for once, and bonding/slaves read only where bonding/ can be
+        loopback = name == "lo" or dev_type == ARPHRD_LOOPBACK
+        bonding = not loopback and ctx.root.exists(f"{base}/bonding")
+        slaves = (ctx.attr(f"{base}/bonding/slaves") or "").split() if bonding or loopback else []
         interfaces.append({
             "name": name,
-            "kind": _kind(ctx, name, real, dev_type, pci),
+            "kind": _kind(ctx, name, real, dev_type, pci, bonding),
             "operstate": ctx.attr(f"{base}/operstate"),
             "carrier": None if carrier is None else bool(carrier),
             "mtu": ctx.int_attr(f"{base}/mtu"),
