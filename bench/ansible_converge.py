@@ -10,11 +10,12 @@ idempotent rerun (which must report changed=0), the floor a third time. Prints t
 and the ratios to the floor (the median of the three floor runs). Targets: rerun <= 2x floor,
 converge <= 3x floor. The lab goes down at the end (--keep leaves it up).
 
-Untimed: building the wheelhouse (a one-off on the controller) and one ping of every host
-(so that every timed run finds the same warm SSH master connections).
+Untimed: one facts run on every host (so that every timed run finds the same warm SSH master
+connections). By default it times the agent's roles (`--tags rocetune_agent,rocetune_env`);
+`--tags all` times the whole playbook.
 
 The lab is CPU-bound: every host shares this machine's cores, so node-side work (pip
-installing the wheelhouse, rocetune probing) adds up across hosts here, where a real cluster
+rocetune probing) adds up across hosts here, where a real cluster
 runs it in parallel on separate machines. The figures are for comparing runs on one machine.
 """
 
@@ -52,26 +53,21 @@ def say(msg: str) -> None:
     print(f"ansible_converge: {msg}", file=sys.stderr, flush=True)
 
 
-def build_wheelhouse() -> float:
-    start = time.monotonic()
-    helper = REPO / "roles" / "rocetune_agent" / "files" / "rocetune_wheelhouse.py"
-    subprocess.run([sys.executable, str(helper), "build", "--source", str(REPO), "--out", str(REPO / "wheelhouse")],
-                   check=True, stdout=subprocess.DEVNULL, timeout=600)
-    return time.monotonic() - start
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--hosts", type=int, default=16, help="lab hosts (default 16)")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     p.add_argument("--keep", action="store_true", help="leave the lab up afterwards")
+    p.add_argument("--tags", default="rocetune_agent,rocetune_env",
+                   help="site.yml's roles to time (default: the agent's two; 'all' for the whole playbook, "
+                        "bench/fabric_roles.py times the fabric roles)")
     args = p.parse_args()
     if os.geteuid() != 0:
         say("needs root (the lab makes network namespaces and mounts)")
         return 2
 
-    wheel_s = build_wheelhouse()
-    say(f"wheelhouse ready ({wheel_s:.1f}s, untimed); bringing up {args.hosts} lab hosts")
+    say(f"bringing up {args.hosts} lab hosts; timing site.yml --tags {args.tags}")
+    tag_args = () if args.tags == "all" else ("--tags", args.tags)
     tmp = Path(tempfile.mkdtemp(prefix="rocetune-bench-"))
     facts = tmp / "facts.yml"
     facts.write_text(FACTS_PLAY)
@@ -84,12 +80,12 @@ def main() -> int:
             say("the lab hosts do not answer Ansible:\n" + warm.explain())
             return 1
 
-        def timed(name: str, playbook: str) -> None:
+        def timed(name: str, playbook: str, *extra: str) -> None:
             seconds_file = tmp / f"{name}-{len(runs.get(name, []))}.json"
             env = ansible_env(ANSIBLE_CALLBACK_PLUGINS=str(REPO / "bench" / "callback_plugins"),
                               ANSIBLE_CALLBACKS_ENABLED="task_seconds",
                               ROCETUNE_TASK_SECONDS=str(seconds_file))
-            r = run_playbook(inv, tmp, playbook=playbook, env=env)
+            r = run_playbook(inv, tmp, *extra, playbook=playbook, env=env)
             if r.rc != 0:
                 raise SystemExit(f"ansible_converge: {name} failed:\n{r.explain()}")
             r.tasks = json.loads(seconds_file.read_text())["tasks"] if seconds_file.exists() else []
@@ -97,9 +93,9 @@ def main() -> int:
             say(f"{name:<9} {r.seconds:6.1f}s  changed={r.total('changed')}")
 
         timed("floor", str(facts))
-        timed("converge", "site.yml")
+        timed("converge", "site.yml", *tag_args)
         timed("floor", str(facts))
-        timed("rerun", "site.yml")
+        timed("rerun", "site.yml", *tag_args)
         timed("floor", str(facts))
     finally:
         if not args.keep:
