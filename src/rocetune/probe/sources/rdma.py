@@ -9,7 +9,6 @@ from typing import Dict, List, Optional
 from ...errors import ParseError
 from ...hostfs import HostReadError, ProbeContext
 from ...model.vocab import natural_key
-from ..parsers.ibstat import parse_ibstat, parse_ibstatus
 from ..parsers.ibv_devinfo import parse_ibv_devinfo
 from .pci import BDF_RE
 
@@ -131,8 +130,22 @@ def _port_netdev(ctx: ProbeContext, dev_base: str, port: int, gids: List[dict],
 # Recorded tool outputs that say which RDMA devices a host has when its sysfs is not at hand
 # (what a user pasted): the most detailed first.
 TOOL_ARGVS = (("ibv_devinfo", "-v"), ("ibv_devinfo",), ("ibstat",), ("ibstatus",))
+
+
+def _parse_ibstat(text: str) -> list:
+    from ..parsers.ibstat import parse_ibstat  # only a root without sysfs needs it
+
+    return parse_ibstat(text)
+
+
+def _parse_ibstatus(text: str) -> list:
+    from ..parsers.ibstat import parse_ibstatus
+
+    return parse_ibstatus(text)
+
+
 _TOOL_PARSERS = {"ibv_devinfo": lambda text: parse_ibv_devinfo(text)[0],
-                 "ibstat": parse_ibstat, "ibstatus": parse_ibstatus}
+                 "ibstat": _parse_ibstat, "ibstatus": _parse_ibstatus}
 
 
 def _tool_state(state: Optional[str]) -> Optional[str]:
