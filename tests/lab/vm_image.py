@@ -37,6 +37,7 @@ VM_PACKAGES = (
     "ethtool",
     "ibverbs-providers",
     "ibverbs-utils",
+    "infiniband-diags",  # the rdma_core role installs it (offline, from the lab repository)
     "initramfs-tools",
     "iproute2",
     "iputils-ping",
