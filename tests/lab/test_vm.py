@@ -452,3 +452,38 @@ def test_allreduce_across_vms_over_ucx_rc_verbs(mpi_job):
     assert proc.returncode == 0, lab._last_line(log)
     assert ranks(proc.stdout) == [("0", "vm01", "3"), ("1", "vm02", "3")]
     assert re.search(r"ep_cfg\[\d\]: tag\(.*rc_verbs/rxe\d:1", log), log
+
+
+# ---------------------------------------------------------------------------------------------
+# site.yml on live RDMA hosts (last: it changes the VMs the way a real node is changed)
+
+
+def _site(*args: str):
+    from tests.lab.site_fixtures import PlaybookRun, ansible_env, parse_recap, tool
+
+    argv = [tool("ansible-playbook"), "-i", str(lab.VM_INVENTORY), "site.yml", *args]
+    start = time.monotonic()
+    proc = subprocess.run(argv, cwd=REPO, env=ansible_env(), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+    return PlaybookRun(argv, proc.returncode, proc.stdout, time.monotonic() - start, parse_recap(proc.stdout))
+
+
+def test_site_yml_converges_reruns_clean_and_writes_what_rocetune_plans(vms):
+    """The real kernel modules (rdma_rxe), packages from the lab repository, MTU 9000 on the rails
+    (not on ens3, which carries Ansible), sysctls, QoS (not supported on virtio: skipped), the
+    agent and the env: converge, rerun with changed=0, check mode with no change."""
+    first = _site()
+    assert first.rc == 0, first.explain()
+    print(f"site.yml on {len(vms.names)} VMs: converge {first.seconds:.0f}s")
+    again = _site()
+    assert again.rc == 0 and again.total("changed") == 0, again.explain()
+    check = _site("--check", "--diff")
+    assert check.rc == 0 and check.total("changed") == 0, check.explain()
+    print(f"rerun {again.seconds:.0f}s, check {check.seconds:.0f}s, changed=0")
+    for name in vms.names:
+        deployed = vm.run_on(name, "cat /etc/rocetune/nccl.env").stdout
+        planned = vm.run_on(name, "rocetune env --format sh").stdout
+        assert deployed == planned, f"{name}: the env file differs from `rocetune env` there"
+        assert "NCCL_IB_HCA='=rxe0:1,rxe1:1'" in deployed, deployed
+        assert vm.run_on(name, "cat /sys/class/net/ens4/mtu /sys/class/net/ens3/mtu").stdout.split() == ["9000", "1500"]
+        assert "rdma_rxe" in vm.run_on(name, "cat /etc/modules-load.d/*.conf").stdout
