@@ -2,6 +2,11 @@
 (3.9 or newer) runs, seeing the distribution's pyverbs. Nothing is installed with pip on a node.
 
     python3 -m rocetune.agentpack --out-dir DIR      # prints {"path", "sha256", "changed"}
+    python3 -m rocetune.agentpack --out-dir DIR --python /usr/bin/python3   # that shebang
+
+The archive starts with a shebang line (`#!/usr/bin/env python3` unless --python names the
+node's interpreter), so the file itself is a command: installed as `/usr/local/bin/rocetune`
+with mode 0755 it needs no wrapper script.
 
 The archive is deterministic (sorted entries, fixed timestamps and modes), so the same sources
 give the same bytes and Ansible copies it only when it really changed. Its name carries the
@@ -63,12 +68,21 @@ def _yaml_license(pkg: str) -> Optional[str]:
     return None
 
 
-def build(package_dir: Optional[str] = None) -> bytes:
-    """The archive's bytes."""
+def shebang(python: Optional[str] = None) -> bytes:
+    """The archive's first line: the node's interpreter by absolute path, else env's python3."""
+    if not python:
+        return _SHEBANG
+    if not python.startswith("/") or any(c.isspace() for c in python) or len(python) > 120:
+        raise ValueError(f"--python {python!r}: an absolute path without spaces (a shebang's limits)")
+    return b"#!" + python.encode() + b"\n"
+
+
+def build(package_dir: Optional[str] = None, python: Optional[str] = None) -> bytes:
+    """The archive's bytes (behind the shebang of `python`)."""
     package_dir = package_dir or os.path.dirname(os.path.abspath(__file__))
     entries = sorted(list(_package_files(package_dir, "rocetune")) + _yaml_files(), key=lambda e: e[1])
     buf = io.BytesIO()
-    buf.write(_SHEBANG)
+    buf.write(shebang(python))
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for arcname, data in [("__main__.py", _MAIN)] + [(a, open(p, "rb").read()) for p, a in entries]:
             info = zipfile.ZipInfo(arcname, _EPOCH)
@@ -78,11 +92,11 @@ def build(package_dir: Optional[str] = None) -> bytes:
     return buf.getvalue()
 
 
-def write(out_dir: str) -> dict:
+def write(out_dir: str, python: Optional[str] = None) -> dict:
     from . import __version__
     from .fsutil import atomic_write_bytes
 
-    data = build()
+    data = build(python=python)
     digest = hashlib.sha256(data).hexdigest()
     path = os.path.join(out_dir, f"rocetune-{__version__}-{digest[:12]}.pyz")
     changed = not os.path.isfile(path)
@@ -95,9 +109,15 @@ def write(out_dir: str) -> dict:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m rocetune.agentpack", description=__doc__.split("\n")[0])
     parser.add_argument("--out-dir", required=True, help="directory for rocetune-VERSION-HASH.pyz")
+    parser.add_argument("--python", metavar="PATH",
+                        help="the node's interpreter for the shebang (default: /usr/bin/env python3)")
     args = parser.parse_args(argv)
     try:
-        result = write(args.out_dir)
+        shebang(args.python)
+    except ValueError as exc:
+        parser.error(str(exc))  # exit 2, a usage error
+    try:
+        result = write(args.out_dir, args.python)
     except (OSError, ImportError) as exc:
         sys.stderr.write(f"rocetune.agentpack: error: {exc}\n")
         return 4

@@ -21,6 +21,10 @@ from .probe import collect_features
 from .rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
 
 DEFAULT_ENV_DIR = os.path.dirname(DEFAULT_TOPO_PATH)
+# The first bytes of every file rocetune writes: a file without them is someone else's.
+MANAGED_MARKER = "# rocetune "
+# NCCL's config file that rocetune did not write is kept once under this suffix.
+BACKUP_SUFFIX = ".rocetune-orig"
 
 
 def host_features(root: str, features_path: Optional[str] = None) -> dict:
@@ -101,7 +105,10 @@ class EnvResult:
     plan: Plan
     texts: Dict[str, str]                      # format -> env text
     files: List[PlannedFile] = field(default_factory=list)
-    written: List[str] = field(default_factory=list)
+    written: List[str] = field(default_factory=list)     # every target, now holding its content
+    unchanged: List[str] = field(default_factory=list)   # of those, the ones left untouched
+    changes: List[str] = field(default_factory=list)     # "KEY old -> new" in the env file
+    backup: Optional[str] = None                         # where an unmanaged nccl.conf was kept
 
 
 def plan_env(features: dict, formats: Sequence[str] = ("sh",), *, env_dir: Optional[str] = None,
@@ -142,23 +149,66 @@ def _holds(path: str, content: str) -> bool:
 
 def write_env(result: EnvResult, fmt: str, path: str) -> List[str]:
     """Write the files the env points at, then the env file: all targets are checked first, so a
-    failure leaves no env pointing at a file that is missing."""
+    failure leaves no env pointing at a file that is missing.
+
+    A target that already holds its content is left alone (same bytes, same mtime): a boot-time
+    rerun that finds nothing new rewrites nothing. `result.changes` names each variable of the
+    env file whose value differs from the file's previous one ("KEY old -> new"). An NCCL config
+    file that rocetune did not write (no managed marker) is kept once as FILE.rocetune-orig."""
     targets = [(f.path, f.content) for f in result.files] + [(path, result.texts[fmt])]
     for target, _ in targets:
         _check_writable(target)
-    written = []
+    written, unchanged = [], []
     from .fsutil import atomic_write  # tempfile and friends: only when something is written
 
+    before = _read_text(path)
     for target, content in targets:
-        try:
-            atomic_write(target, content, 0o644)
-        except OSError as exc:
-            raise RocetuneError(f"cannot write {target}: {exc.strerror or exc}",
-                                hint="check that the directory exists and is writable",
-                                code=ExitCode.OUTPUT) from None
+        old = before if target == path else _read_text(target)
+        if old != content:
+            try:
+                if target == path and fmt == "nccl-conf":
+                    result.backup = _keep_unmanaged(path, old, atomic_write)
+                atomic_write(target, content, 0o644)
+            except OSError as exc:
+                raise RocetuneError(f"cannot write {target}: {exc.strerror or exc}",
+                                    hint="check that the directory exists and is writable",
+                                    code=ExitCode.OUTPUT) from None
+        else:
+            unchanged.append(os.path.abspath(target))
         written.append(os.path.abspath(target))
-    result.written = written
+    result.written, result.unchanged = written, unchanged
+    result.changes = env_changes(before, result.texts[fmt], fmt) if before is not None else []
     return written
+
+
+def _read_text(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _keep_unmanaged(path: str, old: Optional[str], atomic_write) -> Optional[str]:
+    backup = path + BACKUP_SUFFIX
+    if old is None or old.startswith(MANAGED_MARKER) or os.path.lexists(backup):
+        return None
+    atomic_write(backup, old, 0o644)
+    return backup
+
+
+def env_changes(old_text: str, new_text: str, fmt: str) -> List[str]:
+    """What differs between two env texts of one dialect, one "KEY old -> new" per variable
+    (`unset` for a side without it), in name order."""
+    from .envfiles.read import parse_text
+
+    def values(text: str) -> Dict[str, str]:
+        return {a.key: a.value if a.value is not None else a.raw
+                for a in parse_text(text, fmt).assignments}
+
+    old, new = values(old_text), values(new_text)
+    return [f"{key} {old.get(key, 'unset')} -> {new.get(key, 'unset')}"
+            for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
 
 
 def _check_writable(path: str) -> None:

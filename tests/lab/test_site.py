@@ -35,7 +35,7 @@ def site_tmp(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def check_on_fresh_hosts(lab4, run_on, site_tmp):
     """`--check --diff` before anything was installed (the lab is rebuilt if it was used)."""
-    if run_on("node01", "test -e /opt/rocetune", check=False).returncode == 0:
+    if run_on("node01", "test -e /usr/local/bin/rocetune", check=False).returncode == 0:
         lab.up(len(lab4.names))  # same names, addresses, key and inventory paths; fresh roots
     return run_playbook(lab4.inventory, site_tmp, "--check", "--diff")
 
@@ -43,7 +43,7 @@ def check_on_fresh_hosts(lab4, run_on, site_tmp):
 @pytest.fixture(scope="module")
 def converged(lab4, run_on, site_tmp, check_on_fresh_hosts):
     """site.yml applied once to the four-host lab (fresh unless another module used it)."""
-    fresh = run_on("node01", "test -e /opt/rocetune", check=False).returncode != 0
+    fresh = run_on("node01", "test -e /usr/local/bin/rocetune", check=False).returncode != 0
     run = run_playbook(lab4.inventory, site_tmp)
     return fresh, run
 
@@ -61,7 +61,7 @@ def test_check_mode_on_fresh_hosts_reports_the_install_and_changes_nothing(check
     assert result.rc == 0, result.explain()
     for host in lab4.names:
         assert result.recap[host]["changed"] >= 1 and result.recap[host]["failed"] == 0, result.explain()
-        gone = run_on(host, "ls /opt/rocetune /etc/rocetune /usr/local/bin/rocetune", check=False)
+        gone = run_on(host, "ls /etc/rocetune /usr/local/bin/rocetune", check=False)
         assert gone.returncode != 0 and "No such file" in gone.stderr, gone.stdout
 
 
@@ -130,13 +130,15 @@ def test_env_file_is_valid_shell(converged, lab4, run_on):
 
 
 def test_the_agent_is_one_file_run_by_the_nodes_python_without_pip(converged, lab4, run_on):
-    out = run_on("node03", "ls -A /opt/rocetune; head -c 200 /usr/local/bin/rocetune; rocetune --version").stdout
-    assert out.splitlines()[0] == "rocetune.pyz", out
-    assert "/usr/bin/python3 /opt/rocetune/rocetune.pyz" in out and "rocetune " in out.splitlines()[-1]
+    """/usr/local/bin/rocetune is the zip itself: its shebang names the node's python3."""
+    out = run_on("node03", "head -n 1 /usr/local/bin/rocetune; stat -c %a /usr/local/bin/rocetune; "
+                           "rocetune --version").stdout.splitlines()
+    assert out[:2] == ["#!/usr/bin/python3", "755"], out
+    assert out[-1].startswith("rocetune "), out
     # The node's own python3 imports rocetune from the zip, and yaml from the zip too.
-    where = run_on("node03", "/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"/opt/rocetune/rocetune.pyz\");"
+    where = run_on("node03", "/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"/usr/local/bin/rocetune\");"
                              " import rocetune, yaml; print(rocetune.__file__, yaml.__file__)'").stdout.split()
-    assert all(w.startswith("/opt/rocetune/rocetune.pyz/") for w in where), where
+    assert all(w.startswith("/usr/local/bin/rocetune/") for w in where), where
 
 
 def test_features_json_fetched_for_every_host(converged, lab4):
@@ -279,8 +281,7 @@ def test_the_same_agent_runs_on_a_node_with_another_python(converged, lab4, run_
     python, version = _another_python()
     if not python:
         pytest.skip("no second Python 3.9+ on this machine to play a node with another distribution")
-    extra = {"rocetune_agent_python": python, "rocetune_agent_install_dir": "/opt/rocetune-other",
-             "rocetune_agent_command": "/usr/local/bin/rocetune-other",
+    extra = {"rocetune_agent_python": python, "rocetune_agent_command": "/usr/local/bin/rocetune-other",
              "rocetune_env_command": "/usr/local/bin/rocetune-other", "rocetune_env_fetch_features": False}
     result = run(lab4, site_tmp, "--limit", "node03", "-e", json.dumps(extra))
     assert result.rc == 0, result.explain()

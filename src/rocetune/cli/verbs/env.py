@@ -42,8 +42,30 @@ def run(args: argparse.Namespace) -> Result:
         from ... import app
 
         app.write_env(env, fmts[0], out)
-        result.human = plan_text(env.plan, args.verbose) + "\n".join(options.wrote_lines(env, fmts[0])) + "\n"
+        lines = write_lines(env, fmts[0])
+        result.human = "\n".join(lines) + "\n" if args.quiet else \
+            plan_text(env.plan, args.verbose) + "\n".join(lines) + "\n"
     else:
         result.raw = env.texts[fmts[0]]
     result.data["env"] = options.env_data(env, fmts, out)
+    if out:
+        result.data["env"].update(unchanged=env.unchanged, changes=env.changes, backup=env.backup)
     return result
+
+
+def write_lines(env, fmt: str) -> list:
+    """One line per file: written (with the variables that changed) or unchanged. With -q this
+    is all -o prints, one line for a journal: `rocetune env -q -o FILE` in a boot unit."""
+    from ...text import printable
+
+    path, n = env.written[-1], len(env.plan.decisions)
+    if path in env.unchanged:
+        lines = [f"unchanged {path} ({fmt}, {n} variables)"]
+    elif env.changes:
+        lines = [f"wrote {path} ({fmt}, {n} variables): changed " + ", ".join(env.changes)]
+    else:
+        lines = [f"wrote {path} ({fmt}, {n} variables)"]
+    if env.backup:
+        lines.append(f"kept the previous {path}, which rocetune did not write, as {env.backup}")
+    lines += [f"{'unchanged' if p in env.unchanged else 'wrote'} {p}" for p in env.written[:-1]]
+    return [printable(line) for line in lines]
