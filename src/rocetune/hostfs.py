@@ -302,22 +302,33 @@ class RecordedRunner:
 
     def __init__(self, root: HostRoot):
         self.root = root
+        self._names: Optional[Set[str]] = None  # what commands/ holds, listed once
 
     def _file(self, name: str) -> str:
         return os.path.join(self.root.root, "commands", name)
 
+    def _read(self, name: str) -> Optional[str]:
+        # A probe asks for a few commands per netdev (QoS tools on 500 SR-IOV VFs): the listing
+        # answers "not recorded" without an open for each.
+        if self._names is None:
+            try:
+                self._names = set(os.listdir(os.path.join(self.root.root, "commands")))
+            except OSError:
+                self._names = set()
+        return _read_recording(self._file(name)) if name in self._names else None
+
     def run(self, argv: Sequence[str]) -> CommandResult:
         argv = list(argv)
         name = recording_name(argv)
-        out = _read_recording(self._file(name + ".txt"))
+        out = self._read(name + ".txt")
         if out is None:
             return CommandResult(argv, found=False, reason=f"no recording commands/{name}.txt")
-        rc_text = _read_recording(self._file(name + ".rc"))
+        rc_text = self._read(name + ".rc")
         try:
             rc = int(rc_text.strip()) if rc_text else 0
         except ValueError:
             rc = 1
-        return CommandResult(argv, True, rc, out, _read_recording(self._file(name + ".err")) or "")
+        return CommandResult(argv, True, rc, out, self._read(name + ".err") or "")
 
 
 def _read_recording(path: str) -> Optional[str]:

@@ -68,6 +68,23 @@ def test_recorded_runner_replays_stdout_and_exit_code(root):
     assert not absent.found and "commands/ibstat.txt" in absent.reason
 
 
+def test_recorded_runner_without_commands_dir_finds_nothing(tmp_path):
+    make(tmp_path, {"sys/x": "1\n"})
+    runner = RecordedRunner(HostRoot(str(tmp_path)))
+    for argv in (["ibv_devinfo"], ["mlnx_qos", "-i", "eth0"]):
+        result = runner.run(argv)
+        assert not result.found and result.reason == f"no recording commands/{recording_name(argv)}.txt"
+
+
+def test_recorded_runner_reads_stderr_and_defaults_exit_code(tmp_path):
+    make(tmp_path, {"commands/ibstat.txt": "CA 'mlx5_0'\n", "commands/ibstat.err": "warn\n",
+                    "commands/dcb_pfc.rc": "1\n"})
+    runner = RecordedRunner(HostRoot(str(tmp_path)))
+    got = runner.run(["ibstat"])
+    assert (got.found, got.returncode, got.stdout, got.stderr) == (True, 0, "CA 'mlx5_0'\n", "warn\n")
+    assert not runner.run(["dcb", "pfc"]).found  # an exit code without its stdout is no recording
+
+
 def test_recording_name_escapes_slashes():
     assert recording_name(["ip", "-j", "addr", "show"]) == "ip_-j_addr_show"
     assert recording_name(["cat", "/etc/x"]) == "cat_%2Fetc%2Fx"

@@ -77,3 +77,30 @@ def test_no_sysfs_is_not_no_rdma(tmp_path):
     ctx = ProbeContext(HostRoot(make(tmp_path, {"commands/nvidia-smi_topo_-m.txt": "x"})))
     assert rdma.probe(ctx, None) == {"devices": []}
     assert not ctx.status.ok and "cannot tell" in ctx.status.reason
+
+
+def _ipaddress_fields(text):
+    import ipaddress
+
+    addr = ipaddress.IPv6Address(text.strip())
+    v4 = addr.ipv4_mapped
+    return (int(addr), str(addr), str(v4) if v4 is not None else None,
+            str(addr) if v4 is None and not addr.is_link_local else None)
+
+
+@pytest.mark.parametrize("text", [
+    LL, V4, LL.upper() + "\n", "fd00:0000:0000:0001:0000:0000:0000:0001",  # first of two equal runs
+    "2001:0db8:0000:0000:0001:0000:0000:0000",  # the longer run wins, at the end
+    "0000:0000:0000:0000:0000:0000:0000:0001", "fe80:0000:0000:0000:0000:0000:0000:0000",
+    "febf:ffff:0000:0000:0000:0000:0000:0001", "fec0:0000:0000:0000:0000:0000:0000:0001",
+    "2001:0db8:0001:0000:0001:0000:0001:0001",  # a single zero hextet is not compressed
+    "2001:db8::1", "::ffff:10.0.0.1",  # not the sysfs form: ipaddress reads them
+])
+def test_gid_fields_match_ipaddress(text):
+    assert rdma.gid_fields(text) == _ipaddress_fields(text)
+
+
+@pytest.mark.parametrize("text", ["0x00:0000:0000:0000:0000:0000:0000:0001", "1_00:0000:0000:0000:0000:0000:0000:0001",
+                                  "zzzz:0000:0000:0000:0000:0000:0000:0001", "fe80::1::2", ""])
+def test_gid_fields_refuse_what_is_not_a_gid(text):
+    assert rdma.gid_fields(text) is None

@@ -119,6 +119,7 @@ class HostView:
         self.gpus: List[dict] = list(features.get("gpus") or [])
         self.pci: Dict[str, dict] = {d["bdf"]: d for d in (features.get("pci") or {}).get("devices", [])}
         self._selection: Optional[Selection] = None
+        self._gpu_paths: Optional[Dict[str, Dict[int, str]]] = None
 
     # --- NCCL ------------------------------------------------------------------------------
     def nccl_version(self) -> Optional[Tuple[int, int, int]]:
@@ -224,7 +225,13 @@ class HostView:
 
     # --- GPUs --------------------------------------------------------------------------------
     def gpu_paths(self) -> Dict[str, Dict[int, str]]:
-        """RDMA device -> {gpu index: path}."""
+        """RDMA device -> {gpu index: path}; built once per view (a dozen rules ask, and a
+        522-device host has 4k pairs): callers read it and never change it."""
+        if self._gpu_paths is None:
+            self._gpu_paths = self._build_gpu_paths()
+        return self._gpu_paths
+
+    def _build_gpu_paths(self) -> Dict[str, Dict[int, str]]:
         out: Dict[str, Dict[int, str]] = {}
         for pair in (self.f.get("topology") or {}).get("gpu_nic", []):
             if pair.get("path"):

@@ -22,7 +22,7 @@ the text holds neither a device nor one of those messages.
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 
 from ...errors import ParseError
 from ._common import add_warning, as_text, clean, first_line, guarded, require_content, snippet
@@ -65,6 +65,7 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
     require_content(text, WHAT)
     warnings: List[str] = []
     devices: List[dict] = []
+    names: Set[str] = set()  # of devices: a 522-device host would scan the list per line
     dev: Optional[dict] = None
     port: Optional[dict] = None
     declared = {}
@@ -84,12 +85,13 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
         if m:
             listing = False
             name = m.group(1)
-            if any(d["name"] == name for d in devices):
+            if name in names:
                 add_warning(warnings, f"{name} listed twice; kept the first")
                 dev, port, skipping = None, None, True
                 continue
             dev, port, skipping = _new_device(name), None, False
             devices.append(dev)
+            names.add(name)
             continue
         m = _LIST_HEAD_RE.match(line)
         if m:
@@ -99,8 +101,9 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
         if listing:
             m = _LIST_NAME_RE.match(line)
             if m:
-                if not any(d["name"] == m.group(1) for d in devices):
+                if m.group(1) not in names:
                     devices.append(_new_device(m.group(1)))
+                    names.add(m.group(1))
                 continue
             listing = False
         if dev is None:

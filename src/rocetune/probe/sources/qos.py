@@ -79,12 +79,12 @@ def parse_dcb(app_text: str, pfc_text: str) -> dict:
 
 
 def _netdevs(rdma: dict) -> List[str]:
-    out = []
+    out = set()
     for dev in (rdma or {}).get("devices", []):
         for p in dev.get("ports", []):
             nd = p.get("netdev")
-            if p.get("link_layer") == "Ethernet" and nd and nd not in out:
-                out.append(nd)
+            if p.get("link_layer") == "Ethernet" and nd:
+                out.add(nd)
     return sorted(out)
 
 

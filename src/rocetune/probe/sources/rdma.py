@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...errors import ParseError
 from ...hostfs import HostReadError, ProbeContext
@@ -54,6 +54,52 @@ def parse_gid(text: str) -> Optional[ipaddress.IPv6Address]:
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"  # how sysfs prints an unused GID entry
 
 
+# How sysfs prints a GID: eight 4-digit hextets. Such text is formatted here directly (ipaddress
+# parses and formats ~7 us a GID; a 522-device host has a thousand); any other text, and the
+# IPv4-mapped GIDs, whose text form ipaddress owns, go through ipaddress.
+_SYSFS_GID_RE = re.compile(r"[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7}")
+_IPV4_MAPPED_HIGH = 0xFFFF  # ::ffff:0:0/96, the address shifted right by 32
+_LINK_LOCAL_HIGH = 0xFE80 >> 6  # fe80::/10, the address shifted right by 118
+
+
+def compress_hextets(hextets: Sequence[int]) -> str:
+    """RFC 5952 text of eight hextets: the longest run (first of equals) of two or more zeros
+    becomes `::` -- what ipaddress.IPv6Address prints."""
+    best_start, best_len, start, run = -1, 0, -1, 0
+    for i, h in enumerate(hextets):
+        if h == 0:
+            if run == 0:
+                start = i
+            run += 1
+            if run > best_len:
+                best_start, best_len = start, run
+        else:
+            run = 0
+    parts = ["%x" % h for h in hextets]
+    if best_len < 2:
+        return ":".join(parts)
+    return ":".join(parts[:best_start]) + "::" + ":".join(parts[best_start + best_len:])
+
+
+def gid_fields(text: str) -> Optional[Tuple[int, str, Optional[str], Optional[str]]]:
+    """(value, text, ipv4, ipv6) of a GID as the Features record it; None when not a GID.
+
+    ipv4 is the address of an IPv4-mapped GID; ipv6 the GID itself when it is neither that nor
+    link-local."""
+    raw = text.strip()
+    if _SYSFS_GID_RE.fullmatch(raw):
+        value = int(raw.replace(":", ""), 16)
+        if value >> 32 != _IPV4_MAPPED_HIGH:
+            gid = compress_hextets([int(raw[i:i + 4], 16) for i in range(0, 39, 5)])
+            return value, gid, None, (None if value >> 118 == _LINK_LOCAL_HIGH else gid)
+    addr = parse_gid(raw)
+    if addr is None:
+        return None
+    v4 = addr.ipv4_mapped
+    return (int(addr), str(addr), str(v4) if v4 is not None else None,
+            str(addr) if v4 is None and not addr.is_link_local else None)
+
+
 def _gids(ctx: ProbeContext, dev: str, port_dir: str) -> List[dict]:
     entries = []
     unreadable_types = 0
@@ -63,11 +109,12 @@ def _gids(ctx: ProbeContext, dev: str, port_dir: str) -> List[dict]:
         raw = ctx.attr(f"{port_dir}/gids/{name}")
         if raw is None or raw == ZERO_GID:  # most of a GID table is unused: no parse for those
             continue
-        gid = parse_gid(raw)
-        if gid is None:
+        fields = gid_fields(raw)
+        if fields is None:
             ctx.warn(f"{dev}: GID {name} is not a GID: {raw[:48]!r}")
             continue
-        if gid.packed == bytes(16):
+        value, gid, ipv4, ipv6 = fields
+        if value == 0:
             continue
         try:
             gid_type = ctx.root.read_text(f"{port_dir}/gid_attrs/types/{name}")
@@ -81,14 +128,13 @@ def _gids(ctx: ProbeContext, dev: str, port_dir: str) -> List[dict]:
             ndev = ndev.strip() or None if ndev is not None else None
         except HostReadError:
             ndev = None
-        v4 = gid.ipv4_mapped
         entries.append({
             "index": int(name),
-            "gid": str(gid),
+            "gid": gid,
             "type": gid_type,
             "ndev": ndev,
-            "ipv4": str(v4) if v4 is not None else None,
-            "ipv6": str(gid) if v4 is None and not gid.is_link_local else None,
+            "ipv4": ipv4,
+            "ipv6": ipv6,
         })
     return sorted(entries, key=lambda e: e["index"])
 
