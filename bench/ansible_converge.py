@@ -1,40 +1,41 @@
 #!/usr/bin/env python3
 """site.yml against Ansible's own floor, on the multi-host lab.
 
-    sudo .venv/bin/python bench/ansible_converge.py [--hosts 16] [--json FILE] [--keep]
+    sudo .venv/bin/python bench/ansible_converge.py [--hosts 16] [--tags all] [--json FILE] [--keep]
 
-Brings up a fresh lab of N hosts (taking down any lab that is up), then times, in one run:
-a facts-only play (ansible.builtin.setup on the same hosts: the floor, what any play that
-touches every host costs), site.yml's converge on the fresh hosts, the floor again, the
-idempotent rerun (which must report changed=0), the floor a third time. Prints the seconds
-and the ratios to the floor (the median of the three floor runs). Targets: rerun <= 2x floor,
-converge <= 3x floor. The lab goes down at the end (--keep leaves it up).
+Brings up a fresh lab of N hosts (taking down any lab that is up), each with a fabric interface
+(tests/lab/fabric_net.py: rtf0 on a second bridge, which roce_net and roce_qos configure), then
+times, in one run: a facts-only play (ansible.builtin.setup on the same hosts: the floor, what any
+play that touches every host costs), site.yml's converge on the fresh hosts, the floor again, the
+idempotent rerun (which must report changed=0), the floor a third time. Prints the seconds, the
+ratios to the floor (the median of the three floor runs), and per role the tasks run and their
+seconds. Targets: rerun <= 2x floor, converge <= 3x floor. The lab goes down at the end (--keep
+leaves it up). `--tags` times part of the playbook (e.g. rocetune_agent,rocetune_env).
 
 Untimed: one facts run on every host (so that every timed run finds the same warm SSH master
-connections). By default it times the agent's roles (`--tags rocetune_agent,rocetune_env`);
-`--tags all` times the whole playbook.
+connections).
 
-The lab is CPU-bound: every host shares this machine's cores, so node-side work (pip
-rocetune probing) adds up across hosts here, where a real cluster
-runs it in parallel on separate machines. The figures are for comparing runs on one machine.
+The lab is CPU-bound: every host shares this machine's cores, so node-side work (rocetune
+probing, Python module start-up) adds up across hosts here, where a real cluster runs it in
+parallel on separate machines. The figures are for comparing runs on one machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.lab import lab  # noqa: E402
+from tests.lab import fabric_net, lab  # noqa: E402
 from tests.lab.site_fixtures import ansible_env, run_playbook, tool  # noqa: E402
 
 FACTS_PLAY = """\
@@ -53,50 +54,61 @@ def say(msg: str) -> None:
     print(f"ansible_converge: {msg}", file=sys.stderr, flush=True)
 
 
+def per_role(tasks):
+    """[[ "role : task", seconds ], ...] -> {role: (count, seconds)}; tasks outside a role as "(play)"."""
+    out = collections.OrderedDict()
+    for name, sec in tasks:
+        role = name.split(" : ", 1)[0] if " : " in name else "(play)"
+        count, total = out.get(role, (0, 0.0))
+        out[role] = (count + 1, total + sec)
+    return out
+
+
+def run_all(args, tmp: Path) -> dict:
+    facts = tmp / "facts.yml"
+    facts.write_text(FACTS_PLAY)
+    fabric_inv = tmp / "fabric.yml"
+    fabric_inv.write_text(fabric_net.inventory_text())
+    tag_args = () if args.tags == "all" else ("--tags", args.tags)
+    runs: dict = {}
+    info = lab.up(args.hosts)
+    fabric_net.add(info)
+    warm = run_playbook(info.inventory, tmp, playbook=str(facts))  # also proves every host answers
+    if warm.rc != 0:
+        raise SystemExit("ansible_converge: the lab hosts do not answer Ansible:\n" + warm.explain())
+
+    def timed(name: str, playbook: str, *extra: str) -> None:
+        seconds_file = tmp / f"{name}-{len(runs.get(name, []))}.json"
+        env = ansible_env(ANSIBLE_CALLBACK_PLUGINS=str(REPO / "bench" / "callback_plugins"),
+                          ANSIBLE_CALLBACKS_ENABLED="task_seconds", ROCETUNE_TASK_SECONDS=str(seconds_file))
+        r = run_playbook(info.inventory, tmp, *extra, playbook=playbook, env=env, extra_inventories=[fabric_inv])
+        if r.rc != 0:
+            raise SystemExit(f"ansible_converge: {name} failed:\n{r.explain()}")
+        r.tasks = json.loads(seconds_file.read_text())["tasks"] if seconds_file.exists() else []
+        runs.setdefault(name, []).append(r)
+        say(f"{name:<9} {r.seconds:6.1f}s  changed={r.total('changed')}")
+
+    timed("floor", str(facts))
+    timed("converge", "site.yml", *tag_args)
+    timed("floor", str(facts))
+    timed("rerun", "site.yml", *tag_args)
+    timed("floor", str(facts))
+    return runs
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--hosts", type=int, default=16, help="lab hosts (default 16)")
+    p.add_argument("--tags", default="all", help="site.yml's tags to time (default all: the whole playbook)")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     p.add_argument("--keep", action="store_true", help="leave the lab up afterwards")
-    p.add_argument("--tags", default="rocetune_agent,rocetune_env",
-                   help="site.yml's roles to time (default: the agent's two; 'all' for the whole playbook, "
-                        "bench/fabric_roles.py times the fabric roles)")
     args = p.parse_args()
     if os.geteuid() != 0:
         say("needs root (the lab makes network namespaces and mounts)")
         return 2
-
     say(f"bringing up {args.hosts} lab hosts; timing site.yml --tags {args.tags}")
-    tag_args = () if args.tags == "all" else ("--tags", args.tags)
-    tmp = Path(tempfile.mkdtemp(prefix="rocetune-bench-"))
-    facts = tmp / "facts.yml"
-    facts.write_text(FACTS_PLAY)
-    runs = {}
     try:
-        info = lab.up(args.hosts)
-        inv = info.inventory
-        warm = run_playbook(inv, tmp, playbook=str(facts))  # also proves every host answers
-        if warm.rc != 0:
-            say("the lab hosts do not answer Ansible:\n" + warm.explain())
-            return 1
-
-        def timed(name: str, playbook: str, *extra: str) -> None:
-            seconds_file = tmp / f"{name}-{len(runs.get(name, []))}.json"
-            env = ansible_env(ANSIBLE_CALLBACK_PLUGINS=str(REPO / "bench" / "callback_plugins"),
-                              ANSIBLE_CALLBACKS_ENABLED="task_seconds",
-                              ROCETUNE_TASK_SECONDS=str(seconds_file))
-            r = run_playbook(inv, tmp, *extra, playbook=playbook, env=env)
-            if r.rc != 0:
-                raise SystemExit(f"ansible_converge: {name} failed:\n{r.explain()}")
-            r.tasks = json.loads(seconds_file.read_text())["tasks"] if seconds_file.exists() else []
-            runs.setdefault(name, []).append(r)
-            say(f"{name:<9} {r.seconds:6.1f}s  changed={r.total('changed')}")
-
-        timed("floor", str(facts))
-        timed("converge", "site.yml", *tag_args)
-        timed("floor", str(facts))
-        timed("rerun", "site.yml", *tag_args)
-        timed("floor", str(facts))
+        runs = run_all(args, Path(tempfile.mkdtemp(prefix="rocetune-bench-")))
     finally:
         if not args.keep:
             lab.down()
@@ -107,7 +119,7 @@ def main() -> int:
     version = subprocess.run([tool("ansible"), "--version"], stdout=subprocess.PIPE, text=True,
                              env=ansible_env(), timeout=60).stdout.split("\n")[0]
     figures = {
-        "hosts": args.hosts, "cpus": os.cpu_count(), "ansible": version.strip(),
+        "hosts": args.hosts, "cpus": os.cpu_count(), "ansible": version.strip(), "tags": args.tags,
         "floor_s": round(floor, 2), "floor_runs_s": [round(f, 2) for f in floors],
         "converge_s": round(converge.seconds, 2), "converge_ratio": round(converge.seconds / floor, 2),
         "rerun_s": round(rerun.seconds, 2), "rerun_ratio": round(rerun.seconds / floor, 2),
@@ -118,21 +130,26 @@ def main() -> int:
     def verdict(ratio: float, target: float) -> str:
         return "meets" if ratio <= target else "misses"
 
-    print(f"ansible_converge: {args.hosts} lab hosts, {figures['ansible']}, {figures['cpus']} CPUs")
+    print(f"ansible_converge: {args.hosts} lab hosts, {figures['ansible']}, {figures['cpus']} CPUs, "
+          f"site.yml --tags {args.tags}")
     print(f"  facts-only floor   {floor:6.1f}s   (runs: {' '.join(f'{f:.1f}' for f in floors)})")
     print(f"  site.yml converge  {converge.seconds:6.1f}s   {figures['converge_ratio']:.2f}x floor "
           f"({verdict(figures['converge_ratio'], TARGET_CONVERGE)} target <= {TARGET_CONVERGE:g}x)")
     print(f"  site.yml rerun     {rerun.seconds:6.1f}s   {figures['rerun_ratio']:.2f}x floor "
           f"({verdict(figures['rerun_ratio'], TARGET_RERUN)} target <= {TARGET_RERUN:g}x), "
           f"changed={figures['rerun_changed']}")
-    print("  where the time goes (seconds per task, all hosts; tasks under 0.5s left out):")
+    print("  per role: tasks run, seconds (all hosts together); then tasks of 0.5 s or more")
     for label, r in (("converge", converge), ("rerun", rerun)):
-        tasks = [(n.split(" : ", 1)[-1], sec) for n, sec in r.tasks if sec >= 0.5]
-        startup = r.seconds - sum(sec for _, sec in r.tasks)
-        print(f"    {label}: ansible startup and small tasks {startup + sum(sec for n, sec in r.tasks if sec < 0.5):.1f}")
-        for n, sec in tasks:
-            print(f"      {sec:5.1f}  {n}")
+        roles = per_role(r.tasks)
+        figures[f"{label}_roles"] = {k: {"tasks": c, "seconds": round(s, 2)} for k, (c, s) in roles.items()}
         figures[f"{label}_tasks"] = r.tasks
+        outside = r.seconds - sum(sec for _, sec in r.tasks)
+        print(f"    {label}: (ansible start-up and between tasks {outside:.1f}s)")
+        for role, (count, sec) in roles.items():
+            print(f"      {role:<16} {count:3d} tasks {sec:6.1f}s")
+        for n, sec in r.tasks:
+            if sec >= 0.5:
+                print(f"        {sec:5.1f}  {n}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
     return 0 if figures["rerun_changed"] == 0 else 1

@@ -2,7 +2,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
-"""Apply sysctls now, skipping keys that are absent or read-only on this node."""
+"""Persist sysctls in one sysctl.d file and apply them now, skipping keys that are absent or
+read-only on this node: the whole role in one call."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,8 +12,9 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: host_tuning_sysctl
-short_description: Apply sysctls, skipping keys that are absent or read-only here
+short_description: Persist sysctls in a sysctl.d file and apply them, skipping keys absent or read-only here
 description:
+  - Writes I(file) (sorted keys, atomically, only when it differs; with a diff).
   - Reads each key under C(/proc/sys), writes the ones that differ, and reads them back.
   - Keys that are absent or read-only (network namespaces, containers) are returned in
     C(unsupported) and named in a warning, or fail the host, as I(on_unsupported) says.
@@ -22,6 +24,14 @@ options:
     description: Key to value, e.g. C(net.ipv4.tcp_mtu_probing) to C(1).
     type: dict
     required: true
+  file:
+    description: The sysctl.d file that persists the values; empty writes none.
+    type: path
+    default: ""
+  apply:
+    description: Apply the values now as well (false, only at the next boot).
+    type: bool
+    default: true
   on_unsupported:
     description: C(warn), C(ignore) or C(fail) for keys that are absent or read-only.
     type: str
@@ -39,6 +49,10 @@ sysctls:
   description: One entry per key, with C(key), C(want), C(have) (before) and C(state).
   type: list
   returned: always
+written:
+  description: The file written (or that would be, in check mode), else nothing.
+  type: list
+  returned: always
 unsupported:
   description: Keys that are absent or read-only here.
   type: list
@@ -46,30 +60,38 @@ unsupported:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.host_tuning_sysctl_state import (CHANGED, apply, plan,
+from ansible.module_utils.host_tuning_sysctl_state import (CHANGED, apply, file_content, plan,
                                                             unsupported_message)
+from ansible.module_utils.rocetune_files import apply_changes, plan_files
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             sysctls=dict(type="dict", required=True),
+            file=dict(type="path", default=""),
+            apply=dict(type="bool", default=True),
             on_unsupported=dict(type="str", choices=["warn", "ignore", "fail"], default="warn"),
             proc_sys=dict(type="path", default="/proc/sys"),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    items = plan(p["proc_sys"], p["sysctls"])
+    files = [{"path": p["file"], "content": file_content(p["sysctls"]), "mode": "0644"}] if p["file"] else []
+    changes, diffs = plan_files(files, [])
+    if changes and not module.check_mode:
+        apply_changes(changes)
+    items = plan(p["proc_sys"], p["sysctls"]) if p["apply"] else []
     if not module.check_mode:
         try:
             apply(p["proc_sys"], items)
         except ValueError as exc:
             module.fail_json(msg=str(exc), sysctls=items)
-    changed = any(i["state"] == CHANGED for i in items)
+    changed = bool(changes) or any(i["state"] == CHANGED for i in items)
     unsupported = [i["key"] for i in items if i["state"] not in (CHANGED, "unchanged")]
     message = unsupported_message(items)
-    result = dict(changed=changed, sysctls=items, unsupported=unsupported)
+    result = dict(changed=changed, sysctls=items, unsupported=unsupported,
+                  written=[c[1]["path"] for c in changes], diff=diffs)
     if message and p["on_unsupported"] == "fail":
         module.fail_json(msg=message + " (host_tuning_on_unsupported: fail)", **result)
     if message and p["on_unsupported"] == "warn":

@@ -100,3 +100,12 @@ def unsupported_message(items):
         return ""
     return ("sysctls skipped (a network namespace or container hides or mirrors them; set them "
             "on the host itself): " + "; ".join(parts))
+
+
+FILE_HEADER = ("# Written by rocetune's host_tuning role; edit the inventory, not this file.\n"
+               "# Why each value: roles/host_tuning/README.md in rocetune.\n")
+
+
+def file_content(desired):
+    """The sysctl.d file for the desired values: sorted keys, values as the kernel prints them."""
+    return FILE_HEADER + "".join("%s = %s\n" % (key, normalize(desired[key])) for key in sorted(desired))

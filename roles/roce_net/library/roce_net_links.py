@@ -2,7 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
-"""Set the MTU (and the ARP isolation sysctls) of all fabric interfaces in one call."""
+"""Set and persist the MTU (and the ARP isolation sysctls) of all fabric interfaces in one call."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -19,9 +19,10 @@ description:
     Ansible connects to, sshd's C(SSH_CONNECTION) address, or a default route) unless
     I(allow_link_flap); the refusal names the interface and C(roce_net_allow_link_flap).
   - Applies the per-interface ARP isolation sysctls and, where NetworkManager manages an
-    interface, sets the MTU in its connection profile. Returns what the role persists
-    (systemd-networkd drop-ins).
-  - Supports check mode.
+    interface, sets the MTU in its connection profile.
+  - Persists them (I(udev_rule_file), I(sysctl_file), and a drop-in for each interface
+    systemd-networkd manages), each file only when it differs, atomically.
+  - Supports check mode and diff.
 options:
   interfaces:
     description: The fabric interfaces.
@@ -50,6 +51,14 @@ options:
     description: Also set the MTU in NetworkManager's connection profile of an interface it manages.
     type: bool
     default: true
+  udev_rule_file:
+    description: The udev rule that sets the MTU whenever an interface appears; empty persists nothing.
+    type: path
+    default: ""
+  sysctl_file:
+    description: The sysctl.d file for the ARP isolation sysctls; empty writes none.
+    type: path
+    default: ""
 author: rocetune contributors
 """
 
@@ -67,7 +76,11 @@ arp_sysctls:
   type: dict
   returned: always
 networkd_dropins:
-  description: C(path) and C(content) of the systemd-networkd drop-ins that keep the MTU.
+  description: C(interface), C(path) and C(content) of the systemd-networkd drop-ins that keep the MTU.
+  type: list
+  returned: always
+written:
+  description: The files written (or that would be, in check mode).
   type: list
   returned: always
 """
@@ -76,9 +89,10 @@ import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.roce_net_fabric import (arp_sysctls, connection_interfaces, networkd_dropin,
-                                                  networkd_file, parse_default_route_devs, parse_ip_addr,
-                                                  plan_links)
+from ansible.module_utils.roce_net_fabric import (arp_sysctl_file, arp_sysctls, connection_interfaces,
+                                                  networkd_dropin, networkd_file, parse_default_route_devs,
+                                                  parse_ip_addr, plan_links, udev_rule)
+from ansible.module_utils.rocetune_files import apply_changes, plan_files
 
 SYS_NET = "/sys/class/net"
 PROC_CONF = "/proc/sys/net/ipv4/conf"
@@ -131,6 +145,8 @@ def main():
             connection_addresses=dict(type="list", elements="str", default=[]),
             arp_isolation=dict(type="str", choices=["auto", "on", "off"], default="auto"),
             networkmanager=dict(type="bool", default=True),
+            udev_rule_file=dict(type="path", default=""),
+            sysctl_file=dict(type="path", default=""),
         ),
         supports_check_mode=True,
     )
@@ -201,6 +217,18 @@ def main():
                         fh.write(value + "\n")
                 except (IOError, OSError) as exc:
                     module.fail_json(msg="%s = %s: %s" % (key, value, exc), **result)
+
+    result["written"], result["diff"] = [], []
+    if p["udev_rule_file"]:
+        files = [{"path": p["udev_rule_file"], "content": udev_rule(p["interfaces"], p["mtu"]), "mode": "0644"}]
+        files += [{"path": d["path"], "content": d["content"], "mode": "0644"} for d in result["networkd_dropins"]]
+        if p["sysctl_file"]:
+            files.append({"path": p["sysctl_file"], "content": arp_sysctl_file(sysctls), "mode": "0644"})
+        changes, result["diff"] = plan_files(files, [])
+        if changes and not module.check_mode:
+            apply_changes(changes)
+        result["written"] = [c[1]["path"] for c in changes]
+        result["changed"] |= bool(changes)
 
     if refused:
         module.fail_json(msg="; ".join(refused), **result)

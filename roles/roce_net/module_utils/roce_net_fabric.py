@@ -206,3 +206,24 @@ def pair_message(host, pair, mtu, reason):
     if pair.get("peer_mtu") is not None and pair["peer_mtu"] < mtu:
         line += "; %s %s is at MTU %d, not %d" % (pair["peer"], pair["peer_interface"], pair["peer_mtu"], mtu)
     return line
+
+
+# ---------------------------------------------------------------------------------------------
+# What persists the MTU and the ARP sysctls across a reboot
+
+
+def udev_rule(interfaces, mtu):
+    """A udev rule that sets the MTU whenever one of the interfaces appears (boot, driver
+    reload). Its file sorts after 80-net-setup-link.rules, so NAME is the final name."""
+    head = ("# Written by rocetune's roce_net role: the fabric MTU, set whenever the NIC appears (boot,\n"
+            "# driver reload). Edit roce_net_interfaces / roce_net_mtu in the inventory, not this file.\n")
+    return head + "".join('ACTION=="add", SUBSYSTEM=="net", NAME=="%s", ATTR{mtu}="%d"\n' % (i, mtu)
+                          for i in interfaces)
+
+
+def arp_sysctl_file(sysctls):
+    """The sysctl.d file for the ARP isolation sysctls; only comments when none are needed, so a
+    stale key from an earlier run never survives."""
+    head = ("# Written by rocetune's roce_net role: each fabric NIC answers ARP for its own address\n"
+            "# only when several share a subnet (roce_net_arp_isolation). See roles/roce_net/README.md.\n")
+    return head + "".join("%s = %s\n" % (k, sysctls[k]) for k in sorted(sysctls))

@@ -2,7 +2,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
-"""Bring the fabric NICs' QoS to what the QoS plan says, running only the commands needed."""
+"""roce_qos on a node in one call: the plan file and the boot unit written, the fabric NICs'
+QoS brought to what the plan says with only the commands needed."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,8 +19,26 @@ description:
     only the commands that change something.
   - A NIC without DCB (veth, virtio-net) is reported as not supported and skipped, or fails
     the host when I(required).
-  - Supports check mode (returns the commands it would run).
+  - First writes the plan file (from I(plan_content)) and the boot-time re-apply unit (I(boot)),
+    only what differs, atomically, then reloads systemd when the unit changed.
+  - When some of I(packages) are missing it stops there and returns them in C(missing_packages)
+    with C(pending) true: the role installs them and calls the module again.
+  - Supports check mode (returns the commands it would run) and diff.
 options:
+  plan_content:
+    description: The QoS plan to install at I(plan_file); empty leaves the file as it is.
+    type: str
+    default: ""
+  boot:
+    description:
+      - The re-apply unit, C(script) and C(unit) (each C(path), C(content)) and C(settings)
+        (C(path), C(data), written as sorted JSON); enabled with the C(multi-user.target.wants)
+        link C(systemctl enable) would make. Omitted, no unit is installed.
+    type: dict
+  packages:
+    description: Tools the module needs, per OS family (C(Debian), C(RedHat)) or one list.
+    type: raw
+    default: []
   interfaces:
     description: The fabric interfaces.
     type: list
@@ -65,12 +84,27 @@ interfaces:
 plan:
   description: The plan the values came from (C(source) names the file or the defaults).
   type: dict
+  returned: unless pending
+written:
+  description: The files written (or that would be, in check mode).
+  type: list
+  returned: always
+missing_packages:
+  description: Packages of I(packages) that are not installed.
+  type: list
+  returned: always
+pending:
+  description: True when packages were missing and no QoS was applied.
+  type: bool
   returned: always
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.rocetune_files import apply_changes, plan_files
+from ansible.module_utils.rocetune_packages import missing_packages
 from ansible.module_utils.roce_qos_state import (NotSupported, QosError, desired, driver_of, interface_plan,
                                                  load_plan, pick_backend, rdma_cm_writes, rdma_ports,
                                                  traffic_class)
@@ -92,9 +126,45 @@ def write(path, value):
         fh.write(value + "\n")
 
 
+def plan_files_wanted(plan_file, plan_content):
+    return [{"path": plan_file, "content": plan_content, "mode": "0644"}] if plan_content else [], []
+
+
+def boot_files_wanted(boot):
+    """(files, links) of the boot unit: script, settings, unit, and its enable link."""
+    if not boot:
+        return [], []
+    unit = boot["unit"]["path"]
+    files = [
+        {"path": boot["script"]["path"], "content": boot["script"]["content"], "mode": "0644"},
+        {"path": boot["settings"]["path"], "mode": "0644",
+         "content": json.dumps(boot["settings"]["data"], indent=2, sort_keys=True) + "\n"},
+        {"path": unit, "content": boot["unit"]["content"], "mode": "0644"},
+    ]
+    links = [{"path": os.path.join(os.path.dirname(unit), "multi-user.target.wants", os.path.basename(unit)),
+              "src": unit}]
+    return files, links
+
+
+def install(module, wanted, result, unit=None):
+    """Write what differs of (files, links) into result's written/diff; reload systemd when the
+    unit changed."""
+    changes, diffs = plan_files(*wanted)
+    if changes and not module.check_mode:
+        apply_changes(changes)
+        if any(c[1]["path"] == unit for c in changes) and os.path.isdir("/run/systemd/system"):
+            module.run_command([module.get_bin_path("systemctl", required=True), "daemon-reload"])
+    result["written"] += [c[1]["path"] for c in changes]
+    result["diff"] += diffs
+    result["changed"] |= bool(changes)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            plan_content=dict(type="str", default=""),
+            boot=dict(type="dict"),
+            packages=dict(type="raw", default=[]),
             interfaces=dict(type="list", elements="str", required=True),
             plan_file=dict(type="path", required=True),
             backend=dict(type="str", choices=["auto", "dcb", "mlnx_qos"], default="auto"),
@@ -107,6 +177,13 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    result = dict(changed=False, written=[], diff=[], missing_packages=[], pending=False, interfaces={})
+    # The plan file first (the QoS below is read from it); the boot unit last, only once the
+    # QoS applied, so a failing configuration is not re-applied at every boot.
+    install(module, plan_files_wanted(p["plan_file"], p["plan_content"]), result)
+    _, result["missing_packages"] = missing_packages(module, p["packages"], "roce_qos_packages")
+    if result["missing_packages"]:
+        module.exit_json(**dict(result, pending=True))
     try:
         import yaml
     except ImportError:
@@ -123,7 +200,7 @@ def main():
             return 127, "", "%s: not installed" % argv[0]
         return module.run_command([path] + argv[1:])
 
-    result = dict(changed=False, interfaces={}, plan=plan)
+    result["plan"] = plan
     skipped, errors = [], []
     for ifname in p["interfaces"]:
         if not os.path.isdir("/sys/class/net/%s" % ifname):
@@ -174,6 +251,7 @@ def main():
         module.warn("; ".join(s + ": skipped" for s in skipped))
     if errors:
         module.fail_json(msg="; ".join(errors), **result)
+    install(module, boot_files_wanted(p["boot"]), result, unit=(p["boot"] or {}).get("unit", {}).get("path"))
     module.exit_json(**result)
 
 

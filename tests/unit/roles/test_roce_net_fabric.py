@@ -99,3 +99,17 @@ def test_a_failed_pair_names_the_peer_left_at_1500():
     assert line.startswith("node01 rtf0 -> node04 rtf0 (198.19.0.14)")
     assert "node04 rtf0 is at MTU 1500, not 9000" in line
     assert "MTU" not in N.pair_message("node01", dict(pair, peer_mtu=9000), 9000, "x")
+
+
+def test_udev_rule_sets_the_mtu_of_each_fabric_interface_when_it_appears():
+    rule = N.udev_rule(["ens4", "ens5"], 9000)
+    lines = [line for line in rule.splitlines() if not line.startswith("#")]
+    assert lines == ['ACTION=="add", SUBSYSTEM=="net", NAME=="ens4", ATTR{mtu}="9000"',
+                     'ACTION=="add", SUBSYSTEM=="net", NAME=="ens5", ATTR{mtu}="9000"']
+
+
+def test_arp_sysctl_file_is_sorted_and_only_comments_when_nothing_is_needed():
+    text = N.arp_sysctl_file({"net.ipv4.conf.ens5.arp_ignore": "1", "net.ipv4.conf.ens4.arp_ignore": "1"})
+    assert [line for line in text.splitlines() if not line.startswith("#")] == [
+        "net.ipv4.conf.ens4.arp_ignore = 1", "net.ipv4.conf.ens5.arp_ignore = 1"]
+    assert all(line.startswith("#") for line in N.arp_sysctl_file({}).splitlines())

@@ -1,4 +1,4 @@
-"""roce_qos's one-call writer of the boot unit's files: only what differs, atomically, with diffs."""
+"""The roles' one-call file writer (module_utils/rocetune_files.py): only what differs, atomically, with diffs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 from tests.unit.roles import load_module_utils
 
-F = load_module_utils("roce_qos", "roce_qos_files")
+F = load_module_utils("", "rocetune_files")
 
 
 def test_files_and_link_are_written_once_then_left_alone(tmp_path):

@@ -1,0 +1,118 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""rdma_core on a node in one call: kernel modules loaded now and at boot, unlimited memlock,
+and the packages that are missing (installed by the next task, only when there are any)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: rdma_core_node
+short_description: Load and persist the RDMA kernel modules, set memlock, report missing packages
+description:
+  - Loads the modules that C(/sys/module) lacks with C(modprobe) (never unloads or reloads) and
+    writes the modules-load.d file that loads them at boot.
+  - Writes the limits.d file (logins) and the systemd manager drop-in (services) for an
+    unlimited memlock.
+  - Reads which of the wanted packages are not installed (dpkg or rpm) and returns them in
+    C(missing_packages), with the OS family that chose the list.
+  - Files are written only when they differ, atomically. Supports check mode and diff.
+options:
+  modules:
+    description: Kernel modules every RDMA node needs (empty manages no modules).
+    type: list
+    elements: str
+    default: []
+  nic_driver:
+    description: The NIC's RDMA driver module (empty for none).
+    type: str
+    default: ""
+  nvidia_peermem:
+    description: C(true), C(false), or C(auto) (load it where the NVIDIA driver is loaded).
+    type: str
+    choices: [auto, "true", "false"]
+    default: auto
+  modules_load_file:
+    description: The modules-load.d file (empty writes none).
+    type: path
+    default: ""
+  limits_file:
+    description: The limits.d file for an unlimited memlock (empty writes none).
+    type: path
+    default: ""
+  systemd_dropin:
+    description: The systemd manager drop-in for an unlimited memlock (empty writes none).
+    type: path
+    default: ""
+  packages:
+    description: Packages to check, per OS family (C(Debian), C(RedHat)); a list applies to any.
+    type: raw
+    default: []
+author: rocetune contributors
+"""
+
+RETURN = r"""
+loaded:
+  description: The modules this run loaded (or would load, in check mode).
+  type: list
+  returned: always
+written:
+  description: The files written (or that would be, in check mode).
+  type: list
+  returned: always
+missing_packages:
+  description: Wanted packages that are not installed.
+  type: list
+  returned: always
+os_family:
+  description: The OS family as Ansible's facts name it.
+  type: str
+  returned: always
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.rdma_core_node_state import missing_modules, wanted_files, wanted_modules
+from ansible.module_utils.rocetune_files import apply_changes, plan_files
+from ansible.module_utils.rocetune_packages import missing_packages
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            modules=dict(type="list", elements="str", default=[]),
+            nic_driver=dict(type="str", default=""),
+            nvidia_peermem=dict(type="str", choices=["auto", "true", "false"], default="auto"),
+            modules_load_file=dict(type="path", default=""),
+            limits_file=dict(type="path", default=""),
+            systemd_dropin=dict(type="path", default=""),
+            packages=dict(type="raw", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    family, missing_pkgs = missing_packages(module, p["packages"], "rdma_core_packages")
+
+    modules = wanted_modules(p["modules"], p["nic_driver"], p["nvidia_peermem"]) if p["modules"] else []
+    to_load = missing_modules(modules)
+    if to_load and not module.check_mode:
+        modprobe = module.get_bin_path("modprobe", required=True)
+        for name in to_load:
+            rc, out, err = module.run_command([modprobe, name])
+            if rc != 0:
+                module.fail_json(msg="modprobe %s: %s" % (name, (err or out).strip() or "exit %d" % rc),
+                                 loaded=to_load[:to_load.index(name)])
+
+    files = wanted_files(p["modules_load_file"] if modules else "", modules, p["limits_file"], p["systemd_dropin"])
+    changes, diffs = plan_files(files, [])
+    if changes and not module.check_mode:
+        apply_changes(changes)
+    module.exit_json(changed=bool(to_load or changes), loaded=to_load, written=[c[1]["path"] for c in changes],
+                     missing_packages=missing_pkgs, os_family=family, diff=diffs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""What rdma_core wants on a node: the files (modules-load.d, memlock limits), the kernel
+modules, and which packages are missing. Pure Python (no Ansible imports): unit-tested on a
+temporary tree that plays /sys/module."""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+
+__metaclass__ = type
+
+HEADER = "# Written by rocetune's rdma_core role: %s\n"
+
+
+def wanted_modules(modules, nic_driver, nvidia_peermem, sys_module="/sys/module"):
+    """The modules to load, in order, without repeats. nvidia_peermem: 'true', 'false' or 'auto'
+    (load it where the NVIDIA driver is loaded)."""
+    names = list(modules) + ([nic_driver] if nic_driver else [])
+    if nvidia_peermem == "true" or (nvidia_peermem == "auto" and os.path.isdir(os.path.join(sys_module, "nvidia"))):
+        names.append("nvidia_peermem")
+    out = []
+    for name in names:
+        name = name.replace("-", "_")
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def missing_modules(names, sys_module="/sys/module"):
+    """Modules without /sys/module/NAME (built-in ones have it too)."""
+    return [n for n in names if not os.path.isdir(os.path.join(sys_module, n))]
+
+
+def modules_load_content(names):
+    return HEADER % "RDMA modules loaded at boot." + "".join(n + "\n" for n in names)
+
+
+LIMITS_CONTENT = (HEADER % "RDMA registers (pins) memory."
+                  + "*    soft    memlock    unlimited\n*    hard    memlock    unlimited\n")
+
+# systemd services do not go through PAM; the manager default covers them (from the next boot
+# or `systemctl daemon-reexec`).
+SYSTEMD_CONTENT = HEADER % "RDMA registers (pins) memory." + "[Manager]\nDefaultLimitMEMLOCK=infinity\n"
+
+
+def wanted_files(modules_load_file, modules, limits_file, systemd_dropin):
+    """[{path, content, mode}] for the parts that are on (an empty path is off)."""
+    files = []
+    if modules_load_file:
+        files.append({"path": modules_load_file, "content": modules_load_content(modules), "mode": "0644"})
+    if limits_file:
+        files.append({"path": limits_file, "content": LIMITS_CONTENT, "mode": "0644"})
+    if systemd_dropin:
+        files.append({"path": systemd_dropin, "content": SYSTEMD_CONTENT, "mode": "0644"})
+    return files
