@@ -19,6 +19,9 @@ description:
   - Files the env points at are written before the env file, so an env never names a missing file.
   - A file at I(nccl_conf_file) that rocetune did not write (no rocetune header) is kept once as
     C(<file>.rocetune-orig) before it is replaced.
+  - Also installs (or removes) the boot unit that re-derives the env at every boot, and its
+    C(multi-user.target) enable link, in the same call; C(systemctl daemon-reload) runs only
+    when the unit changed on a node where systemd runs.
   - Supports check mode and diff.
 options:
   command:
@@ -50,14 +53,20 @@ options:
     type: str
     choices: [ignore, report, fail]
     default: report
+  unit_path:
+    description: The boot unit's file (under C(/etc/systemd/system)); omit to leave units alone.
+    type: path
+  unit_content:
+    description: The boot unit's text; omit to remove the unit and its enable link.
+    type: str
 author: rocetune contributors
 """
 
 RETURN = r"""
 features:
-  description: The node's Features document.
+  description: The node's Features document (null when the agent did not run).
   type: dict
-  returned: when the agent ran
+  returned: always
 files:
   description: Each file written (or that would be), with C(path) and C(changed).
   type: list
@@ -83,6 +92,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 MARKER = "# rocetune "
 BACKUP_SUFFIX = ".rocetune-orig"
+WANTED_BY = "multi-user.target"
 
 
 def run_agent(module, argv, timeout):
@@ -129,6 +139,43 @@ def write(module, path, content):
     module.atomic_move(tmp, path)
 
 
+def boot_unit(module, path, content, results, diffs):
+    """Write (content given) or remove (None) the unit and its enable link; True if changed."""
+    link = os.path.join(os.path.dirname(path), WANTED_BY + ".wants", os.path.basename(path))
+    before = read(path)
+    link_ok = os.path.islink(link) and os.readlink(link) == path
+    if content is not None:
+        unit_changed, link_changed = before != content, not link_ok
+    else:
+        unit_changed, link_changed = before is not None, os.path.lexists(link)
+    if unit_changed:
+        diffs.append({"before_header": path, "after_header": path,
+                      "before": before or "", "after": content or ""})
+    if link_changed:
+        diffs.append({"before_header": link, "after_header": link,
+                      "before": "-> %s\n" % os.readlink(link) if os.path.islink(link) else "",
+                      "after": "-> %s\n" % path if content is not None else ""})
+    if not module.check_mode:
+        if unit_changed:
+            if content is None:
+                os.unlink(path)
+            else:
+                write(module, path, content)
+        if link_changed:
+            if os.path.lexists(link):
+                os.unlink(link)
+            if content is not None:
+                if not os.path.isdir(os.path.dirname(link)):
+                    os.makedirs(os.path.dirname(link), 0o755)
+                os.symlink(path, link)
+        if unit_changed and os.path.isdir("/run/systemd/system"):  # systemd runs here
+            rc, _, err = module.run_command(["systemctl", "daemon-reload"])
+            if rc != 0:
+                module.fail_json(msg="systemctl daemon-reload failed: %s" % err.strip(), files=results)
+    results.append({"path": path, "changed": unit_changed or link_changed, "backup": None})
+    return unit_changed or link_changed
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -139,13 +186,15 @@ def main():
             args=dict(type="list", elements="str", default=[]),
             timeout=dict(type="int", default=120),
             on_warnings=dict(type="str", choices=["ignore", "report", "fail"], default="report"),
+            unit_path=dict(type="path"),
+            unit_content=dict(type="str"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     if not os.path.exists(p["command"]):
         if module.check_mode:  # the agent itself is installed by this same run
-            module.exit_json(changed=True, files=[],
+            module.exit_json(changed=True, files=[], features=None,
                              msg="%s is not installed yet: the env would be planned after it is" % p["command"])
         module.fail_json(msg="%s not found: run the rocetune_agent role first" % p["command"])
 
@@ -180,6 +229,8 @@ def main():
                     write(module, backup, before)
                 write(module, path, content)
         results.append({"path": path, "changed": differs, "backup": backup})
+    if p["unit_path"]:
+        changed = boot_unit(module, p["unit_path"], p["unit_content"], results, diffs) or changed
 
     if envelope_warnings and p["on_warnings"] == "fail":
         module.fail_json(msg="rocetune reported %d warning(s): %s"

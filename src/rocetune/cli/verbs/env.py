@@ -16,8 +16,9 @@ HELP = "print or write the tuned NCCL/UCX/Gloo/MPI environment (sh, nccl.conf, s
 def register(p: argparse.ArgumentParser) -> None:
     options.add_env_output(p, many=True)
     p.add_argument("--env-dir", metavar="DIR",
-                   help="for agents that write the files themselves (with --json): plan for an env "
-                        "file and the files it points at in DIR, return their texts, write nothing")
+                   help="the files the env points at go in DIR (default: beside -o's file); "
+                        "without -o, for agents that write the files themselves (with --json): "
+                        "return the texts, write nothing")
     options.add_plan_arguments(p)
 
 
@@ -26,14 +27,17 @@ def run(args: argparse.Namespace) -> Result:
 
     out = options.out_path(args)
     fmts = options.formats_of(args, out)
-    if args.env_dir and (out or not args.json):
-        raise RocetuneError("--env-dir returns texts for the caller to write: use it with --json and without -o",
-                            code=ExitCode.USAGE)
+    if args.env_dir and not out and not args.json:
+        raise RocetuneError("--env-dir without -o returns texts for the caller to write: add --json, "
+                            "or -o FILE to write them", code=ExitCode.USAGE)
     features = report.collect(args)
-    env = options.plan_env_from_args(args, features, out, fmts, env_dir=args.env_dir)
+    # With -o and --env-dir both, the env goes to -o and the files it points at to DIR (an
+    # nccl.conf in /etc naming a topology file in /etc/rocetune, as the rocetune_env role does).
+    env = options.plan_env_from_args(args, features, None if args.env_dir else out, fmts,
+                                     env_dir=args.env_dir)
     result = Result(command=NAME, data={"plan": env.plan.to_dict(), "features": features},
                     warnings=report.stderr_lines(features, env.plan, findings_too=True))
-    if args.env_dir:
+    if args.env_dir and not out:
         result.data["env"] = {"formats": fmts, "dir": args.env_dir, "texts": env.texts,
                               "files": [{"path": f.path, "key": f.key, "content": f.content}
                                         for f in env.files]}
