@@ -45,6 +45,8 @@ def os_family(module):
 def missing_packages(module, packages, what):
     """(os family, the wanted packages that are not installed). Fails the module when the
     family has no list or the node has neither dpkg nor rpm. ``what`` names the role's variable."""
+    if isinstance(packages, (list, tuple)) and not packages:
+        return "", []  # nothing to check: no need to read the distribution either
     family = os_family(module)
     wanted = packages_for(packages, family)
     if wanted is None:
