@@ -162,8 +162,9 @@ def _vm_pids() -> Set[int]:
     return found
 
 
-def _ssh_clients() -> Set[int]:
-    """ssh clients on the machine connected to a VM (Ansible ControlPersist masters, say)."""
+def _ssh_clients(only: Optional[str] = None) -> Set[int]:
+    """ssh clients on the machine connected to a VM (Ansible ControlPersist masters, say);
+    ``only``: to that management address."""
     inodes = set()
     with contextlib.suppress(OSError), open("/proc/net/tcp") as fh:
         next(fh)
@@ -171,7 +172,7 @@ def _ssh_clients() -> Set[int]:
             fields = line.split()
             rem_ip_hex, rem_port_hex = fields[2].split(":")
             ip = ipaddress.IPv4Address(bytes(reversed(bytes.fromhex(rem_ip_hex))))
-            if ip in MGMT_NET and int(rem_port_hex, 16) == 22:
+            if ip in MGMT_NET and int(rem_port_hex, 16) == 22 and only in (None, str(ip)):
                 inodes.add(fields[9])
     found = set()
     for pid in lab._pids() if inodes else []:
@@ -538,7 +539,8 @@ def qemu_argv(info: VMInfo, img: vm_image.Image, i: int, name: str) -> List[str]
             "-device", "virtio-blk-pci,drive=root,serial=rtvroot,addr=0x6",
             "-drive", f"file={d / 'seed.tar'},format=raw,if=none,id=seed,readonly=on",
             "-device", "virtio-blk-pci,drive=seed,serial=rtvseed,addr=0x7",
-            "-pidfile", str(d / "qemu.pid"), "-daemonize"]
+            "-pidfile", str(d / "qemu.pid"), "-daemonize",
+            "-qmp", f"unix:{d / 'qmp.sock'},server=on,wait=off"]  # reboot(): set-action
     nics = [(0x3, 1, 0)] + [(0x4 + r, 2, r) for r in range(len(FABRIC_IFS))]
     for (tap, _, _), (slot, net, rail) in zip(_taps(i), nics):
         argv += ["-netdev", f"tap,id={tap},ifname={tap},script=no,downscript=no",
@@ -695,6 +697,109 @@ def copy_from(host: str, remote: str, local: Union[str, Path], timeout: float = 
     if proc.returncode != 0:
         raise lab.LabError(f"{host}: reading {remote} failed: "
                            f"{lab._last_line(proc.stderr.decode(errors='replace'))}")
+
+
+# ---------------------------------------------------------------------------------------------
+# reboot: the guest reboots itself; QEMU resets the machine instead of exiting (``-no-reboot``
+# is switched off for the reboot only, so a kernel panic still ends QEMU), and the disk's
+# snapshot overlay lives on in the same QEMU process.
+
+REBOOT_TIMEOUT_TCG = 240.0
+REBOOT_TIMEOUT_KVM = 90.0
+
+
+def _qmp(name: str, *commands: dict) -> None:
+    """Run QMP commands on a VM's QEMU (its monitor socket); an error reply raises LabError."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        try:
+            sock.connect(str(STATE_DIR / name / "qmp.sock"))
+        except OSError as exc:
+            raise lab.LabError(f"{name}: no QEMU monitor at {STATE_DIR / name / 'qmp.sock'}: "
+                               f"{exc.strerror or exc}") from None
+        stream = sock.makefile("rwb")
+        json.loads(stream.readline())  # the greeting
+        for command in ({"execute": "qmp_capabilities"},) + commands:
+            stream.write(json.dumps(command).encode() + b"\n")
+            stream.flush()
+            reply = {"event": None}
+            while "event" in reply:  # events may come before the reply
+                line = stream.readline()
+                if not line:
+                    raise lab.LabError(f"{name}: QEMU closed its monitor")
+                reply = json.loads(line)
+            if "error" in reply:
+                raise lab.LabError(f"{name}: QEMU refused {command['execute']}: "
+                                   f"{reply['error'].get('desc')}")
+
+
+def _guest_boot_id(host: str) -> Optional[str]:
+    try:
+        proc = run_on(host, "cat /proc/sys/kernel/random/boot_id", check=False, timeout=20)
+    except subprocess.TimeoutExpired:
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def reboot(host: str, timeout: Optional[float] = None) -> float:
+    """Reboot a VM from inside (``systemctl reboot``) and wait until it is back: a new boot id
+    over ssh and systemd ``running``. Returns the seconds that took. A VM not back within
+    ``timeout`` (240 s under TCG, 90 s under KVM), whose QEMU exits, or whose systemd is not
+    ``running`` raises LabError quoting its console tail."""
+    ip = _resolve(host)
+    info = current()
+    name = next((n for n, a in info.hosts if a == ip), None) if info else None
+    if name is None:
+        raise lab.LabError(f"{host}: not a VM of the VM lab that is up")
+    accel = info.accel
+    limit = timeout or (REBOOT_TIMEOUT_KVM if accel == "kvm" else REBOOT_TIMEOUT_TCG)
+    before = _guest_boot_id(ip)
+    if before is None:
+        raise lab.LabError(f"{name}: not answering ssh before the reboot")
+    _qmp(name, {"execute": "set-action", "arguments": {"reboot": "reset"}})
+    started = time.monotonic()
+    try:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # the connection may just drop
+            subprocess.run(ssh_command(ip) + ["--", "systemctl reboot"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+        for pid in _ssh_clients(only=ip):  # masters of the old boot's connections
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = started + limit
+        while True:
+            if not _qemu_alive(name):
+                _reboot_failed(name, accel, "QEMU exited during the reboot")
+            if lab._tcp_open(ip, 22, timeout=1.0):
+                now = _guest_boot_id(ip)
+                if now and now != before:
+                    break
+            if time.monotonic() > deadline:
+                _reboot_failed(name, accel, f"not back on ssh within {limit:.0f}s")
+            time.sleep(1.0)
+        left = max(10, int(deadline - time.monotonic()))
+        state = run_on(ip, f"timeout {left} systemctl is-system-running --wait", check=False,
+                       timeout=left + 15).stdout.strip()
+        if state != "running":
+            failed = run_on(ip, "systemctl --failed --plain --no-legend", check=False).stdout
+            _reboot_failed(name, accel, f"systemd is '{state}' after the reboot (failed units: "
+                                        f"{' '.join(failed.split()) or 'none'})")
+    finally:
+        if _qemu_alive(name):
+            with contextlib.suppress(lab.LabError, OSError, ValueError):
+                _qmp(name, {"execute": "set-action", "arguments": {"reboot": "shutdown"}})
+    seconds = time.monotonic() - started
+    lab._log(f"{name}: rebooted, back and running after {seconds:.1f}s")
+    return seconds
+
+
+def _reboot_failed(name: str, accel: str, why: str) -> None:
+    tail = console_tail(name)
+    notable = [ln for ln in tail if NOTABLE.search(ln)][-1:]
+    shown = notable + [ln for ln in tail[-6:] if ln not in notable]
+    raise lab.LabError(f"{name} did not come back from a reboot under {accel.upper()}: {why}; "
+                       "console tail: " + (" | ".join(shown) or "(empty)"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -82,6 +82,9 @@ chmod 0755 "$root/usr/sbin/policy-rc.d"
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C
 chroot "$root" apt-get update -q
 chroot "$root" apt-get install -y -q --no-install-recommends -o APT::Keep-Downloaded-Packages=true "$@"
+# In the repository only, not installed: Debian's ansible-core (2.14) and what it needs, for a
+# node that provisions itself (`ansible-playbook -c local`, docs/first-boot.md).
+chroot "$root" apt-get install -y -q --no-install-recommends --download-only ansible-core
 rm -f "$root/usr/sbin/policy-rc.d" "$root/etc/resolv.conf"
 """
 

@@ -1,0 +1,304 @@
+"""Reboots of the Soft-RoCE VMs after site.yml, and a node that provisions itself.
+
+One VM lab (vm2), in order, with two reboot rounds (both VMs in parallel each time):
+
+1. vm01 provisions itself: Debian's ansible-core from the lab repository, the first-boot bundle
+   (docs/first-boot.md) run with the local connection; meanwhile the controller converges vm02.
+   A controller run over both then changes nothing on vm01.
+2. Reboot: what the roles persisted is back (modules from modules-load.d, MTU 9000 on the rails
+   with the lab's own boot script no longer setting it, unlimited memlock for a fresh login),
+   the QoS boot unit reported "not supported" on virtio and exited cleanly, the Soft-RoCE
+   devices are back, and rocetune-env.service ran.
+3. vm02's rails get their IPv4 address only after their Soft-RoCE device (an IPv6 address
+   before): the RoCE v2 IPv4 GID moves from 1 to 2. Reboot: vm02's env follows
+   (NCCL_IB_GID_INDEX 1 -> 2, one journal line), vm01's env files are byte-identical with the
+   same mtime. A controller rerun then reports changed=0: the boot unit wrote what the roles do.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.lab import lab, vm
+from tests.lab.site_fixtures import PlaybookRun, ansible_env, parse_env_file, parse_recap, tool
+
+pytestmark = pytest.mark.vm
+
+REPO = Path(__file__).resolve().parents[2]
+ENV_FILE = "/etc/rocetune/nccl.env"
+NCCL_CONF = "/etc/nccl.conf"
+SELF = "vm01"  # provisions itself
+MOVED = "vm02"  # its IPv4 GIDs move
+BUNDLE = "/opt/rocetune-first-boot"
+TIMINGS: dict = {}
+
+# The lab VM's own boot script sets every NIC's MTU from its seed; without that, a rail's 9000
+# after a reboot can only come from what the roce_net role persisted.
+SEED_WITHOUT_MTU = r"""sed -i 's/ip link set dev "$name" mtu "$mtu" up/ip link set dev "$name" up/' \
+    /usr/local/sbin/rocetune-lab-seed && grep -q 'ip link set dev "$name" up' /usr/local/sbin/rocetune-lab-seed"""
+
+# The rails' IPv4 addresses arrive after their Soft-RoCE devices, an IPv6 address before them
+# (as with a late DHCP lease): the kernel fills the GID table in that order, so the IPv4 RoCE v2
+# GID takes index 2 instead of 1 (NCCL #1333, #2157 describe this after a reboot or port flap).
+IPV4_LATE = r"""#!/bin/sh
+# rocetune lab: rails' IPv4 after their Soft-RoCE device (pre: remove it, add IPv6; post: back)
+set -eu
+table=100
+while read -r name mac mtu addr net; do
+    case "$name" in ''|'#'*|gateway) continue ;; ens3) continue ;; esac
+    table=$((table + 1))
+    last=${addr%/*}; last=${last##*.}
+    case "$1" in
+    pre) ip addr del "$addr" dev "$name" 2>/dev/null || true
+         ip -6 addr add "fd00:198:18:2::$last/64" dev "$name" nodad 2>/dev/null || true ;;
+    post) ip addr add "$addr" dev "$name"
+          ip route replace "$net" dev "$name" src "${addr%/*}" table "$table" ;;
+    esac
+done < /etc/rocetune-lab/net.conf
+"""
+IPV4_LATE_DROPIN = """[Service]
+ExecStartPre=/usr/local/sbin/rtvlab-ipv4-late pre
+ExecStartPost=/usr/local/sbin/rtvlab-ipv4-late post
+"""
+
+
+def site(*args: str, inventory: Path = None) -> PlaybookRun:
+    argv = [tool("ansible-playbook"), "-i", str(inventory or lab.VM_INVENTORY), "site.yml", *args]
+    start = time.monotonic()
+    proc = subprocess.run(argv, cwd=REPO, env=ansible_env(), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1200)
+    return PlaybookRun(argv, proc.returncode, proc.stdout, time.monotonic() - start,
+                       parse_recap(proc.stdout))
+
+
+def node_changes(run: PlaybookRun, host: str) -> list:
+    """Tasks that changed something on the node itself (not the controller-side ones)."""
+    return [ln for ln in run.output.splitlines() if re.match(rf"^changed: \[{host}\]", ln)]
+
+
+def sh(host: str, cmd: str, **kw) -> str:
+    return vm.run_on(host, cmd, **kw).stdout
+
+
+def snapshot(host: str) -> dict:
+    """The env files' bytes and mtimes on a node."""
+    out = sh(host, f"for f in {ENV_FILE} {NCCL_CONF}; do stat -c '%n %Y' $f; done; "
+                   f"sha256sum {ENV_FILE} {NCCL_CONF}")
+    return {"lines": out.splitlines(), "env": sh(host, f"cat {ENV_FILE}"),
+            "conf": sh(host, f"cat {NCCL_CONF}")}
+
+
+def unit_log(host: str, unit: str) -> list:
+    return sh(host, f"journalctl -b -o cat --no-pager -u {unit}").splitlines()
+
+
+def unit_state(host: str, unit: str) -> dict:
+    out = sh(host, f"systemctl show {unit} -p ActiveState -p Result -p ExecMainStatus")
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def reboot_both() -> dict:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(vm.reboot, name) for name in (SELF, MOVED)}
+        return {name: round(f.result(), 1) for name, f in futures.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Converge: vm01 by itself (local connection), vm02 from the controller
+
+
+def make_bundle(tmp: Path, vms) -> Path:
+    """The first-boot bundle of docs/first-boot.md for vm01: the playbook and roles, the
+    agent packed on the controller, and an inventory of the node itself."""
+    bundle = tmp / "rocetune-first-boot"
+    for item in ("site.yml", "playbooks", "roles"):
+        src = REPO / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, bundle / item)
+    packed = json.loads(subprocess.run(
+        [sys.executable, "-m", "rocetune.agentpack", "--out-dir", str(tmp / "agent"),
+         "--python", "/usr/bin/python3"], env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.PIPE, check=True, text=True).stdout)
+    shutil.copy(packed["path"], bundle / "rocetune.pyz")
+    shutil.copytree(REPO / "inventories/lab/group_vars", bundle / "inventory/group_vars")
+    lab_vars = [ln.strip() for ln in vm.inventory_lines(vms)
+                if re.match(r"\s+rocetune_lab_(interface|fabric_interfaces|systemd|vm|controller_ip)\b", ln)]
+    fabric = json.dumps(vms.fabric[SELF])
+    (bundle / "inventory/hosts.yml").write_text(
+        "# This node, provisioning itself (docs/first-boot.md)\n"
+        "all:\n  children:\n    gpu_nodes:\n      hosts:\n"
+        f"        {SELF}:\n"
+        "          ansible_connection: local\n"
+        "          ansible_python_interpreter: /usr/bin/python3\n"
+        f"          rocetune_lab_fabric_ips: {fabric}\n"
+        "          rocetune_agent_package: \"{{ inventory_dir }}/../rocetune.pyz\"\n"
+        "          rocetune_env_features_dir: /var/lib/rocetune/features\n"
+        "      vars:\n" + "".join(f"        {v}\n" for v in lab_vars))
+    (bundle / "ansible.cfg").write_text(
+        "[defaults]\ninventory = inventory/hosts.yml\nroles_path = roles\n"
+        "interpreter_python = auto_silent\nretry_files_enabled = False\n")
+    return bundle
+
+
+@pytest.fixture(scope="module")
+def converged(vm2, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("reboot")
+    bundle = make_bundle(tmp, vm2)
+    vm.copy_to(SELF, bundle, str(Path(BUNDLE).parent))
+    result = {}
+
+    def provision_self():
+        started = time.monotonic()
+        apt = "apt-get -q -o Acquire::Languages=none"
+        out = vm.run_on(SELF, f"{apt} update >/dev/null && DEBIAN_FRONTEND=noninteractive {apt} "
+                              "install -y --no-install-recommends ansible-core 2>&1 | tail -n 3 && "
+                              "ansible-playbook --version | head -n 1", check=False, timeout=900)
+        result["install"] = (out, time.monotonic() - started)
+        started = time.monotonic()
+        result["local"] = (vm.run_on(SELF, f"cd {BUNDLE} && ansible-playbook site.yml 2>&1",
+                                     check=False, timeout=1500), time.monotonic() - started)
+
+    thread = threading.Thread(target=provision_self)
+    thread.start()
+    controller = site("--limit", MOVED)
+    thread.join()
+    both = site()
+    return {"bundle": bundle, "controller": controller, "both": both, **result}
+
+
+def test_a_node_provisions_itself_with_the_local_connection(converged):
+    install, install_s = converged["install"]
+    assert install.returncode == 0, install.stdout + install.stderr
+    version = install.stdout.strip().splitlines()[-1]
+    assert version.startswith("ansible-playbook [core 2.14"), install.stdout
+    local, local_s = converged["local"]
+    recap = parse_recap(local.stdout)
+    assert local.returncode == 0 and recap[SELF]["failed"] == 0, local.stdout[-6000:]
+    assert recap[SELF]["changed"] >= 5, local.stdout[-6000:]
+    TIMINGS.update(install_ansible=round(install_s), local_converge=round(local_s))
+    print(f"{SELF}: {version}, installed from the lab repository in {install_s:.0f}s; "
+          f"site.yml -c local in {local_s:.0f}s")
+    # The env it wrote is what the agent plans there.
+    assert sh(SELF, f"cat {ENV_FILE}") == sh(SELF, "rocetune env --env-dir /etc/rocetune --format sh")
+
+
+def test_the_controller_then_changes_nothing_on_the_self_provisioned_node(converged):
+    controller, both = converged["controller"], converged["both"]
+    assert controller.rc == 0, controller.explain()
+    assert both.rc == 0 and both.recap[MOVED]["changed"] == 0, both.explain()
+    assert node_changes(both, SELF) == [], both.explain()
+    TIMINGS.update(controller_converge=round(controller.seconds), controller_both=round(both.seconds))
+    print(f"controller: converge {MOVED} {controller.seconds:.0f}s; both {both.seconds:.0f}s")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. First reboot: what was persisted comes back
+
+
+@pytest.fixture(scope="module")
+def first_reboot(converged):
+    before = {}
+    for name in (SELF, MOVED):
+        sh(name, SEED_WITHOUT_MTU)
+        before[name] = {"memlock": sh(name, "ulimit -l").strip(),
+                        "env": parse_env_file(sh(name, f"cat {ENV_FILE}"))}
+    seconds = reboot_both()
+    TIMINGS["reboot_1"] = seconds
+    print(f"first reboot (both VMs in parallel): {seconds}")
+    return before
+
+
+@pytest.mark.parametrize("name", [SELF, MOVED])
+def test_persisted_settings_are_back_after_a_reboot(first_reboot, name):
+    assert set(sh(name, "cat /etc/modules-load.d/rocetune-rdma.conf").split()) >= \
+        {"rdma_rxe", "ib_uverbs", "rdma_ucm"}
+    loaded = {ln.split()[0] for ln in sh(name, "cat /proc/modules").splitlines()}
+    assert {"rdma_rxe", "ib_uverbs", "rdma_ucm"} <= loaded, sorted(loaded)
+    # The lab's boot script no longer sets MTUs: the rails' 9000 is roce_net's udev rule.
+    mtus = sh(name, "cat /sys/class/net/ens3/mtu /sys/class/net/ens4/mtu /sys/class/net/ens5/mtu").split()
+    assert mtus == ["1500", "9000", "9000"], mtus
+    assert sh(name, "ulimit -l").strip() == "unlimited"  # a fresh login, a new sshd
+    links = json.loads(sh(name, "rdma -j link show"))
+    assert {lk["ifname"]: lk["netdev"] for lk in links} == dict(vm.softroce_links(name))
+    assert all(lk["state"] == "ACTIVE" for lk in links), links
+
+
+@pytest.mark.parametrize("name", [SELF, MOVED])
+def test_the_qos_boot_unit_reports_not_supported_and_exits_cleanly(first_reboot, name):
+    assert unit_state(name, "rocetune-qos.service") == \
+        {"ActiveState": "active", "Result": "success", "ExecMainStatus": "0"}
+    log = unit_log(name, "rocetune-qos.service")
+    for nic in ("ens4", "ens5"):
+        assert any(f"DCB is not supported on {nic} (driver virtio_net)" in ln for ln in log), log
+
+
+@pytest.mark.parametrize("name", [SELF, MOVED])
+def test_the_env_unit_ran_at_boot_and_kept_the_planned_values(first_reboot, name):
+    assert unit_state(name, "rocetune-env.service") == \
+        {"ActiveState": "active", "Result": "success", "ExecMainStatus": "0"}
+    log = [ln for ln in unit_log(name, "rocetune-env.service") if ln.startswith(("wrote ", "unchanged "))]
+    assert [ln.split(" (")[0].split(" ", 1)[1] for ln in log] == [ENV_FILE, NCCL_CONF], log
+    # No variable changed; before this first reboot the session's memlock was the 8 MiB default
+    # (limits apply to processes started after the roles ran), so the Features header may differ.
+    assert not any("changed " in ln for ln in log), log
+    assert parse_env_file(sh(name, f"cat {ENV_FILE}")) == first_reboot[name]["env"]
+    if first_reboot[name]["memlock"] == "unlimited":
+        assert all(ln.startswith("unchanged ") for ln in log), log
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. The GID index moves on vm02; a second reboot
+
+
+@pytest.fixture(scope="module")
+def second_reboot(first_reboot):
+    gid_file = "/sys/class/infiniband/rxe0/ports/1/gids/{}"
+    assert sh(MOVED, f"cat {gid_file.format(1)}").strip().endswith(":ffff:c612:020c")
+    vm.run_on(MOVED, "cat > /usr/local/sbin/rtvlab-ipv4-late && chmod 0755 /usr/local/sbin/rtvlab-ipv4-late",
+              input=IPV4_LATE)
+    vm.run_on(MOVED, "mkdir -p /etc/systemd/system/rocetune-softroce.service.d && cat > "
+                     "/etc/systemd/system/rocetune-softroce.service.d/50-ipv4-late.conf",
+              input=IPV4_LATE_DROPIN)
+    before = {name: snapshot(name) for name in (SELF, MOVED)}
+    seconds = reboot_both()
+    TIMINGS["reboot_2"] = seconds
+    print(f"second reboot (both VMs in parallel): {seconds}")
+    return before
+
+
+def test_an_unchanged_node_keeps_its_env_files_byte_for_byte(second_reboot):
+    after = snapshot(SELF)
+    assert after == second_reboot[SELF]  # same bytes, same mtimes
+    log = [ln for ln in unit_log(SELF, "rocetune-env.service") if ln.startswith(("wrote ", "unchanged "))]
+    assert [ln.split(" (")[0] for ln in log] == [f"unchanged {ENV_FILE}", f"unchanged {NCCL_CONF}"], log
+
+
+def test_the_env_follows_a_moved_gid_index_after_a_reboot(second_reboot):
+    gids = sh(MOVED, "for d in rxe0 rxe1; do cat /sys/class/infiniband/$d/ports/1/gids/2; done").split()
+    assert [g[-9:] for g in gids] == ["c612:020c", "c612:0270"], gids  # 198.18.2.12, .112 at 2
+    env = parse_env_file(sh(MOVED, f"cat {ENV_FILE}"))
+    assert second_reboot[MOVED]["env"] != sh(MOVED, f"cat {ENV_FILE}")
+    assert env["NCCL_IB_GID_INDEX"] == "2", env
+    assert "NCCL_IB_GID_INDEX=2\n" in sh(MOVED, f"cat {NCCL_CONF}")
+    log = [ln for ln in unit_log(MOVED, "rocetune-env.service") if ln.startswith(("wrote ", "unchanged "))]
+    assert len(log) == 2, log
+    for line, path in zip(log, (ENV_FILE, NCCL_CONF)):
+        assert line.startswith(f"wrote {path} (") and "NCCL_IB_GID_INDEX 1 -> 2" in line, log
+    print("\n".join(log))
+
+
+def test_the_roles_agree_with_what_the_boot_unit_wrote(second_reboot):
+    rerun = site()
+    TIMINGS["rerun_after_reboots"] = round(rerun.seconds)
+    assert rerun.rc == 0 and rerun.total("changed") == 0, rerun.explain()
+    print(f"controller rerun after the reboots: {rerun.seconds:.0f}s, changed=0; timings {TIMINGS}")
