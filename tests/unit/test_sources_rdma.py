@@ -104,3 +104,19 @@ def test_gid_fields_match_ipaddress(text):
                                   "zzzz:0000:0000:0000:0000:0000:0000:0001", "fe80::1::2", ""])
 def test_gid_fields_refuse_what_is_not_a_gid(text):
     assert rdma.gid_fields(text) is None
+
+
+def test_numa_node_of_the_pci_source_is_reused(tmp_path):
+    bdf = "0000:01:00.0"
+    make(tmp_path, base_tree(**{
+        f"sys/bus/pci/devices/{bdf}": Link("../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0"),
+        "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/numa_node": "1\n",
+    }))
+    read, _ = run(str(tmp_path))
+    assert read["devices"][0]["numa_node"] == 1
+    ctx = ProbeContext(HostRoot(str(tmp_path)))
+    net = {"interfaces": [{"name": "ens1f0np0", "mtu": 9000, "pci": bdf}]}
+    # what the PCI source read stands: the file is not read again (0 here, to tell them apart)
+    assert rdma.probe(ctx, net, {"devices": [{"bdf": bdf, "numa_node": 0}]})["devices"][0]["numa_node"] == 0
+    # a PCI source without a node for it (missing, -1, unreadable): read here as before
+    assert rdma.probe(ctx, net, {"devices": [{"bdf": bdf, "numa_node": None}]})["devices"][0]["numa_node"] == 1

@@ -120,6 +120,7 @@ class HostView:
         self.pci: Dict[str, dict] = {d["bdf"]: d for d in (features.get("pci") or {}).get("devices", [])}
         self._selection: Optional[Selection] = None
         self._gpu_paths: Optional[Dict[str, Dict[int, str]]] = None
+        self._socket_candidates: Optional[List[dict]] = None
 
     # --- NCCL ------------------------------------------------------------------------------
     def nccl_version(self) -> Optional[Tuple[int, int, int]]:
@@ -206,6 +207,12 @@ class HostView:
         return None
 
     def socket_candidates(self) -> List[dict]:
+        """Interfaces the socket transport could use (a new list; looked for once per view)."""
+        if self._socket_candidates is None:
+            self._socket_candidates = self._find_socket_candidates()
+        return list(self._socket_candidates)
+
+    def _find_socket_candidates(self) -> List[dict]:
         out = []
         for name, iface in sorted(self.interfaces.items()):
             kind = iface.get("kind")

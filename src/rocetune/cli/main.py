@@ -12,7 +12,7 @@ from .. import __version__
 from ..errors import ExitCode, RocetuneError
 from . import verbs
 from ..text import printable
-from .result import Result, dumps, error_result
+from .result import Result, error_result
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -83,7 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _emit(result: Result, as_json: bool, quiet: bool) -> None:
     result.warnings = list(dict.fromkeys(result.warnings))
     if as_json:
-        sys.stdout.write(dumps(result.envelope()))
+        from ..render.json_text import envelope_text
+
+        sys.stdout.write(envelope_text(result.envelope()))
         return
     if result.raw is not None:
         sys.stdout.write(result.raw)

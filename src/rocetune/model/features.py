@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from ..errors import ExitCode, RocetuneError
@@ -19,6 +18,8 @@ def canonical(features: dict) -> str:
 
 def fingerprint(features: dict) -> str:
     """Short sha256 of the canonical JSON: the same host facts give the same value."""
+    import hashlib  # here: OpenSSL's loading is a probe's cost only where a fingerprint is asked for
+
     return hashlib.sha256(canonical(features).encode()).hexdigest()[:12]
 
 

@@ -49,7 +49,7 @@ def collect_features(root: str = "/", recorder: Optional[Recorder] = None, runne
     pci = _run("pci", ctx, st, pci_source.probe if sysfs else _no_sysfs) or {"devices": []}
     net = _run("net", ctx, st, net_source.probe if sysfs else _no_sysfs) or {
         "interfaces": [], "default_route_interfaces": [], "addresses_known": False}
-    rdma = _run("rdma", ctx, st, rdma_source.probe, net) or {"devices": []}
+    rdma = _run("rdma", ctx, st, rdma_source.probe, net, pci) or {"devices": []}
     verbs = _run("verbs", ctx, st, verbs_source.probe, rdma) or {"via": None, "devices": [],
                                                                  "disagreements": []}
     n_gpus = sum(1 for d in pci["devices"] if d["kind"] == "gpu")

@@ -139,10 +139,12 @@ def _gids(ctx: ProbeContext, dev: str, port_dir: str) -> List[dict]:
     return sorted(entries, key=lambda e: e["index"])
 
 
-def identity(ctx: ProbeContext, base: str) -> dict:
+def identity(ctx: ProbeContext, base: str, numa_of: Optional[Dict[str, int]] = None) -> dict:
     """What an RDMA device really is: its own PCI function, an auxiliary device (an mlx5
     sub-function) below a PCI function -- the parent PF gives topology and NUMA -- or a
-    software device on a netdev (rdma_rxe, siw), which has no PCI function at all."""
+    software device on a netdev (rdma_rxe, siw), which has no PCI function at all.
+
+    `numa_of`: NUMA nodes the PCI source has read already (bdf -> node >= 0)."""
     real = ctx.root.realpath(f"{base}/device") if ctx.root.exists(f"{base}/device") else ""
     parts = [p for p in real.split("/") if p]
     bdfs = [i for i, p in enumerate(parts) if BDF_RE.match(p)]
@@ -152,7 +154,10 @@ def identity(ctx: ProbeContext, base: str) -> dict:
         function, pci = "auxiliary", parts[bdfs[-1]]
     else:
         function, pci = "software", None
-    numa = ctx.int_attr(f"/sys/bus/pci/devices/{pci}/numa_node") if pci else None
+    if pci and numa_of and pci in numa_of:
+        numa: Optional[int] = numa_of[pci]
+    else:
+        numa = ctx.int_attr(f"/sys/bus/pci/devices/{pci}/numa_node") if pci else None
     return {"pci": pci, "function": function, "numa_node": numa if numa is None or numa >= 0 else None,
             "parent_netdev": ctx.attr(f"{base}/parent") if function == "software" else None,
             "auxiliary": parts[-1] if function == "auxiliary" else None}
@@ -243,7 +248,7 @@ def from_tools(ctx: ProbeContext) -> Optional[dict]:
     return None
 
 
-def probe(ctx: ProbeContext, net: Optional[dict] = None) -> dict:
+def probe(ctx: ProbeContext, net: Optional[dict] = None, pci_data: Optional[dict] = None) -> dict:
     if not ctx.root.is_dir("/sys/class"):
         recorded = from_tools(ctx)
         if recorded is not None:
@@ -264,11 +269,14 @@ def probe(ctx: ProbeContext, net: Optional[dict] = None) -> dict:
         mtu_of[iface["name"]] = iface["mtu"]
         if iface["pci"]:
             netdevs_by_pci.setdefault(iface["pci"], []).append(iface["name"])
+    # The same numa_node files the PCI source read: a 522-device host need not read them twice.
+    numa_of = {d["bdf"]: d["numa_node"] for d in (pci_data or {}).get("devices", [])
+               if d.get("numa_node") is not None}
     devices = []
     unreadable: Dict[str, int] = {}
     for dev in names:
         base = f"{IB}/{dev}"
-        ident = identity(ctx, base)
+        ident = identity(ctx, base, numa_of)
         pci = ident["pci"] if ident["function"] == "pci" else None
         ports = []
         for pname in ctx.root.listdir(f"{base}/ports"):
