@@ -10,6 +10,7 @@ end, not speed and not that any RDMA NIC works. Under TCG every figure here is C
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
 import json
 import os
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab import lab, vm
+from tests.lab import lab, vm, vm_image
 
 pytestmark = pytest.mark.vm
 
@@ -57,10 +58,12 @@ def rocetune(host: str, args: str, check: bool = True) -> subprocess.CompletedPr
 
 
 def probe_and_plan(host: str) -> dict:
-    """One `rocetune probe --json --format sh` on a VM: {'features', 'env': {KEY: value}}."""
+    """One `rocetune probe --json --format sh` on a VM:
+    {'features', 'env': {KEY: value}, 'decisions': {KEY: {key, value, rule_id, reason, evidence}}}."""
     data = json.loads(rocetune(host, f"probe {_json_flag()} --format sh").stdout)["data"]
-    env = {d["key"]: d["value"] for d in data["plan"]["decisions"]}
-    return {"features": data["features"], "env": env}
+    decisions = {d["key"]: d for d in data["plan"]["decisions"]}
+    env = {key: d["value"] for key, d in decisions.items()}
+    return {"features": data["features"], "env": env, "decisions": decisions}
 
 
 def probe(host: str) -> dict:
@@ -276,6 +279,16 @@ def test_probe_plans_the_fabric_rxe_devices_for_nccl(vms, probed):
         assert env["NCCL_IB_GID_INDEX"] == "1", name
         assert env["UCX_NET_DEVICES"] == "rxe0:1,rxe1:1", name
         assert env["NCCL_SOCKET_IFNAME"] == "=ens3", name
+        # ens3 for the reason docs/rules/socket-ifname.md gives for a host with compute RDMA
+        # ports: it carries the default route (not, say, because it sorts first).
+        socket = probed[name]["decisions"]["NCCL_SOCKET_IFNAME"]
+        assert socket["rule_id"] == "socket-ifname", socket
+        assert socket["reason"].startswith(
+            "ens3 carries the default route: the network every node reaches"), socket["reason"]
+        assert socket["evidence"]["default_route"] is True, socket["evidence"]
+        assert socket["evidence"]["candidates"] == ["ens3", "ens4", "ens5"], socket["evidence"]
+        for key in ("GLOO_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include"):
+            assert probed[name]["decisions"][key]["rule_id"] == "socket-ifname", (name, key)
 
 
 def test_capture_replays_to_the_same_features(vms, probed, tmp_path):
@@ -452,6 +465,77 @@ def test_allreduce_across_vms_over_ucx_rc_verbs(mpi_job):
     assert proc.returncode == 0, lab._last_line(log)
     assert ranks(proc.stdout) == [("0", "vm01", "3"), ("1", "vm02", "3")]
     assert re.search(r"ep_cfg\[\d\]: tag\(.*rc_verbs/rxe\d:1", log), log
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch's Gloo backend across the VMs: examples/jobs/gloo_allreduce.sh, which sources the env
+# file rocetune wrote on each VM, with the controller's CPU torch from a read-only data disk
+# (vm_image.ensure_torch_disk: the VMs have no internet and no pip index)
+
+JOBS = "/opt/rocetune-jobs"  # examples/jobs lands in JOBS/jobs, the same path on every VM
+GLOO_ENV = "/tmp/gloo/rocetune.env"
+GLOO_SIZE_MB, GLOO_WARMUP, GLOO_ITERS = 4, 1, 3
+
+
+@pytest.fixture(scope="module")
+def gloo_job(vms):
+    """On each VM: the torch disk mounted, the job scripts copied, `rocetune env -o` written.
+    Returns the fan-out command (run on vm01; it ssh-es to vm01 and vm02)."""
+    disk = vm_image.ensure_torch_disk()  # `up` built it before the VMs booted; cached
+    mount, dev = vm_image.TORCH_MOUNT, f"/dev/disk/by-id/virtio-{vm_image.TORCH_DISK_SERIAL}"
+
+    def prepare(name: str) -> None:
+        if vm.run_on(name, f"test -b {dev}", check=False).returncode != 0:
+            raise lab.LabError(f"{name}: no {dev}: the VMs were started without the torch disk")
+        vm.run_on(name, f"mkdir -p {mount} && (mountpoint -q {mount} || mount -o ro {dev} {mount})"
+                        f" && rm -rf {JOBS} && mkdir -p {os.path.dirname(GLOO_ENV)}")
+        vm.copy_to(name, REPO / "examples/jobs", JOBS)
+        rocetune(name, f"env -o {GLOO_ENV}")
+
+    with concurrent.futures.ThreadPoolExecutor(len(vms.names)) as pool:
+        list(pool.map(prepare, vms.names))  # each VM is its own emulated CPU
+    print(f"torch {disk.torch_version} disk: {disk.path.stat().st_size >> 20} MiB")
+    return (f"{JOBS}/jobs/gloo_allreduce.sh --env {GLOO_ENV} --python {mount}/bin/python3 "
+            # One process per VM: torchrun's agent would import torch a second time (tens of
+            # seconds under TCG) before the rank does.
+            f"--launcher python --timeout 400 vm01 vm02 -- --size-mb {GLOO_SIZE_MB} "
+            f"--warmup {GLOO_WARMUP} --iters {GLOO_ITERS} --timeout 300")
+
+
+def tx_bytes(host: str) -> dict:
+    """{interface: bytes sent} from sysfs."""
+    out = vm.run_on(host, "cd /sys/class/net && for i in ens*; do "
+                          "echo $i $(cat $i/statistics/tx_bytes); done").stdout
+    return {name: int(n) for name, n in (line.split() for line in out.splitlines())}
+
+
+def test_gloo_allreduce_across_vms_on_the_interface_the_env_names(vms, probed, gloo_job):
+    """PASS at world=2, with GLOO_SOCKET_IFNAME as sourced from the env file on each VM, and the
+    data counted on that interface's byte counters (not only named in the job's output)."""
+    chosen = {}
+    for name in vms.names:
+        seen = vm.run_on(name, f"set -a; . {GLOO_ENV}; echo \"$GLOO_SOCKET_IFNAME\"").stdout
+        chosen[name] = seen.strip()
+        assert chosen[name] == probed[name]["env"]["GLOO_SOCKET_IFNAME"], name
+    assert len(set(chosen.values())) == 1, chosen
+    iface = chosen["vm01"]
+    before = {name: tx_bytes(name) for name in vms.names}
+    started = time.monotonic()
+    proc = vm.run_on("vm01", gloo_job, check=False, timeout=480)
+    took = time.monotonic() - started
+    out = proc.stdout + proc.stderr
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("allreduce_check:")), "")
+    print(f"{line}\ngloo job wall time {took:.1f}s under {vms.accel}")
+    assert proc.returncode == 0, out[-4000:]
+    assert " PASS world=2 backend=gloo " in line, out[-4000:]
+    assert f" iface={iface} " in line and " hosts=vm01,vm02 " in line, line
+    # Each rank sends at least half its buffer per all_reduce; on the other NICs only chatter.
+    least = (GLOO_WARMUP + GLOO_ITERS) * (GLOO_SIZE_MB << 20) // 2
+    for name in vms.names:
+        sent = {nic: n - before[name][nic] for nic, n in tx_bytes(name).items()}
+        print(f"{name} bytes sent during the job: {sent}")
+        assert sent[iface] >= least, (name, sent)
+        assert all(n < least // 4 for nic, n in sent.items() if nic != iface), (name, sent)
 
 
 # ---------------------------------------------------------------------------------------------

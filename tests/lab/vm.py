@@ -341,7 +341,7 @@ def up(n: int, timeout: Optional[float] = None, accel: Optional[str] = None) -> 
         raise lab.LabError(f"VM count must be 1..{MAX_VMS}, got {n}")
     lab._require_root()
     lab.ensure_deps()
-    img = vm_image.ensure_image()
+    img = vm_image.with_data_disks(vm_image.ensure_image())
     if accel is None:
         accel, reason = choose_accel(img)
     else:
@@ -541,6 +541,9 @@ def qemu_argv(info: VMInfo, img: vm_image.Image, i: int, name: str) -> List[str]
             "-device", "virtio-blk-pci,drive=seed,serial=rtvseed,addr=0x7",
             "-pidfile", str(d / "qemu.pid"), "-daemonize",
             "-qmp", f"unix:{d / 'qmp.sock'},server=on,wait=off"]  # reboot(): set-action
+    for slot, (serial, path) in enumerate(img.data_disks, start=0x8):
+        argv += ["-drive", f"file={path},format=raw,if=none,id={serial},readonly=on",
+                 "-device", f"virtio-blk-pci,drive={serial},serial={serial},addr={slot:#x}"]
     nics = [(0x3, 1, 0)] + [(0x4 + r, 2, r) for r in range(len(FABRIC_IFS))]
     for (tap, _, _), (slot, net, rail) in zip(_taps(i), nics):
         argv += ["-netdev", f"tap,id={tap},ifname={tap},script=no,downscript=no",

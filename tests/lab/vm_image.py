@@ -17,12 +17,14 @@ import contextlib
 import dataclasses
 import hashlib
 import inspect
+import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 from tests.lab import lab
 
@@ -99,6 +101,8 @@ class Image:
     kernel: Path
     initrd: Path
     repo: Path
+    # Read-only disks every VM gets besides its root and seed: (virtio serial, image file).
+    data_disks: Tuple[Tuple[str, Path], ...] = ()
 
 
 def image_key() -> str:
@@ -281,3 +285,166 @@ def list_packages(img: Image) -> List[str]:
     return sorted({line.split(":", 1)[1].strip()
                    for line in (img.repo / "Packages").read_text().splitlines()
                    if line.startswith("Package:")})
+
+
+# ---------------------------------------------------------------------------------------------
+# The torch data disk: the controller's CPU torch for jobs in the VMs, without internet
+
+TORCH_CACHE_DIR = CACHE_DIR.parent / "vm-torch"
+TORCH_DISK_SERIAL = "rtvtorch"  # the guest sees /dev/disk/by-id/virtio-rtvtorch
+TORCH_MOUNT = "/opt/rocetune-lab-torch"
+VENV = lab.REPO / ".venv"
+# Not imported by a job: C++ headers, C++ tests, CMake files; of bin/ (C++ test binaries and
+# tools) only the shared-memory manager, which `import torch` insists on finding.
+TORCH_SKIP = ("include", "share", "test")
+TORCH_BIN_KEEP = ("torch_shm_manager",)
+# What the Gloo job does (import, a one-rank process group on loopback, the collectives it
+# calls); the site-packages entries this loads, with their distributions' metadata, are what
+# goes on the disk.
+TORCH_IMPORTS = r"""
+import datetime, importlib.metadata as md, json, os, sys
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[1], GLOO_SOCKET_IFNAME="lo")
+import torch, torch.distributed as dist
+dist.init_process_group("gloo", rank=0, world_size=1, timeout=datetime.timedelta(seconds=60))
+t = torch.ones(4)
+dist.all_reduce(t)
+dist.all_gather([torch.empty(4)], t)
+dist.barrier()
+dist.destroy_process_group()
+site = os.path.dirname(os.path.dirname(torch.__file__))
+tops = {f[len(site) + 1:].split("/")[0] for f in
+        (getattr(m, "__file__", None) or "" for m in list(sys.modules.values()))
+        if f.startswith(site + "/")}
+tops.discard("_distutils_hack")  # setuptools' .pth hook, not the job's
+names = {top[:-3] if top.endswith(".py") else top for top in tops}
+owners = md.packages_distributions()
+metas = {os.path.basename(str(md.distribution(d)._path))
+         for n in names for d in owners.get(n, [])}
+print(json.dumps({"torch": torch.__version__, "entries": sorted(tops | metas)}))
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class TorchDisk:
+    """A read-only ext4 image: site-packages/ (torch and what it imports) and bin/python3,
+    a wrapper that puts them on the guest python3's path."""
+
+    key: str
+    path: Path
+    torch_version: str
+
+
+def torch_disk_key() -> str:
+    """Hash of the venv's torch build (its RECORD), the venv's distributions, the Python and
+    the build steps; raises LabError when the venv has no torch."""
+    site = sorted(VENV.glob("lib/python3*/site-packages"))
+    records = sorted(p for s in site for p in s.glob("torch-*.dist-info/RECORD"))
+    if not records:
+        raise lab.LabError(f"no torch in {VENV} (scripts/bootstrap.sh installs the CPU wheel)")
+    h = hashlib.sha256(records[-1].read_bytes())
+    h.update("\n".join(sorted(p.name for p in records[-1].parent.parent.glob("*.dist-info")))
+             .encode())
+    h.update(os.path.realpath(VENV / "bin/python").encode())
+    h.update(TORCH_IMPORTS.encode() + "\0".join(TORCH_SKIP + TORCH_BIN_KEEP).encode())
+    for func in (_build_torch_disk, _torch_wrapper):
+        h.update(inspect.getsource(func).encode())
+    return h.hexdigest()[:16]
+
+
+def ensure_torch_disk() -> TorchDisk:
+    """The cached torch disk for the venv's torch; built (about a minute) when missing."""
+    key = torch_disk_key()
+    path = TORCH_CACHE_DIR / f"{key}.img"
+    meta = TORCH_CACHE_DIR / f"{key}.json"
+    TORCH_CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)  # its lock
+    if not (path.exists() and meta.exists()):
+        ensure_host_deps()
+        with _cache_lock():
+            if not (path.exists() and meta.exists()):
+                _build_torch_disk(key, path, meta)
+    return TorchDisk(key=key, path=path, torch_version=json.loads(meta.read_text())["torch"])
+
+
+def _build_torch_disk(key: str, path: Path, meta: Path) -> None:
+    started = time.monotonic()
+    with socket.socket() as s:  # a free port for the one-rank process group
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run([str(VENV / "bin/python"), "-c", TORCH_IMPORTS, str(port)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise lab.LabError(f"torch disk: the venv's torch does not run a Gloo process group: "
+                           f"{lab._last_line(proc.stderr)}")
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    site = Path(sorted(VENV.glob("lib/python3*/site-packages"))[-1])
+    build = TORCH_CACHE_DIR / f"{key}.build"
+    lab._safe_rmtree(build)
+    stage = build / "tree"
+    (stage / "site-packages").mkdir(parents=True)
+    for entry in found["entries"]:
+        # Hard links: the staging tree costs no copy (cp -a where /var/cache is elsewhere).
+        src, dst = site / entry, stage / "site-packages" / entry
+        if subprocess.run(["cp", "-al", str(src), str(dst)], stderr=subprocess.DEVNULL).returncode:
+            lab._run(["cp", "-a", str(src), str(dst)], what=f"copy {src}")
+    for skip in TORCH_SKIP:
+        lab._safe_rmtree(stage / "site-packages/torch" / skip)
+    for tool in (stage / "site-packages/torch/bin").iterdir():
+        if tool.name not in TORCH_BIN_KEEP:
+            lab._safe_rmtree(tool)
+    # pip compiled every module at install; anything without bytecode gets it here, since the
+    # guest cannot write it to a read-only disk (replacing a linked file leaves the venv's alone).
+    # Its exit status is ignored: a few files are templates or newer syntax that pip could not
+    # compile either, and no import reaches them.
+    subprocess.run([str(VENV / "bin/python"), "-m", "compileall", "-q", "-j", "0",
+                    str(stage / "site-packages")], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    lab._write(stage / "bin/python3", _torch_wrapper(found["torch"]), 0o755)
+    # The staged tree on its own (-S: no site-packages but its own), with the controller's
+    # /usr/bin/python3, which is the guest's Debian Python: what the job will import there.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run([str(stage / "bin/python3"), "-S", "-c", TORCH_IMPORTS, str(port)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    if proc.returncode != 0:
+        lab._safe_rmtree(build)
+        raise lab.LabError(f"torch disk: the staged tree does not run the Gloo job's imports "
+                           f"with /usr/bin/python3: {lab._last_line(proc.stderr)}")
+    used = int(subprocess.run(["du", "-sx", "--block-size=1M", str(stage)],
+                              stdout=subprocess.PIPE, text=True, check=True).stdout.split()[0])
+    files = sum(len(d) + len(f) for _, d, f in os.walk(stage))
+    with open(build / "disk.img", "wb") as fh:
+        fh.truncate((used + used // 10 + 64) << 20)
+    lab._run(["mkfs.ext4", "-q", "-F", "-L", TORCH_DISK_SERIAL, "-O", "^has_journal",
+              "-N", str(files + files // 5 + 1024), "-d", str(stage), str(build / "disk.img")],
+             what="mkfs.ext4 -d (torch disk)")
+    os.rename(build / "disk.img", path)
+    lab._write(meta, json.dumps({"torch": found["torch"], "entries": found["entries"],
+                                 "build_seconds": round(time.monotonic() - started, 1)},
+                                indent=2, sort_keys=True) + "\n")
+    lab._safe_rmtree(build)
+    for old in TORCH_CACHE_DIR.iterdir():  # other torch builds: their key no longer matches
+        if old.stem != key:
+            with contextlib.suppress(OSError, lab.LabError):
+                lab._safe_rmtree(old)
+    lab._log(f"torch disk {key} (torch {found['torch']}) ready in "
+             f"{time.monotonic() - started:.0f}s ({path.stat().st_size >> 20} MiB)")
+
+
+def _torch_wrapper(version: str) -> str:
+    return ("#!/bin/sh\n"
+            f"# The guest's python3 with torch {version} from this disk (rocetune lab).\n"
+            'site="$(dirname "$(readlink -f "$0")")/../site-packages"\n'
+            'PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" exec /usr/bin/python3 "$@"\n')
+
+
+def with_data_disks(img: Image) -> Image:
+    """The image with the torch disk attached when the controller's venv has torch; without
+    it (the reason logged) otherwise: jobs that need torch say so, the rest of the tier runs."""
+    try:
+        disk = ensure_torch_disk()
+    except (lab.LabError, OSError, subprocess.SubprocessError, ValueError) as exc:
+        lab._log(f"VMs without the torch disk: {exc}")
+        return img
+    return dataclasses.replace(img, data_disks=((TORCH_DISK_SERIAL, disk.path),))
