@@ -38,6 +38,9 @@ class HostRoot:
         self.root = os.path.abspath(root)
         self.recorder = recorder
         self._resolved: Dict[str, str] = {}  # host path -> real host path
+        # real host path -> whether it is a symlink, for paths a listing or exists() has seen:
+        # resolving them later takes no lstat (a 522-device host lists 1,600 links in /sys/class).
+        self._is_link: Dict[str, bool] = {}
         self._prefix = "" if self.root == "/" else self.root  # what a real host path is joined to
 
     @property
@@ -74,10 +77,12 @@ class HostRoot:
         real = self._join(candidate)
         result = candidate
         if hops < _MAX_LINK_HOPS:
-            try:
-                is_link = stat.S_ISLNK(os.lstat(real).st_mode)
-            except (OSError, ValueError):
-                is_link = False
+            is_link = self._is_link.get(candidate)
+            if is_link is None:
+                try:
+                    is_link = stat.S_ISLNK(os.lstat(real).st_mode)
+                except (OSError, ValueError):
+                    is_link = False
             if is_link:
                 if self.recorder is not None:
                     self.recorder.links.add(candidate)
@@ -113,12 +118,15 @@ class HostRoot:
     def exists(self, path: str) -> bool:
         """Whether a path exists (without following a final symlink)."""
         leaf = self._leaf(path)
-        try:
-            mode = os.lstat(self._join(leaf)).st_mode
-        except (OSError, ValueError):
-            return False
+        is_link = self._is_link.get(leaf)
+        if is_link is None:
+            try:
+                is_link = stat.S_ISLNK(os.lstat(self._join(leaf)).st_mode)
+            except (OSError, ValueError):
+                return False
+            self._is_link[leaf] = is_link
         if self.recorder is not None:
-            if stat.S_ISLNK(mode):
+            if is_link:
                 self.recorder.links.add(leaf)
             else:
                 self.recorder.present.add(self.realpath(path))
@@ -131,9 +139,15 @@ class HostRoot:
         """Sorted entries of a directory; [] when it is missing or unreadable."""
         real = self.realpath(path)
         try:
-            names = sorted(os.listdir(self._join(real)))
+            # scandir: each entry's type comes with its name (d_type), no lstat for it later
+            with os.scandir(self._join(real)) as entries:
+                kinds = {e.name: e.is_symlink() for e in entries}
         except OSError:
             return []
+        names = sorted(kinds)
+        base = real if real != "/" else ""
+        for name, is_link in kinds.items():
+            self._is_link[base + "/" + name] = is_link
         if self.recorder is not None:
             self.recorder.dirs[real] = names
         return names

@@ -37,6 +37,22 @@ def test_absolute_link_resolves_under_root_not_on_machine(root):
     assert h.is_dir("/sys/abs/0000:00:01.0")
 
 
+def test_listed_entries_resolve_as_unlisted_ones(root):
+    """A listing records which entries are links; what resolves through them does not change."""
+    make(root, {"sys/dangling": Link("nowhere"), "sys/up": Link("../../.."),
+                "sys/class/net/eth0": Link("../../devices/pci0000:00/0000:00:01.0/0000:01:00.0/net/eth0"),
+                "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/net/eth0/mtu": "9000\n"})
+    paths = ["/sys/abs/0000:00:01.0", "/sys/loop/x", "/sys/dangling", "/sys/dangling/x", "/sys/up/sys/abs",
+             "/sys/bus/pci/devices/0000:01:00.0/class", "/sys/class/net/eth0/mtu", "/sys/adir", "/sys/empty"]
+    fresh, listed = HostRoot(root), HostRoot(root)
+    for d in ("/", "/sys", "/sys/bus/pci/devices", "/sys/class/net"):
+        listed.listdir(d)
+    for p in paths:
+        assert (listed.realpath(p), listed.exists(p), listed.read_text(p) if p.endswith(("class", "mtu")) else None) == \
+            (fresh.realpath(p), fresh.exists(p), fresh.read_text(p) if p.endswith(("class", "mtu")) else None), p
+    assert listed.exists("/sys/dangling") and not listed.exists("/sys/dangling/x")
+
+
 def test_link_loop_does_not_hang(root):
     assert HostRoot(root).realpath("/sys/loop/x").startswith("/sys/loop")
 

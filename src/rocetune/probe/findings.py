@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List
 
 from ..model.finding import Finding
 
@@ -39,10 +39,11 @@ def host_findings(f: dict) -> List[dict]:
                             f"software RDMA device(s) {names} (Soft-RoCE or siw): a stand-in for RDMA "
                             "NICs that exercises the RDMA path; no NIC offload, speed or GPUDirect"))
     front_end = set(f["net"]["default_route_interfaces"])
+    addresses_of = _addresses_by_name(f)
     for name, p in ports:
         if p["netdev"] in front_end:
             continue  # the management path carries no RDMA traffic worth a jumbo MTU
-        addresses = _addresses(f, p["netdev"])
+        addresses = addresses_of.get(p["netdev"])
         if addresses is not None and not any(not a["address"].startswith("fe80:") for a in addresses):
             continue  # an unaddressed port (an idle SR-IOV VF) carries no RoCE v2 traffic
         if p["link_layer"] == "Ethernet" and p["state"] == "ACTIVE" and p["roce_mtu"] and p["roce_mtu"] < 4096:
@@ -70,9 +71,9 @@ def source_warnings(f: dict) -> List[str]:
     return out
 
 
-def _addresses(f: dict, netdev) -> Optional[List[dict]]:
-    """The netdev's addresses; None when the interface is unknown."""
+def _addresses_by_name(f: dict) -> Dict[str, List[dict]]:
+    """Each interface's addresses (the first interface of a name); absent: the interface is unknown."""
+    out: Dict[str, List[dict]] = {}
     for i in f["net"].get("interfaces") or []:
-        if i["name"] == netdev:
-            return i.get("addresses") or []
-    return None
+        out.setdefault(i["name"], i.get("addresses") or [])
+    return out

@@ -147,11 +147,12 @@ def identity(ctx: ProbeContext, base: str, numa_of: Optional[Dict[str, int]] = N
     `numa_of`: NUMA nodes the PCI source has read already (bdf -> node >= 0)."""
     real = ctx.root.realpath(f"{base}/device") if ctx.root.exists(f"{base}/device") else ""
     parts = [p for p in real.split("/") if p]
-    bdfs = [i for i, p in enumerate(parts) if BDF_RE.match(p)]
-    if bdfs and bdfs[-1] == len(parts) - 1:
+    # the last PCI address on the way, looked for from the end
+    last = next((i for i in range(len(parts) - 1, -1, -1) if BDF_RE.match(parts[i])), None)
+    if last is not None and last == len(parts) - 1:
         function, pci = "pci", parts[-1]
-    elif bdfs:
-        function, pci = "auxiliary", parts[bdfs[-1]]
+    elif last is not None:
+        function, pci = "auxiliary", parts[last]
     else:
         function, pci = "software", None
     if pci and numa_of and pci in numa_of:
