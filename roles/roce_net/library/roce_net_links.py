@@ -30,7 +30,7 @@ options:
     elements: str
     required: true
   mtu:
-    description: The MTU they must have.
+    description: The MTU they must have; below 4200 fails before anything is read or changed.
     type: int
     required: true
   allow_link_flap:
@@ -95,6 +95,7 @@ from ansible.module_utils.roce_net_fabric import (arp_sysctl_file, arp_sysctls, 
 from ansible.module_utils.rocetune_files import apply_changes, plan_files
 
 SYS_NET = "/sys/class/net"
+MIN_ROCE_MTU = 4200  # RoCE's largest path MTU (4096) plus its headers
 PROC_CONF = "/proc/sys/net/ipv4/conf"
 
 
@@ -151,6 +152,10 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if p["mtu"] < MIN_ROCE_MTU:
+        module.fail_json(msg="roce_net_mtu=%d is too small: RoCE runs at most a 4096-byte path MTU and needs a "
+                             "netdev MTU of at least %d for it (at 1500 it runs 1024-byte packets)"
+                             % (p["mtu"], MIN_ROCE_MTU))
     ip = module.get_bin_path("ip", required=True)
     rc, out, err = module.run_command([ip, "-j", "addr", "show"])
     if rc != 0:
