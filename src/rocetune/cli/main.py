@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -114,6 +115,18 @@ def _old_output_option(argv: Sequence[str]) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    # One command, then exit: the cycle collector only walks the growing heap (70 passes, 35-100
+    # ms on a 522-device host's 280k-cell matrix); reference counting frees what a run drops.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _main(argv)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _wants(argv, "--debug")
     as_json = _wants(argv, "--json")

@@ -122,3 +122,15 @@ def test_nothing_usable_raises(text, assert_not_bug):
     with pytest.raises(ParseError) as info:
         parse_ibv_devinfo(text)
     assert_not_bug(info.value)
+
+
+def test_key_value_lines_that_are_something_else_inside_a_device():
+    """hca_id/port lines, ibv_devinfo's own messages and listings keep their meaning mid-device."""
+    text = ("hca_id:\tmlx5_0\n\tfw_ver:\t\t1.0\n\tIBV_DEVINFO: cannot query port 2\n\t\tport:\t1\n"
+            "\t\t\tstate:\t\tPORT_ACTIVE (4)\n\t\t\tlink_layer:\tEthernet\n\tPort:\t9\n"
+            "hca_id:\tmlx5_0\n\tfw_ver:\t\t2.0\n1 HCA found:\n\tmlx5_1\n")
+    devices, warnings = parse_ibv_devinfo(text)
+    assert [d["name"] for d in devices] == ["mlx5_0", "mlx5_1"]
+    assert devices[0]["fw_ver"] == "1.0" and [p["port"] for p in devices[0]["ports"]] == [1]
+    assert "IBV_DEVINFO: cannot query port 2" in warnings
+    assert any("mlx5_0 listed twice" in w for w in warnings)

@@ -41,6 +41,7 @@ _SUFFIX_RE = re.compile(r"\s*\(\d{1,4}\)\s*$")
 _INT_RE = re.compile(r"^(\d{1,7})\b")
 
 _DEVICE_KEYS = ("transport", "fw_ver", "node_guid", "board_id")
+_OWN_LINE_KEYS = ("hca_id", "port")  # "key: value" lines that _HCA_RE and _PORT_RE read
 
 
 def _new_device(name: str) -> dict:
@@ -75,61 +76,66 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
     saw_port_key = False
 
     for line in text.splitlines():
-        if not line.strip():
-            continue
-        if _ERROR_RE.match(line):
-            errors.append(line.strip())
-            add_warning(warnings, line.strip())
-            continue
-        m = _HCA_RE.match(line)
-        if m:
-            listing = False
-            name = m.group(1)
-            if name in names:
-                add_warning(warnings, f"{name} listed twice; kept the first")
-                dev, port, skipping = None, None, True
+        kv = _KV_RE.match(line)
+        # A device's "key: value" line (nearly all of a 522-device output) is none of the other
+        # kinds unless its key is hca_id or port, or it is ibv_devinfo's own message: only those,
+        # and every line that is not "key: value", go through each check in turn.
+        if kv is None or dev is None or listing or kv.group(1) in _OWN_LINE_KEYS \
+                or kv.group(1).lower() == "ibv_devinfo":
+            if not line.strip():
                 continue
-            dev, port, skipping = _new_device(name), None, False
-            devices.append(dev)
-            names.add(name)
-            continue
-        m = _LIST_HEAD_RE.match(line)
-        if m:
-            listing, dev, port, skipping = True, None, None, False
-            add_warning(warnings, "device list (-l) only: no port details")
-            continue
-        if listing:
-            m = _LIST_NAME_RE.match(line)
+            if _ERROR_RE.match(line):
+                errors.append(line.strip())
+                add_warning(warnings, line.strip())
+                continue
+            m = _HCA_RE.match(line)
             if m:
-                if m.group(1) not in names:
-                    devices.append(_new_device(m.group(1)))
-                    names.add(m.group(1))
+                listing = False
+                name = m.group(1)
+                if name in names:
+                    add_warning(warnings, f"{name} listed twice; kept the first")
+                    dev, port, skipping = None, None, True
+                    continue
+                dev, port, skipping = _new_device(name), None, False
+                devices.append(dev)
+                names.add(name)
                 continue
-            listing = False
-        if dev is None:
-            if not skipping:
-                add_warning(warnings, f"ignored line {snippet(line)}")
-            continue
-        m = _PORT_RE.match(line)
-        if m:
-            number = int(m.group(1))
-            if any(p["port"] == number for p in dev["ports"]):
-                add_warning(warnings, f"{dev['name']}: port {number} listed twice; kept the first")
-                port = None
-                continue
-            port = _new_port(number)
-            dev["ports"].append(port)
-            continue
-        if port is not None:
-            m = _GID_RE.match(line)
+            m = _LIST_HEAD_RE.match(line)
             if m:
-                port["gids"].append({"index": int(m.group(1)), "gid": m.group(2).lower(),
-                                     "type": m.group(3) or None})
+                listing, dev, port, skipping = True, None, None, False
+                add_warning(warnings, "device list (-l) only: no port details")
                 continue
-        m = _KV_RE.match(line)
-        if not m:
-            continue  # -v flag lists, "tag matching not supported", ...
-        key, value = m.group(1), m.group(2)
+            if listing:
+                m = _LIST_NAME_RE.match(line)
+                if m:
+                    if m.group(1) not in names:
+                        devices.append(_new_device(m.group(1)))
+                        names.add(m.group(1))
+                    continue
+                listing = False
+            if dev is None:
+                if not skipping:
+                    add_warning(warnings, f"ignored line {snippet(line)}")
+                continue
+            m = _PORT_RE.match(line)
+            if m:
+                number = int(m.group(1))
+                if any(p["port"] == number for p in dev["ports"]):
+                    add_warning(warnings, f"{dev['name']}: port {number} listed twice; kept the first")
+                    port = None
+                    continue
+                port = _new_port(number)
+                dev["ports"].append(port)
+                continue
+            if port is not None:
+                m = _GID_RE.match(line)
+                if m:
+                    port["gids"].append({"index": int(m.group(1)), "gid": m.group(2).lower(),
+                                         "type": m.group(3) or None})
+                    continue
+            if not kv:
+                continue  # -v flag lists, "tag matching not supported", ...
+        key, value = kv.group(1), kv.group(2)
         if port is None:
             if key in _DEVICE_KEYS:
                 dev[key] = value or None
