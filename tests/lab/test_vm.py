@@ -57,10 +57,12 @@ def rocetune(host: str, args: str, check: bool = True) -> subprocess.CompletedPr
                      check=check)
 
 
-def probe_and_plan(host: str) -> dict:
-    """One `rocetune probe --json --format sh` on a VM:
-    {'features', 'env': {KEY: value}, 'decisions': {KEY: {key, value, rule_id, reason, evidence}}}."""
-    data = json.loads(rocetune(host, f"probe {_json_flag()} --format sh").stdout)["data"]
+def probe_and_plan(host: str, out: str = "") -> dict:
+    """One `rocetune probe --json --format sh` on a VM (writing the env file `out` there too):
+    {'features', 'env': {KEY: value}, 'decisions': {KEY: the decision's JSON}}; a decision has
+    key, value, rule_id, reason and evidence."""
+    write = f" -o {out}" if out else ""
+    data = json.loads(rocetune(host, f"probe {_json_flag()} --format sh{write}").stdout)["data"]
     decisions = {d["key"]: d for d in data["plan"]["decisions"]}
     env = {key: d["value"] for key, d in decisions.items()}
     return {"features": data["features"], "env": env, "decisions": decisions}
@@ -70,10 +72,16 @@ def probe(host: str) -> dict:
     return probe_and_plan(host)["features"]
 
 
+ENV_FILE = "/tmp/rocetune.env"  # what the job scripts source on each VM
+
+
 @pytest.fixture(scope="module")
 def probed(vms):
-    """probe_and_plan of every VM, once (a probe costs seconds of emulated CPU under TCG)."""
-    return {name: probe_and_plan(name) for name in vms.names}
+    """probe_and_plan of every VM, once (a probe costs seconds of emulated CPU under TCG); the
+    same run writes each VM's env file (ENV_FILE) for the jobs."""
+    with concurrent.futures.ThreadPoolExecutor(len(vms.names)) as pool:
+        plans = pool.map(lambda name: probe_and_plan(name, out=ENV_FILE), vms.names)
+        return dict(zip(vms.names, plans))
 
 
 def ports(features: dict) -> dict:
@@ -414,11 +422,11 @@ total = comm.allreduce(comm.Get_rank() + 1)
 print(f"rank {comm.Get_rank()}/{comm.Get_size()} on {MPI.Get_processor_name()}: sum {total}")
 """
 
-JOB = """\
+JOB = f"""\
 #!/bin/sh
 # Allreduce over vm01 and vm02 with the environment rocetune planned on this node.
 set -eu
-. /tmp/rocetune.env
+. {ENV_FILE}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 exec timeout 240 mpirun -H vm01,vm02 -np 2 \\
     --mca oob_tcp_if_include "$OMPI_MCA_btl_tcp_if_include" "$@" python3 /tmp/allreduce.py
@@ -426,12 +434,11 @@ exec timeout 240 mpirun -H vm01,vm02 -np 2 \\
 
 
 @pytest.fixture(scope="module")
-def mpi_job(vms):
+def mpi_job(vms, probed):
     for name in vms.names:
         vm.run_on(name, "cat > /tmp/allreduce.py", input=ALLREDUCE)
     vm.run_on("vm01", "cat > /tmp/job.sh && chmod +x /tmp/job.sh", input=JOB)
-    rocetune("vm01", "probe -o /tmp/rocetune.env")
-    env = vm.run_on("vm01", "cat /tmp/rocetune.env").stdout
+    env = vm.run_on("vm01", f"cat {ENV_FILE}").stdout
     assert "export OMPI_MCA_btl_tcp_if_include='ens3'" in env
     assert "export UCX_NET_DEVICES='rxe0:1,rxe1:1'" in env
     return "/tmp/job.sh"
@@ -473,53 +480,60 @@ def test_allreduce_across_vms_over_ucx_rc_verbs(mpi_job):
 # (vm_image.ensure_torch_disk: the VMs have no internet and no pip index)
 
 JOBS = "/opt/rocetune-jobs"  # examples/jobs lands in JOBS/jobs, the same path on every VM
-GLOO_ENV = "/tmp/gloo/rocetune.env"
 GLOO_SIZE_MB, GLOO_WARMUP, GLOO_ITERS = 4, 1, 3
 
 
 @pytest.fixture(scope="module")
-def gloo_job(vms):
-    """On each VM: the torch disk mounted, the job scripts copied, `rocetune env -o` written.
-    Returns the fan-out command (run on vm01; it ssh-es to vm01 and vm02)."""
+def gloo_job(vms, probed):
+    """On each VM: the torch disk mounted and the job scripts copied; the env file is the one
+    `rocetune probe -o` wrote there (fixture probed). Returns the fan-out command (run on vm01;
+    it ssh-es to vm01 and vm02)."""
     disk = vm_image.ensure_torch_disk()  # `up` built it before the VMs booted; cached
     mount, dev = vm_image.TORCH_MOUNT, f"/dev/disk/by-id/virtio-{vm_image.TORCH_DISK_SERIAL}"
 
     def prepare(name: str) -> None:
-        if vm.run_on(name, f"test -b {dev}", check=False).returncode != 0:
+        proc = vm.run_on(name, f"test -b {dev} || exit 3; mkdir -p {mount} && (mountpoint -q "
+                               f"{mount} || mount -o ro {dev} {mount}) && rm -rf {JOBS}",
+                         check=False)
+        if proc.returncode == 3:
             raise lab.LabError(f"{name}: no {dev}: the VMs were started without the torch disk")
-        vm.run_on(name, f"mkdir -p {mount} && (mountpoint -q {mount} || mount -o ro {dev} {mount})"
-                        f" && rm -rf {JOBS} && mkdir -p {os.path.dirname(GLOO_ENV)}")
+        assert proc.returncode == 0, f"{name}: mounting the torch disk: {proc.stderr}"
         vm.copy_to(name, REPO / "examples/jobs", JOBS)
-        rocetune(name, f"env -o {GLOO_ENV}")
 
     with concurrent.futures.ThreadPoolExecutor(len(vms.names)) as pool:
         list(pool.map(prepare, vms.names))  # each VM is its own emulated CPU
     print(f"torch {disk.torch_version} disk: {disk.path.stat().st_size >> 20} MiB")
-    return (f"{JOBS}/jobs/gloo_allreduce.sh --env {GLOO_ENV} --python {mount}/bin/python3 "
+    return (f"{JOBS}/jobs/gloo_allreduce.sh --env {ENV_FILE} --python {mount}/bin/python3 "
             # One process per VM: torchrun's agent would import torch a second time (tens of
             # seconds under TCG) before the rank does.
             f"--launcher python --timeout 400 vm01 vm02 -- --size-mb {GLOO_SIZE_MB} "
             f"--warmup {GLOO_WARMUP} --iters {GLOO_ITERS} --timeout 300")
 
 
-def tx_bytes(host: str) -> dict:
-    """{interface: bytes sent} from sysfs."""
-    out = vm.run_on(host, "cd /sys/class/net && for i in ens*; do "
-                          "echo $i $(cat $i/statistics/tx_bytes); done").stdout
+TX_BYTES = "cd /sys/class/net && for i in ens*; do echo $i $(cat $i/statistics/tx_bytes); done"
+
+
+def on_each(names: list, cmd: str) -> dict:
+    """{VM: stdout of cmd}, all VMs at once (an ssh login alone costs seconds under TCG)."""
+    with concurrent.futures.ThreadPoolExecutor(len(names)) as pool:
+        return dict(zip(names, pool.map(lambda name: vm.run_on(name, cmd).stdout, names)))
+
+
+def tx_bytes(out: str) -> dict:
+    """TX_BYTES output -> {interface: bytes sent}."""
     return {name: int(n) for name, n in (line.split() for line in out.splitlines())}
 
 
 def test_gloo_allreduce_across_vms_on_the_interface_the_env_names(vms, probed, gloo_job):
     """PASS at world=2, with GLOO_SOCKET_IFNAME as sourced from the env file on each VM, and the
     data counted on that interface's byte counters (not only named in the job's output)."""
-    chosen = {}
+    seen = on_each(vms.names, f"(set -a; . {ENV_FILE}; echo \"$GLOO_SOCKET_IFNAME\"); {TX_BYTES}")
+    chosen = {name: out.split("\n", 1)[0] for name, out in seen.items()}
+    before = {name: tx_bytes(out.split("\n", 1)[1]) for name, out in seen.items()}
     for name in vms.names:
-        seen = vm.run_on(name, f"set -a; . {GLOO_ENV}; echo \"$GLOO_SOCKET_IFNAME\"").stdout
-        chosen[name] = seen.strip()
         assert chosen[name] == probed[name]["env"]["GLOO_SOCKET_IFNAME"], name
     assert len(set(chosen.values())) == 1, chosen
     iface = chosen["vm01"]
-    before = {name: tx_bytes(name) for name in vms.names}
     started = time.monotonic()
     proc = vm.run_on("vm01", gloo_job, check=False, timeout=480)
     took = time.monotonic() - started
@@ -531,8 +545,9 @@ def test_gloo_allreduce_across_vms_on_the_interface_the_env_names(vms, probed, g
     assert f" iface={iface} " in line and " hosts=vm01,vm02 " in line, line
     # Each rank sends at least half its buffer per all_reduce; on the other NICs only chatter.
     least = (GLOO_WARMUP + GLOO_ITERS) * (GLOO_SIZE_MB << 20) // 2
+    after = on_each(vms.names, TX_BYTES)
     for name in vms.names:
-        sent = {nic: n - before[name][nic] for nic, n in tx_bytes(name).items()}
+        sent = {nic: n - before[name][nic] for nic, n in tx_bytes(after[name]).items()}
         print(f"{name} bytes sent during the job: {sent}")
         assert sent[iface] >= least, (name, sent)
         assert all(n < least // 4 for nic, n in sent.items() if nic != iface), (name, sent)
