@@ -123,7 +123,7 @@ def make_bundle(tmp: Path, vms) -> Path:
     agent packed on the controller, and an inventory of the node itself."""
     bundle = tmp / "rocetune-first-boot"
     bundle.mkdir()
-    for item in ("site.yml", "playbooks", "roles"):
+    for item in ("site.yml", "playbooks", "roles", "module_utils"):
         src = REPO / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, bundle / item)
     packed = json.loads(subprocess.run(
@@ -146,7 +146,7 @@ def make_bundle(tmp: Path, vms) -> Path:
         "          rocetune_env_features_dir: /var/lib/rocetune/features\n"
         "      vars:\n" + "".join(f"        {v}\n" for v in lab_vars))
     (bundle / "ansible.cfg").write_text(
-        "[defaults]\ninventory = inventory/hosts.yml\nroles_path = roles\n"
+        "[defaults]\ninventory = inventory/hosts.yml\nroles_path = roles\nmodule_utils = module_utils\n"
         "interpreter_python = auto_silent\nretry_files_enabled = False\n")
     return bundle
 
