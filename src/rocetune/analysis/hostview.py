@@ -121,6 +121,7 @@ class HostView:
         self._selection: Optional[Selection] = None
         self._gpu_paths: Optional[Dict[str, Dict[int, str]]] = None
         self._socket_candidates: Optional[List[dict]] = None
+        self._ports: Optional[List[Port]] = None
 
     # --- NCCL ------------------------------------------------------------------------------
     def nccl_version(self) -> Optional[Tuple[int, int, int]]:
@@ -267,6 +268,12 @@ class HostView:
         return True, None
 
     def ports(self) -> List[Port]:
+        """Every RDMA port, in name order (a new list; the ports are built once per view)."""
+        if self._ports is None:
+            self._ports = self._build_ports()
+        return list(self._ports)
+
+    def _build_ports(self) -> List[Port]:
         paths = self.gpu_paths()
         out = []
         for dev in (self.f.get("rdma") or {}).get("devices", []):
