@@ -3,7 +3,7 @@ place to leave warnings, notes and findings (tagged with the rule that left them
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..analysis import hostview
 from ..model.finding import Finding
@@ -24,6 +24,7 @@ class RuleContext:
         self.rule_id = "?"
         self.warnings: List[Message] = []
         self.notes: List[Message] = []
+        self._said: Set[Tuple[str, str, str]] = set()  # (kind, rule id, message): each said once
         self.findings: List[Finding] = []
         self.ranks: List[Dict[str, Any]] = []
         self.files: List[PlanFile] = []
@@ -96,11 +97,13 @@ class RuleContext:
         return Decision(key, str(value), self.rule_id, reason, dict(evidence))
 
     def warn(self, message: str) -> None:
-        if not any(m.rule_id == self.rule_id and m.message == message for m in self.warnings):
+        if ("w", self.rule_id, message) not in self._said:
+            self._said.add(("w", self.rule_id, message))
             self.warnings.append(Message(self.rule_id, message))
 
     def note(self, message: str) -> None:
-        if not any(m.rule_id == self.rule_id and m.message == message for m in self.notes):
+        if ("n", self.rule_id, message) not in self._said:
+            self._said.add(("n", self.rule_id, message))
             self.notes.append(Message(self.rule_id, message))
 
     def finding(self, fid: str, severity: str, subject: str, message: str) -> None:
