@@ -190,7 +190,7 @@ def test_a_node_provisions_itself_with_the_local_connection(converged):
     print(f"{SELF}: {version}, installed from the lab repository in {install_s:.0f}s; "
           f"site.yml -c local in {local_s:.0f}s")
     # The env it wrote is what the agent plans there.
-    assert sh(SELF, f"cat {ENV_FILE}") == sh(SELF, "rocetune env --env-dir /etc/rocetune --format sh")
+    assert sh(SELF, f"cat {ENV_FILE}") == sh(SELF, "rocetune env --format sh")
 
 
 def test_the_controller_then_changes_nothing_on_the_self_provisioned_node(converged):
