@@ -10,4 +10,5 @@ trap '.venv/bin/python tests/lab/lab.py down >/dev/null 2>&1 || true' EXIT
 .venv/bin/python tests/lab/lab.py down >/dev/null 2>&1 || true
 
 .venv/bin/python -m compileall -q src >/dev/null
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# The slowest tests are listed at the end: the lab tiers dominate the run.
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 "$@"
