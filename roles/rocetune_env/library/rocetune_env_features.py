@@ -42,23 +42,15 @@ files:
 import json
 import os
 import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.rocetune_files import apply_changes, plan_files
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_.@:-]+$")
 
 
 def render(features):
     return json.dumps(features, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
-
-
-def read(path):
-    try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8", "replace")
-    except (IOError, OSError):
-        return None
 
 
 def main():
@@ -71,25 +63,13 @@ def main():
     bad = sorted(h for h in hosts if not SAFE_NAME.match(h) or h in (".", ".."))
     if bad:
         module.fail_json(msg="host names unfit for a file name: %s" % ", ".join(bad))
-    results, diffs = [], []
-    for host in sorted(hosts):
-        if hosts[host] is None:
-            continue
-        path = os.path.join(directory, host + ".json")
-        content, before = render(hosts[host]), read(path)
-        differs = content != before
-        if differs:
-            diffs.append({"before_header": path, "after_header": path,
-                          "before": before or "", "after": content})
-            if not module.check_mode:
-                if not os.path.isdir(directory):
-                    os.makedirs(directory, 0o755)
-                fd, tmp = tempfile.mkstemp(prefix=".rocetune-", dir=directory)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(content.encode("utf-8"))
-                os.chmod(tmp, 0o644)
-                module.atomic_move(tmp, path)
-        results.append({"path": path, "changed": differs})
+    files = [{"path": os.path.join(directory, host + ".json"), "content": render(hosts[host]), "mode": "0644"}
+             for host in sorted(hosts) if hosts[host] is not None]
+    changes, diffs = plan_files(files, [])
+    if changes and not module.check_mode:
+        apply_changes(changes)
+    written = {c[1]["path"] for c in changes}
+    results = [{"path": f["path"], "changed": f["path"] in written} for f in files]
     module.exit_json(changed=bool(diffs), diff=diffs, files=results)
 
 
