@@ -36,6 +36,9 @@ SOFTROCE_SCRIPT = HERE / "softroce.sh"
 # On top of the systemd-mode rootfs (lab.ROOTFS_PACKAGES): what a GPU node's RDMA stack has,
 # minus the GPU. Keep sorted; the image key hashes this list.
 VM_PACKAGES = (
+    # Debian's ansible-core (2.14): a node that provisions itself with the local connection
+    # (docs/first-boot.md), as a golden image carries it.
+    "ansible-core",
     "ethtool",
     "ibverbs-providers",
     "ibverbs-utils",
@@ -84,9 +87,6 @@ chmod 0755 "$root/usr/sbin/policy-rc.d"
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C
 chroot "$root" apt-get update -q
 chroot "$root" apt-get install -y -q --no-install-recommends -o APT::Keep-Downloaded-Packages=true "$@"
-# In the repository only, not installed: Debian's ansible-core (2.14) and what it needs, for a
-# node that provisions itself (`ansible-playbook -c local`, docs/first-boot.md).
-chroot "$root" apt-get install -y -q --no-install-recommends --download-only ansible-core
 rm -f "$root/usr/sbin/policy-rc.d" "$root/etc/resolv.conf"
 """
 

@@ -16,11 +16,23 @@ def canonical(features: dict) -> str:
     return json.dumps(features, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+# Facts about the process that ran the probe, not about the host: a login shell, an Ansible
+# session opened before the rdma_core role raised memlock, and the boot unit see different
+# values on the same host. No rule reads them for a value, so the fingerprint leaves them out
+# and an env file is not rewritten only because someone else ran the probe.
+CALLER_SCOPED = (("kernel", "memlock"),)
+
+
 def fingerprint(features: dict) -> str:
-    """Short sha256 of the canonical JSON: the same host facts give the same value."""
+    """Short sha256 of the canonical JSON without the caller-scoped facts: the same host facts
+    give the same value, whoever probed."""
     import hashlib  # here: OpenSSL's loading is a probe's cost only where a fingerprint is asked for
 
-    return hashlib.sha256(canonical(features).encode()).hexdigest()[:12]
+    host_only = dict(features)
+    for section, key in CALLER_SCOPED:
+        if isinstance(host_only.get(section), dict) and key in host_only[section]:
+            host_only[section] = {k: v for k, v in host_only[section].items() if k != key}
+    return hashlib.sha256(canonical(host_only).encode()).hexdigest()[:12]
 
 
 def load(path: str) -> dict:

@@ -187,6 +187,19 @@ def test_header_names_version_format_and_features_hash(fmt):
     assert len(rules) == len([d for d in plan.decisions if fmt != "nccl-conf" or d.key.startswith("NCCL_")])
 
 
+def test_the_probing_process_memlock_does_not_change_the_file():
+    """An Ansible session opened before memlock was raised (8 MiB) and the boot unit
+    (unlimited) probe the same host: the same bytes, so the boot unit leaves the file alone."""
+    session = rail_host().build()
+    session["kernel"]["memlock"] = "8388608"
+    boot = json.loads(json.dumps(session))
+    boot["kernel"]["memlock"] = "unlimited"
+    assert render(build_plan(session), "sh", session) == render(build_plan(boot), "sh", boot)
+    # A host fact next to it still changes the fingerprint.
+    boot["kernel"]["modules"]["nvidia_peermem"] = not boot["kernel"]["modules"].get("nvidia_peermem")
+    assert fingerprint(boot) != fingerprint(session)
+
+
 def test_every_line_of_every_format_parses_back_with_its_rule():
     f = rail_host().build()
     plan = build_plan(f, Overrides.from_args(["NCCL_DEBUG=WARN"], []))
