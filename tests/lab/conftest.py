@@ -9,8 +9,10 @@
   systemd mode, teardown checks). Yields the ``lab`` module; afterwards the lab is taken down
   and, if ``lab4`` is in use in this session, brought back the same (same names, addresses
   and paths), so later tests see no difference.
-- ``vm2`` (module): two QEMU VMs vm01, vm02 with Soft-RoCE (tests/lab/vm.py); yields a
-  ``vm.VMInfo``; down at the end of the module.
+- ``vm2`` (session): two QEMU VMs vm01, vm02 with Soft-RoCE (tests/lab/vm.py); yields a
+  ``vm.VMInfo``. The VM tests run last in a session, in file order, on this one pair (a boot
+  costs about a minute under TCG): test_vm.py probes and runs jobs, then test_vm_reboot.py
+  converges, reruns and reboots the same VMs. Down at the end of the session.
 
 Everything here needs root; without it the fixtures skip with the reason.
 """
@@ -115,6 +117,12 @@ def lab_exclusive():
 # ---------------------------------------------------------------------------------------------
 # The VM tier (tests/lab/vm.py): QEMU VMs with Soft-RoCE devices.
 
+def pytest_collection_modifyitems(session, config, items):
+    """VM tests last, in their collected order: they share one VM pair (vm2) from the first
+    to the last, and the namespace lab's own ups and downs come before it."""
+    items.sort(key=lambda item: item.get_closest_marker("vm") is not None)  # stable
+
+
 def _register_vm_marker(config) -> None:
     config.addinivalue_line(
         "markers",
@@ -123,9 +131,9 @@ def _register_vm_marker(config) -> None:
     )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def vm2():
-    """Two VMs (vm01, vm02) for one test module, taken down at its end.
+    """Two VMs (vm01, vm02) for the VM tests of a session, taken down at its end.
 
     Under root a VM lab that cannot come up is an error (the test fails with the console tail),
     never a skip.

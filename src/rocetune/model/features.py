@@ -19,16 +19,18 @@ def canonical(features: dict) -> str:
 # Facts about the process that ran the probe, not about the host: a login shell, an Ansible
 # session opened before the rdma_core role raised memlock, and the boot unit see different
 # values on the same host. No rule reads them for a value, so the fingerprint leaves them out
-# and an env file is not rewritten only because someone else ran the probe.
+# and an env file is not rewritten only because someone else ran the probe. It leaves out the
+# findings too: messages derived from the facts (probe/findings.py), the memlock one included.
 CALLER_SCOPED = (("kernel", "memlock"),)
+DERIVED = ("findings",)
 
 
 def fingerprint(features: dict) -> str:
-    """Short sha256 of the canonical JSON without the caller-scoped facts: the same host facts
-    give the same value, whoever probed."""
+    """Short sha256 of the canonical JSON of the host facts (no caller-scoped facts, no
+    derived findings): the same host gives the same value, whoever probed."""
     import hashlib  # here: OpenSSL's loading is a probe's cost only where a fingerprint is asked for
 
-    host_only = dict(features)
+    host_only = {k: v for k, v in features.items() if k not in DERIVED}
     for section, key in CALLER_SCOPED:
         if isinstance(host_only.get(section), dict) and key in host_only[section]:
             host_only[section] = {k: v for k, v in host_only[section].items() if k != key}
