@@ -194,9 +194,10 @@ def test_the_controller_then_changes_nothing_on_either_node(converged):
     assert controller.rc == 0, controller.explain()
     assert both.rc == 0 and both.recap[MOVED]["changed"] == 0, both.explain()
     assert node_changes(both, SELF) == [], both.explain()
-    # What it did change: the controller's first copy of vm01's Features (vm01 kept its own).
+    # All it may change is on the controller: its first copy of vm01's Features (vm01 kept
+    # its own), unless an earlier run left the same one there.
     changed = [ln for ln in both.output.splitlines() if ln.startswith("changed: ")]
-    assert changed == [f"changed: [{SELF} -> localhost]"], both.explain()
+    assert set(changed) <= {f"changed: [{SELF} -> localhost]"}, both.explain()
     TIMINGS.update(controller_converge=round(controller.seconds), rerun_both=round(both.seconds))
     print(f"controller: converge {MOVED} {controller.seconds:.0f}s; rerun over both "
           f"{both.seconds:.0f}s, nothing changed on the nodes")
