@@ -149,7 +149,8 @@ def make_bundle(tmp: Path, vms) -> Path:
         "      vars:\n" + "".join(f"        {v}\n" for v in lab_vars))
     (bundle / "ansible.cfg").write_text(
         "[defaults]\ninventory = inventory/hosts.yml\nroles_path = roles\nmodule_utils = module_utils\n"
-        "interpreter_python = auto_silent\nretry_files_enabled = False\n")
+        "interpreter_python = auto_silent\nretry_files_enabled = False\n"
+        "internal_poll_interval = 0.05\n")
     return bundle
 
 
