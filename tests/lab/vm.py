@@ -527,7 +527,7 @@ def _start_repo_server(img: vm_image.Image) -> None:
 
 # Under TCG an x86-64-v2 CPU, not "max": with AVX/AVX2/AVX-512 on offer the guest kernel's
 # crypto self-tests and its userspace take vector code paths that TCG emulates slowly, and
-# boots after a reset took 100-190 s instead of 50-90 s (kernel phase up to 116 s instead of
+# boots after a reset took 100-204 s instead of 53-92 s (kernel phase up to 116 s instead of
 # 12-21 s). Debian 12's userspace and the CPU torch wheel run on this baseline.
 TCG_CPU = "qemu64,+ssse3,+sse4.1,+sse4.2,+popcnt,+cx16"
 
