@@ -7,14 +7,14 @@ import shutil
 import pytest
 
 from tests.fixtures.hwloc_view import hwloc_available, hwloc_pci_view
+from tests.fixtures.roots import all_hosts, root_of
 from tests.integration.clirun import features_of, no_traceback, rocetune, rocetune_json
 
-HOSTS_DIR = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hosts")
-HOSTS = sorted(h for h in os.listdir(HOSTS_DIR) if os.path.isdir(os.path.join(HOSTS_DIR, h, "sys")))
+HOSTS = all_hosts()
 
 
 def root(host):
-    return os.path.join(HOSTS_DIR, host)
+    return root_of(host)
 
 
 @pytest.fixture(scope="module")

@@ -367,3 +367,16 @@ def test_rdma_devices_without_a_pci_function_have_the_kernel_layout(name):
             assert read(ibdir, "parent").strip() == spec["netdev"], dev
             assert read(ibdir, "fw_ver") == "\n" and not os.path.exists(os.path.join(ibdir, "board_id"))
             assert os.path.isdir(os.path.join(root, "sys/class/net", spec["netdev"])), dev
+
+
+# ------------------------------------------------------------------------------------- captures
+def test_captures_are_the_archives_their_readme_records():
+    """A real capture is kept byte-exact: its sha256 is the one recorded beside it."""
+    sys.path.insert(0, FIXTURES)
+    from roots import CAPTURES_DIR, capture_sha256, captured_hosts
+
+    readme = read(CAPTURES_DIR, "README.md") or ""
+    assert captured_hosts(), "no capture found"
+    for name in captured_hosts():
+        row = next((line for line in readme.splitlines() if line.startswith(f"| `{name}.tar.gz`")), "")
+        assert capture_sha256(name) in row, f"{name}.tar.gz is not the archive README.md records"

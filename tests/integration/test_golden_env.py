@@ -10,12 +10,12 @@ import subprocess
 
 import pytest
 
+from tests.fixtures.roots import all_hosts, root_of
 from tests.integration.clirun import rocetune
 
 HERE = os.path.dirname(__file__)
-HOSTS_DIR = os.path.join(HERE, "..", "fixtures", "hosts")
 GOLDEN = os.path.join(HERE, "golden")
-HOSTS = sorted(h for h in os.listdir(HOSTS_DIR) if os.path.isdir(os.path.join(HOSTS_DIR, h, "sys")))
+HOSTS = all_hosts()
 FORMATS = {"sh": "env.sh", "nccl-conf": "nccl.conf"}
 
 
@@ -37,7 +37,7 @@ def assert_golden(relpath: str, text: str) -> None:
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 @pytest.mark.parametrize("host", HOSTS)
 def test_env_matches_golden(host, fmt):
-    proc = rocetune("env", "--root", os.path.join(HOSTS_DIR, host), "--format", fmt)
+    proc = rocetune("env", "--root", root_of(host), "--format", fmt)
     assert proc.returncode == 0, proc.stderr
     assert_golden(f"{host}/{FORMATS[fmt]}", proc.stdout)
 
@@ -45,7 +45,7 @@ def test_env_matches_golden(host, fmt):
 @pytest.mark.parametrize("host", HOSTS)
 def test_sh_env_sources_cleanly_and_every_line_is_explained(host, tmp_path):
     env_file = tmp_path / "nccl.env"
-    proc = rocetune("probe", "--root", os.path.join(HOSTS_DIR, host), "-o", str(env_file))
+    proc = rocetune("probe", "--root", root_of(host), "-o", str(env_file))
     assert proc.returncode == 0, proc.stderr
     names = [line.split("=", 1)[0][len("export "):] for line in env_file.read_text().splitlines()
              if line.startswith("export ")]
