@@ -116,11 +116,18 @@ def test_an_audit_names_the_peer_left_at_1500(converged, fabric, run_on, tmp_pat
 
 
 def test_the_ssh_interface_is_refused_naming_it_and_the_variable(converged, fabric, run_on, tmp_path):
-    result = play(fabric, tmp_path, "--limit", "node01", "-e", json.dumps({"roce_net_interfaces": ["rtl0"]}))
+    persisted = "cat /etc/udev/rules.d/81-rocetune-roce-net.rules; ls -l --time-style=+%s /etc/udev/rules.d"
+    before = run_on("node01", persisted).stdout
+    result = play(fabric, tmp_path, "--limit", "node01", "-e", json.dumps({"roce_net_interfaces": ["rtf0", "rtl0"]}))
     assert result.rc != 0 and result.recap["node01"]["failed"] == 1, result.explain()
     assert "refusing to change the MTU of rtl0 (1500 -> 9000)" in result.output, result.explain()
     assert "198.18.0.11" in result.output and "roce_net_allow_link_flap: true" in result.output
+    assert "nothing was changed" in result.output, result.explain()
     assert mtu(run_on, "node01", "rtl0") == 1500
+    # Refused means refused everywhere: the persisted rule still names the rails alone, so the
+    # next boot or driver reload cannot put the management link at 9000.
+    after = run_on("node01", persisted).stdout
+    assert after == before and 'NAME=="rtl0"' not in after, after
 
 
 def test_qos_on_veth_is_not_supported_skipped_or_failed_when_required(converged, fabric, run_on, tmp_path):

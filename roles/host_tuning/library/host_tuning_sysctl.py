@@ -14,8 +14,12 @@ DOCUMENTATION = r"""
 module: host_tuning_sysctl
 short_description: Persist sysctls in a sysctl.d file and apply them, skipping keys absent or read-only here
 description:
-  - Writes I(file) (sorted keys, atomically, only when it differs; with a diff).
-  - Reads each key under C(/proc/sys), writes the ones that differ, and reads them back.
+  - Checks every key and value first (a sysctl name, a one-line value); a bad one fails the
+    call, naming it, before anything is changed.
+  - Reads each key under C(/proc/sys), writes the ones that differ, and reads them back; a
+    value the kernel refuses or clamps restores the ones already written and fails.
+  - Then writes I(file) (sorted keys, atomically, only when it differs; with a diff), with the
+    keys this node has and can set: an absent key is never persisted.
   - Keys that are absent or read-only (network namespaces, containers) are returned in
     C(unsupported) and named in a warning, or fail the host, as I(on_unsupported) says.
   - Supports check mode.
@@ -60,8 +64,8 @@ unsupported:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.host_tuning_sysctl_state import (CHANGED, apply, file_content, plan,
-                                                            unsupported_message)
+from ansible.module_utils.host_tuning_sysctl_state import (CHANGED, apply, file_content,
+                                                            invalid_entries, plan, unsupported_message)
 from ansible.module_utils.rocetune_files import apply_changes, plan_files
 
 
@@ -77,23 +81,32 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    files = [{"path": p["file"], "content": file_content(p["sysctls"]), "mode": "0644"}] if p["file"] else []
-    changes, diffs = plan_files(files, [])
-    if changes and not module.check_mode:
-        apply_changes(changes)
-    items = plan(p["proc_sys"], p["sysctls"]) if p["apply"] else []
-    if not module.check_mode:
-        try:
-            apply(p["proc_sys"], items)
-        except ValueError as exc:
-            module.fail_json(msg=str(exc), sysctls=items)
-    changed = bool(changes) or any(i["state"] == CHANGED for i in items)
+    problems = invalid_entries(p["sysctls"])
+    if problems:
+        module.fail_json(msg="host_tuning_sysctls: " + "; ".join(problems) + "; nothing was changed")
+    # Read everything first; apply live, and persist only what this node has and took.
+    items = plan(p["proc_sys"], p["sysctls"])
     unsupported = [i["key"] for i in items if i["state"] not in (CHANGED, "unchanged")]
     message = unsupported_message(items)
-    result = dict(changed=changed, sysctls=items, unsupported=unsupported,
+    files = []
+    if p["file"]:
+        files = [{"path": p["file"], "content": file_content(p["sysctls"], items), "mode": "0644"}]
+    changes, diffs = plan_files(files, [])
+    live = [i for i in items if p["apply"]]
+    changed = bool(changes) or any(i["state"] == CHANGED for i in live)
+    result = dict(changed=changed, sysctls=live, unsupported=unsupported,
                   written=[c[1]["path"] for c in changes], diff=diffs)
     if message and p["on_unsupported"] == "fail":
-        module.fail_json(msg=message + " (host_tuning_on_unsupported: fail)", **result)
+        module.fail_json(msg=message + " (host_tuning_on_unsupported: fail); nothing was changed",
+                         **dict(result, changed=False, written=[]))
+    if not module.check_mode:
+        try:
+            apply(p["proc_sys"], live)
+        except ValueError as exc:
+            module.fail_json(msg=str(exc) + "; the values written were restored and nothing was persisted",
+                             **dict(result, changed=False, written=[]))
+        if changes:
+            apply_changes(changes)
     if message and p["on_unsupported"] == "warn":
         module.warn(message)
     module.exit_json(**result)

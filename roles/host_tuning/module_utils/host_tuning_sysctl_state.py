@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 import errno
 import os
+import re
 
 __metaclass__ = type
 
@@ -22,6 +23,26 @@ CHANGED = "changed"
 UNCHANGED = "unchanged"
 ABSENT = "absent"
 READ_ONLY = "read-only"
+
+
+# A sysctl name as sysctl.d(5) writes it: dotted segments; a slash in a segment stands for a dot
+# in an interface name. Nothing that could end a line or climb out of /proc/sys.
+_KEY_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_:/-]+)+$")
+
+
+def invalid_entries(desired):
+    """One message per key or value that cannot be a sysctl setting, naming it; [] when all can."""
+    problems = []
+    for key in sorted(desired, key=str):
+        if not isinstance(key, str) or not _KEY_RE.match(key) or "//" in key:
+            problems.append("%r is not a sysctl name" % (key,))
+            continue
+        value = desired[key]
+        if isinstance(value, (dict, list, bool)) or value is None:
+            problems.append("%s: %r is not a sysctl value" % (key, value))
+        elif "\n" in str(value) or "\r" in str(value) or not normalize(value):
+            problems.append("%s: %r is not a one-line sysctl value" % (key, str(value)))
+    return problems
 
 
 def key_path(proc_sys, key):
@@ -66,7 +87,23 @@ def plan(proc_sys, desired):
 
 def apply(proc_sys, items):
     """Write the CHANGED items. A write the kernel refuses because the key is not writable
-    here turns the item READ_ONLY (with the error); any other error is raised."""
+    here turns the item READ_ONLY (with the error); any other error restores the values
+    already written and is raised."""
+    done = []
+    try:
+        _write_all(proc_sys, items, done)
+    except ValueError:
+        for item in reversed(done):
+            try:
+                with open(key_path(proc_sys, item["key"]), "w") as fh:
+                    fh.write(item["have"] + "\n")
+            except (IOError, OSError):
+                pass
+        raise
+    return items
+
+
+def _write_all(proc_sys, items, done):
     for item in items:
         if item["state"] != CHANGED:
             continue
@@ -80,11 +117,11 @@ def apply(proc_sys, items):
                 item["error"] = os.strerror(exc.errno)
                 continue
             raise ValueError("%s = %s: %s" % (item["key"], item["want"], os.strerror(exc.errno)))
+        done.append(item)
         have = read_value(path)
         if have != item["want"]:
             # The kernel clamps or rejects some values silently (e.g. above a hard limit).
             raise ValueError("%s = %s: the kernel kept %s" % (item["key"], item["want"], have))
-    return items
 
 
 def unsupported_message(items):
@@ -98,14 +135,21 @@ def unsupported_message(items):
         parts.append("read-only here: " + ", ".join(read_only))
     if not parts:
         return ""
-    return ("sysctls skipped (a network namespace or container hides or mirrors them; set them "
-            "on the host itself): " + "; ".join(parts))
+    return ("sysctls skipped and not persisted (an absent key is misspelt, not in this kernel, or "
+            "hidden by a network namespace or container; a read-only one is mirrored from the host "
+            "and is set there): " + "; ".join(parts))
 
 
 FILE_HEADER = ("# Written by rocetune's host_tuning role; edit the inventory, not this file.\n"
                "# Why each value: roles/host_tuning/README.md in rocetune.\n")
 
 
-def file_content(desired):
-    """The sysctl.d file for the desired values: sorted keys, values as the kernel prints them."""
-    return FILE_HEADER + "".join("%s = %s\n" % (key, normalize(desired[key])) for key in sorted(desired))
+def file_content(desired, items=None):
+    """The sysctl.d file for the desired values: sorted keys, values as the kernel prints them.
+    With the plan's items, only the keys this node has and can set are persisted: a misspelt or
+    hidden key would make systemd-sysctl fail at every boot."""
+    keys = sorted(desired)
+    if items is not None:
+        settable = set(i["key"] for i in items if i["state"] in (CHANGED, UNCHANGED))
+        keys = [k for k in keys if k in settable]
+    return FILE_HEADER + "".join("%s = %s\n" % (key, normalize(desired[key])) for key in keys)

@@ -18,6 +18,8 @@ description:
   - Never changes an interface that carries the Ansible connection (it holds the address
     Ansible connects to, sshd's C(SSH_CONNECTION) address, or a default route) unless
     I(allow_link_flap); the refusal names the interface and C(roce_net_allow_link_flap).
+  - Every input and the node's state are read and checked first; a refused or missing
+    interface fails the call before anything is changed or persisted.
   - Applies the per-interface ARP isolation sysctls and, where NetworkManager manages an
     interface, sets the MTU in its connection profile.
   - Persists them (I(udev_rule_file), I(sysctl_file), and a drop-in for each interface
@@ -171,35 +173,23 @@ def main():
         if mtu is not None:
             current[ifname] = int(mtu)
     plan = plan_links(p["interfaces"], p["mtu"], current, protected, p["allow_link_flap"])
-    missing = [e["reason"] for e in plan if e["action"] == "missing"]
-    if missing:
-        module.fail_json(msg="; ".join(missing), protected=protected)
+    # Every refusal and every missing interface fails here, before anything is changed or
+    # persisted: a refused interface must not reach the udev rule or a networkd drop-in either.
+    problems = [e["reason"] for e in plan if e["action"] in ("missing", "refused")]
+    if problems:
+        module.fail_json(msg="; ".join(problems) + "; nothing was changed", protected=protected, changed=False)
 
     result = {"changed": False, "interfaces": {}, "protected": protected, "networkd_dropins": []}
-    refused = []
+    nm_changes = []
     for entry in plan:
         ifname = entry["interface"]
-        changed = False
-        if entry["action"] == "set":
-            changed = True
-            if module.check_mode:
-                entry["mtu"] = entry["mtu_before"]  # what the interface has, for the path check
-            else:
-                rc, _, err = module.run_command([ip, "link", "set", "dev", ifname, "mtu", str(p["mtu"])])
-                if rc != 0:
-                    module.fail_json(msg="ip link set dev %s mtu %d: %s" % (ifname, p["mtu"], err.strip()), **result)
-        elif entry["action"] == "refused":
-            refused.append(entry["reason"])
+        changed = entry["action"] == "set"
         nm_con = None
-        if p["networkmanager"] and entry["action"] != "refused":
+        if p["networkmanager"]:
             nm_con, nm_mtu = nm_profile(module, ifname)
             if nm_con and nm_mtu != str(p["mtu"]):
                 changed = True
-                if not module.check_mode:
-                    rc, _, err = module.run_command([module.get_bin_path("nmcli"), "connection", "modify",
-                                                     nm_con, "802-3-ethernet.mtu", str(p["mtu"])])
-                    if rc != 0:
-                        module.fail_json(msg="nmcli connection modify %s: %s" % (nm_con, err.strip()), **result)
+                nm_changes.append(nm_con)
         index = read(os.path.join(SYS_NET, ifname, "ifindex"))
         net_file = networkd_file(read("/run/systemd/netif/links/%s" % index)) if index else None
         if net_file:
@@ -211,18 +201,15 @@ def main():
 
     sysctls = arp_sysctls(p["interfaces"], addrs, p["arp_isolation"])
     result["arp_sysctls"] = sysctls
+    sysctl_writes = []
     for key, value in sorted(sysctls.items()):
         parts = key.split(".")
         path = os.path.join(PROC_CONF, parts[3].replace("/", "."), parts[4])
         if read(path) != value:
-            result["changed"] = True
-            if not module.check_mode:
-                try:
-                    with open(path, "w") as fh:
-                        fh.write(value + "\n")
-                except (IOError, OSError) as exc:
-                    module.fail_json(msg="%s = %s: %s" % (key, value, exc), **result)
+            sysctl_writes.append((key, path, value))
+    result["changed"] |= bool(sysctl_writes)
 
+    changes = []
     result["written"], result["diff"] = [], []
     if p["udev_rule_file"]:
         files = [{"path": p["udev_rule_file"], "content": udev_rule(p["interfaces"], p["mtu"]), "mode": "0644"}]
@@ -230,14 +217,38 @@ def main():
         if p["sysctl_file"]:
             files.append({"path": p["sysctl_file"], "content": arp_sysctl_file(sysctls), "mode": "0644"})
         changes, result["diff"] = plan_files(files, [])
-        if changes and not module.check_mode:
-            apply_changes(changes)
         result["written"] = [c[1]["path"] for c in changes]
         result["changed"] |= bool(changes)
 
-    if refused:
-        module.fail_json(msg="; ".join(refused), **result)
+    if module.check_mode:
+        for entry in result["interfaces"].values():
+            if entry["action"] == "set":
+                entry["mtu"] = entry["mtu_before"]  # what the interface has, for the path check
+        module.exit_json(**result)
+    apply_links(module, ip, p["mtu"], plan, nm_changes, sysctl_writes, result)
+    if changes:
+        apply_changes(changes)
     module.exit_json(**result)
+
+
+def apply_links(module, ip, mtu, plan, nm_changes, sysctl_writes, result):
+    for entry in plan:
+        if entry["action"] == "set":
+            rc, _, err = module.run_command([ip, "link", "set", "dev", entry["interface"], "mtu", str(mtu)])
+            if rc != 0:
+                module.fail_json(msg="ip link set dev %s mtu %d: %s" % (entry["interface"], mtu, err.strip()),
+                                 **result)
+    for con in nm_changes:
+        rc, _, err = module.run_command([module.get_bin_path("nmcli"), "connection", "modify",
+                                         con, "802-3-ethernet.mtu", str(mtu)])
+        if rc != 0:
+            module.fail_json(msg="nmcli connection modify %s: %s" % (con, err.strip()), **result)
+    for key, path, value in sysctl_writes:
+        try:
+            with open(path, "w") as fh:
+                fh.write(value + "\n")
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="%s = %s: %s" % (key, value, exc), **result)
 
 
 if __name__ == "__main__":

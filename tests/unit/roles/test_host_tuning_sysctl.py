@@ -63,3 +63,50 @@ def test_the_warning_names_every_skipped_key(proc):
 
 def test_a_dotted_interface_name_uses_a_slash_in_the_key(tmp_path):
     assert S.key_path("/p", "net.ipv4.conf.eth0/100.rp_filter") == "/p/net/ipv4/conf/eth0.100/rp_filter"
+
+
+@pytest.mark.parametrize("key, value", [
+    ("net.core.rmem_max\nkernel.core_pattern", "1"),   # a newline would add a second setting
+    ("net..core", "1"), ("net.core.rmem max", "1"), ("../../etc/passwd", "1"), ("rmem_max", "1"),
+    ("net.core.rmem_max", "1\nkernel.core_pattern = |/tmp/x"), ("net.core.rmem_max", ""),
+    ("net.core.rmem_max", None), ("net.core.rmem_max", [1, 2]),
+])
+def test_a_key_or_value_that_is_no_sysctl_setting_is_named(key, value):
+    problems = S.invalid_entries({key: value, "net.ipv4.tcp_mtu_probing": 1})
+    assert len(problems) == 1 and repr(key)[1:-1][:8] in problems[0]
+
+
+def test_valid_settings_pass_the_check():
+    assert S.invalid_entries({**WANT, "net.ipv4.conf.eth0/100.rp_filter": 2}) == []
+
+
+def test_only_keys_this_node_has_and_can_set_are_persisted(proc):
+    text = S.file_content(WANT, S.plan(str(proc), WANT))
+    assert "net.ipv4.tcp_rmem = 4096 87380 134217728\n" in text
+    assert "net.ipv4.tcp_mtu_probing = 1\n" in text
+    assert "netdev_max_backlog" not in text and "rmem_max" not in text
+    assert "netdev_max_backlog" in S.file_content(WANT)  # without a plan: every key
+
+
+def test_a_value_the_kernel_keeps_otherwise_restores_what_was_written(proc):
+    put = proc / "net/ipv4/tcp_wmem"
+    put.write_text("4096\t16384\t4194304\n")
+    clamp = proc / "net/ipv4/zz_clamped"  # sorted after: written second, then refused
+    clamp.write_text("5\n")
+    items = S.plan(str(proc), {"net.ipv4.tcp_wmem": "4096 87380 134217728", "net.ipv4.zz_clamped": 6})
+
+    real_open = open
+
+    def clamping_open(path, mode="r", *a, **kw):
+        if str(path).endswith("zz_clamped") and "w" in mode:
+            return real_open(os.devnull, mode)  # the kernel ignores the write
+        return real_open(path, mode, *a, **kw)
+
+    import builtins
+    builtins.open, saved = clamping_open, builtins.open
+    try:
+        with pytest.raises(ValueError, match="zz_clamped = 6: the kernel kept 5"):
+            S.apply(str(proc), items)
+    finally:
+        builtins.open = saved
+    assert put.read_text() == "4096 16384 4194304\n"  # restored
