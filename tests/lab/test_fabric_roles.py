@@ -130,6 +130,30 @@ def test_the_ssh_interface_is_refused_naming_it_and_the_variable(converged, fabr
     assert after == before and 'NAME=="rtl0"' not in after, after
 
 
+def test_qos_on_the_ssh_interface_is_refused_and_nothing_changes(converged, fabric, run_on, tmp_path):
+    state = "cat /etc/rocetune/qos.yml /etc/rocetune/roce_qos.json 2>&1; ls -l --time-style=+%s /etc/rocetune"
+    before = run_on("node01", state).stdout
+    result = play(fabric, tmp_path, "--limit", "node01", "--tags", "roce_qos",
+                  "-e", json.dumps({"roce_qos_interfaces": [FABRIC_IF, "rtl0"]}))
+    assert result.rc != 0 and result.recap["node01"]["failed"] == 1, result.explain()
+    assert "refusing to change the QoS of rtl0" in result.output, result.explain()
+    assert "roce_qos_allow_link_flap: true" in result.output and "nothing was changed" in result.output
+    assert run_on("node01", state).stdout == before
+
+
+def test_a_bad_qos_plan_is_refused_before_it_is_installed(converged, fabric, run_on, tmp_path):
+    bad = tmp_path / "qos.yml"
+    bad.write_text("version: 1\ndata: {dscp: 99, priority: 3}\n")
+    state = "cat /etc/rocetune/qos.yml /etc/rocetune/roce_qos.json 2>&1; ls -l --time-style=+%s /etc/rocetune"
+    before = run_on("node01", state).stdout
+    for mode in ((), ("--check",)):
+        result = play(fabric, tmp_path, "--limit", "node01", "--tags", "roce_qos", *mode,
+                      "-e", json.dumps({"roce_qos_plan_src": str(bad)}))
+        assert result.rc != 0 and result.recap["node01"]["failed"] == 1, result.explain()
+        assert "data.dscp must be 0..63" in result.output, result.explain()
+    assert run_on("node01", state).stdout == before
+
+
 def test_qos_on_veth_is_not_supported_skipped_or_failed_when_required(converged, fabric, run_on, tmp_path):
     assert "DCB is not supported on rtf0 (driver veth)" in converged.output, converged.explain()
     required = play(fabric, tmp_path, "--limit", "node01", "-e", "roce_qos_required=true")

@@ -88,12 +88,11 @@ written:
 """
 
 import os
-import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.roce_net_fabric import (arp_sysctl_file, arp_sysctls, connection_interfaces,
-                                                  networkd_dropin, networkd_file, parse_default_route_devs,
-                                                  parse_ip_addr, plan_links, udev_rule)
+from ansible.module_utils.roce_net_fabric import (arp_sysctl_file, arp_sysctls, networkd_dropin,
+                                                  networkd_file, plan_links, udev_rule)
+from ansible.module_utils.rocetune_links import read_connection_interfaces
 from ansible.module_utils.rocetune_files import apply_changes, plan_files
 
 SYS_NET = "/sys/class/net"
@@ -107,20 +106,6 @@ def read(path):
             return fh.read().strip()
     except (IOError, OSError):
         return None
-
-
-def connect_addresses(given):
-    out = set()
-    for name in given:
-        try:
-            for info in socket.getaddrinfo(name, None):
-                out.add(info[4][0])
-        except (socket.gaierror, UnicodeError):
-            out.add(name)
-    ssh = os.environ.get("SSH_CONNECTION", "").split()
-    if len(ssh) == 4:
-        out.add(ssh[2])
-    return sorted(out)
 
 
 def nm_profile(module, ifname):
@@ -159,13 +144,9 @@ def main():
                              "netdev MTU of at least %d for it (at 1500 it runs 1024-byte packets)"
                              % (p["mtu"], MIN_ROCE_MTU))
     ip = module.get_bin_path("ip", required=True)
-    rc, out, err = module.run_command([ip, "-j", "addr", "show"])
-    if rc != 0:
-        module.fail_json(msg="ip -j addr show: %s" % err.strip())
-    addrs = parse_ip_addr(out)
-    rc, out, _ = module.run_command([ip, "-j", "route", "show", "default"])
-    default_devs = parse_default_route_devs(out) if rc == 0 else []
-    protected = connection_interfaces(addrs, connect_addresses(p["connection_addresses"]), default_devs)
+    protected, error, addrs = read_connection_interfaces(module, p["connection_addresses"])
+    if error:
+        module.fail_json(msg=error)
 
     current = {}
     for ifname in p["interfaces"]:

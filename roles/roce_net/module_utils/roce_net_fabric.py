@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
-"""What roce_net decides, as pure functions over what the node reports: which interfaces carry
-the Ansible connection, what each fabric interface's MTU must become, the per-interface ARP
+"""What roce_net decides, as pure functions over what the node reports: what each fabric
+interface's MTU must become (the interfaces that carry the Ansible connection come from the
+shared rocetune_links), the per-interface ARP
 sysctls, the persistence files, and how a jumbo ping between two peers went.
 
 No Ansible imports: unit-tested on recorded outputs of `ip -j addr`, `ip -j route` and ping.
@@ -11,7 +12,6 @@ No Ansible imports: unit-tested on recorded outputs of `ip -j addr`, `ip -j rout
 from __future__ import absolute_import, division, print_function
 
 import ipaddress
-import json
 import re
 
 __metaclass__ = type
@@ -28,46 +28,6 @@ ARP_ISOLATION = (("arp_ignore", "1"), ("arp_announce", "2"), ("rp_filter", "2"))
 
 FLAP_VAR = "roce_net_allow_link_flap"
 IFACES_VAR = "roce_net_interfaces"
-
-
-def parse_ip_addr(text):
-    """`ip -j addr show` -> {ifname: ["198.19.0.11/24", ...]} (IPv4 and global IPv6)."""
-    out = {}
-    for link in json.loads(text or "[]"):
-        addrs = []
-        for a in link.get("addr_info", []):
-            if a.get("family") not in ("inet", "inet6") or a.get("scope") == "link":
-                continue
-            addrs.append("%s/%s" % (a["local"], a["prefixlen"]))
-        out[link["ifname"]] = addrs
-    return out
-
-
-def parse_default_route_devs(text):
-    """`ip -j route show default` -> the devices default routes leave through."""
-    return sorted({r["dev"] for r in json.loads(text or "[]") if r.get("dev")})
-
-
-def connection_interfaces(addrs, connect_addresses, default_devs):
-    """{ifname: reason} for every interface that may carry the Ansible connection: one that
-    holds an address Ansible connects to (or sshd reports in SSH_CONNECTION), or that a
-    default route leaves through (what Ansible's default_ipv4 fact names)."""
-    wanted = set()
-    for a in connect_addresses:
-        try:
-            wanted.add(ipaddress.ip_address(str(a)))
-        except ValueError:
-            continue
-    out = {}
-    for ifname in sorted(addrs):
-        for cidr in addrs[ifname]:
-            ip = ipaddress.ip_interface(cidr).ip
-            if ip in wanted:
-                out[ifname] = "it holds %s, the address the Ansible connection uses" % ip
-                break
-    for dev in default_devs:
-        out.setdefault(dev, "the default route leaves through it")
-    return out
 
 
 def plan_links(interfaces, want_mtu, current, protected, allow_flap):

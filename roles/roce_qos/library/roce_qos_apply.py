@@ -14,15 +14,19 @@ DOCUMENTATION = r"""
 module: roce_qos_apply
 short_description: RoCE QoS (trust, DSCP->priority, PFC, ETS, ECN, pause, RDMA-CM ToS) from the QoS plan
 description:
-  - Reads rocetune's QoS plan file with PyYAML, reads each NIC's state (C(dcb -N pfc/app/ets
+  - Reads rocetune's QoS plan with PyYAML, reads each NIC's state (C(dcb -N pfc/app/ets
     show) or C(mlnx_qos -i), C(ethtool -a), the ECN sysfs files, RDMA-CM configfs) and runs
     only the commands that change something.
   - A NIC without DCB (veth, virtio-net) is reported as not supported and skipped, or fails
     the host when I(required).
-  - First writes the plan file (from I(plan_content)) and the boot-time re-apply unit (I(boot)),
-    only what differs, atomically, then reloads systemd when the unit changed.
-  - When some of I(packages) are missing it stops there and returns them in C(missing_packages)
-    with C(pending) true: the role installs them and calls the module again.
+  - Reads and checks everything first (the plan about to be installed, every interface, the
+    tools, each NIC's state); any error fails the call, naming it, before anything changes.
+  - Never changes an interface that carries the Ansible connection unless I(allow_link_flap).
+  - Writes the plan file (from I(plan_content)) and the boot-time re-apply unit (I(boot)) after
+    the NICs took the plan, only what differs, atomically, then reloads systemd when the unit
+    changed.
+  - When some of I(packages) are missing it stops there, changing nothing, and returns them in
+    C(missing_packages) with C(pending) true; the role installs them and calls the module again.
   - Supports check mode (returns the commands it would run) and diff.
 options:
   plan_content:
@@ -73,6 +77,15 @@ options:
     description: Fail when an interface has no DCB instead of skipping it.
     type: bool
     default: false
+  allow_link_flap:
+    description: Allow changing the QoS of an interface that carries the Ansible connection.
+    type: bool
+    default: false
+  connection_addresses:
+    description: Addresses Ansible connects to this node by (names are resolved on the node).
+    type: list
+    elements: str
+    default: []
 author: rocetune contributors
 """
 
@@ -104,10 +117,11 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.rocetune_files import apply_changes, plan_files
+from ansible.module_utils.rocetune_links import read_connection_interfaces
 from ansible.module_utils.rocetune_packages import missing_packages
 from ansible.module_utils.roce_qos_state import (NotSupported, QosError, desired, driver_of, interface_plan,
-                                                 load_plan, pick_backend, rdma_cm_writes, rdma_ports,
-                                                 traffic_class)
+                                                 load_plan, parse_plan, pick_backend, rdma_cm_writes,
+                                                 rdma_ports, traffic_class)
 
 
 def read(path):
@@ -173,25 +187,24 @@ def main():
             pause_off=dict(type="bool", default=True),
             rdma_cm=dict(type="bool", default=True),
             required=dict(type="bool", default=False),
+            allow_link_flap=dict(type="bool", default=False),
+            connection_addresses=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
     p = module.params
     result = dict(changed=False, written=[], diff=[], missing_packages=[], pending=False, interfaces={})
-    # The plan file first (the QoS below is read from it); the boot unit last, only once the
-    # QoS applied, so a failing configuration is not re-applied at every boot.
-    install(module, plan_files_wanted(p["plan_file"], p["plan_content"]), result)
+    # Everything is read and checked before anything changes: the tools, the plan (the one about
+    # to be installed, not the one on disk), every interface and its state. Then the NICs are
+    # configured, and only then the plan file and the boot unit are installed, so a plan that
+    # failed is neither persisted nor re-applied at every boot.
     _, result["missing_packages"] = missing_packages(module, p["packages"], "roce_qos_packages")
     if result["missing_packages"]:
         module.exit_json(**dict(result, pending=True))
-    try:
-        import yaml
-    except ImportError:
-        module.fail_json(msg="PyYAML is missing on the node: install python3-yaml (roce_qos_packages)")
-    try:
-        plan = load_plan(p["plan_file"], yaml.safe_load)
-    except (QosError, yaml.YAMLError) as exc:
-        module.fail_json(msg="QoS plan: %s" % exc)
+    plan = read_plan(module, p)
+    for warning in plan.pop("warnings", []):
+        module.warn("QoS plan %s: %s" % (plan["source"], warning))
+    refuse_missing_and_connection_interfaces(module, p)
     want = desired(plan, p["ets"], p["dcqcn"])
 
     def run(argv):
@@ -201,10 +214,8 @@ def main():
         return module.run_command([path] + argv[1:])
 
     result["plan"] = plan
-    skipped, errors = [], []
+    skipped, errors, steps = [], [], []
     for ifname in p["interfaces"]:
-        if not os.path.isdir("/sys/class/net/%s" % ifname):
-            module.fail_json(msg="no interface %s on this node (check roce_qos_interfaces)" % ifname, **result)
         driver = driver_of(ifname, run)
         backend = pick_backend(p["backend"], driver, bool(module.get_bin_path("mlnx_qos")))
         if not module.get_bin_path(backend):
@@ -219,40 +230,74 @@ def main():
         except QosError as exc:
             errors.append(str(exc))
             continue
-        info = {"driver": driver, "backend": backend, "commands": [" ".join(c) for c in step["commands"]],
-                "writes": ["%s = %s" % w for w in step["writes"]]}
-        result["interfaces"][ifname] = info
-        if step["commands"] or step["writes"]:
-            result["changed"] = True
-        if module.check_mode:
-            continue
+        result["interfaces"][ifname] = {"driver": driver, "backend": backend,
+                                        "commands": [" ".join(c) for c in step["commands"]],
+                                        "writes": ["%s = %s" % w for w in step["writes"]]}
+        steps.append(step)
+    cm_writes = rdma_cm_writes(rdma_ports(p["interfaces"]), traffic_class(plan), read) if p["rdma_cm"] else []
+    if p["rdma_cm"]:
+        result["rdma_cm"] = ["%s = %s" % w for w in cm_writes]
+    if skipped and p["required"]:
+        errors += ["%s (roce_qos_required: true)" % s for s in skipped]
+    if errors:
+        module.fail_json(msg="; ".join(errors) + "; nothing was changed", **result)
+    if skipped:
+        module.warn("; ".join(s + ": skipped" for s in skipped))
+    result["changed"] = any(st["commands"] or st["writes"] for st in steps) or bool(cm_writes)
+
+    if not module.check_mode:
+        apply_steps(module, run, steps, cm_writes, result)
+    install(module, plan_files_wanted(p["plan_file"], p["plan_content"]), result)
+    install(module, boot_files_wanted(p["boot"]), result, unit=(p["boot"] or {}).get("unit", {}).get("path"))
+    module.exit_json(**result)
+
+
+def read_plan(module, p):
+    """The plan the NICs are configured from: the content about to be installed, else the node's file."""
+    try:
+        import yaml
+    except ImportError:
+        module.fail_json(msg="PyYAML is missing on the node: install python3-yaml (roce_qos_packages)")
+    try:
+        if p["plan_content"]:
+            return parse_plan(p["plan_content"], yaml.safe_load, "roce_qos_plan_src")
+        return load_plan(p["plan_file"], yaml.safe_load)
+    except (QosError, yaml.YAMLError) as exc:
+        module.fail_json(msg="QoS plan: %s; nothing was changed" % exc)
+
+
+def refuse_missing_and_connection_interfaces(module, p):
+    missing = [i for i in p["interfaces"] if not os.path.isdir("/sys/class/net/%s" % i)]
+    if missing:
+        module.fail_json(msg="no interface %s on this node (check roce_qos_interfaces); nothing was changed"
+                             % ", ".join(missing))
+    if p["allow_link_flap"]:
+        return
+    protected, error, _ = read_connection_interfaces(module, p["connection_addresses"])
+    if error:
+        module.fail_json(msg=error)
+    refused = ["refusing to change the QoS of %s: %s (set roce_qos_allow_link_flap: true to allow it)"
+               % (i, protected[i]) for i in p["interfaces"] if i in protected]
+    if refused:
+        module.fail_json(msg="; ".join(refused) + "; nothing was changed", protected=protected)
+
+
+def apply_steps(module, run, steps, cm_writes, result):
+    errors = []
+    for step in steps:
         for cmd in step["commands"]:
             rc, out, err = run(cmd)
             if rc != 0:
                 errors.append("%s: %s" % (" ".join(cmd), (err or out).strip()))
         for path, value in step["writes"]:
             write(path, value)
-
-    if p["rdma_cm"]:
-        writes = rdma_cm_writes(rdma_ports(p["interfaces"]), traffic_class(plan), read)
-        result["rdma_cm"] = ["%s = %s" % w for w in writes]
-        if writes:
-            result["changed"] = True
-            if not module.check_mode:
-                for path, value in writes:
-                    try:
-                        write(path, value)
-                    except (IOError, OSError) as exc:
-                        errors.append("%s: %s (is configfs mounted and rdma_cm loaded?)" % (path, exc))
-
-    if skipped and p["required"]:
-        errors += ["%s (roce_qos_required: true)" % s for s in skipped]
-    elif skipped:
-        module.warn("; ".join(s + ": skipped" for s in skipped))
+    for path, value in cm_writes:
+        try:
+            write(path, value)
+        except (IOError, OSError) as exc:
+            errors.append("%s: %s (is configfs mounted and rdma_cm loaded?)" % (path, exc))
     if errors:
         module.fail_json(msg="; ".join(errors), **result)
-    install(module, boot_files_wanted(p["boot"]), result, unit=(p["boot"] or {}).get("unit", {}).get("path"))
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ DOCUMENTATION = r"""
 module: rocetune_env_features
 short_description: Write each node's Features document as DIR/<host>.json, all in one call
 description:
-  - Runs once on the controller for the whole play (C(run_once), C(delegate_to: localhost))
+  - Runs once on the controller for the whole play (C(run_once), C(delegate_to) localhost)
     instead of one delegated copy per node; writes C(<host>.json) for every host given, each
     only when its content differs, atomically.
   - The JSON is indented by 4 with sorted keys and ends with a newline.
@@ -24,8 +24,9 @@ options:
     type: path
     required: true
   features:
-    description: Host name to its Features document; hosts whose value is null are skipped
-      (the agent did not run there, e.g. in check mode before it was installed).
+    description:
+      - Host name to its Features document; hosts whose value is null are skipped (the agent did
+        not run there, e.g. in check mode before it was installed).
     type: dict
     required: true
 author: rocetune contributors

@@ -7,6 +7,7 @@ import json
 from tests.unit.roles import FIXTURES, load_module_utils
 
 N = load_module_utils("roce_net", "roce_net_fabric")
+L = load_module_utils("", "rocetune_links")
 ADDR = (FIXTURES / "ip-j-addr-lab-node01.json").read_text()
 
 
@@ -17,7 +18,7 @@ def ping_fixture(name):
 
 
 def test_addresses_per_interface_from_a_real_ip_j_addr():
-    addrs = N.parse_ip_addr(ADDR)
+    addrs = L.parse_ip_addr(ADDR)
     assert addrs["rtl0"] == ["198.18.0.11/24"]
     assert addrs["rtf0"] == ["198.19.0.11/24"]
     assert addrs["lo"] == ["127.0.0.1/8", "::1/128"]  # link-scoped fe80:: addresses are dropped
@@ -25,14 +26,14 @@ def test_addresses_per_interface_from_a_real_ip_j_addr():
 
 
 def test_the_interface_ansible_connects_through_is_protected():
-    addrs = N.parse_ip_addr(ADDR)
-    default = N.parse_default_route_devs((FIXTURES / "ip-j-route-default-lab-node01.json").read_text())
+    addrs = L.parse_ip_addr(ADDR)
+    default = L.parse_default_route_devs((FIXTURES / "ip-j-route-default-lab-node01.json").read_text())
     assert default == []
-    prot = N.connection_interfaces(addrs, ["198.18.0.11", "not-an-address"], default)
+    prot = L.connection_interfaces(addrs, ["198.18.0.11", "not-an-address"], default)
     assert list(prot) == ["rtl0"] and "198.18.0.11" in prot["rtl0"]
     # The default route's interface (what ansible_facts['default_ipv4'] names) is protected too.
     routes = json.dumps([{"dst": "default", "gateway": "10.0.0.1", "dev": "eno1", "flags": []}])
-    prot = N.connection_interfaces({"eno1": ["10.0.0.5/24"]}, [], N.parse_default_route_devs(routes))
+    prot = L.connection_interfaces({"eno1": ["10.0.0.5/24"]}, [], L.parse_default_route_devs(routes))
     assert prot == {"eno1": "the default route leaves through it"}
 
 
@@ -113,3 +114,8 @@ def test_arp_sysctl_file_is_sorted_and_only_comments_when_nothing_is_needed():
     assert [line for line in text.splitlines() if not line.startswith("#")] == [
         "net.ipv4.conf.ens4.arp_ignore = 1", "net.ipv4.conf.ens5.arp_ignore = 1"]
     assert all(line.startswith("#") for line in N.arp_sysctl_file({}).splitlines())
+
+
+def test_the_ssh_connection_address_is_a_connection_address():
+    got = L.connect_addresses(["198.18.0.11"], {"SSH_CONNECTION": "198.18.0.1 50000 198.18.0.12 22"})
+    assert got == ["198.18.0.11", "198.18.0.12"]

@@ -3,6 +3,8 @@ only the commands that change something, and a clear "not supported" on a NIC wi
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -131,3 +133,25 @@ def test_backend_auto_picks_mlnx_qos_only_for_mlx5_with_the_tool():
     assert Q.pick_backend("auto", "mlx5_core", False) == "dcb"
     assert Q.pick_backend("auto", "bnxt_en", True) == "dcb"
     assert Q.pick_backend("dcb", "mlx5_core", True) == "dcb"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("lossless_priorities: [8]\n", "lossless_priorities must be priorities 0..7"),
+    ("data: {dscp: af31}\n", "data.dscp must be a number, not 'af31'"),
+    ("data: {dscp: 99}\n", "data.dscp must be 0..63"),
+    ("version: 2\n", "version 2 is not supported"),
+    ("lossles_priorities: [3]\n", "unknown key(s) lossles_priorities"),
+    ("data: {dscp: 26, prio: 3}\n", "data: unknown key(s) prio"),
+    ("data: 26\n", "data must be a mapping"),
+    ("- 1\n", "must be a mapping"),
+])
+def test_a_plan_the_agent_refuses_is_refused_here_naming_the_field(text, message):
+    with pytest.raises(Q.QosError, match=re.escape(message)):
+        Q.parse_plan(text, yaml.safe_load, "qos.yml")
+
+
+def test_a_plan_the_agent_warns_about_is_warned_about_here():
+    plan = Q.parse_plan("lossless_priorities: [4]\n", yaml.safe_load, "qos.yml")
+    assert plan["warnings"] == ["data priority 3 is not in lossless_priorities [4]: RoCE data would travel "
+                                "in a lossy queue"]
+    assert Q.parse_plan("", yaml.safe_load, "x")["source"] == "x"
