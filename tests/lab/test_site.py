@@ -202,6 +202,17 @@ def test_a_host_probes_a_fixture_root_and_gets_its_eight_rdma_ports(converged, l
         assert back.rc == 0, back.explain()
 
 
+def test_warnings_fail_refuses_before_anything_is_written(converged, lab4, run_on, site_tmp):
+    warns = REPO / "tests" / "fixtures" / "hosts" / "container-partial-gid"  # memlock, unreadable GIDs
+    state = f"md5sum {ENV_FILE} {NCCL_CONF}; ls -l --time-style=+%s /etc/rocetune"
+    before = run_on("node03", state).stdout
+    result = run(lab4, site_tmp, "--limit", "node03", "-e", f"rocetune_env_root={warns}",
+                 "-e", "rocetune_env_warnings=fail")
+    assert result.rc != 0 and result.recap["node03"]["failed"] == 1, result.explain()
+    assert "nothing was written" in result.output and "memlock-limited" in result.output, result.explain()
+    assert run_on("node03", state).stdout == before
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad inventory input: clear failures, quickly
 

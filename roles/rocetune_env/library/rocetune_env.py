@@ -206,6 +206,11 @@ def main():
     data = run_agent(module, argv + p["args"], p["timeout"])
     envelope_warnings = data.get("warnings") or []
     env = data["data"]["env"]
+    if envelope_warnings and p["on_warnings"] == "fail":
+        # Before anything is written: an env the operator refuses must not reach the node.
+        module.fail_json(msg="rocetune reported %d warning(s), nothing was written: %s"
+                         % (len(envelope_warnings), "; ".join(envelope_warnings)),
+                         agent_warnings=envelope_warnings, files=[])
 
     targets = [(f["path"], f["content"]) for f in env.get("files") or []]
     targets.append((p["env_file"], env["texts"]["sh"]))
@@ -232,10 +237,6 @@ def main():
     if p["unit_path"]:
         changed = boot_unit(module, p["unit_path"], p["unit_content"], results, diffs) or changed
 
-    if envelope_warnings and p["on_warnings"] == "fail":
-        module.fail_json(msg="rocetune reported %d warning(s): %s"
-                         % (len(envelope_warnings), "; ".join(envelope_warnings)),
-                         agent_warnings=envelope_warnings, files=results)
     if p["on_warnings"] == "report":
         for w in envelope_warnings:
             module.warn("rocetune: %s" % w)
