@@ -125,9 +125,14 @@ def make_bundle(tmp: Path, vms) -> Path:
     agent packed on the controller, and an inventory of the node itself."""
     bundle = tmp / "rocetune-first-boot"
     bundle.mkdir()
-    for item in ("site.yml", "playbooks", "roles", "module_utils"):
-        src = REPO / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, bundle / item)
+    galaxy = str(Path(sys.executable).parent / "ansible-galaxy")
+    subprocess.run([galaxy, "collection", "build", "--output-path", str(tmp), str(REPO)],
+                   check=True, cwd=tmp, stdout=subprocess.DEVNULL)
+    tarball = next(tmp.glob("rocetune-fabric-*.tar.gz"))
+    subprocess.run([galaxy, "collection", "install", str(tarball), "-p", str(bundle / "collections")],
+                   check=True, cwd=tmp, stdout=subprocess.DEVNULL)
+    (bundle / "site.yml").write_text("- name: Bring this node onto the tuned fabric\n"
+                                     "  ansible.builtin.import_playbook: rocetune.fabric.site\n")
     packed = json.loads(subprocess.run(
         [sys.executable, "-m", "rocetune.agentpack", "--out-dir", str(tmp / "agent"),
          "--python", "/usr/bin/python3"], env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
@@ -148,7 +153,7 @@ def make_bundle(tmp: Path, vms) -> Path:
         "          rocetune_env_features_dir: /var/lib/rocetune/features\n"
         "      vars:\n" + "".join(f"        {v}\n" for v in lab_vars))
     (bundle / "ansible.cfg").write_text(
-        "[defaults]\ninventory = inventory/hosts.yml\nroles_path = roles\nmodule_utils = module_utils\n"
+        "[defaults]\ninventory = inventory/hosts.yml\ncollections_path = collections\n"
         "interpreter_python = auto_silent\nretry_files_enabled = False\n"
         "internal_poll_interval = 0.05\n")
     return bundle

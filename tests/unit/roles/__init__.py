@@ -11,9 +11,9 @@ QOS_FIXTURES = REPO / "tests" / "fixtures" / "qos"
 
 
 def load_module_utils(role: str, name: str):
-    """Import roles/<role>/module_utils/<name>.py (role "" : the shared module_utils/<name>.py)
-    as a plain module (no Ansible needed)."""
-    path = (REPO / "roles" / role if role else REPO) / "module_utils" / f"{name}.py"
+    """Import the collection's plugins/module_utils/<name>.py (the code of `role`'s modules; ""
+    for code several roles share) as a plain module (no Ansible needed)."""
+    path = REPO / "plugins" / "module_utils" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"rocetune_role_{role}_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

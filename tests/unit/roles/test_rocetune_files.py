@@ -1,4 +1,4 @@
-"""The roles' one-call file writer (module_utils/rocetune_files.py): only what differs, atomically, with diffs."""
+"""The roles' one-call file writer (plugins/module_utils/rocetune_files.py): only what differs, atomically, with diffs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The roles' missing-package check (module_utils/rocetune_packages.py) on recorded dpkg/rpm output:
+"""The roles' missing-package check (plugins/module_utils/rocetune_packages.py) on recorded dpkg/rpm output:
 a rerun must find nothing missing (no package-manager run), a fresh node must name exactly what
 to install."""
 

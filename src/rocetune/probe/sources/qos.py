@@ -5,7 +5,7 @@ Read with `mlnx_qos -i IF` (MLNX_OFED / mstflint tools on ConnectX), else with i
 answers is simply absent (most hosts have no QoS tooling, and virtual NICs no DCB).
 
 The readers below follow the same output grammar as the roce_qos role's
-roles/roce_qos/module_utils/roce_qos_state.py (parse_mlnx_qos, dcb_app_dscp, dcb_pfc), which
+plugins/module_utils/roce_qos_state.py (parse_mlnx_qos, dcb_app_dscp, dcb_pfc), which
 configures the NICs from the QoS plan: change both together. The probe does not import the
 role's code (the agent runs without the roles), so the two are kept consistent by hand and by
 the shared recorded outputs in tests/fixtures/qos/.

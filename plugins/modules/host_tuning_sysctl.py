@@ -19,7 +19,7 @@ description:
   - Reads each key under C(/proc/sys), writes the ones that differ, and reads them back; a
     value the kernel refuses or clamps restores the ones already written and fails.
   - Then writes I(file) (sorted keys, atomically, only when it differs; with a diff), with the
-    keys this node has and can set: an absent key is never persisted.
+    keys this node has and can set; an absent key is never persisted.
   - Keys that are absent or read-only (network namespaces, containers) are returned in
     C(unsupported) and named in a warning, or fail the host, as I(on_unsupported) says.
   - Supports check mode.
@@ -45,7 +45,18 @@ options:
     description: Where the sysctl tree is (tests point it elsewhere).
     type: path
     default: /proc/sys
-author: rocetune contributors
+author: rocetune contributors (@rocetune)
+"""
+
+EXAMPLES = r"""
+- name: Persist and apply the network buffers of a GPU node
+  rocetune.fabric.host_tuning_sysctl:
+    sysctls:
+      net.core.rmem_max: 268435456
+      net.core.wmem_max: 268435456
+      net.ipv4.tcp_mtu_probing: 1
+    file: /etc/sysctl.d/90-rocetune.conf
+    on_unsupported: warn
 """
 
 RETURN = r"""
@@ -64,9 +75,10 @@ unsupported:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.host_tuning_sysctl_state import (CHANGED, apply, file_content,
-                                                            invalid_entries, plan, unsupported_message)
-from ansible.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.host_tuning_sysctl_state import (
+    CHANGED, apply, file_content, invalid_entries, plan, unsupported_message
+)
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
 
 
 def main():
@@ -97,14 +109,15 @@ def main():
     result = dict(changed=changed, sysctls=live, unsupported=unsupported,
                   written=[c[1]["path"] for c in changes], diff=diffs)
     if message and p["on_unsupported"] == "fail":
-        module.fail_json(msg=message + " (host_tuning_on_unsupported: fail); nothing was changed",
-                         **dict(result, changed=False, written=[]))
+        result.update(changed=False, written=[])
+        module.fail_json(msg=message + " (host_tuning_on_unsupported: fail); nothing was changed", **result)
     if not module.check_mode:
         try:
             apply(p["proc_sys"], live)
         except ValueError as exc:
+            result.update(changed=False, written=[])
             module.fail_json(msg=str(exc) + "; the values written were restored and nothing was persisted",
-                             **dict(result, changed=False, written=[]))
+                             **result)
         if changes:
             apply_changes(changes)
     if message and p["on_unsupported"] == "warn":

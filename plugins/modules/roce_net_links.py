@@ -61,7 +61,18 @@ options:
     description: The sysctl.d file for the ARP isolation sysctls; empty writes none.
     type: path
     default: ""
-author: rocetune contributors
+author: rocetune contributors (@rocetune)
+"""
+
+EXAMPLES = r"""
+- name: Fabric ports at 9000, persisted; the management port is refused
+  rocetune.fabric.roce_net_links:
+    interfaces: [ens1f0np0, ens2f0np0]
+    mtu: 9000
+    connection_addresses: ["{{ ansible_host | default(inventory_hostname) }}"]
+    udev_rule_file: /etc/udev/rules.d/81-rocetune-roce-net.rules
+    sysctl_file: /etc/sysctl.d/81-rocetune-arp.conf
+  register: links
 """
 
 RETURN = r"""
@@ -90,10 +101,11 @@ written:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.roce_net_fabric import (arp_sysctl_file, arp_sysctls, networkd_dropin,
-                                                  networkd_file, plan_links, udev_rule)
-from ansible.module_utils.rocetune_links import read_connection_interfaces
-from ansible.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric import (
+    arp_sysctl_file, arp_sysctls, networkd_dropin, networkd_file, plan_links, udev_rule
+)
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import read_connection_interfaces
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
 
 SYS_NET = "/sys/class/net"
 MIN_ROCE_MTU = 4200  # RoCE's largest path MTU (4096) plus its headers
@@ -113,14 +125,14 @@ def nm_profile(module, ifname):
     nmcli = module.get_bin_path("nmcli")
     if not nmcli:
         return None, None
-    rc, out, _ = module.run_command([nmcli, "-t", "-g", "RUNNING", "general"])
+    rc, out, dummy = module.run_command([nmcli, "-t", "-g", "RUNNING", "general"])
     if rc != 0 or out.strip() != "running":
         return None, None
-    rc, out, _ = module.run_command([nmcli, "-g", "GENERAL.CONNECTION", "device", "show", ifname])
+    rc, out, dummy = module.run_command([nmcli, "-g", "GENERAL.CONNECTION", "device", "show", ifname])
     con = out.strip() if rc == 0 else ""
     if not con:
         return None, None
-    rc, out, _ = module.run_command([nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", con])
+    rc, out, dummy = module.run_command([nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", con])
     return con, out.strip() if rc == 0 else None
 
 
@@ -215,13 +227,13 @@ def main():
 def apply_links(module, ip, mtu, plan, nm_changes, sysctl_writes, result):
     for entry in plan:
         if entry["action"] == "set":
-            rc, _, err = module.run_command([ip, "link", "set", "dev", entry["interface"], "mtu", str(mtu)])
+            rc, dummy, err = module.run_command([ip, "link", "set", "dev", entry["interface"], "mtu", str(mtu)])
             if rc != 0:
                 module.fail_json(msg="ip link set dev %s mtu %d: %s" % (entry["interface"], mtu, err.strip()),
                                  **result)
     for con in nm_changes:
-        rc, _, err = module.run_command([module.get_bin_path("nmcli"), "connection", "modify",
-                                         con, "802-3-ethernet.mtu", str(mtu)])
+        nmcli = module.get_bin_path("nmcli")
+        rc, dummy, err = module.run_command([nmcli, "connection", "modify", con, "802-3-ethernet.mtu", str(mtu)])
         if rc != 0:
             module.fail_json(msg="nmcli connection modify %s: %s" % (con, err.strip()), **result)
     for key, path, value in sysctl_writes:

@@ -55,13 +55,13 @@ def missing_packages(module, packages, what):
         return family, []
     dpkg = module.get_bin_path("dpkg-query")
     if dpkg:
-        _, out, _ = module.run_command([dpkg, "-W", "-f", "${db:Status-Abbrev} ${Package}\n"] + wanted)
+        dummy, out, dummy = module.run_command([dpkg, "-W", "-f", "${db:Status-Abbrev} ${Package}\n"] + wanted)
         installed = dpkg_installed(out)
     else:
         rpm = module.get_bin_path("rpm")
         if not rpm:
             module.fail_json(msg="cannot tell which packages are installed: neither dpkg-query nor rpm "
                                  "is here (set %s: [] or turn package management off)" % what)
-        _, out, _ = module.run_command([rpm, "-q", "--qf", "%{NAME}\n"] + wanted)
+        dummy, out, dummy = module.run_command([rpm, "-q", "--qf", "%{NAME}\n"] + wanted)
         installed = rpm_installed(out)
     return family, [p for p in wanted if p not in installed]

@@ -27,7 +27,17 @@ options:
     description: The NIC driver module OFED provides (mlx5_ib).
     type: str
     default: mlx5_ib
-author: rocetune contributors
+author: rocetune contributors (@rocetune)
+"""
+
+EXAMPLES = r"""
+- name: Refuse an OFED tarball built for another distribution or kernel
+  rocetune.fabric.rdma_core_ofed_check:
+    tarball: MLNX_OFED_LINUX-24.10-1.1.4.0-ubuntu22.04-x86_64.tgz
+
+- name: Fail when the installed OFED's mlx5_ib does not match the running kernel
+  rocetune.fabric.rdma_core_ofed_check:
+    module: mlx5_ib
 """
 
 RETURN = r"""
@@ -44,8 +54,9 @@ summary:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.rdma_core_ofed import (OfedMismatch, check_kernel, check_tarball, parse_ofed_info,
-                                                parse_os_release)
+from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_ofed import (
+    OfedMismatch, check_kernel, check_tarball, parse_ofed_info, parse_os_release
+)
 
 
 def main():

@@ -138,7 +138,7 @@ def desired(plan, ets=None, dcqcn=True):
 def _pairs(words):
     out = {}
     for w in words:
-        k, _, v = w.partition(":")
+        k, dummy, v = w.partition(":")
         out[k] = v
     return out
 
@@ -164,7 +164,7 @@ def dcb_app_dscp(text):
     """{dscp: set(prios)} from `dcb -N app show dev IF dscp-prio` (one DSCP may map to several)."""
     out = {}
     for word in parse_dcb(text).get("dscp-prio", []):
-        d, _, p = word.partition(":")
+        d, dummy, p = word.partition(":")
         if not d.isdigit():
             raise QosError("dcb app: unexpected entry %r (run dcb with -N for numeric DSCPs)" % word)
         out.setdefault(int(d), set()).add(int(p))
@@ -355,7 +355,8 @@ def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
 def _run(argv):
     import subprocess
     try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                              check=False)
     except OSError as exc:
         return 127, "", str(exc)
     return proc.returncode, proc.stdout, proc.stderr
@@ -381,7 +382,7 @@ def driver_of(ifname, run=_run, sys_net="/sys/class/net"):
     link = os.path.join(sys_net, ifname, "device", "driver")
     if os.path.islink(link):
         return os.path.basename(os.readlink(link))
-    rc, out, _ = run(["ip", "-d", "-j", "link", "show", "dev", ifname])
+    rc, out, dummy = run(["ip", "-d", "-j", "link", "show", "dev", ifname])
     if rc == 0:
         try:
             return json.loads(out)[0].get("linkinfo", {}).get("info_kind") or "unknown"

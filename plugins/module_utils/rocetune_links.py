@@ -80,6 +80,6 @@ def read_connection_interfaces(module, given):
     if rc != 0:
         return None, "ip -j addr show: %s" % err.strip(), {}
     addrs = parse_ip_addr(out)
-    rc, out, _ = module.run_command([ip, "-j", "route", "show", "default"])
+    rc, out, dummy = module.run_command([ip, "-j", "route", "show", "default"])
     default_devs = parse_default_route_devs(out) if rc == 0 else []
     return connection_interfaces(addrs, connect_addresses(given), default_devs), None, addrs

@@ -59,7 +59,17 @@ options:
   unit_content:
     description: The boot unit's text; omit to remove the unit and its enable link.
     type: str
-author: rocetune contributors
+author: rocetune contributors (@rocetune)
+"""
+
+EXAMPLES = r"""
+- name: Write the node's tuned env files, failing on any warning
+  rocetune.fabric.rocetune_env:
+    command: /usr/local/bin/rocetune
+    env_file: /etc/rocetune/nccl.env
+    nccl_conf_file: /etc/nccl.conf
+    on_warnings: fail
+  register: env
 """
 
 RETURN = r"""
@@ -169,7 +179,7 @@ def boot_unit(module, path, content, results, diffs):
                     os.makedirs(os.path.dirname(link), 0o755)
                 os.symlink(path, link)
         if unit_changed and os.path.isdir("/run/systemd/system"):  # systemd runs here
-            rc, _, err = module.run_command(["systemctl", "daemon-reload"])
+            rc, dummy, err = module.run_command(["systemctl", "daemon-reload"])
             if rc != 0:
                 module.fail_json(msg="systemctl daemon-reload failed: %s" % err.strip(), files=results)
     results.append({"path": path, "changed": unit_changed or link_changed, "backup": None})

@@ -52,7 +52,18 @@ options:
     description: Packages to check, per OS family (C(Debian), C(RedHat)); a list applies to any.
     type: raw
     default: []
-author: rocetune contributors
+author: rocetune contributors (@rocetune)
+"""
+
+EXAMPLES = r"""
+- name: Load and persist the RDMA modules of a ConnectX node, with memlock unlimited
+  rocetune.fabric.rdma_core_node:
+    modules: [ib_core, ib_uverbs, rdma_ucm, mlx5_ib]
+    nic_driver: mlx5_core
+    nvidia_peermem: auto
+    modules_load_file: /etc/modules-load.d/rocetune-rdma.conf
+    limits_file: /etc/security/limits.d/90-rocetune-memlock.conf
+    systemd_dropin: /etc/systemd/system.conf.d/90-rocetune-memlock.conf
 """
 
 RETURN = r"""
@@ -75,9 +86,9 @@ os_family:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.rdma_core_node_state import missing_modules, wanted_files, wanted_modules
-from ansible.module_utils.rocetune_files import apply_changes, plan_files
-from ansible.module_utils.rocetune_packages import missing_packages
+from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_node_state import missing_modules, wanted_files, wanted_modules
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
 
 
 def main():

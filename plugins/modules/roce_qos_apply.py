@@ -86,7 +86,17 @@ options:
     type: list
     elements: str
     default: []
-author: rocetune contributors
+author: rocetune contributors (@rocetune)
+"""
+
+EXAMPLES = r"""
+- name: DSCP trust, PFC on priority 3 and ECN on the fabric NICs from the QoS plan
+  rocetune.fabric.roce_qos_apply:
+    interfaces: [ens1f0np0, ens2f0np0]
+    plan_file: /etc/rocetune/qos.yml
+    plan_content: "{{ lookup('ansible.builtin.file', 'files/qos.yml') }}"
+    backend: auto
+    connection_addresses: ["{{ ansible_host | default(inventory_hostname) }}"]
 """
 
 RETURN = r"""
@@ -116,12 +126,13 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.rocetune_files import apply_changes, plan_files
-from ansible.module_utils.rocetune_links import read_connection_interfaces
-from ansible.module_utils.rocetune_packages import missing_packages
-from ansible.module_utils.roce_qos_state import (NotSupported, QosError, desired, driver_of, interface_plan,
-                                                 load_plan, parse_plan, pick_backend, rdma_cm_writes,
-                                                 rdma_ports, traffic_class)
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import read_connection_interfaces
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
+from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import (
+    NotSupported, QosError, desired, driver_of, interface_plan, load_plan, parse_plan,
+    pick_backend, rdma_cm_writes, rdma_ports, traffic_class
+)
 
 
 def read(path):
@@ -198,9 +209,10 @@ def main():
     # to be installed, not the one on disk), every interface and its state. Then the NICs are
     # configured, and only then the plan file and the boot unit are installed, so a plan that
     # failed is neither persisted nor re-applied at every boot.
-    _, result["missing_packages"] = missing_packages(module, p["packages"], "roce_qos_packages")
+    dummy, result["missing_packages"] = missing_packages(module, p["packages"], "roce_qos_packages")
     if result["missing_packages"]:
-        module.exit_json(**dict(result, pending=True))
+        result["pending"] = True
+        module.exit_json(**result)
     plan = read_plan(module, p)
     for warning in plan.pop("warnings", []):
         module.warn("QoS plan %s: %s" % (plan["source"], warning))
@@ -273,7 +285,7 @@ def refuse_missing_and_connection_interfaces(module, p):
                              % ", ".join(missing))
     if p["allow_link_flap"]:
         return
-    protected, error, _ = read_connection_interfaces(module, p["connection_addresses"])
+    protected, error, dummy = read_connection_interfaces(module, p["connection_addresses"])
     if error:
         module.fail_json(msg=error)
     refused = ["refusing to change the QoS of %s: %s (set roce_qos_allow_link_flap: true to allow it)"

@@ -47,7 +47,17 @@ options:
     type: str
     choices: [fail, warn]
     default: fail
-author: rocetune contributors
+author: rocetune contributors (@rocetune)
+"""
+
+EXAMPLES = r"""
+- name: Jumbo pings to every peer in the play, reported per pair
+  rocetune.fabric.roce_net_path:
+    host: "{{ inventory_hostname }}"
+    interfaces: "{{ links['interfaces'] }}"
+    peer_names: "{{ ansible_play_hosts | difference([inventory_hostname]) }}"
+    peer_results: "{{ ansible_play_hosts | difference([inventory_hostname]) | map('extract', hostvars, 'links') | list }}"
+    mtu: 9000
 """
 
 RETURN = r"""
@@ -64,7 +74,7 @@ failed_pairs:
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.roce_net_fabric import pair_message, path_pairs, ping_size, ping_verdict
+from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric import pair_message, path_pairs, ping_size, ping_verdict
 
 
 def main():

@@ -34,7 +34,17 @@ options:
   src:
     description: The transferred agent, on the node.
     type: path
-author: rocetune contributors
+author: rocetune contributors (@rocetune)
+"""
+
+EXAMPLES = r"""
+# The action of the same name computes the sha256 on the controller and sends the file only
+# when the node's differs: in a play, give it the packed agent as src.
+- name: Install the agent as the rocetune command
+  rocetune.fabric.rocetune_agent_install:
+    src: "{{ playbook_dir }}/artifacts/rocetune-agent.pyz"
+    dest: /usr/local/bin/rocetune
+    mode: "0755"
 """
 
 RETURN = r"""

@@ -29,7 +29,16 @@ options:
         not run there, e.g. in check mode before it was installed).
     type: dict
     required: true
-author: rocetune contributors
+author: rocetune contributors (@rocetune)
+"""
+
+EXAMPLES = r"""
+- name: Keep every node's Features on the controller
+  rocetune.fabric.rocetune_env_features:
+    dir: "{{ playbook_dir }}/artifacts/features"
+    features: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, ['env', 'features']))) }}"
+  run_once: true
+  delegate_to: localhost
 """
 
 RETURN = r"""
@@ -45,7 +54,7 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_.@:-]+$")
 

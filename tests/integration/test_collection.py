@@ -1,0 +1,168 @@
+"""The roles and modules as the collection rocetune.fabric: built from galaxy.yml, installed into
+a fresh directory, used by FQCN from a project that is not this repository, documented the way
+ansible-doc renders it, and clean under ansible-test sanity."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+MODULES = sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py"))
+ROLES = sorted(p.name for p in (REPO / "roles").iterdir() if (p / "tasks").is_dir())
+BIN = Path(sys.executable).parent
+# ansible-test's virtual environments live here between runs (they take a minute to make).
+TEST_HOME = Path(os.path.expanduser("~/.cache/rocetune/ansible-test-home"))
+
+# ansible-test bootstraps pip in each of its virtual environments with a get-pip script it
+# downloads from a host outside the package index; this stand-in takes pip from the
+# interpreter's own ensurepip and installs what ansible-test asks for from the index.
+GET_PIP_OFFLINE = '''"""Stand-in for get-pip.py: ensurepip, then pip install (get-pip's own flags dropped)."""
+import ensurepip
+import subprocess
+import sys
+
+ensurepip.bootstrap(upgrade=True)
+args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
+sys.exit(subprocess.call([sys.executable, "-m", "pip", "install"] + args))
+'''
+
+
+def tool(name: str) -> str:
+    return str(BIN / name)
+
+
+def clean_env(**extra) -> dict:
+    """An environment that sees no ansible.cfg of this repository."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(collections path, collection root) of the built tarball installed into a fresh place."""
+    out = tmp_path_factory.mktemp("build")
+    proc = subprocess.run([tool("ansible-galaxy"), "collection", "build", "--output-path", str(out), str(REPO)],
+                          capture_output=True, text=True, cwd=out, env=clean_env(), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tarball = next(out.glob("rocetune-fabric-*.tar.gz"))
+    dest = tmp_path_factory.mktemp("collections")
+    proc = subprocess.run([tool("ansible-galaxy"), "collection", "install", str(tarball), "-p", str(dest)],
+                          capture_output=True, text=True, cwd=dest, env=clean_env(), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return dest, dest / "ansible_collections" / "rocetune" / "fabric"
+
+
+def test_the_built_collection_holds_the_roles_and_plugins_and_nothing_of_the_python_package(installed):
+    _, root = installed
+    assert sorted(p.name for p in (root / "roles").iterdir()) == ROLES
+    assert sorted(p.stem for p in (root / "plugins" / "modules").glob("*.py")) == MODULES
+    assert (root / "plugins" / "action" / "rocetune_agent_install.py").is_file()
+    assert (root / "playbooks" / "site.yml").is_file()
+    for absent in ("src", "bench", "docs", "inventories", "tests/unit", "tests/lab", "collections"):
+        assert not (root / absent).exists(), absent
+
+
+def test_a_fresh_project_finds_every_module_and_role_by_fqcn(installed, tmp_path):
+    colls, _ = installed
+    env = clean_env(ANSIBLE_COLLECTIONS_PATH=str(colls))
+    listed = subprocess.run([tool("ansible-doc"), "-l", "rocetune.fabric", "--json"], capture_output=True,
+                            text=True, cwd=tmp_path, env=env, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(json.loads(listed.stdout)) == [f"rocetune.fabric.{m}" for m in MODULES]
+    book = tmp_path / "site.yml"
+    book.write_text(yaml.safe_dump([{"name": "GPU nodes", "hosts": "all", "gather_facts": False,
+                                     "roles": [{"role": f"rocetune.fabric.{r}"} for r in ROLES]}]))
+    proc = subprocess.run([tool("ansible-playbook"), "-i", "localhost,", "--syntax-check", str(book)],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    imported = tmp_path / "import.yml"
+    imported.write_text("- name: The collection's own site playbook\n  ansible.builtin.import_playbook: rocetune.fabric.site\n")
+    proc = subprocess.run([tool("ansible-playbook"), "-i", "localhost,", "--syntax-check", str(imported)],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _documentation(path: Path) -> dict:
+    tree = ast.parse(path.read_text())
+    docs = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+            for t in node.targets if isinstance(t, ast.Name) and t.id in ("DOCUMENTATION", "EXAMPLES", "RETURN")}
+    return docs
+
+
+def _argument_spec(path: Path) -> dict:
+    """The argument_spec given to AnsibleModule, read from the source (literal dicts only)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "AnsibleModule":
+            spec = next(k.value for k in node.keywords if k.arg == "argument_spec")
+            return {k.arg: {kk.arg: ast.literal_eval(kk.value) for kk in k.value.keywords} for k in spec.keywords}
+    raise AssertionError(f"{path.name}: no AnsibleModule(argument_spec=...)")
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_documented_options_are_the_argument_spec(module):
+    path = REPO / "plugins" / "modules" / f"{module}.py"
+    docs = _documentation(path)
+    doc = yaml.safe_load(docs["DOCUMENTATION"])
+    spec = _argument_spec(path)
+    options = doc.get("options") or {}
+    assert sorted(options) == sorted(spec), f"{module}: documented {sorted(options)} vs spec {sorted(spec)}"
+    for name, arg in spec.items():
+        opt = options[name]
+        assert opt.get("type", "str") == arg.get("type", "str"), f"{module}.{name}: type"
+        assert bool(opt.get("required")) == bool(arg.get("required")), f"{module}.{name}: required"
+        if "default" in arg:
+            assert opt.get("default") == arg["default"], f"{module}.{name}: default"
+        if "choices" in arg:
+            assert opt.get("choices") == arg["choices"], f"{module}.{name}: choices"
+    examples = yaml.safe_load(docs["EXAMPLES"])
+    assert any(f"rocetune.fabric.{module}" in task for task in examples), f"{module}: no example uses it"
+    assert yaml.safe_load(docs["RETURN"]) is not None
+
+
+def _ansible_test_pip_version() -> str:
+    import ansible_test
+
+    source = Path(ansible_test.__file__).parent / "_internal" / "python_requirements.py"
+    match = re.search(r"pip='([\d.]+)'", source.read_text())
+    assert match, "ansible-test's pip version not found"
+    return match.group(1)
+
+
+def test_ansible_test_sanity_is_clean(installed):
+    _, root = installed
+    cache = TEST_HOME / ".ansible" / "test" / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / f"get_pip_{_ansible_test_pip_version().replace('.', '_')}.py").write_text(GET_PIP_OFFLINE)
+    # ansible-test wants the collection root as the working directory, inside a git tree or not.
+    proc = subprocess.run([tool("ansible-test"), "sanity", "--python", f"{sys.version_info[0]}.{sys.version_info[1]}",
+                           "--local", "--color", "no"],
+                          capture_output=True, text=True, cwd=root, timeout=900,
+                          env=clean_env(HOME=str(TEST_HOME), PATH=f"{BIN}:{os.environ.get('PATH', '')}"))
+    errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith(("ERROR", "FATAL"))]
+    assert proc.returncode == 0, "\n".join(errors) or proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_min_ansible_version_is_the_oldest_the_nodes_run():
+    runtime = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())
+    assert runtime["requires_ansible"] == ">=2.14.0"
+    for role in ROLES:
+        meta = yaml.safe_load((REPO / "roles" / role / "meta" / "main.yml").read_text())
+        assert meta["galaxy_info"]["min_ansible_version"] == "2.14", role
+    assert "ansible-core` (2.14)" in (REPO / "docs" / "first-boot.md").read_text()
+
+
+def test_the_repository_finds_its_own_collection_without_installing_it():
+    link = REPO / "collections" / "ansible_collections" / "rocetune" / "fabric"
+    assert link.is_symlink() and link.resolve() == REPO
+    assert "collections_path = collections" in (REPO / "ansible.cfg").read_text()
