@@ -18,7 +18,7 @@ import hashlib
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-MODULE = "rocetune_agent_install"
+MODULE = "rocetune.fabric.rocetune_agent_install"
 
 
 class ActionModule(ActionBase):
