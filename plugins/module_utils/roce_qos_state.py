@@ -363,6 +363,7 @@ def _run(argv):
 
 
 def _read(path):
+    # Its own reader: this file also runs alone as the boot-time script, without the collection.
     try:
         with open(path) as fh:
             return fh.read()

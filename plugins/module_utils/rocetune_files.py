@@ -14,10 +14,11 @@ import tempfile
 __metaclass__ = type
 
 
-def _read(path):
+def read_text(path):
+    """The file's text (UTF-8, undecodable bytes replaced), or None when it cannot be read."""
     try:
-        with open(path) as fh:
-            return fh.read()
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace")
     except (IOError, OSError):
         return None
 
@@ -26,7 +27,7 @@ def plan_files(files, links):
     """files: [{path, content, mode}], links: [{path, src}] -> (changes, diffs)."""
     changes, diffs = [], []
     for f in files:
-        have = _read(f["path"])
+        have = read_text(f["path"])
         mode_ok = have is not None and (os.stat(f["path"]).st_mode & 0o7777) == int(f["mode"], 8)
         if have != f["content"] or not mode_ok:
             changes.append(("file", f))

@@ -105,7 +105,7 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric im
     arp_sysctl_file, arp_sysctls, networkd_dropin, networkd_file, plan_links, udev_rule
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import read_connection_interfaces
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files, read_text
 
 SYS_NET = "/sys/class/net"
 MIN_ROCE_MTU = 4200  # RoCE's largest path MTU (4096) plus its headers
@@ -113,11 +113,8 @@ PROC_CONF = "/proc/sys/net/ipv4/conf"
 
 
 def read(path):
-    try:
-        with open(path) as fh:
-            return fh.read().strip()
-    except (IOError, OSError):
-        return None
+    text = read_text(path)
+    return None if text is None else text.strip()
 
 
 def nm_profile(module, ifname):

@@ -127,20 +127,13 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import read_text as read
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import read_connection_interfaces
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
 from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import (
     NotSupported, QosError, desired, driver_of, interface_plan, load_plan, parse_plan,
     pick_backend, rdma_cm_writes, rdma_ports, traffic_class
 )
-
-
-def read(path):
-    try:
-        with open(path) as fh:
-            return fh.read()
-    except (IOError, OSError):
-        return None
 
 
 def write(path, value):

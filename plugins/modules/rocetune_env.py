@@ -99,6 +99,7 @@ import subprocess
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import read_text as read
 
 MARKER = "# rocetune "
 BACKUP_SUFFIX = ".rocetune-orig"
@@ -128,14 +129,6 @@ def run_agent(module, argv, timeout):
                          % (envelope.get("exit_code"), first.get("message", "no data")),
                          hint=first.get("hint"), errors=envelope.get("errors"))
     return envelope
-
-
-def read(path):
-    try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8", "replace")
-    except (IOError, OSError):
-        return None
 
 
 def write(module, path, content):
