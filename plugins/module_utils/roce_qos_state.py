@@ -243,6 +243,12 @@ def dcb_commands(ifname, want, pfc_text, app_text, ets_text):
         if need:
             cmds.append(["dcb", "app", "replace", "dev", ifname, "dscp-prio"]
                         + ["%d:%d" % (d, want["dscp_prio"][d]) for d in need])
+    elif have_app:
+        # PCP trust: the NIC classifies by the VLAN priority only while it holds no DSCP app
+        # entry (the kernel's dcbnl DSCP table is what selects DSCP trust on mlx5), so every
+        # one is deleted.
+        cmds.append(["dcb", "app", "del", "dev", ifname, "dscp-prio"]
+                    + ["%d:%d" % (d, p) for d in sorted(have_app) for p in sorted(have_app[d])])
     if dcb_pfc(pfc_text) != want["pfc"]:
         cmds.append(["dcb", "pfc", "set", "dev", ifname, "prio-pfc"]
                     + ["%d:%s" % (p, "on" if want["pfc"][p] else "off") for p in PRIOS])

@@ -23,8 +23,9 @@ def read_text(path):
         return None
 
 
-def plan_files(files, links):
-    """files: [{path, content, mode}], links: [{path, src}] -> (changes, diffs)."""
+def plan_files(files, links, absent=()):
+    """files: [{path, content, mode}], links: [{path, src}], absent: [path] that must not exist
+    -> (changes, diffs)."""
     changes, diffs = [], []
     for f in files:
         have = read_text(f["path"])
@@ -38,11 +39,19 @@ def plan_files(files, links):
             changes.append(("link", link))
             diffs.append({"before": "", "after": "-> %s\n" % link["src"],
                           "before_header": link["path"], "after_header": link["path"]})
+    for path in absent:
+        if os.path.lexists(path):
+            before = "-> %s\n" % os.readlink(path) if os.path.islink(path) else (read_text(path) or "")
+            changes.append(("remove", {"path": path}))
+            diffs.append({"before": before, "after": "", "before_header": path, "after_header": path})
     return changes, diffs
 
 
 def apply_changes(changes):
     for kind, item in changes:
+        if kind == "remove":
+            os.unlink(item["path"])
+            continue
         parent = os.path.dirname(item["path"])
         if not os.path.isdir(parent):
             os.makedirs(parent, 0o755)

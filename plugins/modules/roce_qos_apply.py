@@ -37,7 +37,8 @@ options:
     description:
       - The re-apply unit, C(script) and C(unit) (each C(path), C(content)) and C(settings)
         (C(path), C(data), written as sorted JSON); enabled with the C(multi-user.target.wants)
-        link C(systemctl enable) would make. Omitted, no unit is installed.
+        link C(systemctl enable) would make. With C(state) C(absent) (and the paths alone),
+        the unit, its link, script and settings are removed. Omitted, nothing is done.
     type: dict
   packages:
     description: Tools the module needs, per OS family (C(Debian), C(RedHat)) or one list.
@@ -145,28 +146,30 @@ def write(path, value):
 
 
 def plan_files_wanted(plan_file, plan_content):
-    return [{"path": plan_file, "content": plan_content, "mode": "0644"}] if plan_content else [], []
+    return [{"path": plan_file, "content": plan_content, "mode": "0644"}] if plan_content else [], [], []
 
 
 def boot_files_wanted(boot):
-    """(files, links) of the boot unit: script, settings, unit, and its enable link."""
+    """(files, links, absent) of the boot unit: script, settings, unit, and its enable link;
+    with C(state: absent), all of them removed (a unit turned off is not left enabled)."""
     if not boot:
-        return [], []
+        return [], [], []
     unit = boot["unit"]["path"]
+    link = os.path.join(os.path.dirname(unit), "multi-user.target.wants", os.path.basename(unit))
+    if boot.get("state") == "absent":
+        return [], [], [link, unit, boot["script"]["path"], boot["settings"]["path"]]
     files = [
         {"path": boot["script"]["path"], "content": boot["script"]["content"], "mode": "0644"},
         {"path": boot["settings"]["path"], "mode": "0644",
          "content": json.dumps(boot["settings"]["data"], indent=2, sort_keys=True) + "\n"},
         {"path": unit, "content": boot["unit"]["content"], "mode": "0644"},
     ]
-    links = [{"path": os.path.join(os.path.dirname(unit), "multi-user.target.wants", os.path.basename(unit)),
-              "src": unit}]
-    return files, links
+    return files, [{"path": link, "src": unit}], []
 
 
 def install(module, wanted, result, unit=None):
-    """Write what differs of (files, links) into result's written/diff; reload systemd when the
-    unit changed."""
+    """Write what differs of (files, links, absent) into result's written/diff; reload systemd
+    when the unit changed."""
     changes, diffs = plan_files(*wanted)
     if changes and not module.check_mode:
         apply_changes(changes)

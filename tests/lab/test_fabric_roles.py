@@ -154,6 +154,21 @@ def test_a_bad_qos_plan_is_refused_before_it_is_installed(converged, fabric, run
     assert run_on("node01", state).stdout == before
 
 
+def test_the_qos_boot_unit_turned_off_is_removed_and_back_on_is_reinstalled(converged, fabric, run_on, tmp_path):
+    listing = "ls /etc/systemd/system/rocetune-qos.service /etc/systemd/system/multi-user.target.wants/ 2>&1"
+    off = play(fabric, tmp_path, "--limit", "node02", "--tags", "roce_qos", "-e", "roce_qos_boot_unit=false")
+    try:
+        assert off.rc == 0 and off.recap["node02"]["changed"] == 1, off.explain()
+        gone = run_on("node02", listing).stdout
+        assert "No such file" in gone and "rocetune-qos.service" not in gone.split(":", 1)[-1], gone
+        again = play(fabric, tmp_path, "--limit", "node02", "--tags", "roce_qos", "-e", "roce_qos_boot_unit=false")
+        assert again.rc == 0 and again.recap["node02"]["changed"] == 0, again.explain()
+    finally:
+        back = play(fabric, tmp_path, "--limit", "node02", "--tags", "roce_qos")
+        assert back.rc == 0, back.explain()
+    assert "rocetune-qos.service" in run_on("node02", listing).stdout
+
+
 def test_qos_on_veth_is_not_supported_skipped_or_failed_when_required(converged, fabric, run_on, tmp_path):
     assert "DCB is not supported on rtf0 (driver veth)" in converged.output, converged.explain()
     required = play(fabric, tmp_path, "--limit", "node01", "-e", "roce_qos_required=true")

@@ -155,3 +155,14 @@ def test_a_plan_the_agent_warns_about_is_warned_about_here():
     assert plan["warnings"] == ["data priority 3 is not in lossless_priorities [4]: RoCE data would travel "
                                 "in a lossy queue"]
     assert Q.parse_plan("", yaml.safe_load, "x")["source"] == "x"
+
+
+def test_pcp_trust_on_the_dcb_backend_deletes_every_dscp_entry():
+    want = Q.desired(Q.parse_plan("trust: pcp\n", yaml.safe_load, "qos.yml"))
+    pfc = "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n"
+    cmds = Q.dcb_commands("eth0", want, pfc, fx("dcb-app-show-N-manpage.txt"), fx("dcb-ets-show-manpage.txt"))
+    have = Q.dcb_app_dscp(fx("dcb-app-show-N-manpage.txt"))
+    assert cmds == [["dcb", "app", "del", "dev", "eth0", "dscp-prio"]
+                    + ["%d:%d" % (d, p) for d in sorted(have) for p in sorted(have[d])]]
+    # Nothing left to delete: PCP trust already, nothing to run.
+    assert Q.dcb_commands("eth0", want, pfc, "", fx("dcb-ets-show-manpage.txt")) == []
