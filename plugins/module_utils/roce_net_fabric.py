@@ -118,28 +118,37 @@ def path_pairs(mine, peers):
     """Which peer addresses to ping, and from which of my interfaces.
 
     mine: {ifname: [cidr]}; peers: [{"name", "interfaces": {ifname: {"mtu", "addresses"}}}].
-    Returns [{peer, peer_interface, peer_mtu, address, interface}], or a "skip" reason where a
-    peer shares no subnet with any of my fabric interfaces.
+    Returns [{peer, peer_interface, peer_mtu, address, interface, routed}]: a peer address in a
+    subnet of one of my fabric interfaces is pinged from that interface; on a routed fabric (a
+    /31 or /30 per port to its switch) a peer interface of the same name as one of mine -- the
+    same rail -- is pinged from mine through the routes. A peer with neither gets a "skip"
+    reason, which the caller reports as unchecked, never as a pass.
     """
     out = []
+    mine4 = dict((myif, [ipaddress.ip_interface(c) for c in cidrs if ipaddress.ip_interface(c).version == 4])
+                 for myif, cidrs in mine.items())
     for peer in peers:
-        found = False
+        found = []
         for pif in sorted(peer.get("interfaces", {})):
             info = peer["interfaces"][pif]
             for cidr in info.get("addresses", []):
                 paddr = ipaddress.ip_interface(cidr)
                 if paddr.version != 4:
                     continue
-                for myif in sorted(mine):
-                    if any(ipaddress.ip_interface(c).network == paddr.network for c in mine[myif]
-                           if ipaddress.ip_interface(c).version == 4):
-                        out.append({"peer": peer["name"], "peer_interface": pif,
-                                    "peer_mtu": info.get("mtu"), "address": str(paddr.ip),
-                                    "interface": myif})
-                        found = True
-                        break
+                local = [myif for myif in sorted(mine4) if any(a.network == paddr.network for a in mine4[myif])]
+                if local:
+                    myif, routed = local[0], False
+                elif mine4.get(pif):
+                    myif, routed = pif, True
+                else:
+                    continue
+                found.append({"peer": peer["name"], "peer_interface": pif, "peer_mtu": info.get("mtu"),
+                              "address": str(paddr.ip), "interface": myif, "routed": routed})
+        local_only = [f for f in found if not f["routed"]]
+        out += local_only or found
         if not found:
-            out.append({"peer": peer["name"], "skip": "shares no IPv4 subnet with this node's fabric interfaces"})
+            out.append({"peer": peer["name"], "skip": "shares no IPv4 subnet with this node's fabric interfaces "
+                                                      "and has no fabric interface of the same name (rail)"})
     return out
 
 

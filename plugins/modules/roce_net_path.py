@@ -15,6 +15,10 @@ short_description: Don't-fragment pings of the full fabric MTU to every peer, re
 description:
   - For each peer address in a subnet of one of this node's fabric interfaces, runs
     C(ping -M do -s MTU-28 -c 2 -W 1 -I IF ADDR) (in parallel) and reports every pair.
+  - On a routed fabric (a /31 per port), a peer interface with the name of one of this node's
+    (the same rail) is pinged from it through the routes.
+  - A peer that can be reached neither way is reported as not checked, which fails like a
+    failed pair (or warns, with I(on_failure)).
   - A failed pair names the peer and, when the peer reported a smaller MTU, says so.
   - Read-only; runs in check mode too.
 options:
@@ -66,7 +70,7 @@ pairs:
   type: list
   returned: always
 failed_pairs:
-  description: One line per failed pair.
+  description: One line per failed pair, and one per peer that could not be checked.
   type: list
   returned: always
 """
@@ -108,6 +112,8 @@ def main():
     with ThreadPoolExecutor(max_workers=16) as pool:
         done = list(pool.map(probe, pairs))
     failed = [pair_message(p["host"], d, p["mtu"], d["reason"]) for d in done if d.get("ok") is False]
+    # A peer that could not be checked is not a pass.
+    failed += ["%s -> %s: not checked: %s" % (p["host"], d["peer"], d["skip"]) for d in done if "skip" in d]
     result = dict(changed=False, pairs=done, failed_pairs=failed)
     if failed:
         msg = "jumbo path check (%d-byte packets, don't fragment) failed for %d pair(s): %s" % (

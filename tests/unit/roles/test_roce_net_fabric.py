@@ -81,9 +81,21 @@ def test_pairs_ping_peers_in_a_shared_subnet_from_the_right_interface():
              {"name": "far", "interfaces": {"eth0": {"mtu": 9000, "addresses": ["10.9.0.1/24"]}}}]
     pairs = N.path_pairs(mine, peers)
     assert pairs[0] == {"peer": "node02", "peer_interface": "rtf0", "peer_mtu": 9000,
-                        "address": "198.19.0.12", "interface": "rtf0"}
+                        "address": "198.19.0.12", "interface": "rtf0", "routed": False}
     assert pairs[1]["peer"] == "far" and "no IPv4 subnet" in pairs[1]["skip"]
     assert N.ping_size(9000) == 8972
+
+
+def test_a_routed_fabric_pings_the_same_rail_through_the_routes():
+    # One /31 per port to its leaf: no peer shares a subnet; rail k reaches rail k by route.
+    mine = {"ens1": ["10.0.0.1/31"], "ens2": ["10.0.1.1/31"]}
+    peers = [{"name": "b", "interfaces": {"ens1": {"mtu": 9000, "addresses": ["10.0.2.1/31"]},
+                                          "ens2": {"mtu": 9000, "addresses": ["10.0.3.1/31"]}}},
+             {"name": "c", "interfaces": {"eth7": {"mtu": 9000, "addresses": ["10.0.9.1/31"]}}}]
+    pairs = N.path_pairs(mine, peers)
+    assert [(p["peer"], p["interface"], p["address"], p["routed"]) for p in pairs[:2]] == [
+        ("b", "ens1", "10.0.2.1", True), ("b", "ens2", "10.0.3.1", True)]
+    assert pairs[2]["peer"] == "c" and "same name (rail)" in pairs[2]["skip"]
 
 
 def test_ping_verdicts_from_real_ping_output():
