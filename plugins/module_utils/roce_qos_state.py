@@ -281,6 +281,17 @@ def mlnx_qos_commands(ifname, want, text):
     return cmds
 
 
+def ecn_unexposed(ifname, want, read, sys_net="/sys/class/net"):
+    """A message when the driver exposes none of the ECN (DCQCN) sysfs files ecn_writes would set
+    (the distribution's inbox mlx5 has no /sys/class/net/IF/ecn): those settings are skipped, and
+    the firmware's defaults stay in force. None when they are there."""
+    probe = os.path.join(sys_net, ifname, "ecn", "roce_np", "enable", str(want["ecn_priority"]))
+    if read(probe) is not None:
+        return None
+    return ("%s: the driver exposes no ECN (DCQCN) settings (%s): enable/CNP DSCP/CNP priority were not set, "
+            "the NIC firmware's defaults apply (MLNX OFED's driver has them)" % (ifname, os.path.dirname(os.path.dirname(probe))))
+
+
 def ecn_writes(ifname, want, read, sys_net="/sys/class/net"):
     """[(path, value)] for the ECN sysfs files the driver exposes (MLNX_OFED's
     /sys/class/net/IF/ecn/roce_{np,rp}/enable/N, cnp_dscp, cnp_802p_prio); [] without them."""
@@ -351,7 +362,8 @@ def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
         pause = parse_pause(out) if rc == 0 else {}
         if pause.get("rx") or pause.get("tx"):
             cmds.append(["ethtool", "-A", ifname, "rx", "off", "tx", "off"])
-    return {"backend": backend, "commands": cmds, "writes": ecn_writes(ifname, want, read)}
+    return {"backend": backend, "commands": cmds, "writes": ecn_writes(ifname, want, read),
+            "ecn_unexposed": ecn_unexposed(ifname, want, read)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,6 +461,8 @@ def main(argv=None):
         for path, value in step["writes"]:
             _write(path, value)
             print("rocetune-qos: %s = %s" % (path, value))
+        if step["ecn_unexposed"]:
+            print("rocetune-qos: %s" % step["ecn_unexposed"])
         if not step["commands"] and not step["writes"]:
             print("rocetune-qos: %s (driver %s, %s): already as planned" % (ifname, driver, backend))
     if settings.get("rdma_cm", True):

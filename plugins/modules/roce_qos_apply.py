@@ -240,8 +240,11 @@ def main():
             continue
         result["interfaces"][ifname] = {"driver": driver, "backend": backend,
                                         "commands": [" ".join(c) for c in step["commands"]],
-                                        "writes": ["%s = %s" % w for w in step["writes"]]}
+                                        "writes": ["%s = %s" % w for w in step["writes"]],
+                                        "ecn_unexposed": step["ecn_unexposed"]}
         steps.append(step)
+        if step["ecn_unexposed"]:
+            module.warn(step["ecn_unexposed"])
     cm_writes = rdma_cm_writes(rdma_ports(p["interfaces"]), traffic_class(plan), read) if p["rdma_cm"] else []
     if p["rdma_cm"]:
         result["rdma_cm"] = ["%s = %s" % w for w in cm_writes]

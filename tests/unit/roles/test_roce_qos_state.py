@@ -121,6 +121,13 @@ def test_interface_plan_adds_pause_off_and_the_ecn_writes_the_driver_exposes():
     assert step["writes"] == [("/sys/class/net/ens1/ecn/roce_np/enable/3", "1")]  # cnp_802p_prio absent: skipped
     off = Q.desired(PLAN, dcqcn=False)
     assert ("/sys/class/net/ens1/ecn/roce_rp/enable/3", "0") in Q.ecn_writes("ens1", off, files.get)
+    assert step["ecn_unexposed"] is None
+
+
+def test_an_inbox_driver_without_ecn_sysfs_is_reported_not_silently_skipped():
+    message = Q.ecn_unexposed("ens1", WANT, {}.get)
+    assert message.startswith("ens1: the driver exposes no ECN (DCQCN) settings (/sys/class/net/ens1/ecn)")
+    assert "firmware's defaults apply" in message
 
 
 def test_rdma_cm_defaults_written_only_where_they_differ():
