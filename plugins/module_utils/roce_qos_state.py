@@ -289,7 +289,7 @@ def ecn_unexposed(ifname, want, read, sys_net="/sys/class/net"):
     if read(probe) is not None:
         return None
     return ("%s: the driver exposes no ECN (DCQCN) settings (%s): enable/CNP DSCP/CNP priority were not set, "
-            "the NIC firmware's defaults apply (MLNX OFED's driver has them)" % (ifname, os.path.dirname(os.path.dirname(probe))))
+            "the NIC firmware's defaults apply (MLNX OFED's driver has them)" % (ifname, os.path.join(sys_net, ifname, "ecn")))
 
 
 def ecn_writes(ifname, want, read, sys_net="/sys/class/net"):
