@@ -28,7 +28,7 @@ except ImportError:  # ansible-core requires PyYAML; kept for a clear message
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("role", "role_path"))
+    _VALID_ARGS = frozenset(("role", "role_path", "outputs"))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -36,7 +36,10 @@ class ActionModule(ActionBase):
         role, role_path = self._task.args.get("role"), self._task.args.get("role_path")
         if not isinstance(role, string_types) or not role or not isinstance(role_path, string_types):
             raise AnsibleActionFail("role (the role's name) and role_path are required")
-        known = self._options(role_path)
+        outputs = self._task.args.get("outputs") or []
+        if not isinstance(outputs, list):
+            raise AnsibleActionFail("outputs must be a list of the facts the role sets itself")
+        known = self._options(role_path) | set(outputs)
         prefix = role + "_"
         names = set(n for n in task_vars if isinstance(n, string_types) and n.startswith(prefix))
         hostvars = task_vars.get("hostvars") or {}

@@ -96,7 +96,10 @@ def check_kernel(module, running_kernel, modinfo_text, ofed_version):
         raise OfedMismatch("%s: modinfo found no %s for the running kernel %s; OFED %s has no build for it "
                            "(rerun its installer with --add-kernel-support, or rebuild the DKMS modules)"
                            % (module, module, running_kernel, ofed_version))
-    if vermagic and vermagic != running_kernel:
+    # RHEL's kABI: a module built for another kernel of the same kABI is linked into the running
+    # kernel's weak-updates/ by weak-modules, and loads there.
+    weak = "/lib/modules/%s/weak-updates/" % running_kernel in filename
+    if vermagic and vermagic != running_kernel and not weak:
         raise OfedMismatch("%s at %s is built for kernel %s, the node runs %s: rebuild OFED's modules for this kernel"
                            % (module, filename, vermagic, running_kernel))
     in_tree = info.get("intree") == "Y" or "/kernel/drivers/" in filename
@@ -104,4 +107,18 @@ def check_kernel(module, running_kernel, modinfo_text, ofed_version):
         raise OfedMismatch("OFED %s is installed but the %s that loads for kernel %s is the distribution's own "
                            "(%s): OFED's modules were not built for this kernel (install its DKMS/kmod package for "
                            "%s, or use --add-kernel-support)" % (ofed_version, module, running_kernel, filename, running_kernel))
-    return "%s %s for %s (%s)" % (ofed_version, module, running_kernel, filename)
+    via = " through kABI weak-updates (built for %s)" % vermagic if weak and vermagic != running_kernel else ""
+    return "%s %s for %s (%s)%s" % (ofed_version, module, running_kernel, filename, via)
+
+
+def driver_restart(module, modinfo_text, loaded_srcversion):
+    """A message when the loaded `module` is not the installed one (its srcversion differs from
+    modinfo's: OFED was installed after the inbox driver loaded), else None. A module not
+    loaded, or without a srcversion, needs nothing."""
+    installed = parse_modinfo(modinfo_text).get("srcversion")
+    loaded = (loaded_srcversion or "").strip()
+    if not loaded or not installed or loaded == installed:
+        return None
+    return ("the loaded %s (srcversion %s) is not the installed one (%s): restart the driver "
+            "(/etc/init.d/openibd restart, which takes the RDMA links down) or reboot before jobs run"
+            % (module, loaded, installed))

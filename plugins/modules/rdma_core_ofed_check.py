@@ -15,7 +15,12 @@ short_description: Fail clearly when the installed OFED does not match the runni
 description:
   - Reads C(ofed_info -s), C(uname -r) and C(modinfo) of the NIC driver, and fails naming the
     kernel and the module file when the driver that would load is not OFED's build for the
-    running kernel. Read-only; runs in check mode.
+    running kernel; a build for another kernel linked into the running kernel's
+    C(weak-updates/) (RHEL's kABI) passes.
+  - Compares the loaded driver (C(/sys/module/MODULE/srcversion)) with the installed one and
+    returns C(driver_restart_required), with a warning, when they differ (OFED installed while
+    the inbox driver ran).
+  - Read-only; runs in check mode.
 options:
   tarball:
     description:
@@ -49,13 +54,22 @@ summary:
   description: What matched.
   type: str
   returned: success
+driver_restart_required:
+  description: The loaded driver is not the installed one (OFED installed after the inbox driver loaded).
+  type: bool
+  returned: when OFED is installed
+driver_restart:
+  description: What to do about it, or null.
+  type: str
+  returned: when OFED is installed
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import read_text
 from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_ofed import (
-    OfedMismatch, check_kernel, check_tarball, parse_ofed_info, parse_os_release
+    OfedMismatch, check_kernel, check_tarball, driver_restart, parse_ofed_info, parse_os_release
 )
 
 
@@ -81,11 +95,17 @@ def main():
         module.fail_json(msg="ofed_info -s gave no OFED version: %s" % (err or out).strip(), ofed_version=None)
     running = os.uname()[2]
     rc, out, err = module.run_command([module.get_bin_path("modinfo", required=True), module.params["module"]])
+    modinfo = out if rc == 0 else ""
     try:
-        summary = check_kernel(module.params["module"], running, out if rc == 0 else "", version)
+        summary = check_kernel(module.params["module"], running, modinfo, version)
     except OfedMismatch as exc:
         module.fail_json(msg=str(exc), ofed_version=version)
-    module.exit_json(changed=False, ofed_version=version, summary=summary)
+    restart = driver_restart(module.params["module"], modinfo,
+                             read_text("/sys/module/%s/srcversion" % module.params["module"]))
+    if restart:
+        module.warn(restart)
+    module.exit_json(changed=False, ofed_version=version, summary=summary,
+                     driver_restart_required=bool(restart), driver_restart=restart)
 
 
 if __name__ == "__main__":

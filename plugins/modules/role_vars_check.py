@@ -28,6 +28,11 @@ options:
     description: The role's directory (C(role_path) inside the role).
     type: path
     required: true
+  outputs:
+    description: Facts the role sets itself (its results, with its prefix), which are not inputs.
+    type: list
+    elements: str
+    default: []
 author: rocetune contributors (@rocetune)
 """
 

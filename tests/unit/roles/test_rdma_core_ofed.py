@@ -71,3 +71,24 @@ def test_os_release_gives_the_distribution_the_tarball_is_checked_against():
     assert (distro, version) == ("ubuntu", "22.04")
     with pytest.raises(O.OfedMismatch, match="18.04, the node runs 22.04"):
         O.check_tarball(TARBALL, distro, version, "x86_64")
+
+
+def test_a_kabi_weak_updates_module_built_for_another_kernel_loads_and_passes():
+    text = ("filename:       /lib/modules/5.14.0-427.22.1.el9_4.x86_64/weak-updates/mlnx-ofa_kernel/drivers/"
+            "infiniband/hw/mlx5/mlx5_ib.ko\n"
+            "vermagic:       5.14.0-427.13.1.el9_4.x86_64 SMP preempt mod_unload modversions\n")
+    summary = O.check_kernel("mlx5_ib", "5.14.0-427.22.1.el9_4.x86_64", text, "OFED-internal-24.10-1.1.4")
+    assert "kABI weak-updates (built for 5.14.0-427.13.1.el9_4.x86_64)" in summary
+    # The same build outside weak-updates is still refused.
+    with pytest.raises(O.OfedMismatch, match="built for kernel 5.14.0-427.13.1"):
+        O.check_kernel("mlx5_ib", "5.14.0-427.22.1.el9_4.x86_64", text.replace("weak-updates", "extra"),
+                       "OFED-internal-24.10-1.1.4")
+
+
+def test_the_inbox_driver_still_loaded_after_the_install_asks_for_a_restart():
+    installed = "filename: /lib/modules/6.8.0-58-generic/updates/dkms/mlx5_ib.ko.zst\nsrcversion:     A1B2C3D4E5F60718293A4B5\n"
+    message = O.driver_restart("mlx5_ib", installed, "0F1E2D3C4B5A69788796A5B\n")
+    assert "loaded mlx5_ib (srcversion 0F1E2D3C4B5A69788796A5B) is not the installed one (A1B2C3D4E5F60718293A4B5)" in message
+    assert "reboot" in message
+    assert O.driver_restart("mlx5_ib", installed, "A1B2C3D4E5F60718293A4B5\n") is None
+    assert O.driver_restart("mlx5_ib", installed, None) is None  # not loaded: it loads the new one
