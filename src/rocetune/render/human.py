@@ -43,6 +43,8 @@ def host_summary(f: dict, verbose: int = 0) -> str:
     h = f["host"]
     lines = [f"host {h.get('hostname') or '?'}  kernel {h.get('kernel_release') or '?'}  "
              f"cpus {h.get('logical_cpus') or '?'}  numa nodes {len(h.get('numa_nodes', []))}"]
+    if h.get("hypervisor"):
+        lines.append(f"virtual machine, running under {h['hypervisor']}")
     gpus = f["gpus"]
     ports = [(d, p) for d in f["rdma"]["devices"] for p in d["ports"]]
     if not gpus and not ports:
