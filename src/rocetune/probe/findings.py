@@ -27,10 +27,12 @@ def host_findings(f: dict) -> List[dict]:
     if not any(d["kind"] == "gpu" for d in f["pci"]["devices"]) and not f["gpus"]:
         out.append(_finding("no-nvidia-gpu", "info", "host", "no NVIDIA GPU found on this host"))
     ports = [(d["name"], p) for d in f["rdma"]["devices"] for p in d["ports"]]
-    if not ports and f["rdma"].get("known", True):
+    # Devices named by nvidia-smi's legend alone list no ports: the rdma source's warning says so.
+    names_only = any(d.get("ports_known") is False for d in f["rdma"]["devices"])
+    if not ports and not names_only and f["rdma"].get("known", True):
         out.append(_finding("no-rdma-device", "info", "host",
                             "no RDMA device found: NCCL would use TCP sockets on this host"))
-    elif not ports:
+    elif not ports and not names_only:
         out.append(_finding("rdma-unknown", "warning", "host",
                             f"cannot tell whether this host has RDMA devices: {f['rdma'].get('unknown_reason')}"))
     software = [d for d in f["rdma"]["devices"] if d.get("function") == "software"]
