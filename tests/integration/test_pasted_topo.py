@@ -86,3 +86,10 @@ def test_probe_lists_the_legend_devices_and_their_gpus(tmp_path):
     assert "13 RDMA device(s) named by nvidia-smi topo -m only (ports, state, link layer unknown)" in proc.stdout
     assert "GPU0 ? numa 0  nearest NIC PIX: mlx5_ib0" in proc.stdout
     assert "no-rdma-device" not in proc.stdout and "rdma-unknown" not in proc.stdout
+
+
+def test_topo_lists_the_legend_devices_with_unknown_ports(tmp_path):
+    proc = rocetune("topo", "--root", pasted_topo(tmp_path, "h800-4gpu-container-17nic"))
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.startswith("mlx5_")]
+    assert len(rows) == 17 and all(r[1:5] == ["?", "?", "?", "?"] for r in rows)
