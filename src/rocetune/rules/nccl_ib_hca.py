@@ -10,7 +10,8 @@ also select `mlx5_10`..`mlx5_19`. Device names come from /sys/class/infiniband, 
 tool outputs when a root has no sysfs: ibv_devinfo/ibstat, else the NIC legend of
 `nvidia-smi topo -m`, which names devices without ports. Those are listed without a port
 (`=mlx5_1,mlx5_2`): NCCL then takes every ACTIVE port of each (NCCL 2.28.9 src/misc/utils.cc:174-179
-matchPort, a port of -1 matches any; src/transport/net_ib.cc:740).
+matchPort, a port of -1 matches any; src/transport/net_ib.cc:740; 2.30.7 utils.cc:224,
+net_ib/init.cc:370).
 """
 
 from __future__ import annotations
