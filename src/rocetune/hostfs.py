@@ -25,6 +25,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.files: Dict[str, str] = {}  # host path -> the text the probe read
+        self.heads: Dict[str, bytes] = {}  # host path -> the leading bytes read of a binary file
         self.present: Set[str] = set()  # paths whose existence mattered, not their content
         self.dirs: Dict[str, List[str]] = {}
         self.links: Set[str] = set()
@@ -203,6 +204,28 @@ class HostRoot:
         if self.recorder is not None:
             self.recorder.files[real_host] = text
         return text
+
+    def read_head(self, path: str, size: int) -> Optional[bytes]:
+        """The first `size` bytes of a binary file (an ACPI table's header); None when it does
+        not exist. Raises HostReadError when unreadable (a root-only file read by a user)."""
+        real_host = self.realpath(path)
+        try:
+            fd = os.open(self._join(real_host), os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise HostReadError(path, exc.strerror or str(exc)) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise HostReadError(path, "not a regular file")
+            data = os.read(fd, size)
+        except OSError as exc:
+            raise HostReadError(path, exc.strerror or str(exc)) from None
+        finally:
+            os.close(fd)
+        if self.recorder is not None:
+            self.recorder.heads[real_host] = data
+        return data
 
     def _note_link(self, path: str) -> None:
         if self.recorder is not None:

@@ -96,6 +96,16 @@ def test_flattened_vm_is_recognised(features):
     v = features("azure-vm-flat")["host"]["virtualization"]
     assert v["flattened"] and v["hypervisor"] == "Hyper-V"
     assert not features("dgx-h100-roce")["host"]["virtualization"]["flattened"]
+    assert any(x["id"] == "host-flattened" for x in features("azure-vm-flat")["findings"])
+
+
+def test_the_firecracker_vm_is_described_as_a_vm_without_a_flattening_warning():
+    # One GPU, virtio-net, no RDMA device: no GPU-NIC decision rests on the PCI tree.
+    proc = rocetune("probe", "--root", root("h100-firecracker-vm"))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "virtual machine, running under a hypervisor (not named by DMI, ACPI or /sys/hypervisor)" in out
+    assert "host-flattened" not in out and "running under unknown" not in out
 
 
 def test_container_with_unmapped_gids_is_partial_not_broken(features):

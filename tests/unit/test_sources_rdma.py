@@ -120,3 +120,14 @@ def test_numa_node_of_the_pci_source_is_reused(tmp_path):
     assert rdma.probe(ctx, net, {"devices": [{"bdf": bdf, "numa_node": 0}]})["devices"][0]["numa_node"] == 0
     # a PCI source without a node for it (missing, -1, unreadable): read here as before
     assert rdma.probe(ctx, net, {"devices": [{"bdf": bdf, "numa_node": None}]})["devices"][0]["numa_node"] == 1
+
+
+def test_no_sysfs_and_a_topo_legend_gives_device_names_without_ports(tmp_path):
+    ctx = ProbeContext(HostRoot(make(tmp_path, {"commands/nvidia-smi_topo_-m.txt": "x"})))
+    gpu = {"matrix": {"nics": [{"index": 0, "name": "mlx5_10"}, {"index": 1, "name": "mlx5_2"},
+                               {"index": 2, "name": None}]}}
+    data = rdma.probe(ctx, None, None, gpu)
+    assert data["from_tools"] == "nvidia-smi topo -m"
+    assert [(d["name"], d["ports"], d["ports_known"]) for d in data["devices"]] == [
+        ("mlx5_2", [], False), ("mlx5_10", [], False)]
+    assert ctx.status.ok and any("NIC legend" in w and "unknown" in w for w in ctx.status.warnings)

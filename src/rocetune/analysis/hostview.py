@@ -35,7 +35,7 @@ _PLUGIN_CLOUDS = {
 @dataclass
 class Port:
     device: str
-    port: int
+    port: Optional[int]  # None: a device named without its ports (nvidia-smi topo -m's legend)
     link_layer: Optional[str]
     state: Optional[str]
     rate_gbps: Optional[float]
@@ -52,7 +52,8 @@ class Port:
 
     @property
     def name(self) -> str:
-        return f"{self.device}:{self.port}"
+        """`mlx5_0:1`; a device whose ports are unknown is named alone (NCCL: every port of it)."""
+        return self.device if self.port is None else f"{self.device}:{self.port}"
 
     @property
     def is_roce(self) -> bool:
@@ -88,6 +89,7 @@ class Selection:
     rdma_visible: bool
     hidden_reason: Optional[str] = None
     locality_used: bool = False
+    names_only: bool = False  # whole devices named by nvidia-smi topo -m; ports, link layer unknown
 
     @property
     def link_layer(self) -> Optional[str]:
@@ -280,6 +282,11 @@ class HostView:
             per_gpu = paths.get(dev["name"], {})
             best = min(per_gpu.values(), key=path_rank) if per_gpu else None
             local = sorted(g for g, p in per_gpu.items() if p in GPU_LOCAL)
+            if dev.get("ports_known") is False:
+                out.append(Port(device=dev["name"], port=None, link_layer=None, state=None,
+                                rate_gbps=None, netdev=None, pci=dev.get("pci"), gids=[], v4_gids=[],
+                                v6_gids=[], best_path=best, local_gpus=local,
+                                function=dev.get("function") or "unknown"))
             for p in dev.get("ports", []):
                 out.append(Port(
                     device=dev["name"], port=int(p["port"]), link_layer=p.get("link_layer"),
@@ -290,12 +297,40 @@ class HostView:
                     iface=self.interfaces.get(p.get("netdev") or ""), best_path=best,
                     local_gpus=local, function=dev.get("function") or "pci",
                     auxiliary=dev.get("auxiliary")))
-        return sorted(out, key=lambda p: (natural_key(p.device), p.port))
+        return sorted(out, key=lambda p: (natural_key(p.device), p.port or 0))
 
     def selection(self) -> Selection:
         if self._selection is None:
-            self._selection = self._select()
+            names_only = any(d.get("ports_known") is False
+                             for d in (self.f.get("rdma") or {}).get("devices", []))
+            self._selection = self._select_names_only() if names_only else self._select()
         return self._selection
+
+    def _select_names_only(self) -> Selection:
+        """RDMA devices that only nvidia-smi topo -m's NIC legend names (pasted outputs, no
+        sysfs, no ibv_devinfo): each device's path to every GPU is known, its ports, state and
+        link layer are not. A device PIX/PXB to some GPU is a compute NIC; one that no GPU
+        reaches at PIX/PXB (NODE/SYS/PHB to all) is front-end or storage. Without any GPU-local
+        device nothing tells compute from front-end, and nothing is chosen."""
+        devices = self.ports()
+        local = [p for p in devices if p.gpu_local]
+        if not local:
+            names = ", ".join(p.device for p in devices)
+            return Selection([], [], [], [], False,
+                             f"nvidia-smi topo -m names {names} but none is PIX/PXB to a GPU, and "
+                             "without sysfs or ibv_devinfo their state and link layer are unknown: "
+                             "compute and front-end NICs cannot be told apart", names_only=True)
+        excluded = [(p, f"no GPU at PIX/PXB (nearest GPU path {p.best_path or 'unknown'}) while "
+                        "GPU-local devices exist: front-end or storage NIC")
+                    for p in devices if not p.gpu_local]
+        covered = {g for p in local for g in p.local_gpus}
+        missing = sorted(int(g["index"]) for g in self.gpus if int(g["index"]) not in covered)
+        uncertain = (["no GPU-local RDMA device for " + ", ".join(f"GPU{g}" for g in missing)]
+                     if missing else [])
+        notes = ["RDMA devices named by nvidia-smi topo -m alone: each chosen device is given "
+                 "without a port (NCCL then takes every ACTIVE port of it); its link layer is "
+                 "unknown, so no RoCE setting (GID index, traffic class, queue pairs) is planned"]
+        return Selection(local, excluded, uncertain, notes, True, locality_used=True, names_only=True)
 
     def _select(self) -> Selection:
         visible, hidden = self.rdma_visible()

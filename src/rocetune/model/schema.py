@@ -22,7 +22,8 @@ _PORT = {"port": "int", "state": "str?", "phys_state": "str?", "link_layer": "st
          "gids": [_GID], "roce_v2_ipv4_gids": ["int"], "roce_v2_ipv6_gids": ["int"]}
 _RDMA_DEVICE = {"name": "str", "pci": "str?", "ports": [_PORT], "node_type?": "str?",
                 "function?": "str", "numa_node?": "int?", "parent_netdev?": "str?", "auxiliary?": "str?",
-                "node_guid?": "str?", "fw_ver?": "str?", "hca_type?": "str?", "board_id?": "str?"}
+                "node_guid?": "str?", "fw_ver?": "str?", "hca_type?": "str?", "board_id?": "str?",
+                "ports_known?": "bool"}
 _LINK = {"speed": "str?", "width": "int?", "max_speed": "str?", "max_width": "int?", "degraded": "bool"}
 _PCI_DEVICE = {"bdf": "str", "kind": "str", "vendor": "str?", "device": "str?", "class": "str?",
                "driver": "str?", "numa_node": "int?", "parent": "str?", "root_complex": "str?",

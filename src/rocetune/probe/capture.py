@@ -96,6 +96,8 @@ def build_tar(root: str, rec: Recorder) -> bytes:
             add_file(path, b"")
     for path, text in rec.files.items():
         add_file(path, text.encode("utf-8"))
+    for path, data in rec.heads.items():
+        add_file(path, data)  # the bytes read, not the whole file: a replay reads the same
     for name, result in rec.commands.items():
         add_file(f"/commands/{name}.txt", result.stdout.encode("utf-8"))
         if result.returncode:

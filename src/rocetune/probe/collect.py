@@ -49,11 +49,12 @@ def collect_features(root: str = "/", recorder: Optional[Recorder] = None, runne
     pci = _run("pci", ctx, st, pci_source.probe if sysfs else _no_sysfs) or {"devices": []}
     net = _run("net", ctx, st, net_source.probe if sysfs else _no_sysfs) or {
         "interfaces": [], "default_route_interfaces": [], "addresses_known": False}
-    rdma = _run("rdma", ctx, st, rdma_source.probe, net, pci) or {"devices": []}
-    verbs = _run("verbs", ctx, st, verbs_source.probe, rdma) or {"via": None, "devices": [],
-                                                                 "disagreements": []}
     n_gpus = sum(1 for d in pci["devices"] if d["kind"] == "gpu")
     gpu = _run("gpu", ctx, st, gpu_source.probe, n_gpus) or {"matrix": None, "bus_ids": {}, "names": {}}
+    # After the GPU source: a root of pasted outputs may name its RDMA devices only in topo -m's legend.
+    rdma = _run("rdma", ctx, st, rdma_source.probe, net, pci, gpu) or {"devices": []}
+    verbs = _run("verbs", ctx, st, verbs_source.probe, rdma) or {"via": None, "devices": [],
+                                                                 "disagreements": []}
     kernel = _run("kernel", ctx, st, kernel_source.probe) or {}
     declared = _run("declared", ctx, st, declared_source.probe) or {"files": [], "topology_files": []}
     qos = _run("qos", ctx, st, qos_source.probe, rdma) or {"interfaces": {}}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from ..model.finding import Finding
+from ..model.vocab import natural_key
 
 
 def _finding(fid: str, severity: str, subject: str, message: str) -> dict:
@@ -26,10 +27,12 @@ def host_findings(f: dict) -> List[dict]:
     if not any(d["kind"] == "gpu" for d in f["pci"]["devices"]) and not f["gpus"]:
         out.append(_finding("no-nvidia-gpu", "info", "host", "no NVIDIA GPU found on this host"))
     ports = [(d["name"], p) for d in f["rdma"]["devices"] for p in d["ports"]]
-    if not ports and f["rdma"].get("known", True):
+    # Devices named by nvidia-smi's legend alone list no ports: the rdma source's warning says so.
+    names_only = any(d.get("ports_known") is False for d in f["rdma"]["devices"])
+    if not ports and not names_only and f["rdma"].get("known", True):
         out.append(_finding("no-rdma-device", "info", "host",
                             "no RDMA device found: NCCL would use TCP sockets on this host"))
-    elif not ports:
+    elif not ports and not names_only:
         out.append(_finding("rdma-unknown", "warning", "host",
                             f"cannot tell whether this host has RDMA devices: {f['rdma'].get('unknown_reason')}"))
     software = [d for d in f["rdma"]["devices"] if d.get("function") == "software"]
@@ -54,11 +57,27 @@ def host_findings(f: dict) -> List[dict]:
     if ports and memlock and memlock != "unlimited":
         out.append(_finding("memlock-limited", "warning", "host",
                             f"max locked memory is {memlock} bytes; RDMA registration needs unlimited"))
-    if f["host"]["virtualization"]["flattened"]:
-        out.append(_finding("host-flattened", "warning", "host",
-                            "PCI topology looks virtualised or flattened: "
-                            + "; ".join(f["host"]["virtualization"]["reasons"])))
+    flattened = _flattened_pairing(f)
+    if flattened:
+        out.append(_finding("host-flattened", "warning", "host", flattened))
     return sorted(out, key=lambda x: (x["id"], x["subject"]))
+
+
+def _flattened_pairing(f: dict) -> Optional[str]:
+    """The host-flattened warning, only where a GPU-NIC decision rests on the PCI tree: NCCL
+    pairs each GPU with the NIC(s) it reads as nearest and uses GPUDirect RDMA only at PIX/PXB
+    (graph/paths.cc ncclTopoCheckGdr), both from the PCI distances a flattened tree misstates.
+    Without a GPU or without a hardware RDMA NIC (a VM with one GPU and virtio-net) nothing
+    NCCL decides depends on it, and `probe` only says the host is a VM."""
+    virt = f["host"]["virtualization"]
+    nics = sorted((d["name"] for d in f["rdma"]["devices"] if d.get("function") != "software"), key=natural_key)
+    if not virt["flattened"] or not f["gpus"] or not nics:
+        return None
+    shown = ", ".join(nics[:4]) + (f" and {len(nics) - 4} more" if len(nics) > 4 else "")
+    return ("PCI topology looks virtualised or flattened (" + "; ".join(virt["reasons"]) + "): "
+            f"NCCL's pairing of {len(f['gpus'])} GPU(s) with RDMA NIC(s) {shown}, and whether it "
+            "uses GPUDirect RDMA, follow PCI distances this tree misstates: NCCL_TOPO_FILE "
+            "(rule nccl-topo-file) gives NCCL the real layout")
 
 
 def source_warnings(f: dict) -> List[str]:

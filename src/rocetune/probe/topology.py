@@ -104,7 +104,7 @@ def _nearest(ranked: List[Tuple[str, str]], rdma_by_name: dict) -> List[dict]:
         if rank != best:
             continue
         dev = rdma_by_name.get(name)
-        ports = dev["ports"] if dev else [{}]
+        ports = dev["ports"] if dev and dev["ports"] else [{}]  # no ports: named by a legend
         for p in ports:
             out.append({"device": name, "port": p.get("port"), "path": PATH_ORDER[best],
                         "netdev": p.get("netdev"), "link_layer": p.get("link_layer"),

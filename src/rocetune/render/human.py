@@ -43,6 +43,8 @@ def host_summary(f: dict, verbose: int = 0) -> str:
     h = f["host"]
     lines = [f"host {h.get('hostname') or '?'}  kernel {h.get('kernel_release') or '?'}  "
              f"cpus {h.get('logical_cpus') or '?'}  numa nodes {len(h.get('numa_nodes', []))}"]
+    if h.get("hypervisor"):
+        lines.append(f"virtual machine, running under {h['hypervisor']}")
     gpus = f["gpus"]
     ports = [(d, p) for d in f["rdma"]["devices"] for p in d["ports"]]
     if not gpus and not ports:
@@ -72,6 +74,10 @@ def host_summary(f: dict, verbose: int = 0) -> str:
             vfs = sum(1 for d, _ in idle if (d.get("pci") or "") in _vf_bdfs(f))
             lines.append(f"  and {len(idle)} port(s) not ACTIVE or without an address"
                          + (f" ({vfs} on SR-IOV VFs)" if vfs else "") + ": -v lists them")
+    named = [d["name"] for d in f["rdma"]["devices"] if d.get("ports_known") is False]
+    if named:
+        lines.append(f"{len(named)} RDMA device(s) named by {f['rdma'].get('from_tools')} only "
+                     "(ports, state, link layer unknown): " + ", ".join(named))
     nets = [i for i in f["net"]["interfaces"] if i["default_route"]]
     if nets:
         lines.append("default route via " + ", ".join(i["name"] for i in nets))

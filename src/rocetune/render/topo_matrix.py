@@ -39,6 +39,8 @@ def nic_rows(f: dict) -> List[List[str]]:
     numa = {d["bdf"]: d["numa_node"] for d in f["pci"]["devices"]}
     rows = [["NIC", "port", "state", "link", "rate", "netdev", "mtu", "roce-mtu", "numa", "pci"]]
     for d in f["rdma"]["devices"]:
+        if d.get("ports_known") is False:  # named by a pasted topo -m legend: nothing else known
+            rows.append([d["name"], "?", "?", "?", "?", "-", "-", "-", "-", d["pci"] or "-"])
         for p in d["ports"]:
             node: Optional[int] = numa.get(d["pci"] or "")
             rows.append([d["name"], str(p["port"]), p["state"] or "?", p["link_layer"] or "?",

@@ -22,7 +22,8 @@ src/graph/paths.cc:468-547). So "GDR unavailable" is a warning only where some G
 PIX/PXB -- those pairs lose it; on a host with no such pair NCCL would not use GDR at its default
 level anyway, and the finding is info. rocetune never raises NCCL_NET_GDR_LEVEL on its own: a
 PHB/SYS pair is slower with GDR on some platforms and faster on others, which only a measurement
-can tell. `plan.reports["gpudirect-rdma"]` lists the routes and the pairs.
+can tell. `plan.reports["gpudirect-rdma"]` lists the routes and the pairs. A plan from recorded
+tool outputs without sysfs (`rdma.from_tools`) checks nothing: the peer-memory paths are sysfs.
 """
 
 from __future__ import annotations
@@ -108,6 +109,11 @@ def rule(features: dict, ctx) -> List[Decision]:
                 "pairs": pairs})
 
     if not host.gpus or not sel.chosen:
+        return []
+    tools = (features.get("rdma") or {}).get("from_tools")
+    if tools:
+        ctx.note(f"planned from recorded '{tools}' output without sysfs, where the peer-memory "
+                 "module and DMA-BUF support would show: GPUDirect RDMA not checked")
         return []
     if modules.get("nvidia_peermem") and not peermem and not legacy:
         ctx.finding("gdr-peermem-unregistered", "warning", "nvidia_peermem",

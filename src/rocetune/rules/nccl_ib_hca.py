@@ -6,7 +6,12 @@ default route; when some ports are PIX/PXB to a GPU, the others are storage/fron
 left out; among GPU-local ports a different link layer, a much lower speed, a missing RoCE
 address or an address on the management subnet marks a storage port. The value uses NCCL's
 exact-match syntax (`=dev:port,...`): without `=` every entry is a prefix, so `mlx5_1` would
-also select `mlx5_10`..`mlx5_19`. Device names come only from /sys/class/infiniband.
+also select `mlx5_10`..`mlx5_19`. Device names come from /sys/class/infiniband, or from recorded
+tool outputs when a root has no sysfs: ibv_devinfo/ibstat, else the NIC legend of
+`nvidia-smi topo -m`, which names devices without ports. Those are listed without a port
+(`=mlx5_1,mlx5_2`): NCCL then takes every ACTIVE port of each (NCCL 2.28.9 src/misc/utils.cc:174-179
+matchPort, a port of -1 matches any; src/transport/net_ib.cc:740; 2.30.7 utils.cc:224,
+net_ib/init.cc:370).
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ ID = "nccl-ib-hca"
 def rule(features: dict, ctx) -> List[Decision]:
     sel = ctx.host.selection()
     if not sel.rdma_visible:
-        if sel.hidden_reason:
+        if sel.names_only:
+            ctx.note(f"{sel.hidden_reason}; NCCL_IB_HCA not set")
+        elif sel.hidden_reason:
             # The probe's rdma-unknown finding already says why, once.
             ctx.note(f"RDMA devices not visible ({sel.hidden_reason}); NCCL_IB_HCA not set")
         return []
@@ -45,6 +52,9 @@ def rule(features: dict, ctx) -> List[Decision]:
     how = "GPU-local (PIX/PXB) " if sel.locality_used else ""
     reason = (f"{len(sel.chosen)} active {how}{'RoCE' if layer == 'Ethernet' else layer} port(s); "
               "'=' makes the names exact (NCCL matches prefixes otherwise)")
+    if sel.names_only:
+        reason = (f"{len(sel.chosen)} RDMA device(s) PIX/PXB to a GPU in nvidia-smi topo -m, named "
+                  "without a port (NCCL takes every ACTIVE port of each); '=' makes the names exact")
     _register_check(ctx, sel)
     return [ctx.decision("NCCL_IB_HCA", value, reason, **sel.evidence())]
 
@@ -60,14 +70,16 @@ def selects(value: str, ports) -> List[str]:
         parsed.append((name, int(port) if port.isdigit() else None))
 
     def hit(p) -> bool:
-        return any((p.device == n if exact else p.device.startswith(n)) and (q is None or q == p.port)
-                   for n, q in parsed)
+        return any((p.device == n if exact else p.device.startswith(n))
+                   and (q is None or p.port is None or q == p.port) for n, q in parsed)
 
     return [p.name for p in ports if hit(p) != exclude]
 
 
 def _register_check(ctx, sel) -> None:
     active = [p for p in ctx.host.ports() if p.state == "ACTIVE" and p.link_layer in ("Ethernet", "InfiniBand")]
+    if sel.names_only:
+        active = ctx.host.ports()  # whole devices, state unknown
 
     def check(value: str) -> Optional[str]:
         got = set(selects(value, active))

@@ -44,7 +44,7 @@ def _lag_members(ctx, port) -> Optional[int]:
 def rule(features: dict, ctx) -> List[Decision]:
     sel = ctx.host.selection()
     if not sel.roce:
-        if sel.chosen:
+        if sel.chosen and sel.link_layer == "InfiniBand":
             ctx.note("InfiniBand ports: NCCL_IB_QPS_PER_CONNECTION left at NCCL's default (1)")
         return []
     bonded = [(p, n) for p in sel.roce for n in [_lag_members(ctx, p)] if n]

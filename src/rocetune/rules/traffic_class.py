@@ -71,7 +71,7 @@ def lossless_dscp(states: Dict[str, dict]) -> Tuple[Optional[int], Optional[int]
 def rule(features: dict, ctx) -> List[Decision]:
     sel = ctx.host.selection()
     if not sel.roce:
-        if sel.chosen:
+        if sel.chosen and sel.link_layer == "InfiniBand":
             ctx.note("InfiniBand fabric: the traffic class is a RoCE setting; the subnet manager's "
                      "SL-to-VL mapping applies instead")
         return []

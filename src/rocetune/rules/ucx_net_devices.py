@@ -4,7 +4,8 @@ UCX does not read NCCL_IB_HCA. Without UCX_NET_DEVICES it may stripe over every 
 storage and front-end ports included. On a host with compute RDMA ports the value lists them in
 UCX's `device:port` form (`mlx5_0:1,mlx5_3:1`); with `--local-rank N` only the ports nearest that
 rank's GPU, for launchers that bind one rank per GPU. On a host without usable RDMA it names the
-socket interface chosen by the socket-ifname rule.
+socket interface chosen by the socket-ifname rule. Devices named only by a pasted
+`nvidia-smi topo -m` (no port numbers) give nothing: UCX needs the port.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ ID = "ucx-net-devices"
 
 def rule(features: dict, ctx) -> List[Decision]:
     sel = ctx.host.selection()
+    if sel.names_only:
+        if sel.chosen:
+            ctx.note("UCX_NET_DEVICES needs device:port names and nvidia-smi topo -m gives no port "
+                     "numbers: not set (run rocetune on the host)")
+        return []
     if sel.chosen:
         ports = sel.chosen
         scope = "every compute RDMA port"

@@ -181,3 +181,46 @@ def test_only_rdma_port_carries_the_default_route():
     assert plan.get("NCCL_IB_HCA") is None
     assert plan.get("NCCL_IB_DISABLE") is None  # an RDMA device exists: sockets are not pinned
     assert any("--set NCCL_IB_HCA==mlx5_0:1" in w for w in warnings(plan))
+
+
+def names_only(h) -> dict:
+    """The host as a pasted nvidia-smi topo -m shows it: device names and GPU paths, no ports."""
+    f = h.build()
+    for d in f["rdma"]["devices"]:
+        d.update(ports=[], ports_known=False, pci=None, function="unknown")
+    f["rdma"]["from_tools"] = "nvidia-smi topo -m"
+    return f
+
+
+def test_devices_named_only_by_a_legend_are_listed_whole():
+    h = rail_host(4)
+    h.rdma("mlx5_4", paths={0: "SYS", 1: "SYS", 2: "SYS", 3: "SYS"})  # the front-end NIC
+    plan = plan_of(names_only(h))
+    value = hca(plan)
+    assert value == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3"
+    # On the host, a dual-port device keeps both ports and the front-end NIC stays out.
+    on_host = [(f"mlx5_{i}", p) for i in range(5) for p in (1, 2)]
+    assert hca_selects(value, on_host) == [(f"mlx5_{i}", p) for i in range(4) for p in (1, 2)]
+    assert any("mlx5_4" in str(n) and "front-end" in str(n) for n in plan.notes)
+    assert not {"UCX_NET_DEVICES", "NCCL_IB_GID_INDEX", "NCCL_IB_TC", "NCCL_IB_QPS_PER_CONNECTION"} & \
+        {d.key for d in plan.decisions}
+    assert not any("InfiniBand" in str(n) for n in plan.notes), "the link layer is unknown, not IB"
+
+
+def test_a_legend_without_a_gpu_near_device_pins_nothing():
+    h = rail_host(2)
+    for name in ("mlx5_0", "mlx5_1"):
+        h.paths[name] = {0: "NODE", 1: "SYS"}
+    plan = plan_of(names_only(h))
+    assert hca(plan) is None and plan.get("NCCL_IB_DISABLE") is None
+    assert any("cannot be told apart" in str(n) for n in plan.notes)
+
+
+def test_a_declared_value_is_checked_by_device_when_ports_are_unknown():
+    def contradicted(value):
+        h = rail_host(2)
+        h.declare(NCCL_IB_HCA=value)
+        return [f.message for f in plan_of(names_only(h)).findings if f.id == "declared-contradicted"]
+
+    assert contradicted("=mlx5_0:1,mlx5_1:1") == []  # a port number cannot be checked: accepted
+    assert "leaves out" in contradicted("=mlx5_0")[0]

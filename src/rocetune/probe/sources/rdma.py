@@ -249,13 +249,39 @@ def from_tools(ctx: ProbeContext) -> Optional[dict]:
     return None
 
 
-def probe(ctx: ProbeContext, net: Optional[dict] = None, pci_data: Optional[dict] = None) -> dict:
+LEGEND_TOOL = "nvidia-smi topo -m"
+
+
+def from_legend(gpu: Optional[dict]) -> Optional[dict]:
+    """RDMA device names from the NIC legend of a recorded `nvidia-smi topo -m` (no sysfs, no
+    ibv_devinfo/ibstat): names only, `ports_known: false`. nvidia-smi lists one NIC per RDMA
+    device, not per port -- tensorflow's contrib/gdr README shows mlx4_0 once in its topo -m and
+    with two ports in its ibv_devinfo -- so port numbers, state and link layer stay unknown."""
+    nics = ((gpu or {}).get("matrix") or {}).get("nics") or []
+    names = sorted({n["name"] for n in nics if n.get("name")}, key=natural_key)
+    if not names:
+        return None
+    devices = [{"name": name, "node_type": None, "fw_ver": None, "board_id": None, "node_guid": None,
+                "hca_type": None, "pci": None, "function": "unknown", "numa_node": None,
+                "parent_netdev": None, "auxiliary": None, "ports": [], "ports_known": False}
+               for name in names]
+    return {"devices": devices, "from_tools": LEGEND_TOOL}
+
+
+def probe(ctx: ProbeContext, net: Optional[dict] = None, pci_data: Optional[dict] = None,
+          gpu: Optional[dict] = None) -> dict:
     if not ctx.root.is_dir("/sys/class"):
         recorded = from_tools(ctx)
         if recorded is not None:
             ctx.warn(f"no /sys/class under the root: RDMA devices from the recorded "
                      f"'{recorded['from_tools']}' output, not verified against sysfs")
             return recorded
+        legend = from_legend(gpu)
+        if legend is not None:
+            ctx.warn("no /sys/class under the root and no recorded ibv_devinfo/ibstat output: RDMA "
+                     f"device names from the NIC legend of '{LEGEND_TOOL}' alone (port numbers, "
+                     "state and link layer unknown)")
+            return legend
         ctx.status.ok = False
         ctx.status.reason = ("no /sys/class under the root and no recorded ibv_devinfo/ibstat output: "
                              "cannot tell whether this host has RDMA devices")
