@@ -12,6 +12,12 @@ ratios to the floor (the median of the three floor runs), and per role the tasks
 seconds. Targets: rerun <= 2x floor, converge <= 3x floor. The lab goes down at the end (--keep
 leaves it up). `--tags` times part of the playbook (e.g. rocetune_agent,rocetune_env).
 
+CPU, beside the wall time: the controller's CPU seconds are those of the ansible-playbook
+process tree (its children's rusage once it exits); the node side is the rest of the machine's
+busy time over the run (/proc/stat), per host. Targets for the controller's CPU: rerun <= 2x
+and converge <= 3x the floor's. The node-side figure is only as clean as the machine is idle:
+run it with nothing else busy (the load average is printed).
+
 Untimed: one facts run on every host (so that every timed run finds the same warm SSH master
 connections).
 
@@ -26,6 +32,7 @@ import argparse
 import collections
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -48,6 +55,20 @@ FACTS_PLAY = """\
 """
 TARGET_RERUN = 2.0
 TARGET_CONVERGE = 3.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s() -> float:
+    """CPU seconds every core of this machine spent busy since boot (/proc/stat, all but idle
+    and iowait)."""
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / CLOCK_TICKS
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def say(msg: str) -> None:
@@ -81,12 +102,16 @@ def run_all(args, tmp: Path) -> dict:
         seconds_file = tmp / f"{name}-{len(runs.get(name, []))}.json"
         env = ansible_env(ANSIBLE_CALLBACK_PLUGINS=str(REPO / "bench" / "callback_plugins"),
                           ANSIBLE_CALLBACKS_ENABLED="task_seconds", ROCETUNE_TASK_SECONDS=str(seconds_file))
+        cpu0, busy0 = children_cpu_s(), machine_busy_s()
         r = run_playbook(info.inventory, tmp, *extra, playbook=playbook, env=env, extra_inventories=[fabric_inv])
+        r.controller_cpu = children_cpu_s() - cpu0
+        r.node_cpu = max(0.0, machine_busy_s() - busy0 - r.controller_cpu) / args.hosts
         if r.rc != 0:
             raise SystemExit(f"ansible_converge: {name} failed:\n{r.explain()}")
         r.tasks = json.loads(seconds_file.read_text())["tasks"] if seconds_file.exists() else []
         runs.setdefault(name, []).append(r)
-        say(f"{name:<9} {r.seconds:6.1f}s  changed={r.total('changed')}")
+        say(f"{name:<9} {r.seconds:6.1f}s  changed={r.total('changed')}  controller CPU {r.controller_cpu:.1f}s"
+            f"  node CPU {r.node_cpu:.2f}s/host")
 
     timed("floor", str(facts))
     timed("converge", "site.yml", *tag_args)
@@ -116,6 +141,8 @@ def main() -> int:
     floors = [r.seconds for r in runs["floor"]]
     floor = statistics.median(floors)
     converge, rerun = runs["converge"][0], runs["rerun"][0]
+    floor_cpu = statistics.median(r.controller_cpu for r in runs["floor"])
+    floor_node = statistics.median(r.node_cpu for r in runs["floor"])
     version = subprocess.run([tool("ansible"), "--version"], stdout=subprocess.PIPE, text=True,
                              env=ansible_env(), timeout=60).stdout.split("\n")[0]
     figures = {
@@ -124,7 +151,15 @@ def main() -> int:
         "converge_s": round(converge.seconds, 2), "converge_ratio": round(converge.seconds / floor, 2),
         "rerun_s": round(rerun.seconds, 2), "rerun_ratio": round(rerun.seconds / floor, 2),
         "rerun_changed": rerun.total("changed"),
-        "targets": {"converge_ratio": TARGET_CONVERGE, "rerun_ratio": TARGET_RERUN},
+        "controller_cpu_s": {"floor": round(floor_cpu, 2), "converge": round(converge.controller_cpu, 2),
+                             "rerun": round(rerun.controller_cpu, 2)},
+        "controller_cpu_ratio": {"converge": round(converge.controller_cpu / floor_cpu, 2),
+                                 "rerun": round(rerun.controller_cpu / floor_cpu, 2)},
+        "node_cpu_s_per_host": {"floor": round(floor_node, 2), "converge": round(converge.node_cpu, 2),
+                                "rerun": round(rerun.node_cpu, 2)},
+        "loadavg_before_summary": os.getloadavg()[0],
+        "targets": {"converge_ratio": TARGET_CONVERGE, "rerun_ratio": TARGET_RERUN,
+                    "controller_cpu_converge_ratio": TARGET_CONVERGE, "controller_cpu_rerun_ratio": TARGET_RERUN},
     }
 
     def verdict(ratio: float, target: float) -> str:
@@ -138,6 +173,15 @@ def main() -> int:
     print(f"  site.yml rerun     {rerun.seconds:6.1f}s   {figures['rerun_ratio']:.2f}x floor "
           f"({verdict(figures['rerun_ratio'], TARGET_RERUN)} target <= {TARGET_RERUN:g}x), "
           f"changed={figures['rerun_changed']}")
+    cr = figures["controller_cpu_ratio"]
+    print(f"  controller CPU     floor {floor_cpu:5.1f}s  converge {converge.controller_cpu:5.1f}s "
+          f"({cr['converge']:.2f}x, {verdict(cr['converge'], TARGET_CONVERGE)} <= {TARGET_CONVERGE:g}x)  "
+          f"rerun {rerun.controller_cpu:5.1f}s ({cr['rerun']:.2f}x, {verdict(cr['rerun'], TARGET_RERUN)} "
+          f"<= {TARGET_RERUN:g}x)")
+    nc = figures["node_cpu_s_per_host"]
+    print(f"  node CPU per host  floor {nc['floor']:5.2f}s  converge {nc['converge']:5.2f}s "
+          f"({nc['converge'] / max(nc['floor'], 0.01):.2f}x)  rerun {nc['rerun']:5.2f}s "
+          f"({nc['rerun'] / max(nc['floor'], 0.01):.2f}x)   load average {os.getloadavg()[0]:.2f}")
     print("  per role: tasks run, seconds (all hosts together); then tasks of 0.5 s or more")
     for label, r in (("converge", converge), ("rerun", rerun)):
         roles = per_role(r.tasks)
