@@ -23,6 +23,12 @@ PIX/PXB -- those pairs lose it; on a host with no such pair NCCL would not use G
 level anyway, and the finding is info. rocetune never raises NCCL_NET_GDR_LEVEL on its own: a
 PHB/SYS pair is slower with GDR on some platforms and faster on others, which only a measurement
 can tell. `plan.reports["gpudirect-rdma"]` lists the routes and the pairs.
+
+The pairs' paths are the ones NCCL will see: when a topology file is planned (the owner's
+declared NCCL_TOPO_FILE, a vendor's file, or the one nccl-topo-file generates), NCCL places the
+devices where the file puts them, so the paths come from the file (rocetune.analysis.topofile,
+classified as 2.28.9 src/graph/paths.cc:91-101 does), not from the flattened view nvidia-smi
+gives inside a VM; the report's `paths_from` names the file.
 """
 
 from __future__ import annotations
@@ -91,7 +97,8 @@ def rule(features: dict, ctx) -> List[Decision]:
     dmabuf = dmabuf_support(features, version)
 
     pairs: List[Dict[str, Any]] = []
-    paths = host.gpu_paths()
+    paths, topo = host.nccl_gpu_paths()
+    paths_from = topo.label() if topo is not None else None
     for g in host.gpus:
         idx = int(g["index"])
         for p in sel.chosen:
@@ -105,7 +112,7 @@ def rule(features: dict, ctx) -> List[Decision]:
     ctx.report({"available": available, "route": route,
                 "peer_memory": {PEER_PATHS[k]: bool(peer.get(k)) for k in PEER_PATHS},
                 "nvidia_peermem_counts": peermem_counts, "dmabuf": dmabuf, "nccl": vtext,
-                "pairs": pairs})
+                "pairs": pairs, "paths_from": paths_from})
 
     if not host.gpus or not sel.chosen:
         return []
@@ -140,11 +147,12 @@ def rule(features: dict, ctx) -> List[Decision]:
         ctx.note("GPUDirect RDMA through DMA-BUF: open GPU kernel module "
                  f"{(dmabuf['nvidia_driver'] or {}).get('version')}, kernel {dmabuf['kernel_release']}, "
                  f"rdma-core {dmabuf['rdma_core']}, NCCL {vtext} (no peer-memory module needed)")
+    via = f" (paths from the {paths_from})" if paths_from else ""
     if not usable:
-        ctx.note("no GPU-NIC pair is PIX/PXB: NCCL will not use GPUDirect RDMA at its default level "
-                 "(NCCL_NET_GDR_LEVEL); data is staged through host memory")
+        ctx.note("no GPU-NIC pair is PIX/PXB" + via + ": NCCL will not use GPUDirect RDMA at its "
+                 "default level (NCCL_NET_GDR_LEVEL); data is staged through host memory")
     else:
         gpus = sorted({x["gpu"] for x in usable})
         ctx.note(f"GPUDirect RDMA at NCCL's default level on {len(usable)} GPU-NIC pair(s) "
-                 f"covering {len(gpus)} of {len(host.gpus)} GPU(s)")
+                 f"covering {len(gpus)} of {len(host.gpus)} GPU(s){via}")
     return []

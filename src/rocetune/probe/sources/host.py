@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...hostfs import ProbeContext
+from .cpu_identity import cpu_identity
 
 NODES = "/sys/devices/system/node"
 
@@ -41,6 +42,7 @@ def probe(ctx: ProbeContext) -> dict:
         "kernel_release": ctx.attr("/proc/sys/kernel/osrelease"),
         "cpu_vendor": info["vendor"],
         "cpu_model": info["model"],
+        "cpu": cpu_identity(ctx),
         "logical_cpus": info["cpus"],
         "numa_nodes": sorted(nodes, key=lambda n: n["id"]),
         "dmi": {"sys_vendor": dmi_vendor, "product_name": dmi_product},
