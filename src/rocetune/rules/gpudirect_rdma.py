@@ -39,6 +39,7 @@ from typing import Any, Dict, List, Optional
 from ..model.plan import Decision
 from ..model.vocab import GPU_LOCAL
 from ..nccl.defaults import DMABUF, PEERMEM_SYSFS
+from .base import DEFAULT_TOPO_PATH
 
 ID = "gpudirect-rdma"
 PEER_PATHS = {
@@ -98,7 +99,7 @@ def rule(features: dict, ctx) -> List[Decision]:
 
     pairs: List[Dict[str, Any]] = []
     paths, topo = host.nccl_gpu_paths()
-    paths_from = topo.label() if topo is not None else None
+    paths_from = topo.label(ctx.topo_path or DEFAULT_TOPO_PATH) if topo is not None else None
     for g in host.gpus:
         idx = int(g["index"])
         for p in sel.chosen:
