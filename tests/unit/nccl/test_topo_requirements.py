@@ -108,3 +108,15 @@ def test_a_nic_pci_without_its_link_fails_only_from_2_30_7():
 def test_azures_own_file_loads_in_every_release():
     with open(os.path.join(HOSTS, "azure-vm-flat", "opt", "microsoft", "ndv4", "topo.xml")) as fh:
         assert req.check_all(parse_topology(fh.read())) == {}
+
+
+@pytest.mark.skipif(not os.path.isdir(MIRROR), reason="no NCCL source mirror on this machine")
+def test_the_committed_table_is_what_the_tool_builds_from_the_tags(tmp_path):
+    import sys
+
+    tool = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools", "build_nccl_topo_requirements.py")
+    out = tmp_path / "req.json"
+    subprocess.run([sys.executable, tool, MIRROR, "-o", str(out)], check=True, capture_output=True)
+    from rocetune.nccl.catalog import _package_data
+
+    assert out.read_bytes() == _package_data("data/nccl_topo_requirements.json")
