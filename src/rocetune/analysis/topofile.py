@@ -102,8 +102,8 @@ def _from_file(view, t: dict, kind: str, out: TopologyOutcome) -> TopologyPlan:
         return plan
     problems = _loader_problems(view, tree)
     if problems:
-        out.warnings.append(f"{t['path']}: NCCL's loader would stop on it where it does not detect a "
-                            f"device itself: {problems[0]}" +
+        out.warnings.append(f"{t['path']}: NCCL's loader would stop on or misread it wherever NCCL "
+                            f"does not detect that device itself: {problems[0]}" +
                             (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     _place(view, plan)
     return plan

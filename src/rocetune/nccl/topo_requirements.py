@@ -107,8 +107,7 @@ def check(system: TopoNode, tag: str) -> List[str]:
         cpu = next((p for p in reversed(parents + (node,)) if p.tag == "cpu"), None)
         arch = cpu.attrs.get("arch") if cpu is not None else None
         vendor = cpu.attrs.get("vendor") if cpu is not None else None
-        element = "c2c" if node.tag == "c2c" else node.tag
-        for r in by_element.get(element, []):
+        for r in by_element.get(node.tag, []):
             if not _applies(r["when"], node, arch, vendor, tag):
                 continue
             where = f"<{node.tag}{_ident(node)}>"
