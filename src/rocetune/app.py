@@ -42,6 +42,20 @@ def host_features(root: str, features_path: Optional[str] = None) -> dict:
     return collect_features(root)
 
 
+def nccl_topology(features: dict) -> Optional[dict]:
+    """The NCCL topology file a plan gives NCCL on this host and the GPU-NIC paths NCCL sees
+    through it (rocetune.analysis.topofile); None when no file is planned or it cannot be read."""
+    from .analysis.hostview import HostView
+
+    plan = HostView(features).topology().plan
+    if plan is None or plan.tree is None:
+        return None
+    pairs = [{"gpu": g, "nic": nic, "path": path}
+             for nic, by_gpu in sorted(plan.paths.items()) for g, path in sorted(by_gpu.items())]
+    return {"file": plan.label(), "kind": plan.kind, "path": plan.path, "pairs": pairs,
+            "unplaced_gpus": plan.unplaced_gpus, "unplaced_nics": plan.unplaced_nics}
+
+
 def qos_plan(root: str, path: Optional[str] = None, fallback: bool = True) -> Optional[QosPlan]:
     """--qos FILE, else /etc/rocetune/qos.yml under the root, else the built-in defaults (or None
     without `fallback`)."""

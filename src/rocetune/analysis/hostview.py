@@ -124,6 +124,7 @@ class HostView:
         self._gpu_paths: Optional[Dict[str, Dict[int, str]]] = None
         self._socket_candidates: Optional[List[dict]] = None
         self._ports: Optional[List[Port]] = None
+        self._topology: Optional[Any] = None
 
     # --- NCCL ------------------------------------------------------------------------------
     def nccl_version(self) -> Optional[Tuple[int, int, int]]:
@@ -252,6 +253,27 @@ class HostView:
                     out.setdefault(n["device"], {}).setdefault(int(g["index"]), n["path"])
         return out
 
+    def topology(self):
+        """The NCCL topology file this host's plan gives NCCL, with what planning it said
+        (rocetune.analysis.topofile.TopologyOutcome); computed once per view."""
+        if self._topology is None:
+            from .topofile import plan_topology
+
+            self._topology = plan_topology(self)
+        return self._topology
+
+    def nccl_gpu_paths(self) -> Tuple[Dict[str, Dict[int, str]], Optional[Any]]:
+        """RDMA device -> {gpu index: path} as NCCL will see it, and the TopologyPlan the paths
+        came from (None: the probe's view). A planned topology file places the devices it names;
+        a pair it does not place keeps the probe's path (NCCL detects that device where it is)."""
+        plan = self.topology().plan
+        if plan is None or plan.tree is None:
+            return self.gpu_paths(), None
+        out = {dev: dict(pairs) for dev, pairs in self.gpu_paths().items()}
+        for dev, pairs in plan.paths.items():
+            out.setdefault(dev, {}).update(pairs)
+        return out, plan
+
     # --- RDMA ports ---------------------------------------------------------------------------
     def rdma_visible(self) -> Tuple[bool, Optional[str]]:
         rdma = self.f.get("rdma") or {}
@@ -371,7 +393,8 @@ class HostView:
         else:
             pool = candidates
             if self.gpus:
-                notes.append("no RDMA port is PIX/PXB to a GPU: NCCL will not use GPUDirect RDMA at its "
+                notes.append("no RDMA port is PIX/PXB to a GPU in the PCI tree this host shows: without a "
+                             "topology file placing them together, NCCL will not use GPUDirect RDMA at its "
                              "default level; every active port is offered")
 
         # One fabric: the dominant link layer.

@@ -1,20 +1,50 @@
-"""NCCL's topology file (NCCL_TOPO_FILE, `<system version="1">`): the layout it describes and
-what NCCL's own XML reader accepts (src/graph/xml.cc: no entities, PCI link speeds from a fixed
-table). rocetune.render.topo_xml writes the text."""
+"""NCCL's topology file (NCCL_TOPO_FILE, `<system version="1">`): the element tree, the layout
+rocetune writes into it, and the CPU attributes NCCL's loader requires.
+
+rocetune.nccl.topo_read parses such a file, rocetune.nccl.topo_requirements checks one against
+what each NCCL release's loader needs, rocetune.nccl.topo_paths classifies GPU-NIC paths over it
+and rocetune.render.topo_xml writes the text.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 GPU_CLASS = "0x030200"
 NIC_CLASS = "0x020000"
 BRIDGE_CLASS = "0x060400"
+DEFAULT_LINK_SPEED = "16.0 GT/s PCIe"
+DEFAULT_LINK_WIDTH = 16
 _NCCL_SPEEDS = {2.5: "2.5 GT/s PCIe", 5.0: "5.0 GT/s PCIe", 8.0: "8.0 GT/s PCIe",
                 16.0: "16.0 GT/s PCIe", 32.0: "32.0 GT/s PCIe", 64.0: "64.0 GT/s PCIe"}
+
+# The kernel's machine name -> the spelling of NCCL's kvDictCpuArch (src/graph/topo.cc; NCCL
+# writes the arch it was compiled for: __x86_64__, __aarch64__, __PPC__, src/graph/xml.cc
+# ncclTopoGetXmlFromCpu). ppc64le and ppc64 are both "ppc64" to NCCL.
+NCCL_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64",
+             "ppc64le": "ppc64", "ppc64": "ppc64"}
+
+
+@dataclass
+class TopoNode:
+    """One element of the file: its tag, its attributes in writing order, its children."""
+
+    tag: str
+    attrs: Dict[str, str] = field(default_factory=dict)
+    children: List["TopoNode"] = field(default_factory=list)
+
+    def walk(self, parents: Tuple["TopoNode", ...] = ()) -> Iterator[Tuple["TopoNode", Tuple["TopoNode", ...]]]:
+        """Every node with its ancestors (nearest last), this one first."""
+        yield self, parents
+        for c in self.children:
+            yield from c.walk(parents + (self,))
+
+    def find(self, tag: str) -> List["TopoNode"]:
+        return [c for c in self.children if c.tag == tag]
 
 
 @dataclass
@@ -31,8 +61,8 @@ class Group:
     numa: int
     gpus: List[Endpoint]
     nics: List[Endpoint]
-    link_speed: str = "16.0 GT/s PCIe"
-    link_width: int = 16
+    link_speed: str = DEFAULT_LINK_SPEED
+    link_width: int = DEFAULT_LINK_WIDTH
 
 
 class TopologyError(ValueError):
@@ -52,6 +82,49 @@ def nccl_link_speed(text: Optional[str]) -> Optional[str]:
         return None
 
 
+def nccl_family_id(linux_family: int) -> int:
+    """/proc/cpuinfo's `cpu family` -> the familyid NCCL computes from CPUID leaf 1.
+
+    Linux adds the extended family only when the base family is 0xf (family = 0xf + ext);
+    NCCL always adds it shifted (familyId = base + (ext << 4), src/graph/xml.cc
+    ncclTopoGetXmlFromCpu). An AMD Zen 2 (Linux family 23 = 0xf + 8) is familyid 143 to NCCL.
+    Below 0xf the extended family is zero on every x86 CPU, so the two agree."""
+    if linux_family < 0xF:
+        return linux_family
+    return 0xF + ((linux_family - 0xF) << 4)
+
+
+def nccl_model_id(linux_model: int) -> int:
+    """/proc/cpuinfo's `model` -> NCCL's modelid (base + (extModel << 4)). Linux adds the
+    extended model for family >= 6, the only families that have one, so the values agree."""
+    return linux_model
+
+
+def cpu_attrs(cpu: Optional[dict]) -> Tuple[Optional[Dict[str, str]], Optional[str]]:
+    """The `<cpu>` attributes NCCL's loader requires besides numaid (arch; on x86 vendor,
+    familyid, modelid), from the Features' host.cpu; or None and why they cannot be written."""
+    cpu = cpu or {}
+    machine = cpu.get("arch")
+    if not machine:
+        return None, "the host's CPU architecture is unknown"
+    arch = NCCL_ARCH.get(str(machine))
+    if arch is None:
+        return None, f"CPU architecture {machine} is none NCCL knows (x86_64, arm64, ppc64)"
+    attrs = {"arch": arch}
+    if arch != "x86_64":
+        return attrs, None
+    vendor, family, model = cpu.get("vendor_id"), cpu.get("family"), cpu.get("model")
+    if not vendor or family is None or model is None:
+        return None, "the CPU's vendor, family or model is missing from /proc/cpuinfo"
+    from .topo_requirements import table_values
+
+    if vendor not in table_values("kvDictCpuVendor"):
+        return None, f"CPU vendor {vendor!r} is not in NCCL's vendor table"
+    attrs.update(vendor=vendor, familyid=str(nccl_family_id(int(family))),
+                 modelid=str(nccl_model_id(int(model))))
+    return attrs, None
+
+
 MAX_GROUPS = 0xff  # synthetic bridges ffff:ff:01.0 .. ffff:ff:ff.0
 
 
@@ -66,3 +139,46 @@ def validate(groups: List[Group]) -> None:
             for name in ep.nets:
                 if not NAME_RE.match(name):
                     raise TopologyError(f"RDMA device name {name!r} cannot be written in NCCL's XML")
+
+
+def build_system(groups: List[Group], cpu: Dict[str, str]) -> TopoNode:
+    """The `<system>` tree of a generated file: one `<cpu>` per NUMA node carrying `cpu`'s
+    attributes, one synthetic bridge per group, its GPUs and NICs below it. Every `<pci>` carries
+    class, busid, link_speed and link_width (NCCL 2.30.7 reads them for every `<pci>`)."""
+    validate(groups)
+    system = TopoNode("system", {"version": "1"})
+    by_numa: Dict[int, List[Group]] = {}
+    for g in groups:
+        by_numa.setdefault(int(g.numa), []).append(g)
+    bridge = 0
+    for numa in sorted(by_numa):
+        node = TopoNode("cpu", {"numaid": str(numa), **cpu})
+        system.children.append(node)
+        for g in by_numa[numa]:
+            bridge += 1
+            speed = nccl_link_speed(g.link_speed) or DEFAULT_LINK_SPEED
+            pci = TopoNode("pci", {"busid": f"ffff:ff:{bridge:02x}.0", "class": BRIDGE_CLASS,
+                                   "link_speed": speed, "link_width": str(int(g.link_width or DEFAULT_LINK_WIDTH))})
+            node.children.append(pci)
+            for ep in sorted(g.gpus + g.nics, key=lambda e: e.bdf):
+                pci.children.append(_endpoint(ep, speed, int(g.link_width or DEFAULT_LINK_WIDTH)))
+    return system
+
+
+def _endpoint(ep: Endpoint, speed: str, width: int) -> TopoNode:
+    node = TopoNode("pci", {"busid": ep.bdf, "class": ep.pci_class,
+                            "link_speed": nccl_link_speed(ep.link_speed) or speed,
+                            "link_width": str(int(ep.link_width or width))})
+    if ep.nets:
+        nic = TopoNode("nic")
+        nic.children = [TopoNode("net", {"name": n}) for n in ep.nets]
+        node.children.append(nic)
+    return node
+
+
+def busid_key(text: Optional[str]) -> Optional[Tuple[int, int, int, int]]:
+    """`0001:00:00.0`, `00000001:00:00.0` (NVML), upper or lower case -> comparable numbers."""
+    m = re.match(r"^\s*([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])\s*$", text or "")
+    if not m:
+        return None
+    return tuple(int(x, 16) for x in m.groups())  # type: ignore[return-value]

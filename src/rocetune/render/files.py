@@ -9,6 +9,6 @@ from .topo_xml import render_topology
 
 def render_file(f: PlanFile) -> str:
     if f.kind == "nccl-topo-xml":
-        return render_topology(f.data["groups"], f.data.get("comment", ""))
+        return render_topology(f.data["tree"], f.data.get("comment", ""))
     raise RocetuneError(f"rule {f.rule_id} planned a file of unknown kind {f.kind!r}",
                         code=ExitCode.INTERNAL)

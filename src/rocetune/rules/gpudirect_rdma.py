@@ -24,6 +24,12 @@ level anyway, and the finding is info. rocetune never raises NCCL_NET_GDR_LEVEL 
 PHB/SYS pair is slower with GDR on some platforms and faster on others, which only a measurement
 can tell. `plan.reports["gpudirect-rdma"]` lists the routes and the pairs. A plan from recorded
 tool outputs without sysfs (`rdma.from_tools`) checks nothing: the peer-memory paths are sysfs.
+
+The pairs' paths are the ones NCCL will see: when a topology file is planned (the owner's
+declared NCCL_TOPO_FILE, a vendor's file, or the one nccl-topo-file generates), NCCL places the
+devices where the file puts them, so the paths come from the file (rocetune.analysis.topofile,
+classified as 2.28.9 src/graph/paths.cc:91-101 does), not from the flattened view nvidia-smi
+gives inside a VM; the report's `paths_from` names the file.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from typing import Any, Dict, List, Optional
 from ..model.plan import Decision
 from ..model.vocab import GPU_LOCAL
 from ..nccl.defaults import DMABUF, PEERMEM_SYSFS
+from .base import DEFAULT_TOPO_PATH
 
 ID = "gpudirect-rdma"
 PEER_PATHS = {
@@ -92,7 +99,8 @@ def rule(features: dict, ctx) -> List[Decision]:
     dmabuf = dmabuf_support(features, version)
 
     pairs: List[Dict[str, Any]] = []
-    paths = host.gpu_paths()
+    paths, topo = host.nccl_gpu_paths()
+    paths_from = topo.label(ctx.topo_path or DEFAULT_TOPO_PATH) if topo is not None else None
     for g in host.gpus:
         idx = int(g["index"])
         for p in sel.chosen:
@@ -106,7 +114,7 @@ def rule(features: dict, ctx) -> List[Decision]:
     ctx.report({"available": available, "route": route,
                 "peer_memory": {PEER_PATHS[k]: bool(peer.get(k)) for k in PEER_PATHS},
                 "nvidia_peermem_counts": peermem_counts, "dmabuf": dmabuf, "nccl": vtext,
-                "pairs": pairs})
+                "pairs": pairs, "paths_from": paths_from})
 
     if not host.gpus or not sel.chosen:
         return []
@@ -146,11 +154,12 @@ def rule(features: dict, ctx) -> List[Decision]:
         ctx.note("GPUDirect RDMA through DMA-BUF: open GPU kernel module "
                  f"{(dmabuf['nvidia_driver'] or {}).get('version')}, kernel {dmabuf['kernel_release']}, "
                  f"rdma-core {dmabuf['rdma_core']}, NCCL {vtext} (no peer-memory module needed)")
+    via = f" (paths from the {paths_from})" if paths_from else ""
     if not usable:
-        ctx.note("no GPU-NIC pair is PIX/PXB: NCCL will not use GPUDirect RDMA at its default level "
-                 "(NCCL_NET_GDR_LEVEL); data is staged through host memory")
+        ctx.note("no GPU-NIC pair is PIX/PXB" + via + ": NCCL will not use GPUDirect RDMA at its "
+                 "default level (NCCL_NET_GDR_LEVEL); data is staged through host memory")
     else:
         gpus = sorted({x["gpu"] for x in usable})
         ctx.note(f"GPUDirect RDMA at NCCL's default level on {len(usable)} GPU-NIC pair(s) "
-                 f"covering {len(gpus)} of {len(host.gpus)} GPU(s)")
+                 f"covering {len(gpus)} of {len(host.gpus)} GPU(s){via}")
     return []

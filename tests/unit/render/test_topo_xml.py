@@ -7,8 +7,14 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from rocetune.nccl.topo import Endpoint, Group, TopologyError, nccl_link_speed
-from rocetune.render.topo_xml import render_topology
+from rocetune.nccl.topo import Endpoint, Group, TopologyError, TopoNode, build_system, nccl_link_speed
+from rocetune.render.topo_xml import render_topology as render_tree
+
+CPU = {"arch": "x86_64", "vendor": "GenuineIntel", "familyid": "6", "modelid": "143"}
+
+
+def render_topology(groups, comment=""):
+    return render_tree(build_system(groups, CPU), comment)
 
 
 def group(numa=0, gpu="0001:00:00.0", nic="0101:00:00.0", nets=("mlx5_ib0",)):
@@ -60,3 +66,28 @@ def test_bad_bus_id_refused():
                                        ("7 GT/s", None)])
 def test_link_speed_spelled_as_nccl_knows_it(text, want):
     assert nccl_link_speed(text) == want
+
+
+def test_every_cpu_carries_its_identity_and_every_pci_its_link():
+    root = ET.fromstring(render_topology([group(0), group(1, "0002:00:00.0", "0102:00:00.0", ["mlx5_ib1"])]))
+    for cpu in root.iter("cpu"):
+        assert {k: cpu.get(k) for k in CPU} == CPU and cpu.get("numaid") in ("0", "1")
+    pcis = list(root.iter("pci"))
+    assert len(pcis) == 6
+    for pci in pcis:
+        assert pci.get("link_speed") in ("16.0 GT/s PCIe",) and pci.get("link_width") == "16", pci.attrib
+    # the NIC's unknown link takes its bridge's, not nothing
+    nic = [p for p in pcis if p.get("busid") == "0101:00:00.0"][0]
+    assert nic.get("link_speed") == "16.0 GT/s PCIe"
+
+
+def test_zhaoxin_vendor_keeps_its_spaces():
+    xml = render_tree(build_system([group()], dict(CPU, vendor="  Shanghai  ")))
+    assert 'vendor="  Shanghai  "' in xml
+    assert ET.fromstring(xml).find("cpu").get("vendor") == "  Shanghai  "
+
+
+@pytest.mark.parametrize("value", ['a"b', "a<b", "a&b", "tab\there"])
+def test_attribute_values_nccl_cannot_read_are_refused(value):
+    with pytest.raises(TopologyError):
+        render_tree(TopoNode("system", {"version": "1"}, [TopoNode("cpu", {"numaid": "0", "arch": value})]))

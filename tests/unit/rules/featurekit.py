@@ -64,6 +64,9 @@ class Host:
         self.modules = {"ib_uverbs": True, "mlx5_ib": True, "nvidia_peermem": True, "nv_peer_mem": False}
         self.virt = {"hypervisor": None, "flattened": False, "reasons": []}
         self.numa = [{"id": 0, "cpulist": "0-31"}, {"id": 1, "cpulist": "32-63"}]
+        # Sapphire Rapids as /proc/cpuinfo shows it (family 6, model 143)
+        self.cpu: Optional[dict] = {"arch": "x86_64", "arch_from": "/proc/cpuinfo",
+                                    "vendor_id": "GenuineIntel", "family": 6, "model": 143}
         self.rdma_ok = True
         self.matrix_nics: List[str] = []
         self._next_bus = 0x10
@@ -220,6 +223,7 @@ class Host:
             "host": {"hostname": self.hostname, "kernel_release": self.kernel_release,
                      "cpu_vendor": "GenuineIntel", "cpu_model": "Intel(R) Xeon(R) Platinum 8480C",
                      "logical_cpus": 64, "numa_nodes": copy.deepcopy(self.numa),
+                     **({"cpu": dict(self.cpu)} if self.cpu is not None else {}),
                      "virtualization": copy.deepcopy(self.virt)},
             "sources": {s: {"ok": True, "reason": None, "warnings": []}
                         for s in ("pci", "net", "rdma", "verbs", "gpu", "kernel")}

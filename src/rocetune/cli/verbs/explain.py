@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> Result:
     if args.var:
         data = _explain_one(args.var, by_key.get(args.var), plan, layers)
         data["source"] = source
+        if args.var in _PATH_VARS:
+            data["gpu_nic_paths"] = _paths_summary(plan)
         human = _human_one(data)
     else:
         rows = []
@@ -106,9 +108,36 @@ def run(args: argparse.Namespace) -> Result:
             rows.append(row)
         data = {"source": source, "variables": rows,
                 "unset": plan.unset if plan else [],
-                "notes": [m.to_dict() for m in plan.notes] if plan else []}
+                "notes": [m.to_dict() for m in plan.notes] if plan else [],
+                "gpu_nic_paths": _paths_summary(plan)}
         human = _human_all(data, layers is not None, getattr(args, "verbose", 0))
     return Result(command=NAME, data=data, human=human, warnings=warnings)
+
+
+# Variables whose explanation rests on the GPU-NIC paths NCCL will see.
+_PATH_VARS = ("NCCL_TOPO_FILE", "NCCL_NET_GDR_LEVEL", "NCCL_IB_HCA")
+
+
+def _paths_summary(plan: "Optional[Plan]") -> Optional[Dict[str, Any]]:
+    """Where the GPU-NIC paths behind GPUDirect RDMA come from: the planned NCCL topology file
+    (which one) or the probe's PCI tree; None without GPUs and compute ports."""
+    report = (plan.reports.get("gpudirect-rdma") if plan else None) or {}
+    pairs = report.get("pairs") or []
+    if not pairs:
+        return None
+    local = [p for p in pairs if p.get("default_level")]
+    return {"from": report.get("paths_from") or "the probe's PCI tree (nvidia-smi topo -m, sysfs)",
+            "topology_file": bool(report.get("paths_from")), "pairs": len(pairs),
+            "pix_pxb_pairs": len(local)}
+
+
+def _paths_line(summary: Optional[Dict[str, Any]]) -> List[str]:
+    from ...text import printable
+
+    if not summary:
+        return []
+    return [printable(f"GPU-NIC paths: from the {summary['from']}: {summary['pix_pxb_pairs']} of "
+                      f"{summary['pairs']} GPU-NIC pair(s) PIX/PXB (GPUDirect RDMA at NCCL's default level)")]
 
 
 def _effective_entry(key: str, planned: Optional[str], layers) -> Dict[str, Any]:
@@ -210,6 +239,7 @@ def _human_one(data: Dict[str, Any]) -> str:
         val = eff["value"] if eff["value"] is not None else "(unset)"
         lines.append(printable(f"  effective: {val}{where}: {eff['status']}"))
         lines.append(printable("  NCCL reads, first wins: " + " > ".join(eff["layers"] or ["(nothing found)"])))
+    lines += ["  " + x for x in _paths_line(data.get("gpu_nic_paths"))]
     lines.append(printable(f"  source: {data['source']}"))
     return "\n".join(lines) + "\n"
 
@@ -232,5 +262,6 @@ def _human_all(data: Dict[str, Any], effective_on: bool, verbose: int) -> str:
         lines.append(printable(f"unset {u['key']} by {u['origin']}"))
     if verbose:
         lines += [printable(f"note: {n['rule_id']}: {n['message']}") for n in data.get("notes", [])]
+    lines += _paths_line(data.get("gpu_nic_paths"))
     lines.append(printable(f"source: {data['source']}"))
     return "\n".join(lines) + "\n"

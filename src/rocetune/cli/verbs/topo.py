@@ -17,6 +17,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
+    from ...app import nccl_topology
     from ...probe.findings import source_warnings
     from ...render.topo_matrix import matrix_rows, nic_rows
     from ...text import table
@@ -34,6 +35,22 @@ def run(args: argparse.Namespace) -> Result:
     if f["topology"]["disagreements"]:
         parts.append("sysfs and nvidia-smi disagree:\n" + "\n".join(
             f"  {d}" for d in f["topology"]["disagreements"]))
+    planned = nccl_topology(f)
+    if planned is not None and planned["pairs"]:
+        parts.append("\n".join([f"GPU-NIC paths NCCL sees through the {planned['file']}:"] +
+                               table(_planned_rows(planned))))
+        if planned["unplaced_gpus"] or planned["unplaced_nics"]:
+            parts.append("not in that file (NCCL places them where it detects them): " + ", ".join(
+                [f"GPU{g}" for g in planned["unplaced_gpus"]] + planned["unplaced_nics"]))
     data = {"gpus": f["gpus"], "gpu_nic": f["topology"]["gpu_nic"], "matrix": matrix_rows(f),
-            "nics": nic_rows(f)}
+            "nics": nic_rows(f), "nccl_topology": planned}
     return Result(command=NAME, data=data, human="\n\n".join(parts) + "\n", warnings=source_warnings(f))
+
+
+def _planned_rows(planned: dict):
+    from ...model.vocab import natural_key
+
+    gpus = sorted({p["gpu"] for p in planned["pairs"]})
+    nics = sorted({p["nic"] for p in planned["pairs"]}, key=natural_key)
+    path = {(p["gpu"], p["nic"]): p["path"] for p in planned["pairs"]}
+    return [[""] + nics] + [[f"GPU{g}"] + [path.get((g, n), "?") for n in nics] for g in gpus]

@@ -10,7 +10,8 @@ Read through the root, never executed:
   and TCPXO `/var/lib/tcpxo/lib64/nccl-env-profile.sh` (`export NAME=value` lines);
 * vendor NCCL topology files: `/opt/microsoft/<shape>/topo.xml` (Azure HPC images) and the file an
   `NCCL_TOPO_FILE` line above names, with whether it exists (NCCL only logs an INFO line for a
-  missing one, src/graph/xml.cc).
+  missing one, src/graph/xml.cc). An existing one is parsed (rocetune.nccl.topo_read: size cap,
+  no entities) into `nodes`, or `read_error` says why it could not be.
 
 A file that is absent is silent; one that cannot be read is a warning of this source.
 """
@@ -21,8 +22,10 @@ import re
 import shlex
 from typing import Dict, List, Optional
 
+from ...errors import HostReadError
 from ...hostfs import ProbeContext
 from ...nccl.conf import SYSTEM_CONF, conf_values
+from ...nccl.topo_read import MAX_BYTES, TopoReadError, parse_topology, to_nodes
 
 ROCETUNE_HEADER = "# rocetune "
 # Where the rocetune_env role keeps an owner's nccl.conf before replacing it (its module says so too).
@@ -99,4 +102,21 @@ def probe(ctx: ProbeContext) -> dict:
                          "exists": named.startswith("/") and ctx.root.exists(named), "declared_by": None}
                 topo.append(entry)
             entry["declared_by"] = entry["declared_by"] or f["path"]
+    for entry in topo:
+        if entry["exists"]:
+            entry.update(_layout(ctx, entry["path"]))
     return {"files": files, "topology_files": topo}
+
+
+def _layout(ctx: ProbeContext, path: str) -> dict:
+    try:
+        text = ctx.root.read_text(path, max_bytes=MAX_BYTES)
+    except HostReadError as exc:
+        return {"read_error": f"cannot read: {exc.reason}"}
+    if text is None:
+        return {"read_error": "cannot read"}
+    try:
+        return {"nodes": to_nodes(parse_topology(text))}
+    except TopoReadError as exc:
+        ctx.warn(f"{path}: {exc}")
+        return {"read_error": str(exc)}

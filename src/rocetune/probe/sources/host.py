@@ -6,6 +6,7 @@ from typing import Optional
 
 from ...errors import HostReadError
 from ...hostfs import ProbeContext
+from .cpu_identity import cpu_identity
 
 NODES = "/sys/devices/system/node"
 DMI = "/sys/class/dmi/id"
@@ -59,6 +60,7 @@ def probe(ctx: ProbeContext) -> dict:
         "kernel_release": ctx.attr("/proc/sys/kernel/osrelease"),
         "cpu_vendor": info["vendor"],
         "cpu_model": info["model"],
+        "cpu": cpu_identity(ctx),
         "logical_cpus": info["cpus"],
         "numa_nodes": sorted(nodes, key=lambda n: n["id"]),
         "dmi": {"sys_vendor": dmi["sys_vendor"], "product_name": dmi["product_name"]},
