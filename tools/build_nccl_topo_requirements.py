@@ -10,7 +10,7 @@ string tables a value must be spelled from (kvDictCpuArch, kvDictCpuVendor, kvDi
 kvDictPciClass). Consecutive releases with the same fact are merged into one range; the output
 records facts (names, conditions, spellings, where they are), never NCCL's code.
 
-    python3 tools/build_nccl_topo_requirements.py /work/.mirror/NVIDIA+nccl/repo [-o OUT]
+    python3 tools/build_nccl_topo_requirements.py PATH/TO/nccl.git [-o OUT]   # a clone with its tags
 
 Deterministic: the same repository gives the same bytes.
 """

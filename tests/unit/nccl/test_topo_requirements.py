@@ -12,7 +12,8 @@ from rocetune.nccl import topo_requirements as req
 from rocetune.nccl.topo import TopoNode
 from rocetune.nccl.topo_read import parse_topology
 
-MIRROR = os.environ.get("ROCETUNE_NCCL_REPO", "/work/.mirror/NVIDIA+nccl/repo")
+# A git clone of github.com/NVIDIA/nccl with its release tags (e.g. git clone --bare ...).
+MIRROR = os.environ.get("ROCETUNE_NCCL_REPO", "")
 HOSTS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "hosts")
 
 
@@ -39,7 +40,7 @@ def _git_show(tag, path):
                           text=True, check=True).stdout.splitlines()
 
 
-@pytest.mark.skipif(not os.path.isdir(MIRROR), reason="no NCCL source mirror on this machine")
+@pytest.mark.skipif(not os.path.isdir(MIRROR), reason="ROCETUNE_NCCL_REPO names no NCCL git clone")
 def test_every_provenance_line_reads_that_attribute_at_that_tag():
     doc = req.load()
     for r in doc["requirements"]:
@@ -110,7 +111,7 @@ def test_azures_own_file_loads_in_every_release():
         assert req.check_all(parse_topology(fh.read())) == {}
 
 
-@pytest.mark.skipif(not os.path.isdir(MIRROR), reason="no NCCL source mirror on this machine")
+@pytest.mark.skipif(not os.path.isdir(MIRROR), reason="ROCETUNE_NCCL_REPO names no NCCL git clone")
 def test_the_committed_table_is_what_the_tool_builds_from_the_tags(tmp_path):
     import sys
 
