@@ -154,23 +154,7 @@ class HostView:
         return out
 
     def nccl_basis_text(self) -> str:
-        """One line: `NCCL 2.19.3 at PATH (wheel nvidia-nccl-cu12 2.19.3, from its METADATA),
-        the lowest of 3 libraries found`."""
-        ev = self.nccl_evidence()
-        basis, n = ev["basis"], ev["libraries_found"]
-        if basis == "declared":
-            return f"NCCL {ev['version']} as declared by {ev.get('declared_by') or '--nccl-version'}" + (
-                f" ({n} librar{'y' if n == 1 else 'ies'} found on the host not used)" if n else "")
-        if ev["version"] is None:
-            return ("NCCL release unknown: " + ("no NCCL library found" if basis == "none" else
-                                                "a library's version could not be read"))
-        how = {"file-name": "from its file name", "wheel-metadata": "from its wheel's METADATA",
-               "library-string": "from the 'NCCL version' string inside it"}.get(ev.get("how") or "")
-        what = ", ".join(x for x in (ev.get("package") and f"wheel {ev['package']}", how) if x)
-        where = f" at {ev['library']}" if ev["library"] else ""
-        why = {"lowest": f", the lowest of the {n} libraries found",
-               "single": f", the only release among the {n} libraries found" if n > 1 else ""}.get(basis, "")
-        return f"NCCL {ev['version']}{where}" + (f" ({what})" if what else "") + why
+        return nccl_evidence_text(self.nccl_evidence())
 
     # --- clouds ----------------------------------------------------------------------------
     def plugin_cloud(self) -> Optional[Tuple[str, str]]:
@@ -556,3 +540,21 @@ def _routable(addr: dict) -> bool:
     except (ValueError, KeyError):
         return False
     return not (ip.is_loopback or ip.is_link_local)
+
+
+def nccl_evidence_text(ev: Dict[str, Any]) -> str:
+    """One line for HostView.nccl_evidence(): `NCCL 2.19.3 at PATH (wheel nvidia-nccl-cu12
+    2.19.3, from its wheel's METADATA), the lowest of the 3 libraries found`."""
+    basis, n = ev.get("basis"), ev.get("libraries_found") or 0
+    if basis == "declared":
+        return f"NCCL {ev.get('version')} as declared by {ev.get('declared_by') or '--nccl-version'}"
+    if ev.get("version") is None:
+        return "NCCL release unknown: " + ("no NCCL library found" if basis == "none" else
+                                           "a library's version could not be read")
+    how = {"file-name": "from its file name", "wheel-metadata": "from its wheel's METADATA",
+           "library-string": "from the 'NCCL version' string inside it"}.get(ev.get("how") or "")
+    what = ", ".join(x for x in (ev.get("package") and f"wheel {ev['package']}", how) if x)
+    where = f" at {ev['library']}" if ev.get("library") else ""
+    why = {"lowest": f", the lowest of the {n} libraries found",
+           "single": f", the only release among the {n} libraries found" if n > 1 else ""}.get(basis or "", "")
+    return f"NCCL {ev['version']}{where}" + (f" ({what})" if what else "") + why

@@ -126,7 +126,7 @@ def rule(features: dict, ctx) -> List[Decision]:
     if unchecked and not counted and version is not None and not dmabuf["usable"]:
         there = "; ".join(f"{PEER_PATHS[k]} (checked by NCCL {peer_memory_releases(k)})" for k in unchecked)
         ctx.finding("gdr-not-detected", severity, "nccl",
-                    f"peer memory is registered only at {there}, and {host.nccl_basis_text()} checks "
+                    f"peer memory is registered only at {there}, and NCCL {vtext}{_library(host)} checks "
                     f"only {' and '.join(PEER_PATHS[k] for k in checked)}: NCCL disables GPUDirect RDMA "
                     f"(NCCL #1676, 180 -> 10 GB/s); {eligible}. Use an NCCL that checks it")
     elif not available:
@@ -156,3 +156,8 @@ def rule(features: dict, ctx) -> List[Decision]:
         ctx.note(f"GPUDirect RDMA at NCCL's default level on {len(usable)} GPU-NIC pair(s) "
                  f"covering {len(gpus)} of {len(host.gpus)} GPU(s)")
     return []
+
+
+def _library(host) -> str:
+    path = host.nccl_evidence().get("library")
+    return f" ({path})" if path else ""
