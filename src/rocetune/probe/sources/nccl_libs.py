@@ -187,7 +187,8 @@ def _environment(ctx: ProbeContext, found: _Found, prefix: str) -> None:
                 sites += [f"{prefix}/{lib}/{py}/{s}" for s in ("site-packages", "dist-packages")]
     for site in sites:
         entries = ctx.root.listdir(site)
-        if entries:
+        # listed is recorded: a capture keeps the directory (not its other entries)
+        if entries or ctx.root.is_dir(site):
             found.environments.add(prefix)
             _site_packages(ctx, found, site, entries, prefix)
 
@@ -197,6 +198,7 @@ def _site_packages(ctx: ProbeContext, found: _Found, site: str, entries: List[st
     for name in entries:
         m = _WHEEL.match(name)
         if m:
+            ctx.root.exists(f"{site}/{name}")  # a capture keeps the name, METADATA or not
             meta = _metadata(ctx, f"{site}/{name}/METADATA")
             package = meta.get("Name") or f"nvidia-nccl-{m.group(1)}"
             wheels.append((package, meta.get("Version") or m.group(2)))
