@@ -50,8 +50,8 @@ def parse(data: bytes) -> List[Tuple[str, str]]:
             entries = _entries(data, OLD_HEADER, nlibs, OLD_ENTRY, end, order)
             if entries is not None:
                 return entries
-        raise ParseError("ld.so.cache: old-format entries point outside the file")
-    raise ParseError("ld.so.cache: neither 'ld.so-1.7.0' nor 'glibc-ld.so.cache1.1' at its start")
+        raise ParseError("ld.so.cache", "old-format entries point outside the file")
+    raise ParseError("ld.so.cache", "neither 'ld.so-1.7.0' nor 'glibc-ld.so.cache1.1' at its start")
 
 
 def _new(data: bytes, base: int) -> List[Tuple[str, str]]:
@@ -62,7 +62,7 @@ def _new(data: bytes, base: int) -> List[Tuple[str, str]]:
         entries = _entries(data, base + NEW_HEADER, nlibs, NEW_ENTRY, base, order)
         if entries is not None:
             return entries
-    raise ParseError("ld.so.cache: new-format entries point outside the file")
+    raise ParseError("ld.so.cache", "new-format entries point outside the file")
 
 
 def _entries(data: bytes, first: int, nlibs: int, size: int, strings: int,

@@ -97,7 +97,7 @@ def _ld_cache(ctx: ProbeContext, found: _Found) -> None:
     try:
         entries = ld_so_cache.parse(data)
     except ParseError as exc:
-        ctx.warn(f"{LD_SO_CACHE}: {exc}")
+        ctx.warn(f"cannot parse {LD_SO_CACHE} ({exc.message}): its libraries are not searched")
         return
     for soname, path in entries:
         if soname.startswith("libnccl.so") and path.startswith("/"):
