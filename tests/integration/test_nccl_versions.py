@@ -62,6 +62,9 @@ def test_torch_22_wheel_gets_the_219_settings_and_the_peermem_warning(torch22_ho
     assert WHEEL in found["nccl-versions-differ"]["message"]
     assert f"/{SYS}/libnccl.so.2.28.3" in found["nccl-versions-differ"]["message"]
     assert "NCCL 2.19.3" in found["gdr-not-detected"]["message"]
+    human = rocetune("probe", "--root", torch22_host).stdout
+    assert f"nccl planned for: NCCL 2.19.3 at {WHEEL}" in human
+    assert f"  2.28.3 /{SYS}/libnccl.so.2.28.3\n" in human
 
 
 def test_explain_names_the_library_a_decision_was_gated_on(torch22_host):
