@@ -79,8 +79,9 @@ def test_explain_names_the_library_a_decision_was_gated_on(torch22_host):
 def test_nccl_version_plans_for_the_jobs_release(torch22_host):
     env = env_of("--root", torch22_host, "--nccl-version", "2.28.9")
     assert not any(k in env for k in ONLY_219), env
-    proc = rocetune("explain", "--root", torch22_host, "--nccl-version", "2.28.9", "NCCL_IB_QPS_PER_CONNECTION")
-    assert "gated on: NCCL 2.28.9 as declared by --nccl-version" in proc.stdout
+    proc = rocetune("explain", "--root", torch22_host, "--nccl-version", "2.21.5", "NCCL_IB_TIMEOUT")
+    assert "gated on: NCCL 2.21.5 as declared by --nccl-version" in proc.stdout
+    assert "gated on" not in rocetune("explain", "--root", torch22_host, "NCCL_IB_HCA").stdout
     bad = rocetune("env", "--root", torch22_host, "--nccl-version", "2.28")
     assert bad.returncode == 2 and "expected an NCCL release like 2.21.5" in bad.stderr
     assert "Traceback" not in bad.stderr

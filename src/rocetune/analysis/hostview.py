@@ -143,7 +143,7 @@ class HostView:
         lib = (self.f.get("kernel") or {}).get("nccl")
         lib = lib if isinstance(lib, dict) else {}
         libs = self.nccl_libraries()
-        basis = lib.get("basis") or ("single" if lib.get("version") else "none")
+        basis = lib.get("basis") or ("single" if self.nccl_version() else "none")
         out: Dict[str, Any] = {"version": self.nccl_version_text(), "library": lib.get("path"),
                                "basis": basis, "libraries_found": len(libs)}
         chosen = next((x for x in libs if x.get("path") == lib.get("path")), None)

@@ -51,7 +51,7 @@ def rule(features: dict, ctx) -> List[Decision]:
     version = ctx.host.nccl_version()
     vtext = defaults.text(version)
     qps = ROCE_QPS
-    evidence = {"roce_ports": [p.name for p in sel.roce], "nccl": ctx.host.nccl_evidence(),
+    evidence = {"roce_ports": [p.name for p in sel.roce], "nccl_release": vtext,
                 "nccl_default": defaults.default("NCCL_IB_QPS_PER_CONNECTION", version)}
     reason = (f"RoCE v2: each QP is one UDP flow that ECMP hashes onto one path; {qps} QPs per "
               "connection give the hash entropy NCCL's guidance asks for on RoCE (vendor value 4)")

@@ -1,8 +1,10 @@
 """/etc/ld.so.cache, the dynamic loader's index of sonames to library paths (what `ldconfig -p`
 prints), read without running ldconfig.
 
-The layout is glibc's (sysdeps/generic/dl-cache.h, struct cache_file and struct cache_file_new;
-elf/dl-cache.c _dl_load_cache_lookup reads it), in the byte order of the host that wrote it:
+The layout is glibc's (sysdeps/generic/dl-cache.h: struct file_entry, cache_file, file_entry_new,
+cache_file_new and the layout comment above them; elf/dl-cache.c _dl_load_cache_lookup, which
+tells the three formats apart -- read at glibc commit 04277e02d7f5, 2.29), in the byte order of
+the host that wrote it:
 
 * old format (libc5, glibc 2.0-2.1), magic "ld.so-1.7.0" (11 bytes), then at offset 12 a u32
   nlibs, then nlibs entries of 12 bytes {i32 flags, u32 key, u32 value}; key (the soname) and
