@@ -146,6 +146,15 @@ def test_path_and_ld_library_path_of_a_capture_are_replayed(tmp_path):
     assert "/srv/py" in data["python_environments"]
 
 
+def test_a_wheel_library_on_ld_library_path_keeps_its_wheel_metadata(tmp_path):
+    root = make(tmp_path, {"recorded/environ/LD_LIBRARY_PATH": f"/{TORCH_SP}/nvidia/nccl/lib",
+                           **wheel(TORCH_SP, "2.19.3")})
+    data, _ = probe(root)
+    (only,) = data["libraries"]
+    assert (only["how"], only["package"], only["via"]) == (
+        "wheel-metadata", "nvidia-nccl-cu12 2.19.3", ["LD_LIBRARY_PATH", "wheel"])
+
+
 def test_directories_with_too_many_entries_are_searched_in_part(tmp_path):
     tree = {f"home/u{i:04d}/.keep": "" for i in range(nccl_libs.MAX_CHILDREN + 3)}
     _, status = probe(make(tmp_path, tree))

@@ -60,13 +60,15 @@ class _Found:
 def probe(ctx: ProbeContext) -> dict:
     """{"version", "path", "basis", "libraries", "python_environments"}: see docs/features.md."""
     found = _Found()
+    # Python environments first: a wheel's library that LD_LIBRARY_PATH also names (containers
+    # often add site-packages/nvidia/nccl/lib) is entered with its wheel's METADATA.
+    for prefix in _prefixes(ctx):
+        _environment(ctx, found, prefix)
     for d in NCCL_LIB_DIRS:
         _library_dir(ctx, found, d, "system")
     _ld_cache(ctx, found)
     for d in _path_list(ctx.root.environ("LD_LIBRARY_PATH")):
         _library_dir(ctx, found, d, "LD_LIBRARY_PATH")
-    for prefix in _prefixes(ctx):
-        _environment(ctx, found, prefix)
     libraries = [found.libs[k] for k in sorted(found.libs)]
     for lib in libraries:
         lib["via"] = sorted(lib["via"])
