@@ -19,7 +19,8 @@ A version comes from the file name (libnccl.so.2.21.5), else from the wheel's ME
 site-packages), else from the library's own "NCCL version X.Y.Z+cudaA.B" string (NCCL's
 VERSION_STRING, v2.28.9-1 src/init.cc:603), read in 1 MiB chunks from the start of the file
 and no further than SCAN_LIMIT: in the 2.19.3 and 2.28.9 wheels it lies 1.3 and 2.1 MB into a
-210 MB file (.rodata, ahead of the GPU code), found in 2-7 ms.
+210 MB file (.rodata, ahead of the GPU code), found in 2-7 ms; a file without it costs the
+64 MiB (19 ms from the page cache, 105 ms cold; the whole 218 MB file would take 250 ms warm).
 """
 
 from __future__ import annotations
