@@ -39,6 +39,12 @@ options:
   nccl_conf_file:
     description: Where NCCL's config file goes; omit to write none.
     type: path
+  nccl_version:
+    description:
+      - The NCCL release the jobs load (C(2.19.3)), passed as C(--nccl-version); empty plans for
+        the lowest NCCL the agent finds on the node.
+    type: str
+    default: ""
   args:
     description: Extra arguments for C(rocetune env).
     type: list
@@ -95,6 +101,7 @@ agent_warnings:
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 
@@ -186,6 +193,7 @@ def main():
             root=dict(type="path", default="/"),
             env_file=dict(type="path", required=True),
             nccl_conf_file=dict(type="path"),
+            nccl_version=dict(type="str", default=""),
             args=dict(type="list", elements="str", default=[]),
             timeout=dict(type="int", default=120),
             on_warnings=dict(type="str", choices=["ignore", "report", "fail"], default="report"),
@@ -195,6 +203,8 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if p["nccl_version"] and not re.match(r"^\d+\.\d+\.\d+$", p["nccl_version"]):
+        module.fail_json(msg="nccl_version %r: expected an NCCL release like 2.21.5" % p["nccl_version"])
     if not os.path.exists(p["command"]):
         if module.check_mode:  # the agent itself is installed by this same run
             module.exit_json(changed=True, files=[], features=None,
@@ -206,6 +216,8 @@ def main():
     argv = [p["command"], "--root", p["root"], "--json", "env", "--env-dir", env_dir]
     for fmt in formats:
         argv += ["--format", fmt]
+    if p["nccl_version"]:
+        argv += ["--nccl-version", p["nccl_version"]]
     data = run_agent(module, argv + p["args"], p["timeout"])
     envelope_warnings = data.get("warnings") or []
     env = data["data"]["env"]

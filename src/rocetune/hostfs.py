@@ -16,6 +16,11 @@ from typing import Dict, List, Optional, Sequence, Set
 from .errors import HostReadError
 
 MAX_READ_BYTES = 4 << 20
+# What a capture records beside the host's files and commands/: the environment variables the
+# probe read (environ/NAME) and the strings it found inside files too large to copy
+# (strings/<host path>.txt); a replay reads them instead. See docs/cli.md (capture).
+RECORDED_DIR = "recorded"
+SCAN_CHUNK = 1 << 20
 _MAX_LINK_HOPS = 40
 _OPEN_LEAF = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
 
@@ -30,6 +35,9 @@ class Recorder:
         self.dirs: Dict[str, List[str]] = {}
         self.links: Set[str] = set()
         self.commands: Dict[str, "CommandResult"] = {}
+        self.blobs: Dict[str, bytes] = {}  # host path -> binary content read (ld.so.cache)
+        self.strings: Dict[str, str] = {}  # host path -> what scan() found inside it
+        self.environ: Dict[str, str] = {}  # variable -> value, for those the probe read and found set
 
 
 class HostRoot:
@@ -208,6 +216,30 @@ class HostRoot:
     def read_head(self, path: str, size: int) -> Optional[bytes]:
         """The first `size` bytes of a binary file (an ACPI table's header); None when it does
         not exist. Raises HostReadError when unreadable (a root-only file read by a user)."""
+        found = self._read_regular(path, lambda fd, st: os.read(fd, size))
+        if found is None:
+            return None
+        real_host, data = found
+        if self.recorder is not None:
+            self.recorder.heads[real_host] = data
+        return data
+
+    def read_bytes(self, path: str, max_bytes: int = MAX_READ_BYTES) -> Optional[bytes]:
+        """Binary content of a regular file (a capture copies it); None when it does not exist.
+        Raises HostReadError when unusable or larger than `max_bytes`."""
+        found = self._read_regular(path, lambda fd, st: _read_capped(fd, max_bytes, st.st_size))
+        if found is None:
+            return None
+        real_host, data = found
+        if len(data) > max_bytes:
+            raise HostReadError(path, f"larger than {max_bytes} bytes")
+        if self.recorder is not None:
+            self.recorder.blobs[real_host] = data
+        return data
+
+    def _read_regular(self, path: str, read):
+        """(real path, read(fd, stat)) of a regular file opened without blocking; None when it
+        does not exist; HostReadError when it is something else or unreadable."""
         real_host = self.realpath(path)
         try:
             fd = os.open(self._join(real_host), os.O_RDONLY | os.O_NONBLOCK)
@@ -216,16 +248,52 @@ class HostRoot:
         except OSError as exc:
             raise HostReadError(path, exc.strerror or str(exc)) from None
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise HostReadError(path, "not a regular file")
-            data = os.read(fd, size)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise HostReadError(path, _not_regular(st.st_mode))
+            return real_host, read(fd, st)
         except OSError as exc:
             raise HostReadError(path, exc.strerror or str(exc)) from None
         finally:
             os.close(fd)
+
+    def scan(self, path: str, needle: bytes, tail: int, limit: int) -> Optional[str]:
+        """The first `needle` in the file's first `limit` bytes and up to `tail` bytes after it,
+        as text up to the first NUL; None when absent. Read in 1 MiB chunks, never whole: the
+        file may be a library of hundreds of MB. A capture records the find, not the file
+        (recorded/strings/<host path>.txt), and a replay of it answers from that record."""
+        real_host = self.realpath(path)
+        if not self.is_live:
+            recorded = _read_recording(os.path.join(self.root, RECORDED_DIR, "strings",
+                                                    real_host.lstrip("/") + ".txt"))
+            if recorded is not None:
+                found: Optional[str] = recorded.rstrip("\n")
+                self._note_string(real_host, found)
+                return found
+        try:
+            with open(self._join(real_host), "rb") as fh:
+                found = _scan(fh, needle, tail, limit)
+        except OSError as exc:
+            raise HostReadError(path, exc.strerror or str(exc)) from None
+        self._note_string(real_host, found)
+        return found
+
+    def _note_string(self, real_host: str, found: Optional[str]) -> None:
         if self.recorder is not None:
-            self.recorder.heads[real_host] = data
-        return data
+            self.recorder.present.add(real_host)
+            if found is not None:
+                self.recorder.strings[real_host] = found
+
+    def environ(self, name: str) -> Optional[str]:
+        """An environment variable of the probing process (live), or the value a capture
+        recorded (recorded/environ/NAME); None when unset."""
+        if self.is_live:
+            value = os.environ.get(name)
+        else:
+            value = _read_recording(os.path.join(self.root, RECORDED_DIR, "environ", name))
+        if value is not None and self.recorder is not None:
+            self.recorder.environ[name] = value
+        return value
 
     def _note_link(self, path: str) -> None:
         if self.recorder is not None:
@@ -366,6 +434,27 @@ class RecordedRunner:
         except ValueError:
             rc = 1
         return CommandResult(argv, True, rc, out, self._read(name + ".err") or "")
+
+
+def _scan(fh, needle: bytes, tail: int, limit: int) -> Optional[str]:
+    carry, done = b"", 0
+    while done < limit:
+        chunk = fh.read(SCAN_CHUNK)
+        if not chunk:
+            return None
+        buf = carry + chunk
+        at = buf.find(needle)
+        if at >= 0:
+            end = at + len(needle) + tail
+            while len(buf) < end:
+                more = fh.read(end - len(buf))
+                if not more:
+                    break
+                buf += more
+            return buf[at:end].split(b"\0", 1)[0].decode("utf-8", "replace")
+        carry = buf[-(len(needle) - 1):] if len(needle) > 1 else b""
+        done += len(chunk)
+    return None
 
 
 def _read_recording(path: str) -> Optional[str]:

@@ -136,6 +136,29 @@ class HostView:
         v = self.nccl_version()
         return ".".join(str(x) for x in v) if v else None
 
+    def nccl_libraries(self) -> List[dict]:
+        lib = (self.f.get("kernel") or {}).get("nccl")
+        return list(lib.get("libraries") or []) if isinstance(lib, dict) else []
+
+    def nccl_evidence(self) -> Dict[str, Any]:
+        """What a version-gated decision was gated on: the release, the library (path, how its
+        version was known), and why that one (kernel.nccl.basis; docs/rules/nccl-version.md)."""
+        lib = (self.f.get("kernel") or {}).get("nccl")
+        lib = lib if isinstance(lib, dict) else {}
+        libs = self.nccl_libraries()
+        basis = lib.get("basis") or ("single" if self.nccl_version() else "none")
+        out: Dict[str, Any] = {"version": self.nccl_version_text(), "library": lib.get("path"),
+                               "basis": basis, "libraries_found": len(libs)}
+        chosen = next((x for x in libs if x.get("path") == lib.get("path")), None)
+        if chosen:
+            out["how"], out["package"] = chosen.get("how"), chosen.get("package")
+        if basis == "declared":
+            out["declared_by"] = (lib.get("declared") or {}).get("by")
+        return out
+
+    def nccl_basis_text(self) -> str:
+        return nccl_evidence_text(self.nccl_evidence())
+
     # --- clouds ----------------------------------------------------------------------------
     def plugin_cloud(self) -> Optional[Tuple[str, str]]:
         vendors = {d.get("vendor") for d in self.pci.values() if d.get("kind") == "nic"}
@@ -575,3 +598,21 @@ def _routable(addr: dict) -> bool:
     except (ValueError, KeyError):
         return False
     return not (ip.is_loopback or ip.is_link_local)
+
+
+def nccl_evidence_text(ev: Dict[str, Any]) -> str:
+    """One line for HostView.nccl_evidence(): `NCCL 2.19.3 at PATH (wheel nvidia-nccl-cu12
+    2.19.3, from its wheel's METADATA), the lowest of the 3 libraries found`."""
+    basis, n = ev.get("basis"), ev.get("libraries_found") or 0
+    if basis == "declared":
+        return f"NCCL {ev.get('version')} as declared by {ev.get('declared_by') or '--nccl-version'}"
+    if ev.get("version") is None:
+        return "NCCL release unknown: " + ("no NCCL library found" if basis == "none" else
+                                           "a library's version could not be read")
+    how = {"file-name": "from its file name", "wheel-metadata": "from its wheel's METADATA",
+           "library-string": "from the 'NCCL version' string inside it"}.get(ev.get("how") or "")
+    what = ", ".join(x for x in (ev.get("package") and f"wheel {ev['package']}", how) if x)
+    where = f" at {ev['library']}" if ev.get("library") else ""
+    why = {"lowest": f", the lowest of the {n} libraries found",
+           "single": f", the only release among the {n} libraries found" if n > 1 else ""}.get(basis or "", "")
+    return f"NCCL {ev['version']}{where}" + (f" ({what})" if what else "") + why

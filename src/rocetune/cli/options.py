@@ -36,6 +36,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser, features: bool = True) -
                    help="QoS plan (default: /etc/rocetune/qos.yml under --root when present)")
     g.add_argument("--local-rank", metavar="N", type=_nonneg_int,
                    help="add the GPU, NIC, NUMA node and CPUs of local rank N")
+    g.add_argument("--nccl-version", metavar="X.Y.Z", type=nccl_release,
+                   help="plan for this NCCL release instead of the lowest found on the host (a job "
+                        "whose NCCL is elsewhere: a container image, a wheel not on the host)")
 
 
 def add_env_output(parser: argparse.ArgumentParser, many: bool = False) -> None:
@@ -50,6 +53,14 @@ def add_env_output(parser: argparse.ArgumentParser, many: bool = False) -> None:
     g.add_argument("-o", "--out", metavar="FILE",
                    help="write the env here, atomically, with any file it points at beside it "
                         "('-' = stdout)")
+
+
+def nccl_release(text: str) -> str:
+    import re
+
+    if not re.match(r"^\d+\.\d+\.\d+$", text):
+        raise argparse.ArgumentTypeError(f"expected an NCCL release like 2.21.5, got {text!r}")
+    return text
 
 
 def _nonneg_int(text: str) -> int:

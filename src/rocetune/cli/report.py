@@ -12,7 +12,12 @@ from ..model.finding import Finding, severity_rank
 def collect(args: argparse.Namespace) -> dict:
     from .. import app
 
-    return app.host_features(args.root, getattr(args, "features", None))
+    features = app.host_features(args.root, getattr(args, "features", None))
+    if getattr(args, "nccl_version", None):
+        from ..model.features import with_nccl_version
+
+        features = with_nccl_version(features, args.nccl_version)
+    return features
 
 
 def all_findings(features: dict, plan) -> List[Finding]:

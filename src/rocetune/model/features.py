@@ -37,6 +37,17 @@ def fingerprint(features: dict) -> str:
     return hashlib.sha256(canonical(host_only).encode()).hexdigest()[:12]
 
 
+def with_nccl_version(features: dict, version: str, by: str = "--nccl-version") -> dict:
+    """A copy of `features` planned for NCCL `version` (a job whose NCCL is not on the host: a
+    container image, a wheel elsewhere): kernel.nccl keeps the libraries found and says the
+    version was declared, and by what."""
+    kernel = dict(features.get("kernel") or {})
+    nccl = dict(kernel.get("nccl") or {"libraries": [], "python_environments": []})
+    nccl.update(version=version, path=None, basis="declared", declared={"version": version, "by": by})
+    kernel["nccl"] = nccl
+    return {**features, "kernel": kernel}
+
+
 def load(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as fh:

@@ -38,6 +38,10 @@ _NEAREST = {"device": "str", "port": "int?", "path": "str", "netdev": "str?", "l
 _GPU = {"index": "int", "bdf": "str?", "name": "str?", "numa_node": "int?", "cpu_affinity": "str?",
         "nvlink": {"*": "int"}, "nearest_nics": [_NEAREST]}
 _PAIR = {"gpu": "int", "nic": "str", "path": "str", "sysfs": "str?", "nvidia_smi": "str?"}
+_NCCL_LIBRARY = {"path": "str", "version": "str?", "how": "str?", "package": "str?", "environment": "str?",
+                 "via": ["str"]}
+_NCCL = {"?": True, "path": "str?", "version": "str?", "basis?": "str", "libraries?": [_NCCL_LIBRARY],
+         "python_environments?": ["str"], "declared?": {"version": "str", "by": "str"}}
 _SOURCE = {"ok": "bool", "reason": "str?", "warnings": ["str"]}
 
 FEATURES = {
@@ -60,8 +64,7 @@ FEATURES = {
     "topology": {"gpu_nic": [_PAIR], "disagreements": ["str"]},
     "kernel": {"modules?": {"*": "bool"}, "peer_memory?": {"*": "bool"}, "memlock?": "str?",
                "cmdline?": {"iommu": "str?", "intel_iommu": "str?", "amd_iommu": "str?", "acs": ["str"]},
-               "iommu_groups?": "int?", "nccl?": {"?": True, "path": "str?",
-                                                                       "version": "str?"},
+               "iommu_groups?": "int?", "nccl?": _NCCL,
                "sysctl?": {"*": "str?"},
                "nvidia_driver?": {"?": True, "version": "str?", "open": "bool"},
                "libibverbs?": {"?": True, "rdma_core": "int", "path": "str"}},

@@ -21,6 +21,26 @@ GID_TYPE_EINVAL_TOLERATED: Version = (2, 26, 2)
 # /sys/module/nvidia_peermem/version counts as a peer-memory module from 2.23.4
 # (v2.23.4 src/transport/net_ib.cc:694-696).
 PEERMEM_SYSFS: Version = (2, 23, 4)
+# The files ncclIbGdrSupport() checks with access(F_OK) for a peer-memory module, by release
+# (a key is the client's name under /sys/kernel/mm/memory_peers, or the module's under /sys/module):
+PEER_MEMORY_PATHS = {
+    "nv_mem": "/sys/kernel/mm/memory_peers/nv_mem/version",
+    "nvidia-peermem": "/sys/kernel/mm/memory_peers/nvidia-peermem/version",
+    "nv_mem_nc": "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
+    "nvidia_peermem": "/sys/module/nvidia_peermem/version",
+}
+PEER_MEMORY_CHECKS: Tuple[Tuple[Version, Tuple[str, ...]], ...] = (
+    # nv_mem alone: v2.3.5-5 src/transport/net_ib.cu:190 .. v2.9.6-1 src/transport/net_ib.cc:223
+    ((0, 0, 0), ("nv_mem",)),
+    # "Also support the new nvidia-peermem module": v2.9.8-1 net_ib.cc:224-226,
+    # v2.12.12-1 net_ib.cc:269-271, v2.19.3-1 net_ib.cc:285-287 .. v2.21.5-1 net_ib.cc:562-564
+    ((2, 9, 8), ("nv_mem", "nvidia-peermem")),
+    # memory_peers/nvidia-peermem replaced by nv_mem_nc: v2.22.3-1 net_ib.cc:614-616
+    ((2, 22, 3), ("nv_mem", "nv_mem_nc")),
+    # /sys/module/nvidia_peermem/version added: v2.23.4-1 net_ib.cc:694-696 .. v2.28.9-1
+    # net_ib.cc:872-874, v2.30.7-1 src/transport/net_ib/gdr.cc:18-20
+    ((2, 23, 4), ("nv_mem", "nv_mem_nc", "nvidia_peermem")),
+)
 # NCCL_DMABUF_ENABLE (default 1) from 2.13.4 (v2.13.4 src/init.cc:272).
 DMABUF: Version = (2, 13, 4)
 # NCCL_NET_GDR_C2C default 0 in 2.26.2, 1 from 2.27.3 (v2.27.3 src/graph/paths.cc:386).
@@ -59,6 +79,34 @@ def default(name: str, version: Optional[Version]) -> Optional[int]:
         if version >= since:
             value = v
     return value
+
+
+def peer_memory_checks(version: Optional[Version]) -> Tuple[str, ...]:
+    """The PEER_MEMORY_PATHS keys `version` checks; every key some release checks when unknown."""
+    if version is None:
+        return tuple(PEER_MEMORY_PATHS)
+    checked: Tuple[str, ...] = ()
+    for since, keys in PEER_MEMORY_CHECKS:
+        if version >= since:
+            checked = keys
+    return checked
+
+
+def peer_memory_releases(key: str) -> str:
+    """The releases that check PEER_MEMORY_PATHS[key], as text: "2.9.8 up to 2.22.3 (not included)",
+    "2.23.4 and later", "every release"."""
+    spans, start = [], None
+    for i, (since, keys) in enumerate(PEER_MEMORY_CHECKS):
+        if key in keys and start is None:
+            start = since
+        if start is not None and (key not in keys or i == len(PEER_MEMORY_CHECKS) - 1):
+            if key in keys:
+                spans.append(f"{text(start)} and later" if start != (0, 0, 0) else "every release")
+            else:
+                first = text(start) + " up" if start != (0, 0, 0) else "releases up"
+                spans.append(f"{first} to {text(since)} (not included)")
+            start = None
+    return ", ".join(spans)
 
 
 def defaults_differ(name: str) -> bool:

@@ -10,7 +10,7 @@ import tarfile
 from typing import Dict, Tuple
 
 from ..fsutil import atomic_write_bytes
-from ..hostfs import HostRoot, LiveRunner, Recorder, RecordedRunner, recording_name
+from ..hostfs import RECORDED_DIR, HostRoot, LiveRunner, Recorder, RecordedRunner, recording_name
 from .collect import collect_features
 from .sources.verbs import IBV_DEVINFO_ARGV
 
@@ -98,6 +98,14 @@ def build_tar(root: str, rec: Recorder) -> bytes:
         add_file(path, text.encode("utf-8"))
     for path, data in rec.heads.items():
         add_file(path, data)  # the bytes read, not the whole file: a replay reads the same
+    for path, data in rec.blobs.items():
+        add_file(path, data)
+    # Not host files: what the probe found inside a file too large to copy, and the variables
+    # of its environment it read (hostfs.HostRoot.scan and .environ replay them).
+    for path, found in rec.strings.items():
+        add_file(f"/{RECORDED_DIR}/strings{path}.txt", (found + "\n").encode("utf-8"))
+    for name, value in rec.environ.items():
+        add_file(f"/{RECORDED_DIR}/environ/{name}", value.encode("utf-8"))
     for name, result in rec.commands.items():
         add_file(f"/commands/{name}.txt", result.stdout.encode("utf-8"))
         if result.returncode:

@@ -81,6 +81,15 @@ def host_summary(f: dict, verbose: int = 0) -> str:
     nets = [i for i in f["net"]["interfaces"] if i["default_route"]]
     if nets:
         lines.append("default route via " + ", ".join(i["name"] for i in nets))
+    nccl = (f.get("kernel") or {}).get("nccl")
+    if isinstance(nccl, dict) and (nccl.get("libraries") or nccl.get("basis") == "declared"):
+        from ..analysis.hostview import HostView
+
+        lines.append(printable("nccl planned for: " + HostView(f).nccl_basis_text()))
+        libs = nccl.get("libraries") or []
+        for lib in libs if len(libs) > 1 else []:
+            lines.append(printable(f"  {lib.get('version') or '?'} {lib['path']}"
+                                   + (f" ({lib['package']})" if lib.get("package") else "")))
     if verbose:
         for name, st in sorted(f["sources"].items()):
             lines.append(f"source {name}: {'ok' if st['ok'] else 'FAILED: ' + str(st['reason'])}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from . import (arp_isolation, declared_settings, gpudirect_rdma, local_rank, nccl_cross_nic,
                nccl_ib_gid_index, nccl_ib_hca, nccl_ib_qps, nccl_ib_timeout, nccl_topo_file,
-               no_rdma, socket_ifname, traffic_class, ucx_net_devices)
+               nccl_version, no_rdma, socket_ifname, traffic_class, ucx_net_devices)
 
 
 class _DefersToDeclared:
@@ -31,6 +31,7 @@ class _DefersToDeclared:
 
 RULES = (
     declared_settings,
+    nccl_version,
 ) + tuple(_DefersToDeclared(m) for m in (
     nccl_ib_hca,
     nccl_ib_gid_index,

@@ -3,11 +3,16 @@
 A report, not a setting. NCCL turns GPUDirect RDMA (GDR) on for a NIC when the NIC can register
 GPU memory by either route, and then uses it for a GPU-NIC pair close enough:
 
-* peer memory: NCCL checks with access(F_OK) for `/sys/kernel/mm/memory_peers/nv_mem/version`
-  or `/sys/kernel/mm/memory_peers/nv_mem_nc/version` (every release; v2.22.3
-  src/transport/net_ib.cc:614-616), and from 2.23.4 also `/sys/module/nvidia_peermem/version`
-  (v2.23.4 net_ib.cc:694-696; 2.30.7 src/transport/net_ib/gdr.cc:18-20). An older NCCL with only
-  nvidia-peermem loaded disables GDR (NCCL #1676: 180 -> 10 GB/s all-reduce);
+* peer memory: ncclIbGdrSupport() checks with access(F_OK), by release (nccl/defaults.py
+  PEER_MEMORY_CHECKS): `/sys/kernel/mm/memory_peers/nv_mem/version` in every release (v2.3.5
+  src/transport/net_ib.cu:190); `memory_peers/nvidia-peermem/version` too from 2.9.8 to 2.21.5
+  (v2.9.8 src/transport/net_ib.cc:224-226, v2.19.3 net_ib.cc:285-287, v2.21.5 net_ib.cc:562-564);
+  `memory_peers/nv_mem_nc/version` instead from 2.22.3 (v2.22.3 net_ib.cc:614-616); and
+  `/sys/module/nvidia_peermem/version` too from 2.23.4 (v2.23.4 net_ib.cc:694-696; v2.28.9
+  net_ib.cc:872-874; 2.30.7 src/transport/net_ib/gdr.cc:18-20). A path the release does not
+  check does not count: an older NCCL with only nvidia-peermem's /sys/module entry disables GDR
+  (NCCL #1676: 180 -> 10 GB/s all-reduce). With several NCCLs on the host the release is the
+  one rule nccl-version plans for (the lowest);
 * DMA-BUF: NCCL_DMABUF_ENABLE (default 1, since 2.13.4: v2.13.4 src/init.cc:272), a CUDA driver
   >= 11.7 reporting CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, and an ibv_reg_dmabuf_mr() that works
   (2.30.7 src/init.cc:402-420, gdr.cc:46-70). What makes those succeed, and what the probe can
@@ -39,15 +44,11 @@ from typing import Any, Dict, List, Optional
 
 from ..model.plan import Decision
 from ..model.vocab import GPU_LOCAL
-from ..nccl.defaults import DMABUF, PEERMEM_SYSFS
+from ..nccl.defaults import DMABUF, PEER_MEMORY_PATHS, peer_memory_checks, peer_memory_releases
 from .base import DEFAULT_TOPO_PATH
 
 ID = "gpudirect-rdma"
-PEER_PATHS = {
-    "nv_mem": "/sys/kernel/mm/memory_peers/nv_mem/version",
-    "nv_mem_nc": "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
-    "nvidia_peermem": "/sys/module/nvidia_peermem/version",
-}
+PEER_PATHS = PEER_MEMORY_PATHS
 DMABUF_KERNEL = (5, 12)
 DMABUF_RDMA_CORE = 34
 DMABUF_DRIVER = 515  # first driver branch with CUDA 11.7 (and the open kernel modules)
@@ -92,10 +93,11 @@ def rule(features: dict, ctx) -> List[Decision]:
     version = host.nccl_version()
     vtext = host.nccl_version_text()
 
-    legacy = [PEER_PATHS[k] for k in ("nv_mem", "nv_mem_nc") if peer.get(k)]
-    peermem = bool(peer.get("nvidia_peermem"))
-    peermem_counts = peermem and (version is None or version >= PEERMEM_SYSFS)
-    peer_ok = bool(legacy) or peermem_counts
+    checked = peer_memory_checks(version)
+    present = [k for k in PEER_PATHS if peer.get(k)]
+    counted = [k for k in present if k in checked]
+    unchecked = [k for k in present if k not in checked]
+    peer_ok = bool(counted)
     dmabuf = dmabuf_support(features, version)
 
     pairs: List[Dict[str, Any]] = []
@@ -109,12 +111,13 @@ def rule(features: dict, ctx) -> List[Decision]:
                 pairs.append({"gpu": idx, "port": p.name, "path": path, "default_level": path in GPU_LOCAL})
     usable = [x for x in pairs if x["default_level"]]
     available = peer_ok or dmabuf["usable"] is True
-    route = ("peer memory (" + ", ".join(legacy or [PEER_PATHS["nvidia_peermem"]]) + ")" if peer_ok
+    route = ("peer memory (" + ", ".join(PEER_PATHS[k] for k in counted) + ")" if peer_ok
              else "DMA-BUF" if dmabuf["usable"] else None)
     ctx.report({"available": available, "route": route,
                 "peer_memory": {PEER_PATHS[k]: bool(peer.get(k)) for k in PEER_PATHS},
-                "nvidia_peermem_counts": peermem_counts, "dmabuf": dmabuf, "nccl": vtext,
-                "pairs": pairs, "paths_from": paths_from})
+                "checked_by_nccl": [PEER_PATHS[k] for k in checked],
+                "nvidia_peermem_counts": "nvidia_peermem" in counted, "dmabuf": dmabuf,
+                "nccl": host.nccl_evidence(), "pairs": pairs, "paths_from": paths_from})
 
     if not host.gpus or not sel.chosen:
         return []
@@ -123,7 +126,10 @@ def rule(features: dict, ctx) -> List[Decision]:
         ctx.note(f"planned from recorded '{tools}' output without sysfs, where the peer-memory "
                  "module and DMA-BUF support would show: GPUDirect RDMA not checked")
         return []
-    if modules.get("nvidia_peermem") and not peermem and not legacy:
+    if version is None and counted and "nv_mem" not in counted:
+        ctx.note("the NCCL release is unknown: peer memory at " + "; ".join(
+            f"{PEER_PATHS[k]} counts only for NCCL {peer_memory_releases(k)}" for k in counted))
+    if modules.get("nvidia_peermem") and not present:
         ctx.finding("gdr-peermem-unregistered", "warning", "nvidia_peermem",
                     f"nvidia_peermem is loaded but {PEER_PATHS['nvidia_peermem']} and "
                     f"{PEER_PATHS['nv_mem']} are absent: rebuild the driver after OFED, or use DMA-BUF")
@@ -131,11 +137,12 @@ def rule(features: dict, ctx) -> List[Decision]:
     eligible = (f"{len(usable)} GPU-NIC pair(s) are PIX/PXB and lose GPUDirect RDMA" if usable else
                 "no GPU-NIC pair is PIX/PXB, so NCCL would not use GPUDirect RDMA at its default level "
                 "(NCCL_NET_GDR_LEVEL=PXB) anyway")
-    if peermem and not legacy and version is not None and version < PEERMEM_SYSFS and not dmabuf["usable"]:
+    if unchecked and not counted and version is not None and not dmabuf["usable"]:
+        there = "; ".join(f"{PEER_PATHS[k]} (checked by NCCL {peer_memory_releases(k)})" for k in unchecked)
         ctx.finding("gdr-not-detected", severity, "nccl",
-                    f"only nvidia-peermem is loaded and NCCL {vtext} checks only {PEER_PATHS['nv_mem']} and "
-                    f"{PEER_PATHS['nv_mem_nc']} ({PEER_PATHS['nvidia_peermem']} counts from 2.23.4): NCCL "
-                    f"disables GPUDirect RDMA (NCCL #1676, 180 -> 10 GB/s); {eligible}. Use NCCL >= 2.23.4")
+                    f"peer memory is registered only at {there}, and NCCL {vtext}{_library(host)} checks "
+                    f"only {' and '.join(PEER_PATHS[k] for k in checked)}: NCCL disables GPUDirect RDMA "
+                    f"(NCCL #1676, 180 -> 10 GB/s); {eligible}. Use an NCCL that checks it")
     elif not available:
         if dmabuf["usable"] is False:
             missing = [k for k, v in dmabuf["conditions"].items() if v is False]
@@ -145,8 +152,9 @@ def rule(features: dict, ctx) -> List[Decision]:
             dm = ("DMA-BUF may work but cannot be confirmed (" + ", ".join(unknown) + " unknown): look for "
                   "'GPU Direct RDMA Enabled' with NCCL_DEBUG=INFO")
         ctx.finding("gdr-unavailable", severity, "host",
-                    f"GPUDirect RDMA unavailable: none of {', '.join(PEER_PATHS.values())} exists (the "
-                    f"paths NCCL checks for a peer-memory module) and {dm}; {eligible}. Without it "
+                    f"GPUDirect RDMA unavailable: none of {', '.join(PEER_PATHS[k] for k in checked)} "
+                    f"exists (the paths NCCL {vtext or 'of some release'} checks for a peer-memory module) "
+                    f"and {dm}; {eligible}. Without it "
                     "every transfer is staged through host memory (NCCL #1676: 180 -> 10 GB/s). Load "
                     "nvidia-peermem (persist it in /etc/modules-load.d/) or use the open GPU kernel "
                     "modules with DMA-BUF")
@@ -163,3 +171,8 @@ def rule(features: dict, ctx) -> List[Decision]:
         ctx.note(f"GPUDirect RDMA at NCCL's default level on {len(usable)} GPU-NIC pair(s) "
                  f"covering {len(gpus)} of {len(host.gpus)} GPU(s){via}")
     return []
+
+
+def _library(host) -> str:
+    path = host.nccl_evidence().get("library")
+    return f" ({path})" if path else ""

@@ -102,7 +102,7 @@ def _unreadable(ctx, ports, version, vtext) -> List[Decision]:
         "NCCL_IB_GID_INDEX", idx,
         f"GID types of {names} are unreadable and {failure}: pinned to {idx}, the first IPv4 RoCE v2 "
         f"GID ({how}); a pinned index skips NCCL's scan of the types",
-        gids=[{"port": p.name, "index": picks[p.name]} for p in ports], nccl=vtext)]
+        gids=[{"port": p.name, "index": picks[p.name]} for p in ports], nccl=ctx.host.nccl_evidence())]
 
 
 def _register_check(ctx, ports) -> None:
@@ -199,7 +199,7 @@ def _range_decisions(ctx, ports, picks, family: str, version, vtext) -> List[Dec
         if inside and inside[0][0] != idx:
             ctx.warn(f"{p.name}: {inside[0][1]} (GID {inside[0][0]}) also falls in {cover} and comes "
                      f"first; NCCL would use it instead of {addr}")
-    evidence = {"gids": _gid_evidence(ports, picks)}
+    evidence = {"gids": _gid_evidence(ports, picks), "nccl": ctx.host.nccl_evidence()}
     out = []
     if family == "inet6":
         out.append(ctx.decision("NCCL_IB_ADDR_FAMILY", "AF_INET6",
@@ -258,7 +258,7 @@ def _ipv4(ctx, ports, version, vtext) -> List[Decision]:
         return [ctx.decision(
             "NCCL_IB_GID_INDEX", idx,
             f"GID {idx} is the first IPv4 RoCE v2 GID on every chosen port; {why}",
-            gids=_gid_evidence(ports, picks), nccl=vtext)]
+            gids=_gid_evidence(ports, picks), nccl=ctx.host.nccl_evidence())]
     if several:
         ctx.note("a chosen port carries several IPv4 addresses: the first in its GID table would win, "
                  "so the compute range is given")
@@ -278,12 +278,13 @@ def _ipv6(ctx, ports, version, vtext) -> List[Decision]:
         ctx.note(f"NCCL {vtext} has no address-family selection; the IPv6 GID index is pinned instead")
         return [ctx.decision("NCCL_IB_GID_INDEX", idx,
                              f"GID {idx} is the only IPv6 RoCE v2 GID on every chosen port and NCCL "
-                             f"{vtext} cannot select by family", gids=_gid_evidence(ports, picks))]
+                             f"{vtext} cannot select by family", gids=_gid_evidence(ports, picks),
+                             nccl=ctx.host.nccl_evidence())]
     if several:
         return _range_decisions(ctx, ports, picks, "inet6", version, vtext)
     out = [ctx.decision("NCCL_IB_ADDR_FAMILY", "AF_INET6",
                         "the chosen RoCE ports have only IPv6 RoCE v2 GIDs; NCCL looks for IPv4 unless "
                         "told, and would fall back to a link-local GID",
-                        gids=_gid_evidence(ports, picks))]
+                        gids=_gid_evidence(ports, picks), nccl=ctx.host.nccl_evidence())]
     _gate(ctx, version, vtext, ["NCCL_IB_ADDR_FAMILY"])
     return out

@@ -51,7 +51,7 @@ def rule(features: dict, ctx) -> List[Decision]:
     version = ctx.host.nccl_version()
     vtext = defaults.text(version)
     qps = ROCE_QPS
-    evidence = {"roce_ports": [p.name for p in sel.roce], "nccl": vtext,
+    evidence = {"roce_ports": [p.name for p in sel.roce], "nccl_release": vtext,
                 "nccl_default": defaults.default("NCCL_IB_QPS_PER_CONNECTION", version)}
     reason = (f"RoCE v2: each QP is one UDP flow that ECMP hashes onto one path; {qps} QPs per "
               "connection give the hash entropy NCCL's guidance asks for on RoCE (vendor value 4)")
@@ -74,5 +74,5 @@ def rule(features: dict, ctx) -> List[Decision]:
                if version is None else f"NCCL {vtext} splits every message over all QPs by default (1)")
         out.append(ctx.decision("NCCL_IB_SPLIT_DATA_ON_QPS", 0,
                                 f"{why}: 0 round-robins whole messages over the {qps} QPs, the "
-                                "default from 2.20.3", nccl=vtext))
+                                "default from 2.20.3", nccl=ctx.host.nccl_evidence()))
     return out

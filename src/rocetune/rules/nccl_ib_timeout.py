@@ -35,7 +35,7 @@ def rule(features: dict, ctx) -> List[Decision]:
         return [ctx.decision("NCCL_IB_TIMEOUT", TARGET,
                              f"the NCCL version is unknown: {TARGET} is NCCL's default since 2.23.4, and "
                              "older releases default to 18 (2.14-2.22) or 14, too short for large fabrics",
-                             nccl=None, nccl_default=None)]
+                             nccl=ctx.host.nccl_evidence(), nccl_default=None)]
     dflt = defaults.default("NCCL_IB_TIMEOUT", version)
     if dflt is not None and dflt >= TARGET:
         return []
@@ -43,4 +43,4 @@ def rule(features: dict, ctx) -> List[Decision]:
     return [ctx.decision("NCCL_IB_TIMEOUT", TARGET,
                          f"NCCL {vtext} defaults to {dflt} (4.096 us x 2^{dflt} per retry); {TARGET} is the "
                          "default NCCL adopted in 2.23.4 for large fabrics",
-                         nccl=vtext, nccl_default=dflt)]
+                         nccl=ctx.host.nccl_evidence(), nccl_default=dflt)]

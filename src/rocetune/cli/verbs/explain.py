@@ -163,6 +163,11 @@ def _explain_one(key: str, d: "Optional[Decision]", plan: "Optional[Plan]", laye
     if d is not None:
         data.update({"value": d.value, "rule_id": d.rule_id, "reason": d.reason, "evidence": d.evidence,
                      "doc": None if d.rule_id == "override" else f"docs/rules/{d.rule_id}.md"})
+        gate = (d.evidence or {}).get("nccl")
+        if isinstance(gate, dict):  # a version-gated decision: the NCCL library it was planned for
+            from ...analysis.hostview import nccl_evidence_text
+
+            data["gated_on"] = {**gate, "text": nccl_evidence_text(gate)}
     elif plan is not None:
         gone = [u for u in plan.unset if u["key"] == key]
         if gone:
@@ -214,6 +219,8 @@ def _human_one(data: Dict[str, Any]) -> str:
         lines.append(printable(f"{key}={data['value']}"))
         lines.append(printable(f"  rule:   {data['rule_id']}" + (f"  ({data['doc']})" if data.get("doc") else "")))
         lines.append(printable(f"  why:    {data['reason']}"))
+        if data.get("gated_on"):
+            lines.append(printable(f"  gated on: {data['gated_on']['text']}"))
         if data.get("evidence"):
             lines.append("  evidence:")
             lines += _evidence_lines(data["evidence"])

@@ -6,14 +6,15 @@ import re
 from typing import Dict, Optional
 
 from ...hostfs import ProbeContext
+from ...nccl.defaults import PEER_MEMORY_PATHS
+from . import nccl_libs
+from .nccl_libs import NCCL_LIB_DIRS
 
 MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "nvidia",
            "nvidia_peermem", "nv_peer_mem", "bnxt_re", "irdma", "efa")
-PEER_PATHS = {
-    "nv_mem": "/sys/kernel/mm/memory_peers/nv_mem/version",
-    "nv_mem_nc": "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
-    "nvidia_peermem": "/sys/module/nvidia_peermem/version",
-}
+# Every path some NCCL release checks for a peer-memory module (which release checks which:
+# nccl/defaults.py PEER_MEMORY_CHECKS); the rules decide which one counts for the NCCL found.
+PEER_PATHS = PEER_MEMORY_PATHS
 SYSCTLS = (
     "net.core.rmem_max", "net.core.wmem_max", "net.core.rmem_default", "net.core.wmem_default",
     "net.core.netdev_max_backlog", "net.core.somaxconn", "net.core.optmem_max",
@@ -21,9 +22,6 @@ SYSCTLS = (
     "net.ipv4.conf.all.arp_ignore", "net.ipv4.conf.all.arp_announce", "net.ipv4.conf.all.rp_filter",
     "net.ipv4.ip_local_port_range",
 )
-NCCL_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
-                 "/usr/local/lib", "/usr/local/nccl/lib", "/opt/nccl/lib")
-_NCCL_RE = re.compile(r"^libnccl\.so\.(\d+)\.(\d+)\.(\d+)$")
 CMDLINE_KEYS = ("iommu", "intel_iommu", "amd_iommu")
 NVIDIA_VERSION = "/proc/driver/nvidia/version"
 _NVRM_RE = re.compile(r"^NVRM version:\s+NVIDIA UNIX (Open )?Kernel Module for \S+\s+(\S+)", re.M)
@@ -70,21 +68,6 @@ def _sysctls(ctx: ProbeContext) -> Dict[str, str]:
         if text is not None:
             values[name] = " ".join(text.split())
     return values
-
-
-def _nccl(ctx: ProbeContext) -> Optional[dict]:
-    best = None
-    for d in NCCL_LIB_DIRS:
-        for name in ctx.root.listdir(d):
-            m = _NCCL_RE.match(name)
-            if m:
-                key = tuple(int(x) for x in m.groups())
-                if best is None or key > best[0]:
-                    best = (key, f"{d}/{name}")
-    if best is None:
-        return None
-    ctx.root.exists(best[1])  # a capture keeps the name, not the library
-    return {"version": ".".join(str(x) for x in best[0]), "path": best[1]}
 
 
 def _nvidia_driver(ctx: ProbeContext) -> Optional[dict]:
@@ -145,7 +128,7 @@ def probe(ctx: ProbeContext) -> dict:
         "cmdline": _cmdline(ctx),
         "iommu_groups": _iommu_groups(ctx),
         "sysctl": {**_sysctls(ctx), **_net_conf(ctx)},
-        "nccl": _nccl(ctx),
+        "nccl": nccl_libs.probe(ctx),
         "nvidia_driver": _nvidia_driver(ctx),
         "libibverbs": _libibverbs(ctx),
     }

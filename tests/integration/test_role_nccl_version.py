@@ -1,0 +1,55 @@
+"""rocetune_env_nccl_version reaches the agent twice: the module's run and the boot unit's
+command line. Run on localhost in check mode (nothing written), over a fixture root."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.fixtures.roots import root_of
+from tests.integration.test_ansible_static import REPO, env, tool
+from tests.integration.test_role_checks import PLAY
+
+
+def converge_check(tmp_path, extra: dict) -> str:
+    agent = tmp_path / "rocetune"
+    agent.write_text(f"#!/bin/sh\nPYTHONPATH={REPO / 'src'} exec {sys.executable} -m rocetune \"$@\"\n")
+    agent.chmod(0o755)
+    book = tmp_path / "play.yml"
+    book.write_text(PLAY.format(role="rocetune_env"))
+    e = env()
+    e["ANSIBLE_ROLES_PATH"] = str(REPO / "roles")
+    extra = dict({"ansible_python_interpreter": sys.executable, "rocetune_env_command": str(agent),
+                  "rocetune_env_root": root_of("dgx-h100-roce"), "rocetune_env_file": str(tmp_path / "nccl.env"),
+                  "rocetune_env_nccl_conf": False, "rocetune_env_fetch_features": False}, **extra)
+    proc = subprocess.run([tool("ansible-playbook"), "-i", "localhost,", "--check", "--diff", str(book),
+                           "-e", json.dumps(extra)], cwd=tmp_path, env=e, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    assert not os.path.exists(tmp_path / "nccl.env"), "check mode writes nothing"
+    return proc.stdout
+
+
+def test_declared_nccl_version_reaches_the_agent_and_the_boot_unit(tmp_path):
+    out = converge_check(tmp_path, {"rocetune_env_nccl_version": "2.19.3"})
+    # dgx-h100-roce has NCCL 2.21.5: SPLIT_DATA_ON_QPS=0 is planned only for the declared 2.19.3
+    assert "+export NCCL_IB_SPLIT_DATA_ON_QPS='0'" in out, out
+    assert "env --env-dir " in out and " --nccl-version 2.19.3 --format sh -o " in out, out
+
+
+def test_without_it_the_agent_plans_for_the_nccl_it_finds(tmp_path):
+    out = converge_check(tmp_path, {})
+    assert "NCCL_IB_SPLIT_DATA_ON_QPS" not in out and "--nccl-version" not in out, out
+
+
+def test_a_malformed_version_fails_before_the_agent_runs(tmp_path):
+    book = tmp_path / "x"
+    book.mkdir()
+    try:
+        converge_check(book, {"rocetune_env_nccl_version": "2.19"})
+    except AssertionError as exc:
+        assert "expected an NCCL release like 2.21.5" in str(exc)
+    else:
+        raise AssertionError("a malformed rocetune_env_nccl_version was accepted")
