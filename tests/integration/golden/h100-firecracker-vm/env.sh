@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for vm
-# features sha256:6780edc312ba  qos: built-in defaults  overrides: 0
+# features sha256:8539e50031d3  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: no-rdma
 export NCCL_IB_DISABLE='1'
