@@ -8,7 +8,7 @@ one flow. NCCL's tuning guide (docs/userguide troubleshooting/performance_and_tu
 2.30.7:99-122) names the variable as one that can help "on systems with ECMP routing enabled or
 multiple ports per NIC" and "on RoCE fabric", but first says "In general we discourage the use of
 these variables in production". Published values differ by fabric: 4 (OCI A100 and GB300, GCP A3
-Ultra, Azure NDv5) and 1 (OCI H100, H200, B200, GB200-v3, MI300X) -- docs/rules/nccl-ib-qps.md.
+Ultra; Azure NDv5 on InfiniBand) and 1 (OCI H100, H200, B200, GB200-v3, MI300X) -- docs/rules/nccl-ib-qps.md.
 
 So the value comes from what is known, not from a vendor average:
 
