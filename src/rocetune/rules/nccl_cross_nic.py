@@ -22,8 +22,8 @@ Evidence, in the order it counts:
 What NCCL makes of two ports of one adapter (two PCI functions of one card) depends on the release:
 
 * from 2.20.3 NCCL fuses them into one NET device (NCCL_IB_MERGE_NICS=1: v2.20.3
-  src/transport/net_ib.cc:165-182, 272-291, matching the PCI path with the function digit zeroed,
-  the system-image GUID and the link layer), so CROSS_NIC has nothing to decide between them;
+  src/transport/net_ib.cc:165-182, 272-291, matching the PCI path with the function and device
+  digits zeroed (117-120), the system-image GUID and the link layer), so CROSS_NIC has nothing to decide between them;
   2.22.3-2.23.x skip the fusion when the devices mix single- and multi-port adapters (v2.22.3
   net_ib.cc:546-557); from 2.24.3 the fusion moved to the topology (ncclTopoMakeVNics, default
   NCCL_NET_MERGE_LEVEL=PORT: v2.24.3 src/graph/topo.cc:1125-1139; 2.30.7 topo.cc:1738-1746);
@@ -70,11 +70,12 @@ def port_networks(ctx, ports) -> Dict[str, Optional[ipaddress.IPv4Network]]:
 
 
 def adapter_of(port) -> Optional[str]:
-    """The PCI slot of a port's function (`0000:21:00.1` -> `0000:21:00`): NCCL's merge key, which
-    zeroes the function digit of the PCI path."""
-    if not port.pci or port.function != "pci":
+    """The PCI bus of a port's function (`0000:21:00.1` -> `0000:21`): NCCL's fusion key, the PCI
+    path with the function digit and, under NCCL_IB_MERGE_VFS=1 (the default), the device digits
+    zeroed (v2.20.3 src/transport/net_ib.cc:117-120)."""
+    if not port.pci or port.function != "pci" or port.pci.count(":") != 2:
         return None
-    return port.pci.rsplit(".", 1)[0]
+    return port.pci.rsplit(":", 1)[0]
 
 
 def inter_rail_routes(features: dict, ports, nets) -> Tuple[Optional[List[dict]], List[str]]:
@@ -155,7 +156,7 @@ def rule(features: dict, ctx) -> List[Decision]:
 
     routes, rail_ifaces = inter_rail_routes(features, ports, nets)
     evidence = {"rails": [{"port": p.name, "netdev": p.netdev, "subnet": str(nets[p.name]),
-                           "adapter": adapter_of(p)} for p in ports],
+                           "pci_bus": adapter_of(p)} for p in ports],
                 "fabric": fabric.to_dict() if fabric else None, "nccl": defaults.text(version)}
     if routes is None:
         reach = "routes between the rail subnets are unknown (the Features carry no routing table)"
