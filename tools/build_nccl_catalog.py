@@ -64,7 +64,7 @@ LEVEL_VARS = {"NCCL_NET_GDR_LEVEL": 5, "NCCL_P2P_LEVEL": 5}  # highest legacy in
 # Short descriptions rocetune shows for the variables it plans or checks (our wording).
 DESCRIPTIONS: Dict[str, str] = {
     "NCCL_IB_HCA": "which RDMA devices/ports NCCL may use; '=' makes names exact, '^' excludes",
-    "NCCL_IB_GID_INDEX": "GID table index for RoCE; -1 lets NCCL pick the first IPv4 RoCE v2 GID",
+    "NCCL_IB_GID_INDEX": "GID table index for RoCE; -1 (from 2.21.5) lets NCCL pick the first IPv4 RoCE v2 GID",
     "NCCL_IB_ADDR_FAMILY": "address family NCCL's GID auto-selection looks for (AF_INET or AF_INET6)",
     "NCCL_IB_ADDR_RANGE": "CIDR the auto-selected RoCE GID must fall in",
     "NCCL_IB_TC": "traffic class byte of RoCE packets (DSCP << 2 | ECN bits)",
@@ -139,6 +139,17 @@ _SENTINELS = {
     "-2": "auto",
     "-1": "unset: falls back to ncclConfig_t or a built-in value",
     "NCCL_CONFIG_UNDEF_INT": "taken from ncclConfig_t, else automatic",
+}
+
+
+# What a sentinel default means for one variable, where the generic text above would mislead
+# (read in the code that uses the value, NVIDIA/nccl 2.30.7).
+DEFAULT_MEANS: Dict[str, str] = {
+    "NCCL_IB_GID_INDEX": "NCCL scans each port's GID table itself (ncclIbGetGidIndex, "
+                         "src/transport/net_ib/connect.cc:298-335; auto-selection since 2.21.5)",
+    "NCCL_IB_TC": "the application's ncclConfig_t.trafficClass, else 0 (connect.cc:996-1001; since 2.26.2)",
+    "NCCL_IB_SL": "the application's ncclConfig_t.trafficClass, else 0 (connect.cc:996-1001; since 2.26.2)",
+    "NCCL_IB_FIFO_TC": "CTS messages keep the connection's traffic class (connect.cc:1245-1247)",
 }
 
 
@@ -246,7 +257,9 @@ def build(inventory: Dict[str, Any]) -> Dict[str, Any]:
         }
         if symbolic:
             entry["default_symbolic"] = True
-        if default in _SENTINELS:
+        if name in DEFAULT_MEANS:
+            entry["default_means"] = DEFAULT_MEANS[name]
+        elif default in _SENTINELS:
             entry["default_means"] = _SENTINELS[default]
         if name in RANGES:
             entry["min"], entry["max"] = RANGES[name]

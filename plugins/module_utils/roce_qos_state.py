@@ -55,7 +55,7 @@ def parse_plan(text, loader, source):
     data = (loader(text) or {}) if text.strip() else {}
     if not isinstance(data, dict):
         raise QosError("%s: the QoS plan must be a mapping (docs/qos.md)" % source)
-    unknown = sorted(set(data) - set(DEFAULT_PLAN) - set(["cts"]))
+    unknown = sorted(set(data) - set(DEFAULT_PLAN) - set(["cts", "fabric"]))
     if unknown:
         raise QosError("%s: unknown key(s) %s (docs/qos.md)" % (source, ", ".join(str(k) for k in unknown)))
     if data.get("version", 1) != 1:

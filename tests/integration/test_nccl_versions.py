@@ -17,7 +17,7 @@ from tests.integration.clirun import rocetune, rocetune_json
 
 SYS = "usr/lib/x86_64-linux-gnu"
 WHEEL = "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"
-ONLY_219 = ("NCCL_IB_GID_INDEX", "NCCL_IB_SPLIT_DATA_ON_QPS", "NCCL_IB_TIMEOUT")
+ONLY_219 = ("NCCL_IB_GID_INDEX", "NCCL_IB_TIMEOUT")
 
 
 def write(root, rel: str, data) -> None:
@@ -72,7 +72,7 @@ def test_explain_names_the_library_a_decision_was_gated_on(torch22_host):
     assert proc.returncode == 0, proc.stderr
     assert f"gated on: NCCL 2.19.3 at {WHEEL} (wheel nvidia-nccl-cu12 2.19.3, from its wheel's METADATA), " \
            "the lowest of the 2 libraries found" in proc.stdout
-    code, out = rocetune_json("explain", "--root", torch22_host, "NCCL_IB_SPLIT_DATA_ON_QPS")
+    code, out = rocetune_json("explain", "--root", torch22_host, "NCCL_IB_TIMEOUT")
     assert out["data"]["gated_on"]["library"] == WHEEL
 
 

@@ -34,14 +34,15 @@ def converge_check(tmp_path, extra: dict) -> str:
 
 def test_declared_nccl_version_reaches_the_agent_and_the_boot_unit(tmp_path):
     out = converge_check(tmp_path, {"rocetune_env_nccl_version": "2.19.3"})
-    # dgx-h100-roce has NCCL 2.21.5: SPLIT_DATA_ON_QPS=0 is planned only for the declared 2.19.3
-    assert "+export NCCL_IB_SPLIT_DATA_ON_QPS='0'" in out, out
+    # dgx-h100-roce has NCCL 2.21.5, which finds the RoCE v2 GID itself: the pin is planned only
+    # for the declared 2.19.3
+    assert "+export NCCL_IB_GID_INDEX='3'" in out, out
     assert "env --env-dir " in out and " --nccl-version 2.19.3 --format sh -o " in out, out
 
 
 def test_without_it_the_agent_plans_for_the_nccl_it_finds(tmp_path):
     out = converge_check(tmp_path, {})
-    assert "NCCL_IB_SPLIT_DATA_ON_QPS" not in out and "--nccl-version" not in out, out
+    assert "NCCL_IB_GID_INDEX" not in out and "--nccl-version" not in out, out
 
 
 def test_a_malformed_version_fails_before_the_agent_runs(tmp_path):

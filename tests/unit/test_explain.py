@@ -79,9 +79,56 @@ def test_all_variables_table(setup, capsys):
 def test_variable_not_planned_and_folklore(setup, capsys):
     root, ff, _ = setup
     code, out, _ = explain(capsys, root, "NCCL_IB_TIMEOUT", "--features", ff)
-    assert code == 0 and "not set by rocetune" in out and "default 20" in out
+    assert code == 0 and "not set by rocetune" in out and "default in NCCL 2.23.4: 20" in out
     code, out, _ = explain(capsys, root, "NCCL_TOPOLOGY_AWARE", "--features", ff)
     assert "not an NCCL variable" in out and "NCCL_TOPO_FILE" in out
+
+
+def features_file(tmp_path, nccl):
+    ff = tmp_path / f"features-{nccl}.json"
+    ff.write_text(json.dumps(rail_host(nccl=nccl).build()))
+    return str(ff)
+
+
+def nccl_line(out):
+    return next(line for line in out.splitlines() if line.startswith("  NCCL:"))
+
+
+def test_defaults_are_those_of_the_release_planned_for(setup, capsys, tmp_path):
+    root, _, _ = setup
+    code, out, _ = explain(capsys, root, "NCCL_IB_TIMEOUT", "--features", features_file(tmp_path, "2.18.5"))
+    line = nccl_line(out)
+    assert code == 0 and out.startswith("NCCL_IB_TIMEOUT=20") and "NCCL 2.18.5 defaults to 18" in out
+    assert "default in NCCL 2.18.5: 18 (v2.14.3 src/transport/net_ib.cc:75)" in line
+    assert "20 from 2.23.4" in line and "default 20" not in line
+    code, data = explain_json(capsys, root, "NCCL_IB_TIMEOUT", "--features", features_file(tmp_path, "2.18.5"))
+    assert data["data"]["nccl"]["release_default"]["value"] == 18
+
+
+def test_gid_index_minus_one_means_nccl_scans_from_2_21_5(setup, capsys, tmp_path):
+    root, _, _ = setup
+    _, out, _ = explain(capsys, root, "NCCL_IB_GID_INDEX", "--features", features_file(tmp_path, "2.23.4"))
+    line = nccl_line(out)
+    assert "default in NCCL 2.23.4: -1 = NCCL scans the port's GID table itself" in line
+    assert "ncclIbGetGidIndex" in line and "0 before 2.21.5, -1 from 2.21.5" in line
+    _, out, _ = explain(capsys, root, "NCCL_IB_GID_INDEX", "--features", features_file(tmp_path, "2.20.5"))
+    assert "default in NCCL 2.20.5: 0 = GID index 0 on every port" in nccl_line(out)
+
+
+def test_unknown_release_and_untracked_variables_say_so(setup, capsys, tmp_path):
+    root, _, _ = setup
+    ff = tmp_path / "unknown.json"
+    ff.write_text(json.dumps(rail_host(nccl=None).build()))
+    _, out, _ = explain(capsys, root, "NCCL_IB_TIMEOUT", "--features", str(ff))
+    assert "NCCL release unknown: default 20 in the newest release tracked; 14 before 2.14.3" in nccl_line(out)
+    _, out, _ = explain(capsys, root, "NCCL_NET_GDR_LEVEL", "--features", str(ff))
+    assert "in NCCL 2.30.7 (rocetune's catalog; not tracked per release)" in nccl_line(out)
+
+
+def test_traffic_class_says_the_switch_side_was_not_checked(setup, capsys):
+    root, ff, _ = setup
+    _, out, _ = explain(capsys, root, "NCCL_IB_TC", "--features", ff)
+    assert "switches' DSCP-to-queue map and PFC were not checked" in out and "switch_side:" in out
 
 
 def test_override_and_unset_are_explained(setup, capsys):

@@ -109,3 +109,41 @@ def test_missing_file(tmp_path):
 def test_plan_is_a_dataclass_with_a_dict_view():
     d = QosPlan().to_dict()
     assert d["traffic_class"] == 106 and d["data"] == {"dscp": 26, "priority": 3}
+
+
+def test_fabric_description_is_read_checked_and_dumped():
+    q = load_text("fabric:\n  tiers: 2\n  rail_optimised: true\n", "q")
+    assert (q.fabric.tiers, q.fabric.rail_optimised, q.fabric.ecmp, q.fabric.hashes_flows) == (2, True, None, True)
+    assert q.to_dict()["fabric"]["hashes_flows"] is True and not q.classes_stated
+    again = load_text(dump_yaml(q), "b")
+    assert again.fabric == q.fabric
+    assert load_text("fabric:\n  tiers: 1\n", "q").fabric.hashes_flows is False
+    assert load_text("fabric:\n  rail_optimised: false\n", "q").fabric.hashes_flows is None
+    assert default_plan().fabric is None and load_text(FULL, "q").classes_stated
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("fabric:\n  tiers: 0\n", "fabric.tiers: 0 is out of range 1..4"),
+    ("fabric:\n  tiers: two\n", "fabric.tiers: expected an integer"),
+    ("fabric:\n  rail_optimized: true\n", "fabric: unknown key(s) rail_optimized"),
+    ("fabric:\n  ecmp: 1\n", "fabric.ecmp: expected true or false"),
+    ("fabric:\n  tiers: 1\n  ecmp: true\n", "tiers 1 with ecmp true"),
+    ("fabric: leaf-spine\n", "fabric: expected a mapping"),
+])
+def test_fabric_errors_name_the_key(text, needle):
+    with pytest.raises(RocetuneError) as e:
+        load_text(text, "/etc/rocetune/qos.yml")
+    assert needle in e.value.message and e.value.code == ExitCode.INPUT
+
+
+def test_the_roles_reader_accepts_a_plan_with_a_fabric_section(tmp_path):
+    """roce_qos reads the same file with PyYAML: the fabric section leaves its QoS numbers alone."""
+    import yaml
+
+    from tests.unit.roles import load_module_utils
+
+    Q = load_module_utils("roce_qos", "roce_qos_state")
+    path = tmp_path / "qos.yml"
+    path.write_text("data:\n  dscp: 24\n  priority: 4\nlossless_priorities: [4]\nfabric:\n  tiers: 2\n")
+    plan = Q.load_plan(str(path), yaml.safe_load)
+    assert Q.traffic_class(plan) == load_text(path.read_text(), "q").traffic_class == 98

@@ -6,6 +6,10 @@ bits and the ECN field in the low two. If the host's `NCCL_IB_TC` and the switch
 queue disagree, RoCE lands in a lossy queue and collapses under load. So the values live in one
 file (default `/etc/rocetune/qos.yml`) that both sides read; see docs/qos.md for the format.
 
+The same file may describe the fabric's shape (`fabric:` -- switch tiers, rail-optimised, ECMP):
+what NCCL cannot see from a host and what the number of queue pairs per connection and
+NCCL_CROSS_NIC depend on. Absent, rocetune assumes nothing about the fabric.
+
 The file is YAML (JSON is YAML too), read with PyYAML's safe loader -- the same reader as
 Ansible's `from_yaml`, so the roles that configure the NICs and switches see the same numbers.
 Where YAML readers disagree (a leading-zero integer is octal in YAML 1.1 and decimal in 1.2),
@@ -34,6 +38,37 @@ class TrafficClass:
     priority: int
 
 
+@dataclass(frozen=True)
+class Fabric:
+    """The fabric's shape as the plan states it; None where the plan says nothing."""
+
+    tiers: Optional[int] = None            # switch tiers: 1 one switch layer, 2 leaf-spine, 3 ...
+    rail_optimised: Optional[bool] = None  # NIC i of every node on rail i's own switch (and subnet)
+    ecmp: Optional[bool] = None            # flows between nodes hashed over equal-cost paths
+
+    @property
+    def hashes_flows(self) -> Optional[bool]:
+        """Whether a flow between two nodes is hashed onto one of several paths: `ecmp` when
+        stated, else implied by the tiers (more than one tier has several uplinks)."""
+        if self.ecmp is not None:
+            return self.ecmp
+        return None if self.tiers is None else self.tiers > 1
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"tiers": self.tiers, "rail_optimised": self.rail_optimised, "ecmp": self.ecmp,
+                "hashes_flows": self.hashes_flows}
+
+    def describe(self) -> str:
+        parts = []
+        if self.tiers is not None:
+            parts.append(f"{self.tiers} switch tier{'s' if self.tiers != 1 else ''}")
+        if self.rail_optimised is not None:
+            parts.append("rail-optimised" if self.rail_optimised else "not rail-optimised")
+        if self.ecmp is not None:
+            parts.append("ECMP" if self.ecmp else "no ECMP")
+        return ", ".join(parts) or "nothing stated"
+
+
 @dataclass
 class QosPlan:
     """The fabric's QoS policy as the hosts must follow it."""
@@ -44,6 +79,8 @@ class QosPlan:
     trust: str = "dscp"
     lossless_priorities: Tuple[int, ...] = (3,)
     cts_dscp: Optional[int] = None  # NCCL_IB_FIFO_TC: CTS/credit messages, when they get their own class
+    fabric: Optional[Fabric] = None  # the fabric's shape, when the plan states it
+    classes_stated: bool = False     # the file states a QoS key (not only version/fabric)
     source: str = "built-in defaults"
     warnings: List[str] = field(default_factory=list)
 
@@ -71,6 +108,7 @@ class QosPlan:
             "cts_dscp": self.cts_dscp,
             "traffic_class": self.traffic_class,
             "fifo_traffic_class": self.fifo_traffic_class,
+            "fabric": self.fabric.to_dict() if self.fabric else None,
             "warnings": list(self.warnings),
         }
 
@@ -84,6 +122,12 @@ def dump_yaml(plan: QosPlan) -> str:
     ecn_name = {v: k for k, v in ECN_NAMES.items()}[plan.ecn]
     cts = "null" if plan.cts_dscp is None else str(plan.cts_dscp)
     lossless = ", ".join(str(p) for p in plan.lossless_priorities)
+    fabric = ""
+    if plan.fabric is not None:
+        fabric = "fabric:\n" + "".join(
+            f"  {k}: {'null' if v is None else str(v).lower()}\n"
+            for k, v in (("tiers", plan.fabric.tiers), ("rail_optimised", plan.fabric.rail_optimised),
+                         ("ecmp", plan.fabric.ecmp)))
     return (
         "# RoCE QoS plan shared by rocetune (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS) and the\n"
         "# switch/NIC QoS configuration. Change it here, nowhere else.\n"
@@ -99,6 +143,7 @@ def dump_yaml(plan: QosPlan) -> str:
         f"lossless_priorities: [{lossless}]\n"
         "cts:\n"
         f"  dscp: {cts}\n"
+        f"{fabric}"
     )
 
 
@@ -134,7 +179,9 @@ def _err(source: str, message: str, hint: Optional[str] = None) -> RocetuneError
                          code=ExitCode.INPUT)
 
 
-_TOP_KEYS = {"version", "trust", "data", "cnp", "ecn", "lossless_priorities", "cts"}
+_TOP_KEYS = {"version", "trust", "data", "cnp", "ecn", "lossless_priorities", "cts", "fabric"}
+_FABRIC_KEYS = ("tiers", "rail_optimised", "ecmp")
+MAX_TIERS = 4
 _CLASS_KEYS = {"dscp", "priority"}
 
 
@@ -168,6 +215,8 @@ def _from_doc(doc: Dict[str, Any], source: str) -> QosPlan:
         if cts_doc.get("dscp") is not None:
             cts_dscp = _int_in(cts_doc["dscp"], 0, 63, "cts.dscp", source)
 
+    fabric = _fabric(doc.get("fabric"), source)
+
     if data.dscp == cnp.dscp:
         raise _err(source, f"data.dscp and cnp.dscp are both {data.dscp}: congestion "
                            "notifications must be told apart from the data they throttle")
@@ -181,7 +230,32 @@ def _from_doc(doc: Dict[str, Any], source: str) -> QosPlan:
     if not lossless:
         warnings.append("no lossless priority: the fabric relies on ECN alone (no PFC)")
     return QosPlan(data=data, cnp=cnp, ecn=ecn, trust=trust, lossless_priorities=lossless,
-                   cts_dscp=cts_dscp, source=source, warnings=warnings)
+                   cts_dscp=cts_dscp, fabric=fabric, source=source, warnings=warnings,
+                   classes_stated=bool(set(doc) - {"version", "fabric"}))
+
+
+def _fabric(node: Any, source: str) -> Optional[Fabric]:
+    if node is None:
+        return None
+    if not isinstance(node, dict):
+        raise _err(source, "fabric: expected a mapping with tiers, rail_optimised, ecmp")
+    extra = sorted(set(node) - set(_FABRIC_KEYS))
+    if extra:
+        raise _err(source, f"fabric: unknown key(s) {', '.join(extra)}",
+                   hint=f"known keys: {', '.join(_FABRIC_KEYS)}")
+    tiers = node.get("tiers")
+    if tiers is not None:
+        tiers = _int_in(tiers, 1, MAX_TIERS, "fabric.tiers", source)
+    flags = {}
+    for key in ("rail_optimised", "ecmp"):
+        value = node.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise _err(source, f"fabric.{key}: expected true or false, got {value!r}")
+        flags[key] = value
+    if tiers == 1 and flags["ecmp"]:
+        raise _err(source, "fabric: tiers 1 with ecmp true: one switch tier has no equal-cost paths "
+                           "between nodes (a bond toward the switch is seen on the host, not declared here)")
+    return Fabric(tiers=tiers, **flags)
 
 
 def _class(node: Any, name: str, default: TrafficClass, source: str) -> TrafficClass:

@@ -33,6 +33,7 @@ _ADDRESS = {"family": "str", "address": "ip", "prefixlen": "prefix?"}
 _INTERFACE = {"name": "str", "kind": "str", "operstate": "str?", "carrier": "bool?", "mtu": "int?",
               "speed_mbps": "int?", "driver": "str?", "pci": "str?", "master": "str?",
               "slaves": ["str"], "addresses": [_ADDRESS], "default_route": "bool"}
+_ROUTE = {"interface": "str", "dest": "ip", "prefixlen": "prefix", "gateway": "ip?"}
 _NEAREST = {"device": "str", "port": "int?", "path": "str", "netdev": "str?", "link_layer": "str?",
             "state": "str?"}
 _GPU = {"index": "int", "bdf": "str?", "name": "str?", "numa_node": "int?", "cpu_affinity": "str?",
@@ -54,7 +55,8 @@ FEATURES = {
              "virtualization": {"hypervisor": "str?", "flattened": "bool", "reasons": ["str"]}},
     "sources?": {"*": _SOURCE},
     "pci": {"devices": [_PCI_DEVICE]},
-    "net": {"interfaces": [_INTERFACE], "default_route_interfaces": ["str"], "addresses_known?": "bool"},
+    "net": {"interfaces": [_INTERFACE], "default_route_interfaces": ["str"], "addresses_known?": "bool",
+            "routes?": [_ROUTE]},
     "rdma": {"devices": [_RDMA_DEVICE], "known?": "bool", "unknown_reason?": "str?", "from_tools?": "str"},
     "verbs?": {"via": "str?", "devices": ["any"], "disagreements": ["str"]},
     "gpu?": {"matrix": {"?": True, "gpus": ["any"], "nics": [{"index": "int", "name": "str?"}],

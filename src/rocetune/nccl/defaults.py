@@ -8,7 +8,7 @@ exist in that release (NCCL ignores it there).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 Version = Tuple[int, int, int]
 
@@ -48,25 +48,109 @@ GDR_C2C_DEFAULT_ON: Version = (2, 27, 3)
 # NCCL_CONF_FILE read from 2.23.4 (absent in 2.22.3).
 CONF_FILE_VAR: Version = (2, 23, 4)
 
-_TABLE = {
-    # NCCL_IB_TIMEOUT: 14 up to 2.13.4, 18 from 2.14.3, 20 from 2.23.4 (2.30.7 connect.cc:15).
-    "NCCL_IB_TIMEOUT": (((0, 0, 0), 14), ((2, 14, 3), 18), ((2, 23, 4), 20)),
-    # NCCL_IB_SPLIT_DATA_ON_QPS: new in 2.18.1 with 1 (net_ib.cc:966), 0 from 2.20.3 (net_ib.cc:1301).
-    "NCCL_IB_SPLIT_DATA_ON_QPS": (((0, 0, 0), None), ((2, 18, 1), 1), ((2, 20, 3), 0)),
-    # NCCL_IB_QPS_PER_CONNECTION: 1 in every release checked (2.12.12 .. 2.30.7).
-    "NCCL_IB_QPS_PER_CONNECTION": (((0, 0, 0), 1),),
-    # NCCL_IB_TC / NCCL_IB_SL: 0, then -1 (= ncclConfig_t.trafficClass, else 0) from 2.26.2.
-    "NCCL_IB_TC": (((0, 0, 0), 0), ((2, 26, 2), -1)),
-    "NCCL_IB_SL": (((0, 0, 0), 0), ((2, 26, 2), -1)),
-    # NCCL_IB_FIFO_TC: new in 2.22.3 with 0 meaning "unset"; -1 (and 0 = TC 0) from 2.24.3.
-    "NCCL_IB_FIFO_TC": (((0, 0, 0), None), ((2, 22, 3), 0), ((2, 24, 3), -1)),
-    # NCCL_IB_GID_INDEX: 0 (fixed), -1 (auto-select) from 2.21.5.
-    "NCCL_IB_GID_INDEX": (((0, 0, 0), 0), (GID_AUTO_SELECT, -1)),
-    # NCCL_CROSS_NIC: 2 in every release checked (2.30.7 src/graph/search.cc:16).
-    "NCCL_CROSS_NIC": (((0, 0, 0), 2),),
-    # NCCL_IGNORE_CPU_AFFINITY: 0 in every release checked (2.30.7 src/graph/topo.cc:2148).
-    "NCCL_IGNORE_CPU_AFFINITY": (((0, 0, 0), 0),),
+# name -> ((first release, default, where NCCL's source says so), ...), oldest first. Read from
+# the NCCL_PARAM line at every release tag v2.3.7-1 .. v2.30.7-1 (60 tags); a step is the first
+# tag with a new value. None: the variable does not exist in that release.
+_STEPS = {
+    "NCCL_IB_TIMEOUT": (((0, 0, 0), 14, "v2.3.7 src/transport/net_ib.cu:51"),
+                        ((2, 14, 3), 18, "v2.14.3 src/transport/net_ib.cc:75"),
+                        ((2, 23, 4), 20, "v2.23.4 src/transport/net_ib.cc:89")),
+    "NCCL_IB_SPLIT_DATA_ON_QPS": (((0, 0, 0), None, None),
+                                  ((2, 18, 1), 1, "v2.18.1 src/transport/net_ib.cc:966"),
+                                  ((2, 20, 3), 0, "v2.20.3 src/transport/net_ib.cc:1301")),
+    "NCCL_IB_QPS_PER_CONNECTION": (((0, 0, 0), None, None),
+                                   ((2, 10, 3), 1, "v2.10.3 src/transport/net_ib.cc:353")),
+    "NCCL_IB_TC": (((0, 0, 0), 0, "v2.3.7 src/transport/net_ib.cu:54"),
+                   ((2, 26, 2), -1, "v2.26.2 src/transport/net_ib.cc:102")),
+    "NCCL_IB_SL": (((0, 0, 0), 0, "v2.3.7 src/transport/net_ib.cu:53"),
+                   ((2, 26, 2), -1, "v2.26.2 src/transport/net_ib.cc:101")),
+    "NCCL_IB_FIFO_TC": (((0, 0, 0), None, None),
+                        ((2, 22, 3), 0, "v2.22.3 src/transport/net_ib.cc:92"),
+                        ((2, 24, 3), -1, "v2.24.3 src/transport/net_ib.cc:100")),
+    "NCCL_IB_GID_INDEX": (((0, 0, 0), 0, "v2.3.7 src/transport/net_ib.cu:50"),
+                          (GID_AUTO_SELECT, -1, "v2.21.5 src/transport/net_ib.cc:80")),
+    "NCCL_CROSS_NIC": (((0, 0, 0), None, None),
+                       ((2, 5, 6), 2, "v2.5.6 src/init.cc:431")),
+    "NCCL_IGNORE_CPU_AFFINITY": (((0, 0, 0), None, None),
+                                 ((2, 4, 6), 0, "v2.4.6 src/init.cc:891")),
 }
+_TABLE = {name: tuple((since, value) for since, value, _ in steps) for name, steps in _STEPS.items()}
+
+# What a sentinel default makes NCCL do, per variable and value (the code that reads it).
+_MEANS = {
+    ("NCCL_IB_GID_INDEX", -1): "NCCL scans the port's GID table itself when it connects and takes the "
+                               "first GID of NCCL_IB_ADDR_FAMILY (IPv4) and NCCL_IB_ROCE_VERSION_NUM (2) "
+                               "within NCCL_IB_ADDR_RANGE (ncclIbGetGidIndex, v2.21.5 "
+                               "src/transport/net_ib.cc:263-309)",
+    ("NCCL_IB_GID_INDEX", 0): "GID index 0 on every port (on mlx5 a link-local GID: routable RoCE v2 "
+                              "needs a pinned index before 2.21.5)",
+    ("NCCL_IB_TC", -1): "the application's ncclConfig_t.trafficClass, else traffic class 0 "
+                        "(v2.26.2 src/transport/net_ib.cc:1344)",
+    ("NCCL_IB_SL", -1): "the application's ncclConfig_t.trafficClass, else SL 0 "
+                        "(v2.26.2 src/transport/net_ib.cc:1343)",
+    ("NCCL_IB_FIFO_TC", 0): "unset: CTS messages keep the connection's traffic class "
+                            "(v2.22.3 src/transport/net_ib.cc:982)",
+    ("NCCL_IB_FIFO_TC", -1): "unset: CTS messages keep the connection's traffic class "
+                             "(2.30.7 src/transport/net_ib/connect.cc:1245-1247)",
+}
+
+
+def known(name: str) -> bool:
+    """Whether rocetune tracks `name`'s default per release."""
+    return name in _STEPS
+
+
+def describe(name: str, version: Optional[Version]) -> Optional[Dict[str, Any]]:
+    """NCCL's default of `name` for the release planned for, where it comes from, and its history;
+    None when rocetune does not track the variable per release."""
+    steps = _STEPS.get(name)
+    if steps is None:
+        return None
+    history = [{"since": text(since) if since != (0, 0, 0) else None, "value": value, "source": where,
+                "means": _MEANS.get((name, value))} for since, value, where in steps]
+    current = history[-1] if version is None else None
+    if version is not None:
+        for (since, _, _), h in zip(steps, history):
+            if version >= since:
+                current = h
+    return {"release": text(version) if version else None, "value": current["value"],
+            "since": current["since"], "source": current["source"], "means": current["means"],
+            "history": [h for h in history if h["value"] is not None]}
+
+
+def summary(name: str, version: Optional[Version]) -> Optional[str]:
+    """One line: the default in the release planned for (or the newest tracked one when the
+    release is unknown), where NCCL's source sets it, and every change."""
+    d = describe(name, version)
+    if d is None:
+        return None
+    history = history_text(d["history"])
+    if version is None:
+        return f"NCCL release unknown: default {_value_text(d)} in the newest release tracked; {history}"
+    if d["value"] is None:
+        return f"not read by NCCL {d['release']}; {history}"
+    return f"default in NCCL {d['release']}: {_value_text(d)} ({d['source']}); {history}"
+
+
+def history_text(history) -> str:
+    """`14 before 2.14.3, 18 from 2.14.3, 20 from 2.23.4` (a variable that did not exist yet is
+    `new in` its first release)."""
+    parts = []
+    for i, h in enumerate(history):
+        if h["since"] is None:
+            nxt = history[i + 1]["since"] if i + 1 < len(history) else None
+            parts.append(f"{h['value']} before {nxt}" if nxt else f"{h['value']} in every release")
+        elif i == 0 or history[i - 1]["value"] is None:
+            parts.append(f"{h['value']} since it appeared in {h['since']}")
+        else:
+            parts.append(f"{h['value']} from {h['since']}")
+    if len(parts) == 1 and "since it appeared" in parts[0]:
+        return parts[0] + ", unchanged since"
+    return ", ".join(parts)
+
+
+def _value_text(d: Dict[str, Any]) -> str:
+    return f"{d['value']}" + (f" = {d['means']}" if d.get("means") else "")
 
 
 def default(name: str, version: Optional[Version]) -> Optional[int]:

@@ -20,6 +20,9 @@ sets these only from one of two sources of truth, in this order:
    else the only or the lowest one) with ECT(0) in the ECN bits, so DCQCN can mark it; under PCP
    trust NCCL_IB_SL = P. The evidence names each port's trust, map entry and PFC set.
 
+Either way only the hosts' half is known: the switches' DSCP-to-queue map and PFC are not
+visible from a host, and every reason says they were not checked.
+
 The built-in default plan (DSCP 26, priority 3) sets nothing: it is a convention, not a fact
 about this fabric. The sender's values govern both directions of a connection (they travel in
 the connection handshake), so every node must agree. Nothing is set for InfiniBand.
@@ -37,8 +40,15 @@ CONVENTIONAL_DSCP = 26
 ECT0 = 2
 
 
+# What no host-side evidence can show: the switches' own classification.
+SWITCH_UNCHECKED = ("the switches' DSCP-to-queue map and PFC were not checked (a host sees neither "
+                    "the ToR's classifier nor its lossless queues)")
+
+
 def explicit_plan(qos) -> bool:
-    return qos is not None and qos.source != default_plan().source
+    """A plan file that states QoS classes (a file with only `fabric:` states none)."""
+    return (qos is not None and qos.source != default_plan().source
+            and getattr(qos, "classes_stated", True))
 
 
 def observed(features: dict, ports) -> Dict[str, dict]:
@@ -98,7 +108,8 @@ def _state_evidence(states: Dict[str, dict], prio: Optional[int], dscp: Optional
 def _from_plan(ctx, sel, states) -> List[Decision]:
     q = ctx.qos
     tc = q.traffic_class
-    evidence = {"qos": q.to_dict(), "roce_ports": [p.name for p in sel.roce]}
+    evidence = {"qos": q.to_dict(), "roce_ports": [p.name for p in sel.roce],
+                "switch_side": SWITCH_UNCHECKED}
     if states:
         evidence["nic_qos"] = _state_evidence(states, q.data.priority, q.data.dscp)
         for nd, s in sorted(states.items()):
@@ -112,7 +123,8 @@ def _from_plan(ctx, sel, states) -> List[Decision]:
     out = [
         ctx.decision("NCCL_IB_TC", tc,
                      f"DSCP {q.data.dscp} << 2 | {q.ecn_text} = {tc}: the data class of the QoS plan "
-                     f"({q.source}), priority {q.data.priority}", **evidence),
+                     f"({q.source}), priority {q.data.priority}; {SWITCH_UNCHECKED}: they must be "
+                     "configured from the same plan", **evidence),
         ctx.decision("NCCL_IB_SL", q.data.priority,
                      f"data priority {q.data.priority}: the VLAN priority RoCE gets where a port "
                      f"trusts PCP (trust is {q.trust} in the plan)", **evidence),
@@ -143,7 +155,8 @@ def _from_nics(ctx, sel, states) -> List[Decision]:
         prio = common.pop()
         return [ctx.decision("NCCL_IB_SL", prio,
                              f"the NICs trust PCP and priority {prio} is the one with PFC: RoCE's service "
-                             "level becomes its VLAN priority", nic_qos=_state_evidence(states, prio, None))]
+                             f"level becomes its VLAN priority; {SWITCH_UNCHECKED}",
+                             nic_qos=_state_evidence(states, prio, None), switch_side=SWITCH_UNCHECKED)]
     dscp, prio, alternatives, why = lossless_dscp(states)
     if dscp is None:
         ctx.note(f"NIC QoS state recorded but no lossless class can be derived ({why}): NCCL_IB_TC left "
@@ -153,12 +166,13 @@ def _from_nics(ctx, sel, states) -> List[Decision]:
     chosen = ("DSCP 26, the RoCE convention" if dscp == CONVENTIONAL_DSCP else
               f"DSCP {dscp}" + (" (the only one)" if len(alternatives) == 1 else " (the lowest)"))
     evidence = {"nic_qos": _state_evidence(states, prio, dscp), "dscps_on_priority": alternatives,
-                "roce_ports": [p.name for p in sel.roce]}
+                "roce_ports": [p.name for p in sel.roce], "switch_side": SWITCH_UNCHECKED}
     if len(alternatives) > 1:
         ctx.note(f"DSCPs {alternatives} all map to PFC priority {prio} on the NICs; took {dscp}. The "
                  "switches must classify it the same way: state it in a QoS plan to be sure")
     reason = (f"the NICs trust DSCP and PFC protects only priority {prio}; {chosen} maps to it on "
-              f"every compute port: {dscp} << 2 | ECT(0) = {tc}")
+              f"every compute port: {dscp} << 2 | ECT(0) = {tc}. This is the hosts' side only: "
+              f"{SWITCH_UNCHECKED}")
     return [ctx.decision("NCCL_IB_TC", tc, reason, **evidence),
             ctx.decision("UCX_IB_TRAFFIC_CLASS", tc,
                          "the same class for UCX (MPI, UCC) traffic on the RoCE ports", **evidence)]

@@ -77,6 +77,7 @@ class Host:
         self.declared_files: List[dict] = []
         self.topology_files: List[dict] = []
         self.qos: Dict[str, dict] = {}
+        self.routes: Optional[List[dict]] = None  # None: the Features carry no routing table
 
     # --- pieces -----------------------------------------------------------------------------
     def _bdf(self) -> str:
@@ -142,6 +143,21 @@ class Host:
                        kind="physical" if link_layer == "Ethernet" else "infiniband")
         if paths is not None:
             self.paths[name] = dict(paths)
+        return self
+
+    def route(self, iface: str, cidr: str, gateway: Optional[str] = None) -> "Host":
+        """A main-table IPv4 route (Features net.routes)."""
+        net = ipaddress.ip_network(cidr, strict=False)
+        self.routes = (self.routes or []) + [{"interface": iface, "dest": str(net.network_address),
+                                              "prefixlen": net.prefixlen, "gateway": gateway}]
+        return self
+
+    def connected_routes(self) -> "Host":
+        """The routes the kernel adds for every IPv4 address: its own subnet, on its interface."""
+        for name, i in sorted(self.ifaces.items()):
+            for a in i["addresses"]:
+                if a["family"] == "inet":
+                    self.route(name, f"{a['address']}/{a['prefixlen']}")
         return self
 
     def no_peermem(self) -> "Host":
@@ -232,7 +248,9 @@ class Host:
              "rdma": {"ok": False, "reason": "PermissionError: /sys/class/infiniband", "warnings": []}},
             "pci": {"devices": [self.pci[b] for b in sorted(self.pci)]},
             "net": {"interfaces": [copy.deepcopy(self.ifaces[n]) for n in sorted(self.ifaces)],
-                    "default_route_interfaces": defaults},
+                    "default_route_interfaces": defaults,
+                    **({"routes": sorted(copy.deepcopy(self.routes), key=lambda r: (r["interface"], r["dest"]))}
+                       if self.routes is not None else {})},
             "rdma": {"devices": [copy.deepcopy(self.devices[n]) for n in sorted(self.devices)]},
             "verbs": {"via": None, "devices": [], "disagreements": []},
             "gpu": {"matrix": matrix, "bus_ids": {str(g["index"]): g["bdf"] for g in gpus},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rocetune.model.features import with_nccl_version
+from rocetune.model.qos import load_text
 from rocetune.nccl.versions import plan_version
 
 from .featurekit import plan_of, rail_host
@@ -13,7 +14,10 @@ TORCH_22 = {"path": WHEEL, "version": "2.19.3", "how": "wheel-metadata", "packag
             "environment": "/opt/torch/.venv", "via": ["wheel"]}
 SYSTEM_228 = {"path": SYSTEM, "version": "2.28.3", "how": "file-name", "package": None, "environment": None,
               "via": ["ld.so.cache", "system"]}
-ONLY_19 = ("NCCL_IB_GID_INDEX", "NCCL_IB_SPLIT_DATA_ON_QPS", "NCCL_IB_TIMEOUT")
+ONLY_19 = ("NCCL_IB_GID_INDEX", "NCCL_IB_TIMEOUT")
+# Splitting every message over the QPs (2.18.1-2.20.2) matters only with more than one QP: an
+# ECMP fabric plan asks for 4.
+ECMP = load_text("fabric:\n  tiers: 2\n  ecmp: true\n", "qos.yml")
 
 
 def host_with(*libraries, envs=("/opt/torch/.venv", "/usr")):
@@ -31,7 +35,10 @@ def findings(plan):
 def test_torch_22_wheel_beside_system_228_gets_the_219_decisions():
     plan = plan_of(host_with(TORCH_22, SYSTEM_228))
     assert all(k in plan.env for k in ONLY_19), plan.env
-    assert plan.env["NCCL_IB_SPLIT_DATA_ON_QPS"] == "0" and plan.env["NCCL_IB_TIMEOUT"] == "20"
+    assert plan.env["NCCL_IB_TIMEOUT"] == "20" and "NCCL_IB_SPLIT_DATA_ON_QPS" not in plan.env  # one QP
+    ecmp = plan_of(host_with(TORCH_22, SYSTEM_228), qos=ECMP)
+    assert ecmp.env["NCCL_IB_QPS_PER_CONNECTION"] == "4" and ecmp.env["NCCL_IB_SPLIT_DATA_ON_QPS"] == "0"
+    assert "NCCL_IB_SPLIT_DATA_ON_QPS" not in plan_of(host_with(SYSTEM_228), qos=ECMP).env  # 2.28 does not split
     f = findings(plan)
     assert "gdr-not-detected" in f and WHEEL in f["gdr-not-detected"].message
     differ = f["nccl-versions-differ"]
@@ -68,7 +75,8 @@ def test_an_unreadable_library_plans_for_an_unknown_release():
     plan = plan_of(host_with(mystery, SYSTEM_228))
     f = findings(plan)["nccl-version-unreadable"]
     assert f.severity == "warning" and WHEEL in f.message
-    assert plan.env["NCCL_IB_TIMEOUT"] == "20" and plan.env["NCCL_IB_SPLIT_DATA_ON_QPS"] == "0"
+    assert plan.env["NCCL_IB_TIMEOUT"] == "20"
+    assert plan_of(host_with(mystery, SYSTEM_228), qos=ECMP).env["NCCL_IB_SPLIT_DATA_ON_QPS"] == "0"
 
 
 def test_no_library_is_an_info_finding():

@@ -106,3 +106,16 @@ def test_data_on_a_lossy_priority_is_warned():
     qos = load_text("data:\n  dscp: 26\n  priority: 3\nlossless_priorities: [4]\n", "q.yml")
     plan = plan_of(rail_host(1).build(), qos=qos)
     assert any("not lossless" in str(w) or "lossy" in str(w) for w in plan.warnings)
+
+
+def test_a_plan_that_states_only_the_fabric_sets_no_class():
+    plan = plan_of(rail_host().build(), qos=load_text("fabric:\n  tiers: 2\n", "/etc/rocetune/qos.yml"))
+    assert "NCCL_IB_TC" not in plan.env and "NCCL_IB_SL" not in plan.env
+
+
+def test_every_class_decision_says_the_switch_side_was_not_checked():
+    plan = plan_of(rail_host().build(), qos=load_text("data:\n  dscp: 24\n  priority: 4\n", "q.yml"))
+    from_nics = plan_of(rail_host(2).nic_qos("ens0np0").nic_qos("ens1np0").build())
+    for d in (plan.get("NCCL_IB_TC"), from_nics.get("NCCL_IB_TC")):
+        assert "switches' DSCP-to-queue map and PFC were not checked" in d.reason
+        assert "not checked" in d.evidence["switch_side"]

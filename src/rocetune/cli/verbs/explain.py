@@ -66,10 +66,12 @@ def _decisions_from_env(path: str) -> Tuple[List["Decision"], Optional[str]]:
 def run(args: argparse.Namespace) -> Result:
     from ... import app
     from ...hostfs import HostRoot
+    from ...analysis.hostview import HostView
     from ...nccl.conf import layers as nccl_layers
     from ...planner import build_plan
 
     plan: "Optional[Plan]" = None
+    version = None  # the NCCL release planned for (unknown for an env file)
     if args.env_file:
         decisions, fhash = _decisions_from_env(args.env_file)
         if not decisions:
@@ -79,6 +81,7 @@ def run(args: argparse.Namespace) -> Result:
         warnings: List[str] = []
     else:
         features = report.collect(args)
+        version = HostView(features).nccl_version()
         plan = build_plan(features, app.overrides(args.config, args.set, args.unset),
                           app.qos_plan(args.root, args.qos), local_rank=args.local_rank)
         decisions = plan.decisions
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> Result:
 
     by_key = {d.key: d for d in decisions}
     if args.var:
-        data = _explain_one(args.var, by_key.get(args.var), plan, layers)
+        data = _explain_one(args.var, by_key.get(args.var), plan, layers, version)
         data["source"] = source
         if args.var in _PATH_VARS:
             data["gpu_nic_paths"] = _paths_summary(plan)
@@ -154,7 +157,9 @@ def _effective_entry(key: str, planned: Optional[str], layers) -> Dict[str, Any]
             "layers": [label for label, _ in layers]}
 
 
-def _explain_one(key: str, d: "Optional[Decision]", plan: "Optional[Plan]", layers) -> Dict[str, Any]:
+def _explain_one(key: str, d: "Optional[Decision]", plan: "Optional[Plan]", layers,
+                 version=None) -> Dict[str, Any]:
+    from ...nccl import defaults
     from ...nccl.catalog import load_catalog
 
     cat = load_catalog()
@@ -177,7 +182,10 @@ def _explain_one(key: str, d: "Optional[Decision]", plan: "Optional[Plan]", laye
             data["related"] = related
     if info is not None:
         data["nccl"] = {"default": info.get("default"), "default_means": info.get("default_means"),
-                        "description": info.get("description"), "kind": info.get("kind")}
+                        "description": info.get("description"), "kind": info.get("kind"),
+                        "catalog_release": cat.nccl_version,
+                        "release_default": defaults.describe(key, version),
+                        "default_text": defaults.summary(key, version)}
     elif key.startswith("NCCL_"):
         data["nccl"] = {"not_read_by_nccl": cat.describe_unknown(key)}
     if layers is not None:
@@ -236,10 +244,7 @@ def _human_one(data: Dict[str, Any]) -> str:
         if "not_read_by_nccl" in nccl:
             lines.append(printable(f"  NCCL:   not an NCCL variable: {nccl['not_read_by_nccl']}"))
         else:
-            default = nccl.get("default")
-            means = f" ({nccl['default_means']})" if nccl.get("default_means") else ""
-            desc = f"{nccl['description']}; " if nccl.get("description") else ""
-            lines.append(printable(f"  NCCL:   {desc}default {default if default is not None else 'unset'}{means}"))
+            lines.append(printable(f"  NCCL:   {_default_text(nccl)}"))
     eff = data.get("effective")
     if eff:
         where = f" from {eff['from']}" if eff["from"] else ""
@@ -249,6 +254,18 @@ def _human_one(data: Dict[str, Any]) -> str:
     lines += ["  " + x for x in _paths_line(data.get("gpu_nic_paths"))]
     lines.append(printable(f"  source: {data['source']}"))
     return "\n".join(lines) + "\n"
+
+
+def _default_text(nccl: Dict[str, Any]) -> str:
+    """The description and the default of the release planned for; a variable whose default
+    rocetune does not track per release is given with the catalog's release named."""
+    desc = f"{nccl['description']}; " if nccl.get("description") else ""
+    if nccl.get("default_text"):
+        return desc + nccl["default_text"]
+    default = nccl.get("default")
+    means = f" ({nccl['default_means']})" if nccl.get("default_means") else ""
+    return (f"{desc}default {default if default is not None else 'unset'}{means} in NCCL "
+            f"{nccl.get('catalog_release') or '?'} (rocetune's catalog; not tracked per release)")
 
 
 def _human_all(data: Dict[str, Any], effective_on: bool, verbose: int) -> str:

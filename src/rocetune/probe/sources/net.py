@@ -67,6 +67,43 @@ def default_route_interfaces(ctx: ProbeContext) -> List[str]:
     return sorted(found)
 
 
+RTF_GATEWAY = 0x2
+
+
+def _hex_ipv4(text: str) -> Optional[str]:
+    """`0100140A` (little-endian hex, as /proc/net/route writes it) -> `10.20.0.1`."""
+    try:
+        return str(ipaddress.IPv4Address(int(text, 16).to_bytes(4, "little")))
+    except ValueError:
+        return None
+
+
+def ipv4_routes(ctx: ProbeContext) -> Optional[List[dict]]:
+    """The main table's IPv4 routes (/proc/net/route); None when the file is missing.
+
+    Policy-routing rules and other tables are not in this file."""
+    text = ctx.text("/proc/net/route")
+    if text is None:
+        return None
+    out = []
+    for line in text.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) < 8:
+            continue
+        dest, gw, mask = _hex_ipv4(cols[1]), _hex_ipv4(cols[2]), _hex_ipv4(cols[7])
+        try:
+            flags = int(cols[3], 16)
+        except ValueError:
+            continue
+        plen = _prefixlen(mask)
+        if dest is None or plen is None:
+            continue
+        out.append({"interface": cols[0], "dest": dest, "prefixlen": plen,
+                    "gateway": gw if flags & RTF_GATEWAY else None})
+    return sorted(out, key=lambda r: (r["interface"], ipaddress.IPv4Address(r["dest"]), r["prefixlen"],
+                                      r["gateway"] or ""))
+
+
 def _prefixlen(netmask: Optional[str]) -> Optional[int]:
     """Prefix length of a dotted or colon netmask (`255.255.255.0` -> 24, `ffff:ffff::` -> 32)."""
     if not netmask:
@@ -135,4 +172,8 @@ def probe(ctx: ProbeContext) -> dict:
                                 key=lambda a: (a["family"], a["address"], a["prefixlen"] or 0)),
             "default_route": name in defaults,
         })
-    return {"interfaces": interfaces, "default_route_interfaces": defaults, "addresses_known": known}
+    out = {"interfaces": interfaces, "default_route_interfaces": defaults, "addresses_known": known}
+    routes = ipv4_routes(ctx)
+    if routes is not None:
+        out["routes"] = routes
+    return out

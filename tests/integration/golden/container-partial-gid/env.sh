@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for verl-worker-0
-# features sha256:716108972096  qos: built-in defaults  overrides: 0
+# features sha256:141fc16b00d1  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eth0'
@@ -9,8 +9,6 @@ export NCCL_CROSS_NIC='0'
 export NCCL_IB_GID_INDEX='5'
 # rule: nccl-ib-hca
 export NCCL_IB_HCA='=mlx5_4:1,mlx5_6:1,mlx5_7:1,mlx5_8:1,mlx5_13:1,mlx5_14:1,mlx5_15:1,mlx5_16:1'
-# rule: nccl-ib-qps
-export NCCL_IB_QPS_PER_CONNECTION='4'
 # rule: socket-ifname
 export NCCL_SOCKET_IFNAME='=eth0'
 # rule: socket-ifname

@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for roce-client-05
-# features sha256:377557f58189  qos: built-in defaults  overrides: 0
+# features sha256:0e3ec88732d1  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eno1'
@@ -7,10 +7,6 @@ export GLOO_SOCKET_IFNAME='eno1'
 export NCCL_IB_GID_INDEX='3'
 # rule: nccl-ib-hca
 export NCCL_IB_HCA='=mlx5_0:1'
-# rule: nccl-ib-qps
-export NCCL_IB_QPS_PER_CONNECTION='4'
-# rule: nccl-ib-qps
-export NCCL_IB_SPLIT_DATA_ON_QPS='0'
 # rule: nccl-ib-timeout
 export NCCL_IB_TIMEOUT='20'
 # rule: socket-ifname

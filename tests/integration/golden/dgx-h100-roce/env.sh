@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for dgx-h100-01
-# features sha256:3b738c3db630  qos: built-in defaults  overrides: 0
+# features sha256:875f77573f22  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='bond0'
@@ -7,8 +7,6 @@ export GLOO_SOCKET_IFNAME='bond0'
 export NCCL_CROSS_NIC='0'
 # rule: nccl-ib-hca
 export NCCL_IB_HCA='=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1'
-# rule: nccl-ib-qps
-export NCCL_IB_QPS_PER_CONNECTION='4'
 # rule: nccl-ib-timeout
 export NCCL_IB_TIMEOUT='20'
 # rule: socket-ifname

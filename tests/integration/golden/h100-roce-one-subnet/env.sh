@@ -1,12 +1,10 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for gpu-node-02
-# features sha256:4350bef22025  qos: built-in defaults  overrides: 0
+# features sha256:2a69dd65a976  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='bond0'
 # rule: nccl-ib-hca
 export NCCL_IB_HCA='=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1'
-# rule: nccl-ib-qps
-export NCCL_IB_QPS_PER_CONNECTION='4'
 # rule: nccl-ib-timeout
 export NCCL_IB_TIMEOUT='20'
 # rule: socket-ifname

@@ -1,14 +1,10 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for sf-node-07
-# features sha256:896087e3d272  qos: built-in defaults  overrides: 0
+# features sha256:79d67ad20e58  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eno1'
-# rule: nccl-cross-nic
-export NCCL_CROSS_NIC='0'
 # rule: nccl-ib-hca
 export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1'
-# rule: nccl-ib-qps
-export NCCL_IB_QPS_PER_CONNECTION='4'
 # rule: nccl-ib-timeout
 export NCCL_IB_TIMEOUT='20'
 # rule: socket-ifname

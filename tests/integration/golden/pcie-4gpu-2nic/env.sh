@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for esc8000a-e12
-# features sha256:da7b089ec510  qos: built-in defaults  overrides: 0
+# features sha256:eb8546e094c2  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='enp130s0f0'
@@ -9,10 +9,6 @@ export NCCL_CROSS_NIC='0'
 export NCCL_IB_GID_INDEX='3'
 # rule: nccl-ib-hca
 export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1,mlx5_2:1'
-# rule: nccl-ib-qps
-export NCCL_IB_QPS_PER_CONNECTION='4'
-# rule: nccl-ib-qps
-export NCCL_IB_SPLIT_DATA_ON_QPS='0'
 # rule: nccl-ib-timeout
 export NCCL_IB_TIMEOUT='20'
 # rule: socket-ifname

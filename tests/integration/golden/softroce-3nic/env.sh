@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for rxe-vm-03
-# features sha256:d1f3e4688c45  qos: built-in defaults  overrides: 0
+# features sha256:d2dbbece58d4  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='ens3'
@@ -9,10 +9,6 @@ export NCCL_CROSS_NIC='0'
 export NCCL_IB_GID_INDEX='1'
 # rule: nccl-ib-hca
 export NCCL_IB_HCA='=rxe1:1,rxe2:1'
-# rule: nccl-ib-qps
-export NCCL_IB_QPS_PER_CONNECTION='4'
-# rule: nccl-ib-qps
-export NCCL_IB_SPLIT_DATA_ON_QPS='0'
 # rule: nccl-ib-timeout
 export NCCL_IB_TIMEOUT='20'
 # rule: socket-ifname
