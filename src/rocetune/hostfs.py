@@ -279,18 +279,45 @@ def recording_name(argv: Sequence[str]) -> str:
 
 
 class LiveRunner:
-    """Runs commands on this machine, with a timeout; a missing tool is `found=False`."""
+    """Runs commands on this machine, with a timeout; a missing tool is `found=False`.
+
+    `start(argvs)` launches commands ahead of the `run` that reads them, all at once: a probe
+    starts its slow independent tools (two nvidia-smi calls, 20-60 ms each on an H100 host, and
+    `ip -j addr show`) before it reads sysfs, and `run` then waits only for what is left. What
+    `run` returns, and what is recorded, is the same as without `start`; `close()` ends what
+    was started and never read.
+    """
 
     def __init__(self, timeout: float = 20.0, recorder: Optional[Recorder] = None):
         self.timeout = timeout
         self.recorder = recorder
+        self._started: Dict[tuple, tuple] = {}  # argv -> (Popen, deadline)
+
+    def start(self, argvs: Sequence[Sequence[str]]) -> None:
+        import shutil
+        import subprocess
+        import time
+
+        for argv in argvs:
+            key = tuple(argv)
+            if key in self._started or shutil.which(argv[0]) is None:
+                continue  # a missing tool is reported by run()
+            try:
+                proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, env={**os.environ, "LC_ALL": "C"})
+            except OSError:
+                continue
+            self._started[key] = (proc, time.monotonic() + self.timeout)
 
     def run(self, argv: Sequence[str]) -> CommandResult:
         import shutil
         import subprocess
 
         argv = list(argv)
-        if shutil.which(argv[0]) is None:
+        started = self._started.pop(tuple(argv), None)
+        if started is not None:
+            result = self._finish(argv, *started)
+        elif shutil.which(argv[0]) is None:
             result = CommandResult(argv, found=False, reason=f"{argv[0]} not found on PATH")
         else:
             try:
@@ -309,6 +336,26 @@ class LiveRunner:
         if self.recorder is not None and result.found:
             self.recorder.commands[recording_name(argv)] = result
         return result
+
+    def _finish(self, argv: List[str], proc, deadline: float) -> CommandResult:
+        import subprocess
+        import time
+
+        try:
+            out, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return CommandResult(argv, True, 124, reason=f"timed out after {self.timeout:g}s")
+        return CommandResult(argv, True, proc.returncode, out.decode("utf-8", "replace"),
+                             err.decode("utf-8", "replace"))
+
+    def close(self) -> None:
+        """End the commands started and never read (a source that failed before reading)."""
+        started, self._started = self._started, {}
+        for proc, _ in started.values():
+            proc.kill()
+            proc.communicate()
 
 
 class RecordedRunner:
@@ -351,6 +398,20 @@ def _read_recording(path: str) -> Optional[str]:
             return fh.read(MAX_READ_BYTES).decode("utf-8", "replace")
     except OSError:
         return None
+
+
+def start_commands(runner, argvs: Sequence[Sequence[str]]) -> None:
+    """Let `runner` start these commands ahead of their `run` (a runner that cannot, or a
+    recorded root, runs each when it is asked for)."""
+    start = getattr(runner, "start", None)
+    if start is not None:
+        start(argvs)
+
+
+def close_runner(runner) -> None:
+    close = getattr(runner, "close", None)
+    if close is not None:
+        close()
 
 
 def runner_for(root: HostRoot, recorder: Optional[Recorder] = None):
