@@ -79,3 +79,11 @@ def test_the_one_verb_parser_answers_as_the_whole_one(argv, capsys, monkeypatch)
     monkeypatch.setattr("rocetune.cli.main.verb_in", lambda _argv: None)
     assert main(argv) == code
     assert capsys.readouterr() == one_verb
+
+
+def test_version_answers_without_any_verb(capsys):
+    code, modules = _modules_after(["--version"])
+    assert code == 0
+    assert not [m for m in modules if m.startswith("rocetune.cli.verbs.")]
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"rocetune {__import__('rocetune').__version__}\n"

@@ -150,6 +150,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _main(argv: Optional[Sequence[str]]) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # what argparse prints, without building any verb's parser
+        sys.stdout.write(f"rocetune {__version__}\n")
+        return 0
     debug = _wants(argv, "--debug")
     as_json = _wants(argv, "--json")
     command = "rocetune"
