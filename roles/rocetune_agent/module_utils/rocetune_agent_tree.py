@@ -90,11 +90,17 @@ def launcher_text(python, tree, facts, stamp):
             "# rocetune %s (agent sha256 %s), installed by the rocetune_agent role.\n"
             "# -I -S: no PYTHON* variables, user site or .pth files; the interpreter's site-packages\n"
             "# come last (the distribution's pyverbs).\n"
-            "import sys\n"
+            "import os, sys\n"
             "sys.path[:0] = [%r]\n"
             "sys.path += %r\n"
             "from rocetune.cli.main import main\n"
-            "sys.exit(main())\n") % (python, stamp["version"], stamp["sha256"], tree, site_dirs)
+            "code = main()\n"
+            "try:  # then exit without tearing every module down, as the process ends anyway\n"
+            "    sys.stdout.flush()\n"
+            "    sys.stderr.flush()\n"
+            "except BaseException:\n"
+            "    os._exit(120)  # what Python exits with when it cannot flush stdout\n"
+            "os._exit(code)\n") % (python, stamp["version"], stamp["sha256"], tree, site_dirs)
 
 
 def launcher_tree(text):

@@ -188,7 +188,11 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             traceback.print_exc()
         result = error_result(command, f"unexpected {type(exc).__name__}: {exc}",
                               "rerun with --debug and report it", ExitCode.INTERNAL)
-    _emit(result, as_json, quiet=getattr(result, "quiet", False) or _wants(argv, "-q") or _wants(argv, "--quiet"))
+    try:
+        _emit(result, as_json, quiet=getattr(result, "quiet", False) or _wants(argv, "-q") or _wants(argv, "--quiet"))
+    except BrokenPipeError:  # the reader went away (`| head`): what is left goes nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.OUTPUT)
     return int(result.code)
 
 
