@@ -87,3 +87,13 @@ def test_version_answers_without_any_verb(capsys):
     assert not [m for m in modules if m.startswith("rocetune.cli.verbs.")]
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"rocetune {__import__('rocetune').__version__}\n"
+
+
+def test_a_reader_that_goes_away_is_exit_4_without_a_traceback():
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "rocetune", "--root", str(FIXTURE), "--json", "probe"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()  # before the probe writes anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 4
+    assert "Traceback" not in err, err
