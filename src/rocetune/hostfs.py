@@ -281,29 +281,41 @@ def recording_name(argv: Sequence[str]) -> str:
 class LiveRunner:
     """Runs commands on this machine, with a timeout; a missing tool is `found=False`.
 
-    `start(argvs)` launches commands ahead of the `run` that reads them, all at once: a probe
-    starts its slow independent tools (two nvidia-smi calls, 20-60 ms each on an H100 host, and
-    `ip -j addr show`) before it reads sysfs, and `run` then waits only for what is left. What
-    `run` returns, and what is recorded, is the same as without `start`; `close()` ends what
-    was started and never read.
+    `start(argvs)` launches commands ahead of the `run` that reads them, side by side: a probe
+    starts its slow independent tools (two nvidia-smi calls, 20-60 ms each on an H100 host,
+    `ip -j addr show`, one `mlnx_qos` per RoCE port) before it reads what they precede, and
+    `run` then waits only for what is left. At most `parallel` run at once; the rest start as
+    earlier ones are read. What `run` returns, and what is recorded, is the same as without
+    `start`; `close()` ends what was started and never read.
     """
 
-    def __init__(self, timeout: float = 20.0, recorder: Optional[Recorder] = None):
+    def __init__(self, timeout: float = 20.0, recorder: Optional[Recorder] = None,
+                 parallel: Optional[int] = None):
         self.timeout = timeout
         self.recorder = recorder
+        self.parallel = parallel or min(8, os.cpu_count() or 1)
         self._started: Dict[tuple, tuple] = {}  # argv -> (Popen, deadline)
+        self._queued: Dict[tuple, None] = {}  # argvs to start, in order
 
     def start(self, argvs: Sequence[Sequence[str]]) -> None:
+        for argv in argvs:
+            key = tuple(argv)
+            if key not in self._started:
+                self._queued[key] = None
+        self._fill()
+
+    def _fill(self) -> None:
         import shutil
         import subprocess
         import time
 
-        for argv in argvs:
-            key = tuple(argv)
-            if key in self._started or shutil.which(argv[0]) is None:
+        while self._queued and len(self._started) < self.parallel:
+            key = next(iter(self._queued))
+            del self._queued[key]
+            if shutil.which(key[0]) is None:
                 continue  # a missing tool is reported by run()
             try:
-                proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                proc = subprocess.Popen(list(key), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, env={**os.environ, "LC_ALL": "C"})
             except OSError:
                 continue
@@ -314,9 +326,11 @@ class LiveRunner:
         import subprocess
 
         argv = list(argv)
+        self._queued.pop(tuple(argv), None)  # not started yet: run now
         started = self._started.pop(tuple(argv), None)
         if started is not None:
             result = self._finish(argv, *started)
+            self._fill()
         elif shutil.which(argv[0]) is None:
             result = CommandResult(argv, found=False, reason=f"{argv[0]} not found on PATH")
         else:
@@ -352,7 +366,7 @@ class LiveRunner:
 
     def close(self) -> None:
         """End the commands started and never read (a source that failed before reading)."""
-        started, self._started = self._started, {}
+        started, self._started, self._queued = self._started, {}, {}
         for proc, _ in started.values():
             proc.kill()
             proc.communicate()

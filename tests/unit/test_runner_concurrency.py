@@ -81,3 +81,35 @@ def test_a_recorded_root_replays_the_same_with_or_without_start(tmp_path):
     assert runner.run(gpu.TOPO_ARGV).stdout == "\tGPU0\n"
     assert runner.run(gpu.QUERY_ARGV).found is False
     close_runner(runner)
+
+
+def test_at_most_parallel_run_at_once_and_the_rest_start_as_earlier_ones_are_read(tools):
+    log = tools / "log"
+    (tools / "port").write_text(f"#!/bin/sh\necho start $1 >> {log}\nsleep 0.2\necho $1\necho end $1 >> {log}\n")
+    (tools / "port").chmod(0o755)
+    argvs = [["port", str(i)] for i in range(6)]
+    runner = LiveRunner(parallel=2)
+    start_commands(runner, argvs)
+    t0 = time.monotonic()
+    got = [runner.run(a).stdout for a in argvs]
+    elapsed = time.monotonic() - t0
+    assert got == [f"{i}\n" for i in range(6)]
+    running, most = 0, 0
+    for line in log.read_text().splitlines():
+        running += 1 if line.startswith("start") else -1
+        most = max(most, running)
+    assert most <= 2, log.read_text()
+    assert elapsed < 6 * 0.2 * 0.9, f"{elapsed:.2f} s: one at a time"
+
+
+def test_the_qos_source_starts_every_ports_tool_together(tools):
+    from rocetune.hostfs import ProbeContext
+    from rocetune.probe.sources import qos
+
+    (tools / "mlnx_qos").write_text("#!/bin/sh\nsleep 0.3\nexit 1\n")
+    (tools / "mlnx_qos").chmod(0o755)
+    rdma = {"devices": [{"ports": [{"link_layer": "Ethernet", "netdev": f"rtqos-absent{i}"}]} for i in range(4)]}
+    ctx = ProbeContext(HostRoot("/"), LiveRunner(parallel=4))
+    t0 = time.monotonic()
+    assert qos.probe(ctx, rdma) == {"interfaces": {}}  # mlnx_qos fails, and dcb knows no such port
+    assert time.monotonic() - t0 < 4 * 0.3 * 0.9
