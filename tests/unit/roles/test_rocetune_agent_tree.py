@@ -105,3 +105,21 @@ def test_only_a_tree_of_ours_inside_the_lib_dir_is_removed(packed, tmp_path):
 def test_the_old_single_zip_agent_reads_as_no_launcher(packed, tmp_path):
     assert T.read_text(str(packed[0])) is None
     assert T.launcher_tree(None) is None and T.launcher_tree("#!/bin/sh\n") is None
+
+
+def test_the_distributions_pyverbs_is_found_without_site(packed, tmp_path):
+    system = "/usr/bin/python3"
+    probe = subprocess.run([system, "-c", "import pyverbs"], capture_output=True)
+    if not os.path.exists(system) or probe.returncode != 0:
+        pytest.skip("no python3-pyverbs for /usr/bin/python3 on this machine")
+    facts = T.python_facts(system)
+    tree = T.unpack(str(packed[0]), str(tmp_path / "lib"), packed[1], system, facts["cache_tag"])
+    text = T.launcher_text(system, tree, facts, T.read_stamp(tree))
+    head = text[:text.index("from rocetune")]  # the launcher's sys.path, as it runs
+    out = subprocess.run([system, "-I", "-S", "-c", head + "import pyverbs, yaml, sys\n"
+                          "print(pyverbs.__file__, yaml.__file__, sys.flags.no_site)"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    where_pyverbs, where_yaml, no_site = out.stdout.split()
+    assert any(where_pyverbs.startswith(d) for d in facts["site"]) and no_site == "1"
+    assert where_yaml.startswith(tree + "/")  # the packed PyYAML comes first
