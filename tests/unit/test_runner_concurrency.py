@@ -113,3 +113,16 @@ def test_the_qos_source_starts_every_ports_tool_together(tools):
     t0 = time.monotonic()
     assert qos.probe(ctx, rdma) == {"interfaces": {}}  # mlnx_qos fails, and dcb knows no such port
     assert time.monotonic() - t0 < 4 * 0.3 * 0.9
+
+
+def test_which_finds_what_shutil_finds(tools, tmp_path, monkeypatch):
+    import shutil
+
+    from rocetune.hostfs import which
+
+    (tools / "not-executable").write_text("#!/bin/sh\n")
+    (tools / "a-directory").mkdir()
+    monkeypatch.setenv("PATH", f"{tmp_path / 'absent'}{os.pathsep}{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    for name in ("nvidia-smi", "sh", "not-executable", "a-directory", "no-such-tool", str(tools / "hang"),
+                 str(tools / "not-executable")):
+        assert which(name) == shutil.which(name), name
