@@ -137,11 +137,22 @@ def compile_tree(python, tree, source_dir=None):
         raise TreeError("compiling the agent with %s failed: %s" % (python, out.decode("utf-8", "replace")[-400:]))
 
 
+def _readable(tree):
+    """Directories 0755, files 0644, whatever the umask: every user runs the agent, from bytecode."""
+    os.chmod(tree, 0o755)
+    for dirpath, dirnames, filenames in os.walk(tree):
+        for d in dirnames:
+            os.chmod(os.path.join(dirpath, d), 0o755)
+        for f in filenames:
+            os.chmod(os.path.join(dirpath, f), 0o644)
+
+
 def write_stamp(tree, stamp):
     tmp = os.path.join(tree, STAMP + ".tmp")
     with open(tmp, "w") as fh:
         json.dump(stamp, fh, sort_keys=True)
         fh.write("\n")
+    os.chmod(tmp, 0o644)
     os.rename(tmp, os.path.join(tree, STAMP))
 
 
@@ -149,21 +160,17 @@ def unpack(zip_path, lib_dir, sha256, python, cache_tag):
     """Unpack and compile the agent into lib_dir/VERSION-SHA12 (built aside, renamed into
     place, stamped last). Returns the tree's path."""
     if not os.path.isdir(lib_dir):
-        os.makedirs(lib_dir, 0o755)
+        os.makedirs(lib_dir)
+        os.chmod(lib_dir, 0o755)
     work = tempfile.mkdtemp(prefix=".unpack-", dir=lib_dir)
     try:
-        os.chmod(work, 0o755)
         with zipfile.ZipFile(zip_path) as zf:
             for info in _safe_members(zf):
                 zf.extract(info, work)
-        for dirpath, dirnames, filenames in os.walk(work):
-            for d in dirnames:
-                os.chmod(os.path.join(dirpath, d), 0o755)
-            for f in filenames:
-                os.chmod(os.path.join(dirpath, f), 0o644)
         version = _version_of(work)
         tree = os.path.join(lib_dir, tree_name(version, sha256))
         compile_tree(python, tree, source_dir=work)
+        _readable(work)
         write_stamp(work, {"sha256": sha256, "version": version, "compiled": [cache_tag]})
         if os.path.lexists(tree):  # an earlier, unfinished copy
             shutil.rmtree(tree)
@@ -177,6 +184,7 @@ def unpack(zip_path, lib_dir, sha256, python, cache_tag):
 def add_cache_tag(python, tree, stamp, cache_tag):
     """Compile an installed tree for one more interpreter (another Python on the same node)."""
     compile_tree(python, tree)
+    _readable(tree)
     stamp = dict(stamp, compiled=sorted(set(stamp.get("compiled", [])) | {cache_tag}))
     write_stamp(tree, stamp)
     return stamp

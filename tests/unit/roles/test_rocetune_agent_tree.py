@@ -123,3 +123,17 @@ def test_the_distributions_pyverbs_is_found_without_site(packed, tmp_path):
     where_pyverbs, where_yaml, no_site = out.stdout.split()
     assert any(where_pyverbs.startswith(d) for d in facts["site"]) and no_site == "1"
     assert where_yaml.startswith(tree + "/")  # the packed PyYAML comes first
+
+
+def test_the_tree_is_readable_by_every_user_whatever_the_umask(packed, tmp_path):
+    old = os.umask(0o077)
+    try:
+        tree, _, _ = install(packed, tmp_path / "lib", tmp_path / "rocetune")
+    finally:
+        os.umask(old)
+    modes = {oct(os.stat(os.path.join(d, n)).st_mode & 0o777)
+             for d, dirs, files in os.walk(tree) for n in files}
+    assert modes == {"0o644"}, modes
+    dirs = {oct(os.stat(d).st_mode & 0o777) for d, _, _ in os.walk(tree)}
+    assert dirs == {"0o755"} and oct(os.stat(tmp_path / "lib").st_mode & 0o777) == "0o755"
+    assert oct(os.stat(tmp_path / "rocetune").st_mode & 0o777) == "0o755"
