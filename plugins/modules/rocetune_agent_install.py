@@ -2,8 +2,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
-"""Install the rocetune agent (one executable zip) when its sha256 differs: the node side of the
-rocetune_agent_install action, which transfers the file only when this module asks for it."""
+"""Install the rocetune agent: the packed zip unpacked into a versioned directory, compiled by
+the node's Python, and the `rocetune` command as a launcher script. The node side of the
+rocetune_agent_install action, which transfers the zip only when this module asks for it."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,27 +13,38 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: rocetune_agent_install
-short_description: Install the rocetune agent file when its sha256 differs
+short_description: Install the rocetune agent as bytecode for the node's Python
 description:
-  - Called by the action of the same name. Without I(src) it compares I(dest) with I(sha256)
-    and sets owner root, group root and I(mode) where they differ; if the content differs it
-    returns C(needs_content=true) and changes nothing.
-  - With I(src) (the transferred file) it checks the sha256 and moves it into place atomically.
+  - Called by the action of the same name. Without I(src) it looks for the agent with
+    I(sha256) under I(lib_dir); when it is missing it returns C(needs_content=true) and changes
+    nothing. When it is there, it compiles it for I(python) if needed and writes the launcher
+    I(dest) (owner root, I(mode)) where it differs.
+  - With I(src) (the transferred zip) it checks the sha256, unpacks it into
+    I(lib_dir)/VERSION-SHA12, compiles it with I(python), then writes the launcher and removes
+    the tree the launcher ran before.
 options:
   dest:
-    description: Where the agent goes (the rocetune command).
+    description: The rocetune command (a launcher script).
     type: path
     required: true
   sha256:
-    description: The sha256 of the agent the controller holds.
+    description: The sha256 of the packed agent the controller holds.
     type: str
     required: true
+  python:
+    description: The node's Python that runs the agent (3.9 or newer).
+    type: path
+    required: true
+  lib_dir:
+    description: Where the agent's versioned directories go.
+    type: path
+    required: true
   mode:
-    description: The file's mode.
+    description: The launcher's mode.
     type: str
     default: "0755"
   src:
-    description: The transferred agent, on the node.
+    description: The transferred agent zip, on the node.
     type: path
 author: rocetune contributors (@rocetune)
 """
@@ -49,15 +61,22 @@ EXAMPLES = r"""
 
 RETURN = r"""
 needs_content:
-  description: The content differs and I(src) was not given.
+  description: The agent with I(sha256) is not installed and I(src) was not given.
   type: bool
   returned: always
+tree:
+  description: The directory the launcher runs the agent from.
+  type: str
+  returned: when the agent is installed
 """
 
 import hashlib
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.rocetune_agent_tree import (
+    TreeError, add_cache_tag, find_tree, launcher_text, launcher_tree, python_facts, read_stamp,
+    read_text, remove_tree, unpack, write_launcher)
 
 
 def sha256_of(path):
@@ -71,10 +90,18 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
+def _describe(text, path):
+    if text is not None:
+        return text
+    return "" if not os.path.lexists(path) else "(the agent as one zip file, sha256 %s)\n" % sha256_of(path)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(dest=dict(type="path", required=True),
                            sha256=dict(type="str", required=True),
+                           python=dict(type="path", required=True),
+                           lib_dir=dict(type="path", required=True),
                            mode=dict(type="str", default="0755"),
                            src=dict(type="path")),
         supports_check_mode=True,
@@ -84,29 +111,48 @@ def main():
         mode = int(p["mode"], 8)
     except ValueError:
         module.fail_json(msg="mode %r: an octal mode such as 0755" % p["mode"])
-    have = sha256_of(p["dest"])
-    diff = {"before_header": p["dest"], "after_header": p["dest"],
-            "before": "sha256 %s\n" % have if have else "", "after": "sha256 %s\n" % p["sha256"]}
-    if have != p["sha256"]:
+    try:
+        facts = python_facts(p["python"])
+    except TreeError as exc:
+        module.fail_json(msg="rocetune_agent_python: %s" % exc)
+    tree = find_tree(p["lib_dir"], p["sha256"])
+    changes = []
+    if tree is None:
         if not p["src"]:
             module.exit_json(changed=False, needs_content=True)
         if sha256_of(p["src"]) != p["sha256"]:
             module.fail_json(msg="the transferred agent %s does not have sha256 %s" % (p["src"], p["sha256"]))
-        directory = os.path.dirname(p["dest"])
-        if not os.path.isdir(directory):
-            module.fail_json(msg="%s does not exist: the agent's directory must" % directory)
-        module.atomic_move(p["src"], p["dest"])  # a new file gets 0666 & ~umask here:
-        os.chmod(p["dest"], mode)                  # the mode and owner are set after the move
-        os.chown(p["dest"], 0, 0)
-        module.exit_json(changed=True, needs_content=False, diff=diff)
-    st = os.stat(p["dest"])
-    if (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (mode, 0, 0):
-        module.exit_json(changed=False, needs_content=False)
-    if not module.check_mode:
-        os.chmod(p["dest"], mode)
-        os.chown(p["dest"], 0, 0)
-    module.exit_json(changed=True, needs_content=False,
-                     msg="owner root:root and mode %s set on %s" % (p["mode"], p["dest"]))
+        try:
+            tree = unpack(p["src"], p["lib_dir"], p["sha256"], p["python"], facts["cache_tag"])
+        except (TreeError, OSError, IOError) as exc:
+            module.fail_json(msg="cannot install the agent in %s: %s" % (p["lib_dir"], exc))
+        changes.append("unpacked and compiled in %s" % tree)
+    stamp = read_stamp(tree)
+    if facts["cache_tag"] not in stamp.get("compiled", []):
+        if not module.check_mode:
+            stamp = add_cache_tag(p["python"], tree, stamp, facts["cache_tag"])
+        changes.append("compiled in %s for %s" % (tree, facts["cache_tag"]))
+    want = launcher_text(p["python"], tree, facts, stamp)
+    have = read_text(p["dest"])
+    result = dict(needs_content=False, tree=tree)
+    if have != want:
+        result["diff"] = {"before_header": p["dest"], "after_header": p["dest"],
+                          "before": _describe(have, p["dest"]), "after": want}
+        changes.append("launcher %s written" % p["dest"])
+    else:
+        st = os.stat(p["dest"])
+        owner = (0, 0) if os.geteuid() == 0 else (os.geteuid(), os.getegid())  # root: root's
+        if (st.st_mode & 0o7777, st.st_uid, st.st_gid) != (mode,) + owner:
+            changes.append("owner and mode %s set on %s" % (p["mode"], p["dest"]))
+    if changes and not module.check_mode:
+        try:
+            write_launcher(p["dest"], want, mode)
+        except (TreeError, OSError, IOError) as exc:
+            module.fail_json(msg="cannot write %s: %s" % (p["dest"], exc))
+        old = launcher_tree(have)
+        if old and os.path.normpath(old) != os.path.normpath(tree) and remove_tree(p["lib_dir"], old):
+            changes.append("%s removed" % old)
+    module.exit_json(changed=bool(changes), msg="; ".join(changes) or "up to date", **result)
 
 
 if __name__ == "__main__":

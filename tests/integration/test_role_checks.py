@@ -19,14 +19,14 @@ PLAY = """\
 """
 
 
-def play(tmp_path, role: str, extra: dict) -> subprocess.CompletedProcess:
+def play(tmp_path, role: str, extra: dict, *args: str) -> subprocess.CompletedProcess:
     book = tmp_path / "play.yml"
     book.write_text(PLAY.format(role=role))
     e = env()
     e["ANSIBLE_ROLES_PATH"] = str(REPO / "roles")
     # The test's own interpreter runs the modules (interpreter discovery may find a shim).
     extra = dict(extra, ansible_python_interpreter=sys.executable)
-    return subprocess.run([tool("ansible-playbook"), "-i", "localhost,", str(book), "-e", json.dumps(extra)],
+    return subprocess.run([tool("ansible-playbook"), "-i", "localhost,", str(book), "-e", json.dumps(extra), *args],
                           cwd=tmp_path, env=e, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=300)
 
@@ -42,3 +42,67 @@ def test_a_misspelt_variable_is_named(tmp_path):
     result = play(tmp_path, "roce_net", {"roce_net_mtus": 9000})
     assert result.returncode != 0
     assert "unknown variable(s) roce_net_mtus" in result.stdout, result.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# rocetune_agent on this machine: check mode, install, rerun, upgrade
+
+
+def _agent_vars(tmp_path, **extra) -> dict:
+    return {"rocetune_agent_artifacts_dir": str(tmp_path / "artifacts"),
+            "rocetune_agent_command": str(tmp_path / "bin" / "rocetune"),
+            "rocetune_agent_lib_dir": str(tmp_path / "lib"),
+            "rocetune_agent_python": "/usr/bin/python3", **extra}
+
+
+def _recap_changed(output: str) -> int:
+    import re
+    m = re.search(r"localhost\s*: ok=\d+\s+changed=(\d+)", output)
+    assert m, output
+    return int(m.group(1))
+
+
+def test_the_agent_installs_compiled_once_and_a_rerun_changes_nothing(tmp_path):
+    (tmp_path / "bin").mkdir()
+    agent = _agent_vars(tmp_path)
+    command = tmp_path / "bin" / "rocetune"
+
+    check = play(tmp_path, "rocetune_agent", agent, "--check", "--diff")
+    assert check.returncode == 0, check.stdout
+    # The pack (a controller-side artifact, made in check mode too) and the install it would do.
+    assert _recap_changed(check.stdout) == 2 and "unpacked into" in check.stdout
+    assert not command.exists() and not (tmp_path / "lib").exists()
+
+    first = play(tmp_path, "rocetune_agent", agent)
+    assert first.returncode == 0 and _recap_changed(first.stdout) == 1, first.stdout
+    trees = sorted((tmp_path / "lib").iterdir())
+    assert len(trees) == 1 and list(trees[0].glob("rocetune/cli/__pycache__/main.*.pyc"))
+    assert command.read_text().startswith("#!/usr/bin/python3 -IS\n")
+    out = subprocess.run([str(command), "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("rocetune "), out.stderr
+
+    again = play(tmp_path, "rocetune_agent", agent, "--check", "--diff")
+    assert again.returncode == 0 and _recap_changed(again.stdout) == 0, again.stdout
+    rerun = play(tmp_path, "rocetune_agent", agent)
+    assert rerun.returncode == 0 and _recap_changed(rerun.stdout) == 0, rerun.stdout
+
+
+def test_a_new_agent_replaces_the_old_tree_and_an_edited_launcher_is_restored(tmp_path):
+    from rocetune import agentpack
+    (tmp_path / "bin").mkdir()
+    packages = []
+    for name, python in (("a.pyz", "/usr/bin/python3"), ("b.pyz", "/usr/bin/env")):
+        packages.append(tmp_path / name)
+        packages[-1].write_bytes(agentpack.build(python=python))  # two agents, two sha256s
+    command = tmp_path / "bin" / "rocetune"
+    first = play(tmp_path, "rocetune_agent", _agent_vars(tmp_path, rocetune_agent_package=str(packages[0])))
+    assert first.returncode == 0, first.stdout
+    old = sorted((tmp_path / "lib").iterdir())
+    command.write_text(command.read_text().replace("-IS", "-S"))
+    second = play(tmp_path, "rocetune_agent", _agent_vars(tmp_path, rocetune_agent_package=str(packages[1])),
+                  "--diff")
+    assert second.returncode == 0 and _recap_changed(second.stdout) == 1, second.stdout
+    new = sorted((tmp_path / "lib").iterdir())
+    assert len(old) == len(new) == 1 and old != new, (old, new)  # the old tree is gone
+    assert command.read_text().startswith("#!/usr/bin/python3 -IS\n")
+    assert str(new[0]) in command.read_text()

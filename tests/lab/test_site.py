@@ -129,16 +129,23 @@ def test_env_file_is_valid_shell(converged, lab4, run_on):
     assert out.strip() == "rtl0"
 
 
-def test_the_agent_is_one_file_run_by_the_nodes_python_without_pip(converged, lab4, run_on):
-    """/usr/local/bin/rocetune is the zip itself: its shebang names the node's python3."""
+def test_the_agent_runs_compiled_by_the_nodes_python_without_pip(converged, lab4, run_on):
+    """/usr/local/bin/rocetune is a launcher: the node's python3, isolated, on the tree it compiled."""
     out = run_on("node03", "head -n 1 /usr/local/bin/rocetune; stat -c %a /usr/local/bin/rocetune; "
-                           "rocetune --version").stdout.splitlines()
-    assert out[:2] == ["#!/usr/bin/python3", "755"], out
+                           "ls /usr/local/lib/rocetune; rocetune --version").stdout.splitlines()
+    assert out[:2] == ["#!/usr/bin/python3 -IS", "755"], out
+    assert len(out) == 4 and re.fullmatch(r"\d+\.\d+\.\d+-[0-9a-f]{12}", out[2]), out  # one tree
     assert out[-1].startswith("rocetune "), out
-    # The node's own python3 imports rocetune from the zip, and yaml from the zip too.
-    where = run_on("node03", "/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"/usr/local/bin/rocetune\");"
-                             " import rocetune, yaml; print(rocetune.__file__, yaml.__file__)'").stdout.split()
-    assert all(w.startswith("/usr/local/bin/rocetune/") for w in where), where
+    tree = f"/usr/local/lib/rocetune/{out[2]}"
+    # rocetune and yaml come from the tree, from bytecode written at install (none at run time:
+    # the tree is unchanged after a probe), and PYTHONPATH does not reach the agent.
+    code = "import rocetune, yaml, sys; print(rocetune.__spec__.cached, yaml.__file__, sys.flags.no_site)"
+    where = run_on("node03", f"PYTHONPATH=/nonexistent /usr/bin/python3 -IS -c "
+                             f"'import sys; sys.path.insert(0, \"{tree}\"); {code}'").stdout.split()
+    assert where[0].startswith(f"{tree}/rocetune/__pycache__/") and where[1].startswith(f"{tree}/yaml/"), where
+    before = run_on("node03", f"find {tree} -newer /usr/local/bin/rocetune | wc -l").stdout
+    run_on("node03", "PYTHONPATH=/nonexistent rocetune --json probe > /dev/null || test $? = 1")
+    assert run_on("node03", f"find {tree} -newer /usr/local/bin/rocetune | wc -l").stdout == before
 
 
 def test_features_json_fetched_for_every_host(converged, lab4):

@@ -49,9 +49,29 @@ class _Parser(argparse.ArgumentParser):
         raise RocetuneError(message, hint=f"see '{self.prog} --help'", code=ExitCode.USAGE)
 
 
-def _verb_modules() -> List:
-    mods = [importlib.import_module(f"{verbs.__name__}.{name}") for name in verbs.NAMES]
+def _verb_modules(names: Sequence[str] = verbs.NAMES) -> List:
+    mods = [importlib.import_module(f"{verbs.__name__}.{name}") for name in names]
     return sorted(mods, key=lambda m: (m.ORDER, m.NAME))
+
+
+# Global options that take a value (or argparse's abbreviation of one): the word after them is
+# not the verb.
+_VALUED = ("--root",)
+
+
+def verb_in(argv: Sequence[str]) -> Optional[str]:
+    """The verb argv names, when it is one of ours; None otherwise (none, unknown, or after --)."""
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif len(a) >= 3 and any(v.startswith(a) for v in _VALUED):
+            skip = True
+        elif a == "--":
+            return None
+        elif not a.startswith("-"):
+            return a if a in verbs.NAMES else None
+    return None
 
 
 def _add_common(parser: argparse.ArgumentParser, top: bool) -> None:
@@ -68,12 +88,14 @@ def _add_common(parser: argparse.ArgumentParser, top: bool) -> None:
                    help="show tracebacks of unexpected errors")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verb: Optional[str] = None) -> argparse.ArgumentParser:
+    """The whole parser; with `verb`, only that verb's subparser (each verb module is imported
+    and its options registered only when it runs: what `rocetune probe` starts with)."""
     parser = _Parser(prog="rocetune", description="Probe GPU/RDMA hosts and emit tuned NCCL/UCX env.")
     parser.add_argument("--version", action="version", version=f"rocetune {__version__}")
     _add_common(parser, top=True)
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
-    for mod in _verb_modules():
+    for mod in _verb_modules((verb,) if verb else verbs.NAMES):
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         _add_common(p, top=False)
         mod.register(p)
@@ -128,13 +150,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _main(argv: Optional[Sequence[str]]) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # what argparse prints, without building any verb's parser
+        sys.stdout.write(f"rocetune {__version__}\n")
+        return 0
     debug = _wants(argv, "--debug")
     as_json = _wants(argv, "--json")
     command = "rocetune"
     try:
         _old_output_option(argv)
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        verb = verb_in(argv)
+        parser = build_parser(verb)
+        try:
+            args = parser.parse_args(argv)
+        except RocetuneError:
+            if verb is None:
+                raise
+            parser = build_parser()  # the error, or what the one-verb parser misread, as before
+            args = parser.parse_args(argv)
         as_json, command = args.json, args.verb or "rocetune"
         if not args.verb:
             parser.print_help()
@@ -156,7 +188,11 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             traceback.print_exc()
         result = error_result(command, f"unexpected {type(exc).__name__}: {exc}",
                               "rerun with --debug and report it", ExitCode.INTERNAL)
-    _emit(result, as_json, quiet=getattr(result, "quiet", False) or _wants(argv, "-q") or _wants(argv, "--quiet"))
+    try:
+        _emit(result, as_json, quiet=getattr(result, "quiet", False) or _wants(argv, "-q") or _wants(argv, "--quiet"))
+    except BrokenPipeError:  # the reader went away (`| head`): what is left goes nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.OUTPUT)
     return int(result.code)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from .. import __version__
-from ..hostfs import HostRoot, ProbeContext, Recorder, runner_for
+from ..hostfs import HostRoot, ProbeContext, Recorder, close_runner, runner_for, start_commands
 from ..model.features import SCHEMA_VERSION
 from .findings import host_findings
 from .sources import declared as declared_source
@@ -43,6 +43,16 @@ def _no_sysfs(ctx: ProbeContext) -> None:
 def collect_features(root: str = "/", recorder: Optional[Recorder] = None, runner=None) -> dict:
     host_root = HostRoot(root, recorder=recorder)
     ctx = ProbeContext(host_root, runner if runner is not None else runner_for(host_root, recorder))
+    # The slow tools, each independent of the sysfs reads before it: started now, read by their
+    # sources (a live runner; a recorded root replays each when asked).
+    start_commands(ctx.runner, gpu_source.COMMANDS + (net_source.IP_ADDR_ARGV,))
+    try:
+        return _collect(host_root, ctx)
+    finally:
+        close_runner(ctx.runner)
+
+
+def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
     st: Dict[str, dict] = {}
     host = _run("host", ctx, st, host_source.probe) or {}
     sysfs = host_root.is_live or host_root.is_dir("/sys")

@@ -23,8 +23,6 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
-    from ...render.human import plan_text
-
     out = options.out_path(args)
     fmts = options.formats_of(args, out)
     if args.env_dir and not out and not args.json:
@@ -44,6 +42,7 @@ def run(args: argparse.Namespace) -> Result:
         return result
     if out:
         from ... import app
+        from ...render.human import plan_text  # the human summary only: not for --json agents
 
         app.write_env(env, fmts[0], out)
         lines = write_lines(env, fmts[0])

@@ -20,7 +20,6 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Result:
     from ...planner import build_plan
-    from ...render.human import findings_text, host_summary, plan_text
 
     out = options.out_path(args)
     wants_env = bool(out or args.format or getattr(args, "out", None) == "-")
@@ -37,8 +36,9 @@ def run(args: argparse.Namespace) -> Result:
     findings = report.all_findings(features, plan)
     data = {"features": features, "findings": [f.to_dict() for f in findings],
             "plan": plan.to_dict()}
-    # --json prints the envelope alone: the human summary of a large host is not worth building.
-    human = "" if args.json else host_summary(features, verbose=args.verbose) + findings_text(findings)
+    # --json prints the envelope alone: the human summary of a large host is not worth building
+    # (nor its renderer importing).
+    human = "" if args.json else _human(features, findings, args.verbose)
     result = Result(command=NAME, data=data, human=human,
                     warnings=report.stderr_lines(features, plan, findings_too=wants_env and not out))
     if not wants_env:
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> Result:
     fmt = fmts[0]
     if out:
         from ... import app
+        from ...render.human import plan_text
 
         app.write_env(env, fmt, out)
         result.human = (human.rstrip("\n") + "\n\n" + plan_text(plan, args.verbose)
@@ -54,3 +55,9 @@ def run(args: argparse.Namespace) -> Result:
         result.raw = env.texts[fmt]
     data["env"] = options.env_data(env, fmts, out)
     return result
+
+
+def _human(features: dict, findings, verbose: int) -> str:
+    from ...render.human import findings_text, host_summary
+
+    return host_summary(features, verbose=verbose) + findings_text(findings)

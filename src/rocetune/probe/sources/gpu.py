@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from ...errors import ParseError
-from ...hostfs import ProbeContext
+from ...hostfs import ProbeContext, start_commands
 from ..parsers.nvsmi_query import parse_gpu_query
 from ..parsers.nvsmi_topo import parse_topo_matrix
 
 TOPO_ARGV = ["nvidia-smi", "topo", "-m"]
 QUERY_ARGV = ["nvidia-smi", "--query-gpu=index,pci.bus_id,name", "--format=csv,noheader"]
+# Independent of each other: a live runner runs them side by side (the probe starts them even
+# earlier, see probe/collect.py); the query is read only when the matrix is usable.
+COMMANDS = (TOPO_ARGV, QUERY_ARGV)
 
 
 def probe(ctx: ProbeContext, sysfs_gpus: int) -> dict:
     data = {"matrix": None, "bus_ids": {}, "names": {}}
+    start_commands(ctx.runner, COMMANDS)
     topo = ctx.runner.run(TOPO_ARGV)
     if not topo.found:
         if sysfs_gpus:

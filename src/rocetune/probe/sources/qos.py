@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
-from ...hostfs import ProbeContext
+from ...hostfs import ProbeContext, start_commands
 
 
 class QosParseError(ValueError):
@@ -108,7 +108,9 @@ def _one(ctx: ProbeContext, ifname: str) -> Optional[dict]:
 
 def probe(ctx: ProbeContext, rdma: dict) -> dict:
     interfaces = {}
-    for ifname in _netdevs(rdma):
+    names = _netdevs(rdma)
+    start_commands(ctx.runner, [["mlnx_qos", "-i", n] for n in names])  # side by side, live
+    for ifname in names:
         state = _one(ctx, ifname)
         if state is not None:
             state["dscp_prio"] = {str(d): p for d, p in sorted(state["dscp_prio"].items())}
