@@ -74,7 +74,7 @@ import hashlib
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.rocetune_agent_tree import (
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_agent_tree import (
     TreeError, add_cache_tag, find_tree, launcher_text, launcher_tree, python_facts, read_stamp,
     read_text, remove_tree, unpack, write_launcher)
 

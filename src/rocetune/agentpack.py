@@ -8,7 +8,7 @@ The archive starts with a shebang line (`#!/usr/bin/env python3` unless --python
 node's interpreter), so the file itself runs as a command. The rocetune_agent role does not
 run it as is: zipimport writes no bytecode, so every start would compile every module from
 source. The node unpacks it and compiles it with its own python3 instead
-(roles/rocetune_agent/module_utils/rocetune_agent_tree.py).
+(plugins/module_utils/rocetune_agent_tree.py).
 
 The archive is deterministic (sorted entries, fixed timestamps and modes), so the same sources
 give the same bytes and Ansible copies it only when it really changed. Its name carries the

@@ -1,4 +1,4 @@
-"""The installed agent (roles/rocetune_agent/module_utils/rocetune_agent_tree.py): unpacked,
+"""The installed agent (plugins/module_utils/rocetune_agent_tree.py): unpacked,
 compiled by the node's Python, run through an isolated launcher."""
 
 from __future__ import annotations
