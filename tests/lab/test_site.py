@@ -132,7 +132,8 @@ def test_env_file_is_valid_shell(converged, lab4, run_on):
 def test_the_agent_runs_compiled_by_the_nodes_python_without_pip(converged, lab4, run_on):
     """/usr/local/bin/rocetune is a launcher: the node's python3, isolated, on the tree it compiled."""
     out = run_on("node03", "head -n 1 /usr/local/bin/rocetune; stat -c %a /usr/local/bin/rocetune; "
-                           "ls /usr/local/lib/rocetune; rocetune --version").stdout.splitlines()
+                           "ls /usr/local/lib/rocetune | grep -E '^[0-9]+[.][0-9]+[.][0-9]+-[0-9a-f]{12}$'; "
+                           "rocetune --version").stdout.splitlines()
     assert out[:2] == ["#!/usr/bin/python3 -IS", "755"], out
     assert len(out) == 4 and re.fullmatch(r"\d+\.\d+\.\d+-[0-9a-f]{12}", out[2]), out  # one tree
     assert out[-1].startswith("rocetune "), out
