@@ -19,15 +19,18 @@ import os
 import re
 import sys
 
+try:  # as the collection's module_utils
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_qos_plan import (
+        QosPlanError, traffic_class, validate
+    )
+except ImportError:  # as the boot-time script, with rocetune_qos_plan.py beside it
+    from rocetune_qos_plan import QosPlanError, traffic_class, validate  # pylint: disable=import-error
+
 __metaclass__ = type
 
 PRIOS = range(8)
 NOT_SUPPORTED = "Operation not supported"
 
-# docs/qos.md: the built-in plan, which an absent plan file stands for.
-DEFAULT_PLAN = {"version": 1, "trust": "dscp", "data": {"dscp": 26, "priority": 3},
-                "cnp": {"dscp": 48, "priority": 6}, "ecn": "ect0", "lossless_priorities": [3]}
-_ECN = {"not-ect": 0, "ect1": 1, "ect0": 2}
 
 
 class QosError(Exception):
@@ -51,68 +54,16 @@ def load_plan(path, loader):
 
 
 def parse_plan(text, loader, source):
-    """The plan in `text` (empty: the built-in defaults), checked before anything uses it."""
-    data = (loader(text) or {}) if text.strip() else {}
-    if not isinstance(data, dict):
-        raise QosError("%s: the QoS plan must be a mapping (docs/qos.md)" % source)
-    unknown = sorted(set(data) - set(DEFAULT_PLAN) - set(["cts", "fabric"]))
-    if unknown:
-        raise QosError("%s: unknown key(s) %s (docs/qos.md)" % (source, ", ".join(str(k) for k in unknown)))
-    if data.get("version", 1) != 1:
-        raise QosError("%s: version %r is not supported (version 1 is)" % (source, data.get("version")))
-    for cls in ("data", "cnp"):
-        extra = sorted(set(data.get(cls) or {}) - set(["dscp", "priority"])) if isinstance(data.get(cls), dict) else []
-        if extra:
-            raise QosError("%s: %s: unknown key(s) %s" % (source, cls, ", ".join(str(k) for k in extra)))
-    plan = {}
-    for key, default in DEFAULT_PLAN.items():
-        value = data.get(key, default)
-        if isinstance(default, dict):
-            if not isinstance(value or {}, dict):
-                raise QosError("%s: %s must be a mapping with dscp and priority" % (source, key))
-            value = dict(default, **(value or {}))
-        plan[key] = value
+    """The plan in `text` (empty: the built-in defaults), checked by the validator every reader of
+    the file shares (rocetune_qos_plan: the agent's rocetune.model.qos uses it too)."""
     try:
-        for cls in ("data", "cnp"):
-            for field in ("dscp", "priority"):
-                plan[cls][field] = _plan_int(plan[cls][field], "%s.%s" % (cls, field))
-            if not 0 <= plan[cls]["dscp"] <= 63 or not 0 <= plan[cls]["priority"] <= 7:
-                raise ValueError("%s.dscp must be 0..63 and %s.priority 0..7" % (cls, cls))
-        if not isinstance(plan["lossless_priorities"], list):
-            raise ValueError("lossless_priorities must be a list of priorities 0..7")
-        plan["lossless_priorities"] = [_plan_int(p, "lossless_priorities") for p in plan["lossless_priorities"]]
-        if any(not 0 <= p <= 7 for p in plan["lossless_priorities"]):
-            raise ValueError("lossless_priorities must be priorities 0..7")
-    except ValueError as exc:
-        raise QosError("%s: %s" % (source, exc))
-    # The same warnings as the agent's reader (rocetune.model.qos): the plan is legal, but odd.
-    plan["warnings"] = []
-    if plan["lossless_priorities"] and plan["data"]["priority"] not in plan["lossless_priorities"]:
-        plan["warnings"].append("data priority %d is not in lossless_priorities %s: RoCE data would travel "
-                                "in a lossy queue" % (plan["data"]["priority"], plan["lossless_priorities"]))
-    if not plan["lossless_priorities"]:
-        plan["warnings"].append("no lossless priority: the fabric relies on ECN alone (no PFC)")
-    if plan["data"]["dscp"] == plan["cnp"]["dscp"]:
-        raise QosError("%s: data.dscp and cnp.dscp must differ" % source)
-    if plan["trust"] not in ("dscp", "pcp"):
-        raise QosError("%s: trust must be dscp or pcp" % source)
-    ecn = plan["ecn"]
-    if ecn not in _ECN and ecn not in (0, 1, 2):
-        raise QosError("%s: ecn must be one of not-ect, ect1, ect0 (or 0..2)" % source)
-    plan["ecn"] = _ECN.get(ecn, ecn)
+        plan = validate(loader(text) if text.strip() else None)
+    except QosPlanError as exc:
+        raise QosError("%s: %s" % (source, exc.message))
     plan["source"] = source
     return plan
 
 
-def _plan_int(value, what):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError("%s must be a number, not %r" % (what, value))
-    return value
-
-
-def traffic_class(plan):
-    """The ToS/traffic-class byte of RoCE data: DSCP << 2 | ECN (106 by default)."""
-    return (int(plan["data"]["dscp"]) << 2) | int(plan["ecn"])
 
 
 def desired(plan, ets=None, dcqcn=True):

@@ -35,7 +35,8 @@ options:
     default: ""
   boot:
     description:
-      - The re-apply unit, C(script) and C(unit) (each C(path), C(content)) and C(settings)
+      - The re-apply unit, C(script), the C(libs) it imports from beside it and C(unit) (each
+        C(path), C(content)) and C(settings)
         (C(path), C(data), written as sorted JSON); enabled with the C(multi-user.target.wants)
         link C(systemctl enable) would make. With C(state) C(absent) (and the paths alone),
         the unit, its link, script and settings are removed. Omitted, nothing is done.
@@ -156,10 +157,12 @@ def boot_files_wanted(boot):
         return [], [], []
     unit = boot["unit"]["path"]
     link = os.path.join(os.path.dirname(unit), "multi-user.target.wants", os.path.basename(unit))
+    libs = boot.get("libs") or []
     if boot.get("state") == "absent":
-        return [], [], [link, unit, boot["script"]["path"], boot["settings"]["path"]]
+        return [], [], [link, unit, boot["script"]["path"], boot["settings"]["path"]] + [lib["path"] for lib in libs]
     files = [
         {"path": boot["script"]["path"], "content": boot["script"]["content"], "mode": "0644"},
+    ] + [{"path": lib["path"], "content": lib["content"], "mode": "0644"} for lib in libs] + [
         {"path": boot["settings"]["path"], "mode": "0644",
          "content": json.dumps(boot["settings"]["data"], indent=2, sort_keys=True) + "\n"},
         {"path": unit, "content": boot["unit"]["content"], "mode": "0644"},

@@ -136,14 +136,61 @@ def test_fabric_errors_name_the_key(text, needle):
     assert needle in e.value.message and e.value.code == ExitCode.INPUT
 
 
-def test_the_roles_reader_accepts_a_plan_with_a_fabric_section(tmp_path):
-    """roce_qos reads the same file with PyYAML: the fabric section leaves its QoS numbers alone."""
+# One contract: the agent and the roce_qos role read the plan through one validator --------------
+PLANS = [
+    "", "version: 1\n", "trust: pcp\n", "data: {dscp: 24, priority: 4}\nlossless_priorities: [4]\n",
+    "cnp: {dscp: 46, priority: 7}\necn: ect1\n", "ecn: not-ect\n", "ecn: 0\n", "ecn: ce\n", "ecn: 3\n",
+    "lossless_priorities: []\n", "lossless_priorities: [4]\n", "lossless_priorities: [8]\n",
+    "lossless_priorities: 3\n", "data: {dscp: af31}\n", "data: {dscp: 99}\n", "data: {dscp: 48}\n",
+    "data: {priority: 6}\n", "data: 26\n", "data: {dscp: 26, prio: 3}\n", "version: 2\n", "trust: vlan\n",
+    "lossles_priorities: [3]\n", "cts: {dscp: 46}\n", "cts: {dscp: 99}\n", "cts: {tos: 1}\n",
+    "fabric: {tiers: 2}\n", "fabric: {tiers: 2, ecmp: false, rail_optimised: true}\n",
+    "fabric: {tiers: 1, ecmp: true}\n", "fabric: {tiers: 5}\n", "fabric: {tier: 2}\n", "fabric: {ecmp: yes}\n",
+    "fabric: 2\n", "- 1\n", "data: {dscp: true}\n",
+]
+
+
+def _agent(text):
+    try:
+        plan = load_text(text, "qos.yml")
+    except RocetuneError as exc:
+        return ("refused", exc.message.split("QoS plan qos.yml: ", 1)[1])
+    return ("ok", {"trust": plan.trust, "data": [plan.data.dscp, plan.data.priority],
+                   "cnp": [plan.cnp.dscp, plan.cnp.priority], "ecn": plan.ecn,
+                   "lossless": list(plan.lossless_priorities), "cts": plan.cts_dscp,
+                   "fabric": None if plan.fabric is None else [plan.fabric.tiers, plan.fabric.rail_optimised,
+                                                               plan.fabric.ecmp],
+                   "tos": plan.traffic_class, "warnings": plan.warnings})
+
+
+def _role(text):
     import yaml
 
     from tests.unit.roles import load_module_utils
 
     Q = load_module_utils("roce_qos", "roce_qos_state")
-    path = tmp_path / "qos.yml"
-    path.write_text("data:\n  dscp: 24\n  priority: 4\nlossless_priorities: [4]\nfabric:\n  tiers: 2\n")
-    plan = Q.load_plan(str(path), yaml.safe_load)
-    assert Q.traffic_class(plan) == load_text(path.read_text(), "q").traffic_class == 98
+    try:
+        p = Q.parse_plan(text, yaml.safe_load, "qos.yml")
+    except Q.QosError as exc:
+        return ("refused", str(exc).split("qos.yml: ", 1)[1])
+    fab = p["fabric"]
+    return ("ok", {"trust": p["trust"], "data": [p["data"]["dscp"], p["data"]["priority"]],
+                   "cnp": [p["cnp"]["dscp"], p["cnp"]["priority"]], "ecn": p["ecn"],
+                   "lossless": p["lossless_priorities"], "cts": p["cts_dscp"],
+                   "fabric": None if fab is None else [fab["tiers"], fab["rail_optimised"], fab["ecmp"]],
+                   "tos": Q.traffic_class(p), "warnings": p["warnings"]})
+
+
+@pytest.mark.parametrize("text", PLANS)
+def test_the_agent_and_the_role_read_every_plan_alike(text):
+    assert _agent(text) == _role(text)
+
+
+def test_they_read_it_with_the_same_code():
+    import os
+
+    from rocetune.model import qos_plan
+
+    shared = os.path.join(os.path.dirname(__file__), "..", "..", "plugins", "module_utils", "rocetune_qos_plan.py")
+    assert os.path.realpath(qos_plan.__file__) == os.path.realpath(shared)
+    assert {_agent(t)[0] for t in PLANS} == {"ok", "refused"}  # the corpus exercises both outcomes

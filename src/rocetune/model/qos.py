@@ -22,14 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import ExitCode, RocetuneError
+from . import qos_plan
 from .yamlread import YamlError, load_yaml
 
 DEFAULT_PATH = "/etc/rocetune/qos.yml"
 
-# ECN codepoints a sender may use in the low two bits of the traffic class.
-ECN_NAMES = {"not-ect": 0, "ect1": 1, "ect0": 2}
+ECN_NAMES = qos_plan.ECN_NAMES
 _ECN_TEXT = {0: "Not-ECT", 1: "ECT(1)", 2: "ECT(0)"}
-TRUST_MODES = ("dscp", "pcp")
+TRUST_MODES = qos_plan.TRUST_MODES
+MAX_TIERS = qos_plan.MAX_TIERS
 
 
 @dataclass(frozen=True)
@@ -155,8 +156,6 @@ def load_text(text: str, source: str) -> QosPlan:
         doc = load_yaml(text)
     except YamlError as exc:
         raise _err(source, str(exc)) from None
-    if not isinstance(doc, dict):
-        raise _err(source, "the plan must be a mapping (key: value lines)")
     return _from_doc(doc, source)
 
 
@@ -179,116 +178,15 @@ def _err(source: str, message: str, hint: Optional[str] = None) -> RocetuneError
                          code=ExitCode.INPUT)
 
 
-_TOP_KEYS = {"version", "trust", "data", "cnp", "ecn", "lossless_priorities", "cts", "fabric"}
-_FABRIC_KEYS = ("tiers", "rail_optimised", "ecmp")
-MAX_TIERS = 4
-_CLASS_KEYS = {"dscp", "priority"}
-
-
 def _from_doc(doc: Dict[str, Any], source: str) -> QosPlan:
-    unknown = sorted(set(doc) - _TOP_KEYS)
-    if unknown:
-        raise _err(source, f"unknown key(s) {', '.join(unknown)}",
-                   hint=f"known keys: {', '.join(sorted(_TOP_KEYS))}")
-    version = doc.get("version", 1)
-    if version != 1:
-        raise _err(source, f"version {version!r} is not supported (this rocetune reads version 1)")
-    base = QosPlan()
-    trust = doc.get("trust", base.trust)
-    if trust not in TRUST_MODES:
-        raise _err(source, f"trust: {trust!r} is not one of {', '.join(TRUST_MODES)}")
-    data = _class(doc.get("data"), "data", base.data, source)
-    cnp = _class(doc.get("cnp"), "cnp", base.cnp, source)
-    ecn = _ecn(doc.get("ecn", base.ecn), source)
-    lossless_raw = doc.get("lossless_priorities", list(base.lossless_priorities))
-    if not isinstance(lossless_raw, list):
-        raise _err(source, "lossless_priorities: expected a list like [3]")
-    lossless = tuple(sorted({_int_in(p, 0, 7, "lossless_priorities[]", source) for p in lossless_raw}))
-    cts_doc = doc.get("cts")
-    cts_dscp: Optional[int] = None
-    if cts_doc is not None:
-        if not isinstance(cts_doc, dict):
-            raise _err(source, "cts: expected a mapping with 'dscp'")
-        extra = sorted(set(cts_doc) - {"dscp"})
-        if extra:
-            raise _err(source, f"cts: unknown key(s) {', '.join(extra)}")
-        if cts_doc.get("dscp") is not None:
-            cts_dscp = _int_in(cts_doc["dscp"], 0, 63, "cts.dscp", source)
-
-    fabric = _fabric(doc.get("fabric"), source)
-
-    if data.dscp == cnp.dscp:
-        raise _err(source, f"data.dscp and cnp.dscp are both {data.dscp}: congestion "
-                           "notifications must be told apart from the data they throttle")
-    warnings: List[str] = []
-    if data.priority == cnp.priority:
-        warnings.append(f"data and CNP share priority {data.priority}: CNPs queue behind the "
-                        "data they are meant to slow down")
-    if lossless and data.priority not in lossless:
-        warnings.append(f"data priority {data.priority} is not in lossless_priorities "
-                        f"{list(lossless)}: RoCE data would travel in a lossy queue")
-    if not lossless:
-        warnings.append("no lossless priority: the fabric relies on ECN alone (no PFC)")
-    return QosPlan(data=data, cnp=cnp, ecn=ecn, trust=trust, lossless_priorities=lossless,
-                   cts_dscp=cts_dscp, fabric=fabric, source=source, warnings=warnings,
-                   classes_stated=bool(set(doc) - {"version", "fabric"}))
-
-
-def _fabric(node: Any, source: str) -> Optional[Fabric]:
-    if node is None:
-        return None
-    if not isinstance(node, dict):
-        raise _err(source, "fabric: expected a mapping with tiers, rail_optimised, ecmp")
-    extra = sorted(set(node) - set(_FABRIC_KEYS))
-    if extra:
-        raise _err(source, f"fabric: unknown key(s) {', '.join(extra)}",
-                   hint=f"known keys: {', '.join(_FABRIC_KEYS)}")
-    tiers = node.get("tiers")
-    if tiers is not None:
-        tiers = _int_in(tiers, 1, MAX_TIERS, "fabric.tiers", source)
-    flags = {}
-    for key in ("rail_optimised", "ecmp"):
-        value = node.get(key)
-        if value is not None and not isinstance(value, bool):
-            raise _err(source, f"fabric.{key}: expected true or false, got {value!r}")
-        flags[key] = value
-    if tiers == 1 and flags["ecmp"]:
-        raise _err(source, "fabric: tiers 1 with ecmp true: one switch tier has no equal-cost paths "
-                           "between nodes (a bond toward the switch is seen on the host, not declared here)")
-    return Fabric(tiers=tiers, **flags)
-
-
-def _class(node: Any, name: str, default: TrafficClass, source: str) -> TrafficClass:
-    if node is None:
-        return default
-    if not isinstance(node, dict):
-        raise _err(source, f"{name}: expected a mapping with dscp and priority")
-    extra = sorted(set(node) - _CLASS_KEYS)
-    if extra:
-        raise _err(source, f"{name}: unknown key(s) {', '.join(extra)}")
-    dscp = _int_in(node.get("dscp", default.dscp), 0, 63, f"{name}.dscp", source)
-    prio = _int_in(node.get("priority", default.priority), 0, 7, f"{name}.priority", source)
-    return TrafficClass(dscp, prio)
-
-
-def _ecn(value: Any, source: str) -> int:
-    if isinstance(value, str):
-        key = value.strip().lower().replace("(", "").replace(")", "").replace("_", "-")
-        key = {"ect-0": "ect0", "ect-1": "ect1", "notect": "not-ect"}.get(key, key)
-        if key in ECN_NAMES:
-            return ECN_NAMES[key]
-        if key == "ce":
-            raise _err(source, "ecn: CE is set by congested switches, never by a sender")
-        raise _err(source, f"ecn: {value!r} is not one of {', '.join(ECN_NAMES)} (or 0, 1, 2)")
-    n = _int_in(value, 0, 3, "ecn", source)
-    if n == 3:
-        raise _err(source, "ecn: 3 (CE) is set by congested switches, never by a sender")
-    return n
-
-
-def _int_in(value: Any, lo: int, hi: int, what: str, source: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _err(source, f"{what}: expected an integer {lo}..{hi}, got {value!r}")
-    if not lo <= value <= hi:
-        raise _err(source, f"{what}: {value} is out of range {lo}..{hi}")
-    return value
+    """The plan through the one validator every reader of the file shares (qos_plan: the roce_qos
+    role's module and boot script use the same code)."""
+    try:
+        v = qos_plan.validate(doc)
+    except qos_plan.QosPlanError as exc:
+        raise _err(source, exc.message, hint=exc.hint) from None
+    fabric = Fabric(**v["fabric"]) if v["fabric"] is not None else None
+    return QosPlan(data=TrafficClass(**v["data"]), cnp=TrafficClass(**v["cnp"]), ecn=v["ecn"],
+                   trust=v["trust"], lossless_priorities=tuple(v["lossless_priorities"]),
+                   cts_dscp=v["cts_dscp"], fabric=fabric, source=source, warnings=list(v["warnings"]),
+                   classes_stated=v["classes_stated"])

@@ -35,7 +35,7 @@ def test_a_plan_file_is_read_with_pyyaml_and_checked(tmp_path):
     assert p["source"] == str(plan)
     assert Q.desired(p)["dscp_prio"] == {24: 4, 48: 6} and Q.traffic_class(p) == 97
     plan.write_text("data:\n  dscp: 48\n")
-    with pytest.raises(Q.QosError, match="must differ"):
+    with pytest.raises(Q.QosError, match="data.dscp and cnp.dscp are both 48"):
         Q.load_plan(str(plan), yaml.safe_load)
     plan.write_text("data:\n  dscp: 64\n")
     with pytest.raises(Q.QosError, match="0..63"):
@@ -143,14 +143,15 @@ def test_backend_auto_picks_mlnx_qos_only_for_mlx5_with_the_tool():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("lossless_priorities: [8]\n", "lossless_priorities must be priorities 0..7"),
-    ("data: {dscp: af31}\n", "data.dscp must be a number, not 'af31'"),
-    ("data: {dscp: 99}\n", "data.dscp must be 0..63"),
+    ("lossless_priorities: [8]\n", "lossless_priorities[]: 8 is out of range 0..7"),
+    ("data: {dscp: af31}\n", "data.dscp: expected an integer 0..63, got 'af31'"),
+    ("data: {dscp: 99}\n", "data.dscp: 99 is out of range 0..63"),
     ("version: 2\n", "version 2 is not supported"),
     ("lossles_priorities: [3]\n", "unknown key(s) lossles_priorities"),
     ("data: {dscp: 26, prio: 3}\n", "data: unknown key(s) prio"),
-    ("data: 26\n", "data must be a mapping"),
+    ("data: 26\n", "data: expected a mapping with dscp and priority"),
     ("- 1\n", "must be a mapping"),
+    ("fabric: {tiers: 1, ecmp: true}\n", "fabric: tiers 1 with ecmp true"),
 ])
 def test_a_plan_the_agent_refuses_is_refused_here_naming_the_field(text, message):
     with pytest.raises(Q.QosError, match=re.escape(message)):
