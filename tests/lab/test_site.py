@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.lab import lab
-from tests.lab.site_fixtures import (CONNECT_TIMEOUT, REPO, ansible_env, parse_env_file,
-                                     run_playbook)
+from tests.lab.site_fixtures import (CONNECT_TIMEOUT, REPO, ansible_env, parse_env_file, parse_recap,
+                                     run_playbook, tool)
 
 ENV_FILE = "/etc/rocetune/nccl.env"
 NCCL_CONF = "/etc/nccl.conf"
@@ -100,6 +100,33 @@ def test_check_diff_shows_what_a_changed_env_file_would_become(converged, lab4, 
         assert "EDITED_BY_HAND" in run_on("node02", f"cat {ENV_FILE}").stdout
     finally:
         run_on("node02", f"mv /tmp/env.saved {ENV_FILE}")
+
+
+def test_the_collection_installed_into_another_project_finds_nothing_to_change(converged, lab4, site_tmp, tmp_path):
+    """The built tarball, installed into a project that is not this repository, runs the same
+    playbook against the converged lab: every module and role resolves by FQCN, nothing changes."""
+    galaxy = tool("ansible-galaxy")
+    env = {k: v for k, v in ansible_env().items() if k != "ANSIBLE_CONFIG"}
+    subprocess.run([galaxy, "collection", "build", "--output-path", str(tmp_path), str(REPO)],
+                   check=True, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, timeout=300)
+    project = tmp_path / "site-project"
+    subprocess.run([galaxy, "collection", "install", str(next(tmp_path.glob("rocetune-fabric-*.tar.gz"))),
+                    "-p", str(project / "collections")], check=True, cwd=tmp_path, env=env,
+                   stdout=subprocess.DEVNULL, timeout=300)
+    cfg = (REPO / "ansible.cfg").read_text().replace("roles_path = roles\n", "")
+    (project / "ansible.cfg").write_text(cfg)
+    (project / "site.yml").write_text("- name: The fabric, from the installed collection\n"
+                                      "  ansible.builtin.import_playbook: rocetune.fabric.site\n")
+    proc = subprocess.run([tool("ansible-playbook"), "-i", str(lab4.inventory), "site.yml"],
+                          cwd=project, env=dict(env, ANSIBLE_CONFIG=str(project / "ansible.cfg")),
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=900)
+    recap = parse_recap(proc.stdout)
+    assert proc.returncode == 0 and sorted(recap) == lab4.names, proc.stdout[-6000:]
+    # The nodes are as they were; only the controller packs the agent into this project's artifacts.
+    on_nodes = [ln for ln in proc.stdout.splitlines() if ln.startswith("changed: [") and "-> localhost" not in ln]
+    assert not on_nodes, proc.stdout[-6000:]
+    assert "TASK [rocetune.fabric.roce_net : " in proc.stdout
 
 
 # ---------------------------------------------------------------------------------------------
