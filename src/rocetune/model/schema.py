@@ -31,7 +31,9 @@ _PCI_DEVICE = {"bdf": "str", "kind": "str", "vendor": "str?", "device": "str?", 
 _ADDRESS = {"family": "str", "address": "ip", "prefixlen": "prefix?"}
 _INTERFACE = {"name": "str", "kind": "str", "operstate": "str?", "carrier": "bool?", "mtu": "int?",
               "speed_mbps": "int?", "driver": "str?", "pci": "str?", "master": "str?",
-              "slaves": ["str"], "addresses": [_ADDRESS], "default_route": "bool"}
+              "slaves": ["str"], "addresses": [_ADDRESS], "default_route": "bool",
+              "connected_networks?": ["str"]}
+_DEFAULT_ROUTE = {"interface": "str", "family": "str", "metric": "int"}
 _NEAREST = {"device": "str", "port": "int?", "path": "str", "netdev": "str?", "link_layer": "str?",
             "state": "str?"}
 _GPU = {"index": "int", "bdf": "str?", "name": "str?", "numa_node": "int?", "cpu_affinity": "str?",
@@ -47,7 +49,8 @@ FEATURES = {
              "virtualization": {"hypervisor": "str?", "flattened": "bool", "reasons": ["str"]}},
     "sources?": {"*": _SOURCE},
     "pci": {"devices": [_PCI_DEVICE]},
-    "net": {"interfaces": [_INTERFACE], "default_route_interfaces": ["str"], "addresses_known?": "bool"},
+    "net": {"interfaces": [_INTERFACE], "default_route_interfaces": ["str"], "addresses_known?": "bool",
+            "default_routes?": [_DEFAULT_ROUTE], "addresses_source?": "str?"},
     "rdma": {"devices": [_RDMA_DEVICE], "known?": "bool", "unknown_reason?": "str?", "from_tools?": "str"},
     "verbs?": {"via": "str?", "devices": ["any"], "disagreements": ["str"]},
     "gpu?": {"matrix": {"?": True, "gpus": ["any"], "nics": [{"index": "int", "name": "str?"}],
