@@ -58,7 +58,7 @@ FEATURES = {
              "bus_ids": {"*": "str"}, "names": {"*": "str"}},
     "gpus": [_GPU],
     "topology": {"gpu_nic": [_PAIR], "disagreements": ["str"]},
-    "kernel": {"modules?": {"*": "bool"}, "peer_memory?": {"*": "bool"}, "memlock?": "str?",
+    "kernel": {"modules?": {"*": "bool"}, "builtin_modules?": ["str"], "peer_memory?": {"*": "bool"}, "memlock?": "str?",
                "cmdline?": {"iommu": "str?", "intel_iommu": "str?", "amd_iommu": "str?", "acs": ["str"]},
                "iommu_groups?": "int?", "nccl?": {"?": True, "path": "str?",
                                                                        "version": "str?"},
