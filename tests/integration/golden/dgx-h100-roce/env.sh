@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for dgx-h100-01
-# features sha256:f73adb8ce79f  qos: built-in defaults  overrides: 0
+# features sha256:2a1352bd2519  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='bond0'

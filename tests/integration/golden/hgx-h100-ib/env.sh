@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for gpu-h100-ib-014
-# features sha256:7382b3a90b2b  qos: built-in defaults  overrides: 0
+# features sha256:e048d21fc2e7  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eth0'
