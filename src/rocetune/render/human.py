@@ -72,9 +72,15 @@ def host_summary(f: dict, verbose: int = 0) -> str:
             vfs = sum(1 for d, _ in idle if (d.get("pci") or "") in _vf_bdfs(f))
             lines.append(f"  and {len(idle)} port(s) not ACTIVE or without an address"
                          + (f" ({vfs} on SR-IOV VFs)" if vfs else "") + ": -v lists them")
-    nets = [i for i in f["net"]["interfaces"] if i["default_route"]]
-    if nets:
-        lines.append("default route via " + ", ".join(i["name"] for i in nets))
+    routes = f["net"].get("default_routes")
+    if routes:
+        lines.append("default route via " + ", ".join(
+            f"{r['interface']} ({'IPv4' if r['family'] == 'inet' else 'IPv6'}, metric {r['metric']})"
+            for r in routes))
+    elif routes is None:
+        nets = [i for i in f["net"]["interfaces"] if i["default_route"]]
+        if nets:
+            lines.append("default route via " + ", ".join(i["name"] for i in nets))
     if verbose:
         for name, st in sorted(f["sources"].items()):
             lines.append(f"source {name}: {'ok' if st['ok'] else 'FAILED: ' + str(st['reason'])}")
