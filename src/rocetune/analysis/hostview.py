@@ -159,7 +159,7 @@ class HostView:
             return None
         iface = self.interfaces.get(nd) or {}
         if self.is_default_route(nd):
-            return f"{nd} {self.front.why} (management/front-end network)"
+            return f"{nd} {self.front.why}: the management/front-end network"
         master = iface.get("master")
         if master and self.is_default_route(master):
             kind = (self.interfaces.get(master) or {}).get("kind") or "master"

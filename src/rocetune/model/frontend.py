@@ -49,13 +49,13 @@ def front_end(net: dict) -> FrontEnd:
         if six_only:
             notes.append("IPv6 default route(s) on " + ", ".join(six_only) + " (router advertisements?) "
                           "do not make them front end: the IPv4 default route decides")
-        return FrontEnd(names, f"carries the IPv4 default route (metric {best})", doubts, notes)
+        return FrontEnd(names, f"carries the IPv4 default route, metric {best}", doubts, notes)
     if not v6:
         return FrontEnd([], "no default route")
     best = min(r["metric"] for r in v6)
     names = sorted({r["interface"] for r in v6 if r["metric"] == best})
     if len(names) == 1:
-        return FrontEnd(names, f"carries the IPv6 default route (metric {best}; no IPv4 default route)")
+        return FrontEnd(names, f"carries the IPv6 default route, metric {best}, and no interface an IPv4 one")
     return FrontEnd([], "no IPv4 default route", [
         "IPv6 default routes only, at the same metric " + str(best) + " on " + ", ".join(names) +
         " (router advertisements on every port?): the front end port is unknown, none is excluded "

@@ -39,8 +39,8 @@ def rule(features: dict, ctx) -> List[Decision]:
         return []
     if sel.converged:
         names = ",".join(p.name for p, _ in sel.converged)
-        ctx.warn(f"converged port: {names} also carries the host's front end ("
-                 + "; ".join(why for _, why in sel.converged) + ") and is the only usable RDMA port, "
+        ctx.warn(f"converged port: {names} is the only usable RDMA port and the host's front end "
+                 "too (" + "; ".join(why for _, why in sel.converged) + "), "
                  "so NCCL runs RoCE over it, as it would with NCCL_IB_HCA unset. Collectives, "
                  "SSH, storage and the job's own TCP share one link: a bulk all-reduce delays them, "
                  "and the lossless class (PFC/ECN) set for RoCE also governs that port; a separate "

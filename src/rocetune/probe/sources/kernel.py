@@ -51,8 +51,10 @@ def _builtin_modules(ctx: ProbeContext, loaded: Set[str]) -> List[str]:
     loadable modules only. modules.builtin (installed with the kernel) names the others."""
     found = set()
     for m in MODULES:
-        if m not in loaded and ctx.root.is_dir(f"/sys/module/{m}") and \
-                not ctx.root.exists(f"/sys/module/{m}/initstate"):
+        base = f"/sys/module/{m}"
+        # exists() first: a capture keeps what it saw (the directory, not its files)
+        if m not in loaded and ctx.root.exists(base) and ctx.root.is_dir(base) and \
+                not ctx.root.exists(f"{base}/initstate"):
             found.add(m)
     release = ctx.attr("/proc/sys/kernel/osrelease")
     if release and "/" not in release:
