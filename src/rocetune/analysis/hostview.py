@@ -228,7 +228,8 @@ class HostView:
                 continue  # the bond or bridge above it holds the address
             if (iface.get("operstate") or "up").lower() not in ("up", "unknown"):
                 continue
-            if not any(_routable(a) for a in iface.get("addresses", [])) and not self.unknown_address_networks(name):
+            routable = any(_routable(a) for a in iface.get("addresses", []))
+            if not routable and not self.unknown_address_networks(name):
                 continue
             out.append(iface)
         return out

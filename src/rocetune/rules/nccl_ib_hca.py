@@ -5,8 +5,8 @@ Features: ACTIVE InfiniBand/RoCE ports only; never a port whose netdev (or its b
 front end's default route (rocetune.model.frontend: the IPv4 one decides), unless no other port
 is usable: NCCL then takes it (NCCL v2.28.9-1 src/transport/net_ib.cc:736-740, ncclIbInit keeps
 every ACTIVE IB/Ethernet port that NCCL_IB_HCA lets through, default route or not), so it is
-chosen as a converged port with a warning that explains what sharing the link costs; when some ports are PIX/PXB to a GPU, the others are storage/front-end and are
-left out; among GPU-local ports a different link layer, a much lower speed, a missing RoCE
+chosen as a converged port with a warning that explains what sharing the link costs; when
+some ports are PIX/PXB to a GPU, the others are storage/front-end and are left out; among GPU-local ports a different link layer, a much lower speed, a missing RoCE
 address or an address on the management subnet marks a storage port. The value uses NCCL's
 exact-match syntax (`=dev:port,...`): without `=` every entry is a prefix, so `mlx5_1` would
 also select `mlx5_10`..`mlx5_19`. Device names come only from /sys/class/infiniband.
@@ -48,7 +48,8 @@ def rule(features: dict, ctx) -> List[Decision]:
     value = "=" + ",".join(p.name for p in sel.chosen)
     layer = sel.link_layer or "mixed"
     how = "GPU-local (PIX/PXB) " if sel.locality_used else ""
-    reason = (f"{len(sel.chosen)} active {how}{'RoCE' if layer == 'Ethernet' else layer} port(s); "
+    shared = ", the front end's too (converged: no other port is usable)" if sel.converged else ""
+    reason = (f"{len(sel.chosen)} active {how}{'RoCE' if layer == 'Ethernet' else layer} port(s){shared}; "
               "'=' makes the names exact (NCCL matches prefixes otherwise)")
     _register_check(ctx, sel)
     return [ctx.decision("NCCL_IB_HCA", value, reason, **sel.evidence())]
