@@ -28,13 +28,42 @@ def wanted_modules(modules, nic_driver, nvidia_peermem, sys_module="/sys/module"
     return out
 
 
-def missing_modules(names, sys_module="/sys/module"):
-    """Modules without /sys/module/NAME (built-in ones have it too)."""
-    return [n for n in names if not os.path.isdir(os.path.join(sys_module, n))]
+def builtin_modules(names, sys_module="/sys/module", modules_builtin=None):
+    """The modules among names built into the running kernel: a /sys/module/NAME directory
+    without initstate (the kernel's sysfs ABI gives initstate and refcnt to loadable modules
+    only), or a line of modules.builtin (built-ins without parameters have no directory).
+    modules_builtin: that file's path; None reads /lib/modules/<release>/modules.builtin."""
+    if modules_builtin is None:
+        modules_builtin = "/lib/modules/%s/modules.builtin" % os.uname()[2]
+    listed = set()
+    try:
+        with open(modules_builtin) as fh:
+            for line in fh:
+                name = line.strip().rsplit("/", 1)[-1]
+                if name.endswith(".ko"):
+                    listed.add(name[:-3].replace("-", "_"))
+    except (IOError, OSError):
+        pass
+    out = []
+    for n in names:
+        base = os.path.join(sys_module, n)
+        if n in listed or (os.path.isdir(base) and not os.path.exists(os.path.join(base, "initstate"))):
+            out.append(n)
+    return out
+
+
+def missing_modules(names, sys_module="/sys/module", builtin=()):
+    """Modules to load: neither loaded (/sys/module/NAME) nor built in."""
+    return [n for n in names if n not in builtin and not os.path.isdir(os.path.join(sys_module, n))]
 
 
 def modules_load_content(names):
     return HEADER % "RDMA modules loaded at boot." + "".join(n + "\n" for n in names)
+
+
+def boot_modules(names, builtin):
+    """The modules systemd-modules-load loads at boot: built-in ones are there already."""
+    return [n for n in names if n not in builtin]
 
 
 LIMITS_CONTENT = (HEADER % "RDMA registers (pins) memory."
@@ -46,9 +75,10 @@ SYSTEMD_CONTENT = HEADER % "RDMA registers (pins) memory." + "[Manager]\nDefault
 
 
 def wanted_files(modules_load_file, modules, limits_file, systemd_dropin):
-    """[{path, content, mode}] for the parts that are on (an empty path is off)."""
+    """[{path, content, mode}] for the parts that are on (an empty path is off); no
+    modules-load.d file when every wanted module is built in."""
     files = []
-    if modules_load_file:
+    if modules_load_file and modules:
         files.append({"path": modules_load_file, "content": modules_load_content(modules), "mode": "0644"})
     if limits_file:
         files.append({"path": limits_file, "content": LIMITS_CONTENT, "mode": "0644"})

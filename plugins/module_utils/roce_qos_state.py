@@ -32,7 +32,6 @@ PRIOS = range(8)
 NOT_SUPPORTED = "Operation not supported"
 
 
-
 class QosError(Exception):
     """A message the operator can act on (one line)."""
 
@@ -62,8 +61,6 @@ def parse_plan(text, loader, source):
         raise QosError("%s: %s" % (source, exc.message))
     plan["source"] = source
     return plan
-
-
 
 
 def desired(plan, ets=None, dcqcn=True):

@@ -16,6 +16,8 @@ short_description: Load and persist the RDMA kernel modules, set memlock, report
 description:
   - Loads the modules that C(/sys/module) lacks with C(modprobe) (never unloads or reloads) and
     writes the modules-load.d file that loads them at boot.
+  - Modules built into the kernel (a C(/sys/module) directory without C(initstate), or a line of
+    C(modules.builtin)) are present; they are never loaded and never written to modules-load.d.
   - Writes the limits.d file (logins) and the systemd manager drop-in (services) for an
     unlimited memlock.
   - Reads which of the wanted packages are not installed (dpkg or rpm) and returns them in
@@ -71,6 +73,10 @@ loaded:
   description: The modules this run loaded (or would load, in check mode).
   type: list
   returned: always
+builtin:
+  description: The wanted modules that are built into the running kernel (nothing to load).
+  type: list
+  returned: always
 written:
   description: The files written (or that would be, in check mode).
   type: list
@@ -86,7 +92,9 @@ os_family:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_node_state import missing_modules, wanted_files, wanted_modules
+from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_node_state import (
+    boot_modules, builtin_modules, missing_modules, wanted_files, wanted_modules
+)
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
 
@@ -108,7 +116,8 @@ def main():
     family, missing_pkgs = missing_packages(module, p["packages"], "rdma_core_packages")
 
     modules = wanted_modules(p["modules"], p["nic_driver"], p["nvidia_peermem"]) if p["modules"] else []
-    to_load = missing_modules(modules)
+    builtin = builtin_modules(modules)
+    to_load = missing_modules(modules, builtin=builtin)
     if to_load and not module.check_mode:
         modprobe = module.get_bin_path("modprobe", required=True)
         for name in to_load:
@@ -117,11 +126,13 @@ def main():
                 module.fail_json(msg="modprobe %s: %s" % (name, (err or out).strip() or "exit %d" % rc),
                                  loaded=to_load[:to_load.index(name)])
 
-    files = wanted_files(p["modules_load_file"] if modules else "", modules, p["limits_file"], p["systemd_dropin"])
+    files = wanted_files(p["modules_load_file"] if modules else "", boot_modules(modules, builtin),
+                         p["limits_file"], p["systemd_dropin"])
     changes, diffs = plan_files(files, [])
     if changes and not module.check_mode:
         apply_changes(changes)
-    module.exit_json(changed=bool(to_load or changes), loaded=to_load, written=[c[1]["path"] for c in changes],
+    module.exit_json(changed=bool(to_load or changes), loaded=to_load, builtin=builtin,
+                     written=[c[1]["path"] for c in changes],
                      missing_packages=missing_pkgs, os_family=family, diff=diffs)
 
 

@@ -111,3 +111,18 @@ def test_a_flattened_tree_is_a_warning_only_where_gpu_nic_pairing_depends_on_it(
     rxe = [{"name": "rxe0", "function": "software", "ports": []}]
     for f in (_flat_features(1, []), _flat_features(2, rxe), _flat_features(0, nics)):
         assert "host-flattened" not in {x["id"] for x in findings(f)}
+
+
+def test_roce_mtu_is_checked_on_a_rail_with_only_an_ipv6_ra_default_route():
+    port = {"port": 1, "link_layer": "Ethernet", "state": "ACTIVE", "roce_mtu": 1024, "netdev": "ens1",
+            "netdev_mtu": 1500}
+    f = {"pci": {"devices": []}, "gpus": [], "topology": {"disagreements": []}, "verbs": {"disagreements": []},
+         "rdma": {"devices": [{"name": "mlx5_0", "ports": [port]}]},
+         "net": {"default_route_interfaces": ["eth0", "ens1"],
+                 "default_routes": [{"interface": "eth0", "family": "inet", "metric": 100},
+                                    {"interface": "ens1", "family": "inet6", "metric": 1024}]},
+         "kernel": {"memlock": "unlimited"}, "host": {"virtualization": {"flattened": False, "reasons": []}}}
+    assert "roce-mtu-low" in {x["id"] for x in findings(f)}
+    f["net"]["default_routes"][1]["family"] = "inet"  # now ens1 is a front end too: not checked
+    f["net"]["default_routes"][1]["metric"] = 100
+    assert "roce-mtu-low" not in {x["id"] for x in findings(f)}

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..model.frontend import FrontEnd, front_end
 from ..model.vocab import GPU_LOCAL, PATH_ORDER, natural_key, path_rank
 from ..nccl.versions import parse_version
 
@@ -90,6 +91,8 @@ class Selection:
     hidden_reason: Optional[str] = None
     locality_used: bool = False
     names_only: bool = False  # whole devices named by nvidia-smi topo -m; ports, link layer unknown
+    # front-end ports chosen because no other RDMA port is usable (NCCL takes them then)
+    converged: List[Tuple[Port, str]] = field(default_factory=list)
 
     @property
     def link_layer(self) -> Optional[str]:
@@ -105,6 +108,7 @@ class Selection:
             "chosen": [p.summary() for p in self.chosen],
             "excluded": [{"port": p.name, "why": why} for p, why in self.excluded],
             "uncertain": list(self.uncertain),
+            "converged": [{"port": p.name, "why": why} for p, why in self.converged],
         }
 
 
@@ -115,9 +119,8 @@ class HostView:
         self.f = features
         net = features.get("net") or {}
         self.interfaces: Dict[str, dict] = {i["name"]: i for i in net.get("interfaces", [])}
-        self.default_ifaces: List[str] = list(net.get("default_route_interfaces") or
-                                              [i["name"] for i in net.get("interfaces", [])
-                                               if i.get("default_route")])
+        self.front: FrontEnd = front_end(net)
+        self.default_ifaces: List[str] = list(self.front.interfaces)
         self.gpus: List[dict] = list(features.get("gpus") or [])
         self.pci: Dict[str, dict] = {d["bdf"]: d for d in (features.get("pci") or {}).get("devices", [])}
         self._selection: Optional[Selection] = None
@@ -171,10 +174,9 @@ class HostView:
 
     # --- interfaces -------------------------------------------------------------------------
     def is_default_route(self, ifname: Optional[str]) -> bool:
-        if not ifname:
-            return False
-        iface = self.interfaces.get(ifname) or {}
-        return bool(iface.get("default_route")) or ifname in self.default_ifaces
+        """Whether the interface carries the default route that makes it the front end
+        (rocetune.model.frontend: the IPv4 one; an IPv6 router advertisement's does not count)."""
+        return bool(ifname) and ifname in self.default_ifaces
 
     def frontend_reason(self, port: Port) -> Optional[str]:
         """Why this port is the host's management/front-end path, or None."""
@@ -183,7 +185,7 @@ class HostView:
             return None
         iface = self.interfaces.get(nd) or {}
         if self.is_default_route(nd):
-            return f"{nd} carries the default route (management/front-end network)"
+            return f"{nd} {self.front.why}: the management/front-end network"
         master = iface.get("master")
         if master and self.is_default_route(master):
             kind = (self.interfaces.get(master) or {}).get("kind") or "master"
@@ -252,10 +254,22 @@ class HostView:
                 continue  # the bond or bridge above it holds the address
             if (iface.get("operstate") or "up").lower() not in ("up", "unknown"):
                 continue
-            if not any(_routable(a) for a in iface.get("addresses", [])):
+            routable = any(_routable(a) for a in iface.get("addresses", []))
+            if not routable and not self.unknown_address_networks(name):
                 continue
             out.append(iface)
         return out
+
+    def unknown_address_networks(self, ifname: str) -> List[str]:
+        """Where IPv4 addresses are unknown (no `ip`, no fib_trie): the IPv4 networks the
+        interface has a connected route to. The kernel adds such a route for each address, so
+        the interface has an address in each -- its value is what stays unknown."""
+        if (self.f.get("net") or {}).get("addresses_known", True):
+            return []
+        iface = self.interfaces.get(ifname) or {}
+        if any(a.get("family") == "inet" for a in iface.get("addresses", [])):
+            return []
+        return [n for n in iface.get("connected_networks") or [] if ":" not in n]
 
     # --- GPUs --------------------------------------------------------------------------------
     def gpu_paths(self) -> Dict[str, Dict[int, str]]:
@@ -382,9 +396,14 @@ class HostView:
         excluded: List[Tuple[Port, str]] = []
         uncertain: List[str] = []
         notes: List[str] = []
+        routed = set((self.f.get("net") or {}).get("default_route_interfaces") or [])
+        if any(p.netdev in routed for p in self.ports()):  # the choice of front end touches a port
+            uncertain.extend(self.front.doubts)
+            notes.extend(self.front.notes)
         if not visible:
             return Selection([], [], [], [], False, hidden)
         candidates: List[Port] = []
+        front: List[Tuple[Port, str]] = []
         for p in self.ports():
             if p.link_layer not in VERBS_LINK_LAYERS:
                 excluded.append((p, f"link layer {p.link_layer or 'unknown'}: not an InfiniBand/RoCE "
@@ -398,10 +417,18 @@ class HostView:
                 continue
             why = self.frontend_reason(p)
             if why:
-                excluded.append((p, why))
+                front.append((p, why))
                 continue
             candidates.append(p)
         candidates = self._one_port_per_link(candidates, excluded, notes)
+        converged: List[Tuple[Port, str]] = []
+        if not candidates and front:
+            # NCCL's IB transport takes every ACTIVE IB/RoCE port (net_ib.cc ncclIbInit): with
+            # no other port usable, the front-end port is its fabric (a converged port).
+            converged = front
+            candidates = self._one_port_per_link([p for p, _ in front], excluded, notes)
+        else:
+            excluded.extend(front)
         if not candidates:
             return Selection([], excluded, uncertain, notes, True)
 
@@ -490,7 +517,9 @@ class HostView:
             if missing and counts:
                 uncertain.append("no GPU-local compute port for " + ", ".join(f"GPU{g}" for g in missing))
         chosen = sorted(pool, key=lambda p: (natural_key(p.device), p.port))
-        return Selection(chosen, excluded, uncertain, notes, True, locality_used=locality)
+        converged = [(p, why) for p, why in converged if p in chosen]
+        return Selection(chosen, excluded, uncertain, notes, True, locality_used=locality,
+                         converged=converged)
 
     @staticmethod
     def _one_port_per_link(candidates: List[Port], excluded: List[Tuple[Port, str]],
@@ -534,7 +563,8 @@ class HostView:
             if not net_status.get("ok", True):
                 return None, f"network interfaces not read ({net_status.get('reason')})", doubts
             if not (self.f.get("net") or {}).get("addresses_known", True):
-                return None, "interface addresses are unknown (no 'ip -j addr show' output)", doubts
+                return None, ("interface addresses are unknown (no 'ip -j addr show' output, no "
+                              "/proc/net/fib_trie) and no interface has a connected route"), doubts
             return None, "no routable, up interface", doubts
         defaults = [c for c in cands if self.is_default_route(c["name"])]
         sel = self.selection()
@@ -549,8 +579,9 @@ class HostView:
                 return pick, "carries the default route: the network every node reaches", doubts
             compute_netdevs = {p.netdev for p in self.selection().chosen}
             others = [c for c in cands if c["name"] not in compute_netdevs] or cands
-            doubts.append("no interface carries a default route; took the first routable one")
-            return others[0], "first routable interface (no default route on this host)", doubts
+            doubts.append(f"no front-end interface known ({self.front.why}); took the first routable "
+                          "one that is not a compute port")
+            return others[0], f"first routable interface ({self.front.why})", doubts
         fastest = max(c.get("speed_mbps") or 0 for c in cands)
         top = [c for c in cands if (c.get("speed_mbps") or 0) == fastest]
         top.sort(key=lambda c: (not self.is_default_route(c["name"]), c["name"]))

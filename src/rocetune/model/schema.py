@@ -32,8 +32,10 @@ _PCI_DEVICE = {"bdf": "str", "kind": "str", "vendor": "str?", "device": "str?", 
 _ADDRESS = {"family": "str", "address": "ip", "prefixlen": "prefix?"}
 _INTERFACE = {"name": "str", "kind": "str", "operstate": "str?", "carrier": "bool?", "mtu": "int?",
               "speed_mbps": "int?", "driver": "str?", "pci": "str?", "master": "str?",
-              "slaves": ["str"], "addresses": [_ADDRESS], "default_route": "bool"}
+              "slaves": ["str"], "addresses": [_ADDRESS], "default_route": "bool",
+              "connected_networks?": ["str"]}
 _ROUTE = {"interface": "str", "dest": "ip", "prefixlen": "prefix", "gateway": "ip?"}
+_DEFAULT_ROUTE = {"interface": "str", "family": "str", "metric": "int"}
 _NEAREST = {"device": "str", "port": "int?", "path": "str", "netdev": "str?", "link_layer": "str?",
             "state": "str?"}
 _GPU = {"index": "int", "bdf": "str?", "name": "str?", "numa_node": "int?", "cpu_affinity": "str?",
@@ -56,7 +58,7 @@ FEATURES = {
     "sources?": {"*": _SOURCE},
     "pci": {"devices": [_PCI_DEVICE]},
     "net": {"interfaces": [_INTERFACE], "default_route_interfaces": ["str"], "addresses_known?": "bool",
-            "routes?": [_ROUTE]},
+            "routes?": [_ROUTE], "default_routes?": [_DEFAULT_ROUTE], "addresses_source?": "str?"},
     "rdma": {"devices": [_RDMA_DEVICE], "known?": "bool", "unknown_reason?": "str?", "from_tools?": "str"},
     "verbs?": {"via": "str?", "devices": ["any"], "disagreements": ["str"]},
     "gpu?": {"matrix": {"?": True, "gpus": ["any"], "nics": [{"index": "int", "name": "str?"}],
@@ -64,7 +66,7 @@ FEATURES = {
              "bus_ids": {"*": "str"}, "names": {"*": "str"}},
     "gpus": [_GPU],
     "topology": {"gpu_nic": [_PAIR], "disagreements": ["str"]},
-    "kernel": {"modules?": {"*": "bool"}, "peer_memory?": {"*": "bool"}, "memlock?": "str?",
+    "kernel": {"modules?": {"*": "bool"}, "builtin_modules?": ["str"], "peer_memory?": {"*": "bool"}, "memlock?": "str?",
                "cmdline?": {"iommu": "str?", "intel_iommu": "str?", "amd_iommu": "str?", "acs": ["str"]},
                "iommu_groups?": "int?", "nccl?": _NCCL,
                "sysctl?": {"*": "str?"},

@@ -6,6 +6,7 @@ from typing import Dict, List, Optional
 
 from ..model.finding import Finding
 from ..model.vocab import natural_key
+from ..model.frontend import front_end
 
 
 def _finding(fid: str, severity: str, subject: str, message: str) -> dict:
@@ -41,10 +42,10 @@ def host_findings(f: dict) -> List[dict]:
         out.append(_finding("software-rdma-device", "info", "host",
                             f"software RDMA device(s) {names} (Soft-RoCE or siw): a stand-in for RDMA "
                             "NICs that exercises the RDMA path; no NIC offload, speed or GPUDirect"))
-    front_end = set(f["net"]["default_route_interfaces"])
+    front = set(front_end(f["net"]).interfaces)  # an IPv6 RA default on a rail does not count
     addresses_of = _addresses_by_name(f)
     for name, p in ports:
-        if p["netdev"] in front_end:
+        if p["netdev"] in front:
             continue  # the management path carries no RDMA traffic worth a jumbo MTU
         addresses = addresses_of.get(p["netdev"])
         if addresses is not None and not any(not a["address"].startswith("fe80:") for a in addresses):

@@ -78,9 +78,15 @@ def host_summary(f: dict, verbose: int = 0) -> str:
     if named:
         lines.append(f"{len(named)} RDMA device(s) named by {f['rdma'].get('from_tools')} only "
                      "(ports, state, link layer unknown): " + ", ".join(named))
-    nets = [i for i in f["net"]["interfaces"] if i["default_route"]]
-    if nets:
-        lines.append("default route via " + ", ".join(i["name"] for i in nets))
+    routes = f["net"].get("default_routes")
+    if routes:
+        lines.append("default route via " + ", ".join(
+            f"{r['interface']} ({'IPv4' if r['family'] == 'inet' else 'IPv6'}, metric {r['metric']})"
+            for r in routes))
+    elif routes is None:
+        nets = [i for i in f["net"]["interfaces"] if i["default_route"]]
+        if nets:
+            lines.append("default route via " + ", ".join(i["name"] for i in nets))
     nccl = (f.get("kernel") or {}).get("nccl")
     if isinstance(nccl, dict) and (nccl.get("libraries") or nccl.get("basis") == "declared"):
         from ..analysis.hostview import HostView

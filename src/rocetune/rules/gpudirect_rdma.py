@@ -130,8 +130,9 @@ def rule(features: dict, ctx) -> List[Decision]:
         ctx.note("the NCCL release is unknown: peer memory at " + "; ".join(
             f"{PEER_PATHS[k]} counts only for NCCL {peer_memory_releases(k)}" for k in counted))
     if modules.get("nvidia_peermem") and not present:
+        how = "built into the kernel" if "nvidia_peermem" in (kernel.get("builtin_modules") or []) else "loaded"
         ctx.finding("gdr-peermem-unregistered", "warning", "nvidia_peermem",
-                    f"nvidia_peermem is loaded but {PEER_PATHS['nvidia_peermem']} and "
+                    f"nvidia_peermem is {how} but {PEER_PATHS['nvidia_peermem']} and "
                     f"{PEER_PATHS['nv_mem']} are absent: rebuild the driver after OFED, or use DMA-BUF")
     severity = "warning" if usable else "info"
     eligible = (f"{len(usable)} GPU-NIC pair(s) are PIX/PXB and lose GPUDirect RDMA" if usable else

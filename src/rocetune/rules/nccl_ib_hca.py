@@ -2,8 +2,11 @@
 
 Which ports are compute is decided once (rocetune.rules.hostview.HostView.selection) from the
 Features: ACTIVE InfiniBand/RoCE ports only; never a port whose netdev (or its bond) carries the
-default route; when some ports are PIX/PXB to a GPU, the others are storage/front-end and are
-left out; among GPU-local ports a different link layer, a much lower speed, a missing RoCE
+front end's default route (rocetune.model.frontend: the IPv4 one decides), unless no other port
+is usable: NCCL then takes it (NCCL v2.28.9-1 src/transport/net_ib.cc:736-740, ncclIbInit keeps
+every ACTIVE IB/Ethernet port that NCCL_IB_HCA lets through, default route or not), so it is
+chosen as a converged port with a warning that explains what sharing the link costs; when
+some ports are PIX/PXB to a GPU, the others are storage/front-end and are left out; among GPU-local ports a different link layer, a much lower speed, a missing RoCE
 address or an address on the management subnet marks a storage port. The value uses NCCL's
 exact-match syntax (`=dev:port,...`): without `=` every entry is a prefix, so `mlx5_1` would
 also select `mlx5_10`..`mlx5_19`. Device names come from /sys/class/infiniband, or from recorded
@@ -40,17 +43,20 @@ def rule(features: dict, ctx) -> List[Decision]:
     for port, why in sel.excluded:
         ctx.note(f"excluded {port.name}: {why}")
     if not sel.chosen:
-        front = [p for p, why in sel.excluded if p.state == "ACTIVE" and "default route" in why]
-        if front:
-            names = ",".join(p.name for p in front)
-            ctx.warn(f"the only active RDMA port(s) ({names}) carry the default route, so NCCL is "
-                     "planned over sockets; if this NIC is also the compute fabric, use "
-                     f"--set NCCL_IB_HCA=={names} --unset NCCL_IB_DISABLE")
         return []
+    if sel.converged:
+        names = ",".join(p.name for p, _ in sel.converged)
+        ctx.warn(f"converged port: {names} is the only usable RDMA port and the host's front end "
+                 "too (" + "; ".join(why for _, why in sel.converged) + "), "
+                 "so NCCL runs RoCE over it, as it would with NCCL_IB_HCA unset. Collectives, "
+                 "SSH, storage and the job's own TCP share one link: a bulk all-reduce delays them, "
+                 "and the lossless class (PFC/ECN) set for RoCE also governs that port; a separate "
+                 "compute NIC avoids both. To run NCCL over sockets instead: --set NCCL_IB_DISABLE=1")
     value = "=" + ",".join(p.name for p in sel.chosen)
     layer = sel.link_layer or "mixed"
     how = "GPU-local (PIX/PXB) " if sel.locality_used else ""
-    reason = (f"{len(sel.chosen)} active {how}{'RoCE' if layer == 'Ethernet' else layer} port(s); "
+    shared = ", the front end's too (converged: no other port is usable)" if sel.converged else ""
+    reason = (f"{len(sel.chosen)} active {how}{'RoCE' if layer == 'Ethernet' else layer} port(s){shared}; "
               "'=' makes the names exact (NCCL matches prefixes otherwise)")
     if sel.names_only:
         reason = (f"{len(sel.chosen)} RDMA device(s) PIX/PXB to a GPU in nvidia-smi topo -m, named "

@@ -1,8 +1,12 @@
 """no-rdma: a host without a usable verbs port runs NCCL over TCP sockets -- say so, tune them.
 
-When /sys/class/infiniband shows no ACTIVE InfiniBand/RoCE compute port (plain Ethernet, ports
-down, only a front-end port), rocetune sets NCCL_IB_DISABLE=1 and no other NCCL_IB_* variable,
-and sizes the socket transport from the link speed of the chosen socket interface: NCCL starts
+When nccl-ib-hca chose no port, NCCL runs over sockets. With no RDMA device at all rocetune sets
+NCCL_IB_DISABLE=1; with RDMA devices of which none is usable now (ports DOWN) it leaves it unset:
+NCCL's IB transport then finds no ACTIVE port and falls back by itself (NCCL v2.28.9-1
+src/transport/net_ib.cc:826, "No device found"), and a pinned value (read at net_ib.cc:677) would
+outlive the repair. A lone port that carries the default route is not such a host: NCCL takes it
+(net_ib.cc:736-740), and nccl-ib-hca chooses it as a converged port. No other NCCL_IB_* variable
+is set here. The rule sizes the socket transport from the link speed of the chosen socket interface: NCCL starts
 with one socket and no helper thread, which a single core cannot drive at 25 Gb/s and above.
 
     link speed      NCCL_SOCKET_NTHREADS  NCCL_NSOCKS_PERTHREAD  sockets

@@ -34,9 +34,15 @@ def rule(features: dict, ctx) -> List[Decision]:
     for d in doubts:
         ctx.warn(f"uncertain socket interface: {d}")
     name = iface["name"]
+    unknown = ctx.host.unknown_address_networks(name)
+    if unknown:
+        ctx.note(f"{name}'s IPv4 address is unknown (no 'ip -j addr show', no /proc/net/fib_trie); "
+                 f"its connected route{'s' if len(unknown) > 1 else ''} ({', '.join(unknown)}) show it "
+                 "has one there, which is all NCCL's socket needs from the name")
     evidence = {"interface": name, "kind": iface.get("kind"), "speed_mbps": iface.get("speed_mbps"),
                 "default_route": ctx.host.is_default_route(name),
                 "addresses": [f"{a['address']}/{a.get('prefixlen')}" for a in iface.get("addresses", [])],
+                "ipv4_address_unknown_in": unknown,
                 "candidates": [c["name"] for c in ctx.host.socket_candidates()]}
     return [
         ctx.decision("NCCL_SOCKET_IFNAME", "=" + name,

@@ -78,6 +78,7 @@ class Host:
         self.topology_files: List[dict] = []
         self.qos: Dict[str, dict] = {}
         self.routes: Optional[List[dict]] = None  # None: the Features carry no routing table
+        self.default_routes: Optional[List[dict]] = None  # None: Features without net.default_routes
 
     # --- pieces -----------------------------------------------------------------------------
     def _bdf(self) -> str:
@@ -96,6 +97,14 @@ class Host:
                                                            key=lambda x: (x["family"], x["address"])),
             "default_route": default,
         }
+        return self
+
+    def default_route(self, iface: str, family: str = "inet", metric: int = 0) -> "Host":
+        """A default route as the probe records it (net.default_routes); the interface is marked."""
+        self.default_routes = (self.default_routes or []) + [
+            {"interface": iface, "family": family, "metric": metric}]
+        if iface in self.ifaces:
+            self.ifaces[iface]["default_route"] = True
         return self
 
     def gpu(self, index: int, bdf: Optional[str] = None, numa: Optional[int] = 0,
@@ -227,6 +236,11 @@ class Host:
                                                   "netdev": p["netdev"], "link_layer": p["link_layer"],
                                                   "state": p["state"]})
         defaults = sorted(n for n, i in self.ifaces.items() if i["default_route"])
+        for r in self.default_routes or []:
+            if r["interface"] in self.ifaces:
+                self.ifaces[r["interface"]]["default_route"] = True
+        if self.default_routes is not None:
+            defaults = sorted(set(defaults) | {r["interface"] for r in self.default_routes})
         matrix = None
         if self.matrix_nics:
             matrix = {"gpus": [{"index": g["index"], "cpu_affinity": g["cpu_affinity"],
@@ -250,7 +264,9 @@ class Host:
             "net": {"interfaces": [copy.deepcopy(self.ifaces[n]) for n in sorted(self.ifaces)],
                     "default_route_interfaces": defaults,
                     **({"routes": sorted(copy.deepcopy(self.routes), key=lambda r: (r["interface"], r["dest"]))}
-                       if self.routes is not None else {})},
+                       if self.routes is not None else {}),
+                    **({} if self.default_routes is None else {"default_routes": sorted(
+                        self.default_routes, key=lambda r: (r["family"], r["metric"], r["interface"]))})},
             "rdma": {"devices": [copy.deepcopy(self.devices[n]) for n in sorted(self.devices)]},
             "verbs": {"via": None, "devices": [], "disagreements": []},
             "gpu": {"matrix": matrix, "bus_ids": {str(g["index"]): g["bdf"] for g in gpus},

@@ -173,16 +173,6 @@ def test_cpu_only_host_uses_its_roce_port():
     assert hca(plan) == "=mlx5_0:1"
 
 
-def test_only_rdma_port_carries_the_default_route():
-    h = Host().iface("eth0", "10.0.0.5/24", default=True)
-    h.gpu(0)
-    h.rdma("mlx5_0", netdev="eth0", make_iface=False, paths={0: "PIX"})
-    plan = plan_of(h.build())
-    assert plan.get("NCCL_IB_HCA") is None
-    assert plan.get("NCCL_IB_DISABLE") is None  # an RDMA device exists: sockets are not pinned
-    assert any("--set NCCL_IB_HCA==mlx5_0:1" in w for w in warnings(plan))
-
-
 def names_only(h) -> dict:
     """The host as a pasted nvidia-smi topo -m shows it: device names and GPU paths, no ports."""
     f = h.build()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Set
 
 from ...hostfs import ProbeContext
 from ...nccl.defaults import PEER_MEMORY_PATHS
@@ -31,12 +31,38 @@ NET_CONF = "/proc/sys/net/ipv4/conf"
 NET_CONF_KEYS = ("arp_ignore", "arp_announce", "rp_filter")
 
 
-def _modules(ctx: ProbeContext) -> Dict[str, bool]:
+def _modules(ctx: ProbeContext) -> dict:
+    """`modules`: whether each module is present, loaded (/proc/modules) or built into the
+    kernel; `builtin_modules`: those of them built in (never in /proc/modules, never loaded)."""
     loaded = set()
     for line in (ctx.text("/proc/modules") or "").splitlines():
         if line.strip():
             loaded.add(line.split()[0])
-    return {m: m in loaded for m in MODULES}
+    builtin = _builtin_modules(ctx, loaded)
+    return {"modules": {m: m in loaded or m in builtin for m in MODULES}, "builtin_modules": builtin}
+
+
+def _builtin_modules(ctx: ProbeContext, loaded: Set[str]) -> List[str]:
+    """The modules of MODULES built into the kernel. The kernel's sysfs ABI
+    (Documentation/ABI/testing/sysfs-module): /sys/module/<name> exists for a loaded module and
+    for a built-in one with parameters, a version or drivers; `initstate` and `refcnt` exist for
+    loadable modules only. modules.builtin (installed with the kernel) names the others."""
+    found = set()
+    for m in MODULES:
+        base = f"/sys/module/{m}"
+        # exists() first: a capture keeps what it saw (the directory, not its files)
+        if m not in loaded and ctx.root.exists(base) and ctx.root.is_dir(base) and \
+                not ctx.root.exists(f"{base}/initstate"):
+            found.add(m)
+    release = ctx.attr("/proc/sys/kernel/osrelease")
+    if release and "/" not in release:
+        for line in (ctx.text(f"/lib/modules/{release}/modules.builtin") or "").splitlines():
+            name = line.strip().rsplit("/", 1)[-1]
+            if name.endswith(".ko"):
+                name = name[:-3].replace("-", "_")
+                if name in MODULES and name not in loaded:
+                    found.add(name)
+    return sorted(found)
 
 
 def _memlock(ctx: ProbeContext) -> Optional[str]:
@@ -122,7 +148,7 @@ def _iommu_groups(ctx: ProbeContext) -> int:
 
 def probe(ctx: ProbeContext) -> dict:
     return {
-        "modules": _modules(ctx),
+        **_modules(ctx),
         "peer_memory": {k: ctx.root.exists(p) for k, p in PEER_PATHS.items()},
         "memlock": _memlock(ctx),
         "cmdline": _cmdline(ctx),
