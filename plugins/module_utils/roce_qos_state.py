@@ -337,7 +337,9 @@ def _read(path):
         return None
 
 
-def _write(path, value):
+def write_value(path, value):
+    """Write one sysfs/configfs value (an RDMA-CM port's directory is created by mkdir on its
+    device's directory in configfs)."""
     parent = os.path.dirname(path)
     if "/rdma_cm/" in path and not os.path.isdir(parent):
         os.makedirs(os.path.dirname(os.path.dirname(parent)), exist_ok=True)
@@ -407,7 +409,7 @@ def main(argv=None):
             print("rocetune-qos: %s: %s" % (" ".join(cmd), "ok" if rc == 0 else (err or out).strip()))
             failures += rc != 0
         for path, value in step["writes"]:
-            _write(path, value)
+            write_value(path, value)
             print("rocetune-qos: %s = %s" % (path, value))
         if step["ecn_unexposed"]:
             print("rocetune-qos: %s" % step["ecn_unexposed"])
@@ -416,7 +418,7 @@ def main(argv=None):
     if settings.get("rdma_cm", True):
         for path, value in rdma_cm_writes(rdma_ports(settings["interfaces"]), traffic_class(plan), _read):
             try:
-                _write(path, value)
+                write_value(path, value)
                 print("rocetune-qos: %s = %s" % (path, value))
             except OSError as exc:
                 print("rocetune-qos: %s: %s" % (path, exc), file=sys.stderr)

@@ -134,16 +134,8 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links imp
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
 from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import (
     NotSupported, QosError, desired, driver_of, interface_plan, load_plan, parse_plan,
-    pick_backend, rdma_cm_writes, rdma_ports, traffic_class
+    pick_backend, rdma_cm_writes, rdma_ports, traffic_class, write_value
 )
-
-
-def write(path, value):
-    parent = os.path.dirname(path)
-    if "/rdma_cm/" in path and not os.path.isdir(parent):
-        os.makedirs(os.path.dirname(os.path.dirname(parent)), exist_ok=True)
-    with open(path, "w") as fh:
-        fh.write(value + "\n")
 
 
 def plan_files_wanted(plan_file, plan_content):
@@ -304,10 +296,10 @@ def apply_steps(module, run, steps, cm_writes, result):
             if rc != 0:
                 errors.append("%s: %s" % (" ".join(cmd), (err or out).strip()))
         for path, value in step["writes"]:
-            write(path, value)
+            write_value(path, value)
     for path, value in cm_writes:
         try:
-            write(path, value)
+            write_value(path, value)
         except (IOError, OSError) as exc:
             errors.append("%s: %s (is configfs mounted and rdma_cm loaded?)" % (path, exc))
     if errors:
