@@ -173,4 +173,3 @@ def set_argv(tool, bdf, changes):
 
 def diff_lines(bdf, changes):
     return ["%s %s: %s -> %s" % (bdf, p, changes[p]["next_boot"], changes[p]["wanted"]) for p in sorted(changes)]
-

@@ -15,7 +15,7 @@ module: nic_firmware_apply
 short_description: ConnectX persistent firmware (NVCONFIG) parameters with mlxconfig or mstconfig
 description:
   - Finds the PCI device of each interface (C(/sys/class/net/IF/device)) and of each explicit
-    address, one per card (its first function: per-port parameters C(_P1)/C(_P2) are set there).
+    address, one per card (its first function; per-port parameters C(_P1)/C(_P2) are set there).
   - Reads the wanted parameters with C(mlxconfig -d BDF -e q PARAM...) (or C(mstconfig)), compares
     the wanted values (a number, C(0x..), or the mnemonic the tool shows) with the Next Boot
     column and runs C(TOOL -y -d BDF set K=V...) only for those that differ.
@@ -26,7 +26,7 @@ description:
     C(/run/reboot-required).
   - When neither tool is installed and I(packages) are missing, it stops, changing nothing,
     and returns them in C(missing_packages) with C(pending) true.
-  - Supports check mode (the diff of C(param: next-boot -> wanted), nothing set) and diff.
+  - Supports check mode (the diff, each C(BDF PARAM) with its next-boot and wanted value; nothing set) and diff.
 options:
   settings:
     description: NVCONFIG parameters and their wanted values; empty does nothing.
