@@ -61,8 +61,10 @@ def fake_mlxconfig(tmp_path, fixture: str):
 
 def test_nic_firmware_without_settings_does_nothing(tmp_path):
     bin_dir = fake_mlxconfig(tmp_path, "mlxconfig-q-connectx5-shs-docs.txt")
-    result = play(tmp_path, "nic_firmware", {"nic_firmware_devices": ["0000:3b:00.0"]}, path_first=bin_dir)
+    result = play(tmp_path, "nic_firmware", {"nic_firmware_devices": ["0000:3b:00.0"]}, path_first=bin_dir,
+                  args=("-v",))
     assert result.returncode == 0, result.stdout
+    assert "nic_firmware_reboot_required: false" in result.stdout, result.stdout
     assert "changed=0" in result.stdout and not (tmp_path / "calls").exists(), result.stdout
 
 
