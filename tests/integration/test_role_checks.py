@@ -19,10 +19,12 @@ PLAY = """\
 """
 
 
-def play(tmp_path, role: str, extra: dict, *args: str) -> subprocess.CompletedProcess:
+def play(tmp_path, role: str, extra: dict, *args: str, path_first=None) -> subprocess.CompletedProcess:
     book = tmp_path / "play.yml"
     book.write_text(PLAY.format(role=role))
     e = env()
+    if path_first:
+        e["PATH"] = "%s:%s" % (path_first, e.get("PATH", ""))
     e["ANSIBLE_ROLES_PATH"] = str(REPO / "roles")
     # The test's own interpreter runs the modules (interpreter discovery may find a shim).
     extra = dict(extra, ansible_python_interpreter=sys.executable)
@@ -106,3 +108,77 @@ def test_a_new_agent_replaces_the_old_tree_and_an_edited_launcher_is_restored(tm
     assert len(old) == len(new) == 1 and old != new, (old, new)  # the old tree is gone
     assert command.read_text().startswith("#!/usr/bin/python3 -IS\n")
     assert str(new[0]) in command.read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# nic_firmware on this machine, with an mlxconfig that replays recorded real outputs
+
+
+NIC_FIXTURES = REPO / "tests" / "unit" / "roles" / "fixtures"
+
+
+def fake_mlxconfig(tmp_path, fixture: str):
+    """An `mlxconfig` that replays a recorded query output and logs its arguments."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "mlxconfig"
+    script.write_text("#!/bin/sh\necho \"$@\" >> %s\ncat %s\n" % (tmp_path / "calls", NIC_FIXTURES / fixture))
+    script.chmod(0o755)
+    return bin_dir
+
+
+def test_nic_firmware_without_settings_does_nothing(tmp_path):
+    bin_dir = fake_mlxconfig(tmp_path, "mlxconfig-q-connectx5-shs-docs.txt")
+    result = play(tmp_path, "nic_firmware", {"nic_firmware_devices": ["0000:3b:00.0"]}, "-v",
+                  path_first=bin_dir)
+    assert result.returncode == 0, result.stdout
+    assert "nic_firmware_reboot_required: false" in result.stdout, result.stdout
+    assert "changed=0" in result.stdout and not (tmp_path / "calls").exists(), result.stdout
+
+
+def test_nic_firmware_refuses_bad_settings_naming_them(tmp_path):
+    result = play(tmp_path, "nic_firmware", {"nic_firmware_settings": {"pci_wr_ordering": 1},
+                                             "nic_firmware_interfaces": ["definitely-absent0"]})
+    assert result.returncode != 0
+    assert "'pci_wr_ordering' is not an NVCONFIG parameter name" in result.stdout, result.stdout
+    assert "nothing was changed" in result.stdout
+
+
+def test_nic_firmware_names_an_interface_without_a_pci_device(tmp_path):
+    result = play(tmp_path, "nic_firmware", {"nic_firmware_settings": {"PCI_WR_ORDERING": "force_relax"},
+                                             "nic_firmware_interfaces": ["definitely-absent0"]})
+    assert result.returncode != 0
+    assert "definitely-absent0: no PCI device" in result.stdout, result.stdout
+
+
+def test_nic_firmware_check_mode_shows_the_diff_and_sets_nothing(tmp_path):
+    bin_dir = fake_mlxconfig(tmp_path, "mlxconfig-q-connectx5-shs-docs.txt")
+    result = play(tmp_path, "nic_firmware", {"nic_firmware_devices": ["0000:3b:00.1"], "nic_firmware_tool": "mlxconfig",
+                                             "nic_firmware_settings": {"SAFE_MODE_ENABLE": False,
+                                                                       "ADVANCED_PCI_SETTINGS": True}},
+                  "--check", "--diff", path_first=bin_dir)
+    assert result.returncode == 0, result.stdout
+    assert "-0000:3b:00.0 SAFE_MODE_ENABLE: True(1)" in result.stdout, result.stdout
+    assert "+0000:3b:00.0 SAFE_MODE_ENABLE: 0" in result.stdout, result.stdout
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls == ["-d 0000:3b:00.0 -e q ADVANCED_PCI_SETTINGS SAFE_MODE_ENABLE"]  # queried, never set
+
+
+def test_nic_firmware_reports_a_pending_reset_and_sets_nothing_again(tmp_path):
+    bin_dir = fake_mlxconfig(tmp_path, "mlxconfig-e-q-egrep-connectx6-shs-docs.txt")
+    marker = tmp_path / "reboot-required"
+    result = play(tmp_path, "nic_firmware", {"nic_firmware_devices": ["0000:86:00.0"],
+                                             "nic_firmware_settings": {"PCI_WR_ORDERING": "force_relax"},
+                                             "__nic_firmware_reboot_marker": str(marker)},
+                  "-v", path_first=bin_dir)
+    assert result.returncode == 0, result.stdout
+    assert "firmware reset (mlxfwreset) or a cold reboot on 0000:86:00.0 (PCI_WR_ORDERING)" in result.stdout
+    assert "nic_firmware_reboot_required: true" in result.stdout, result.stdout
+    assert marker.read_text() == "*** System restart required ***\n"
+    assert "changed=1" in result.stdout  # the marker, nothing else
+    rerun = play(tmp_path, "nic_firmware", {"nic_firmware_devices": ["0000:86:00.0"],
+                                            "nic_firmware_settings": {"PCI_WR_ORDERING": "force_relax"},
+                                            "__nic_firmware_reboot_marker": str(marker)},
+                 path_first=bin_dir)
+    assert rerun.returncode == 0 and "changed=0" in rerun.stdout, rerun.stdout
+    assert len((tmp_path / "calls").read_text().splitlines()) == 2  # one query per run; never a set
