@@ -14,11 +14,12 @@ __metaclass__ = type
 HEADER = "# Written by rocetune's rdma_core role: %s\n"
 
 
-def wanted_modules(modules, nic_driver, nvidia_peermem, sys_module="/sys/module"):
+def wanted_modules(modules, nic_driver, nvidia_peermem, peermem_installed=False):
     """The modules to load, in order, without repeats. nvidia_peermem: 'true', 'false' or 'auto'
-    (load it where the NVIDIA driver is loaded)."""
+    (load it where the module is installed for the running kernel: a fact of the node, not of
+    whether the NVIDIA driver happened to be loaded during this run)."""
     names = list(modules) + ([nic_driver] if nic_driver else [])
-    if nvidia_peermem == "true" or (nvidia_peermem == "auto" and os.path.isdir(os.path.join(sys_module, "nvidia"))):
+    if nvidia_peermem == "true" or (nvidia_peermem == "auto" and peermem_installed):
         names.append("nvidia_peermem")
     out = []
     for name in names:
@@ -26,6 +27,12 @@ def wanted_modules(modules, nic_driver, nvidia_peermem, sys_module="/sys/module"
         if name not in out:
             out.append(name)
     return out
+
+
+PEERMEM_UNUSABLE = ("nvidia_peermem is installed but does not load (%s): the kernel's RDMA stack has no "
+                    "peer-memory API (it comes with MLNX OFED / DOCA); it is left out of modules-load.d. "
+                    "GPUDirect RDMA can use DMA-BUF instead (the open GPU kernel module, kernel >= 5.12, "
+                    "rdma-core >= 34), or set rdma_core_nvidia_peermem: true to make this a failure")
 
 
 def builtin_modules(names, sys_module="/sys/module", modules_builtin=None):

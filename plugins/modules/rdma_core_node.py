@@ -34,7 +34,10 @@ options:
     type: str
     default: ""
   nvidia_peermem:
-    description: C(true), C(false), or C(auto) (load it where the NVIDIA driver is loaded).
+    description:
+      - C(true), C(false), or C(auto), which loads and persists it where it is installed for the
+        running kernel, and where it does not load (no peer-memory API in the kernel's RDMA
+        stack) warns and leaves it out, pointing at DMA-BUF.
     type: str
     choices: [auto, "true", "false"]
     default: auto
@@ -93,10 +96,19 @@ os_family:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_node_state import (
-    boot_modules, builtin_modules, missing_modules, wanted_files, wanted_modules
+    PEERMEM_UNUSABLE, boot_modules, builtin_modules, missing_modules, wanted_files, wanted_modules
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
+
+
+def peermem_installed(module):
+    """Whether nvidia_peermem is installed for the running kernel (modinfo finds its file)."""
+    modinfo = module.get_bin_path("modinfo")
+    if not modinfo:
+        return False
+    rc, dummy, dummy = module.run_command([modinfo, "-n", "nvidia_peermem"])
+    return rc == 0
 
 
 def main():
@@ -115,16 +127,23 @@ def main():
     p = module.params
     family, missing_pkgs = missing_packages(module, p["packages"], "rdma_core_packages")
 
-    modules = wanted_modules(p["modules"], p["nic_driver"], p["nvidia_peermem"]) if p["modules"] else []
+    installed = p["nvidia_peermem"] == "auto" and bool(p["modules"]) and peermem_installed(module)
+    modules = wanted_modules(p["modules"], p["nic_driver"], p["nvidia_peermem"], installed) if p["modules"] else []
     builtin = builtin_modules(modules)
     to_load = missing_modules(modules, builtin=builtin)
     if to_load and not module.check_mode:
         modprobe = module.get_bin_path("modprobe", required=True)
-        for name in to_load:
+        for name in list(to_load):
             rc, out, err = module.run_command([modprobe, name])
-            if rc != 0:
-                module.fail_json(msg="modprobe %s: %s" % (name, (err or out).strip() or "exit %d" % rc),
-                                 loaded=to_load[:to_load.index(name)])
+            if rc == 0:
+                continue
+            why = (err or out).strip() or "exit %d" % rc
+            if name == "nvidia_peermem" and p["nvidia_peermem"] == "auto":
+                module.warn(PEERMEM_UNUSABLE % why)
+                to_load.remove(name)
+                modules.remove(name)
+                continue
+            module.fail_json(msg="modprobe %s: %s" % (name, why), loaded=to_load[:to_load.index(name)])
 
     files = wanted_files(p["modules_load_file"] if modules else "", boot_modules(modules, builtin),
                          p["limits_file"], p["systemd_dropin"])

@@ -1,5 +1,5 @@
-"""rdma_core's one-call node state: which modules to load (nvidia_peermem only with the NVIDIA
-driver under auto), which are missing, and the files that persist modules and memlock."""
+"""rdma_core's one-call node state: which modules to load (nvidia_peermem under auto where it is
+installed), which are missing, and the files that persist modules and memlock."""
 
 from __future__ import annotations
 
@@ -14,15 +14,14 @@ def _sys_module(tmp_path, *loaded):
     return str(tmp_path)
 
 
-def test_peermem_follows_the_nvidia_driver_under_auto(tmp_path):
+def test_peermem_under_auto_follows_whether_it_is_installed_not_whether_the_driver_is_loaded():
     base = ["ib_uverbs", "rdma_ucm"]
-    assert S.wanted_modules(base, "mlx5_ib", "auto", _sys_module(tmp_path)) == ["ib_uverbs", "rdma_ucm", "mlx5_ib"]
-    (tmp_path / "nvidia").mkdir()
-    assert S.wanted_modules(base, "mlx5_ib", "auto", str(tmp_path))[-1] == "nvidia_peermem"
-    assert "nvidia_peermem" not in S.wanted_modules(base, "mlx5_ib", "false", str(tmp_path))
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert S.wanted_modules(base, "rdma-rxe", "true", str(empty))[-2:] == ["rdma_rxe", "nvidia_peermem"]
+    assert S.wanted_modules(base, "mlx5_ib", "auto") == ["ib_uverbs", "rdma_ucm", "mlx5_ib"]
+    assert S.wanted_modules(base, "mlx5_ib", "auto", peermem_installed=True)[-1] == "nvidia_peermem"
+    assert "nvidia_peermem" not in S.wanted_modules(base, "mlx5_ib", "false", peermem_installed=True)
+    assert S.wanted_modules(base, "rdma-rxe", "true")[-2:] == ["rdma_rxe", "nvidia_peermem"]
+    message = S.PEERMEM_UNUSABLE % "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument"
+    assert "Invalid argument" in message and "DMA-BUF" in message and "rdma_core_nvidia_peermem: true" in message
 
 
 def test_names_are_normalised_and_not_repeated():
