@@ -13,12 +13,15 @@ DOCUMENTATION = r"""
 module: rocetune_env
 short_description: Write a node's tuned NCCL/UCX env files planned by the rocetune agent
 description:
-  - Runs C(rocetune --json env --env-dir DIR --format sh [--format nccl-conf]) once on the node
-    (read-only), then writes the env file, NCCL's config file and every file the env points at
-    (an NCCL topology XML on a flattened host), each only when its content differs.
+  - Runs the agent once on the node, C(rocetune --json env --env-dir DIR --format sh -o ENV_FILE
+    [--format nccl-conf -o NCCL_CONF_FILE] --diff --mkdir), which plans and writes the env file,
+    NCCL's config file and every file the env points at (an NCCL topology XML on a flattened
+    host), each only when its content differs; in check mode with C(--check), which writes nothing.
+    The agent is the one writer of env files (the same code as C(rocetune env -o) and the boot unit).
   - Files the env points at are written before the env file, so an env never names a missing file.
   - A file at I(nccl_conf_file) that rocetune did not write (no rocetune header) is kept once as
     C(<file>.rocetune-orig) before it is replaced.
+  - With I(on_warnings=fail), the agent writes nothing when its plan has warnings.
   - Also installs (or removes) the boot unit that re-derives the env at every boot, and its
     C(multi-user.target) enable link, in the same call; C(systemctl daemon-reload) runs only
     when the unit changed on a node where systemd runs.
@@ -103,17 +106,15 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import read_text as read
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
 
-MARKER = "# rocetune "
-BACKUP_SUFFIX = ".rocetune-orig"
 WANTED_BY = "multi-user.target"
 
 
 def run_agent(module, argv, timeout):
+    """The agent's JSON envelope; a failure (its errors[], or no JSON) fails the module."""
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out, err = proc.communicate(timeout=timeout)
@@ -132,58 +133,45 @@ def run_agent(module, argv, timeout):
                          % (" ".join(argv), proc.returncode, tail[-1] if tail else "no output"))
     if envelope.get("errors") or not isinstance(envelope.get("data"), dict):
         first = (envelope.get("errors") or [{}])[0]
-        module.fail_json(msg="rocetune env failed on this node (exit %s): %s"
+        module.fail_json(msg="rocetune env on this node (exit %s): %s"
                          % (envelope.get("exit_code"), first.get("message", "no data")),
-                         hint=first.get("hint"), errors=envelope.get("errors"))
+                         hint=first.get("hint"), errors=envelope.get("errors"),
+                         agent_warnings=envelope.get("warnings") or [], files=[])
     return envelope
 
 
-def write(module, path, content):
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    fd, tmp = tempfile.mkstemp(prefix=".rocetune-", dir=directory)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(content.encode("utf-8"))
-    os.chmod(tmp, 0o644)
-    module.atomic_move(tmp, path)
+def agent_argv(module):
+    p = module.params
+    argv = [p["command"], "--root", p["root"], "--json", "env",
+            "--env-dir", os.path.dirname(p["env_file"]), "--format", "sh", "-o", p["env_file"]]
+    if p["nccl_conf_file"]:
+        argv += ["--format", "nccl-conf", "-o", p["nccl_conf_file"]]
+    argv += ["--diff", "--mkdir"]
+    if module.check_mode:
+        argv.append("--check")
+    if p["on_warnings"] == "fail":
+        argv.append("--fail-on-warnings")
+    if p["nccl_version"]:
+        argv += ["--nccl-version", p["nccl_version"]]
+    return argv + p["args"]
 
 
-def boot_unit(module, path, content, results, diffs):
-    """Write (content given) or remove (None) the unit and its enable link; True if changed."""
+def boot_unit(module, path, content):
+    """(results, diffs) after writing (content given) or removing (None) the unit and its
+    enable link, with the file writer the other roles' boot units use."""
     link = os.path.join(os.path.dirname(path), WANTED_BY + ".wants", os.path.basename(path))
-    before = read(path)
-    link_ok = os.path.islink(link) and os.readlink(link) == path
     if content is not None:
-        unit_changed, link_changed = before != content, not link_ok
+        wanted = ([{"path": path, "content": content, "mode": "0644"}], [{"path": link, "src": path}], [])
     else:
-        unit_changed, link_changed = before is not None, os.path.lexists(link)
-    if unit_changed:
-        diffs.append({"before_header": path, "after_header": path,
-                      "before": before or "", "after": content or ""})
-    if link_changed:
-        diffs.append({"before_header": link, "after_header": link,
-                      "before": "-> %s\n" % os.readlink(link) if os.path.islink(link) else "",
-                      "after": "-> %s\n" % path if content is not None else ""})
-    if not module.check_mode:
-        if unit_changed:
-            if content is None:
-                os.unlink(path)
-            else:
-                write(module, path, content)
-        if link_changed:
-            if os.path.lexists(link):
-                os.unlink(link)
-            if content is not None:
-                if not os.path.isdir(os.path.dirname(link)):
-                    os.makedirs(os.path.dirname(link), 0o755)
-                os.symlink(path, link)
-        if unit_changed and os.path.isdir("/run/systemd/system"):  # systemd runs here
+        wanted = ([], [], [link, path])
+    changes, diffs = plan_files(*wanted)
+    if changes and not module.check_mode:
+        apply_changes(changes)
+        if os.path.isdir("/run/systemd/system"):  # systemd runs here
             rc, dummy, err = module.run_command(["systemctl", "daemon-reload"])
             if rc != 0:
-                module.fail_json(msg="systemctl daemon-reload failed: %s" % err.strip(), files=results)
-    results.append({"path": path, "changed": unit_changed or link_changed, "backup": None})
-    return unit_changed or link_changed
+                module.fail_json(msg="systemctl daemon-reload failed: %s" % err.strip())
+    return [{"path": path, "changed": bool(changes), "backup": None}], diffs
 
 
 def main():
@@ -211,54 +199,26 @@ def main():
                              msg="%s is not installed yet: the env would be planned after it is" % p["command"])
         module.fail_json(msg="%s not found: run the rocetune_agent role first" % p["command"])
 
-    env_dir = os.path.dirname(p["env_file"])
-    formats = ["sh"] + (["nccl-conf"] if p["nccl_conf_file"] else [])
-    argv = [p["command"], "--root", p["root"], "--json", "env", "--env-dir", env_dir]
-    for fmt in formats:
-        argv += ["--format", fmt]
-    if p["nccl_version"]:
-        argv += ["--nccl-version", p["nccl_version"]]
-    data = run_agent(module, argv + p["args"], p["timeout"])
-    envelope_warnings = data.get("warnings") or []
-    env = data["data"]["env"]
-    if envelope_warnings and p["on_warnings"] == "fail":
-        # Before anything is written: an env the operator refuses must not reach the node.
-        module.fail_json(msg="rocetune reported %d warning(s), nothing was written: %s"
-                         % (len(envelope_warnings), "; ".join(envelope_warnings)),
-                         agent_warnings=envelope_warnings, files=[])
-
-    targets = [(f["path"], f["content"]) for f in env.get("files") or []]
-    targets.append((p["env_file"], env["texts"]["sh"]))
-    if p["nccl_conf_file"]:
-        targets.append((p["nccl_conf_file"], env["texts"]["nccl-conf"]))
-
-    results, diffs, changed = [], [], False
-    for path, content in targets:
-        before = read(path)
-        differs = before != content
-        backup = None
-        if differs and before is not None and path == p["nccl_conf_file"] \
-                and not before.startswith(MARKER) and not os.path.exists(path + BACKUP_SUFFIX):
-            backup = path + BACKUP_SUFFIX
-        if differs:
-            changed = True
-            diffs.append({"before_header": path, "after_header": path,
-                          "before": before or "", "after": content})
-            if not module.check_mode:
-                if backup:
-                    write(module, backup, before)
-                write(module, path, content)
-        results.append({"path": path, "changed": differs, "backup": backup})
+    data = run_agent(module, agent_argv(module), p["timeout"])
+    agent_warnings = data.get("warnings") or []
+    writes = data["data"]["env"]["writes"]
+    results = [{"path": w["path"], "changed": w["changed"], "backup": w["backup"]} for w in writes]
+    diffs = [{"before_header": w["path"], "after_header": w["path"],
+              "before": w["before"] or "", "after": w["after"]} for w in writes if w["changed"]]
+    diffs += [{"before_header": w["backup"], "after_header": w["backup"], "before": "",
+               "after": w["before"]} for w in writes if w["changed"] and w["backup"]]
     if p["unit_path"]:
-        changed = boot_unit(module, p["unit_path"], p["unit_content"], results, diffs) or changed
+        unit_results, unit_diffs = boot_unit(module, p["unit_path"], p["unit_content"])
+        results += unit_results
+        diffs += unit_diffs
 
     if p["on_warnings"] == "report":
-        for w in envelope_warnings:
+        for w in agent_warnings:
             module.warn("rocetune: %s" % w)
-    module.exit_json(changed=changed, diff=diffs, files=results,
+    module.exit_json(changed=any(r["changed"] for r in results), diff=diffs, files=results,
                      features=data["data"].get("features"),
                      env=(data["data"].get("plan") or {}).get("env") or {},
-                     agent_warnings=envelope_warnings)
+                     agent_warnings=agent_warnings)
 
 
 if __name__ == "__main__":

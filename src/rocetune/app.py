@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .errors import ExitCode, RocetuneError
 from .hostfs import HostRoot
@@ -115,14 +115,47 @@ class PlannedFile:
 
 
 @dataclass
+class FileWrite:
+    """One file `write_env` wrote, or would write: its content before and after."""
+
+    path: str                                  # absolute
+    content: str
+    before: Optional[str]                      # None: the file did not exist
+    fmt: Optional[str] = None                  # the env dialect; None for a file the env points at
+    changes: List[str] = field(default_factory=list)  # "KEY old -> new", env files only
+    backup: Optional[str] = None               # where an unmanaged nccl.conf was (or would be) kept
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.content
+
+    def to_dict(self, diff: bool = False) -> dict:
+        out = {"path": self.path, "format": self.fmt, "changed": self.changed,
+               "changes": self.changes, "backup": self.backup}
+        if diff:
+            out.update(before=self.before, after=self.content)
+        return out
+
+
+@dataclass
 class EnvResult:
     plan: Plan
     texts: Dict[str, str]                      # format -> env text
     files: List[PlannedFile] = field(default_factory=list)
-    written: List[str] = field(default_factory=list)     # every target, now holding its content
-    unchanged: List[str] = field(default_factory=list)   # of those, the ones left untouched
-    changes: List[str] = field(default_factory=list)     # "KEY old -> new" in the env file
-    backup: Optional[str] = None                         # where an unmanaged nccl.conf was kept
+    writes: List[FileWrite] = field(default_factory=list)  # what write_env did, files first
+
+    @property
+    def env_writes(self) -> List[FileWrite]:
+        return [w for w in self.writes if w.fmt is not None]
+
+    @property
+    def written(self) -> List[str]:
+        """Every target, env files last (each now holds its content)."""
+        return [w.path for w in self.writes]
+
+    @property
+    def unchanged(self) -> List[str]:
+        return [w.path for w in self.writes if not w.changed]
 
 
 def plan_env(features: dict, formats: Sequence[str] = ("sh",), *, env_dir: Optional[str] = None,
@@ -161,38 +194,47 @@ def _holds(path: str, content: str) -> bool:
         return False
 
 
-def write_env(result: EnvResult, fmt: str, path: str) -> List[str]:
-    """Write the files the env points at, then the env file: all targets are checked first, so a
-    failure leaves no env pointing at a file that is missing.
+def write_env(result: EnvResult, outputs: Sequence[Tuple[str, str]], *, check: bool = False,
+              make_dirs: bool = False) -> List[FileWrite]:
+    """Write the files the env points at, then each env file of `outputs` ((format, path) pairs):
+    every target is checked first, so a failure leaves no env naming a file that is missing.
 
     A target that already holds its content is left alone (same bytes, same mtime): a boot-time
-    rerun that finds nothing new rewrites nothing. `result.changes` names each variable of the
-    env file whose value differs from the file's previous one ("KEY old -> new"). An NCCL config
-    file that rocetune did not write (no managed marker) is kept once as FILE.rocetune-orig."""
-    targets = [(f.path, f.content) for f in result.files] + [(path, result.texts[fmt])]
-    for target, _ in targets:
-        _check_writable(target)
-    written, unchanged = [], []
+    rerun that finds nothing new rewrites nothing. Each env file's `changes` names the variables
+    whose value differs from the file's previous one. An NCCL config file that rocetune did not
+    write (no managed marker) is kept once as FILE.rocetune-orig. With `check`, nothing is
+    written and the result says what would be; `make_dirs` creates missing directories."""
+    paths = [os.path.abspath(p) for _, p in outputs]
+    if len(set(paths)) != len(paths):
+        raise RocetuneError("two env files name the same path: " + ", ".join(sorted(
+            {p for p in paths if paths.count(p) > 1})), code=ExitCode.USAGE)
+    writes = [FileWrite(os.path.abspath(f.path), f.content, _read_text(f.path)) for f in result.files]
+    for fmt, path in outputs:
+        text, before = result.texts[fmt], _read_text(path)
+        changes = env_changes(before, text, fmt) if before is not None else []
+        backup = _backup_path(path, before) if fmt == "nccl-conf" and before != text else None
+        writes.append(FileWrite(os.path.abspath(path), text, before, fmt, changes, backup))
+    for w in writes:
+        _check_writable(w.path, make_dirs)
+    result.writes = writes
+    if check:
+        return writes
     from .fsutil import atomic_write  # tempfile and friends: only when something is written
 
-    before = _read_text(path)
-    for target, content in targets:
-        old = before if target == path else _read_text(target)
-        if old != content:
-            try:
-                if target == path and fmt == "nccl-conf":
-                    result.backup = _keep_unmanaged(path, old, atomic_write)
-                atomic_write(target, content, 0o644)
-            except OSError as exc:
-                raise RocetuneError(f"cannot write {target}: {exc.strerror or exc}",
-                                    hint="check that the directory exists and is writable",
-                                    code=ExitCode.OUTPUT) from None
-        else:
-            unchanged.append(os.path.abspath(target))
-        written.append(os.path.abspath(target))
-    result.written, result.unchanged = written, unchanged
-    result.changes = env_changes(before, result.texts[fmt], fmt) if before is not None else []
-    return written
+    for w in writes:
+        if not w.changed:
+            continue
+        try:
+            if make_dirs:
+                os.makedirs(os.path.dirname(w.path), 0o755, exist_ok=True)
+            if w.backup:
+                atomic_write(w.backup, w.before, 0o644)
+            atomic_write(w.path, w.content, 0o644)
+        except OSError as exc:
+            raise RocetuneError(f"cannot write {w.path}: {exc.strerror or exc}",
+                                hint="check that the directory exists and is writable",
+                                code=ExitCode.OUTPUT) from None
+    return writes
 
 
 def _read_text(path: str) -> Optional[str]:
@@ -203,12 +245,11 @@ def _read_text(path: str) -> Optional[str]:
         return None
 
 
-def _keep_unmanaged(path: str, old: Optional[str], atomic_write) -> Optional[str]:
+def _backup_path(path: str, old: Optional[str]) -> Optional[str]:
     backup = path + BACKUP_SUFFIX
     if old is None or old.startswith(MANAGED_MARKER) or os.path.lexists(backup):
         return None
-    atomic_write(backup, old, 0o644)
-    return backup
+    return os.path.abspath(backup)
 
 
 def env_changes(old_text: str, new_text: str, fmt: str) -> List[str]:
@@ -225,11 +266,13 @@ def env_changes(old_text: str, new_text: str, fmt: str) -> List[str]:
             for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
 
 
-def _check_writable(path: str) -> None:
+def _check_writable(path: str, make_dirs: bool = False) -> None:
     if os.path.isdir(path):
-        raise RocetuneError(f"{path}: is a directory", hint=f"remove it or write the env elsewhere",
+        raise RocetuneError(f"{path}: is a directory", hint="remove it or write the env elsewhere",
                             code=ExitCode.OUTPUT)
     directory = os.path.dirname(os.path.abspath(path))
+    while make_dirs and not os.path.isdir(directory) and not os.path.lexists(directory):
+        directory = os.path.dirname(directory)  # the nearest existing one must be writable
     if not os.path.isdir(directory):
         raise RocetuneError(f"cannot write {path}: {directory} does not exist",
                             hint="create the directory first", code=ExitCode.OUTPUT)

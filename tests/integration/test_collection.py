@@ -5,9 +5,11 @@ ansible-doc renders it, and clean under ansible-test sanity."""
 from __future__ import annotations
 
 import ast
+import fcntl
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -151,12 +153,19 @@ def test_ansible_test_sanity_is_clean(installed):
     _, root = installed
     cache = TEST_HOME / ".ansible" / "test" / "cache"
     cache.mkdir(parents=True, exist_ok=True)
-    (cache / f"get_pip_{_ansible_test_pip_version().replace('.', '_')}.py").write_text(GET_PIP_OFFLINE)
-    # ansible-test wants the collection root as the working directory, inside a git tree or not.
-    proc = subprocess.run([tool("ansible-test"), "sanity", "--python", f"{sys.version_info[0]}.{sys.version_info[1]}",
-                           "--local", "--color", "no"],
-                          capture_output=True, text=True, cwd=root, timeout=900,
-                          env=clean_env(HOME=str(TEST_HOME), PATH=f"{BIN}:{os.environ.get('PATH', '')}"))
+    # Runs from several checkouts share the virtual environments: one at a time, and one left
+    # half-made (interrupted, or its interpreter's venv since recreated) is made again.
+    with open(TEST_HOME / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for venv in (TEST_HOME / ".ansible" / "test" / "venv").glob("*/*/*"):
+            if not (venv / "bin" / "python").exists():
+                shutil.rmtree(venv)
+        (cache / f"get_pip_{_ansible_test_pip_version().replace('.', '_')}.py").write_text(GET_PIP_OFFLINE)
+        # ansible-test wants the collection root as the working directory, inside a git tree or not.
+        proc = subprocess.run([tool("ansible-test"), "sanity", "--python", f"{sys.version_info[0]}.{sys.version_info[1]}",
+                               "--local", "--color", "no"],
+                              capture_output=True, text=True, cwd=root, timeout=900,
+                              env=clean_env(HOME=str(TEST_HOME), PATH=f"{BIN}:{os.environ.get('PATH', '')}"))
     errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith(("ERROR", "FATAL"))]
     assert proc.returncode == 0, "\n".join(errors) or proc.stdout[-3000:] + proc.stderr[-3000:]
 

@@ -8,7 +8,9 @@ Runs on the VM pair that test_vm.py used (vm2 lasts the session), in this order:
 2. A controller run over both changes nothing on either node; `--check --diff` over both
    reports changed=0. Each node's env file is what `rocetune env` plans there (the rails in
    NCCL_IB_HCA, not the management NIC), the rails are at MTU 9000, ens3 (Ansible's) at 1500.
-3. One reboot of both VMs, with vm02's rails given their IPv4 address only after their
+3. Before the reboot, roce_net asked to put ens3 (Ansible's interface) at 9000 on vm02 without
+   the opt-in: refused, nothing persisted, and after the reboot ens3 is still at 1500.
+4. One reboot of both VMs, with vm02's rails given their IPv4 address only after their
    Soft-RoCE device (an IPv6 address before), so its RoCE v2 IPv4 GID moves from index 1 to 2.
    What the roles persisted is back (modules from modules-load.d, MTU 9000 on the rails with
    the lab's own boot script no longer setting it, unlimited memlock for a fresh login); the
@@ -227,6 +229,20 @@ def test_check_mode_is_clean_and_each_node_carries_what_rocetune_plans(converged
 # 2. One reboot: what was persisted comes back; vm02's IPv4 GID moves
 
 
+PERSISTED_MTU = ("cat /etc/udev/rules.d/81-rocetune-roce-net.rules; "
+                 "ls -l --time-style=+%s /etc/udev/rules.d /etc/systemd/network 2>&1; "
+                 "ls -lR --time-style=+%s /etc/systemd/network 2>&1")
+
+
+def refuse_the_connection_interface() -> dict:
+    """roce_net asked to put ens3, the interface Ansible connects through, at MTU 9000 without
+    the opt-in: refused before anything is persisted."""
+    before = sh(MOVED, PERSISTED_MTU)
+    run = site("--limit", MOVED, "--tags", "roce_net_apply",
+               "-e", json.dumps({"roce_net_interfaces": ["ens4", "ens5", "ens3"]}))
+    return {"run": run, "before": before, "after": sh(MOVED, PERSISTED_MTU)}
+
+
 @pytest.fixture(scope="module")
 def rebooted(converged):
     gid_file = "/sys/class/infiniband/rxe0/ports/1/gids/{}"
@@ -236,7 +252,7 @@ def rebooted(converged):
     vm.run_on(MOVED, "mkdir -p /etc/systemd/system/rocetune-softroce.service.d && cat > "
                      "/etc/systemd/system/rocetune-softroce.service.d/50-ipv4-late.conf",
               input=IPV4_LATE_DROPIN)
-    before = {}
+    before = {"refused": refuse_the_connection_interface()}
     for name in (SELF, MOVED):
         sh(name, SEED_WITHOUT_MTU)
         before[name] = snapshot(name)
@@ -268,6 +284,19 @@ def test_the_qos_boot_unit_reports_not_supported_and_exits_cleanly(rebooted, nam
     log = unit_log(name, "rocetune-qos.service")
     for nic in ("ens4", "ens5"):
         assert any(f"DCB is not supported on {nic} (driver virtio_net)" in ln for ln in log), log
+
+
+def test_the_refused_connection_interface_stays_at_1500_after_the_reboot(rebooted):
+    refused = rebooted["refused"]
+    run = refused["run"]
+    assert run.rc != 0 and run.recap[MOVED]["failed"] == 1, run.explain()
+    assert "refusing to change the MTU of ens3 (1500 -> 9000)" in run.output, run.explain()
+    assert "roce_net_allow_link_flap: true" in run.output and "nothing was changed" in run.output
+    assert refused["after"] == refused["before"], "the refused run persisted something"
+    assert 'NAME=="ens3"' not in refused["after"]
+    # What the next boot applied is what was persisted: ens3 at 1500, the rails at 9000.
+    mtus = sh(MOVED, "cat /sys/class/net/ens3/mtu /sys/class/net/ens4/mtu /sys/class/net/ens5/mtu").split()
+    assert mtus == ["1500", "9000", "9000"], mtus
 
 
 def test_an_unchanged_node_keeps_its_env_files_byte_for_byte(rebooted):

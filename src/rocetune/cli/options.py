@@ -46,10 +46,14 @@ def add_env_output(parser: argparse.ArgumentParser, many: bool = False) -> None:
     if many:
         g.add_argument("--format", choices=FORMATS, action="append", default=[], metavar="FMT",
                        help="env dialect: " + ", ".join(FORMATS) + " (default: from -o's name, else "
-                            "sh; repeat with --json to get several)")
-    else:
-        g.add_argument("--format", choices=FORMATS, metavar="FMT",
-                       help="env dialect: " + ", ".join(FORMATS) + " (default: from -o's name, else sh)")
+                            "sh); repeat with --json to get several, or with as many -o to write each")
+        g.add_argument("-o", "--out", metavar="FILE", action="append", default=[],
+                       help="write the env here, atomically, with any file it points at beside it "
+                            "('-' = stdout); repeat, one per --format, to write several dialects "
+                            "of one plan")
+        return
+    g.add_argument("--format", choices=FORMATS, metavar="FMT",
+                   help="env dialect: " + ", ".join(FORMATS) + " (default: from -o's name, else sh)")
     g.add_argument("-o", "--out", metavar="FILE",
                    help="write the env here, atomically, with any file it points at beside it "
                         "('-' = stdout)")
@@ -75,14 +79,25 @@ def _nonneg_int(text: str) -> int:
 
 def out_path(args: argparse.Namespace) -> Optional[str]:
     """-o's file, or None for stdout; `-o json` is refused as the likely slip it is."""
-    out = getattr(args, "out", None)
-    if not out or out == "-":
-        return None
-    if out in _RESULT_WORDS:
-        raise RocetuneError(f"-o {out}: -o names the file to write, not the result format",
-                            hint=f"use --json for a JSON result, or -o ./{out} for a file named {out}",
-                            code=ExitCode.USAGE)
-    return out
+    outs = out_paths(args)
+    if len(outs) > 1:
+        raise RocetuneError("-o names one file here", code=ExitCode.USAGE)
+    return outs[0] if outs else None
+
+
+def out_paths(args: argparse.Namespace) -> List[str]:
+    """Every -o file (stdout's '-' left out)."""
+    given = getattr(args, "out", None)
+    given = given if isinstance(given, list) else ([given] if given else [])
+    outs = [o for o in given if o != "-"]
+    if outs and len(outs) != len(given):
+        raise RocetuneError("-o - (stdout) cannot be mixed with files", code=ExitCode.USAGE)
+    for out in outs:
+        if out in _RESULT_WORDS:
+            raise RocetuneError(f"-o {out}: -o names the file to write, not the result format",
+                                hint=f"use --json for a JSON result, or -o ./{out} for a file named {out}",
+                                code=ExitCode.USAGE)
+    return outs
 
 
 def formats_of(args: argparse.Namespace, out: Optional[str]) -> List[str]:
@@ -95,6 +110,18 @@ def formats_of(args: argparse.Namespace, out: Optional[str]) -> List[str]:
     if len(fmts) > 1 and out:
         raise RocetuneError("-o writes one env file: give one --format", code=ExitCode.USAGE)
     return list(dict.fromkeys(fmts))
+
+
+def outputs_of(args: argparse.Namespace, outs: List[str]) -> List[tuple]:
+    """(format, file) for each -o: the n-th --format goes with the n-th -o; one -o may take its
+    format from its name."""
+    fmts = list(args.format)
+    if len(outs) == 1 and len(fmts) <= 1:
+        return [(fmts[0] if fmts else default_format_for(outs[0]), outs[0])]
+    if len(fmts) != len(outs):
+        raise RocetuneError(f"{len(outs)} -o files and {len(fmts)} --format values: give one "
+                            "--format per -o, in the same order", code=ExitCode.USAGE)
+    return list(zip(fmts, outs))
 
 
 def plan_env_from_args(args: argparse.Namespace, features: dict, out: Optional[str],
@@ -111,15 +138,34 @@ def plan_env_from_args(args: argparse.Namespace, features: dict, out: Optional[s
                         files_will_be_written=bool(out or env_dir))
 
 
-def env_data(env: "EnvResult", formats: List[str], out: Optional[str]) -> dict:
-    return {"formats": formats, "path": os.path.abspath(out) if out else None,
+def env_data(env: "EnvResult", formats: List[str], out: Optional[str], diff: bool = False) -> dict:
+    """The env part of a verb's JSON result: the texts (nothing written), or each file written
+    (`writes`, with before/after texts under `diff`)."""
+    first = env.env_writes[0] if env.env_writes else None
+    return {"formats": formats, "path": first.path if first else None,
             "texts": None if out else env.texts,
             "files": [{"path": f.path, "key": f.key} for f in env.files] if out else [],
-            "written": env.written}
+            "written": env.written, "unchanged": env.unchanged,
+            "changes": first.changes if first else [], "backup": first.backup if first else None,
+            "writes": [w.to_dict(diff) for w in env.writes]}
 
 
-def wrote_lines(env: "EnvResult", fmt: str) -> List[str]:
+def write_lines(env: "EnvResult", check: bool = False) -> List[str]:
+    """One line per file: written (with the variables that changed), unchanged, or (with
+    `check`) would be written. With -q this is all -o prints, a line per file for a journal:
+    `rocetune env -q -o FILE` in a boot unit."""
     n = len(env.plan.decisions)
-    lines = [printable(f"wrote {env.written[-1]} ({fmt}, {n} variables)")]
-    lines += [printable(f"wrote {p}") for p in env.written[:-1]]
-    return lines
+    verb = "would write" if check else "wrote"
+    lines = []
+    for w in env.env_writes:
+        if not w.changed:
+            lines.append(f"unchanged {w.path} ({w.fmt}, {n} variables)")
+        elif w.changes:
+            lines.append(f"{verb} {w.path} ({w.fmt}, {n} variables): changed " + ", ".join(w.changes))
+        else:
+            lines.append(f"{verb} {w.path} ({w.fmt}, {n} variables)")
+        if w.backup:
+            kept = "would keep" if check else "kept"
+            lines.append(f"{kept} the previous {w.path}, which rocetune did not write, as {w.backup}")
+    lines += [f"{verb if w.changed else 'unchanged'} {w.path}" for w in env.writes if w.fmt is None]
+    return [printable(line) for line in lines]

@@ -75,3 +75,48 @@ def test_json_result_reports_unchanged_files_and_changes(tmp_path, capsys):
     assert main(["--json", "env", "--features", ff, "-o", str(out)]) == 0
     env = json.loads(capsys.readouterr().out)["data"]["env"]
     assert env["unchanged"] == [str(out)] and env["changes"] == [] and env["backup"] is None
+
+
+def env_json(capsys, features: str, *args: str) -> tuple:
+    code = main(["--json", "env", "--features", features, *args])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_one_plan_writes_two_dialects_with_check_and_diff(tmp_path, capsys):
+    ff = write_features(tmp_path / "f.json")
+    env_file, conf = tmp_path / "etc/rocetune/nccl.env", tmp_path / "etc/nccl.conf"
+    argv = ["--env-dir", str(env_file.parent), "--format", "sh", "-o", str(env_file),
+            "--format", "nccl-conf", "-o", str(conf), "--mkdir", "--diff"]
+    code, out = env_json(capsys, ff, *argv, "--check")
+    assert code == 0 and not env_file.parent.exists()  # check: nothing made, not even the dirs
+    writes = out["data"]["env"]["writes"]
+    assert [(w["path"], w["format"], w["changed"], w["before"]) for w in writes] == \
+        [(str(env_file), "sh", True, None), (str(conf), "nccl-conf", True, None)]
+    code, out = env_json(capsys, ff, *argv)
+    assert code == 0 and [w["after"] for w in out["data"]["env"]["writes"]] == \
+        [env_file.read_text(), conf.read_text()]
+    assert "export NCCL_IB_GID_INDEX='3'" in env_file.read_text() and "NCCL_IB_GID_INDEX=3\n" in conf.read_text()
+    code, out = env_json(capsys, write_features(tmp_path / "g.json", gid_shift=1), *argv, "--check")
+    writes = out["data"]["env"]["writes"]
+    assert [w["changes"] for w in writes] == [["NCCL_IB_GID_INDEX 3 -> 4"]] * 2
+    assert "NCCL_IB_GID_INDEX=3\n" in conf.read_text()  # --check wrote nothing
+
+
+def test_fail_on_warnings_writes_nothing(tmp_path, capsys):
+    ff, out = write_features(tmp_path / "f.json"), tmp_path / "nccl.env"
+    # A name NCCL does not read is a plan warning.
+    code, result = env_json(capsys, ff, "-o", str(out), "--set", "NCCL_ROCETUNE_UNKNOWN=1", "--fail-on-warnings")
+    assert code == 1 and not out.exists(), result
+    assert result["errors"][0]["message"].startswith("1 warning(s), nothing written: ")
+    assert "NCCL_ROCETUNE_UNKNOWN" in result["errors"][0]["message"]
+
+
+def test_formats_and_files_must_pair(tmp_path, capsys):
+    ff = write_features(tmp_path / "f.json")
+    code = main(["env", "--features", ff, "--format", "sh", "--format", "nccl-conf", "-o", str(tmp_path / "a"),
+                 "-o", str(tmp_path / "b"), "--format", "sh"])
+    assert code == 2 and "3 --format values" in capsys.readouterr().err
+    code = main(["env", "--features", ff, "--format", "sh", "-o", str(tmp_path / "a"),
+                 "--format", "sh", "-o", str(tmp_path / "a")])
+    assert code == 2 and "same path" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()

@@ -48,9 +48,9 @@ def run(args: argparse.Namespace) -> Result:
         from ... import app
         from ...render.human import plan_text
 
-        app.write_env(env, fmt, out)
+        app.write_env(env, [(fmt, out)])
         result.human = (human.rstrip("\n") + "\n\n" + plan_text(plan, args.verbose)
-                        + "\n".join(options.wrote_lines(env, fmt)) + "\n")
+                        + "\n".join(options.write_lines(env)) + "\n")
     else:
         result.raw = env.texts[fmt]
     data["env"] = options.env_data(env, fmts, out)
