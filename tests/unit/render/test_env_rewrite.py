@@ -107,7 +107,7 @@ def test_fail_on_warnings_writes_nothing(tmp_path, capsys):
     # A name NCCL does not read is a plan warning.
     code, result = env_json(capsys, ff, "-o", str(out), "--set", "NCCL_ROCETUNE_UNKNOWN=1", "--fail-on-warnings")
     assert code == 1 and not out.exists(), result
-    assert result["errors"][0]["message"].startswith("1 warning(s), nothing written: ")
+    assert result["errors"][0]["message"].startswith("1 warning(s), nothing was written: ")
     assert "NCCL_ROCETUNE_UNKNOWN" in result["errors"][0]["message"]
 
 

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> Result:
         return result
     if args.fail_on_warnings and warnings:
         result.code = ExitCode.FINDINGS
-        result.errors = [{"message": f"{len(warnings)} warning(s), nothing written: " + "; ".join(warnings),
+        result.errors = [{"message": f"{len(warnings)} warning(s), nothing was written: " + "; ".join(warnings),
                           "hint": "fix what they name, or run without --fail-on-warnings"}]
         return result
     from ... import app
