@@ -3,8 +3,8 @@
 # Copyright: rocetune contributors
 # Apache-2.0
 """Install the rocetune agent: the packed zip unpacked into a versioned directory, compiled by
-the node's Python, and the `rocetune` command as a launcher script. The node side of the
-rocetune_agent_install action, which transfers the zip only when this module asks for it."""
+the node's Python, and the `rocetune` command as a launcher script. Asked first without the
+zip, it says whether the zip must be copied over at all."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,10 +15,11 @@ DOCUMENTATION = r"""
 module: rocetune_agent_install
 short_description: Install the rocetune agent as bytecode for the node's Python
 description:
-  - Called by the action of the same name. Without I(src) it looks for the agent with
-    I(sha256) under I(lib_dir); when it is missing it returns C(needs_content=true) and changes
-    nothing. When it is there, it compiles it for I(python) if needed and writes the launcher
-    I(dest) (owner root, I(mode)) where it differs.
+  - Without I(src) it looks for the agent with I(sha256) under I(lib_dir); when it is missing
+    it returns C(needs_content=true) and changes nothing (in check mode it reports the change
+    the install would make), so the zip is copied to the node only when it is needed.
+  - When it is there, it compiles it for I(python) if needed and writes the launcher I(dest)
+    (owner root, I(mode)) where it differs.
   - With I(src) (the transferred zip) it checks the sha256, unpacks it into
     I(lib_dir)/VERSION-SHA12, compiles it with I(python), then writes the launcher and removes
     the tree the launcher ran before.
@@ -50,13 +51,22 @@ author: rocetune contributors (@rocetune)
 """
 
 EXAMPLES = r"""
-# The action of the same name computes the sha256 on the controller and sends the file only
-# when the node's differs: in a play, give it the packed agent as src.
-- name: Install the agent as the rocetune command
+- name: Is the agent with this sha256 installed? (needs_content says whether to copy the zip)
   rocetune.fabric.rocetune_agent_install:
-    src: "{{ playbook_dir }}/artifacts/rocetune-agent.pyz"
+    sha256: "{{ agent_sha256 }}"
     dest: /usr/local/bin/rocetune
-    mode: "0755"
+    python: /usr/bin/python3
+    lib_dir: /usr/local/lib/rocetune
+  register: agent
+
+- name: Install the copied zip
+  rocetune.fabric.rocetune_agent_install:
+    src: /tmp/rocetune-agent.x/rocetune.pyz
+    sha256: "{{ agent_sha256 }}"
+    dest: /usr/local/bin/rocetune
+    python: /usr/bin/python3
+    lib_dir: /usr/local/lib/rocetune
+  when: agent.needs_content
 """
 
 RETURN = r"""
@@ -119,6 +129,11 @@ def main():
     changes = []
     if tree is None:
         if not p["src"]:
+            if module.check_mode:  # the zip would go over and be installed
+                module.exit_json(changed=True, needs_content=True, diff={
+                    "before_header": p["dest"], "after_header": p["dest"], "before": "",
+                    "after": "rocetune agent sha256 %s, unpacked into %s and compiled\n"
+                             % (p["sha256"], p["lib_dir"])})
             module.exit_json(changed=False, needs_content=True)
         if sha256_of(p["src"]) != p["sha256"]:
             module.fail_json(msg="the transferred agent %s does not have sha256 %s" % (p["src"], p["sha256"]))

@@ -111,15 +111,14 @@ def test_a_vm_that_does_not_boot_fails_fast_with_its_console_tail(monkeypatch):
         return argv
 
     monkeypatch.setattr(vm, "qemu_argv", broken)
-    started = time.monotonic()
     with pytest.raises(lab.LabError) as err:
         vm.up(1, timeout=240)
-    took = time.monotonic() - started
     message = str(err.value)
     assert message.startswith("vm01 did not come up under "), message
-    assert "QEMU exited before the VM answered ssh" in message
+    # Failing fast: the end of QEMU was noticed, not the 240 s limit waited out (timings on a
+    # shared machine prove nothing; the image build before the boot may take minutes).
+    assert "QEMU exited before the VM answered ssh" in message and "timed out" not in message
     assert "console tail:" in message and "Unable to mount root fs" in message, message
-    assert took < 240, f"took {took:.0f}s"
     assert leftovers() == []
 
 
