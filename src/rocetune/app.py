@@ -279,3 +279,26 @@ def _check_writable(path: str, make_dirs: bool = False) -> None:
     if not os.access(directory, os.W_OK):
         raise RocetuneError(f"cannot write {path}: {directory} is not writable",
                             hint="run as a user who may write there", code=ExitCode.OUTPUT)
+
+
+def doctor(root: str, features: dict, qos_path: Optional[str] = None, user: Optional[Overrides] = None,
+           nccl_log: Optional[str] = None):
+    """Check a node (live, or a capture under `root`) against its plan and the pitfalls:
+    -> (findings, data). The host's findings, the plan's, and doctor's own checks."""
+    from .analysis.hostview import HostView
+    from .doctor import checks, readings
+    from .hostfs import HostRoot, ProbeContext, runner_for
+
+    host = HostRoot(root or "/")
+    declared_qos = qos_plan(root, qos_path, fallback=False)
+    env_dir = os.path.dirname(readings.ENV_FILES["sh"])
+    env = plan_env(features, ("sh", "nccl-conf"), env_dir=env_dir, user=user,
+                   qos=declared_qos or default_plan())
+    ctx = ProbeContext(host, runner_for(host))
+    read = readings.read(ctx, features)
+    found = checks.run_checks(checks.DoctorInput(features, read, HostView(features), env.texts, declared_qos))
+    from .model.finding import Finding
+
+    findings = [Finding.from_dict(x) for x in features.get("findings", [])] + env.plan.findings + found
+    return findings, {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
+                      "plan": env.plan.to_dict()}

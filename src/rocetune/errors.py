@@ -12,6 +12,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2  # bad command line
     INPUT = 3  # bad input: root, features file, config, env file
     OUTPUT = 4  # cannot write the requested output
+    WARNINGS = 5  # doctor: it ran, and found warnings but no failure
     INTERNAL = 70  # a bug: rerun with --debug
 
 

@@ -34,6 +34,8 @@ class Result:
             return "error"
         if self.code == ExitCode.FINDINGS:
             return "findings"
+        if self.code == ExitCode.WARNINGS:
+            return "warning"
         if self.code != ExitCode.OK:
             return "error"
         findings = self.data.get("findings") if isinstance(self.data, dict) else None

@@ -1,0 +1,31 @@
+"""rocetune doctor: is this node right? Its facts, its running state and its deployed env files
+checked against the plan and against the pitfalls that cost bandwidth silently."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import options, report
+from ..result import Result
+
+NAME = "doctor"
+ORDER = 20
+HELP = "check a node against its plan: MTU, PFC/ECN/pause, memlock, ACS, IOMMU, GIDs, env drift, boot units"
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    options.add_plan_arguments(p)
+
+
+def run(args: argparse.Namespace) -> Result:
+    from ... import app
+    from ...doctor import report as doctor_report
+
+    features = report.collect(args)
+    user = app.overrides(args.config, args.set, args.unset)
+    findings, data = app.doctor(args.root, features, args.qos, user)
+    findings = doctor_report.ordered(findings)
+    host = features["host"].get("hostname") or args.root
+    data.update(findings=[f.to_dict() for f in findings], features=features)
+    return Result(command=NAME, data=data, code=doctor_report.exit_code(findings),
+                  human="" if args.json else doctor_report.text(findings, host, args.verbose))

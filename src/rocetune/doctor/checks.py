@@ -1,0 +1,343 @@
+"""Doctor's checks: one function per check, each declared with its id, what it reads, the fix
+and the source it rests on. A check returns findings (nothing when the node is right) and says
+"not checked" (info) when the node lacks what it would read, never a silent pass.
+
+The host's own findings (probe) and the plan's (rules) are added by report.py; these are the
+checks only a node-side look at the running state can make.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional
+
+from ..analysis.hostview import HostView, Port
+from ..model.finding import Finding
+from ..model.qos import QosPlan
+
+
+@dataclass
+class DoctorInput:
+    features: dict
+    readings: dict                      # doctor/readings.py
+    view: HostView
+    planned: Dict[str, str]             # env dialect -> the text the plan gives now
+    qos: Optional[QosPlan]              # the node's QoS plan (None: no plan file, no --qos)
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    title: str
+    reads: str
+    fix: str
+    source: str
+    run: Callable[[DoctorInput], List[Finding]]
+
+
+CHECKS: List[CheckSpec] = []
+
+
+def check(id: str, title: str, reads: str, fix: str, source: str):
+    def register(fn):
+        CHECKS.append(CheckSpec(id, title, reads, fix, source, fn))
+        return fn
+    return register
+
+
+def _finding(spec_id: str, severity: str, subject: str, message: str, fix: Optional[str] = None) -> Finding:
+    spec = next(c for c in CHECKS if c.id == spec_id)
+    return Finding(spec_id, severity, subject, message, source="doctor", fix=fix or spec.fix)
+
+
+def _compute_ports(d: DoctorInput) -> List[Port]:
+    return list(d.view.selection().chosen)
+
+
+@check("doctor-port-down", "Compute RDMA ports are ACTIVE",
+       "/sys/class/infiniband/DEV/ports/N/state", "bring the link up: cable, switch port, `ip link set IF up`",
+       "NCCL uses only ACTIVE ports (transport/net_ib.cc ncclIbInit)")
+def port_down(d: DoctorInput) -> List[Finding]:
+    return [_finding("doctor-port-down", "error", p.name,
+                     f"{p.name} ({p.netdev or 'no netdev'}) is {p.state}, not ACTIVE: NCCL will not "
+                     "use it and the job loses a rail")
+            for p in d.view.ports() if p.state not in (None, "ACTIVE") and _is_rail(d, p)]
+
+
+def _is_rail(d: DoctorInput, port: Port) -> bool:
+    """A port the plan would use were it up: not the front end, not software, not an SR-IOV VF
+    (idle VFs are down by design), of the chosen ports' link layer."""
+    if port.function == "software" or d.view.frontend_reason(port) is not None:
+        return False
+    pci = next((x for x in d.features["pci"]["devices"] if x["bdf"] == port.pci), None)
+    if pci and (pci.get("sriov") or {}).get("physfn"):
+        return False
+    layers = {c.link_layer for c in _compute_ports(d)}
+    return not layers or port.link_layer in layers
+
+
+@check("doctor-no-ipv4-roce-gid", "Every RoCE compute port has an IPv4 RoCE v2 GID",
+       "/sys/class/infiniband/DEV/ports/N/gids/*, gid_attrs/types/*",
+       "give the port's netdev its IPv4 address (NCCL's default NCCL_IB_ADDR_FAMILY is AF_INET)",
+       "NCCL ncclIbGetGidIndex picks a RoCE v2 GID of NCCL_IB_ADDR_FAMILY (AF_INET by default), "
+       "NCCL 2.21+ (transport/net_ib.cc); NCCL #1333, #2157")
+def no_ipv4_gid(d: DoctorInput) -> List[Finding]:
+    return [_finding("doctor-no-ipv4-roce-gid", "error", p.name,
+                     f"{p.name} ({p.netdev}) has no IPv4 RoCE v2 GID: NCCL finds no GID to use on it")
+            for p in _compute_ports(d) if p.is_roce and p.state == "ACTIVE"
+            and not p.v4_gids and not p.types_unreadable]
+
+
+@check("doctor-rail-mtu-mismatch", "All RoCE rails share one MTU",
+       "/sys/class/net/IF/mtu of each compute port's netdev",
+       "set the odd rail to the fabric's MTU (the roce_net role: roce_net_mtu)",
+       "RoCE's path MTU is the smaller of the two ends (IB spec; NCCL_IB_... reads active_mtu)")
+def rail_mtu(d: DoctorInput) -> List[Finding]:
+    mtus: Dict[str, int] = {}
+    for p in _compute_ports(d):
+        if p.is_roce and p.iface and p.iface.get("mtu"):
+            mtus[p.netdev] = p.iface["mtu"]
+    if len(set(mtus.values())) < 2:
+        return []
+    common = max(set(mtus.values()), key=lambda m: (list(mtus.values()).count(m), m))
+    return [_finding("doctor-rail-mtu-mismatch", "error", netdev,
+                     f"{netdev} has MTU {mtu}, the other rails {common}: traffic over it runs at the "
+                     "smaller RoCE MTU, and a peer at the larger one drops its frames")
+            for netdev, mtu in sorted(mtus.items()) if mtu != common]
+
+
+def _unlimited(value: Optional[str]) -> bool:
+    return value is not None and value.lower() in ("unlimited", "infinity", "-1")
+
+
+@check("doctor-memlock-services", "Services get an unlimited memlock",
+       "DefaultLimitMEMLOCK in /etc/systemd/system.conf and system.conf.d/*.conf",
+       "DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf.d/ (the rdma_core role writes it), "
+       "then `systemctl daemon-reexec` and a restart of slurmd/containerd",
+       "RDMA memory registration pins pages against RLIMIT_MEMLOCK; systemd's default is 8 MiB "
+       "(systemd 253+: systemd-system.conf(5)); jobs started by slurmd or a container runtime inherit it")
+def memlock_services(d: DoctorInput) -> List[Finding]:
+    if not _compute_ports(d):
+        return []
+    m = d.readings["memlock"]
+    if _unlimited(m["systemd_default"]):
+        return []
+    where = f"DefaultLimitMEMLOCK={m['systemd_default']} in {m['systemd_file']}" if m["systemd_default"] \
+        else "no DefaultLimitMEMLOCK set (systemd's default, 8 MiB since systemd 253)"
+    return [_finding("doctor-memlock-services", "warning", "host",
+                     f"{where}: jobs that a service starts (slurmd, containerd, kubelet) cannot pin "
+                     "their RDMA buffers")]
+
+
+@check("doctor-memlock-logins", "Logins get an unlimited memlock",
+       "/etc/security/limits.conf and limits.d/*.conf (`*` memlock soft/hard)",
+       "`* soft memlock unlimited` and `* hard memlock unlimited` in /etc/security/limits.d/ "
+       "(the rdma_core role writes them)",
+       "pam_limits(8); RDMA registration needs RLIMIT_MEMLOCK (rdma-core's libibverbs warns at 64 KiB)")
+def memlock_logins(d: DoctorInput) -> List[Finding]:
+    if not _compute_ports(d):
+        return []
+    limits = d.readings["memlock"]["limits"]
+    short = [k for k in ("soft", "hard") if not _unlimited(limits[k])]
+    if not short:
+        return []
+    text = ", ".join(f"{k} {limits[k] or 'not set'}" for k in short)
+    return [_finding("doctor-memlock-logins", "warning", "host",
+                     f"memlock for logins (ssh, mpirun over ssh): {text}, not unlimited")]
+
+
+@check("doctor-iommu-translated", "The IOMMU does not translate GPUDirect traffic",
+       "/proc/cmdline (iommu=, intel_iommu=, amd_iommu=) and /sys/kernel/iommu_groups",
+       "boot with iommu=pt (passthrough) or the IOMMU off on bare-metal GPU nodes",
+       "NCCL troubleshooting guide, 'IOMMU': DMA remapping slows GPU peer-to-peer and GPUDirect "
+       "RDMA, or breaks it; passthrough or off is recommended on bare metal")
+def iommu(d: DoctorInput) -> List[Finding]:
+    kernel = d.features["kernel"]
+    cmd = kernel.get("cmdline") or {}
+    groups = kernel.get("iommu_groups") or 0
+    if d.features["host"]["virtualization"].get("hypervisor") or groups == 0:
+        return []  # a guest's IOMMU is the hypervisor's business
+    if cmd.get("iommu") == "pt" or "off" in (cmd.get("intel_iommu"), cmd.get("amd_iommu")):
+        return []
+    return [_finding("doctor-iommu-translated", "warning", "host",
+                     f"the IOMMU is on ({groups} IOMMU groups) without iommu=pt: every GPUDirect "
+                     "and peer-to-peer DMA is remapped")]
+
+
+def _ancestors(by_bdf: Dict[str, dict], bdf: str) -> List[str]:
+    out, seen = [], set()
+    parent = by_bdf.get(bdf, {}).get("parent")
+    while parent and parent not in seen:
+        seen.add(parent)
+        out.append(parent)
+        parent = by_bdf.get(parent, {}).get("parent")
+    return out
+
+
+@check("doctor-acs-redirect", "ACS does not redirect GPU-NIC peer-to-peer traffic",
+       "`lspci -D -vvv` ACSCtl of each PCI bridge between a GPU and its NIC",
+       "turn ACS off on those PCI switch ports (BIOS, or `setpci` at boot), or run NCCL with "
+       "NCCL_NET_GDR_LEVEL below PXB",
+       "NCCL troubleshooting guide, 'PCI Access Control Services (ACS)'; NCCL #2079, #214, #523: "
+       "ReqRedir/CmpltRedir send P2P up to the root complex (hangs or low bandwidth)")
+def acs_redirect(d: DoctorInput) -> List[Finding]:
+    acs = d.readings["acs"]
+    gpus = d.features["gpus"]
+    if not gpus or not _compute_ports(d):
+        return []
+    by_bdf = {x["bdf"]: x for x in d.features["pci"]["devices"]}
+    pairs = []
+    for gpu in gpus:
+        for port in d.view.compute_ports_of_gpu(gpu):
+            if port.pci and gpu.get("bdf"):
+                pairs.append((gpu, port))
+    if not pairs:
+        return []
+    if acs is None:
+        return [_finding("doctor-acs-redirect", "info", "host",
+                         "not checked: `lspci -vvv` did not run (as root it shows each bridge's ACSCtl)")]
+    bad: Dict[str, List[str]] = {}
+    for gpu, port in pairs:
+        up_gpu, up_nic = _ancestors(by_bdf, gpu["bdf"]), _ancestors(by_bdf, port.pci)
+        shared = next((b for b in up_gpu if b in up_nic), None)
+        path = up_gpu[:up_gpu.index(shared) + 1] if shared else up_gpu
+        path += up_nic[:up_nic.index(shared)] if shared else up_nic
+        for bridge in path:
+            ctl = acs.get(bridge) or {}
+            if ctl.get("ReqRedir") or ctl.get("CmpltRedir"):
+                bad.setdefault(bridge, []).append(f"GPU{gpu['index']}-{port.device}")
+    return [_finding("doctor-acs-redirect", "error", bridge,
+                     f"PCI bridge {bridge} has ACS redirect on ({_flags(acs[bridge])}) between "
+                     + ", ".join(sorted(set(pairs_))) + ": GPUDirect RDMA goes through the root complex")
+            for bridge, pairs_ in sorted(bad.items())]
+
+
+def _flags(ctl: Dict[str, bool]) -> str:
+    return " ".join(f"{k}+" for k, v in ctl.items() if v)
+
+
+def _qos_ports(d: DoctorInput) -> List[str]:
+    return sorted({p.netdev for p in _compute_ports(d) if p.is_roce and p.netdev})
+
+
+@check("doctor-qos-mismatch", "PFC, DSCP trust and the DSCP map follow the QoS plan",
+       "`mlnx_qos -i IF` or `dcb` (trust, dscp->priority, PFC per priority) of each RoCE rail",
+       "apply the plan: the roce_qos role (or `mlnx_qos -i IF --trust dscp --pfc ...`)",
+       "NVIDIA, 'RoCE configuration for ConnectX' (lossless RoCE: DSCP trust, PFC on the RoCE "
+       "priority); docs/qos.md")
+def qos_mismatch(d: DoctorInput) -> List[Finding]:
+    if d.qos is None:
+        return []
+    out = []
+    seen = d.features["qos"]["interfaces"]
+    plan = d.qos
+    for netdev in _qos_ports(d):
+        state = seen.get(netdev)
+        if state is None:
+            out.append(_finding("doctor-qos-mismatch", "info", netdev,
+                                f"not checked on {netdev}: neither mlnx_qos nor dcb reported its QoS"))
+            continue
+        problems = []
+        if state.get("trust") and state["trust"] != plan.trust:
+            problems.append(f"trust {state['trust']} (plan: {plan.trust})")
+        pfc = set(state.get("pfc_enabled") or [])
+        missing = [p for p in plan.lossless_priorities if p not in pfc]
+        if missing:
+            problems.append(f"PFC off on priority {','.join(map(str, missing))} (plan: lossless "
+                            f"{','.join(map(str, plan.lossless_priorities))})")
+        extra = sorted(pfc - set(plan.lossless_priorities))
+        if extra:
+            problems.append(f"PFC on priority {','.join(map(str, extra))}, which the plan keeps lossy")
+        mapped = (state.get("dscp_prio") or {}).get(str(plan.data.dscp))
+        if plan.trust == "dscp" and state.get("dscp_prio") and mapped != plan.data.priority:
+            problems.append(f"DSCP {plan.data.dscp} -> priority {mapped} (plan: {plan.data.priority})")
+        if problems:
+            out.append(_finding("doctor-qos-mismatch", "error", netdev,
+                                f"{netdev} QoS differs from the plan ({plan.source}): " + "; ".join(problems)))
+    return out
+
+
+@check("doctor-global-pause", "Global pause is off where PFC is planned",
+       "`ethtool -a IF` of each RoCE rail",
+       "`ethtool -A IF rx off tx off` (the roce_qos role: roce_qos_pause_off)",
+       "IEEE 802.1Qbb: PFC and 802.3x pause exclude each other; mlx5 refuses PFC while pause is on")
+def global_pause(d: DoctorInput) -> List[Finding]:
+    if d.qos is None or not d.qos.lossless_priorities:
+        return []
+    out = []
+    for netdev in _qos_ports(d):
+        state = d.readings["pause"].get(netdev)
+        if state and (state.get("rx") or state.get("tx")):
+            on = "/".join(k.upper() for k in ("rx", "tx") if state.get(k))
+            out.append(_finding("doctor-global-pause", "error", netdev,
+                                f"global pause is on ({on}) on {netdev}, which the plan makes lossless with PFC"))
+    return out
+
+
+@check("doctor-ecn-off", "ECN (DCQCN) is on for the RoCE priority",
+       "/sys/class/net/IF/ecn/roce_np/enable/N and roce_rp/enable/N (mlx5)",
+       "enable both for the plan's data priority (the roce_qos role does, roce_qos_dcqcn: true)",
+       "NVIDIA, 'DCQCN' (mlx5 ecn sysfs); ECN marks turn into CNPs only where the NP side is on")
+def ecn_off(d: DoctorInput) -> List[Finding]:
+    if d.qos is None:
+        return []
+    out = []
+    prio = d.qos.data.priority
+    for netdev in _qos_ports(d):
+        ecn = d.readings["ecn"].get(netdev)
+        if not ecn:
+            continue
+        off = [side for side in ("roce_np", "roce_rp") if ecn.get(side, {}).get(prio) is False]
+        if off:
+            out.append(_finding("doctor-ecn-off", "warning", netdev,
+                                f"ECN {' and '.join(off)} is off for priority {prio} on {netdev}: "
+                                "congestion is met with PFC pauses alone"))
+    return out
+
+
+@check("doctor-env-drift", "The deployed env files are what the plan gives now",
+       "/etc/rocetune/nccl.env and /etc/nccl.conf, against `rocetune env` planned now",
+       "rerun `rocetune env -o FILE` (or the rocetune_env role); a hand edit belongs in an override "
+       "(--set, a config file) so that it survives",
+       "rocetune's plan; GID indices move after a reboot or port flap (NCCL #1333, #2157)")
+def env_drift(d: DoctorInput) -> List[Finding]:
+    from ..app import env_changes
+    from .readings import ENV_FILES
+
+    out = []
+    for fmt, text in sorted(d.readings["env_files"].items()):
+        if text is None or fmt not in d.planned:
+            continue
+        changes = env_changes(text, d.planned[fmt], fmt)
+        if changes:
+            out.append(_finding("doctor-env-drift", "warning", ENV_FILES[fmt],
+                                f"{ENV_FILES[fmt]} differs from the plan now: " + ", ".join(changes)))
+        elif text != d.planned[fmt]:
+            out.append(_finding("doctor-env-drift", "info", ENV_FILES[fmt],
+                                f"{ENV_FILES[fmt]} has the planned values but other text (a comment "
+                                "edited, or the host changed in a way no variable follows)"))
+    return out
+
+
+@check("doctor-boot-unit-failed", "rocetune's boot units succeeded",
+       "`systemctl show rocetune-env.service rocetune-qos.service`",
+       "`journalctl -b -u UNIT` says why; fix it, then `systemctl restart UNIT`",
+       "the roles' boot units re-derive the env and re-apply QoS at every boot")
+def boot_units(d: DoctorInput) -> List[Finding]:
+    out = []
+    for unit, props in sorted(d.readings["units"].items()):
+        if props is None:
+            out.append(_finding("doctor-boot-unit-failed", "info", unit,
+                                f"not checked: {unit} is installed but systemctl did not answer"))
+        elif props.get("Result") not in (None, "success") or props.get("ActiveState") == "failed":
+            out.append(_finding("doctor-boot-unit-failed", "error", unit,
+                                f"{unit} failed at its last run (Result={props.get('Result')}, "
+                                f"exit status {props.get('ExecMainStatus')})"))
+    return out
+
+
+def run_checks(d: DoctorInput) -> List[Finding]:
+    out: List[Finding] = []
+    for spec in CHECKS:
+        out.extend(spec.run(d))
+    return out

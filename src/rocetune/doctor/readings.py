@@ -1,0 +1,130 @@
+"""What doctor reads beyond the Features, through the same root and runner as the probe: the
+memlock a job's environment gets, the ACS bits of PCI bridges, global pause and ECN of each
+RoCE netdev, the env files deployed on the node and the rocetune boot units' last result.
+
+Each reading is absent (None) when the node does not have what it reads (no lspci, no unit), so
+a check can say "not checked" instead of guessing; unreadable files are warnings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, List, Optional
+
+from ..hostfs import ProbeContext
+from ..probe.parsers.lspci_acs import parse_acs
+
+LSPCI_ARGV = ("lspci", "-D", "-vvv")
+UNITS = ("rocetune-env.service", "rocetune-qos.service")
+UNIT_DIR = "/etc/systemd/system"
+# systemd's manager configuration: the main file, then drop-ins from these directories, sorted by
+# file name with a later directory's file of the same name replacing an earlier one
+# (systemd-system.conf(5)).
+SYSTEM_CONF = "/etc/systemd/system.conf"
+SYSTEM_CONF_DIRS = ("/usr/lib/systemd/system.conf.d", "/usr/local/lib/systemd/system.conf.d",
+                    "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d")
+LIMITS_CONF = "/etc/security/limits.conf"
+LIMITS_DIR = "/etc/security/limits.d"
+ENV_FILES = {"sh": "/etc/rocetune/nccl.env", "nccl-conf": "/etc/nccl.conf"}
+_PAUSE_RE = re.compile(r"^(Autonegotiate|RX|TX):\s*(on|off)\s*$", re.M)
+
+
+def read(ctx: ProbeContext, features: dict) -> dict:
+    netdevs = sorted({p["netdev"] for d in features["rdma"]["devices"] for p in d["ports"]
+                      if p.get("netdev") and p.get("link_layer") == "Ethernet"})
+    return {
+        "memlock": memlock(ctx),
+        "acs": acs(ctx),
+        "pause": {n: pause(ctx, n) for n in netdevs},
+        "ecn": {n: ecn(ctx, n) for n in netdevs},
+        "env_files": {fmt: ctx.text(path) for fmt, path in ENV_FILES.items()},
+        "units": units(ctx),
+        "warnings": ctx.status.warnings,
+    }
+
+
+def memlock(ctx: ProbeContext) -> dict:
+    """The memlock limit services get (systemd's DefaultLimitMEMLOCK, last setting wins) and the
+    one pam_limits gives logins (limits.conf then limits.d/*.conf for `*`)."""
+    default, where = None, None
+    for path in [SYSTEM_CONF] + _dropins(ctx):
+        for line in (ctx.text(path) or "").splitlines():
+            key, sep, value = line.strip().partition("=")
+            if sep and key.strip() == "DefaultLimitMEMLOCK":
+                default, where = value.strip(), path
+    limits: Dict[str, Optional[str]] = {"soft": None, "hard": None}
+    limit_files: Dict[str, str] = {}
+    files = [LIMITS_CONF] + [os.path.join(LIMITS_DIR, n) for n in sorted(ctx.root.listdir(LIMITS_DIR))
+                             if n.endswith(".conf")]
+    for path in files:
+        for line in (ctx.text(path) or "").splitlines():
+            cols = line.split("#", 1)[0].split()
+            if len(cols) == 4 and cols[0] == "*" and cols[2] == "memlock":
+                for kind in (("soft", "hard") if cols[1] == "-" else (cols[1],)):
+                    if kind in limits:
+                        limits[kind], limit_files[kind] = cols[3], path
+    return {"systemd_default": default, "systemd_file": where, "limits": limits, "limits_files": limit_files}
+
+
+def _dropins(ctx: ProbeContext) -> List[str]:
+    by_name: Dict[str, str] = {}
+    for directory in SYSTEM_CONF_DIRS:
+        for name in ctx.root.listdir(directory):
+            if name.endswith(".conf"):
+                by_name[name] = os.path.join(directory, name)
+    return [by_name[n] for n in sorted(by_name)]
+
+
+def acs(ctx: ProbeContext) -> Optional[Dict[str, Dict[str, bool]]]:
+    """ACSCtl bits per PCI function (lspci reads the extended config space only as root); None
+    when lspci is not there or did not run."""
+    result = ctx.runner.run(list(LSPCI_ARGV))
+    if not result.found or result.returncode != 0:
+        return None
+    return parse_acs(result.stdout)
+
+
+def pause(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, bool]]:
+    """802.3x global pause of a netdev (`ethtool -a`): {"autoneg", "rx", "tx"}; None unknown."""
+    result = ctx.runner.run(["ethtool", "-a", netdev])
+    if not result.found or result.returncode != 0:
+        return None
+    found = {k.lower(): v == "on" for k, v in _PAUSE_RE.findall(result.stdout)}
+    return {"autoneg": found.get("autonegotiate"), "rx": found.get("rx"), "tx": found.get("tx")} \
+        if "rx" in found or "tx" in found else None
+
+
+def ecn(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, Dict[int, bool]]]:
+    """ECN (DCQCN) per priority from mlx5's /sys/class/net/IF/ecn/roce_{np,rp}/enable/N: the
+    notification point (marks -> CNPs) and reaction point (rate cut); None without the tree."""
+    base = f"/sys/class/net/{netdev}/ecn"
+    if not ctx.root.is_dir(base):
+        return None
+    out: Dict[str, Dict[int, bool]] = {}
+    for side in ("roce_np", "roce_rp"):
+        values = {}
+        for name in ctx.root.listdir(f"{base}/{side}/enable"):
+            if name.isdigit():
+                value = ctx.attr(f"{base}/{side}/enable/{name}")
+                if value in ("0", "1"):
+                    values[int(name)] = value == "1"
+        out[side] = values
+    return out
+
+
+def units(ctx: ProbeContext) -> Dict[str, Optional[dict]]:
+    """Each rocetune boot unit installed under the root: its last result from `systemctl show`
+    (None when systemctl did not answer: a capture without it, a container without systemd)."""
+    installed = [u for u in UNITS if ctx.root.exists(f"{UNIT_DIR}/{u}")]
+    if not installed:
+        return {}
+    result = ctx.runner.run(["systemctl", "show", *installed, "-p", "Id,LoadState,ActiveState,Result,ExecMainStatus"])
+    if not result.found or result.returncode != 0:
+        return {u: None for u in installed}
+    shown: Dict[str, Optional[dict]] = {u: None for u in installed}
+    for block in result.stdout.strip().split("\n\n"):
+        props = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        if props.get("Id") in shown:
+            shown[props["Id"]] = {k: v for k, v in props.items() if k != "Id"}
+    return shown

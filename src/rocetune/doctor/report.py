@@ -1,0 +1,44 @@
+"""A doctor run as a person reads it: failures first, each with its fix; then warnings; the
+informational lines last. One exit code a scheduler's prolog can act on."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..errors import ExitCode
+from ..model.finding import Finding, severity_rank
+from ..text import printable
+
+LABELS = {"error": "FAIL", "warning": "WARN", "info": "info"}
+
+
+def ordered(findings: List[Finding]) -> List[Finding]:
+    unique = {(f.id, f.subject, f.message): f for f in findings}
+    return sorted(unique.values(), key=lambda f: (severity_rank(f.severity), f.id, f.subject))
+
+
+def exit_code(findings: List[Finding]) -> ExitCode:
+    """0 clean (info only), 1 any failure, 5 warnings and no failure."""
+    severities = {f.severity for f in findings}
+    if "error" in severities:
+        return ExitCode.FINDINGS
+    if "warning" in severities:
+        return ExitCode.WARNINGS
+    return ExitCode.OK
+
+
+def text(findings: List[Finding], host: str, verbose: int = 0) -> str:
+    shown = [f for f in findings if f.severity != "info" or verbose]
+    lines = []
+    for f in shown:
+        lines.append(f"{LABELS.get(f.severity, f.severity):4}  {f.id:28} {printable(f.subject)}")
+        lines.append(f"      {printable(f.message)}")
+        if f.fix and f.severity != "info":
+            lines.append(f"      fix: {printable(f.fix)}")
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = sum(f.severity == "warning" for f in findings)
+    infos = len(findings) - errors - warnings
+    summary = f"doctor {printable(host)}: {errors} failure(s), {warnings} warning(s)"
+    if infos and not verbose:
+        summary += f", {infos} note(s) (-v shows them)"
+    return "\n".join(lines + ([""] if lines else []) + [summary]) + "\n"

@@ -1,0 +1,209 @@
+"""Doctor's checks over Features built by the rules' kit, with doctor's readings given as a
+node would give them; the ACS check over a real `lspci -vvv`."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import pytest
+
+from rocetune.analysis.hostview import HostView
+from rocetune.doctor import checks as C
+from rocetune.doctor.readings import ENV_FILES
+from rocetune.model.qos import default_plan
+from rocetune.probe.parsers.lspci_acs import parse_acs
+
+from ..rules.featurekit import rail_host
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+LSPCI = FIXTURES / "outputs" / "lspci-vvv-hgx-h100-pex890xx.txt.gz"
+
+
+def readings(**kw) -> dict:
+    base = {"memlock": {"systemd_default": "infinity", "systemd_file": "/etc/systemd/system.conf.d/x.conf",
+                        "limits": {"soft": "unlimited", "hard": "unlimited"}, "limits_files": {}},
+            "acs": {}, "pause": {}, "ecn": {}, "env_files": {}, "units": {}, "warnings": []}
+    base.update(kw)
+    return base
+
+
+def run(features: dict, qos=None, planned=None, **kw):
+    d = C.DoctorInput(features, readings(**kw), HostView(features), planned or {}, qos)
+    return C.run_checks(d)
+
+
+def ids(findings, severity=None):
+    return sorted({f.id for f in findings if severity is None or f.severity == severity})
+
+
+def test_a_right_node_has_nothing_to_report():
+    assert run(rail_host(2).build()) == []
+
+
+def test_a_down_rail_is_a_failure_naming_the_port():
+    h = rail_host(2)
+    h.rdma("mlx5_2", netdev="ens2np0", ipv4="192.168.2.5/24", paths={1: "PIX"}, state="DOWN")
+    found = [f for f in run(h.build()) if f.id == "doctor-port-down"]
+    assert [(f.severity, f.subject) for f in found] == [("error", "mlx5_2:1")]
+    assert "DOWN, not ACTIVE" in found[0].message
+
+
+def test_a_rail_without_an_ipv4_address_has_no_ipv4_gid():
+    h = rail_host(1)
+    h.rdma("mlx5_1", netdev="ens1np0", ipv6="fd00::5/64", paths={0: "PIX"})
+    found = [f for f in run(h.build()) if f.id == "doctor-no-ipv4-roce-gid"]
+    assert [f.subject for f in found] == ["mlx5_1:1"], found
+
+
+def test_one_rail_left_at_1500_is_named():
+    f = rail_host(4).build()
+    next(i for i in f["net"]["interfaces"] if i["name"] == "ens2np0")["mtu"] = 1500
+    found = [x for x in run(f) if x.id == "doctor-rail-mtu-mismatch"]
+    assert [(x.subject, x.severity) for x in found] == [("ens2np0", "error")]
+    assert "MTU 1500, the other rails 9000" in found[0].message
+
+
+def test_memlock_of_services_and_logins():
+    f = rail_host(1).build()
+    found = run(f, memlock={"systemd_default": None, "systemd_file": None,
+                            "limits": {"soft": "unlimited", "hard": "8192"}, "limits_files": {}})
+    assert ids(found) == ["doctor-memlock-logins", "doctor-memlock-services"]
+    logins = next(x for x in found if x.id == "doctor-memlock-logins")
+    assert "hard 8192" in logins.message and "soft" not in logins.message
+    # A host without RDMA has nothing to pin: no memlock check.
+    assert run(rail_host(0, frontend=True).build(), memlock={"systemd_default": None, "systemd_file": None,
+               "limits": {"soft": None, "hard": None}, "limits_files": {}}) == []
+
+
+def test_iommu_translating_on_bare_metal_but_not_in_a_guest():
+    f = rail_host(1).build()
+    f["kernel"]["cmdline"] = {"iommu": None, "intel_iommu": "on", "amd_iommu": None, "acs": []}
+    f["kernel"]["iommu_groups"] = 120
+    assert ids(run(f)) == ["doctor-iommu-translated"]
+    f["kernel"]["cmdline"]["iommu"] = "pt"
+    assert run(f) == []
+    f["kernel"]["cmdline"]["iommu"] = None
+    f["host"]["virtualization"]["hypervisor"] = "KVM"
+    assert run(f) == []
+
+
+def test_qos_against_the_plan_pfc_trust_map_pause_and_ecn():
+    h = rail_host(2)
+    h.nic_qos("ens0np0")                                        # as planned
+    h.nic_qos("ens1np0", trust="pcp", pfc=(), dscp_prio={26: 0})  # nothing applied
+    plan = default_plan()
+    found = run(h.build(), qos=plan, pause={"ens0np0": {"autoneg": False, "rx": True, "tx": True}},
+                ecn={"ens0np0": {"roce_np": {3: False}, "roce_rp": {3: True}}})
+    by = {(x.id, x.subject): x for x in found}
+    assert set(by) == {("doctor-qos-mismatch", "ens1np0"), ("doctor-global-pause", "ens0np0"),
+                       ("doctor-ecn-off", "ens0np0")}
+    msg = by[("doctor-qos-mismatch", "ens1np0")].message
+    assert "trust pcp (plan: dscp)" in msg and "PFC off on priority 3" in msg
+    assert "global pause is on (RX/TX)" in by[("doctor-global-pause", "ens0np0")].message
+    assert "roce_np is off for priority 3" in by[("doctor-ecn-off", "ens0np0")].message
+    # Without a QoS plan on the node, there is nothing to check QoS against.
+    assert run(h.build(), qos=None, pause={"ens0np0": {"rx": True, "tx": True}}) == []
+
+
+def test_qos_not_reported_by_any_tool_is_said_not_checked():
+    found = run(rail_host(1).build(), qos=default_plan())
+    assert [(x.id, x.severity) for x in found] == [("doctor-qos-mismatch", "info")]
+    assert "not checked on ens0np0" in found[0].message
+
+
+def test_env_drift_names_the_changed_variables():
+    planned = {"sh": "export NCCL_IB_GID_INDEX='3'\nexport NCCL_IB_TC='106'\n"}
+    deployed = {"sh": "export NCCL_IB_GID_INDEX='5'\nexport NCCL_IB_TC='106'\n", "nccl-conf": None}
+    found = run(rail_host(1).build(), planned=planned, env_files=deployed)
+    assert [(x.id, x.subject, x.severity) for x in found] == \
+        [("doctor-env-drift", ENV_FILES["sh"], "warning")]
+    assert found[0].message.endswith("NCCL_IB_GID_INDEX 5 -> 3")
+    same = run(rail_host(1).build(), planned=planned, env_files={"sh": planned["sh"]})
+    assert same == []
+
+
+def test_a_failed_boot_unit_is_a_failure_and_an_unanswered_one_not_checked():
+    found = run(rail_host(1).build(), units={
+        "rocetune-qos.service": {"LoadState": "loaded", "ActiveState": "failed", "Result": "exit-code",
+                                 "ExecMainStatus": "1"},
+        "rocetune-env.service": None})
+    assert [(x.subject, x.severity) for x in found] == \
+        [("rocetune-env.service", "info"), ("rocetune-qos.service", "error")]
+
+
+# --- ACS, over a real lspci -vvv ---------------------------------------------------------------
+
+def lspci_text() -> str:
+    return gzip.open(LSPCI, "rt").read()
+
+
+def bridge_of_bus(text: str) -> dict:
+    """secondary bus -> the bridge above it, from the `Bus: primary=, secondary=` lines."""
+    out, device = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^([0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) ", line)
+        if m:
+            device = "0000:" + m.group(1)
+        m = re.search(r"Bus: primary=[0-9a-f]+, secondary=([0-9a-f]+)", line)
+        if m and device:
+            out[m.group(1)] = device
+    return out
+
+
+def place(features: dict, text: str, bdf: str) -> None:
+    """Give `bdf` and its bridges their parents as the lspci's bus numbers show them."""
+    above = bridge_of_bus(text)
+    by_bdf = {d["bdf"]: d for d in features["pci"]["devices"]}
+    child = bdf
+    while child[5:7] in above:
+        parent = above[child[5:7]]
+        by_bdf[child]["parent"] = parent
+        if parent in by_bdf:
+            break
+        by_bdf[parent] = {"bdf": parent, "kind": "bridge", "parent": None}
+        features["pci"]["devices"].append(by_bdf[parent])
+        child = parent
+
+
+def acs_host(gpu_bdf: str, nic_bdf: str) -> dict:
+    h = rail_host(0)
+    h.gpu(0, bdf=gpu_bdf)
+    h.rdma("mlx5_0", netdev="ens0np0", ipv4="192.168.0.5/24", pci=nic_bdf, paths={0: "PXB"})
+    f = h.build()
+    text = lspci_text()
+    place(f, text, gpu_bdf)
+    place(f, text, nic_bdf)
+    return f
+
+
+def test_the_real_hgx_lspci_has_acs_off_between_each_gpu_and_its_connectx7():
+    text = lspci_text()
+    acs = parse_acs(text)
+    assert len(acs) == 55
+    assert {b for b, ctl in acs.items() if ctl["ReqRedir"]} == \
+        {"0000:82:00.0", "0000:82:01.0", "0000:82:02.0", "0000:82:03.0"}  # the NVSwitch ports
+    f = acs_host("0000:19:00.0", "0000:1a:00.0")  # an H100 and a ConnectX-7 on one PEX890xx
+    assert run(f, acs=acs) == []
+
+
+def test_acs_redirect_on_the_path_is_a_failure_naming_the_bridges():
+    """A GPU and a NIC placed on the buses behind the switch ports that have redirect on in the
+    same real output (there sit NVSwitches): both ports are named."""
+    f = acs_host("0000:83:00.0", "0000:84:00.0")
+    found = run(f, acs=parse_acs(lspci_text()))
+    assert [(x.id, x.subject, x.severity) for x in found] == [
+        ("doctor-acs-redirect", "0000:82:00.0", "error"), ("doctor-acs-redirect", "0000:82:01.0", "error")]
+    assert "ReqRedir+ CmpltRedir+" in found[0].message and "GPU0-mlx5_0" in found[0].message
+
+
+def test_acs_without_lspci_is_not_checked():
+    f = acs_host("0000:19:00.0", "0000:1a:00.0")
+    found = run(f, acs=None)
+    assert [(x.id, x.severity) for x in found] == [("doctor-acs-redirect", "info")]
+
+
+@pytest.mark.parametrize("spec", C.CHECKS, ids=lambda s: s.id)
+def test_every_check_says_what_it_reads_the_fix_and_its_source(spec):
+    assert spec.id.startswith("doctor-") and spec.reads and spec.fix and spec.source
