@@ -66,8 +66,12 @@ def port_down(d: DoctorInput) -> List[Finding]:
 
 def _is_rail(d: DoctorInput, port: Port) -> bool:
     """A port the plan would use were it up: not the front end, not software, not an SR-IOV VF
-    (idle VFs are down by design), of the chosen ports' link layer."""
+    (idle VFs are down by design), not an unaddressed RoCE port (a spare port of a NIC), of the
+    chosen ports' link layer."""
     if port.function == "software" or d.view.frontend_reason(port) is not None:
+        return False
+    if port.is_roce and port.iface is not None and not any(
+            not a["address"].startswith("fe80:") for a in port.iface.get("addresses") or []):
         return False
     pci = next((x for x in d.features["pci"]["devices"] if x["bdf"] == port.pci), None)
     if pci and (pci.get("sriov") or {}).get("physfn"):
@@ -122,6 +126,9 @@ def memlock_services(d: DoctorInput) -> List[Finding]:
     m = d.readings["memlock"]
     if _unlimited(m["systemd_default"]):
         return []
+    if not m.get("systemd_seen", True):
+        return [_finding("doctor-memlock-services", "info", "host",
+                         "not checked: no /etc/systemd/system.conf or system.conf.d/ under this root")]
     where = f"DefaultLimitMEMLOCK={m['systemd_default']} in {m['systemd_file']}" if m["systemd_default"] \
         else "no DefaultLimitMEMLOCK set (systemd's default, 8 MiB since systemd 253)"
     return [_finding("doctor-memlock-services", "warning", "host",
@@ -137,6 +144,9 @@ def memlock_services(d: DoctorInput) -> List[Finding]:
 def memlock_logins(d: DoctorInput) -> List[Finding]:
     if not _compute_ports(d):
         return []
+    if not d.readings["memlock"].get("limits_seen", True):
+        return [_finding("doctor-memlock-logins", "info", "host",
+                         "not checked: no /etc/security/limits.conf or limits.d/ under this root")]
     limits = d.readings["memlock"]["limits"]
     short = [k for k in ("soft", "hard") if not _unlimited(limits[k])]
     if not short:
@@ -301,12 +311,17 @@ def ecn_off(d: DoctorInput) -> List[Finding]:
        "(--set, a config file) so that it survives",
        "rocetune's plan; GID indices move after a reboot or port flap (NCCL #1333, #2157)")
 def env_drift(d: DoctorInput) -> List[Finding]:
-    from ..app import env_changes
+    from ..app import MANAGED_MARKER, env_changes
     from .readings import ENV_FILES
 
     out = []
     for fmt, text in sorted(d.readings["env_files"].items()):
         if text is None or fmt not in d.planned:
+            continue
+        if not text.startswith(MANAGED_MARKER):
+            out.append(_finding("doctor-env-drift", "info", ENV_FILES[fmt],
+                                f"{ENV_FILES[fmt]} was not written by rocetune (the site's own file): "
+                                "not compared with the plan"))
             continue
         changes = env_changes(text, d.planned[fmt], fmt)
         if changes:

@@ -47,9 +47,11 @@ def read(ctx: ProbeContext, features: dict) -> dict:
 def memlock(ctx: ProbeContext) -> dict:
     """The memlock limit services get (systemd's DefaultLimitMEMLOCK, last setting wins) and the
     one pam_limits gives logins (limits.conf then limits.d/*.conf for `*`)."""
-    default, where = None, None
+    default, where, systemd_seen = None, None, False
     for path in [SYSTEM_CONF] + _dropins(ctx):
-        for line in (ctx.text(path) or "").splitlines():
+        text = ctx.text(path)
+        systemd_seen |= text is not None
+        for line in (text or "").splitlines():
             key, sep, value = line.strip().partition("=")
             if sep and key.strip() == "DefaultLimitMEMLOCK":
                 default, where = value.strip(), path
@@ -57,14 +59,18 @@ def memlock(ctx: ProbeContext) -> dict:
     limit_files: Dict[str, str] = {}
     files = [LIMITS_CONF] + [os.path.join(LIMITS_DIR, n) for n in sorted(ctx.root.listdir(LIMITS_DIR))
                              if n.endswith(".conf")]
+    limits_seen = False
     for path in files:
-        for line in (ctx.text(path) or "").splitlines():
+        text = ctx.text(path)
+        limits_seen |= text is not None
+        for line in (text or "").splitlines():
             cols = line.split("#", 1)[0].split()
             if len(cols) == 4 and cols[0] == "*" and cols[2] == "memlock":
                 for kind in (("soft", "hard") if cols[1] == "-" else (cols[1],)):
                     if kind in limits:
                         limits[kind], limit_files[kind] = cols[3], path
-    return {"systemd_default": default, "systemd_file": where, "limits": limits, "limits_files": limit_files}
+    return {"systemd_default": default, "systemd_file": where, "limits": limits, "limits_files": limit_files,
+            "systemd_seen": systemd_seen, "limits_seen": limits_seen}
 
 
 def _dropins(ctx: ProbeContext) -> List[str]:

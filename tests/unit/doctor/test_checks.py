@@ -114,12 +114,14 @@ def test_qos_not_reported_by_any_tool_is_said_not_checked():
 
 
 def test_env_drift_names_the_changed_variables():
-    planned = {"sh": "export NCCL_IB_GID_INDEX='3'\nexport NCCL_IB_TC='106'\n"}
-    deployed = {"sh": "export NCCL_IB_GID_INDEX='5'\nexport NCCL_IB_TC='106'\n", "nccl-conf": None}
+    planned = {"sh": "# rocetune 0.1.0\nexport NCCL_IB_GID_INDEX='3'\nexport NCCL_IB_TC='106'\n",
+               "nccl-conf": "# rocetune 0.1.0\nNCCL_IB_TC=106\n"}
+    deployed = {"sh": "# rocetune 0.1.0\nexport NCCL_IB_GID_INDEX='5'\nexport NCCL_IB_TC='106'\n",
+                "nccl-conf": "NCCL_IB_TC=41\n"}  # the site's own nccl.conf: not rocetune's to judge
     found = run(rail_host(1).build(), planned=planned, env_files=deployed)
     assert [(x.id, x.subject, x.severity) for x in found] == \
-        [("doctor-env-drift", ENV_FILES["sh"], "warning")]
-    assert found[0].message.endswith("NCCL_IB_GID_INDEX 5 -> 3")
+        [("doctor-env-drift", ENV_FILES["nccl-conf"], "info"), ("doctor-env-drift", ENV_FILES["sh"], "warning")]
+    assert found[1].message.endswith("NCCL_IB_GID_INDEX 5 -> 3")
     same = run(rail_host(1).build(), planned=planned, env_files={"sh": planned["sh"]})
     assert same == []
 
