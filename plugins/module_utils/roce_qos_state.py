@@ -23,8 +23,10 @@ try:  # as the collection's module_utils
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_qos_plan import (
         QosPlanError, traffic_class, validate
     )
-except ImportError:  # as the boot-time script, with rocetune_qos_plan.py beside it
+    from ansible_collections.rocetune.fabric.plugins.module_utils import roce_qos_buffer as buffers
+except ImportError:  # as the boot-time script, with rocetune_qos_plan.py and roce_qos_buffer.py beside it
     from rocetune_qos_plan import QosPlanError, traffic_class, validate  # pylint: disable=import-error
+    import roce_qos_buffer as buffers  # pylint: disable=import-error
 
 __metaclass__ = type
 
@@ -64,7 +66,8 @@ def parse_plan(text, loader, source):
 
 
 def desired(plan, ets=None, dcqcn=True):
-    """What the NIC must have: trust, DSCP->priority entries, PFC per priority, optional ETS."""
+    """What the NIC must have: trust, DSCP->priority entries, PFC per priority, optional ETS, and
+    the lossless buffers where the plan states them."""
     lossless = set(int(p) for p in plan["lossless_priorities"])
     return {
         "trust": plan["trust"],
@@ -76,6 +79,7 @@ def desired(plan, ets=None, dcqcn=True):
         "dcqcn": bool(dcqcn),
         "cnp": {"dscp": int(plan["cnp"]["dscp"]), "priority": int(plan["cnp"]["priority"])},
         "tos": traffic_class(plan),
+        "buffer": plan.get("buffer"),
     }
 
 
@@ -281,12 +285,14 @@ def pick_backend(backend, driver, has_mlnx_qos):
 
 
 def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
-    """{"backend", "commands": [argv], "writes": [(path, value)]} for one interface.
+    """{"backend", "commands": [argv], "writes": [(path, value)], "ecn_unexposed", "buffer"} for
+    one interface ("buffer": buffer_plan's answer, or None when the plan states no buffers).
 
     `run(argv) -> (rc, out, err)`, `read(path) -> text or None`. Raises NotSupported when the
     NIC has no DCB, QosError when a tool fails otherwise.
     """
     cmds = []
+    buffer_step = None
     if backend == "mlnx_qos":
         rc, out, err = run(["mlnx_qos", "-i", ifname])
         if rc != 0:
@@ -294,6 +300,8 @@ def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
                 raise NotSupported("DCB is not supported on %s (driver %s)" % (ifname, driver))
             raise QosError("mlnx_qos -i %s: %s" % (ifname, (err or out).strip().splitlines()[-1:] or rc))
         cmds += mlnx_qos_commands(ifname, want, out)
+        if want.get("buffer"):
+            buffer_step = buffer_plan(ifname, driver, backend, want, out, run)
     else:
         texts = {}
         for obj in ("pfc", "app", "ets"):
@@ -305,13 +313,67 @@ def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
                 raise QosError("dcb %s show dev %s: %s" % (obj, ifname, (err or out).strip()))
             texts[obj] = out
         cmds += dcb_commands(ifname, want, texts["pfc"], texts["app"], texts["ets"])
+        if want.get("buffer"):
+            buffer_step = buffer_plan(ifname, driver, backend, want, texts["pfc"], run)
     if pause_off:
         rc, out, err = run(["ethtool", "-a", ifname])
         pause = parse_pause(out) if rc == 0 else {}
         if pause.get("rx") or pause.get("tx"):
             cmds.append(["ethtool", "-A", ifname, "rx", "off", "tx", "off"])
+    if buffer_step:
+        # After PFC: the driver then sizes the headroom for the lossless priorities as planned.
+        cmds += buffer_step["commands"]
     return {"backend": backend, "commands": cmds, "writes": ecn_writes(ifname, want, read),
-            "ecn_unexposed": ecn_unexposed(ifname, want, read)}
+            "ecn_unexposed": ecn_unexposed(ifname, want, read), "buffer": buffer_step}
+
+
+def buffer_plan(ifname, driver, backend, want, text, run):
+    """The plan's lossless buffers on one interface: {"commands": [argv], "not_supported":
+    [message], "before"/"after": diff text}. `text` is what the backend's reader already printed
+    (`mlnx_qos -i IF`, or `dcb -N pfc show dev IF` whose `delay` is mlx5's cable length).
+
+    What the NIC or its driver cannot take is reported in not_supported, never applied; what it
+    would refuse (more than the port's memory, a PFC priority in an empty buffer) is a QosError.
+    """
+    plan = want["buffer"]
+    stated = [k for k in buffers.KEYS if plan.get(k) is not None]
+    where = "%s (driver %s)" % (ifname, driver)
+    if backend == "mlnx_qos":
+        have = buffers.parse_mlnx_qos(text)
+        why = "mlnx_qos -i %s prints no receive buffers" % ifname
+    else:
+        rc, out, err = run(["dcb", "-j", "buffer", "show", "dev", ifname])
+        if rc != 0 and NOT_SUPPORTED in out + err:
+            have, why = None, "dcb buffer show: %s" % NOT_SUPPORTED
+        elif rc != 0:
+            raise QosError("dcb -j buffer show dev %s: %s" % (ifname, (err or out).strip()))
+        else:
+            try:
+                have = buffers.parse_dcb_buffer(out)
+            except buffers.BufferError as exc:
+                raise QosError("%s: %s" % (ifname, exc))
+            have["cable_length"] = buffers.dcb_pfc_delay(text)
+    if have is None:
+        return {"commands": [], "before": "", "after": "",
+                "not_supported": ["%s: the NIC has no PFC buffer settings (%s): buffer.%s not applied"
+                                  % (where, why, ", buffer.".join(stated))]}
+    not_supported = []
+    cable_ok = driver in buffers.CABLE_LENGTH_DRIVERS
+    if plan.get("cable_length") is not None and not cable_ok:
+        not_supported.append("%s: buffer.cable_length not applied: the PFC delay is a cable length in metres "
+                             "only on %s" % (where, ", ".join(buffers.CABLE_LENGTH_DRIVERS)))
+    try:
+        buffers.check(plan, have, want["pfc"])
+    except buffers.BufferError as exc:
+        raise QosError("%s: %s" % (ifname, exc))
+    change = buffers.changes(plan, have, cable_ok)
+    if backend == "mlnx_qos":
+        cmds = buffers.mlnx_qos_commands(ifname, change, want["pfc"])
+    else:
+        cmds = buffers.dcb_commands(ifname, change)
+    after = dict(have, **change)
+    return {"commands": cmds, "not_supported": not_supported,
+            "before": buffers.describe(have, change), "after": buffers.describe(after, change)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,6 +475,9 @@ def main(argv=None):
             print("rocetune-qos: %s = %s" % (path, value))
         if step["ecn_unexposed"]:
             print("rocetune-qos: %s" % step["ecn_unexposed"])
+        for message in (step["buffer"] or {}).get("not_supported", []):
+            print("rocetune-qos: %s" % message)
+            failures += 1 if settings.get("required") else 0
         if not step["commands"] and not step["writes"]:
             print("rocetune-qos: %s (driver %s, %s): already as planned" % (ifname, driver, backend))
     if settings.get("rdma_cm", True):

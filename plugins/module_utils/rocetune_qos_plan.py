@@ -18,10 +18,16 @@ __metaclass__ = type
 # ECN codepoints a sender may use in the low two bits of the traffic class.
 ECN_NAMES = {"not-ect": 0, "ect1": 1, "ect0": 2}
 TRUST_MODES = ("dscp", "pcp")
-TOP_KEYS = ("version", "trust", "data", "cnp", "ecn", "lossless_priorities", "cts", "fabric")
+TOP_KEYS = ("version", "trust", "data", "cnp", "ecn", "lossless_priorities", "cts", "fabric", "buffer")
 CLASS_KEYS = ("dscp", "priority")
 FABRIC_KEYS = ("tiers", "rail_optimised", "ecmp")
 MAX_TIERS = 4
+BUFFER_KEYS = ("cable_length", "prio_buffer", "buffer_size")
+# mlx5 takes the PFC delay as the cable length in metres and ignores 0 and 1000 or more
+# (MLX5E_MAX_CABLE_LENGTH, drivers/net/ethernet/mellanox/mlx5/core/en_dcbnl.c).
+CABLE_LENGTH_MAX = 999
+BUFFERS = 8
+BUFFER_SIZE_MAX = 2 ** 32 - 1  # struct dcbnl_buffer's buffer_size is a __u32 per buffer
 # docs/qos.md: the built-in plan, which an absent file (or an absent key) stands for.
 DEFAULTS = {"trust": "dscp", "data": {"dscp": 26, "priority": 3}, "cnp": {"dscp": 48, "priority": 6},
             "ecn": 2, "lossless_priorities": [3], "cts_dscp": None, "fabric": None}
@@ -39,7 +45,8 @@ class QosPlanError(ValueError):
 def validate(doc):
     """The plan in `doc` (a mapping, or None for an empty file) with every key filled in:
     {trust, data: {dscp, priority}, cnp: {...}, ecn (0..2), lossless_priorities (sorted),
-    cts_dscp, fabric ({tiers, rail_optimised, ecmp} or None), classes_stated, warnings}."""
+    cts_dscp, fabric ({tiers, rail_optimised, ecmp} or None), buffer ({cable_length,
+    prio_buffer, buffer_size}, each None where not stated, or None), classes_stated, warnings}."""
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
@@ -62,6 +69,7 @@ def validate(doc):
     lossless = sorted(set(_int_in(p, 0, 7, "lossless_priorities[]") for p in lossless_raw))
     cts_dscp = _cts(doc.get("cts"))
     fabric = _fabric(doc.get("fabric"))
+    buffer = _buffer(doc.get("buffer"), lossless)
     if data["dscp"] == cnp["dscp"]:
         raise QosPlanError("data.dscp and cnp.dscp are both %d: congestion notifications must be told "
                            "apart from the data they throttle" % data["dscp"])
@@ -74,9 +82,10 @@ def validate(doc):
                         "lossy queue" % (data["priority"], lossless))
     if not lossless:
         warnings.append("no lossless priority: the fabric relies on ECN alone (no PFC)")
+    warnings += _buffer_warnings(buffer, lossless)
     return {"trust": trust, "data": data, "cnp": cnp, "ecn": ecn, "lossless_priorities": lossless,
-            "cts_dscp": cts_dscp, "fabric": fabric, "warnings": warnings,
-            "classes_stated": bool(set(doc) - set(["version", "fabric"]))}
+            "cts_dscp": cts_dscp, "fabric": fabric, "buffer": buffer, "warnings": warnings,
+            "classes_stated": bool(set(doc) - set(["version", "fabric", "buffer"]))}
 
 
 def traffic_class(plan):
@@ -128,6 +137,60 @@ def _fabric(node):
     if tiers == 1 and out["ecmp"]:
         raise QosPlanError("fabric: tiers 1 with ecmp true: one switch tier has no equal-cost paths between "
                            "nodes (a bond toward the switch is seen on the host, not declared here)")
+    return out
+
+
+def _buffer(node, lossless):
+    """The lossless (PFC) receive buffers: cable length in metres, the buffer of each priority,
+    the size of each buffer in bytes; docs/qos.md says what each NIC tool makes of them."""
+    if node is None:
+        return None
+    if not isinstance(node, dict):
+        raise QosPlanError("buffer: expected a mapping with cable_length, prio_buffer, buffer_size")
+    extra = sorted(str(k) for k in node if k not in BUFFER_KEYS)
+    if extra:
+        raise QosPlanError("buffer: unknown key(s) %s" % ", ".join(extra), hint="known keys: %s" % ", ".join(BUFFER_KEYS))
+    if all(node.get(k) is None for k in BUFFER_KEYS):
+        raise QosPlanError("buffer: states none of %s (leave the section out instead)" % ", ".join(BUFFER_KEYS))
+    cable = node.get("cable_length")
+    if cable is not None:
+        cable = _int_in(cable, 1, CABLE_LENGTH_MAX, "buffer.cable_length")
+    prio_buffer = _eight(node.get("prio_buffer"), "buffer.prio_buffer", 0, BUFFERS - 1,
+                         "the buffer of each priority 0..7, like [0, 0, 0, 1, 0, 0, 0, 0]")
+    sizes = _eight(node.get("buffer_size"), "buffer.buffer_size", 0, BUFFER_SIZE_MAX,
+                   "the size in bytes of each buffer 0..7")
+    if prio_buffer is not None and sizes is not None:
+        for prio in lossless:
+            if sizes[prio_buffer[prio]] == 0:
+                raise QosPlanError("buffer.buffer_size[%d] is 0 but lossless priority %d is in buffer %d "
+                                   "(buffer.prio_buffer): a buffer that holds a PFC priority needs room"
+                                   % (prio_buffer[prio], prio, prio_buffer[prio]))
+    return {"cable_length": cable, "prio_buffer": prio_buffer, "buffer_size": sizes}
+
+
+def _eight(value, what, lo, hi, shape):
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != BUFFERS:
+        raise QosPlanError("%s: expected a list of 8 integers, %s" % (what, shape))
+    return [_int_in(v, lo, hi, "%s[%d]" % (what, i)) for i, v in enumerate(value)]
+
+
+def _buffer_warnings(buffer, lossless):
+    if buffer is None:
+        return []
+    out = []
+    if buffer["cable_length"] is not None and not lossless:
+        out.append("buffer.cable_length with no lossless priority: the cable length only sizes PFC headroom")
+    if buffer["cable_length"] is not None and buffer["prio_buffer"] is None and buffer["buffer_size"] is None:
+        out.append("buffer.cable_length alone: mlx5 resizes the PFC headroom from it only once the host has "
+                   "set the port buffers (prio_buffer or buffer_size, docs/qos.md)")
+    if buffer["prio_buffer"] is not None:
+        for buf in sorted(set(buffer["prio_buffer"][p] for p in lossless)):
+            lossy = [p for p in range(8) if buffer["prio_buffer"][p] == buf and p not in lossless]
+            if lossy:
+                out.append("buffer %d holds lossless and lossy priorities (%s): PFC pauses the lossy ones "
+                           "too" % (buf, ", ".join(str(p) for p in lossy)))
     return out
 
 

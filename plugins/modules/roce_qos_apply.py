@@ -12,13 +12,18 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: roce_qos_apply
-short_description: RoCE QoS (trust, DSCP->priority, PFC, ETS, ECN, pause, RDMA-CM ToS) from the QoS plan
+short_description: RoCE QoS (trust, DSCP->priority, PFC and its buffers, ETS, ECN, pause, RDMA-CM ToS) from the QoS plan
 description:
   - Reads rocetune's QoS plan with PyYAML, reads each NIC's state (C(dcb -N pfc/app/ets
     show) or C(mlnx_qos -i), C(ethtool -a), the ECN sysfs files, RDMA-CM configfs) and runs
     only the commands that change something.
   - A NIC without DCB (veth, virtio-net) is reported as not supported and skipped, or fails
     the host when I(required).
+  - The plan's C(buffer) section (cable length, priority to buffer map, buffer sizes) is read
+    from C(dcb -j buffer show) and the PFC C(delay), or from C(mlnx_qos -i), and set with C(dcb
+    pfc set ... delay), C(dcb buffer set) or C(mlnx_qos --cable_len/--buffer_size/--prio2buffer);
+    the change shows in the diff. What the NIC cannot take (no buffer settings, a cable length on a
+    driver other than mlx5_core) is a warning, or fails the host when I(required).
   - Reads and checks everything first (the plan about to be installed, every interface, the
     tools, each NIC's state); any error fails the call, naming it, before anything changes.
   - Never changes an interface that carries the Ansible connection unless I(allow_link_flap).
@@ -76,7 +81,8 @@ options:
     type: bool
     default: true
   required:
-    description: Fail when an interface has no DCB instead of skipping it.
+    description: Fail when an interface has no DCB, or cannot take the plan's C(buffer) settings,
+      instead of skipping them with a warning.
     type: bool
     default: false
   allow_link_flap:
@@ -103,7 +109,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 interfaces:
-  description: Per interface C(backend), C(driver), C(commands), C(writes), or C(not_supported).
+  description: Per interface C(backend), C(driver), C(commands), C(writes), C(buffer_not_supported)
+    (the plan's buffer settings the NIC cannot take), or C(not_supported).
   type: dict
   returned: always
 plan:
@@ -217,7 +224,7 @@ def main():
         return module.run_command([path] + argv[1:])
 
     result["plan"] = plan
-    skipped, errors, steps = [], [], []
+    skipped, errors, steps, buffer_unsupported = [], [], [], []
     for ifname in p["interfaces"]:
         driver = driver_of(ifname, run)
         backend = pick_backend(p["backend"], driver, bool(module.get_bin_path("mlnx_qos")))
@@ -240,15 +247,20 @@ def main():
         steps.append(step)
         if step["ecn_unexposed"]:
             module.warn(step["ecn_unexposed"])
+        report_buffer(ifname, step["buffer"], result, buffer_unsupported)
     cm_writes = rdma_cm_writes(rdma_ports(p["interfaces"]), traffic_class(plan), read) if p["rdma_cm"] else []
     if p["rdma_cm"]:
         result["rdma_cm"] = ["%s = %s" % w for w in cm_writes]
     if skipped and p["required"]:
         errors += ["%s (roce_qos_required: true)" % s for s in skipped]
+    if buffer_unsupported and p["required"]:
+        errors += ["%s (roce_qos_required: true)" % s for s in buffer_unsupported]
     if errors:
         module.fail_json(msg="; ".join(errors) + "; nothing was changed", **result)
     if skipped:
         module.warn("; ".join(s + ": skipped" for s in skipped))
+    for message in buffer_unsupported:
+        module.warn(message)
     result["changed"] = any(st["commands"] or st["writes"] for st in steps) or bool(cm_writes)
 
     if not module.check_mode:
@@ -256,6 +268,19 @@ def main():
     install(module, plan_files_wanted(p["plan_file"], p["plan_content"]), result)
     install(module, boot_files_wanted(p["boot"]), result, unit=(p["boot"] or {}).get("unit", {}).get("path"))
     module.exit_json(**result)
+
+
+def report_buffer(ifname, step, result, unsupported):
+    """The plan's lossless buffers on one interface into the result: what the NIC cannot take
+    (a warning, or a failure under `required`) and the change, as a diff of the NIC's settings."""
+    if step is None:
+        return
+    unsupported += step["not_supported"]
+    if step["not_supported"]:
+        result["interfaces"][ifname]["buffer_not_supported"] = step["not_supported"]
+    if step["commands"]:
+        result["diff"].append({"before_header": "%s: lossless buffers" % ifname, "before": step["before"],
+                               "after_header": "%s: lossless buffers (plan)" % ifname, "after": step["after"]})
 
 
 def read_plan(module, p):

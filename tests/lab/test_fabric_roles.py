@@ -156,7 +156,8 @@ def test_a_bad_qos_plan_is_refused_before_it_is_installed(converged, fabric, run
 
 def test_the_qos_boot_unit_turned_off_is_removed_and_back_on_is_reinstalled(converged, fabric, run_on, tmp_path):
     files = ("/etc/systemd/system/rocetune-qos.service", "/usr/local/lib/rocetune/roce_qos_state.py",
-             "/usr/local/lib/rocetune/rocetune_qos_plan.py", "/etc/rocetune/roce_qos.json")
+             "/usr/local/lib/rocetune/rocetune_qos_plan.py", "/usr/local/lib/rocetune/roce_qos_buffer.py",
+             "/etc/rocetune/roce_qos.json")
 
     def installed():
         wants = run_on("node02", "ls /etc/systemd/system/multi-user.target.wants/").stdout.split()

@@ -147,6 +147,11 @@ PLANS = [
     "fabric: {tiers: 2}\n", "fabric: {tiers: 2, ecmp: false, rail_optimised: true}\n",
     "fabric: {tiers: 1, ecmp: true}\n", "fabric: {tiers: 5}\n", "fabric: {tier: 2}\n", "fabric: {ecmp: yes}\n",
     "fabric: 2\n", "- 1\n", "data: {dscp: true}\n",
+    "buffer: {cable_length: 30}\n", "buffer: {cable_length: 1000}\n", "buffer: {cable_len: 30}\n",
+    "buffer: {prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0], buffer_size: [32768, 229120, 0, 0, 0, 0, 0, 0]}\n",
+    "buffer: {prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0], buffer_size: [32768, 0, 0, 0, 0, 0, 0, 0]}\n",
+    "buffer: {prio_buffer: [0, 0, 0, 1]}\n", "buffer: {}\n", "buffer: 30\n",
+    "lossless_priorities: []\nbuffer: {cable_length: 5, prio_buffer: [1, 1, 1, 1, 1, 1, 1, 1]}\n",
 ]
 
 
@@ -160,6 +165,7 @@ def _agent(text):
                    "lossless": list(plan.lossless_priorities), "cts": plan.cts_dscp,
                    "fabric": None if plan.fabric is None else [plan.fabric.tiers, plan.fabric.rail_optimised,
                                                                plan.fabric.ecmp],
+                   "buffer": None if plan.buffer is None else plan.buffer.to_dict(),
                    "tos": plan.traffic_class, "warnings": plan.warnings})
 
 
@@ -178,7 +184,7 @@ def _role(text):
                    "cnp": [p["cnp"]["dscp"], p["cnp"]["priority"]], "ecn": p["ecn"],
                    "lossless": p["lossless_priorities"], "cts": p["cts_dscp"],
                    "fabric": None if fab is None else [fab["tiers"], fab["rail_optimised"], fab["ecmp"]],
-                   "tos": Q.traffic_class(p), "warnings": p["warnings"]})
+                   "buffer": p["buffer"], "tos": Q.traffic_class(p), "warnings": p["warnings"]})
 
 
 @pytest.mark.parametrize("text", PLANS)
@@ -194,3 +200,81 @@ def test_they_read_it_with_the_same_code():
     shared = os.path.join(os.path.dirname(__file__), "..", "..", "plugins", "module_utils", "rocetune_qos_plan.py")
     assert os.path.realpath(qos_plan.__file__) == os.path.realpath(shared)
     assert {_agent(t)[0] for t in PLANS} == {"ok", "refused"}  # the corpus exercises both outcomes
+
+
+# ---------------------------------------------------------------------------------------------
+# The lossless buffers (`buffer:`), which the roce_qos role applies and the agent carries
+
+BUFFER = """\
+lossless_priorities: [3]
+buffer:
+  cable_length: 30
+  prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0]
+  buffer_size: [19872, 220896, 0, 0, 0, 0, 0, 0]
+"""
+
+
+def test_buffer_section_is_read_dumped_and_read_back():
+    q = load_text(BUFFER, "q")
+    assert q.buffer.cable_length == 30 and q.buffer.prio_buffer == (0, 0, 0, 1, 0, 0, 0, 0)
+    assert q.buffer.buffer_size[1] == 220896 and q.warnings == []
+    assert q.to_dict()["buffer"] == {"cable_length": 30, "prio_buffer": [0, 0, 0, 1, 0, 0, 0, 0],
+                                     "buffer_size": [19872, 220896, 0, 0, 0, 0, 0, 0]}
+    assert load_text(dump_yaml(q), "again").buffer == q.buffer
+    partial = load_text("buffer:\n  cable_length: 5\n", "q").buffer
+    assert (partial.cable_length, partial.prio_buffer, partial.buffer_size) == (5, None, None)
+
+
+def test_plans_without_buffers_keep_their_dict_and_dump():
+    # Env headers, explain and the goldens carry the plan's dict: a plan without `buffer` is unchanged.
+    assert "buffer" not in default_plan().to_dict() and "buffer" not in load_text(FULL, "q").to_dict()
+    assert "buffer" not in dump_yaml(load_text(FULL, "q"))
+
+
+def test_a_file_with_only_buffers_states_no_classes():
+    assert not load_text("version: 1\nbuffer: {cable_length: 7}\n", "q").classes_stated
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("buffer: 30\n", "buffer: expected a mapping"),
+    ("buffer: {cable_len: 30}\n", "buffer: unknown key(s) cable_len"),
+    ("buffer: {}\n", "buffer: states none of cable_length, prio_buffer, buffer_size"),
+    ("buffer: {cable_length: 0}\n", "buffer.cable_length: 0 is out of range 1..999"),
+    ("buffer: {cable_length: 1000}\n", "buffer.cable_length: 1000 is out of range 1..999"),
+    ("buffer: {cable_length: 30m}\n", "buffer.cable_length: expected an integer 1..999, got '30m'"),
+    ("buffer: {cable_length: true}\n", "buffer.cable_length: expected an integer"),
+    ("buffer: {prio_buffer: [0, 0, 0, 1, 0, 0, 0]}\n", "buffer.prio_buffer: expected a list of 8 integers"),
+    ("buffer: {prio_buffer: 1}\n", "buffer.prio_buffer: expected a list of 8 integers"),
+    ("buffer: {prio_buffer: [0, 0, 0, 8, 0, 0, 0, 0]}\n", "buffer.prio_buffer[3]: 8 is out of range 0..7"),
+    ("buffer: {buffer_size: [0, 0, 0, -1, 0, 0, 0, 0]}\n", "buffer.buffer_size[3]: -1 is out of range"),
+    ("buffer: {buffer_size: [0, 4294967296, 0, 0, 0, 0, 0, 0]}\n", "buffer.buffer_size[1]: 4294967296 is out"),
+    ("buffer: {buffer_size: [0, 128K, 0, 0, 0, 0, 0, 0]}\n", "buffer.buffer_size[1]: expected an integer"),
+    ("buffer:\n  prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0]\n  buffer_size: [131072, 0, 0, 0, 0, 0, 0, 0]\n",
+     "buffer.buffer_size[1] is 0 but lossless priority 3 is in buffer 1"),
+])
+def test_buffer_errors_name_the_key(text, needle):
+    with pytest.raises(RocetuneError) as e:
+        load_text(text, "qos.yml")
+    assert needle in e.value.message, e.value.message
+
+
+def test_buffer_warnings_say_what_the_nic_would_do():
+    shared = load_text("buffer: {prio_buffer: [1, 1, 1, 1, 1, 1, 1, 1]}\n", "q").warnings
+    assert shared == ["buffer 1 holds lossless and lossy priorities (0, 1, 2, 4, 5, 6, 7): PFC pauses the "
+                      "lossy ones too"]
+    alone = load_text("buffer: {cable_length: 30}\n", "q").warnings
+    assert alone == ["buffer.cable_length alone: mlx5 resizes the PFC headroom from it only once the host "
+                     "has set the port buffers (prio_buffer or buffer_size, docs/qos.md)"]
+    no_pfc = load_text("lossless_priorities: []\nbuffer: {cable_length: 30, prio_buffer: [0, 0, 0, 0, 0, 0, 0, 0]}\n",
+                       "q").warnings
+    assert "buffer.cable_length with no lossless priority: the cable length only sizes PFC headroom" in no_pfc
+
+
+def test_the_documented_format_is_a_valid_plan():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "qos.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", doc, re.S).group(1)
+    q = load_text(block, "docs/qos.md")
+    assert q.buffer.cable_length == 30 and q.buffer.prio_buffer[3] == 1 and q.warnings == []

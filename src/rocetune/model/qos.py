@@ -70,6 +70,21 @@ class Fabric:
         return ", ".join(parts) or "nothing stated"
 
 
+@dataclass(frozen=True)
+class PfcBuffer:
+    """The NIC's lossless receive buffers as the plan states them; None where it says nothing.
+    The roce_qos role applies them (docs/qos.md); the agent only carries them."""
+
+    cable_length: Optional[int] = None                # metres: mlx5 sizes the PFC headroom from it
+    prio_buffer: Optional[Tuple[int, ...]] = None     # the buffer of each priority 0..7
+    buffer_size: Optional[Tuple[int, ...]] = None     # bytes per buffer 0..7
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"cable_length": self.cable_length,
+                "prio_buffer": None if self.prio_buffer is None else list(self.prio_buffer),
+                "buffer_size": None if self.buffer_size is None else list(self.buffer_size)}
+
+
 @dataclass
 class QosPlan:
     """The fabric's QoS policy as the hosts must follow it."""
@@ -81,6 +96,7 @@ class QosPlan:
     lossless_priorities: Tuple[int, ...] = (3,)
     cts_dscp: Optional[int] = None  # NCCL_IB_FIFO_TC: CTS/credit messages, when they get their own class
     fabric: Optional[Fabric] = None  # the fabric's shape, when the plan states it
+    buffer: Optional[PfcBuffer] = None  # the NICs' lossless buffers, when the plan states them
     classes_stated: bool = False     # the file states a QoS key (not only version/fabric)
     source: str = "built-in defaults"
     warnings: List[str] = field(default_factory=list)
@@ -99,7 +115,7 @@ class QosPlan:
         return _ECN_TEXT[self.ecn]
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        out = {
             "source": self.source,
             "trust": self.trust,
             "data": {"dscp": self.data.dscp, "priority": self.data.priority},
@@ -112,6 +128,9 @@ class QosPlan:
             "fabric": self.fabric.to_dict() if self.fabric else None,
             "warnings": list(self.warnings),
         }
+        if self.buffer is not None:  # absent from plans without it, whose output stays as it was
+            out["buffer"] = self.buffer.to_dict()
+        return out
 
 
 def default_plan() -> QosPlan:
@@ -129,6 +148,12 @@ def dump_yaml(plan: QosPlan) -> str:
             f"  {k}: {'null' if v is None else str(v).lower()}\n"
             for k, v in (("tiers", plan.fabric.tiers), ("rail_optimised", plan.fabric.rail_optimised),
                          ("ecmp", plan.fabric.ecmp)))
+    buffer = ""
+    if plan.buffer is not None:
+        buffer = "buffer:\n" + "".join(
+            f"  {k}: {_yaml_scalar_or_list(v)}\n"
+            for k, v in (("cable_length", plan.buffer.cable_length), ("prio_buffer", plan.buffer.prio_buffer),
+                         ("buffer_size", plan.buffer.buffer_size)))
     return (
         "# RoCE QoS plan shared by rocetune (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS) and the\n"
         "# switch/NIC QoS configuration. Change it here, nowhere else.\n"
@@ -145,7 +170,16 @@ def dump_yaml(plan: QosPlan) -> str:
         "cts:\n"
         f"  dscp: {cts}\n"
         f"{fabric}"
+        f"{buffer}"
     )
+
+
+def _yaml_scalar_or_list(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -186,7 +220,12 @@ def _from_doc(doc: Dict[str, Any], source: str) -> QosPlan:
     except qos_plan.QosPlanError as exc:
         raise _err(source, exc.message, hint=exc.hint) from None
     fabric = Fabric(**v["fabric"]) if v["fabric"] is not None else None
+    buf = v["buffer"]
+    buffer = None if buf is None else PfcBuffer(
+        cable_length=buf["cable_length"],
+        prio_buffer=None if buf["prio_buffer"] is None else tuple(buf["prio_buffer"]),
+        buffer_size=None if buf["buffer_size"] is None else tuple(buf["buffer_size"]))
     return QosPlan(data=TrafficClass(**v["data"]), cnp=TrafficClass(**v["cnp"]), ecn=v["ecn"],
                    trust=v["trust"], lossless_priorities=tuple(v["lossless_priorities"]),
-                   cts_dscp=v["cts_dscp"], fabric=fabric, source=source, warnings=list(v["warnings"]),
-                   classes_stated=v["classes_stated"])
+                   cts_dscp=v["cts_dscp"], fabric=fabric, buffer=buffer, source=source,
+                   warnings=list(v["warnings"]), classes_stated=v["classes_stated"])
