@@ -41,3 +41,36 @@ def list_entries(value: str) -> Tuple[bool, bool, List[str]]:
     if exact:
         v = v[1:]
     return exclude, exact, [e for e in v.split(",") if e]
+
+
+def ib_hca_entries(value: str) -> Tuple[bool, bool, List[Tuple[str, int]]]:
+    """NCCL_IB_HCA as NCCL parses it: (exclude?, exact?, [(name, port)]), port -1 for "any port".
+
+    src/misc/utils.cc parseStringList (v2.18.3-1 .. v2.28.9-1): a `:port` suffix is read with
+    atoi and anything after a further `:` (rail, plane) is skipped up to the next `,`.
+    """
+    exclude, exact, entries = list_entries(value)
+    out: List[Tuple[str, int]] = []
+    for entry in entries:
+        name, sep, rest = entry.partition(":")
+        if not name:
+            continue
+        port = -1
+        if sep:
+            digits = re.match(r"\d*", rest).group(0)  # atoi: leading digits, 0 when none
+            port = int(digits) if digits else 0
+        out.append((name, port))
+    return exclude, exact, out
+
+
+def ib_hca_selects(value: str, device: str, port: int) -> bool:
+    """Whether NCCL_IB_HCA=`value` lets NCCL use port `port` of `device`.
+
+    NCCL 2.28.9 src/transport/net_ib.cc:704-740 with src/misc/utils.cc matchIfList: an empty list
+    selects every port; a name matches by prefix, or whole with `=`; a port of -1 on either side
+    matches any port; `^` turns the result around (so a bare `^` selects nothing).
+    """
+    exclude, exact, entries = ib_hca_entries(value)
+    hit = not entries or any((device == name if exact else device.startswith(name))
+                             and (p == -1 or port == -1 or p == port) for name, p in entries)
+    return hit != exclude

@@ -1,0 +1,270 @@
+"""Read NCCL's own debug output (NCCL_DEBUG=INFO) into what NCCL actually used, per process.
+
+    report = read_log(text)           # NcclLogReport; report.to_dict() is JSON-able and sorted
+
+A log is taken line by line, in one pass, whatever order the processes' lines come in (ranks of
+many hosts interleaved, launcher prefixes, ANSI colour, carriage returns, cut lines). Each line
+is matched by its own anchored patterns (rocetune.nccl.log_lines, which cites the NCCL source
+of every format), so a 100 MB log costs time in proportion to its size. Lines this reader does
+not take apart are counted, not guessed at. Text with no NCCL line at all is refused with
+RocetuneError (ExitCode.INPUT).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterator, Optional, Tuple, Union
+
+from ..errors import ExitCode, RocetuneError
+from . import log_lines as L
+from .log_model import IB_MTU_BYTES, EnvRead, Evidence, IbDevice, NcclLogReport, ProcessLog, WarnLine
+from .versions import parse_version
+
+MAX_WARNINGS = 10000  # WARN lines kept in the report; all are counted
+_EVIDENCE_CHARS = 300
+
+
+def read_log(text: Union[str, bytes], source: str = "NCCL log") -> NcclLogReport:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    reader = _Reader(source)
+    for number, raw in _physical_lines(text):
+        reader.line(number, raw)
+    return reader.finish()
+
+
+def load_log(path: str) -> NcclLogReport:
+    """read_log on a file; an unreadable file is a RocetuneError naming it."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except IsADirectoryError:
+        raise RocetuneError(f"{path}: is a directory, not an NCCL log", code=ExitCode.INPUT)
+    except OSError as e:
+        raise RocetuneError(f"{path}: cannot read: {e.strerror or e}", code=ExitCode.INPUT)
+    return read_log(data, source=path)
+
+
+def _physical_lines(text: str) -> Iterator[Tuple[int, str]]:
+    start, number, size = 0, 0, len(text)
+    while start < size:
+        end = text.find("\n", start)
+        if end < 0:
+            end = size
+        number += 1
+        yield number, text[start:end]
+        start = end + 1
+
+
+class _Reader:
+    def __init__(self, source: str):
+        self.report = NcclLogReport(source=source)
+        self.processes: Dict[Tuple[str, int], ProcessLog] = {}
+        self.loose_versions: Dict[str, Tuple[str, Evidence]] = {}  # prefix-less "NCCL version" lines
+        self.cut_lines = 0
+
+    def line(self, number: int, raw: str) -> None:
+        self.report.lines += 1
+        if len(raw) > L.MAX_LINE:
+            self.cut_lines += 1
+        shown = L.clean(raw)
+        if not shown:
+            return
+        nccl = False
+        for text in shown:
+            nccl = self._one(number, text) or nccl
+        if nccl:
+            self.report.nccl_lines += 1
+        else:
+            self.report.other_lines += 1
+
+    def _one(self, number: int, text: str) -> bool:
+        h = L.split_header(text)
+        if h is None:
+            v = L.version_in(text)
+            if v is None:
+                return False
+            self.loose_versions.setdefault(v[1], (v[0], self._evidence(number, text)))
+            return True
+        proc = self._process(h.host, h.pid)
+        if h.cuda_dev not in proc.cuda_devs:
+            proc.cuda_devs.append(h.cuda_dev)
+        ev = self._evidence(number, text)
+        if h.level == "WARN":
+            self.report.warn_count += 1
+            proc.warn_count += 1
+            if len(self.report.warnings) < MAX_WARNINGS:
+                self.report.warnings.append(WarnLine(proc.key, h.file or "", h.file_line or 0, h.message, ev))
+            return True
+        if not self._info(proc, h.message, ev):
+            self.report.unrecognized_lines += 1
+        return True
+
+    def _info(self, p: ProcessLog, m: str, ev: Evidence) -> bool:  # noqa: C901 -- one branch per format
+        if m.startswith("NCCL version "):
+            v = L.version_in(m)
+            if v and p.version is None:
+                p.version, p.version_text = v
+                p.version_evidence = ev
+            return v is not None
+        if m.startswith("Using network "):
+            if p.network is None:
+                p.network, p.network_evidence = m[len("Using network "):], ev
+            return True
+        if m.startswith("NET/IB : Using"):
+            devices, relaxed, oob_if, oob_addr = L.ib_devices(m)
+            if not p.ib_devices:
+                p.ib_devices = [IbDevice(i, n, port, ll, tag, evidence=ev) for i, n, port, ll, tag in devices]
+                p.ib_relaxed_ordering, p.oob_interface, p.oob_address = relaxed, oob_if, oob_addr
+            return True
+        if m.startswith("NET/IB : No device found"):
+            p.ib_no_device = p.ib_no_device or ev
+            return True
+        if m.startswith("NET/Socket : Using"):
+            if not p.socket_interfaces:
+                p.socket_interfaces, p.socket_evidence = L.socket_interfaces(m), ev
+            return True
+        g = L.gdr_hca(m)
+        if g is not None:
+            net, on, index, name, why = g
+            dev = p.device(index)
+            if dev is not None and dev.name != name:
+                dev = None  # another net's device n ("NET/Socket : ... for HCA 0 'eth0'")
+            if dev is None and net == "IB" and p.device(index) is None:
+                dev = IbDevice(index, name, -1, "UNSPECIFIED")  # its "NET/IB : Using" line is not in the log
+                p.ib_devices.append(dev)
+            if dev is not None and dev.gdr is None:
+                dev.gdr, dev.gdr_reason, dev.gdr_evidence = on, why, ev
+            return True
+        if m.startswith("GPU Direct RDMA "):
+            path = L.gdr_path(m)
+            if path is not None and path[:3] not in p.gdr_path_evidence:
+                p.gdr_paths.append(path)
+                p.gdr_path_evidence[path[:3]] = ev
+            return path is not None
+        qp = L.queue_pair(m)
+        if qp is not None:
+            self._queue_pair(p, qp, ev)
+            return True
+        if m.startswith("NET/IB:") and "_ece=" in m:
+            return True
+        if " coll channels, " in m:
+            c = L.channels(m)
+            if c is not None and not p.channels:
+                p.channels = c
+            return c is not None
+        if " set by environment to " in m or " set to " in m:
+            s = L.env_setting(m)
+            if s is not None:
+                self._env(p, s, ev)
+                return True
+        if m.startswith("Invalid value "):
+            bad = L.env_invalid(m)
+            if bad is not None:
+                p.env_invalid.setdefault(bad[0], (bad[1], bad[2], ev))
+            return bad is not None
+        if m.startswith("Channel "):
+            order = L.ring_order(m)
+            if order is not None:
+                p.rings.setdefault(order[0], order[1])
+                return True
+            conn = L.net_connection(m)
+            if conn is not None:
+                p.net_connections += 1
+                p.gdrdma_connections += 1 if conn[1] else 0
+            return True
+        if m.startswith("Ring "):
+            r = L.ring_neighbours(m)
+            if r is not None:
+                p.ring_neighbours.setdefault(r[0], (r[1], r[3]))
+            return r is not None
+        if m.startswith("Trees"):
+            p.trees.append(m[len("Trees"):].strip())
+            return True
+        if "comm " in m and " rank " in m:
+            r = L.rank_line(m)
+            if r is not None:
+                if r[0] not in p.ranks:
+                    p.ranks.append(r[0])
+                p.nranks = r[1]
+                p.nnodes = r[2] if r[2] is not None else p.nnodes
+                p.init_complete = p.init_complete or m.endswith("Init COMPLETE")
+                return True
+        plugin = L.plugin_loaded(m)
+        if plugin is not None:
+            p.net_plugin = p.net_plugin or plugin
+            return True
+        gpu = L.dmabuf_gpu(m)
+        if gpu is not None:
+            if gpu not in p.dmabuf_gpus:
+                p.dmabuf_gpus.append(gpu)
+            return True
+        return m.startswith(("NET/Plugin", "Bootstrap", "Using non-device net plugin"))
+
+    def _queue_pair(self, p: ProcessLog, qp: dict, ev: Evidence) -> None:
+        index = qp.get("IbDev", qp.get("Dev"))
+        dev = p.device(index) if index is not None else None
+        mtu = IB_MTU_BYTES.get(qp["mtu"])
+        gid = qp.get("GID")
+        if gid is not None:
+            if gid not in p.qp_gid_indexes:
+                p.qp_gid_indexes.append(gid)
+            p.qp_gid_evidence = p.qp_gid_evidence or ev
+        if dev is None:
+            return
+        if mtu is not None and mtu not in dev.mtus:
+            dev.mtus.append(mtu)
+        if gid is not None and gid not in dev.gid_indexes:
+            dev.gid_indexes.append(gid)
+            dev.gid_evidence = dev.gid_evidence or ev
+
+    def _env(self, p: ProcessLog, setting: Tuple[str, str, str], ev: Evidence) -> None:
+        name, value, form = setting
+        if form == "set by environment":
+            p.env_lines += 1
+        seen = p.env.get(name)
+        if seen is None:
+            p.env[name] = EnvRead(name, value, form, ev)
+        elif seen.value != value and value not in seen.other_values:
+            seen.other_values.append(value)
+
+    def _process(self, host: str, pid: int) -> ProcessLog:
+        p = self.processes.get((host, pid))
+        if p is None:
+            p = self.processes[(host, pid)] = ProcessLog(host, pid)
+        return p
+
+    @staticmethod
+    def _evidence(number: int, text: str) -> Evidence:
+        return Evidence(number, text if len(text) <= _EVIDENCE_CHARS else text[:_EVIDENCE_CHARS] + "...")
+
+    def finish(self) -> NcclLogReport:
+        r = self.report
+        if r.nccl_lines == 0:
+            what = "it is empty" if r.lines == 0 or r.other_lines == 0 else \
+                f"none of its {r.lines} lines is an 'NCCL INFO', 'NCCL WARN' or 'NCCL version' line"
+            raise RocetuneError(f"{r.source}: not an NCCL debug log: {what}",
+                                hint="capture the job's output with NCCL_DEBUG=INFO "
+                                     "(NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH shows what rocetune checks)",
+                                code=ExitCode.INPUT)
+        procs = sorted(self.processes.values(), key=lambda p: (p.host, p.pid))
+        texts = {text: short for text, (short, _) in self.loose_versions.items()}
+        evidence = {text: ev for text, (_, ev) in self.loose_versions.items()}
+        for p in procs:
+            if p.version_text and p.version_evidence:
+                texts[p.version_text] = p.version or ""
+                if p.version_text not in evidence or p.version_evidence.line < evidence[p.version_text].line:
+                    evidence[p.version_text] = p.version_evidence
+        r.versions = sorted(texts, key=lambda t: (parse_version(t) or (0, 0, 0), t))
+        r.version_evidence = evidence
+        if len(texts) == 1:
+            (only_text, only), = texts.items()
+            for p in procs:
+                if p.version is None:
+                    p.version, p.version_text, p.version_inferred = only, only_text, True
+        r.processes = procs
+        if self.cut_lines:
+            r.notes.append(f"{self.cut_lines} line(s) longer than {L.MAX_LINE} characters were read "
+                           f"only up to that length")
+        if len(r.warnings) < r.warn_count:
+            r.notes.append(f"{r.warn_count} WARN lines; the first {len(r.warnings)} are listed")
+        return r

@@ -1,0 +1,332 @@
+"""Compare what an NCCL log shows NCCL used with the environment rocetune planned.
+
+    differences = compare_with_plan(read_log(text), plan_env)
+
+Each Difference has a stable id from DIFFERENCES (kebab-case, one line of doc and a fix each),
+a severity, the subject it is about (a device, a variable, a WARN's file:line), the log lines
+that show it, and the processes (host:pid) it was seen in. One finding seen in many processes is
+one Difference, so a 1000-rank log gives a short answer. The order is fixed: severity, id, subject.
+
+What a log can and cannot show: NCCL prints the integer variables it reads ("set by environment
+to N.", misc/param.cc) and a fixed set of string ones (ECHOED_STRINGS), and only when the ENV
+subsystem is logged (NCCL_DEBUG_SUBSYS includes ENV; the default INIT,BOOTSTRAP,ENV does). It
+reads many variables only when it needs them (NCCL_IB_* only over IB, NCCL_IB_GID_INDEX when it
+connects), so a missing one is a warning, not an error. Other variables it reads silently; the
+log cannot say whether the job got them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+
+from .catalog import load_catalog
+from .log_model import Evidence, NcclLogReport, ProcessLog
+from .syntax import ib_hca_entries, ib_hca_selects, strtoll
+
+
+class DifferenceKind(NamedTuple):
+    severity: str   # the usual one; gdr-disabled is an error only when the plan asks for GDR
+    doc: str
+    fix: str
+
+
+DIFFERENCES: Dict[str, DifferenceKind] = {
+    "nccl-log-socket-fallback": DifferenceKind(
+        "error", "the plan runs NCCL over RDMA (NCCL_IB_*), but NCCL used its Socket transport",
+        "check that the job sees the RDMA devices (/dev/infiniband, NCCL_IB_HCA names) and that "
+        "NCCL_IB_DISABLE/NCCL_NET are not set against the plan"),
+    "nccl-log-network-differs": DifferenceKind(
+        "error", "NCCL used another network than the plan's NCCL_NET names",
+        "set NCCL_NET as planned, or remove the net plugin the job loads (NCCL_NET_PLUGIN)"),
+    "nccl-log-network-unseen": DifferenceKind(
+        "info", "the log has no 'Using network' line for a process: its network cannot be checked",
+        "capture the log with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS including INIT"),
+    "nccl-log-device-excluded": DifferenceKind(
+        "error", "NCCL used an RDMA device port that the plan's NCCL_IB_HCA does not select",
+        "make the job use the planned NCCL_IB_HCA (a conflicting value from the job's environment "
+        "or nccl.conf wins over a later one)"),
+    "nccl-log-device-unused": DifferenceKind(
+        "warning", "an RDMA device the plan's NCCL_IB_HCA names is not among those NCCL used",
+        "check the port is ACTIVE and visible in the job (ibv_devinfo inside the container)"),
+    "nccl-log-gdr-disabled": DifferenceKind(
+        "warning", "NCCL runs without GPUDirect RDMA on a device: data is staged through host memory",
+        "load nvidia_peermem (or use DMA-BUF: kernel >= 5.12 with the open GPU driver) and check "
+        "NCCL_NET_GDR_LEVEL"),
+    "nccl-log-gdr-path-disabled": DifferenceKind(
+        "warning", "NCCL turned GPUDirect RDMA off for a GPU-NIC pair: their PCI distance is above "
+        "the GDR level", "raise NCCL_NET_GDR_LEVEL to that distance, or use a NIC closer to the GPU"),
+    "nccl-log-gid-index-differs": DifferenceKind(
+        "error", "NCCL's queue pairs use another GID index than the plan's NCCL_IB_GID_INDEX",
+        "make the job get the planned NCCL_IB_GID_INDEX, or re-plan on this host (GID tables differ "
+        "per node and per container)"),
+    "nccl-log-var-differs": DifferenceKind(
+        "error", "NCCL read a variable with another value than the plan's",
+        "find where the other value comes from: the job's environment, ~/.nccl.conf or NCCL_CONF_FILE, "
+        "then /etc/nccl.conf (NCCL reads them in that order and never overwrites)"),
+    "nccl-log-var-invalid": DifferenceKind(
+        "error", "NCCL could not read a variable's value and used its default",
+        "write the value as NCCL reads it (an integer, strtoll base 0)"),
+    "nccl-log-var-not-read": DifferenceKind(
+        "warning", "NCCL logs its variables, but not this planned one: the job did not get it, or "
+        "NCCL had no use for it in this run", "export the plan's env file in the job's own environment"),
+    "nccl-log-env-not-logged": DifferenceKind(
+        "info", "the log has no ENV lines: which variables NCCL read cannot be checked",
+        "capture the log with NCCL_DEBUG_SUBSYS including ENV (e.g. INIT,ENV,NET,GRAPH)"),
+    "nccl-log-var-not-echoed": DifferenceKind(
+        "info", "NCCL reads these planned variables without logging them: a log cannot confirm them",
+        "check them in the job's environment (e.g. /proc/<pid>/environ)"),
+    "nccl-log-var-unplanned": DifferenceKind(
+        "info", "NCCL read a variable that the plan does not set (from the job's environment or a "
+        "nccl.conf)", "keep it if it is meant; otherwise remove it where it is set"),
+    "nccl-log-warn": DifferenceKind(
+        "warning", "NCCL printed a WARN", "read the WARN line; NCCL's troubleshooting guide lists most"),
+    "nccl-log-version-mixed": DifferenceKind(
+        "warning", "the processes of one job loaded different NCCL releases",
+        "make every node load the same libnccl (the plan is for one release)"),
+}
+
+# String variables NCCL prints when it reads them (NCCL v2.28.9-1: "NCCL_X set by environment to"
+# in bootstrap.cc, graph/{paths,search,topo,tuning}.cc, init.cc, misc/{socket,utils}.cc,
+# plugin/*.cc, transport/net_ib.cc; "NCCL_X set to" in net_ib.cc, socket.cc, bootstrap.cc).
+ECHOED_STRINGS = frozenset((
+    "NCCL_ALGO", "NCCL_COMM_ID", "NCCL_ENV_PLUGIN", "NCCL_GRAPH_DUMP_FILE", "NCCL_GRAPH_FILE",
+    "NCCL_HOSTID", "NCCL_IB_ADDR_FAMILY", "NCCL_IB_ADDR_RANGE", "NCCL_IB_HCA", "NCCL_LAUNCH_MODE",
+    "NCCL_NETDEVS_POLICY", "NCCL_NET_GDR_LEVEL", "NCCL_NET_PLUGIN", "NCCL_OOB_NET_IFNAME",
+    "NCCL_P2P_LEVEL", "NCCL_PROFILER_PLUGIN", "NCCL_PROTO", "NCCL_SOCKET_FAMILY", "NCCL_SOCKET_IFNAME",
+    "NCCL_THREAD_THRESHOLDS", "NCCL_TOPO_DUMP_FILE", "NCCL_TOPO_FILE", "NCCL_TUNER_PLUGIN",
+))
+_LEVELS = ("NCCL_NET_GDR_LEVEL", "NCCL_P2P_LEVEL")
+# graph/paths.cc ncclGetLevel (v2.18.3-1 .. v2.28.9-1): a number is an old-style level
+_OLD_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+_MAX_EVIDENCE = 3
+
+
+@dataclass(frozen=True)
+class Difference:
+    id: str
+    severity: str
+    subject: str
+    message: str
+    evidence: Tuple[str, ...]
+    fix: str
+    processes: Tuple[str, ...] = ()
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"id": self.id, "severity": self.severity, "subject": self.subject, "message": self.message,
+                "evidence": list(self.evidence), "fix": self.fix, "processes": list(self.processes)}
+
+
+def compare_with_plan(report: NcclLogReport, plan_env: Mapping[str, str]) -> List[Difference]:
+    c = _Collector(len(report.processes))
+    plan = {k: str(v) for k, v in plan_env.items()}
+    for p in report.processes:
+        _network(c, p, plan)
+        _devices(c, p, plan)
+        _gdr(c, p, plan)
+        _gid(c, p, plan)
+        _env(c, p, plan)
+    for w in report.warnings:
+        c.add("nccl-log-warn", f"{w.file}:{w.file_line}", w.process, [w.evidence],
+              f"NCCL WARN at {w.file}:{w.file_line}: {w.message}")
+    if len(report.versions) > 1:
+        c.add("nccl-log-version-mixed", "NCCL version", "", [report.version_evidence[v] for v in report.versions
+                                                              if v in report.version_evidence],
+              f"the log shows NCCL {', '.join(report.versions)}")
+    return c.result()
+
+
+def _plan_wants_rdma(plan: Mapping[str, str]) -> bool:
+    if strtoll(plan.get("NCCL_IB_DISABLE", "0"))[0] == 1:
+        return False
+    net = plan.get("NCCL_NET", "").lower()
+    if net:
+        return net == "ib"
+    return any(k.startswith("NCCL_IB_") and k != "NCCL_IB_DISABLE" for k in plan)
+
+
+def _network(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+    if p.network is None:
+        c.add("nccl-log-network-unseen", "network", p.key, [],
+              "no 'Using network' line: the log does not show which network NCCL used")
+        return
+    ev = [p.network_evidence] if p.network_evidence else []
+    if p.transport == "socket" and _plan_wants_rdma(plan):
+        more = [e for e in (p.ib_no_device, p.socket_evidence) if e is not None]
+        why = " after 'NET/IB : No device found'" if p.ib_no_device else ""
+        c.add("nccl-log-socket-fallback", "network", p.key, ev + more,
+              f"NCCL used Socket{why}; the plan sets "
+              f"{', '.join(sorted(k for k in plan if k.startswith('NCCL_IB_') or k == 'NCCL_NET'))}")
+        return
+    want = plan.get("NCCL_NET")
+    if want and want.lower() != p.network.lower():
+        c.add("nccl-log-network-differs", "network", p.key, ev,
+              f"NCCL used network {p.network!r}; the plan sets NCCL_NET={want}")
+
+
+def _devices(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+    hca = plan.get("NCCL_IB_HCA")
+    if hca is None or not p.ib_devices or p.transport == "socket":
+        return
+    for d in p.ib_devices:
+        if d.port >= 0 and not ib_hca_selects(hca, d.name, d.port):
+            c.add("nccl-log-device-excluded", f"{d.name}:{d.port}", p.key, [d.evidence] if d.evidence else [],
+                  f"NCCL used {d.name} port {d.port} ({d.link_layer}), which NCCL_IB_HCA={hca} does not select")
+    exclude, exact, entries = ib_hca_entries(hca)
+    if exclude:
+        return
+    for name, port in entries:
+        used = any((d.name == name if exact else d.name.startswith(name)) and (port == -1 or d.port in (-1, port))
+                   for d in p.ib_devices)
+        if not used:
+            what = f"{name}:{port}" if port != -1 else name
+            ev = [p.ib_devices[0].evidence] if p.ib_devices[0].evidence else []
+            c.add("nccl-log-device-unused", what, p.key, ev,
+                  f"NCCL_IB_HCA={hca} names {what}, but NCCL used only "
+                  f"{', '.join(f'{d.name}:{d.port}' for d in p.ib_devices)}")
+
+
+def _gdr_level(plan: Mapping[str, str]) -> Optional[str]:
+    return _level_name(plan["NCCL_NET_GDR_LEVEL"]) if "NCCL_NET_GDR_LEVEL" in plan else None
+
+
+def _gdr(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+    if p.transport == "socket":
+        return
+    level = _gdr_level(plan)
+    for d in p.ib_devices:
+        if d.gdr is False:
+            severity = "error" if level is not None and level != "LOC" else None
+            asked = f"; the plan sets NCCL_NET_GDR_LEVEL={plan['NCCL_NET_GDR_LEVEL']}" if level else ""
+            why = " (no peer-memory module)" if d.gdr_reason == "no module" else ""
+            c.add("nccl-log-gdr-disabled", d.name, p.key, [d.gdr_evidence] if d.gdr_evidence else [],
+                  f"GPU Direct RDMA is disabled for {d.name}{why}{asked}", severity=severity)
+    for on, gpu, hca, distance, limit in p.gdr_paths:
+        if on:
+            continue
+        asked = f" (the plan sets NCCL_NET_GDR_LEVEL={plan['NCCL_NET_GDR_LEVEL']})" if level else ""
+        c.add("nccl-log-gdr-path-disabled", f"GPU {gpu} / HCA {hca}", p.key,
+              [p.gdr_path_evidence[(on, gpu, hca)]],
+              f"GPU Direct RDMA is off for GPU {gpu} and HCA {hca}: distance {distance} is above "
+              f"level {limit}{asked}")
+
+
+def _gid(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+    if "NCCL_IB_GID_INDEX" not in plan or p.transport == "socket":
+        return
+    want, _ = strtoll(plan["NCCL_IB_GID_INDEX"])
+    seen = False
+    for d in p.ib_devices:
+        if d.link_layer == "IB" or not d.gid_indexes:
+            continue
+        seen = True
+        other = sorted(g for g in d.gid_indexes if g != want)
+        if other:
+            c.add("nccl-log-gid-index-differs", d.name, p.key, [d.gid_evidence] if d.gid_evidence else [],
+                  f"{d.name}'s queue pairs use GID index {', '.join(map(str, other))}; the plan sets "
+                  f"NCCL_IB_GID_INDEX={plan['NCCL_IB_GID_INDEX']}")
+    if not seen and p.qp_gid_indexes and any(g != want for g in p.qp_gid_indexes):
+        other = sorted(g for g in p.qp_gid_indexes if g != want)
+        c.add("nccl-log-gid-index-differs", "queue pairs", p.key, [p.qp_gid_evidence] if p.qp_gid_evidence else [],
+              f"queue pairs use GID index {', '.join(map(str, other))}; the plan sets "
+              f"NCCL_IB_GID_INDEX={plan['NCCL_IB_GID_INDEX']}")
+
+
+def _env(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+    catalog = load_catalog()
+    for name in sorted(plan):
+        if not name.startswith("NCCL_"):
+            continue
+        want = plan[name]
+        seen = p.env.get(name)
+        if seen is not None:
+            if not _same_value(name, want, seen.value):
+                c.add("nccl-log-var-differs", name, p.key, [seen.evidence],
+                      f"NCCL read {name}={seen.value}; the plan sets {name}={want}")
+            continue
+        if name in p.env_invalid:
+            value, default, ev = p.env_invalid[name]
+            c.add("nccl-log-var-invalid", name, p.key, [ev],
+                  f"NCCL could not read {name}={value} and used {default}")
+            continue
+        info = catalog.info(name) or {}
+        ib_var = name.startswith("NCCL_IB_")
+        if info.get("kind") != "int" and name not in ECHOED_STRINGS:
+            c.add("nccl-log-var-not-echoed", "variables", "", [], name, join=True)
+        elif ib_var and p.transport == "socket":
+            continue  # over sockets NCCL has no use for NCCL_IB_*: nccl-log-socket-fallback says why
+        elif p.env_lines and ib_var and p.transport == "plugin":
+            c.add("nccl-log-var-not-read", name, p.key, [],
+                  f"the plan sets {name}={want}; NCCL never said it read it, and the net plugin "
+                  f"{p.network!r} reads NCCL_IB_* itself, if at all, without NCCL's log", severity="info")
+        elif p.env_lines:
+            c.add("nccl-log-var-not-read", name, p.key, [],
+                  f"the plan sets {name}={want}; NCCL logged other variables but never said it read this one")
+        else:
+            c.add("nccl-log-env-not-logged", "NCCL_DEBUG_SUBSYS", p.key, [],
+                  "no 'set by environment' line: the log was taken without the ENV subsystem")
+    for name, seen in sorted(p.env.items()):
+        if name not in plan:
+            c.add("nccl-log-var-unplanned", name, p.key, [seen.evidence],
+                  f"NCCL read {name}={seen.value}, which the plan does not set")
+
+
+def _level_name(value: str) -> str:
+    v = value.strip()
+    if v[:1].isdigit():
+        n, _ = strtoll(v)
+        return _OLD_LEVELS[min(max(n, 0), len(_OLD_LEVELS) - 1)]
+    return v.upper()
+
+
+def _same_value(name: str, planned: str, logged: str) -> bool:
+    if name in _LEVELS:
+        return _level_name(planned) == logged.strip().upper()
+    kind = (load_catalog().info(name) or {}).get("kind")
+    if kind == "int" and logged.lstrip("-").isdigit():
+        return strtoll(planned)[0] == int(logged)
+    return planned == logged
+
+
+class _Collector:
+    """Differences keyed by (id, subject): the processes and evidence of each, the first message."""
+
+    def __init__(self, nprocesses: int):
+        self.nprocesses = nprocesses
+        self.items: Dict[Tuple[str, str], dict] = {}
+
+    def add(self, diff_id: str, subject: str, process: str, evidence: Sequence[Optional[Evidence]],
+            message: str, severity: Optional[str] = None, join: bool = False) -> None:
+        severity = severity or DIFFERENCES[diff_id].severity
+        item = self.items.get((diff_id, subject))
+        if item is None:
+            item = self.items[(diff_id, subject)] = {
+                "severity": severity, "messages": [], "evidence": [], "processes": [], "join": join}
+        elif _SEVERITY_ORDER[severity] < _SEVERITY_ORDER[item["severity"]]:
+            item["severity"] = severity  # the worst case seen among the processes
+        if message not in item["messages"] and (join or not item["messages"]):
+            item["messages"].append(message)
+        if process and process not in item["processes"]:
+            item["processes"].append(process)
+        for e in evidence:
+            if e is not None and len(item["evidence"]) < _MAX_EVIDENCE and str(e) not in item["evidence"]:
+                item["evidence"].append(str(e))
+
+    def result(self) -> List[Difference]:
+        out = []
+        for (diff_id, subject), item in self.items.items():
+            kind = DIFFERENCES[diff_id]
+            if item["join"]:
+                message = f"{kind.doc}: {', '.join(sorted(item['messages']))}"
+            else:
+                message = item["messages"][0] + self._where(item["processes"])
+            out.append(Difference(diff_id, item["severity"], subject, message, tuple(item["evidence"]), kind.fix,
+                                  tuple(sorted(item["processes"]))))
+        return sorted(out, key=lambda d: (_SEVERITY_ORDER.get(d.severity, 3), d.id, d.subject))
+
+    def _where(self, processes: List[str]) -> str:
+        if not processes or self.nprocesses <= 1:
+            return ""
+        shown = ", ".join(sorted(processes)[:3]) + (" ..." if len(processes) > 3 else "")
+        return f" (in {len(processes)} of {self.nprocesses} processes: {shown})"

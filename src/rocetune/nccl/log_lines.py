@@ -1,0 +1,296 @@
+"""The lines NCCL prints with NCCL_DEBUG=INFO, and how to take each apart.
+
+Every pattern here is anchored and free of nested quantifiers, and a line is cut to MAX_LINE
+characters before it is looked at, so one line costs at most a few passes over MAX_LINE
+characters whatever it holds.
+
+Where each format comes from (NVIDIA/nccl tags; file:line):
+
+* Prefix, src/debug.cc: "%s:%d:%d [%d] NCCL INFO " (host, pid, tid, CUDA device) and
+  "\\n%s:%d:%d [%d] %s:%d NCCL WARN " (with the WARN's file:line; the leading newline leaves an
+  empty line before each WARN) -- v2.18.3-1 debug.cc:172-175, v2.21.5-1 debug.cc:179-183; v2.28.9-1
+  builds the same text in pieces (debug.cc:349-363) after an optional timestamp
+  (NCCL_DEBUG_TIMESTAMP_FORMAT), which ends up before the host name.
+* "NCCL version %d.%d.%d%s+cuda%d.%d": init.cc VERSION_STRING (v2.18.3-1 init.cc:448,
+  v2.21.5-1 init.cc:472, v2.28.9-1 init.cc:603). Up to 2.27 showVersion printf()s it to stdout
+  without a prefix (and repeats it as INFO only when NCCL_DEBUG_FILE is set); 2.28 prints it as
+  an INFO line (init.cc:604-610).
+* "Using network %s": init.cc (v2.18.3-1 :310, v2.21.5-1 :322, v2.28.9-1 :428); the name is
+  the net plugin's: "IB", "Socket", or an external plugin's ("IBext_v8", "AWS Libfabric", ...).
+* "NET/IB : Using%s %s; OOB %s:%s" with " [%d]%s:%d/%s" per device (name, port, IB|RoCE):
+  transport/net_ib.cc (v2.18.3-1 :259-264, v2.28.9-1 :835-839, where the link layer may also be
+  "UNSPECIFIED"); v2.21.5-1 :521-538 prints merged devices as " [%d]={[%d] %s:%d/%s, ...}".
+  "[RO]" after the list: relaxed ordering on. "NET/IB : No device found." when none is usable.
+* "NET/Socket : Using" with " [%d]%s:%s" per interface: transport/net_socket.cc (v2.18.3-1 :58-62,
+  v2.28.9-1 :72-76).
+* "NET/%s : GPU Direct RDMA %s for HCA %d '%s'" (Enabled|Disabled): graph/topo.cc (v2.18.3-1
+  :643/:664, v2.21.5-1 :720/:741, v2.28.9-1 :1357); up to 2.12 net_ib.cc printed
+  "NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)" (v2.12.12-1 net_ib.cc:290).
+* "GPU Direct RDMA %s for GPU %lx / HCA %d (distance %d <= %d), read %d": graph/paths.cc
+  (v2.18.3-1 :393-398; v2.21.5-1 :414-419 with the HCA as a hex net id; v2.28.9-1 :473-483 with
+  the GPU's rank and ", read %d mode %s").
+* "DMA-BUF is available on GPU device %d": init.cc (v2.18.3-1 :267, v2.28.9-1 :367).
+* Queue pairs, transport/net_ib.cc: "NET/IB: Dev %d Port %d qpn %d mtu %d GID %ld (%lX/%lX)" or
+  "... LID %d" (v2.18.3-1 :674 prints ncclParamIbGidIndex(), the configured index);
+  "NET/IB: %s %d IbDev %d Port %d qpn %d mtu %d query_ece={...} GID %ld (...) fifoRkey=..."
+  (v2.20.5-1 :855 still prints ncclParamIbGidIndex(); v2.21.5-1 :1065 the index in use);
+  "NET/IB: %s %d IbDev %d Port %d qpn %d mtu %d GID %ld (%lX/%lX) fifoRkey=0x%x fifoLkey=0x%x"
+  (v2.28.9-1 :1490, the index in use). mtu is the verbs enum (1=256 .. 5=4096).
+* "%d coll channels, %d collnet channels, %d nvls channels, %d p2p channels, %d p2p channels per
+  peer": init.cc (v2.21.5-1 :1297, v2.28.9-1 :1358); 2.17-2.19 have no collnet count (v2.18.3-1
+  init.cc:1113), 2.16 and older neither collnet nor nvls (v2.16.5-1 graph/paths.cc:737).
+* Variables: "%s set by environment to %lld." for every integer parameter (misc/param.cc:
+  v2.18.3-1 :75, v2.21.5-1 :75, v2.28.9-1 :89), "Invalid value %s for %s, using default %lld."
+  when strtoll fails (same function); string variables print "NCCL_X set by environment to %s"
+  without the full stop (socket.cc, tuning.cc, topo.cc, ...), path levels the level's name
+  (graph/paths.cc ncclGetLevel: v2.28.9-1 :247); NCCL_IB_HCA, NCCL_SOCKET_IFNAME and
+  NCCL_OOB_NET_IFNAME also as "NCCL_X set to %s" (net_ib.cc v2.18.3-1 :180, v2.28.9-1 :702;
+  socket.cc v2.28.9-1 :366; bootstrap.cc since 2.23). NCCL never logs that it read nccl.conf:
+  misc/param.cc setEnvFile setenv()s each line (its printf is commented out), so a variable from
+  NCCL_CONF_FILE, ~/.nccl.conf or /etc/nccl.conf shows up as "set by environment" like any other.
+* "Channel %02d/%02d :" followed by the ring's ranks: graph/rings.cc (v2.18.3-1 :35,
+  v2.28.9-1 :47); "Ring %02d : %d -> %d -> %d" and "Trees%s": init.cc (v2.18.3-1 :1042-1045,
+  v2.28.9-1 :1223-1226); "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d..."
+  transport/net.cc (v2.18.3-1 :186, v2.28.9-1 :313), "/GDRDMA" when the connection uses GDR.
+* "[%s ]comm %p rank %d nranks %d cudaDev %d ... - Init START|COMPLETE": init.cc (v2.18.3-1
+  :1356/:1375; the function name prefix since 2.23, v2.28.9-1 :1561-1598).
+* Net plugins: "NET/Plugin: Loaded net plugin %s (v%d)" (v2.18.3-1 net.cc:200-206,
+  v2.28.9-1 plugin/net/net_v*.cc), "Successfully loaded external network plugin %s"
+  (v2.28.9-1 plugin/net.cc:134).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+MAX_LINE = 16384  # NCCL's own buffer is 1-2 KiB (debug.cc); anything longer is not one of its lines
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+_HOST_SEPARATORS = " \t>]:"
+
+
+@dataclass(frozen=True)
+class Header:
+    host: str
+    pid: int
+    tid: int
+    cuda_dev: int
+    level: str               # INFO | WARN
+    file: Optional[str]      # a WARN's source file and line
+    file_line: Optional[int]
+    message: str             # what follows "NCCL INFO " / "NCCL WARN ", trailing blanks dropped
+
+
+def clean(raw: str) -> List[str]:
+    """One physical line of the file as the lines it shows: ANSI escapes dropped, a carriage
+    return taken as a line break (progress bars, \\r\\n endings), cut to MAX_LINE."""
+    if "\x1b" in raw:
+        raw = _ANSI.sub("", raw)
+    parts = raw.split("\r") if "\r" in raw else [raw]
+    return [p[:MAX_LINE] for p in parts if p.strip()]
+
+
+def split_header(line: str) -> Optional[Header]:
+    """The NCCL prefix of an INFO or WARN line, or None when the line is not one.
+
+    Launchers put their own prefix before NCCL's ("[1,0]<stdout>:", "[rank0]:", a timestamp):
+    the host name is the last word before ":pid:tid".
+    """
+    k = line.find("NCCL INFO ")
+    w = line.find("NCCL WARN ")
+    if k < 0 and w < 0:
+        return None
+    level = "INFO"
+    if w >= 0 and (k < 0 or w < k):
+        k, level = w, "WARN"
+    message = line[k + 10:].rstrip()
+    head = line[:k]
+    if not head.endswith(" "):
+        return None
+    head = head[:-1]
+    file = file_line = None
+    if level == "WARN":
+        head, _, where = head.rpartition(" ")
+        path, _, num = where.rpartition(":")
+        if not path or not num.isdigit():
+            return None
+        file, file_line = path, int(num)
+    if not head.endswith("]"):
+        return None
+    head, _, dev = head[:-1].rpartition("[")
+    if not (dev.isdigit() or (dev[:1] == "-" and dev[1:].isdigit())):
+        return None
+    rest, _, tid = head.rstrip(" ").rpartition(":")
+    host, _, pid = rest.rpartition(":")
+    if not (pid.isdigit() and tid.isdigit()):
+        return None
+    for sep in _HOST_SEPARATORS:
+        if sep in host:
+            host = host[host.rfind(sep) + 1:]
+    if not host:
+        return None
+    return Header(host, int(pid), int(tid), int(dev), level, file, file_line, message)
+
+
+_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)([^\s+]*)\+cuda(\d+\.\d+)")
+
+
+def version_in(text: str) -> Optional[Tuple[str, str]]:
+    """("2.20.5", "2.20.5+cuda12.4") from a line that carries NCCL's version string."""
+    k = text.find("NCCL version ")
+    if k < 0:
+        return None
+    m = _VERSION.match(text, k)
+    if not m:
+        return None
+    return m.group(1), m.group(0)[len("NCCL version "):]
+
+
+_IB_DEVICE = re.compile(r"\[(\d+)\] ?([^\s:\[\]{},;=]+):(\d+)/(IB|RoCE|UNSPECIFIED)(?:/([A-Za-z]+))?")
+_SOCKET_IF = re.compile(r"\[(\d+)\]([^\s:\[\]]+):([^\s<]+)<\d+>")
+_GDR_HCA = re.compile(r"(Enabled|Disabled) for HCA (\d+) '([^']*)'( \(no module\))?")
+_GDR_PATH = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+) ")
+_DISTANCE = re.compile(r"\(distance (\d+) (<=|>) (\d+)")
+_CHANNELS = re.compile(r"(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?"
+                       r"(\d+) p2p channels, (\d+) p2p channels per peer")
+_SET_BY_ENV = re.compile(r"([A-Z][A-Z0-9_]*) set by environment to (.*)")
+_SET_TO = re.compile(r"(NCCL_[A-Z0-9_]+) set to (.*)")
+_INVALID = re.compile(r"Invalid value (.*) for ([A-Z][A-Z0-9_]*), using default (-?\d+)\.?")
+_RING_ORDER = re.compile(r"Channel (\d+)/(\d+) :((?: +-?\d+)*)(?:\.\.\.)?")
+_RING = re.compile(r"Ring (\d+) : (-?\d+) -> (-?\d+) -> (-?\d+)")
+_RANK = re.compile(r"comm (\S+) rank (\d+) n[Rr]anks (\d+)")
+_NNODES = re.compile(r"nNodes (\d+)")
+_QP_FIELDS = {name: re.compile(r"\b" + name + r" (-?\d+)") for name in ("IbDev", "Dev", "Port", "mtu", "GID", "LID")}
+_PLUGIN_LOADED = re.compile(r"NET/Plugin ?: ?Loaded net plugin (.+) \(v(\d+)\)")
+_PLUGIN_EXTERNAL = re.compile(r"Successfully loaded external network plugin (.+)")
+_DMABUF = re.compile(r"DMA-BUF is available on GPU device (\d+)")
+
+
+def ib_devices(message: str) -> Tuple[List[Tuple[int, str, int, str, Optional[str]]], bool, Optional[str],
+                                      Optional[str]]:
+    """A "NET/IB : Using ..." message: ([(index, name, port, link layer, plugin tag)], relaxed
+    ordering, OOB interface, OOB address). A cut line yields the devices it still shows."""
+    listing, sep, oob = message.partition("; OOB ")
+    devices = [(int(m.group(1)), m.group(2), int(m.group(3)), m.group(4), m.group(5))
+               for m in _IB_DEVICE.finditer(listing)]
+    ifname = address = None
+    if sep:
+        ifname, _, rest = oob.partition(":")
+        address = rest.split("<")[0] or None
+    return devices, "[RO]" in listing, ifname or None, address
+
+
+def socket_interfaces(message: str) -> List[Tuple[int, str, str]]:
+    return [(int(m.group(1)), m.group(2), m.group(3)) for m in _SOCKET_IF.finditer(message)]
+
+
+def gdr_hca(message: str) -> Optional[Tuple[str, bool, int, str, Optional[str]]]:
+    """"NET/<net> : GPU Direct RDMA Enabled|Disabled for HCA n 'name'": (net, on, n, name, why)."""
+    if not message.startswith("NET/"):
+        return None
+    net, sep, rest = message[4:].partition(" : GPU Direct RDMA ")
+    if not sep:
+        return None
+    m = _GDR_HCA.match(rest)
+    if not m:
+        return None
+    return net, m.group(1) == "Enabled", int(m.group(2)), m.group(3), "no module" if m.group(4) else None
+
+
+def gdr_path(message: str) -> Optional[Tuple[bool, str, str, Optional[int], Optional[int]]]:
+    """"GPU Direct RDMA Enabled|Disabled for GPU g / HCA h (distance d <=|> l)": (on, g, h, d, l)."""
+    m = _GDR_PATH.match(message)
+    if not m:
+        return None
+    d = _DISTANCE.search(message, m.end())
+    return (m.group(1) == "Enabled", m.group(2), m.group(3),
+            int(d.group(1)) if d else None, int(d.group(3)) if d else None)
+
+
+def queue_pair(message: str) -> Optional[dict]:
+    """A "NET/IB: ... Port p qpn q mtu m GID g|LID l ..." message: its fields; None for others."""
+    if not message.startswith("NET/IB:") or " mtu " not in message or " Port " not in message:
+        return None
+    if " qpn " not in message and " qp_num " not in message:
+        return None
+    out = {}
+    for name, rx in _QP_FIELDS.items():
+        m = rx.search(message)
+        if m:
+            out[name] = int(m.group(1))
+    if "Port" not in out or "mtu" not in out:
+        return None
+    return out
+
+
+def channels(message: str) -> Optional[dict]:
+    m = _CHANNELS.match(message)
+    if not m:
+        return None
+    names = ("coll", "collnet", "nvls", "p2p", "p2p_per_peer")
+    return {n: int(v) for n, v in zip(names, m.groups()) if v is not None}
+
+
+def env_setting(message: str) -> Optional[Tuple[str, str, str]]:
+    """(name, value, form) of "X set by environment to V[.]" or "NCCL_X set to V"."""
+    m = _SET_BY_ENV.fullmatch(message)
+    if m:
+        value = m.group(2)
+        # misc/param.cc prints integers as "%lld." -- the full stop is not part of the value
+        if value.endswith(".") and value[:-1].lstrip("-").isdigit():
+            value = value[:-1]
+        return m.group(1), value, "set by environment"
+    m = _SET_TO.fullmatch(message)
+    if m:
+        return m.group(1), m.group(2), "set to"
+    return None
+
+
+def env_invalid(message: str) -> Optional[Tuple[str, str, str]]:
+    """(name, value given, default used) of "Invalid value V for X, using default D."."""
+    m = _INVALID.fullmatch(message)
+    return (m.group(2), m.group(1), m.group(3)) if m else None
+
+
+def ring_order(message: str) -> Optional[Tuple[int, List[int]]]:
+    m = _RING_ORDER.fullmatch(message)
+    if not m:
+        return None
+    return int(m.group(1)), [int(x) for x in m.group(3).split()]
+
+
+def ring_neighbours(message: str) -> Optional[Tuple[int, int, int, int]]:
+    m = _RING.fullmatch(message)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4))) if m else None
+
+
+def net_connection(message: str) -> Optional[Tuple[str, bool]]:
+    """"Channel c/i : a[x] -> b[y] [send|receive] via NET/<net>/<dev>[/GDRDMA]...": (net, GDR)."""
+    if not message.startswith("Channel "):
+        return None
+    _, sep, rest = message.partition(" via NET/")
+    if not sep:
+        return None
+    parts = rest.split("/")
+    return parts[0], "GDRDMA" in parts[1:]
+
+
+def rank_line(message: str) -> Optional[Tuple[int, int, Optional[int]]]:
+    """(rank, nranks, nnodes or None) from a "comm 0x.. rank r nranks n ..." line."""
+    m = _RANK.search(message)
+    if not m:
+        return None
+    n = _NNODES.search(message, m.end())
+    return int(m.group(2)), int(m.group(3)), int(n.group(1)) if n else None
+
+
+def plugin_loaded(message: str) -> Optional[str]:
+    m = _PLUGIN_LOADED.fullmatch(message) or _PLUGIN_EXTERNAL.fullmatch(message)
+    return m.group(1) if m else None
+
+
+def dmabuf_gpu(message: str) -> Optional[int]:
+    m = _DMABUF.match(message)
+    return int(m.group(1)) if m else None

@@ -1,0 +1,31 @@
+"""NCCL_IB_HCA as NCCL applies it to a device port (src/misc/utils.cc matchIfList, net_ib.cc)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocetune.nccl.syntax import ib_hca_entries, ib_hca_selects
+
+
+@pytest.mark.parametrize("value,device,port,selected", [
+    ("mlx5", "mlx5_10", 1, True),            # a prefix
+    ("mlx5_1", "mlx5_10", 1, True),          # ... so mlx5_1 selects mlx5_10 too
+    ("=mlx5_1", "mlx5_10", 1, False),        # = : whole names
+    ("=mlx5_1", "mlx5_1", 1, True),
+    ("mlx5_0:1", "mlx5_0", 2, False),        # a port
+    ("mlx5_0:1", "mlx5_0", 1, True),
+    ("mlx5_0", "mlx5_0", 2, True),           # no port: any port
+    ("^mlx5_0", "mlx5_0", 1, False),         # ^ : all but
+    ("^mlx5_0", "mlx5_1", 1, True),
+    ("^=mlx5_0:1", "mlx5_0", 2, True),
+    ("", "mlx5_0", 1, True),                 # an empty list selects everything
+    ("^", "mlx5_0", 1, False),               # ... and turned around, nothing
+    ("mlx5_0:1:0:1,mlx5_1", "mlx5_0", 1, True),   # rail and plane after the port are skipped
+])
+def test_selects(value, device, port, selected):
+    assert ib_hca_selects(value, device, port) is selected
+
+
+def test_entries_read_ports_like_atoi():
+    assert ib_hca_entries("=mlx5_0:1,mlx5_1:,mlx5_2:x,mlx5_3") == (
+        False, True, [("mlx5_0", 1), ("mlx5_1", 0), ("mlx5_2", 0), ("mlx5_3", -1)])
