@@ -300,5 +300,25 @@ def doctor(root: str, features: dict, qos_path: Optional[str] = None, user: Opti
     from .model.finding import Finding
 
     findings = [Finding.from_dict(x) for x in features.get("findings", [])] + env.plan.findings + found
-    return findings, {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
-                      "plan": env.plan.to_dict()}
+    data = {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
+            "plan": env.plan.to_dict()}
+    if nccl_log:
+        report, differences = nccl_log_against(nccl_log, env.plan.env)
+        data["nccl_log"] = report.to_dict()
+        findings += differences
+    return findings, data
+
+
+def nccl_log_against(path: str, plan_env: Dict[str, str]):
+    """(NCCL's own report read from its INFO log, its differences from the plan as findings)."""
+    from .model.finding import Finding
+    from .nccl.log import load_log
+    from .nccl.log_compare import compare_with_plan
+
+    report = load_log(path)
+    found = []
+    for d in compare_with_plan(report, plan_env):
+        shown = f" [log: {d.evidence[0].strip()}]" if d.evidence else ""
+        who = f" ({len(d.processes)} process(es))" if len(d.processes) > 1 else ""
+        found.append(Finding(d.id, d.severity, d.subject, d.message + who + shown, source="nccl-log", fix=d.fix))
+    return report, found

@@ -82,3 +82,30 @@ def test_a_failed_boot_unit_recorded_by_systemctl_is_a_failure(tuned):
 def test_a_root_with_nothing_to_read_is_an_input_error(tmp_path):
     proc = rocetune("--root", str(tmp_path), "doctor")
     assert proc.returncode == 3 and no_traceback(proc)
+
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "nccl-logs"
+
+
+def test_nccl_log_of_another_host_differs_from_this_hosts_plan():
+    """A real Soft-RoCE job's log (rxe0 on eth0) read against the softroce-3nic plan (rails rxe1,
+    rxe2 on ens4/ens5, ens3 for sockets): NCCL used a device the plan excludes and got other values."""
+    code, found, out = doctor(HOSTS / "softroce-3nic", "--nccl-log", str(LOGS / "rxe-2.20.5-ring2_node0.log"))
+    assert code == 1
+    assert {k for k, f in found.items() if f["severity"] == "error"} == {
+        ("nccl-log-device-excluded", "rxe0:1"), ("nccl-log-var-differs", "NCCL_IB_HCA"),
+        ("nccl-log-var-differs", "NCCL_SOCKET_IFNAME")}
+    assert found[("nccl-log-gdr-disabled", "rxe0")]["severity"] == "warning"
+    assert "NET/IB : Using [0]rxe0:1/RoCE" in found[("nccl-log-device-excluded", "rxe0:1")]["message"]
+    assert out["data"]["nccl_log"]["versions"] == ["2.20.5+cuda12.4"]
+
+
+def test_nccl_log_with_socket_fallback_is_a_failure():
+    code, found, _ = doctor(HOSTS / "dgx-h100-roce", "--nccl-log", str(LOGS / "nccl-1267-2.19.3-ib-no-device-socket.log"))
+    assert code == 1 and found[("nccl-log-socket-fallback", "network")]["severity"] == "error"
+
+
+def test_a_file_that_is_not_an_nccl_log_is_an_input_error(tmp_path):
+    (tmp_path / "x.log").write_text("hello\nworld\n")
+    proc = rocetune("--root", str(HOSTS / "dgx-h100-roce"), "doctor", "--nccl-log", str(tmp_path / "x.log"))
+    assert proc.returncode == 3 and no_traceback(proc) and "NCCL" in proc.stderr

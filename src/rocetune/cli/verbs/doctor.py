@@ -14,6 +14,10 @@ HELP = "check a node against its plan: MTU, PFC/ECN/pause, memlock, ACS, IOMMU, 
 
 
 def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nccl-log", metavar="FILE",
+                   help="a job's NCCL_DEBUG=INFO output: report what NCCL used (network, devices, "
+                        "GID, GPUDirect, the variables it read, WARN lines) and every difference "
+                        "from the plan")
     options.add_plan_arguments(p)
 
 
@@ -23,7 +27,7 @@ def run(args: argparse.Namespace) -> Result:
 
     features = report.collect(args)
     user = app.overrides(args.config, args.set, args.unset)
-    findings, data = app.doctor(args.root, features, args.qos, user)
+    findings, data = app.doctor(args.root, features, args.qos, user, nccl_log=args.nccl_log)
     findings = doctor_report.ordered(findings)
     host = features["host"].get("hostname") or args.root
     data.update(findings=[f.to_dict() for f in findings], features=features)
