@@ -282,7 +282,7 @@ def _check_writable(path: str, make_dirs: bool = False) -> None:
 
 
 def doctor(root: str, features: dict, qos_path: Optional[str] = None, user: Optional[Overrides] = None,
-           nccl_log: Optional[str] = None):
+           nccl_log: Optional[str] = None, counters: bool = True, save_baseline: bool = False):
     """Check a node (live, or a capture under `root`) against its plan and the pitfalls:
     -> (findings, data). The host's findings, the plan's, and doctor's own checks."""
     from .analysis.hostview import HostView
@@ -302,11 +302,29 @@ def doctor(root: str, features: dict, qos_path: Optional[str] = None, user: Opti
     findings = [Finding.from_dict(x) for x in features.get("findings", [])] + env.plan.findings + found
     data = {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
             "plan": env.plan.to_dict()}
+    if counters:
+        results, data["counters"] = nic_counters(root, read, save_baseline)
+        findings += results
     if nccl_log:
         report, differences = nccl_log_against(nccl_log, env.plan.env)
         data["nccl_log"] = report.to_dict()
         findings += differences
     return findings, data
+
+
+def nic_counters(root: str, readings: dict, save: bool):
+    """(findings, data) from the NIC counters judged as rates against the saved baseline (lifetime
+    counts only, as info, without one); with `save`, this reading becomes the baseline."""
+    from .doctor import nic_baseline, nic_health
+    from .probe.sources.nic_counters import take_snapshot
+
+    snapshot = take_snapshot(root, netdevs=sorted(readings.get("pause") or {}))
+    previous = nic_baseline.load_baseline(root)
+    results = nic_health.judge(previous, snapshot)
+    data = {"baseline": nic_baseline.baseline_file(root) if previous else None,
+            "saved": nic_baseline.save_baseline(snapshot, root) if save else None,
+            "warnings": snapshot.get("warnings", [])}
+    return [r.to_finding() for r in results], data
 
 
 def nccl_log_against(path: str, plan_env: Dict[str, str]):

@@ -109,3 +109,15 @@ def test_a_file_that_is_not_an_nccl_log_is_an_input_error(tmp_path):
     (tmp_path / "x.log").write_text("hello\nworld\n")
     proc = rocetune("--root", str(HOSTS / "dgx-h100-roce"), "doctor", "--nccl-log", str(tmp_path / "x.log"))
     assert proc.returncode == 3 and no_traceback(proc) and "NCCL" in proc.stderr
+
+
+def test_save_baseline_then_the_next_run_judges_against_it(tuned):
+    code, _, out = doctor(tuned, "--save-baseline")
+    saved = tuned / "var/lib/rocetune/counters.json"
+    assert out["data"]["counters"]["saved"] == str(saved) and saved.is_file()
+    assert out["data"]["counters"]["baseline"] is None
+    code, _, out = doctor(tuned)
+    assert out["data"]["counters"]["baseline"] == str(saved)
+    saved.write_text("{not json")
+    proc = rocetune("--root", str(tuned), "doctor")
+    assert proc.returncode == 3 and no_traceback(proc) and "remove" in proc.stderr

@@ -330,3 +330,71 @@ def test_the_boot_unit_wrote_what_the_roles_plan(rebooted):
     for name in (SELF, MOVED):
         assert sh(name, f"cat {ENV_FILE}") == sh(name, "rocetune env --format sh"), name
     print(f"timings {TIMINGS}")
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. rocetune doctor on the rebooted nodes: clean, then each thing broken is found with its fix
+
+
+def doctor(host: str) -> tuple:
+    proc = vm.run_on(host, "rocetune --json doctor", check=False)
+    out = json.loads(proc.stdout)
+    return proc.returncode, {(f["id"], f["subject"]): f for f in out["data"]["findings"]}
+
+
+BREAKS = {
+    # name: (host, break, restore, finding, severity)
+    "rail-mtu": (SELF, "ip link set ens5 mtu 1500", "ip link set ens5 mtu 9000",
+                 ("doctor-rail-mtu-mismatch", "ens5"), "error"),
+    "memlock": (SELF, "mv /etc/systemd/system.conf.d/90-rocetune-memlock.conf /root/",
+                "mv /root/90-rocetune-memlock.conf /etc/systemd/system.conf.d/",
+                ("doctor-memlock-services", "host"), "warning"),
+    "rdma_rxe-unloaded": (SELF, "for d in $(rdma -j link show | python3 -c 'import json,sys; "
+                                "print(\" \".join(l[\"ifname\"] for l in json.load(sys.stdin)))'); "
+                                "do rdma link delete $d; done; modprobe -r rdma_rxe",
+                          "systemctl restart rocetune-softroce.service",
+                          ("doctor-module-not-loaded", "rdma_rxe"), "error"),
+    "env-edited": (SELF, f"cp {ENV_FILE} /root/env.bak && sed -i \"s/NCCL_IB_TIMEOUT='20'/NCCL_IB_TIMEOUT='14'/\" {ENV_FILE}",
+                   f"cp /root/env.bak {ENV_FILE}", ("doctor-env-drift", ENV_FILE), "warning"),
+    "qos-unit-failed": (SELF, "mkdir -p /run/systemd/system/rocetune-qos.service.d && printf "
+                              "'[Service]\\nExecStart=\\nExecStart=/bin/false\\n' > "
+                              "/run/systemd/system/rocetune-qos.service.d/zz-broken.conf && "
+                              "systemctl daemon-reload && (systemctl restart rocetune-qos.service || true)",
+                        "rm -r /run/systemd/system/rocetune-qos.service.d && systemctl daemon-reload && "
+                        "systemctl restart rocetune-qos.service",
+                        ("doctor-boot-unit-failed", "rocetune-qos.service"), "error"),
+}
+
+
+def test_doctor_finds_nothing_wrong_on_the_tuned_nodes(rebooted):
+    for name in (SELF, MOVED):
+        code, found = doctor(name)
+        failures = {k: f["message"] for k, f in found.items() if f["severity"] == "error"}
+        assert code in (0, 5) and not failures, (name, failures)
+
+
+@pytest.mark.parametrize("case", sorted(BREAKS))
+def test_doctor_finds_each_thing_broken_with_its_fix(rebooted, case):
+    host, breaking, restore, key, severity = BREAKS[case]
+    sh(host, breaking)
+    try:
+        code, found = doctor(host)
+    finally:
+        sh(host, restore)
+    assert key in found, (case, sorted(found))
+    assert found[key]["severity"] == severity and found[key]["fix"], found[key]
+    assert code == (1 if severity == "error" else 5) or (severity == "warning" and code == 1), (case, code)
+    code, found = doctor(host)
+    assert key not in found or found[key]["severity"] == "info", (case, found.get(key))
+
+
+def test_doctor_names_a_gid_index_that_moved_under_a_stale_env(rebooted):
+    """vm02's env from before the reboot (GID index 1) put back: the node's IPv4 GID is at 2."""
+    sh(MOVED, f"cp {ENV_FILE} /root/env.now")
+    vm.run_on(MOVED, f"cat > {ENV_FILE}", input=rebooted[MOVED]["env"])
+    try:
+        code, found = doctor(MOVED)
+    finally:
+        sh(MOVED, f"cp /root/env.now {ENV_FILE}")
+    drift = found[("doctor-env-drift", ENV_FILE)]
+    assert "NCCL_IB_GID_INDEX 1 -> 2" in drift["message"], drift

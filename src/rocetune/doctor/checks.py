@@ -351,6 +351,48 @@ def boot_units(d: DoctorInput) -> List[Finding]:
     return out
 
 
+@check("doctor-module-not-loaded", "Modules loaded at boot are loaded",
+       "/etc/modules-load.d/*.conf and /sys/module/NAME",
+       "`modprobe NAME` (and find why it did not load at boot: `journalctl -b -u systemd-modules-load`)",
+       "modules-load.d(5); the rdma_core role persists the RDMA modules there")
+def module_not_loaded(d: DoctorInput) -> List[Finding]:
+    return [_finding("doctor-module-not-loaded", "error", name,
+                     f"{name} is listed in {info['file']} but not loaded: what depends on it (its RDMA "
+                     "devices, peer memory) is missing")
+            for name, info in sorted(d.readings.get("modules_load", {}).items()) if not info["loaded"]]
+
+
+@check("doctor-env-names-missing-device", "The deployed env names RDMA devices this node has",
+       "NCCL_IB_HCA in /etc/rocetune/nccl.env and /etc/nccl.conf, against the node's RDMA devices",
+       "find why the device is gone (driver or module unloaded, renamed), then rerun `rocetune env -o FILE`",
+       "NCCL_IB_HCA selects devices by name (NCCL docs, env.html#nccl-ib-hca); a name matching no "
+       "device leaves NCCL fewer rails or none (NET/IB : No device found -> sockets)")
+def env_names_missing_device(d: DoctorInput) -> List[Finding]:
+    from ..envfiles.read import parse_text
+    from ..nccl.syntax import ib_hca_entries
+    from .readings import ENV_FILES
+
+    present = {dev["name"] for dev in d.features["rdma"]["devices"]}
+    out = []
+    for fmt, text in sorted(d.readings["env_files"].items()):
+        if not text:
+            continue
+        values = {a.key: a.value for a in parse_text(text, fmt).assignments if a.value is not None}
+        hca = values.get("NCCL_IB_HCA")
+        if not hca:
+            continue
+        exclude, exact, entries = ib_hca_entries(hca)
+        if exclude:
+            continue
+        names = [name for name, _ in entries]
+        missing = [n for n in names if not any(p == n if exact else p.startswith(n) for p in present)]
+        if missing:
+            out.append(_finding("doctor-env-names-missing-device", "error", ENV_FILES[fmt],
+                                f"{ENV_FILES[fmt]} sets NCCL_IB_HCA={hca}, and this node has no RDMA "
+                                f"device {', '.join(missing)}"))
+    return out
+
+
 def run_checks(d: DoctorInput) -> List[Finding]:
     out: List[Finding] = []
     for spec in CHECKS:

@@ -40,6 +40,7 @@ def read(ctx: ProbeContext, features: dict) -> dict:
         "ecn": {n: ecn(ctx, n) for n in netdevs},
         "env_files": {fmt: ctx.text(path) for fmt, path in ENV_FILES.items()},
         "units": units(ctx),
+        "modules_load": modules_load(ctx),
         "warnings": ctx.status.warnings,
     }
 
@@ -116,6 +117,23 @@ def ecn(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, Dict[int, bool]]]:
                 if value in ("0", "1"):
                     values[int(name)] = value == "1"
         out[side] = values
+    return out
+
+
+def modules_load(ctx: ProbeContext) -> Dict[str, dict]:
+    """Each module a modules-load.d file asks for at boot ({name: {"file", "loaded"}}): loaded
+    is /sys/module/NAME (a loaded or built-in module has it)."""
+    out: Dict[str, dict] = {}
+    for directory in ("/usr/lib/modules-load.d", "/etc/modules-load.d"):
+        for name in sorted(ctx.root.listdir(directory)):
+            if not name.endswith(".conf"):
+                continue
+            path = f"{directory}/{name}"
+            for line in (ctx.text(path) or "").splitlines():
+                module = line.split("#", 1)[0].strip()
+                if module and not module.startswith(";"):
+                    module = module.replace("-", "_")
+                    out[module] = {"file": path, "loaded": ctx.root.is_dir(f"/sys/module/{module}")}
     return out
 
 

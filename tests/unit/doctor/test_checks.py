@@ -209,3 +209,19 @@ def test_acs_without_lspci_is_not_checked():
 @pytest.mark.parametrize("spec", C.CHECKS, ids=lambda s: s.id)
 def test_every_check_says_what_it_reads_the_fix_and_its_source(spec):
     assert spec.id.startswith("doctor-") and spec.reads and spec.fix and spec.source
+
+
+def test_a_module_listed_for_boot_but_not_loaded_is_a_failure():
+    found = run(rail_host(1).build(), modules_load={
+        "rdma_rxe": {"file": "/etc/modules-load.d/rocetune-rdma.conf", "loaded": False},
+        "ib_uverbs": {"file": "/etc/modules-load.d/rocetune-rdma.conf", "loaded": True}})
+    assert [(x.id, x.subject, x.severity) for x in found] == [("doctor-module-not-loaded", "rdma_rxe", "error")]
+
+
+def test_a_deployed_env_naming_a_device_the_node_lacks_is_a_failure():
+    env = {"sh": "# rocetune\nexport NCCL_IB_HCA='=mlx5_0:1,mlx5_7:1'\n", "nccl-conf": "NCCL_IB_HCA=^mlx5_9\n"}
+    found = [x for x in run(rail_host(1).build(), env_files=env) if x.id == "doctor-env-names-missing-device"]
+    assert [(x.subject, x.severity) for x in found] == [(ENV_FILES["sh"], "error")]
+    assert found[0].message.endswith("no RDMA device mlx5_7")
+    prefix = {"sh": "export NCCL_IB_HCA='mlx5'\n"}  # a prefix that matches mlx5_0
+    assert [x for x in run(rail_host(1).build(), env_files=prefix) if x.id == "doctor-env-names-missing-device"] == []

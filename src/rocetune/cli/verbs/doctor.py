@@ -18,6 +18,10 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="a job's NCCL_DEBUG=INFO output: report what NCCL used (network, devices, "
                         "GID, GPUDirect, the variables it read, WARN lines) and every difference "
                         "from the plan")
+    p.add_argument("--save-baseline", action="store_true",
+                   help="save this reading of the NIC counters as the baseline the next run judges "
+                        "rates against (/var/lib/rocetune/counters.json under --root)")
+    p.add_argument("--no-counters", action="store_true", help="leave the NIC counters out")
     options.add_plan_arguments(p)
 
 
@@ -27,7 +31,8 @@ def run(args: argparse.Namespace) -> Result:
 
     features = report.collect(args)
     user = app.overrides(args.config, args.set, args.unset)
-    findings, data = app.doctor(args.root, features, args.qos, user, nccl_log=args.nccl_log)
+    findings, data = app.doctor(args.root, features, args.qos, user, nccl_log=args.nccl_log,
+                                counters=not args.no_counters, save_baseline=args.save_baseline)
     findings = doctor_report.ordered(findings)
     host = features["host"].get("hostname") or args.root
     data.update(findings=[f.to_dict() for f in findings], features=features)
