@@ -105,6 +105,32 @@ def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[
     return merged
 
 
+@dataclass(frozen=True)
+class PlanRequest:
+    """What a verb (or the agent) asks to plan: the host root (where its QoS plan file lives) and
+    the user's choices. Every verb maps its options onto one of these; nothing plans otherwise."""
+
+    root: str = "/"
+    config: Optional[str] = None
+    sets: Tuple[str, ...] = ()
+    unsets: Tuple[str, ...] = ()
+    qos_path: Optional[str] = None
+    local_rank: Optional[int] = None
+
+    def user(self, warn=None) -> Optional[Overrides]:
+        return overrides(self.config, self.sets, self.unsets, warn)
+
+    def qos(self) -> QosPlan:
+        return qos_plan(self.root, self.qos_path)
+
+
+def plan_host(features: dict, request: PlanRequest) -> Plan:
+    """The plan alone (no env text, no file): what probe and explain show."""
+    from .planner import build_plan
+
+    return build_plan(features, request.user(), request.qos(), local_rank=request.local_rank)
+
+
 @dataclass
 class PlannedFile:
     """A file the env points at: where it goes and what it holds."""
@@ -159,8 +185,7 @@ class EnvResult:
 
 
 def plan_env(features: dict, formats: Sequence[str] = ("sh",), *, env_dir: Optional[str] = None,
-             user: Optional[Overrides] = None, qos: Optional[QosPlan] = None,
-             local_rank: Optional[int] = None, files_will_be_written: bool = True) -> EnvResult:
+             request: PlanRequest = PlanRequest(), files_will_be_written: bool = True) -> EnvResult:
     """Plan the env of one host and render it in `formats`.
 
     `env_dir` is where the env file and the files it points at will live. When those files will
@@ -172,7 +197,8 @@ def plan_env(features: dict, formats: Sequence[str] = ("sh",), *, env_dir: Optio
     from .render.files import render_file
 
     topo_path = os.path.join(env_dir, TOPO_FILE_NAME) if env_dir else None
-    plan = build_plan(features, user, qos, local_rank=local_rank, topo_path=topo_path)
+    plan = build_plan(features, request.user(), request.qos(), local_rank=request.local_rank,
+                      topo_path=topo_path)
     files = []
     for f in list(plan.files):
         path = os.path.join(env_dir or DEFAULT_ENV_DIR, f.name)
@@ -281,19 +307,19 @@ def _check_writable(path: str, make_dirs: bool = False) -> None:
                             hint="run as a user who may write there", code=ExitCode.OUTPUT)
 
 
-def doctor(root: str, features: dict, qos_path: Optional[str] = None, user: Optional[Overrides] = None,
-           nccl_log: Optional[str] = None, counters: bool = True, save_baseline: bool = False):
+def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None, counters: bool = True,
+           save_baseline: bool = False):
     """Check a node (live, or a capture under `root`) against its plan and the pitfalls:
     -> (findings, data). The host's findings, the plan's, and doctor's own checks."""
     from .analysis.hostview import HostView
     from .doctor import checks, readings
     from .hostfs import HostRoot, ProbeContext, runner_for
 
+    root = request.root
     host = HostRoot(root or "/")
-    declared_qos = qos_plan(root, qos_path, fallback=False)
+    declared_qos = qos_plan(root, request.qos_path, fallback=False)
     env_dir = os.path.dirname(readings.ENV_FILES["sh"])
-    env = plan_env(features, ("sh", "nccl-conf"), env_dir=env_dir, user=user,
-                   qos=declared_qos or default_plan())
+    env = plan_env(features, ("sh", "nccl-conf"), env_dir=env_dir, request=request)
     ctx = ProbeContext(host, runner_for(host))
     read = readings.read(ctx, features)
     found = checks.run_checks(checks.DoctorInput(features, read, HostView(features), env.texts, declared_qos))

@@ -63,7 +63,7 @@ def test_the_whole_parser_still_answers_help_and_errors(capsys):
         assert f"    {verb}" in listed
     assert main(["bogus"]) == 2
     err = capsys.readouterr().err
-    assert "invalid choice: 'bogus' (choose from 'probe', 'env', 'topo', 'capture', 'explain', 'lint')" in err
+    assert "invalid choice: 'bogus' (choose from 'probe', 'env', 'doctor', 'topo', 'capture', 'explain', 'lint')" in err
 
 
 @pytest.mark.parametrize("argv", [

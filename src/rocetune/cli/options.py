@@ -15,7 +15,7 @@ from ..errors import ExitCode, RocetuneError
 from ..text import printable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..app import EnvResult
+    from ..app import EnvResult, PlanRequest
 
 _RESULT_WORDS = ("json", "human")
 
@@ -124,6 +124,14 @@ def outputs_of(args: argparse.Namespace, outs: List[str]) -> List[tuple]:
     return list(zip(fmts, outs))
 
 
+def plan_request(args: argparse.Namespace) -> "PlanRequest":
+    """The plan options of a verb's command line as the one request every verb plans with."""
+    from ..app import PlanRequest
+
+    return PlanRequest(root=args.root, config=args.config, sets=tuple(args.set), unsets=tuple(args.unset),
+                       qos_path=args.qos, local_rank=args.local_rank)
+
+
 def plan_env_from_args(args: argparse.Namespace, features: dict, out: Optional[str],
                        formats: List[str], env_dir: Optional[str] = None) -> "EnvResult":
     """Plan for -o's directory (files written), for --env-dir (the caller writes them), or for
@@ -132,9 +140,7 @@ def plan_env_from_args(args: argparse.Namespace, features: dict, out: Optional[s
 
     if out:
         env_dir = os.path.dirname(os.path.abspath(out))
-    return app.plan_env(features, formats, env_dir=env_dir,
-                        user=app.overrides(args.config, args.set, args.unset),
-                        qos=app.qos_plan(args.root, args.qos), local_rank=args.local_rank,
+    return app.plan_env(features, formats, env_dir=env_dir, request=plan_request(args),
                         files_will_be_written=bool(out or env_dir))
 
 

@@ -30,8 +30,7 @@ def run(args: argparse.Namespace) -> Result:
     from ...doctor import report as doctor_report
 
     features = report.collect(args)
-    user = app.overrides(args.config, args.set, args.unset)
-    findings, data = app.doctor(args.root, features, args.qos, user, nccl_log=args.nccl_log,
+    findings, data = app.doctor(features, options.plan_request(args), nccl_log=args.nccl_log,
                                 counters=not args.no_counters, save_baseline=args.save_baseline)
     findings = doctor_report.ordered(findings)
     host = features["host"].get("hostname") or args.root

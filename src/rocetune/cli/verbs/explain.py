@@ -68,7 +68,6 @@ def run(args: argparse.Namespace) -> Result:
     from ...hostfs import HostRoot
     from ...analysis.hostview import HostView
     from ...nccl.conf import layers as nccl_layers
-    from ...planner import build_plan
 
     plan: "Optional[Plan]" = None
     version = None  # the NCCL release planned for (unknown for an env file)
@@ -82,8 +81,7 @@ def run(args: argparse.Namespace) -> Result:
     else:
         features = report.collect(args)
         version = HostView(features).nccl_version()
-        plan = build_plan(features, app.overrides(args.config, args.set, args.unset),
-                          app.qos_plan(args.root, args.qos), local_rank=args.local_rank)
+        plan = app.plan_host(features, options.plan_request(args))
         decisions = plan.decisions
         source = f"features {args.features}" if args.features else f"host {args.root}"
         warnings = [str(m) for m in plan.warnings]

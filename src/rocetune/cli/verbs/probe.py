@@ -19,8 +19,6 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
-    from ...planner import build_plan
-
     out = options.out_path(args)
     wants_env = bool(out or args.format or getattr(args, "out", None) == "-")
     features = report.collect(args)
@@ -31,8 +29,7 @@ def run(args: argparse.Namespace) -> Result:
     else:
         from ... import app
 
-        plan = build_plan(features, app.overrides(args.config, args.set, args.unset),
-                          app.qos_plan(args.root, args.qos), local_rank=args.local_rank)
+        plan = app.plan_host(features, options.plan_request(args))
     findings = report.all_findings(features, plan)
     data = {"features": features, "findings": [f.to_dict() for f in findings],
             "plan": plan.to_dict()}
