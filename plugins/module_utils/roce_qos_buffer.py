@@ -1,9 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
-"""A NIC's lossless (PFC) receive buffers: read them from `mlnx_qos -i IF` or iproute2 `dcb`,
-compare them with the plan's `buffer` section (docs/qos.md) and return only the commands that
-change something.
+"""A NIC's lossless (PFC) receive buffers: compare them with the plan's `buffer` section
+(docs/qos.md) and return only the commands of `mlnx_qos` or iproute2 `dcb` that change something.
 
 What the tools and the driver do with the values (docs/qos.md, "Lossless buffers"):
 - the dcbnl PFC `delay` is what mlx5 takes as the cable length in metres (mlx5e_dcbnl_ieee_setpfc;
@@ -11,18 +10,15 @@ What the tools and the driver do with the values (docs/qos.md, "Lossless buffers
 - `dcb buffer` / `mlnx_qos --prio2buffer --buffer_size` set the dcbnl buffer object: the buffer of
   each priority and the size of each buffer in bytes, which the driver may round to its cell.
 
-Pure Python; the caller passes the tools' outputs in. Used by roce_qos_state (the module and the
-boot-time script, beside which this file is installed).
+Pure Python; the caller passes the NIC's buffers in, as rocetune_qos_tools reads them from the
+tools' outputs. Used by roce_qos_state (the module and the boot-time script, beside which this
+file is installed).
 """
 
 from __future__ import absolute_import, division, print_function
 
-import json
-import re
-
 __metaclass__ = type
 
-NOT_SUPPORTED = "Operation not supported"
 # The drivers that read the PFC delay as a cable length in metres. The IEEE meaning (and
 # dcb-pfc(8)'s) is bit times of round-trip delay, which mlxsw uses; most NIC drivers ignore it.
 CABLE_LENGTH_DRIVERS = ("mlx5_core",)
@@ -34,68 +30,7 @@ KEYS = ("cable_length", "prio_buffer", "buffer_size")
 
 
 class BufferError(ValueError):
-    """The NIC's buffer state cannot be read or cannot take the plan (one line)."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Readers
-
-
-def dcb_pfc_delay(text):
-    """The `delay` word of `dcb -N pfc show dev IF` (`pfc-cap 8 macsec-bypass off delay 7`), or None."""
-    words = (text or "").split()
-    for i, word in enumerate(words[:-1]):
-        if word == "delay" and words[i + 1].isdigit():
-            return int(words[i + 1])
-    return None
-
-
-def parse_dcb_buffer(text):
-    """`dcb -j buffer show dev IF` -> {prio_buffer [8], buffer_size [8], total_size} (the JSON form:
-    the text form rounds sizes to Kb/Mb)."""
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        raise BufferError("dcb -j buffer show: not JSON: %r" % (text or "")[:80])
-    if isinstance(doc, list) and len(doc) == 1:
-        doc = doc[0]
-    if not isinstance(doc, dict):
-        raise BufferError("dcb -j buffer show: expected an object, got %r" % (text or "")[:80])
-    out = {}
-    for key in ("prio_buffer", "buffer_size"):
-        value = doc.get(key)
-        if not isinstance(value, list) or len(value) != 8 or not all(isinstance(v, int) for v in value):
-            raise BufferError("dcb -j buffer show: %s is not 8 integers: %r" % (key, value))
-        out[key] = list(value)
-    total = doc.get("total_size")
-    out["total_size"] = total if isinstance(total, int) else None
-    return out
-
-
-def parse_mlnx_qos(text):
-    """The buffer lines of `mlnx_qos -i IF` -> {cable_length, prio_buffer, buffer_size, total_size},
-    or None when it prints none (the NIC or the tool has no buffer commands)."""
-    out = {"cable_length": None, "prio_buffer": None, "buffer_size": None, "total_size": None}
-    for raw in (text or "").splitlines():
-        line = raw.strip()
-        m = re.match(r"Receive buffer size \(bytes\):\s*([\d,]+?),?(?:(?:max_buffer_size|total_size)=(\d+))?$", line)
-        if m:
-            sizes = [int(v) for v in m.group(1).split(",") if v]
-            if len(sizes) == 8:
-                out["buffer_size"] = sizes
-            out["total_size"] = int(m.group(2)) if m.group(2) else None
-            continue
-        m = re.match(r"Cable len:\s*(\d+)$", line)
-        if m:
-            out["cable_length"] = int(m.group(1))
-            continue
-        if line.startswith("buffer") and out["prio_buffer"] is None:
-            values = line.split()[1:]
-            if len(values) == 8 and all(v.isdigit() for v in values):
-                out["prio_buffer"] = [int(v) for v in values]
-    if out["buffer_size"] is None or out["prio_buffer"] is None:
-        return None
-    return out
+    """The NIC's buffers cannot take the plan (one line)."""
 
 
 # ---------------------------------------------------------------------------------------------

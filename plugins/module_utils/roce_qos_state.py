@@ -3,7 +3,8 @@
 # Apache-2.0
 """RoCE QoS on a NIC: read the current state (iproute2 `dcb`, `mlnx_qos`, the ECN sysfs files,
 RDMA-CM configfs), compare it with what the QoS plan asks for, and return only the commands
-and file writes that are needed.
+and file writes that are needed. The tools' outputs are read by rocetune_qos_tools, the reader
+the agent's probe uses too.
 
 Pure Python with the command runner and the file access passed in, so the same code serves the
 Ansible module, the boot-time re-apply (run as a script: see `main`) and the unit tests, which
@@ -16,7 +17,6 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
-import re
 import sys
 
 try:  # as the collection's module_utils
@@ -24,14 +24,16 @@ try:  # as the collection's module_utils
         QosPlanError, traffic_class, validate
     )
     from ansible_collections.rocetune.fabric.plugins.module_utils import roce_qos_buffer as buffers
-except ImportError:  # as the boot-time script, with rocetune_qos_plan.py and roce_qos_buffer.py beside it
+    from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_qos_tools as tools
+except ImportError:  # as the boot-time script, with the three files installed beside it
     from rocetune_qos_plan import QosPlanError, traffic_class, validate  # pylint: disable=import-error
     import roce_qos_buffer as buffers  # pylint: disable=import-error
+    import rocetune_qos_tools as tools  # pylint: disable=import-error
 
 __metaclass__ = type
 
-PRIOS = range(8)
-NOT_SUPPORTED = "Operation not supported"
+PRIOS = range(tools.PRIORITIES)
+NOT_SUPPORTED = tools.NOT_SUPPORTED
 
 
 class QosError(Exception):
@@ -83,101 +85,12 @@ def desired(plan, ets=None, dcqcn=True):
     }
 
 
-# ---------------------------------------------------------------------------------------------
-# Readers of the tools' outputs
-
-
-def _pairs(words):
-    out = {}
-    for w in words:
-        k, dummy, v = w.partition(":")
-        out[k] = v
-    return out
-
-
-def parse_dcb(text):
-    """`dcb -N {ets|pfc|app} show dev IF` -> {keyword: [words]} per line (prio-tc, tc-tsa, tc-bw,
-    prio-pfc, dscp-prio, pfc-cap ...)."""
-    out = {}
-    for line in (text or "").splitlines():
-        words = line.split()
-        if words:
-            out.setdefault(words[0], []).extend(words[1:])
-    return out
-
-
-def dcb_pfc(text):
-    """[0/1 per priority] from `dcb pfc show`."""
-    pairs = _pairs(parse_dcb(text).get("prio-pfc", []))
-    return [1 if pairs.get(str(p)) == "on" else 0 for p in PRIOS]
-
-
-def dcb_app_dscp(text):
-    """{dscp: set(prios)} from `dcb -N app show dev IF dscp-prio` (one DSCP may map to several)."""
-    out = {}
-    for word in parse_dcb(text).get("dscp-prio", []):
-        d, dummy, p = word.partition(":")
-        if not d.isdigit():
-            raise QosError("dcb app: unexpected entry %r (run dcb with -N for numeric DSCPs)" % word)
-        out.setdefault(int(d), set()).add(int(p))
-    return out
-
-
-def dcb_ets(text):
-    """{prio_tc: [tc per prio], tc_tsa: [..], tc_bw: [..]} from `dcb ets show`."""
-    words = parse_dcb(text)
-    res = {}
-    for key, name, conv in (("prio-tc", "prio_tc", int), ("tc-tsa", "tc_tsa", str), ("tc-bw", "tc_bw", int)):
-        pairs = _pairs(words.get(key, []))
-        if pairs:
-            res[name] = [conv(pairs[str(i)]) if str(i) in pairs else None for i in PRIOS]
-    return res
-
-
-def parse_mlnx_qos(text):
-    """`mlnx_qos -i IF` -> {trust, dscp_prio {dscp: prio}, pfc [8], tc_tsa, tc_bw, prio_tc}."""
-    out = {"trust": None, "dscp_prio": {}, "pfc": None, "tc_tsa": [None] * 8, "tc_bw": [None] * 8,
-           "prio_tc": [None] * 8}
-    tc = None
-    for raw in (text or "").splitlines():
-        line = raw.strip()
-        m = re.match(r"Priority trust (?:state|mode):\s*(\w+)", line)
-        if m:
-            out["trust"] = m.group(1)
-            continue
-        m = re.match(r"prio:(\d)\s+dscp:([\d,]+)", line)
-        if m:
-            for d in filter(None, m.group(2).split(",")):
-                out["dscp_prio"][int(d)] = int(m.group(1))
-            continue
-        if line.startswith("enabled") and out["pfc"] is None:
-            vals = line.split()[1:]
-            if len(vals) == 8:
-                out["pfc"] = [int(v) for v in vals]
-            continue
-        m = re.match(r"tc:\s*(\d)\s.*tsa:\s*(\w+)(?:,\s*bw:\s*(\d+)%)?", line)
-        if m:
-            tc = int(m.group(1))
-            out["tc_tsa"][tc] = m.group(2)
-            out["tc_bw"][tc] = int(m.group(3)) if m.group(3) else 0
-            continue
-        m = re.match(r"priority:\s*([\d ]+)$", line)
-        if m and tc is not None:
-            for p in m.group(1).split():
-                out["prio_tc"][int(p)] = tc
-    if out["trust"] is None:
-        raise QosError("mlnx_qos: no 'Priority trust state' line in its output")
-    return out
-
-
-def parse_pause(text):
-    """`ethtool -a IF` -> {"rx": bool, "tx": bool}."""
-    out = {}
-    for line in (text or "").splitlines():
-        m = re.match(r"^(RX|TX):\s+(on|off)\s*$", line.strip())
-        if m:
-            out[m.group(1).lower()] = m.group(2) == "on"
-    return out
+def _read_output(reader, text):
+    """reader(text), an output it cannot take as the QosError the module and the script report."""
+    try:
+        return reader(text)
+    except tools.QosOutputError as exc:
+        raise QosError(str(exc))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,11 +100,11 @@ def parse_pause(text):
 def dcb_commands(ifname, want, pfc_text, app_text, ets_text):
     """argv lists for iproute2 dcb that bring the NIC from its current state to `want`."""
     cmds = []
-    have_app = dcb_app_dscp(app_text)
+    have_app = _read_output(tools.dcb_app_dscp, app_text)
     if want["trust"] == "dscp":
         # A DSCP app entry puts mlx5 (and other dcbnl drivers) in DSCP trust; stale entries for
         # our DSCPs that point elsewhere are replaced, everything else is left alone.
-        need = sorted(d for d, p in want["dscp_prio"].items() if have_app.get(d) != {p})
+        need = sorted(d for d, p in want["dscp_prio"].items() if have_app.get(d) != [p])
         if need:
             cmds.append(["dcb", "app", "replace", "dev", ifname, "dscp-prio"]
                         + ["%d:%d" % (d, want["dscp_prio"][d]) for d in need])
@@ -201,11 +114,11 @@ def dcb_commands(ifname, want, pfc_text, app_text, ets_text):
         # one is deleted.
         cmds.append(["dcb", "app", "del", "dev", ifname, "dscp-prio"]
                     + ["%d:%d" % (d, p) for d in sorted(have_app) for p in sorted(have_app[d])])
-    if dcb_pfc(pfc_text) != want["pfc"]:
+    if tools.dcb_pfc(pfc_text) != want["pfc"]:
         cmds.append(["dcb", "pfc", "set", "dev", ifname, "prio-pfc"]
                     + ["%d:%s" % (p, "on" if want["pfc"][p] else "off") for p in PRIOS])
     if want["ets"]:
-        have = dcb_ets(ets_text)
+        have = _read_output(tools.dcb_ets, ets_text)
         args = []
         for key, word in (("prio_tc", "prio-tc"), ("tc_tsa", "tc-tsa"), ("tc_bw", "tc-bw")):
             if key in want["ets"] and list(want["ets"][key]) != have.get(key):
@@ -217,7 +130,7 @@ def dcb_commands(ifname, want, pfc_text, app_text, ets_text):
 
 def mlnx_qos_commands(ifname, want, text):
     """argv lists for mlnx_qos that bring the NIC from `text` (mlnx_qos -i IF) to `want`."""
-    have = parse_mlnx_qos(text)
+    have = _read_output(tools.parse_mlnx_qos, text)
     cmds = []
     if have["trust"] != want["trust"]:
         cmds.append(["mlnx_qos", "-i", ifname, "--trust", want["trust"]])
@@ -317,7 +230,7 @@ def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
             buffer_step = buffer_plan(ifname, driver, backend, want, texts["pfc"], run)
     if pause_off:
         rc, out, err = run(["ethtool", "-a", ifname])
-        pause = parse_pause(out) if rc == 0 else {}
+        pause = tools.parse_pause(out) if rc == 0 else {}
         if pause.get("rx") or pause.get("tx"):
             cmds.append(["ethtool", "-A", ifname, "rx", "off", "tx", "off"])
     if buffer_step:
@@ -339,7 +252,7 @@ def buffer_plan(ifname, driver, backend, want, text, run):
     stated = [k for k in buffers.KEYS if plan.get(k) is not None]
     where = "%s (driver %s)" % (ifname, driver)
     if backend == "mlnx_qos":
-        have = buffers.parse_mlnx_qos(text)
+        have = tools.parse_mlnx_qos_buffers(text)
         why = "mlnx_qos -i %s prints no receive buffers" % ifname
     else:
         rc, out, err = run(["dcb", "-j", "buffer", "show", "dev", ifname])
@@ -349,10 +262,10 @@ def buffer_plan(ifname, driver, backend, want, text, run):
             raise QosError("dcb -j buffer show dev %s: %s" % (ifname, (err or out).strip()))
         else:
             try:
-                have = buffers.parse_dcb_buffer(out)
-            except buffers.BufferError as exc:
+                have = tools.parse_dcb_buffer(out)
+            except tools.QosOutputError as exc:
                 raise QosError("%s: %s" % (ifname, exc))
-            have["cable_length"] = buffers.dcb_pfc_delay(text)
+            have["cable_length"] = tools.dcb_pfc_delay(text)
     if have is None:
         return {"commands": [], "before": "", "after": "",
                 "not_supported": ["%s: the NIC has no PFC buffer settings (%s): buffer.%s not applied"

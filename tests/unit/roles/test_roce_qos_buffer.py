@@ -13,6 +13,7 @@ from tests.unit.roles import QOS_FIXTURES, REPO, load_module_utils
 
 Q = load_module_utils("roce_qos", "roce_qos_state")
 B = load_module_utils("roce_qos", "roce_qos_buffer")
+T = load_module_utils("roce_qos", "rocetune_qos_tools")  # the readers (tests/unit/parsers/test_qos_tools.py)
 
 CX_PCP = "mlnx_qos-i-eth2-buffers-mlnx-tools-commit.txt"      # max_buffer_size, all priorities in buffer 1
 CX_DSCP = "mlnx_qos-dscp-buffers-mlnx-tools-commit.txt"       # older form: sizes end with a comma
@@ -43,44 +44,10 @@ FULL = "{cable_length: 30, prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0], buffer_size: [
 SMALL = "{cable_length: 30, prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0], buffer_size: [65536, 131072, 0, 0, 0, 0, 0, 0]}"
 
 
-# ---------------------------------------------------------------------------------------------
-# Readers
-
-
-def test_mlnx_qos_buffer_lines_of_the_published_outputs():
-    assert B.parse_mlnx_qos(fx(CX_PCP)) == {"cable_length": 7, "prio_buffer": [1] * 8,
-                                            "buffer_size": [0, 187200, 0, 0, 0, 0, 0, 0], "total_size": 2044224}
-    assert B.parse_mlnx_qos(fx(CX_DSCP)) == {"cable_length": 7, "prio_buffer": [0, 1, 1, 1, 1, 1, 0, 0],
-                                             "buffer_size": [32768, 229120, 0, 0, 0, 0, 0, 0], "total_size": None}
-    # The QoS reader still reads the rest of these outputs.
-    assert Q.parse_mlnx_qos(fx(CX_PCP))["trust"] == "pcp"
-    assert Q.parse_mlnx_qos(fx(CX_DSCP))["pfc"] == [0, 1, 1, 1, 1, 1, 0, 0]
-
-
-@pytest.mark.parametrize("text", [fx(OFED_42), NETARBITER.read_text()])
-def test_mlnx_qos_without_buffer_lines_has_no_buffer_settings(text):
-    assert "Cable len:" in text and B.parse_mlnx_qos(text) is None
-
-
-def test_the_pfc_delay_of_dcb_pfc_show():
-    assert B.dcb_pfc_delay(fx("dcb-pfc-show-manpage.txt")) == 4096
-    assert B.dcb_pfc_delay("prio-pfc 0:off 1:off\n") is None
-
-
 # The JSON form of the `dcb buf show dev eni1np1` output published in iproute2 commit 2e36f910
 # (values as printed there; dcb_buffer.c's JSON printer gives these keys).
 DCB_JSON = json.dumps({"prio_buffer": [0, 0, 0, 3, 0, 0, 6, 0],
                        "buffer_size": [10000, 0, 0, 70000, 0, 0, 10000, 0], "total_size": 221072})
-
-
-def test_dcb_json_buffer_reader():
-    assert B.parse_dcb_buffer(DCB_JSON) == {"prio_buffer": [0, 0, 0, 3, 0, 0, 6, 0],
-                                            "buffer_size": [10000, 0, 0, 70000, 0, 0, 10000, 0],
-                                            "total_size": 221072}
-    with pytest.raises(B.BufferError, match="buffer_size is not 8 integers"):
-        B.parse_dcb_buffer(json.dumps({"prio_buffer": [0] * 8, "buffer_size": [0] * 7}))
-    with pytest.raises(B.BufferError, match="not JSON"):
-        B.parse_dcb_buffer("prio-buffer 0:0 1:0\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,13 +97,13 @@ def test_only_what_differs_is_set_and_the_nics_rounding_is_no_difference():
     # to its cell: nothing to run.
     same = want("{cable_length: 7, prio_buffer: [0, 1, 1, 1, 1, 1, 0, 0], buffer_size: [32800, 229200, 0, 0, 0, 0, 0, 0]}",
                 "lossless_priorities: [1, 2, 3, 4, 5]\ndata: {dscp: 26, priority: 3}\n")
-    assert B.changes(same["buffer"], B.parse_mlnx_qos(fx(CX_DSCP)), True) == {}
+    assert B.changes(same["buffer"], T.parse_mlnx_qos_buffers(fx(CX_DSCP)), True) == {}
     run = fake_runner({("mlnx_qos", "-i", "eth0"): (0, fx(CX_DSCP), "")})
     step = Q.interface_plan("eth0", "mlx5_core", "mlnx_qos", same, run, {}.get, False)
     assert step["buffer"]["commands"] == [] and not any("--cable_len" in c for c in step["commands"])
     # One size off by more than a cell: only the sizes.
     bigger = dict(same["buffer"], buffer_size=[32768, 262144, 0, 0, 0, 0, 0, 0])
-    assert B.changes(bigger, B.parse_mlnx_qos(fx(CX_DSCP)), True) == {"buffer_size": [32768, 262144, 0, 0, 0, 0, 0, 0]}
+    assert B.changes(bigger, T.parse_mlnx_qos_buffers(fx(CX_DSCP)), True) == {"buffer_size": [32768, 262144, 0, 0, 0, 0, 0, 0]}
 
 
 # ---------------------------------------------------------------------------------------------

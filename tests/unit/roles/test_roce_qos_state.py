@@ -11,6 +11,7 @@ import yaml
 from tests.unit.roles import QOS_FIXTURES, load_module_utils
 
 Q = load_module_utils("roce_qos", "roce_qos_state")
+T = load_module_utils("roce_qos", "rocetune_qos_tools")  # the readers (tests/unit/parsers/test_qos_tools.py)
 
 
 def fx(name):
@@ -42,15 +43,6 @@ def test_a_plan_file_is_read_with_pyyaml_and_checked(tmp_path):
         Q.load_plan(str(plan), yaml.safe_load)
 
 
-def test_readers_of_the_man_page_outputs():
-    assert Q.dcb_pfc(fx("dcb-pfc-show-manpage.txt")) == [0, 0, 0, 0, 0, 0, 1, 1]
-    assert Q.dcb_app_dscp(fx("dcb-app-show-N-manpage.txt")) == {0: {0}, 24: {2, 3}, 48: {6}}
-    ets = Q.dcb_ets(fx("dcb-ets-show-manpage.txt"))
-    assert ets["prio_tc"] == list(range(8))
-    assert ets["tc_tsa"][:4] == ["ets", "ets", "ets", "strict"]
-    assert ets["tc_bw"][:3] == [33, 33, 34]
-
-
 def test_dcb_commands_from_the_man_page_state():
     cmds = Q.dcb_commands("eth0", WANT, fx("dcb-pfc-show-manpage.txt"), fx("dcb-app-show-N-manpage.txt"),
                           fx("dcb-ets-show-manpage.txt"))
@@ -78,7 +70,7 @@ def test_a_stale_dscp_mapping_is_replaced_and_ets_set_only_where_it_differs():
 
 
 def test_mlnx_qos_reader_and_commands_from_nvidias_published_output():
-    state = Q.parse_mlnx_qos(fx("mlnx_qos-i-eth2-community.txt"))
+    state = T.parse_mlnx_qos(fx("mlnx_qos-i-eth2-community.txt"))
     assert state["trust"] == "dscp"
     assert state["dscp_prio"][26] == 3 and state["dscp_prio"][48] == 6 and len(state["dscp_prio"]) == 64
     assert state["pfc"] == [1, 0, 1, 0, 0, 0, 1, 1]
@@ -169,7 +161,7 @@ def test_pcp_trust_on_the_dcb_backend_deletes_every_dscp_entry():
     want = Q.desired(Q.parse_plan("trust: pcp\n", yaml.safe_load, "qos.yml"))
     pfc = "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n"
     cmds = Q.dcb_commands("eth0", want, pfc, fx("dcb-app-show-N-manpage.txt"), fx("dcb-ets-show-manpage.txt"))
-    have = Q.dcb_app_dscp(fx("dcb-app-show-N-manpage.txt"))
+    have = T.dcb_app_dscp(fx("dcb-app-show-N-manpage.txt"))
     assert cmds == [["dcb", "app", "del", "dev", "eth0", "dscp-prio"]
                     + ["%d:%d" % (d, p) for d in sorted(have) for p in sorted(have[d])]]
     # Nothing left to delete: PCP trust already, nothing to run.

@@ -106,13 +106,13 @@ def test_declared_value_on_an_auto_selecting_nccl_is_still_checked():
 def test_mlnx_qos_and_dcb_parsers_agree_with_the_recorded_outputs():
     with open(os.path.join(FIXTURES, "hosts", "dgx-h100-rails-dmabuf", "commands",
                            "mlnx_qos_-i_enp24s0np0.txt")) as fh:
-        m = qos.parse_mlnx_qos(fh.read())
+        m = qos.mlnx_qos_state(fh.read())
     assert m["trust"] == "dscp" and m["pfc_enabled"] == [3] and m["dscp_prio"][26] == 3
     with open(os.path.join(FIXTURES, "qos", "mlnx_qos-i-eth2-community.txt")) as fh:
-        assert qos.parse_mlnx_qos(fh.read())["trust"] in ("pcp", "dscp")
+        assert qos.mlnx_qos_state(fh.read())["trust"] in ("pcp", "dscp")
     with open(os.path.join(FIXTURES, "qos", "dcb-app-show-N-manpage.txt")) as fh:
         app = fh.read()
     with open(os.path.join(FIXTURES, "qos", "dcb-pfc-show-manpage.txt")) as fh:
         pfc = fh.read()
-    d = qos.parse_dcb(app, pfc)
+    d = qos.dcb_state(app, pfc)
     assert d == {"trust": "dscp", "dscp_prio": {0: 0, 24: 2, 48: 6}, "pfc_enabled": [6, 7]}
