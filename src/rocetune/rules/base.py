@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..analysis import hostview
+from ..checks import finding
 from ..model.finding import Finding
 from ..model.plan import Decision, Message, PlanFile
 from ..model.qos import QosPlan, default_plan
@@ -106,8 +107,10 @@ class RuleContext:
             self._said.add(("n", self.rule_id, message))
             self.notes.append(Message(self.rule_id, message))
 
-    def finding(self, fid: str, severity: str, subject: str, message: str) -> None:
-        self.findings.append(Finding(fid, severity, subject, message, self.rule_id))
+    def finding(self, fid: str, severity: str, subject: str, message: str, **evidence: Any) -> None:
+        """A finding of a registered check (rocetune.checks.rules), left by this rule."""
+        self.findings.append(finding(fid, subject, message, severity=severity, rule=self.rule_id,
+                                     evidence=dict(evidence) or None))
 
     def report(self, data: Any) -> None:
         """Structured facts a rule establishes without setting a variable (plan.reports[rule id])."""

@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> Result:
     # nccl.conf in /etc naming a topology file in /etc/rocetune, as the rocetune_env role does).
     env = options.plan_env_from_args(args, features, None if args.env_dir else out, fmts,
                                      env_dir=args.env_dir)
-    result = Result(command=NAME, data={"plan": env.plan.to_dict(), "features": features},
+    findings = [f.to_dict() for f in report.all_findings(features, env.plan)]
+    result = Result(command=NAME, data={"plan": env.plan.to_dict(), "features": features, "findings": findings},
                     warnings=report.stderr_lines(features, env.plan, findings_too=True))
     if args.env_dir and not out:
         result.data["env"] = {"formats": fmts, "dir": args.env_dir, "texts": env.texts,
