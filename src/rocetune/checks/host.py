@@ -49,11 +49,12 @@ _KERNEL_ROCE_MTU = ("Linux include/rdma/ib_addr.h iboe_get_mtu(): the RoCE MTU i
     why="A link trained down (Gen4 x8 instead of Gen5 x16, a riser that lost lanes) caps what the "
         "device moves to and from host and GPU memory: a 400 Gb/s NIC on a halved link cannot "
         "reach line rate, and NCCL sizes its rings and GPUDirect paths as if the link were whole.",
-    fix="Reseat the card or its riser, check the slot's BIOS link settings and the cable of a "
+    fix="reseat the card or its riser, check the slot's BIOS link settings and the cable of a "
         "retimer; an idle GPU may downclock its link to save power, so read the link again under "
-        "load before replacing hardware.",
-    source="Linux Documentation/ABI/testing/sysfs-bus-pci (current_link_speed, max_link_speed); "
-           "NCCL #749: a topology that declared a 2.5 GT/s x1 link gave 0.12 GB/s rings.",
+        "load before replacing hardware",
+    source="Linux drivers/pci/pci-sysfs.c (current_link_speed/width, max_link_speed/width, "
+           "added by commit 56c1af4606f0); NCCL #749: a topology that declared a 2.5 GT/s x1 link "
+           "gave 0.12 GB/s rings.",
 ))
 def pci_link_degraded(f: dict) -> Iterable[Finding]:
     for d in f["pci"]["devices"]:
@@ -78,9 +79,9 @@ def pci_link_degraded(f: dict) -> Iterable[Finding]:
         "paths.cc); when the two views differ, one of them is wrong about the host (a hypervisor's "
         "synthetic tree, a PCIe switch in a mode that hides its ports), and NCCL may pick a far NIC "
         "or stage transfers through host memory.",
-    fix="Compare `lspci -tv` with `nvidia-smi topo -m`; on a VM or a host whose tree misstates the "
+    fix="compare `lspci -tv` with `nvidia-smi topo -m`; on a VM or a host whose tree misstates the "
         "layout, give NCCL the real one with NCCL_TOPO_FILE (rule nccl-topo-file); check the PCIe "
-        "switch firmware's mode on bare metal.",
+        "switch firmware's mode on bare metal",
     source="NVIDIA/nccl v2.28.9-1 src/graph/topo.cc (ncclTopoGetSystem reads the PCI tree from "
            "sysfs) and src/graph/paths.cc (path types); `nvidia-smi topo -m` legend.",
 ))
@@ -101,10 +102,10 @@ def topology_disagreement(f: dict) -> Iterable[Finding]:
     why="NCCL opens devices and queries ports through libibverbs, not sysfs: a device libibverbs "
         "cannot open (a missing provider library, a container without /dev/infiniband) or a port "
         "it sees in another state is not used the way the sysfs view suggests.",
-    fix="Install the device's rdma-core provider (libmlx5, libbnxt_re ...), map /dev/infiniband "
-        "into the container, or let the port finish coming up; then probe again.",
-    source="NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc (ncclIbInit: ibv_get_device_list, "
-           "ibv_query_port per port); rdma-core libibverbs.",
+    fix="install the device's rdma-core provider (libmlx5, libbnxt_re ...), map /dev/infiniband "
+        "into the container, or let the port finish coming up; then probe again",
+    source="NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:673-732 (ncclIbInitDevices: "
+           "ibv_get_device_list, then ibv_query_port per port); rdma-core libibverbs.",
 ))
 def verbs_sysfs_disagreement(f: dict) -> Iterable[Finding]:
     via = (f.get("verbs") or {}).get("via") or "libibverbs"
@@ -121,8 +122,8 @@ def verbs_sysfs_disagreement(f: dict) -> Iterable[Finding]:
     reads="/sys/bus/pci/devices/*/{vendor,class} and the recorded `nvidia-smi` outputs.",
     why="The env is still planned (sockets, RDMA ports for UCX or MPI), but the GPU settings -- "
         "GPUDirect RDMA, GPU-NIC pairing, the topology file -- have nothing to act on.",
-    fix="Nothing on a CPU or management node. On a GPU node: check that the GPUs are passed "
-        "through to this machine or container and that the NVIDIA driver is loaded (`nvidia-smi`).",
+    fix="nothing on a CPU or management node; on a GPU node, check that the GPUs are passed "
+        "through to this machine or container and that the NVIDIA driver is loaded (`nvidia-smi`)",
     source="PCI vendor id 0x10de (NVIDIA), class 0x0300/0x0302; NVIDIA nvidia-smi documentation.",
 ))
 def no_nvidia_gpu(f: dict) -> Iterable[Finding]:
@@ -147,11 +148,11 @@ def _names_only(f: dict) -> bool:
     reads="/sys/class/infiniband/<dev>/ports/* (the Features `rdma.devices[].ports`).",
     why="Without an RDMA device NCCL's IB transport finds nothing and inter-node traffic goes "
         "over TCP sockets: a fraction of a RoCE fabric's bandwidth, with more CPU spent per byte.",
-    fix="On a node meant for the fabric: load the NIC's RDMA driver (mlx5_ib, bnxt_re, irdma), "
+    fix="on a node meant for the fabric: load the NIC's RDMA driver (mlx5_ib, bnxt_re, irdma), "
         "install rdma-core (the rdma_core role), map the devices into the container "
-        "(/dev/infiniband, an RDMA device plugin).",
-    source="NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc (ncclIbInit finds no device) and "
-           "src/transport/net_socket.cc (the fallback transport).",
+        "(/dev/infiniband, an RDMA device plugin)",
+    source="NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:826 ('NET/IB : No device found.') "
+           "and src/transport/net_socket.cc (the fallback transport).",
 ))
 def no_rdma_device(f: dict) -> Iterable[Finding]:
     if not _ports(f) and not _names_only(f) and f["rdma"].get("known", True):
@@ -168,8 +169,8 @@ def no_rdma_device(f: dict) -> Iterable[Finding]:
           "topo -m` (the Features `rdma.known`, `rdma.unknown_reason`).",
     why="The plan then cannot choose RDMA settings (NCCL_IB_HCA, GID index, traffic class) for "
         "devices it cannot see, though NCCL on the real host may find them.",
-    fix="Probe where the devices are visible: on the host rather than a container without "
-        "/sys/class/infiniband mapped, or capture the host with `rocetune capture` including sysfs.",
+    fix="probe where the devices are visible: on the host rather than a container without "
+        "/sys/class/infiniband mapped, or capture the host with `rocetune capture` including sysfs",
     source="Linux Documentation/ABI/stable/sysfs-class-infiniband; `nvidia-smi topo -m` NIC legend.",
 ))
 def rdma_unknown(f: dict) -> Iterable[Finding]:
@@ -190,8 +191,8 @@ def rdma_unknown(f: dict) -> Iterable[Finding]:
     why="A software device exercises the RDMA verbs path end to end, but the CPU does the work: "
         "no NIC offload, no line rate, no GPUDirect RDMA. It is right for a lab, wrong to "
         "benchmark a fabric with.",
-    fix="Nothing in a lab. On a production node remove it (`rdma link delete rxe0`) so NCCL "
-        "does not pick it beside the real NICs.",
+    fix="nothing in a lab; on a production node, remove it (`rdma link delete rxe0`) so NCCL "
+        "does not pick it beside the real NICs",
     source="Linux drivers/infiniband/sw/rxe and sw/siw; openucx/ucx #8633 (Soft-RoCE untested by UCX).",
 ))
 def software_rdma_device(f: dict) -> Iterable[Finding]:
@@ -215,8 +216,8 @@ def software_rdma_device(f: dict) -> Iterable[Finding]:
     why="The kernel derives the RoCE MTU from the netdev MTU; a 1500-byte interface gives 1024-byte "
         "RDMA packets, four times the packets and headers of 4096 for the same data. Nodes with "
         "different RoCE MTUs can also hang NCCL's queue pairs (NCCL PR #2135).",
-    fix="Set the interface MTU to 4200 or more (9000 is common; the switch ports must allow it): "
-        "the roce_net role, or `ip link set dev <if> mtu 9000` and the distribution's network config.",
+    fix="set the interface MTU to 4200 or more (9000 is common; the switch ports must allow it): "
+        "the roce_net role, or `ip link set dev <if> mtu 9000` and the distribution's network config",
     source=_KERNEL_ROCE_MTU + "; NVIDIA/dgx-spark-playbooks PR #103 (4200 for RoCE MTU 4096).",
 ))
 def roce_mtu_low(f: dict) -> Iterable[Finding]:
@@ -244,9 +245,9 @@ def roce_mtu_low(f: dict) -> Iterable[Finding]:
     why="RDMA registers (pins) every buffer it sends from; a limited RLIMIT_MEMLOCK makes "
         "ibv_reg_mr or ibv_create_qp fail, and NCCL aborts or falls back. The limit belongs to the "
         "process: a login shell, a systemd unit and a container each have their own.",
-    fix="Raise it where jobs start: `* soft memlock unlimited` and `* hard memlock unlimited` in "
+    fix="raise it where jobs start: `* soft memlock unlimited` and `* hard memlock unlimited` in "
         "/etc/security/limits.conf, LimitMEMLOCK=infinity for a systemd unit, --ulimit "
-        "memlock=-1:-1 for a container (the rdma_core role sets the first).",
+        "memlock=-1:-1 for a container (the rdma_core role sets the first)",
     source="NCCL documentation, Troubleshooting (ibv_create_qp / ibv_reg_mr failures: raise memlock); "
            "getrlimit(2) RLIMIT_MEMLOCK.",
 ))
@@ -270,8 +271,8 @@ def memlock_limited(f: dict) -> Iterable[Finding]:
     why="NCCL pairs each GPU with the NIC(s) it reads as nearest and uses GPUDirect RDMA only at "
         "PIX/PXB, both from PCI distances; a flattened tree misstates them, so NCCL may stage "
         "every transfer through host memory or cross the CPU for each GPU.",
-    fix="Give NCCL the real layout with NCCL_TOPO_FILE: the cloud vendor's file (Azure's "
-        "/opt/microsoft/ndv4/topo.xml) or the one rule nccl-topo-file generates.",
+    fix="give NCCL the real layout with NCCL_TOPO_FILE: the cloud vendor's file (Azure's "
+        "/opt/microsoft/ndv4/topo.xml) or the one rule nccl-topo-file generates",
     source="NVIDIA/nccl v2.28.9-1 src/graph/paths.cc (ncclTopoCheckGdr: GPUDirect RDMA up to "
            "NCCL_NET_GDR_LEVEL, PXB by default) and src/graph/xml.cc (NCCL_TOPO_FILE).",
 ))

@@ -21,8 +21,8 @@ declare(Check(
     why="rocetune keeps every declared value (vendors encode what no probe sees), so a value that "
         "selects a port that is down, a GID that is not RoCE v2, or a class without PFC stays in "
         "force until someone replaces it.",
-    fix="Correct the declaration where it lives, or replace it with --set KEY=VALUE "
-        "(rocetune_env_set) once the evidence is confirmed.",
+    fix="correct the declaration where it lives, or replace it with --set KEY=VALUE "
+        "(rocetune_env_set) once the evidence is confirmed",
     source="NVIDIA/nccl v2.30.7-1 src/misc/param.cc (config files: setenv without overwrite, so "
            "the first declaration wins); the deciding rule's page names its NCCL source.",
     by=("nccl-ib-hca", "nccl-ib-gid-index", "traffic-class"),
@@ -37,8 +37,8 @@ declare(Check(
     why="NCCL only logs 'Could not open XML topology file' at INFO level and detects the topology "
         "itself: on a VM whose PCI tree is flattened, that silently loses the GPU-NIC pairing and "
         "GPUDirect RDMA the file was there to give.",
-    fix="Install the file (a cloud image's topology package, e.g. Azure's /opt/microsoft/ndv4/topo.xml) "
-        "or remove the declaration so rule nccl-topo-file can plan one.",
+    fix="install the file (a cloud image's topology package, e.g. Azure's /opt/microsoft/ndv4/topo.xml) "
+        "or remove the declaration so rule nccl-topo-file can plan one",
     source="NVIDIA/nccl v2.30.7-1 src/graph/xml.cc (ncclTopoGetXmlFromFile: a missing file is an "
            "INFO message, not an error).",
     by=("declared-settings",),
@@ -54,8 +54,8 @@ declare(Check(
     why="NCCL_IB_TC marks RoCE data with the plan's DSCP; a NIC that trusts PCP, maps that DSCP to "
         "another priority or has no PFC on it sends RoCE lossy: drops become go-back-N "
         "retransmissions and timeouts under load.",
-    fix="Apply the QoS plan to the NIC with the roce_qos role (trust dscp, the DSCP map, PFC on "
-        "the data priority), and the same plan on the switches.",
+    fix="apply the QoS plan to the NIC with the roce_qos role (trust dscp, the DSCP map, PFC on "
+        "the data priority), and the same plan on the switches",
     source="NVIDIA MLNX_OFED documentation, mlnx_qos; NVIDIA/nccl v2.28.9-1 "
            "src/transport/net_ib.cc (NCCL_IB_TC sets the traffic class of each queue pair).",
     by=("traffic-class",),
@@ -95,7 +95,7 @@ declare(Check(
     why="A PyTorch job loads its wheel's NCCL, an MPI job what the loader finds: the env is "
         "planned for the lowest release so it holds for all of them, which may leave a newer "
         "release's better default unused.",
-    fix=_OVERRIDE + " to plan for one release; or align the releases.",
+    fix=_OVERRIDE + " to plan for one release; or align the releases",
     source="NVIDIA/nccl release notes; PyTorch wheels depend on nvidia-nccl-cu11/cu12/cu13.",
     by=("nccl-version",),
 ))
@@ -108,7 +108,7 @@ declare(Check(
     why="PyTorch jobs load their wheel's NCCL, often another release than the system's; one in a "
         "place not searched or in a container image cannot be seen from here, and the plan may be "
         "for the wrong release.",
-    fix=_OVERRIDE + ".",
+    fix=_OVERRIDE + "",
     source="PyTorch's nvidia-nccl-cu12 wheel dependency (site-packages/nvidia/nccl/lib/libnccl.so.2); "
            "docs/rules/nccl-version.md.",
     by=("nccl-version",),
@@ -131,8 +131,8 @@ declare(Check(
           "release planned for, and the GPU-NIC path types.",
     why="Without GPUDirect RDMA every transfer is staged through host memory: NCCL #1676 measured "
         "all-reduce falling from 180 to 10 GB/s.",
-    fix="Load nvidia-peermem and persist it in /etc/modules-load.d/ (the rdma_core role), or use "
-        "the open GPU kernel modules with DMA-BUF.",
+    fix="load nvidia-peermem and persist it in /etc/modules-load.d/ (the rdma_core role), or use "
+        "the open GPU kernel modules with DMA-BUF",
     source=_GDR_SOURCE + "; v2.30.7-1 src/init.cc (NCCL_DMABUF_ENABLE).",
     by=("gpudirect-rdma",),
 ))
@@ -147,7 +147,7 @@ declare(Check(
           "release planned for.",
     why="NCCL then disables GPUDirect RDMA although the module is loaded: NCCL #1676 measured "
         "all-reduce falling from 180 to 10 GB/s.",
-    fix="Use an NCCL release that checks the path (2.23.4 or later), or DMA-BUF.",
+    fix="use an NCCL release that checks the path (2.23.4 or later), or DMA-BUF",
     source=_GDR_SOURCE + "; NCCL #1537, #1939.",
     by=("gpudirect-rdma",),
 ))
@@ -161,7 +161,7 @@ declare(Check(
           "/sys/module/nvidia_peermem/version.",
     why="A module built against another OFED or driver than the one running registers no peer "
         "memory client: NCCL finds none of its paths and disables GPUDirect RDMA.",
-    fix="Rebuild the NVIDIA driver (or its DKMS nvidia-peermem) after installing OFED, or use DMA-BUF.",
+    fix="rebuild the NVIDIA driver (or its DKMS nvidia-peermem) after installing OFED, or use DMA-BUF",
     source=_GDR_SOURCE + ".",
     by=("gpudirect-rdma",),
 ))
@@ -177,8 +177,8 @@ declare(Check(
     why="With kernel defaults any port answers ARP for every address of the host, so peers send "
         "one port's RoCE traffic to another: NCCL sees one NIC carrying the load, or cross-rail "
         "failures (NCCL #1109, #1348).",
-    fix="Set arp_ignore=1, arp_announce=2, rp_filter=2 per interface and a routing table per port "
-        "(the roce_net role, roce_net_arp_isolation); or give each rail its own subnet.",
+    fix="set arp_ignore=1, arp_announce=2, rp_filter=2 per interface and a routing table per port "
+        "(the roce_net role, roce_net_arp_isolation); or give each rail its own subnet",
     source="NCCL #1109, #1348; Linux Documentation/networking/ip-sysctl.rst (arp_ignore, "
            "arp_announce, rp_filter).",
     by=("arp-isolation",),

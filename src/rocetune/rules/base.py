@@ -69,7 +69,8 @@ class RuleContext:
                 self.finding("declared-contradicted", "warning", d.key,
                              f"{d.key}={mine['value']} declared in {mine['source']} is kept, but {problem} "
                              f"(rocetune would set {d.value}: {d.reason}); replace it only with "
-                             f"--set {d.key}=VALUE")
+                             f"--set {d.key}=VALUE",
+                             evidence={**d.evidence, "file": mine["source"], "value": mine["value"]})
             elif mine["value"] != d.value:
                 self.note(f"{d.key}={mine['value']} declared in {mine['source']} is kept "
                           f"(rocetune's own choice would be {d.value}: {d.reason})")
@@ -79,7 +80,8 @@ class RuleContext:
                 if problem:
                     self.finding("declared-contradicted", "warning", key,
                                  f"{key}={declared[key]['value']} declared in {declared[key]['source']} "
-                                 f"is kept, but {problem}; replace it only with --set {key}=VALUE")
+                                 f"is kept, but {problem}; replace it only with --set {key}=VALUE",
+                                 file=declared[key]["source"], value=declared[key]["value"])
         self._checks = {}
         return out
 
@@ -107,10 +109,12 @@ class RuleContext:
             self._said.add(("n", self.rule_id, message))
             self.notes.append(Message(self.rule_id, message))
 
-    def finding(self, fid: str, severity: str, subject: str, message: str, **evidence: Any) -> None:
-        """A finding of a registered check (rocetune.checks.rules), left by this rule."""
+    def finding(self, fid: str, severity: str, subject: str, message: str,
+                evidence: Optional[Dict[str, Any]] = None, **more: Any) -> None:
+        """A finding of a registered check (rocetune.checks.rules), left by this rule, with what
+        it read (`evidence` and keyword arguments)."""
         self.findings.append(finding(fid, subject, message, severity=severity, rule=self.rule_id,
-                                     evidence=dict(evidence) or None))
+                                     evidence={**(evidence or {}), **more} or None))
 
     def report(self, data: Any) -> None:
         """Structured facts a rule establishes without setting a variable (plan.reports[rule id])."""

@@ -47,3 +47,19 @@ def test_roce_mtu_is_checked_on_a_rail_with_only_an_ipv6_ra_default_route():
     f["net"]["default_routes"][1]["family"] = "inet"  # now ens1 is a front end too: not checked
     f["net"]["default_routes"][1]["metric"] = 100
     assert "roce-mtu-low" not in {x.id for x in findings(f)}
+
+
+def test_a_host_finding_names_what_was_read_and_carries_its_checks_fix():
+    f = {"pci": {"devices": []}, "gpus": [], "topology": {"disagreements": []}, "verbs": {"disagreements": []},
+         "rdma": {"devices": [{"name": "mlx5_0", "ports": [{"port": 1, "link_layer": "Ethernet", "state": "ACTIVE",
+                                                             "roce_mtu": 1024, "netdev": "eth2", "netdev_mtu": 1500}]}]},
+         "net": {"default_route_interfaces": ["eth0"]},
+         "kernel": {"memlock": "8388608"}, "host": {"virtualization": {"flattened": False, "reasons": []}}}
+    by_id = {x.id: x for x in findings(f)}
+    mtu = by_id["roce-mtu-low"]
+    assert mtu.subject == "mlx5_0:1" and mtu.kind == "host"
+    assert mtu.evidence == {"file": "/sys/class/net/eth2/mtu", "value": {"netdev_mtu": 1500, "roce_mtu": 1024}}
+    assert "4200" in mtu.fix and "iboe_get_mtu" in mtu.source
+    assert by_id["memlock-limited"].evidence == {"file": "/proc/self/limits", "value": "8388608"}
+    # Sorted by id then subject, as the probe lists them.
+    assert [x.id for x in findings(f)] == sorted(by_id)
