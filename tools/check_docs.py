@@ -11,6 +11,7 @@ reads, why it matters, the fix and the source. The declaration is the one place 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -40,8 +41,13 @@ _KIND_TITLE = {"host": "Host checks", "rule": "Rule findings", "lint": "Lint che
 def _sentence(text: str) -> str:
     """A paragraph: capitalised, ended with a period, wrapped as the other docs are."""
     text = text.strip()
-    text = text[:1].upper() + text[1:]
+    first = text.split()[0]
+    if re.fullmatch(r"[a-z]+[,:;]?", first) and first != "rocetune":  # not a name or a path
+        text = text[:1].upper() + text[1:]
     text = text if text.endswith((".", ")", "`")) else text + "."
+    # NCCL_IB_*, memory_peers/*/ and <netdev> are names, not emphasis or HTML (code spans stay as they are).
+    text = "`".join(p.replace("*", "\\*").replace("<", "\\<") if i % 2 == 0 else p
+                    for i, p in enumerate(text.split("`")))
     return textwrap.fill(text, WIDTH, break_long_words=False, break_on_hyphens=False)
 
 
