@@ -72,7 +72,13 @@ def index() -> str:
         "and source; a page per check says what it checks, what it reads, why it matters, the fix "
         "and the source. A finding carries `id`, `severity`, `subject`, `message`, `evidence` "
         "(what was read: a file, a command, a value), `fix`, `source` and `kind`, and `rule` when "
-        "a rule left it (in JSON: `data.findings` of `probe`, `env` and `lint`).")]
+        "a rule left it (in JSON: `data.findings` of `probe`, `env` and `lint`)."),
+             "", _sentence(
+        "To add a check, declare it where its kind lives (`checks/host.py` with the function that "
+        "runs it, `checks/rules.py` for a rule's `ctx.finding`, `checks/lint.py`; a `doctor` "
+        "check the same way), make its findings with `rocetune.checks.finding(id, ...)`, and run "
+        "`python3 tools/check_docs.py`: a test fails while a produced id is not declared, a "
+        "declared id is produced nowhere, or a page is missing or stale.")]
     for kind in ("host", "rule", "lint", "doctor"):
         group = [c for c in all_checks() if c.kind == kind]
         if not group:

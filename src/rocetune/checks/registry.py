@@ -22,7 +22,8 @@ class UnknownCheck(LookupError):
 @dataclass(frozen=True)
 class Check:
     """`severity` is the usual one; `also` the others it takes, and `severity_note` says when.
-    `by` names the rules (kind rule) that leave it."""
+    `by` names the rules (kind rule) that leave it. Its page is docs/checks/<id>.md
+    (tools/check_docs.py writes it from these fields)."""
 
     id: str
     kind: str
@@ -40,10 +41,6 @@ class Check:
     @property
     def severities(self) -> Tuple[str, ...]:
         return (self.severity,) + self.also
-
-    @property
-    def doc(self) -> str:
-        return f"docs/checks/{self.id}.md"
 
 
 _CHECKS: Dict[str, Check] = {}
