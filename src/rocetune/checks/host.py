@@ -82,8 +82,9 @@ def pci_link_degraded(f: dict) -> Iterable[Finding]:
     fix="compare `lspci -tv` with `nvidia-smi topo -m`; on a VM or a host whose tree misstates the "
         "layout, give NCCL the real one with NCCL_TOPO_FILE (rule nccl-topo-file); check the PCIe "
         "switch firmware's mode on bare metal",
-    source="NVIDIA/nccl v2.28.9-1 src/graph/topo.cc (ncclTopoGetSystem reads the PCI tree from "
-           "sysfs) and src/graph/paths.cc (path types); `nvidia-smi topo -m` legend.",
+    source="NVIDIA/nccl v2.28.9-1 src/graph/xml.cc:413-573 (getPciPath, ncclTopoGetXmlFromSys: "
+           "each device's place from its /sys path) and src/graph/paths.cc (path types); the "
+           "`nvidia-smi topo -m` legend.",
 ))
 def topology_disagreement(f: dict) -> Iterable[Finding]:
     for text in f["topology"]["disagreements"]:
@@ -273,8 +274,9 @@ def memlock_limited(f: dict) -> Iterable[Finding]:
         "every transfer through host memory or cross the CPU for each GPU.",
     fix="give NCCL the real layout with NCCL_TOPO_FILE: the cloud vendor's file (Azure's "
         "/opt/microsoft/ndv4/topo.xml) or the one rule nccl-topo-file generates",
-    source="NVIDIA/nccl v2.28.9-1 src/graph/paths.cc (ncclTopoCheckGdr: GPUDirect RDMA up to "
-           "NCCL_NET_GDR_LEVEL, PXB by default) and src/graph/xml.cc (NCCL_TOPO_FILE).",
+    source="NVIDIA/nccl v2.28.9-1 src/graph/paths.cc:418 (ncclTopoCheckGdr: GPUDirect RDMA up "
+           "to NCCL_NET_GDR_LEVEL, PXB by default), src/graph/topo.cc:1421 (NCCL_TOPO_FILE) and "
+           "src/graph/xml.cc:387 (ncclTopoGetXmlFromFile).",
 ))
 def host_flattened(f: dict) -> Iterable[Finding]:
     text = _flattened_pairing(f)

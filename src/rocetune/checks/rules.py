@@ -82,8 +82,8 @@ declare(Check(
     why="A library of unknown version may be older than every other one found; the rules then "
         "plan for an unknown release, each on its safe side.",
     fix=_OVERRIDE,
-    source="NVIDIA/nccl src/init.cc (the 'NCCL version X.Y.Z' string every release prints); "
-           "docs/rules/nccl-version.md.",
+    source="NVIDIA/nccl v2.28.9-1 src/init.cc:603 (VERSION_STRING, the 'NCCL version X.Y.Z' "
+           "string in the library); docs/rules/nccl-version.md.",
     by=("nccl-version",),
 ))
 
