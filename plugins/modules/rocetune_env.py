@@ -86,6 +86,13 @@ features:
   description: The node's Features document (null when the agent did not run).
   type: dict
   returned: always
+findings:
+  description: >-
+    What the agent found about the node (host checks and rules), each with C(id), C(severity),
+    C(message), C(fix) and C(source); C(docs/checks/<id>.md) describes each id.
+  type: list
+  elements: dict
+  returned: when the agent ran
 files:
   description: Each file written (or that would be), with C(path) and C(changed).
   type: list
@@ -217,6 +224,7 @@ def main():
             module.warn("rocetune: %s" % w)
     module.exit_json(changed=any(r["changed"] for r in results), diff=diffs, files=results,
                      features=data["data"].get("features"),
+                     findings=data["data"].get("findings") or [],
                      env=(data["data"].get("plan") or {}).get("env") or {},
                      agent_warnings=agent_warnings)
 

@@ -70,6 +70,9 @@ def test_plain_machine_says_plainly_there_is_nothing_to_tune(tmp_path):
     assert code == 0
     f = env["data"]["features"]
     assert f["sources"]["pci"]["ok"] is False and "no PCI devices" in f["sources"]["pci"]["reason"]
-    assert {x["id"] for x in f["findings"]} >= {"no-nvidia-gpu", "no-rdma-device"}
+    assert "findings" not in f  # findings are not facts: the envelope carries them
+    assert {x["id"] for x in env["data"]["findings"]} >= {"no-nvidia-gpu", "no-rdma-device"}
+    for x in env["data"]["findings"]:  # each with its check's fix and source, and what was read
+        assert x["fix"] and x["source"] and x["kind"] in ("host", "rule") and x.get("evidence"), x
     human = rocetune("probe", "--root", str(tmp_path))
     assert "no NVIDIA GPU and no RDMA device" in human.stdout

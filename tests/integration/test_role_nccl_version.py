@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -54,3 +55,37 @@ def test_a_malformed_version_fails_before_the_agent_runs(tmp_path):
         assert "expected an NCCL release like 2.21.5" in str(exc)
     else:
         raise AssertionError("a malformed rocetune_env_nccl_version was accepted")
+
+
+MODULE_PLAY = """\
+- name: The env module alone
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Plan the env
+      rocetune.fabric.rocetune_env:
+        command: {agent}
+        root: {root}
+        env_file: {env_file}
+      register: planned
+    - name: Show the findings
+      ansible.builtin.debug:
+        msg: "FINDINGS {{{{ planned.findings | map(attribute='id') | list | to_json }}}} FEATURES-HAVE-FINDINGS {{{{ 'findings' in planned.features }}}}"
+"""
+
+
+def test_the_module_returns_the_findings_the_features_no_longer_carry(tmp_path):
+    agent = tmp_path / "rocetune"
+    agent.write_text(f"#!/bin/sh\nPYTHONPATH={REPO / 'src'} exec {sys.executable} -m rocetune \"$@\"\n")
+    agent.chmod(0o755)
+    book = tmp_path / "play.yml"
+    book.write_text(MODULE_PLAY.format(agent=agent, root=root_of("container-partial-gid"),
+                                       env_file=tmp_path / "nccl.env"))
+    proc = subprocess.run([tool("ansible-playbook"), "-i", "localhost,", "--check", str(book),
+                           "-e", json.dumps({"ansible_python_interpreter": sys.executable})],
+                          cwd=tmp_path, env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    assert re.search(r'FINDINGS \[\\?"memlock-limited\\?", \\?"nccl-wheel-not-seen\\?"\]', proc.stdout), proc.stdout
+    assert "FEATURES-HAVE-FINDINGS False" in proc.stdout, proc.stdout

@@ -192,3 +192,18 @@ def test_precedence_process_env_then_user_file_then_etc(tmp_path):
 
 def test_conf_first_occurrence_wins():
     assert conf_values("NCCL_X=1\nNCCL_X=2\n# NCCL_Y=3\n") == {"NCCL_X": "1"}
+
+
+def test_one_variable_shows_the_findings_about_it_with_fix_and_page(tmp_path, capsys):
+    ff = tmp_path / "features.json"
+    ff.write_text(json.dumps(rail_host(4).declare(NCCL_IB_HCA="mlx5_0,mlx5_1").build()))
+    code, out, _ = explain(capsys, tmp_path, "NCCL_IB_HCA", "--features", str(ff))
+    assert code == 0
+    assert "finding: [warning] declared-contradicted: NCCL_IB_HCA=mlx5_0,mlx5_1 declared in /etc/nccl.conf" in out
+    assert "(docs/checks/declared-contradicted.md)" in out
+    code, env = explain_json(capsys, tmp_path, "NCCL_IB_HCA", "--features", str(ff))
+    (f,) = env["data"]["findings"]
+    assert (f["id"], f["rule"], f["kind"]) == ("declared-contradicted", "nccl-ib-hca", "rule")
+    # A variable no finding is about shows none.
+    code, env = explain_json(capsys, tmp_path, "NCCL_SOCKET_IFNAME", "--features", str(ff))
+    assert "findings" not in env["data"]

@@ -1,5 +1,5 @@
-"""A host as a person should see it: the Features, then every finding -- the probe's and the
-rules' -- in one list, most severe first, each once."""
+"""A host as a person should see it: the Features, then every finding -- the host checks' and
+the rules' -- in one list, most severe first, each once."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ def collect(args: argparse.Namespace) -> dict:
 
 
 def all_findings(features: dict, plan) -> List[Finding]:
-    found = [Finding.from_dict(d) for d in features.get("findings", [])]
+    from ..checks import host_findings
+
+    found = host_findings(features)
     if plan is not None:
         found += plan.findings
     unique = {(f.id, f.subject, f.message): f for f in found}
@@ -31,14 +33,22 @@ def all_findings(features: dict, plan) -> List[Finding]:
 def stderr_lines(features: dict, plan, findings_too: bool) -> List[str]:
     """Warnings for stderr: unreadable sources, rule warnings, and (when stdout carries an env)
     the findings that matter."""
-    from ..probe.findings import source_warnings
-
     out = _grouped(source_warnings(features))
     if plan is not None:
         out += [m.message if m.rule_id in ("plan", "override") else f"{m.rule_id}: {m.message}"
                 for m in plan.warnings]
     if findings_too:
         out += [f"{f.id}: {f.message}" for f in all_findings(features, plan) if f.severity != "info"]
+    return out
+
+
+def source_warnings(features: dict) -> List[str]:
+    """What the sources could not read, one line each ("<source>: <why>")."""
+    out = []
+    for name, st in sorted(features["sources"].items()):
+        if not st["ok"]:
+            out.append(f"{name}: {st['reason']}")
+        out.extend(f"{name}: {w}" for w in st["warnings"])
     return out
 
 

@@ -1,12 +1,13 @@
 """Lint environment settings: env files, nccl.conf, job scripts, Dockerfiles, Markdown notes.
 
-Each check has a stable id (docs/lint.md), a severity and a fix. `error` means the setting does
-not do what its author meant (NCCL ignores it, reads it as another number, or it contradicts the
-fabric's QoS plan); `warning` means it probably does not; `info` is worth knowing. Vendors'
-published settings lint without errors: plugin variables, templates (`{{ x }}`) and shell
-expansions are recognised rather than flagged.
+Each check is declared once in rocetune.checks.lint (id, severity, fix, source; a page
+docs/checks/<id>.md); a finding's own fix, when lint can name one for the setting, overrides the
+check's. `error` means the setting does not do what its author meant (NCCL ignores it, reads it
+as another number, or it contradicts the fabric's QoS plan); `warning` means it probably does
+not; `info` is worth knowing. Vendors' published settings lint without errors: plugin variables,
+templates (`{{ x }}`) and shell expansions are recognised rather than flagged.
 
-Findings are the one Finding type (rocetune.model.finding) with file, line and key. Device and
+Findings are the one Finding type, made by rocetune.checks, with file, line and key. Device and
 interface names are checked against a Features document (HostNames.from_features), so linting
 works on a controller from a saved probe. `check_assignment` gives the checks of one setting to
 the override readers (`--set`, `--config`).
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..envfiles.read import Assignment, ParsedFile, parse_text
+from ..checks import finding
 from ..model.finding import SEVERITIES, Finding
 from ..model.qos import QosPlan
 from ..nccl.catalog import Catalog, load_catalog
@@ -34,25 +36,6 @@ _CR_KEPT = {"sh": "the shell", "nccl-conf": "NCCL"}
 # Names RDMA drivers give their devices: UCX wants them as device:port.
 _RDMA_NAME = re.compile(r"^(mlx\d_|mlx5_|irdma|bnxt_re|efa_|efa\d|rxe|siw|qedr|hfi1_|ionic_|erdma_|hns_|"
                         r"cxgb4_|ocrdma|vmw_pvrdma|i40iw|usnic_|mana_)")
-
-# Problems the parsers report, by id: severity and fix.
-_PARSE_PROBLEMS = {
-    "conf-whitespace": ("error", "write NAME=value with no spaces around '='"),
-    "conf-bad-name": ("error", "each line is NAME=value; comments start with '#' in column 1"),
-    "conf-ignored-line": ("info", "remove the line or make it a '#' comment"),
-    "docker-bad-name": ("error", "each line is NAME=value"),
-    "deepspeed-blank-line": ("error", "remove blank lines from .deepspeed_env"),
-    "deepspeed-no-equals": ("error", "only NAME=value lines: .deepspeed_env allows no comments"),
-    "deepspeed-bad-name": ("error", "each line is NAME=value"),
-    "k8s-unreadable": ("error", "write data entries as NAME: \"value\""),
-    "k8s-not-a-string": ("error", "quote the value: NAME: \"value\""),
-    "k8s-no-configmap": ("warning", "a ConfigMap has kind: ConfigMap and its settings under data:"),
-    "json-invalid": ("error", "write a flat JSON object of strings"),
-    "sh-syntax": ("warning", "close the quote or the here-document"),
-    "sh-bad-name": ("error", "names are ASCII letters, digits and '_', not starting with a digit"),
-    "sh-unexported": ("warning", "drop the line, or export the variable if the job needs it"),
-}
-
 
 def finding_text(f: Finding) -> str:
     """`file:line: severity id: message (fix: ...)`, the line lint prints per finding."""
@@ -88,8 +71,11 @@ Add = Callable[..., None]
 
 
 def _adder(out: List[Finding], name: str) -> Add:
-    def add(fid: str, sev: str, line: int, key: Optional[str], msg: str, fix: Optional[str] = None) -> None:
-        out.append(Finding(fid, sev, f"{name}:{line}", msg, "lint", fix, name, line, key))
+    """add(check id, severity (None: the check's), line, key, message, fix for this setting)"""
+    def add(fid: str, sev: Optional[str], line: int, key: Optional[str], msg: str,
+            fix: Optional[str] = None) -> None:
+        out.append(finding(fid, f"{name}:{line}", msg, severity=sev, fix=fix, file=name, line=line, key=key,
+                           evidence={"file": name, "line": line}))
     return add
 
 
@@ -102,8 +88,7 @@ def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = 
     add = _adder(out, name)
 
     for line, pid, msg in parsed.problems:
-        sev, fix = _PARSE_PROBLEMS.get(pid, ("warning", None))
-        add(pid, sev, line, None, msg, fix)
+        add(pid, None, line, None, msg)
     _check_dialect(parsed, text, add)
 
     for a in parsed.assignments:
@@ -144,8 +129,9 @@ def check_assignment(key: str, value: str, catalog: Optional[Catalog] = None) ->
     file), without a file around it: the name, then the value. Findings have no file or line."""
     out: List[Finding] = []
 
-    def add(fid: str, sev: str, line: int, k: Optional[str], msg: str, fix: Optional[str] = None) -> None:
-        out.append(Finding(fid, sev, f"{key}={value}", msg, "lint", fix, key=k))
+    def add(fid: str, sev: Optional[str], line: int, k: Optional[str], msg: str, fix: Optional[str] = None) -> None:
+        out.append(finding(fid, f"{key}={value}", msg, severity=sev, fix=fix, key=k,
+                           evidence={"value": f"{key}={value}"}))
 
     if key.startswith(_WATCHED):
         _check_one(catalog or load_catalog(), Assignment(key, value, value, 0, "override"), add)
@@ -214,10 +200,10 @@ def _check_format_value(fmt: str, a: Assignment, add) -> None:
     if fmt in ("nccl-conf", "docker"):
         consumer = "NCCL" if fmt == "nccl-conf" else "docker"
         if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
-            add(f"{'conf' if fmt == 'nccl-conf' else 'docker'}-quoted-value", "error", a.line, a.key,
+            add("conf-quoted-value" if fmt == "nccl-conf" else "docker-quoted-value", "error", a.line, a.key,
                 f"{consumer} keeps the quotes: {a.key} becomes {v!r}", "remove the quotes")
         elif v != v.strip():
-            add(f"{'conf' if fmt == 'nccl-conf' else 'docker'}-whitespace", "error", a.line, a.key,
+            add("conf-whitespace" if fmt == "nccl-conf" else "docker-whitespace", "error", a.line, a.key,
                 f"{consumer} keeps the surrounding whitespace of {v!r}"
                 + (" (a CRLF line ending?)" if v.endswith("\r") else ""),
                 "remove it (and convert CRLF line endings)")
@@ -482,8 +468,9 @@ def lint_paths(paths: Sequence[str], fmt: str = "auto", qos: Optional[QosPlan] =
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             report.files.append({"path": path, "format": None, "detected": None, "assignments": 0,
                                  "unreadable": why})
-            report.findings.append(Finding("unreadable-file", "error", path, f"cannot read it: {why}",
-                                           "lint", "check the path and its permissions", path))
+            report.findings.append(finding("unreadable-file", path, f"cannot read it: {why}",
+                                           fix="check the path and its permissions", file=path,
+                                           evidence={"file": path, "value": why}))
             continue
         parsed, found = lint_text(text, path, fmt, qos, host)
         report.files.append({"path": path, "format": parsed.fmt, "detected": parsed.detected,

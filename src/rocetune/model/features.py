@@ -19,18 +19,16 @@ def canonical(features: dict) -> str:
 # Facts about the process that ran the probe, not about the host: a login shell, an Ansible
 # session opened before the rdma_core role raised memlock, and the boot unit see different
 # values on the same host. No rule reads them for a value, so the fingerprint leaves them out
-# and an env file is not rewritten only because someone else ran the probe. It leaves out the
-# findings too: messages derived from the facts (probe/findings.py), the memlock one included.
+# and an env file is not rewritten only because someone else ran the probe.
 CALLER_SCOPED = (("kernel", "memlock"),)
-DERIVED = ("findings",)
 
 
 def fingerprint(features: dict) -> str:
-    """Short sha256 of the canonical JSON of the host facts (no caller-scoped facts, no
-    derived findings): the same host gives the same value, whoever probed."""
+    """Short sha256 of the canonical JSON of the host facts (no caller-scoped facts): the same
+    host gives the same value, whoever probed."""
     import hashlib  # here: OpenSSL's loading is a probe's cost only where a fingerprint is asked for
 
-    host_only = {k: v for k, v in features.items() if k not in DERIVED}
+    host_only = dict(features)
     for section, key in CALLER_SCOPED:
         if isinstance(host_only.get(section), dict) and key in host_only[section]:
             host_only[section] = {k: v for k, v in host_only[section].items() if k != key}
@@ -74,4 +72,7 @@ def load(path: str) -> dict:
     if problem:
         raise RocetuneError(f"{path}: not a valid Features document: {problem}",
                             hint="save one with 'rocetune probe --json > FILE'", code=ExitCode.INPUT)
+    # Files saved before findings were computed at report time (rocetune.checks) carry them:
+    # not facts, so dropped, and such a file fingerprints and plans as a fresh probe does.
+    doc.pop("findings", None)
     return doc

@@ -7,15 +7,14 @@ here, so a bad file is an input error with the field's path, never a crash deep 
 
 Notation: a type name ("str", "int", "num", "bool"), "?" after it for "may be null", a list of
 one spec for "list of", a dict for an object (keys ending in "?" are optional; "*" describes the
-values of a map keyed by name).
+values of a map keyed by name). Keys the schema does not describe are not checked: an older
+file's `findings`, say, which rocetune now computes when it reports (rocetune.checks).
 """
 
 from __future__ import annotations
 
 from typing import Any, List, Optional
 
-_FINDING = {"id": "str", "severity": "str", "subject": "str", "message": "str",
-            "source?": "str", "fix?": "str?"}
 _GID = {"index": "int", "gid": "str", "type": "str?", "ndev": "str?", "ipv4": "ip?", "ipv6": "ip?"}
 _PORT = {"port": "int", "state": "str?", "phys_state": "str?", "link_layer": "str?", "rate": "str?",
          "rate_gbps": "num?", "netdev": "str?", "netdev_mtu": "int?", "roce_mtu": "int?",
@@ -79,7 +78,6 @@ FEATURES = {
                                                   "parent": "int?"}]}]},
     "qos?": {"interfaces": {"*": {"tool": "str", "trust": "str?", "dscp_prio": {"*": "int"},
                                   "pfc_enabled": ["int"]}}},
-    "findings?": [_FINDING],
 }
 
 _TYPES = {"str": (str,), "int": (int,), "num": (int, float), "bool": (bool,), "ip": (str,), "prefix": (int,)}

@@ -1,5 +1,6 @@
 """Read a host through its root: sources (one per subsystem, each failing alone), parsers of tool
-outputs, the derived topology and the host findings, merged into one Features document."""
+outputs and the derived topology, merged into one Features document (findings are computed
+from it when a host is reported: rocetune.checks)."""
 
 from .collect import collect_features
 

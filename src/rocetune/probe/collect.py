@@ -7,7 +7,6 @@ from typing import Dict, List, Optional, Tuple
 from .. import __version__
 from ..hostfs import HostRoot, ProbeContext, Recorder, close_runner, runner_for, start_commands
 from ..model.features import SCHEMA_VERSION
-from .findings import host_findings
 from .sources import declared as declared_source
 from .sources import gpu as gpu_source
 from .sources import host as host_source
@@ -88,5 +87,4 @@ def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
         "declared": declared,
         "qos": qos,
     }
-    features["findings"] = host_findings(features)
     return features

@@ -102,6 +102,12 @@ def host_summary(f: dict, verbose: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
-def findings_text(findings: Sequence[Finding]) -> str:
-    """One line per finding, most severe first (the caller sorts); nothing when there are none."""
-    return "".join(printable(f.text()) + "\n" for f in findings)
+def findings_text(findings: Sequence[Finding], verbose: int = 0) -> str:
+    """One line per finding, most severe first (the caller sorts); nothing when there are none.
+    Verbose: each with its fix and its page."""
+    out = []
+    for f in findings:
+        out.append(printable(f.text()))
+        if verbose:
+            out.append(printable(f"    fix: {f.fix} (docs/checks/{f.id}.md)"))
+    return "".join(line + "\n" for line in out)

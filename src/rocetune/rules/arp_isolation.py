@@ -77,12 +77,14 @@ def rule(features: dict, ctx) -> List[Decision]:
                         "any port answers ARP for every address, so peers send one port's traffic to "
                         f"another (NCCL #1109, #1348): {'; '.join(bad)}. Fix: the roce_net role "
                         "(roce_net_arp_isolation) sets arp_ignore=1, arp_announce=2, rp_filter=2 per "
-                        "interface and a routing table per port; or give each rail its own subnet")
+                        "interface and a routing table per port; or give each rail its own subnet",
+                        interfaces=[p.netdev for p in members], sysctl=bad)
         elif unknown:
             ctx.finding("rdma-ports-share-subnet", "info", subnet,
                         f"{len(members)} RDMA ports ({names}) share {subnet}; their ARP sysctls are not "
                         f"in the Features ({', '.join(unknown[:3])}...): check arp_ignore=1, "
-                        "arp_announce=2, rp_filter=2 per interface and per-port routing tables")
+                        "arp_announce=2, rp_filter=2 per interface and per-port routing tables",
+                        interfaces=[p.netdev for p in members], unknown=unknown)
         else:
             ctx.note(f"{names} share {subnet}; arp_ignore, arp_announce and rp_filter are set per "
                      "interface (per-port routing tables are not visible here: check `ip rule`)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..analysis import hostview
+from ..checks import finding
 from ..model.finding import Finding
 from ..model.plan import Decision, Message, PlanFile
 from ..model.qos import QosPlan, default_plan
@@ -68,7 +69,8 @@ class RuleContext:
                 self.finding("declared-contradicted", "warning", d.key,
                              f"{d.key}={mine['value']} declared in {mine['source']} is kept, but {problem} "
                              f"(rocetune would set {d.value}: {d.reason}); replace it only with "
-                             f"--set {d.key}=VALUE")
+                             f"--set {d.key}=VALUE",
+                             evidence={**d.evidence, "file": mine["source"], "value": mine["value"]})
             elif mine["value"] != d.value:
                 self.note(f"{d.key}={mine['value']} declared in {mine['source']} is kept "
                           f"(rocetune's own choice would be {d.value}: {d.reason})")
@@ -78,7 +80,8 @@ class RuleContext:
                 if problem:
                     self.finding("declared-contradicted", "warning", key,
                                  f"{key}={declared[key]['value']} declared in {declared[key]['source']} "
-                                 f"is kept, but {problem}; replace it only with --set {key}=VALUE")
+                                 f"is kept, but {problem}; replace it only with --set {key}=VALUE",
+                                 file=declared[key]["source"], value=declared[key]["value"])
         self._checks = {}
         return out
 
@@ -106,8 +109,12 @@ class RuleContext:
             self._said.add(("n", self.rule_id, message))
             self.notes.append(Message(self.rule_id, message))
 
-    def finding(self, fid: str, severity: str, subject: str, message: str) -> None:
-        self.findings.append(Finding(fid, severity, subject, message, self.rule_id))
+    def finding(self, fid: str, severity: str, subject: str, message: str,
+                evidence: Optional[Dict[str, Any]] = None, **more: Any) -> None:
+        """A finding of a registered check (rocetune.checks.rules), left by this rule, with what
+        it read (`evidence` and keyword arguments)."""
+        self.findings.append(finding(fid, subject, message, severity=severity, rule=self.rule_id,
+                                     evidence={**(evidence or {}), **more} or None))
 
     def report(self, data: Any) -> None:
         """Structured facts a rule establishes without setting a variable (plan.reports[rule id])."""

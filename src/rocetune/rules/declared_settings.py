@@ -56,5 +56,5 @@ def rule(features: dict, ctx) -> List[Decision]:
             ctx.finding("declared-topo-missing", "warning", "NCCL_TOPO_FILE",
                         f"NCCL_TOPO_FILE={t['path']} (declared in {t['declared_by']}) does not exist: NCCL "
                         "only logs 'Could not open XML topology file' at INFO level and detects the "
-                        "topology itself (src/graph/xml.cc)")
+                        "topology itself (src/graph/xml.cc)", file=t["path"], declared_by=t["declared_by"])
     return out

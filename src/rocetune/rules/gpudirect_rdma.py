@@ -133,7 +133,8 @@ def rule(features: dict, ctx) -> List[Decision]:
         how = "built into the kernel" if "nvidia_peermem" in (kernel.get("builtin_modules") or []) else "loaded"
         ctx.finding("gdr-peermem-unregistered", "warning", "nvidia_peermem",
                     f"nvidia_peermem is {how} but {PEER_PATHS['nvidia_peermem']} and "
-                    f"{PEER_PATHS['nv_mem']} are absent: rebuild the driver after OFED, or use DMA-BUF")
+                    f"{PEER_PATHS['nv_mem']} are absent: rebuild the driver after OFED, or use DMA-BUF",
+                    peer_memory={PEER_PATHS[k]: False for k in PEER_PATHS})
     severity = "warning" if usable else "info"
     eligible = (f"{len(usable)} GPU-NIC pair(s) are PIX/PXB and lose GPUDirect RDMA" if usable else
                 "no GPU-NIC pair is PIX/PXB, so NCCL would not use GPUDirect RDMA at its default level "
@@ -143,7 +144,9 @@ def rule(features: dict, ctx) -> List[Decision]:
         ctx.finding("gdr-not-detected", severity, "nccl",
                     f"peer memory is registered only at {there}, and NCCL {vtext}{_library(host)} checks "
                     f"only {' and '.join(PEER_PATHS[k] for k in checked)}: NCCL disables GPUDirect RDMA "
-                    f"(NCCL #1676, 180 -> 10 GB/s); {eligible}. Use an NCCL that checks it")
+                    f"(NCCL #1676, 180 -> 10 GB/s); {eligible}. Use an NCCL that checks it",
+                    peer_memory={PEER_PATHS[k]: k in present for k in PEER_PATHS},
+                    checked_by_nccl=[PEER_PATHS[k] for k in checked], nccl=host.nccl_evidence())
     elif not available:
         if dmabuf["usable"] is False:
             missing = [k for k, v in dmabuf["conditions"].items() if v is False]
@@ -158,7 +161,10 @@ def rule(features: dict, ctx) -> List[Decision]:
                     f"and {dm}; {eligible}. Without it "
                     "every transfer is staged through host memory (NCCL #1676: 180 -> 10 GB/s). Load "
                     "nvidia-peermem (persist it in /etc/modules-load.d/) or use the open GPU kernel "
-                    "modules with DMA-BUF")
+                    "modules with DMA-BUF",
+                    peer_memory={PEER_PATHS[k]: k in present for k in PEER_PATHS},
+                    checked_by_nccl=[PEER_PATHS[k] for k in checked], dmabuf=dmabuf["conditions"],
+                    pairs_pix_pxb=len(usable))
     if route == "DMA-BUF":
         ctx.note("GPUDirect RDMA through DMA-BUF: open GPU kernel module "
                  f"{(dmabuf['nvidia_driver'] or {}).get('version')}, kernel {dmabuf['kernel_release']}, "

@@ -42,6 +42,10 @@ def describe(lib: dict) -> str:
     return f"{lib.get('version') or '?'} at {lib['path']} ({'; '.join(p for p in parts if p)})"
 
 
+def _found(libs: List[dict]) -> List[dict]:
+    return [{"path": x["path"], "version": x.get("version")} for x in libs]
+
+
 def rule(features: dict, ctx) -> List[Decision]:
     host = ctx.host
     libs = host.nccl_libraries()
@@ -57,20 +61,20 @@ def rule(features: dict, ctx) -> List[Decision]:
         ctx.finding("nccl-not-found", "info", "nccl",
                     "no NCCL library found (system library directories, /etc/ld.so.cache, "
                     f"{_searched(envs)}): version-gated settings are planned for an unknown release, "
-                    f"each on its safe side; {OVERRIDE}")
+                    f"each on its safe side; {OVERRIDE}", searched=envs)
         return []
     if basis == "unreadable":
         bad = ", ".join(x["path"] for x in libs if not x.get("version"))
         ctx.finding("nccl-version-unreadable", "warning", "nccl",
                     f"the version of {bad} could not be read (no version in its name, no wheel "
                     f"METADATA, no 'NCCL version' string): planned for an unknown release, which may be "
-                    f"older than the others found ({listing}); {OVERRIDE}")
+                    f"older than the others found ({listing}); {OVERRIDE}", libraries=_found(libs))
         return []
     if basis == "lowest":
         ctx.finding("nccl-versions-differ", "info", "nccl",
                     f"{len(libs)} NCCL libraries of different releases: {listing}. Planned for "
                     f"{ev['version']}, the lowest: what is set for it also holds for a job loading a newer "
-                    f"one; {OVERRIDE} to plan for one")
+                    f"one; {OVERRIDE} to plan for one", libraries=_found(libs))
     else:
         ctx.note(f"planned for {host.nccl_basis_text()}")
     if libs and not any(x.get("environment") for x in libs):
@@ -79,7 +83,8 @@ def rule(features: dict, ctx) -> List[Decision]:
                     f"cu12/cu13) or conda NCCL in {_searched(envs)}. PyTorch jobs load their wheel's "
                     "NCCL, often another release: one in a place not searched, in a container image, or "
                     "on a machine whose capture did not record it cannot be seen from here; "
-                    f"{OVERRIDE} (python -c 'import torch; print(torch.cuda.nccl.version())')")
+                    f"{OVERRIDE} (python -c 'import torch; print(torch.cuda.nccl.version())')",
+                    libraries=_found(libs), searched=envs)
     return []
 
 

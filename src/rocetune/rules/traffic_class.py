@@ -119,7 +119,9 @@ def _from_plan(ctx, sel, states) -> List[Decision]:
                 ctx.finding("qos-plan-nic-mismatch", "warning", nd,
                             f"{nd} trusts {s.get('trust')}, maps DSCP {q.data.dscp} to priority {got} and "
                             f"has PFC on {pfc}; the QoS plan ({q.source}) expects {q.trust} trust, DSCP "
-                            f"{q.data.dscp} -> priority {q.data.priority} lossless: run the roce_qos role")
+                            f"{q.data.dscp} -> priority {q.data.priority} lossless: run the roce_qos role",
+                            command=f"mlnx_qos -i {nd}", trust=s.get("trust"), dscp_priority=got,
+                            pfc_enabled=pfc)
     out = [
         ctx.decision("NCCL_IB_TC", tc,
                      f"DSCP {q.data.dscp} << 2 | {q.ecn_text} = {tc}: the data class of the QoS plan "

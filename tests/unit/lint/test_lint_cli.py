@@ -67,8 +67,9 @@ def test_findings_are_not_an_error_envelope(tmp_path, root, capsys):
     code, env = lint_json(capsys, "--root", root, str(bad))
     assert code == 1 and env["status"] == "findings" and env["errors"] == []
     f = env["data"]["findings"][0]
-    assert (f["id"], f["file"], f["line"], f["key"], f["source"]) == \
+    assert (f["id"], f["file"], f["line"], f["key"], f["kind"]) == \
         ("misspelled-name", str(bad), 1, "NCCL_IB_RETRY_COUNT", "lint")
+    assert "src/misc/param.cc" in f["source"] and f["fix"] == "rename it NCCL_IB_RETRY_CNT"
     warn = tmp_path / "warn.sh"
     warn.write_text("export NCCL_IB_TIMEOUT=0\n")
     code, env = lint_json(capsys, "--root", root, str(warn))

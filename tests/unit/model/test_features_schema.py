@@ -79,3 +79,17 @@ def test_missing_sections_are_an_input_error(tmp_path):
     with pytest.raises(RocetuneError) as e:
         load(str(f))
     assert e.value.code == ExitCode.INPUT and "missing" in e.value.message
+
+
+def test_an_older_file_with_stored_findings_loads_and_plans_as_a_fresh_probe(tmp_path):
+    """Files saved before findings moved to report time carry them, in any shape: ignored."""
+    from rocetune.model.features import fingerprint
+
+    old = copy.deepcopy(BASE)
+    old["findings"] = [{"id": "memlock-limited", "severity": "warning", "subject": "host",
+                        "message": "max locked memory is 65536 bytes"}, {"not": "a finding"}]
+    f = tmp_path / "old.json"
+    f.write_text(json.dumps(old))
+    loaded = load(str(f))
+    assert "findings" not in loaded and fingerprint(loaded) == fingerprint(BASE)
+    assert render(build_plan(loaded), "sh", loaded) == render(build_plan(BASE), "sh", BASE)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rocetune import __version__
 from rocetune.errors import ExitCode, RocetuneError
 from rocetune.model.features import fingerprint
-from rocetune.probe.findings import host_findings
+from rocetune.checks import host_findings
 from rocetune.model.plan import Decision, Overrides, Plan
 from rocetune.planner import build_plan
 from rocetune.envfiles.write import FORMATS, render
@@ -193,11 +193,10 @@ def test_the_probing_process_memlock_does_not_change_the_file():
     (unlimited) probe the same host: the same bytes, so the boot unit leaves the file alone."""
     session = rail_host().build()
     session["kernel"]["memlock"] = "8388608"
-    session["findings"] = host_findings(session)
-    assert "memlock-limited" in {f["id"] for f in session["findings"]}
+    assert "memlock-limited" in {f.id for f in host_findings(session)}
     boot = json.loads(json.dumps(session))
     boot["kernel"]["memlock"] = "unlimited"
-    boot["findings"] = host_findings(boot)
+    assert "memlock-limited" not in {f.id for f in host_findings(boot)}
     assert render(build_plan(session), "sh", session) == render(build_plan(boot), "sh", boot)
     # A host fact next to it still changes the fingerprint.
     boot["kernel"]["modules"]["nvidia_peermem"] = not boot["kernel"]["modules"].get("nvidia_peermem")

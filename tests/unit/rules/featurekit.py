@@ -283,7 +283,6 @@ class Host:
             "declared": {"files": copy.deepcopy(self.declared_files),
                          "topology_files": copy.deepcopy(self.topology_files)},
             "qos": {"interfaces": copy.deepcopy(self.qos)},
-            "findings": [],
         }
 
 

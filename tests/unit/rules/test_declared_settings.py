@@ -88,6 +88,9 @@ def test_declared_hca_missing_compute_ports_is_a_contradiction_with_evidence():
     assert plan.env["NCCL_IB_HCA"] == "mlx5_0,mlx5_1"
     (f,) = [f for f in plan.findings if f.id == "declared-contradicted"]
     assert "mlx5_2:1, mlx5_3:1" in f.message and f.subject == "NCCL_IB_HCA"
+    assert (f.rule, f.kind, f.evidence["file"], f.evidence["value"]) == \
+        ("nccl-ib-hca", "rule", "/etc/nccl.conf", "mlx5_0,mlx5_1")
+    assert f.fix and "param.cc" in f.source
 
 
 def test_declared_gid_index_that_is_not_v2_is_a_contradiction():

@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> Result:
     env = options.plan_env_from_args(args, features, None if args.env_dir else first, fmts,
                                      env_dir=args.env_dir)
     warnings = report.stderr_lines(features, env.plan, findings_too=True)
-    result = Result(command=NAME, data={"plan": env.plan.to_dict(), "features": features},
+    findings = [f.to_dict() for f in report.all_findings(features, env.plan)]
+    result = Result(command=NAME, data={"plan": env.plan.to_dict(), "features": features, "findings": findings},
                     warnings=warnings)
     if args.env_dir and not outs:
         result.data["env"] = {"formats": fmts, "dir": args.env_dir, "texts": env.texts,

@@ -6,6 +6,9 @@
                                          then $NCCL_CONF_FILE (or ~/.nccl.conf), then /etc/nccl.conf
     rocetune explain --env FILE [VAR]    explain a file rocetune generated (its '# rule:' comments)
 
+Explaining one variable also shows the findings about it (a finding whose subject is the
+variable, or whose message names it), each with its fix and its page docs/checks/<id>.md.
+
 The plan comes from --features FILE, or from probing --root; the plan options of `rocetune env`
 (--set, --unset, --config, --qos, --local-rank) apply, so explain shows exactly what env emits.
 """
@@ -24,6 +27,7 @@ from .. import options, report
 from ..result import Result
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ...model.finding import Finding
     from ...model.plan import Decision, Plan
 
 NAME = "explain"
@@ -71,6 +75,7 @@ def run(args: argparse.Namespace) -> Result:
 
     plan: "Optional[Plan]" = None
     version = None  # the NCCL release planned for (unknown for an env file)
+    findings: List["Finding"] = []
     if args.env_file:
         decisions, fhash = _decisions_from_env(args.env_file)
         if not decisions:
@@ -83,6 +88,7 @@ def run(args: argparse.Namespace) -> Result:
         version = HostView(features).nccl_version()
         plan = app.plan_host(features, options.plan_request(args))
         decisions = plan.decisions
+        findings = report.all_findings(features, plan)
         source = f"features {args.features}" if args.features else f"host {args.root}"
         warnings = [str(m) for m in plan.warnings]
 
@@ -96,6 +102,9 @@ def run(args: argparse.Namespace) -> Result:
     by_key = {d.key: d for d in decisions}
     if args.var:
         data = _explain_one(args.var, by_key.get(args.var), plan, layers, version)
+        about = _findings_about(args.var, findings)
+        if about:
+            data["findings"] = about
         data["source"] = source
         if args.var in _PATH_VARS:
             data["gpu_nic_paths"] = _paths_summary(plan)
@@ -113,6 +122,14 @@ def run(args: argparse.Namespace) -> Result:
                 "gpu_nic_paths": _paths_summary(plan)}
         human = _human_all(data, layers is not None, getattr(args, "verbose", 0))
     return Result(command=NAME, data=data, human=human, warnings=warnings)
+
+
+def _findings_about(key: str, findings: List["Finding"]) -> List[Dict[str, Any]]:
+    import re
+
+    named = re.compile(r"(?<![A-Z0-9_])" + re.escape(key) + r"(?![A-Z0-9_])")
+    return [dict(f.to_dict(), doc=f"docs/checks/{f.id}.md") for f in findings
+            if f.subject == key or f.key == key or named.search(f.message)]
 
 
 # Variables whose explanation rests on the GPU-NIC paths NCCL will see.
@@ -250,6 +267,9 @@ def _human_one(data: Dict[str, Any]) -> str:
         lines.append(printable(f"  effective: {val}{where}: {eff['status']}"))
         lines.append(printable("  NCCL reads, first wins: " + " > ".join(eff["layers"] or ["(nothing found)"])))
     lines += ["  " + x for x in _paths_line(data.get("gpu_nic_paths"))]
+    for f in data.get("findings", []):
+        lines.append(printable(f"  finding: [{f['severity']}] {f['id']}: {f['message']}"))
+        lines.append(printable(f"    fix: {f['fix']} ({f['doc']})"))
     lines.append(printable(f"  source: {data['source']}"))
     return "\n".join(lines) + "\n"
 

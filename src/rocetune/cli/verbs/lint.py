@@ -8,7 +8,8 @@
     rocetune lint --features F.json FILE  also check device/interface names against that host
     rocetune --root DIR lint FILE         the same, from a probe of that root (a capture)
 
-Exit code 1 (findings) when any error is found. Finding ids are listed in docs/lint.md.
+Exit code 1 (findings) when any error is found. Finding ids are listed in docs/lint.md, each
+with a page in docs/checks/.
 """
 
 from __future__ import annotations

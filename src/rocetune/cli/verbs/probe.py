@@ -57,4 +57,4 @@ def run(args: argparse.Namespace) -> Result:
 def _human(features: dict, findings, verbose: int) -> str:
     from ...render.human import findings_text, host_summary
 
-    return host_summary(features, verbose=verbose) + findings_text(findings)
+    return host_summary(features, verbose=verbose) + findings_text(findings, verbose)

@@ -18,7 +18,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Result:
     from ...app import nccl_topology
-    from ...probe.findings import source_warnings
+    from ..report import source_warnings
     from ...render.topo_matrix import matrix_rows, nic_rows
     from ...text import table
 

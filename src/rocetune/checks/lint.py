@@ -1,0 +1,301 @@
+"""The checks of `rocetune lint` (and of `--set`/`--config` overrides): settings in env files,
+nccl.conf, job scripts and notes that do not do what their author meant."""
+
+from __future__ import annotations
+
+from .registry import Check, declare
+
+_SETTING = "The setting's name and value as the file's consumer reads them (line, key, value)."
+_CATALOG = ("rocetune's NCCL catalog (src/rocetune/nccl/data/nccl_vars.json): the names, kinds and "
+            "limits NCCL reads, and the names it used to read")
+_PARAM = ("NVIDIA/nccl v2.28.9-1 src/include/param.h (NCCL_PARAM) and src/misc/param.cc: NCCL "
+          "reads each variable it knows by name; any other name is ignored without a message")
+_CONF = ("NVIDIA/nccl v2.28.9-1 src/misc/param.cc:36-67: each line of $NCCL_CONF_FILE (or "
+         "~/.nccl.conf), then /etc/nccl.conf, is split at the first '=' and set with "
+         "setenv(name, value, 0), nothing trimmed or unquoted")
+_LIST = ("NVIDIA/nccl v2.28.9-1 src/misc/utils.cc parseStringList/matchIfList: '^' excludes, '=' "
+         "asks for exact names, otherwise each entry is a prefix")
+_DOCKER = ("Docker documentation, `docker run --env-file`: one NAME=value per line, the value taken "
+           "verbatim")
+_DEEPSPEED = ("microsoft/DeepSpeed deepspeed/launcher/runner.py: .deepspeed_env lines are split at "
+              "'=' and exported to every node")
+_K8S = "Kubernetes API reference, ConfigMap: `data` is a map of string to string"
+_BASH = "GNU Bash Reference Manual: Definitions (name), Quoting, Bourne Shell Builtins (export)"
+_QOS = ("The QoS plan (--qos FILE, or /etc/rocetune/qos.yml under --root): its data DSCP, ECN "
+        "bits, CTS DSCP, trust mode and data priority.")
+_QOS_SOURCE = ("NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:129 (NCCL_IB_TC is the queue pairs' "
+               "traffic class: DSCP in the upper six bits, ECN in the lower two); RFC 2474 (DSCP), "
+               "RFC 3168 (ECN)")
+_HOST = ("The target host's RDMA devices, ports and interfaces from a Features document "
+         "(--features FILE, or a probe of --root).")
+
+
+def _lint(check_id: str, severity: str, title: str, checks: str, why: str, fix: str, source: str,
+          reads: str = _SETTING, also: tuple = (), severity_note: str = "") -> None:
+    declare(Check(check_id, "lint", severity, title, checks, reads, why, fix, source, also, severity_note))
+
+
+# --- names ---------------------------------------------------------------------------------------
+_lint("nonexistent-name", "error", "A name NCCL never read",
+      "NCCL_* names that no NCCL release reads though they look plausible (NCCL_TOPOLOGY_AWARE, "
+      "NCCL_IB_MTU, NCCL_IB_DSCP, NCCL_USE_ROCE).",
+      "NCCL ignores the setting without a word, so what the author meant (an MTU, a DSCP) is "
+      "never applied.", "use the variable the finding names, or remove the line",
+      _PARAM + "; " + _CATALOG + ".")
+_lint("misspelled-name", "error", "A misspelled NCCL variable",
+      "NCCL_* names that are a known misspelling (NCCL_IB_RETRY_COUNT for NCCL_IB_RETRY_CNT) or one "
+      "or two edits from a real name (NCCL_MIN_CHANNELS for NCCL_MIN_NCHANNELS).",
+      "NCCL ignores a name it does not know: the setting silently does nothing.",
+      "rename it as the finding suggests", _PARAM + "; " + _CATALOG + ".")
+_lint("removed-name", "error", "A variable NCCL removed or renamed",
+      "NCCL_* names earlier releases read and current ones do not (NCCL_IB_GDR_LEVEL, "
+      "NCCL_IB_CUDA_SUPPORT, NCCL_LL_THRESHOLD, NCCL_TREE_THRESHOLD ...).",
+      "The setting has no effect on the NCCL the job loads; its replacement, if any, is unset.",
+      "use the replacement the finding names (NCCL_NET_GDR_LEVEL for NCCL_IB_GDR_LEVEL), or remove it",
+      "NVIDIA/nccl release notes (the renames and removals); " + _CATALOG + ".")
+_lint("pytorch-name", "warning", "A PyTorch setting under its old NCCL_ name",
+      "NCCL_ASYNC_ERROR_HANDLING, NCCL_BLOCKING_WAIT and other PyTorch ProcessGroupNCCL settings "
+      "in NCCL's namespace.",
+      "libnccl never read them; current PyTorch reads the TORCH_NCCL_* names and only warns about "
+      "the old ones, which later releases drop.",
+      "rename it to the TORCH_NCCL_* name the finding gives",
+      "PyTorch torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp (TORCH_NCCL_ASYNC_ERROR_HANDLING, "
+      "TORCH_NCCL_BLOCKING_WAIT and their deprecated NCCL_ aliases).")
+_lint("unknown-name", "warning", "An NCCL_ name this release does not read",
+      "NCCL_* names that neither the catalog's NCCL release, a known plugin, nor a near spelling "
+      "accounts for.",
+      "It may be a plugin's, an older or newer release's, or a typo: NCCL itself ignores it.",
+      "check the name against the NCCL documentation of the release the job loads",
+      _PARAM + "; " + _CATALOG + ".")
+_lint("plugin-name", "info", "A variable of an NCCL plugin",
+      "Names read by a net, tuner or profiler plugin (NCCL_GPUDIRECTTCPX_*, NCCL_FASTRAK_*, "
+      "NCCL_OFI_*, NCCL_TUNER_*), not by libnccl.",
+      "It works only where that plugin is loaded; rocetune does not check its value.",
+      "nothing where the plugin is installed; otherwise remove it",
+      "aws/aws-ofi-nccl (NCCL_OFI_*), GoogleCloudPlatform/nccl-plugin-gpudirecttcpx "
+      "(NCCL_GPUDIRECTTCPX_*), NVIDIA/nccl ext-tuner (NCCL_TUNER_*).")
+
+# --- values --------------------------------------------------------------------------------------
+_lint("not-a-number", "error", "An integer variable that is not a plain integer",
+      "Values of integer variables: a whole string strtoll reads (decimal, 0x.. hex, 0.. octal).",
+      "NCCL reads the number strtoll finds at the start and drops the rest: 4M becomes 4, abc 0.",
+      "write a plain integer (0x.. for hex)",
+      "NVIDIA/nccl v2.28.9-1 src/misc/param.cc:84 (strtoll(str, nullptr, 0)).")
+_lint("out-of-range", "error", "A value outside what NCCL accepts",
+      "Integer values against the variable's range: NCCL_IB_TIMEOUT 0..31, NCCL_IB_RETRY_CNT 0..7, "
+      "NCCL_IB_TC 0..255, NCCL_IB_SL 0..15, NCCL_SOCKET_NTHREADS 1..16 ...; NCCL_IB_TIMEOUT=0.",
+      "Out of range, the verbs call fails or the value wraps into another one; NCCL_IB_TIMEOUT=0 "
+      "turns the transport timeout off, so a lost peer hangs the job forever.",
+      "use a value in the range the finding gives (NCCL_IB_TIMEOUT: NCCL's default 20, about 4 s, or more)",
+      "NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:124-129 (IB_TIMEOUT, IB_RETRY_CNT, IB_TC) "
+      "and src/transport/net_socket.cc:135 (MAX_THREADS 16); InfiniBand spec (5-bit local ACK "
+      "timeout, 3-bit retry count).", also=("warning",),
+      severity_note="warning for NCCL_IB_TIMEOUT=0, which is accepted but disables the timeout")
+_lint("bad-value", "error", "A value NCCL does not recognise",
+      "Enumerations (NCCL_IB_ADDR_FAMILY, NCCL_PROTO ...), path levels (LOC, PIX, PXB, PHB, SYS) "
+      "and NCCL_IB_ADDR_RANGE (a CIDR range).",
+      "NCCL falls back without an error: NCCL_IB_ADDR_FAMILY=inet6 silently means AF_INET, an "
+      "NCCL_IB_ADDR_RANGE without '/' is ignored.",
+      "use one of the values the finding lists",
+      "NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:269-274 (NCCL_IB_ADDR_FAMILY), :291-296 "
+      "(NCCL_IB_ADDR_RANGE) and src/graph/paths.cc:217 (ncclGetLevel).")
+_lint("legacy-level", "info", "A path level written as a number",
+      "NCCL_NET_GDR_LEVEL and NCCL_P2P_LEVEL given as 0..5 instead of a name.",
+      "The numbers are NCCL's old scale (5 = SYS); they still work but read ambiguously.",
+      "write the level's name (LOC, PIX, PXB, PHB, SYS)",
+      "NVIDIA/nccl v2.28.9-1 src/graph/paths.cc:216 (levelsOldToNew: LOC, PIX, PXB, PHB, SYS, SYS).")
+_lint("empty-value", "warning", "A variable set to nothing",
+      "NCCL_X= with no value.",
+      "NCCL treats an empty value as unset: the line does nothing, which its author probably did "
+      "not mean.", "remove the line or give a value",
+      "NVIDIA/nccl v2.28.9-1 src/misc/param.cc:82 (ncclLoadParam reads a value only when "
+      "strlen(str) > 0: an empty one leaves the default).")
+_lint("ifname-ignored", "error", "NCCL_SOCKET_IFNAME of one character",
+      "NCCL_SOCKET_IFNAME values of length 0 or 1.",
+      "NCCL uses the value only when it is longer than one character, so the sockets go over "
+      "whatever interface NCCL picks itself.", "give the full interface name",
+      "NVIDIA/nccl v2.28.9-1 src/misc/socket.cc:363 (env && strlen(env) > 1).")
+_lint("prefix-match", "info", "Device or interface names matched as prefixes",
+      "NCCL_IB_HCA and NCCL_SOCKET_IFNAME entries without '=': each is a prefix; with the host at "
+      "hand, the extra devices a prefix selects.",
+      "mlx5_1 also selects mlx5_10..mlx5_19, bond0 also bond0.2973: traffic may leave on devices "
+      "the author did not name (NCCL #177).", "write '=' before the list for exact names",
+      _LIST + "; NCCL #177, PR #236.", also=("warning",),
+      severity_note="warning when the host at hand has devices the prefix selects besides the one named")
+_lint("gloo-ifname-syntax", "error", "GLOO_SOCKET_IFNAME written in NCCL's syntax",
+      "GLOO_SOCKET_IFNAME values starting with '=' or '^'.",
+      "Gloo takes exact interface names split on ',': '=eth0' names an interface called '=eth0', "
+      "and PyTorch fails to create the Gloo process group.",
+      "write the plain interface names",
+      "PyTorch torch/csrc/distributed/c10d (GLOO_SOCKET_IFNAME: one Gloo device per ','-separated "
+      "interface name).")
+_lint("forced-algorithm", "info", "A forced NCCL algorithm or protocol",
+      "NCCL_ALGO and NCCL_PROTO set to a fixed choice.",
+      "The choice applies to every collective and message size; NCCL otherwise tunes per size, "
+      "and a setting that helped one benchmark can slow the rest.",
+      "keep it only if a benchmark on this fabric shows a gain",
+      "NCCL documentation, Environment Variables (NCCL_ALGO, NCCL_PROTO); NCCL #754 (the tuning "
+      "model moves between algorithms and protocols with message size, node count and bandwidth).")
+_lint("gid-index-pinned", "info", "A pinned RoCE GID index",
+      "NCCL_IB_GID_INDEX set to a number.",
+      "Right while every node's GID table has that layout; per-pod tables in Kubernetes differ, "
+      "and NCCL 2.21.5 and later select the IPv4 RoCE v2 GID themselves (NCCL #718, #890).",
+      "leave it unset on NCCL >= 2.21.5; otherwise derive it per node (rule nccl-ib-gid-index)",
+      "NVIDIA/nccl v2.21.5-1 src/transport/net_ib.cc:80 (IB_GID_INDEX default -1) and "
+      "ncclIbGetGidIndex; NCCL #718, #890.")
+_lint("socket-threads-product", "error", "Too many sockets per connection",
+      "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD in one file.",
+      "NCCL allows at most 64 sockets per connection and cuts the count down, so the setting does "
+      "not give what it asks for.", "lower one of them so the product is 64 or less",
+      "NVIDIA/nccl v2.28.9-1 src/transport/net_socket.cc:134 and :330-331 (MAX_SOCKETS 64).")
+_lint("ib-vars-ignored", "warning", "NCCL_IB_* settings beside NCCL_IB_DISABLE=1",
+      "NCCL_IB_DISABLE=1 and other NCCL_IB_* variables in one file.",
+      "With the verbs transport off, the NCCL_IB_* settings do nothing: either the disable or the "
+      "tuning is a mistake.", "drop the NCCL_IB_* settings, or drop NCCL_IB_DISABLE",
+      "NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:507 (NCCL_IB_DISABLE).")
+_lint("duplicate", "warning", "A variable set twice with different values",
+      "Names set more than once in one scope of a file.",
+      "Only one value takes effect: the first in nccl.conf (setenv without overwrite), the last "
+      "in a script; the other line misleads whoever reads the file.",
+      "keep one: the message says which value takes effect", _CONF + ".")
+_lint("dynamic-value", "info", "A value from shell expansion or a template",
+      "Values that depend on the shell ($VAR, $(cmd), backticks, ~) or a template placeholder ({{ x }}).",
+      "The value is known only when the file is used, so it is not checked.",
+      "nothing here; lint the rendered file to check the value",
+      "POSIX Shell Command Language, 2.6 Word Expansions.")
+_lint("ucx-port-missing", "warning", "An RDMA device in UCX_NET_DEVICES without its port",
+      "UCX_NET_DEVICES entries that name an RDMA device (mlx5_*, irdma*, bnxt_re*, efa*, rxe* ..., "
+      "or any RDMA device of the host at hand) without ':port'.",
+      "UCX lists RDMA devices as device:port; a bare name selects only a network interface of "
+      "that name, so UCX does not use the RDMA device.", "write device:port (mlx5_0:1)",
+      "OpenUCX documentation, UCX_NET_DEVICES (`ucx_info -d` lists RDMA devices as device:port).",
+      also=("error",), severity_note="error when the host at hand has an RDMA device of that name")
+
+# --- QoS and the host -----------------------------------------------------------------------------
+_lint("tc-contradicts-qos", "error", "A traffic class off the QoS plan",
+      "NCCL_IB_TC and UCX_IB_TRAFFIC_CLASS (DSCP = value >> 2) against the plan's data DSCP, "
+      "NCCL_IB_FIFO_TC against its CTS DSCP, NCCL_IB_SL against its data priority under PCP trust.",
+      "RoCE traffic marked for another class than the one with PFC goes lossy: drops become "
+      "retransmissions and timeouts under load.", "set the value the finding gives (from the QoS plan)",
+      _QOS_SOURCE + ".", reads=_SETTING + " " + _QOS)
+_lint("tc-ecn-differs", "warning", "A traffic class with other ECN bits than the QoS plan",
+      "NCCL_IB_TC and UCX_IB_TRAFFIC_CLASS whose DSCP matches the plan but whose ECN bits (value & 3) do not.",
+      "ECN-capable marking is what lets switches signal congestion to DCQCN; without it the "
+      "fabric falls back to PFC pauses alone.", "set the value the finding gives (from the QoS plan)",
+      _QOS_SOURCE + ".", reads=_SETTING + " " + _QOS)
+_lint("hca-not-found", "error", "NCCL_IB_HCA names a device the host does not have",
+      "Each NCCL_IB_HCA entry against the host's RDMA devices (exact or prefix, as NCCL matches).",
+      "NCCL finds no matching device and, with no device left, falls back to TCP sockets "
+      "('NET/IB : No device found').", "use a device the host has (`rocetune topo` lists them)",
+      _LIST + "; v2.28.9-1 src/transport/net_ib.cc:826.", reads=_SETTING + " " + _HOST,
+      also=("warning",), severity_note="warning in a '^' exclude list, where a missing name excludes nothing")
+_lint("hca-port-not-found", "error", "NCCL_IB_HCA names a port the device does not have",
+      "The ':port' of NCCL_IB_HCA entries against the matched devices' ports.",
+      "A port that does not exist matches nothing, so that device is not used.",
+      "fix the port number", _LIST + ".", reads=_SETTING + " " + _HOST,
+      also=("warning",), severity_note="warning in a '^' exclude list")
+_lint("ucx-device-not-found", "error", "UCX_NET_DEVICES names a device:port the host does not have",
+      "Each device:port entry of UCX_NET_DEVICES against the host's RDMA devices and ports.",
+      "UCX skips devices it does not find; with none left it fails to create its transports.",
+      "use device:port of a device the host has",
+      "OpenUCX documentation, UCX_NET_DEVICES.", reads=_SETTING + " " + _HOST)
+_lint("ifname-not-found", "error", "An interface the host does not have",
+      "Interfaces named in NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, OMPI_MCA_btl_tcp_if_include "
+      "and UCX_NET_DEVICES against the host's interfaces.",
+      "NCCL fails bootstrap with no usable socket interface; Gloo and Open MPI fail to start.",
+      "use one of the interfaces the finding lists",
+      "NVIDIA/nccl v2.28.9-1 src/misc/socket.cc:361-366 (NCCL_SOCKET_IFNAME); Open MPI btl_tcp "
+      "documentation (btl_tcp_if_include).", reads=_SETTING + " " + _HOST)
+
+# --- dialects ------------------------------------------------------------------------------------
+_lint("conf-quoted-value", "error", "Quotes in nccl.conf",
+      "nccl.conf values wrapped in quotes.",
+      "NCCL keeps the quotes as part of the value: NCCL_SOCKET_IFNAME=\"eth0\" names an interface "
+      "called \"eth0\" with its quotes.", "remove the quotes", _CONF + ".")
+_lint("conf-whitespace", "error", "Whitespace NCCL keeps in nccl.conf",
+      "nccl.conf lines with spaces around '=' or around the value (a CRLF line ending included).",
+      "NCCL keeps it: 'NCCL_X = 1' sets a variable named 'NCCL_X ' to ' 1'.",
+      "write NAME=value with no spaces around '='", _CONF + ".")
+_lint("conf-bad-name", "error", "An nccl.conf line NCCL cannot use",
+      "nccl.conf lines whose part before '=' is not a variable name (an 'export', a comment not "
+      "in column 1).", "NCCL sets a variable of that odd name, which nothing reads.",
+      "each line is NAME=value; comments start with '#' in column 1", _CONF + ".")
+_lint("conf-ignored-line", "info", "An nccl.conf line without '='",
+      "nccl.conf lines that have no '='.", "NCCL skips them: whatever they meant is not applied.",
+      "remove the line or make it a '#' comment", _CONF + ".")
+_lint("conf-not-nccl", "warning", "A non-NCCL variable in nccl.conf",
+      "UCX_*, GLOO_*, TORCH_NCCL_* and OMPI_MCA_* settings in an NCCL config file.",
+      "Only NCCL reads the file, when a communicator starts; UCX, Gloo and MPI have read their "
+      "settings by then.", "set it in the job environment", _CONF + ".")
+_lint("docker-quoted-value", "error", "Quotes in a docker env file",
+      "docker --env-file values wrapped in quotes.", "docker keeps the quotes as part of the value.",
+      "remove the quotes", _DOCKER + ".")
+_lint("docker-whitespace", "error", "Whitespace docker keeps in an env file",
+      "docker --env-file values with surrounding whitespace.",
+      "docker takes the value verbatim: ' eth0' is not eth0.",
+      "remove it (and convert CRLF line endings)", _DOCKER + ".")
+_lint("docker-bad-name", "error", "A line docker refuses",
+      "docker --env-file lines whose name holds whitespace.",
+      "docker refuses the file and the container does not start.", "each line is NAME=value",
+      _DOCKER + ".")
+_lint("deepspeed-blank-line", "error", "A blank line in .deepspeed_env",
+      ".deepspeed_env blank lines.", "DeepSpeed's launcher fails on a line without '='.",
+      "remove blank lines from .deepspeed_env", _DEEPSPEED + ".")
+_lint("deepspeed-no-equals", "error", "A .deepspeed_env line without '='",
+      ".deepspeed_env lines with no '=' (comments included).",
+      "DeepSpeed's launcher fails on them: the file allows NAME=value lines only.",
+      "only NAME=value lines: .deepspeed_env allows no comments", _DEEPSPEED + ".")
+_lint("deepspeed-bad-name", "error", "A .deepspeed_env name that is not a variable name",
+      ".deepspeed_env lines whose part before '=' is not a variable name.",
+      "The launcher exports it on each node's command line, where the shell rejects it.",
+      "each line is NAME=value", _DEEPSPEED + ".")
+_lint("k8s-unreadable", "error", "A ConfigMap that is not readable YAML",
+      "Files read as Kubernetes manifests: YAML syntax, duplicate keys, `data` not a mapping.",
+      "kubectl refuses the manifest, or keeps one of two duplicate keys.",
+      "write data entries as NAME: \"value\"", _K8S + "; YAML 1.2 (unique keys).")
+_lint("k8s-not-a-string", "error", "A ConfigMap value that is not a string",
+      "ConfigMap data values YAML reads as a number, boolean, list or mapping.",
+      "The API server refuses the ConfigMap: every data value must be a string.",
+      "quote the value: NAME: \"value\"", _K8S + ".")
+_lint("k8s-whitespace", "error", "A ConfigMap value with surrounding whitespace",
+      "ConfigMap data values with leading or trailing whitespace, such as the final newline a '|' "
+      "block keeps.", "The container gets the whitespace in the variable: 'eth0\\n' is not eth0.",
+      "use '|-' or '>-', or a quoted string", _K8S + "; YAML 1.2 block chomping.")
+_lint("k8s-no-configmap", "warning", "A k8s file without a ConfigMap",
+      "Files read as k8s that hold no `kind: ConfigMap` document.",
+      "Nothing in the file reaches a container's environment as settings.",
+      "a ConfigMap has kind: ConfigMap and its settings under data:", _K8S + ".")
+_lint("json-invalid", "error", "Not a flat JSON object of strings",
+      "Files read as json: valid JSON, an object of string values.",
+      "The consumer of a JSON env (a job launcher reading NAME: value pairs) cannot use it.",
+      "write a flat JSON object of strings", "RFC 8259 (JSON); docs/env-formats.md (the json dialect).")
+_lint("sh-syntax", "warning", "An unterminated quote or here-document",
+      "Shell files: quotes and here-documents that run to the end of the file.",
+      "bash reads the rest of the file as one word or as input to a command, so the settings after "
+      "it are lost or the script fails.", "close the quote or the here-document", _BASH + ".")
+_lint("sh-bad-name", "error", "Not a name bash accepts",
+      "Assignments whose name is not ASCII letters, digits and '_' not starting with a digit.",
+      "bash runs the line as a command (and `export` refuses it), so the setting is lost.",
+      "names are ASCII letters, digits and '_', not starting with a digit", _BASH + ".")
+_lint("sh-unexported", "warning", "A variable taken out of the environment",
+      "`export -n VAR` and `declare +x VAR`.",
+      "The variable stays in the shell but no longer reaches the programs it starts, NCCL included.",
+      "drop the line, or export the variable if the job needs it", _BASH + ".")
+_lint("crlf-line-endings", "error", "CRLF line endings the reader keeps",
+      "CRLF line endings in a sh or nccl.conf file (not raised for systemd, docker, .deepspeed_env, "
+      "YAML or JSON, whose readers drop the CR).",
+      "bash and NCCL keep the carriage return in the value: =bond0 becomes '=bond0\\r', which "
+      "matches nothing.", "convert the file to LF line endings (dos2unix)",
+      _BASH + "; " + _CONF + ".")
+_lint("format-differs-from-name", "info", "Named like one dialect, read as another",
+      "Files whose name suggests another dialect than their content.",
+      "If the named dialect's reader takes the file, it reads it differently: NCCL reads "
+      "'export NCCL_X=1' in an nccl.conf as a variable named 'export NCCL_X'.",
+      "check with --format of the named dialect, or rename the file",
+      "docs/lint.md (how lint tells the dialects apart); " + _CONF + ".", also=("warning",),
+      severity_note="warning for an nccl.conf read as sh, or a .deepspeed_env read as another dialect")
+_lint("unreadable-file", "error", "A file lint cannot read",
+      "Each file given: readable, text, not a directory, at most 16 MiB.",
+      "What it holds is not checked; the other files still are.",
+      "check the path and its permissions", "open(2) errors; docs/lint.md.",
+      reads="The file itself.")

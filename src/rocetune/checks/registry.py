@@ -1,0 +1,81 @@
+"""The Check type and the one registry of check ids.
+
+A check is declared once, with what its page (docs/checks/<id>.md) says: what it checks, what it
+reads, why it matters, the fix and the source. Every finding -- the host's, a rule's, lint's,
+doctor's -- is made here from a registered id; an id nobody declared is a programming error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..model.finding import SEVERITIES, Finding
+
+KINDS = ("host", "rule", "lint", "doctor")
+
+
+class UnknownCheck(LookupError):
+    """A finding for an id no check declares, or with a severity its check does not take."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """`severity` is the usual one; `also` the others it takes, and `severity_note` says when.
+    `by` names the rules (kind rule) that leave it. Its page is docs/checks/<id>.md
+    (tools/check_docs.py writes it from these fields)."""
+
+    id: str
+    kind: str
+    severity: str
+    title: str
+    checks: str
+    reads: str
+    why: str
+    fix: str
+    source: str
+    also: Tuple[str, ...] = ()
+    severity_note: str = ""
+    by: Tuple[str, ...] = ()
+
+    @property
+    def severities(self) -> Tuple[str, ...]:
+        return (self.severity,) + self.also
+
+
+_CHECKS: Dict[str, Check] = {}
+
+
+def declare(check: Check) -> Check:
+    if check.id in _CHECKS:
+        raise ValueError(f"check {check.id} is declared twice")
+    if check.kind not in KINDS or any(s not in SEVERITIES for s in check.severities):
+        raise ValueError(f"check {check.id}: kind {check.kind!r} or severities {check.severities} unknown")
+    _CHECKS[check.id] = check
+    return check
+
+
+def get(check_id: str) -> Check:
+    try:
+        return _CHECKS[check_id]
+    except KeyError:
+        raise UnknownCheck(f"no check {check_id!r} is registered (rocetune.checks)") from None
+
+
+def all_checks() -> List[Check]:
+    return sorted(_CHECKS.values(), key=lambda c: c.id)
+
+
+def finding(check_id: str, subject: str, message: str, *, severity: Optional[str] = None,
+            evidence: Optional[Dict[str, Any]] = None, fix: Optional[str] = None,
+            rule: Optional[str] = None, file: Optional[str] = None, line: Optional[int] = None,
+            key: Optional[str] = None) -> Finding:
+    """A finding of a registered check: the producer gives what it saw (subject, message,
+    evidence) and may give a fix for this instance; the rest is the check's."""
+    check = get(check_id)
+    severity = severity or check.severity
+    if severity not in check.severities:
+        raise UnknownCheck(f"check {check_id} does not take severity {severity!r} "
+                           f"(declared: {', '.join(check.severities)})")
+    return Finding(check_id, severity, subject, message, check.kind, check.source, fix or check.fix,
+                   evidence or None, rule, file, line, key)

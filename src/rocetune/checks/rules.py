@@ -1,0 +1,185 @@
+"""The checks rules leave through ctx.finding: something a decision found that a person should act
+on. The rule's own page (docs/rules/<rule>.md) says how it decides; the check's page what to do."""
+
+from __future__ import annotations
+
+from .registry import Check, declare
+
+_OVERRIDE = ("pass --nccl-version X.Y.Z (role variable rocetune_env_nccl_version) with the NCCL the "
+             "jobs load (python -c 'import torch; print(torch.cuda.nccl.version())')")
+_NCCL_LIBS = ("The NCCL libraries the probe found: system library directories, /etc/ld.so.cache, "
+              "Python environments' nvidia-nccl wheels and conda envs (the Features `kernel.nccl`).")
+
+declare(Check(
+    "declared-contradicted", "rule", "warning",
+    title="A value the host's owner declared is contradicted by the host",
+    checks="A declared NCCL_IB_HCA, NCCL_IB_GID_INDEX or NCCL_IB_TC (in /etc/nccl.conf or a "
+           "vendor's env script) against the host's evidence: the ports it selects, a RoCE v2 "
+           "GID on every compute port, the DSCP's priority having PFC on the NICs.",
+    reads="The declared files (the Features `declared.files`) and the facts the rule behind the key "
+          "reads: RDMA ports and their state, GID tables, the NICs' recorded QoS (mlnx_qos).",
+    why="rocetune keeps every declared value (vendors encode what no probe sees), so a value that "
+        "selects a port that is down, a GID that is not RoCE v2, or a class without PFC stays in "
+        "force until someone replaces it.",
+    fix="correct the declaration where it lives, or replace it with --set KEY=VALUE "
+        "(rocetune_env_set) once the evidence is confirmed",
+    source="NVIDIA/nccl v2.30.7-1 src/misc/param.cc (config files: setenv without overwrite, so "
+           "the first declaration wins); the deciding rule's page names its NCCL source.",
+    by=("nccl-ib-hca", "nccl-ib-gid-index", "traffic-class"),
+))
+
+declare(Check(
+    "declared-topo-missing", "rule", "warning",
+    title="A declared NCCL_TOPO_FILE does not exist",
+    checks="The file a declared NCCL_TOPO_FILE names.",
+    reads="The declared NCCL_TOPO_FILE (the Features `declared.topology_files[]`) and whether "
+          "that path exists under the root.",
+    why="NCCL only logs 'Could not open XML topology file' at INFO level and detects the topology "
+        "itself: on a VM whose PCI tree is flattened, that silently loses the GPU-NIC pairing and "
+        "GPUDirect RDMA the file was there to give.",
+    fix="install the file (a cloud image's topology package, e.g. Azure's /opt/microsoft/ndv4/topo.xml) "
+        "or remove the declaration so rule nccl-topo-file can plan one",
+    source="NVIDIA/nccl v2.30.7-1 src/graph/xml.cc (ncclTopoGetXmlFromFile: a missing file is an "
+           "INFO message, not an error).",
+    by=("declared-settings",),
+))
+
+declare(Check(
+    "qos-plan-nic-mismatch", "rule", "warning",
+    title="A NIC's QoS does not match the QoS plan",
+    checks="Each compute NIC's recorded trust mode, DSCP-to-priority map and PFC priorities "
+           "against the QoS plan's data class.",
+    reads="The recorded `mlnx_qos -i <if>` output per interface (the Features `qos.interfaces`) "
+          "and the QoS plan (--qos, /etc/rocetune/qos.yml, or the default).",
+    why="NCCL_IB_TC marks RoCE data with the plan's DSCP; a NIC that trusts PCP, maps that DSCP to "
+        "another priority or has no PFC on it sends RoCE lossy: drops become go-back-N "
+        "retransmissions and timeouts under load.",
+    fix="apply the QoS plan to the NIC with the roce_qos role (trust dscp, the DSCP map, PFC on "
+        "the data priority), and the same plan on the switches",
+    source="NVIDIA MLNX_OFED documentation, mlnx_qos; NVIDIA/nccl v2.28.9-1 "
+           "src/transport/net_ib.cc (NCCL_IB_TC sets the traffic class of each queue pair).",
+    by=("traffic-class",),
+))
+
+declare(Check(
+    "nccl-not-found", "rule", "info",
+    title="No NCCL library found on the host",
+    checks="Whether any NCCL library is on the host for the version-gated rules to plan for.",
+    reads=_NCCL_LIBS,
+    why="Version-gated settings (GID index, QP split, IB timeout, the peer-memory check) then "
+        "take their safe side for an unknown release, which may set more than the jobs' NCCL needs.",
+    fix=_OVERRIDE,
+    source="NVIDIA/nccl release notes (per-release defaults); docs/rules/nccl-version.md.",
+    by=("nccl-version",),
+))
+
+declare(Check(
+    "nccl-version-unreadable", "rule", "warning",
+    title="An NCCL library's version could not be read",
+    checks="Each NCCL library found: whether its version is known (file name, wheel METADATA, "
+           "the 'NCCL version' string in the library).",
+    reads=_NCCL_LIBS,
+    why="A library of unknown version may be older than every other one found; the rules then "
+        "plan for an unknown release, each on its safe side.",
+    fix=_OVERRIDE,
+    source="NVIDIA/nccl v2.28.9-1 src/init.cc:603 (VERSION_STRING, the 'NCCL version X.Y.Z' "
+           "string in the library); docs/rules/nccl-version.md.",
+    by=("nccl-version",),
+))
+
+declare(Check(
+    "nccl-versions-differ", "rule", "info",
+    title="Several NCCL releases on the host",
+    checks="Whether the NCCL libraries found are of different releases.",
+    reads=_NCCL_LIBS,
+    why="A PyTorch job loads its wheel's NCCL, an MPI job what the loader finds: the env is "
+        "planned for the lowest release so it holds for all of them, which may leave a newer "
+        "release's better default unused.",
+    fix=_OVERRIDE + " to plan for one release; or align the releases",
+    source="NVIDIA/nccl release notes; PyTorch wheels depend on nvidia-nccl-cu11/cu12/cu13.",
+    by=("nccl-version",),
+))
+
+declare(Check(
+    "nccl-wheel-not-seen", "rule", "info",
+    title="Only the system's NCCL was found",
+    checks="Whether any Python environment or conda env on the host carries its own NCCL.",
+    reads=_NCCL_LIBS,
+    why="PyTorch jobs load their wheel's NCCL, often another release than the system's; one in a "
+        "place not searched or in a container image cannot be seen from here, and the plan may be "
+        "for the wrong release.",
+    fix=_OVERRIDE + "",
+    source="PyTorch's nvidia-nccl-cu12 wheel dependency (site-packages/nvidia/nccl/lib/libnccl.so.2); "
+           "docs/rules/nccl-version.md.",
+    by=("nccl-version",),
+))
+
+_GDR_SOURCE = ("NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:872-874 and v2.30.7-1 "
+               "src/transport/net_ib/gdr.cc:18-20 (the peer-memory paths each release checks); "
+               "NCCL #1676 (GDR off: 180 -> 10 GB/s all-reduce)")
+
+declare(Check(
+    "gdr-unavailable", "rule", "warning", also=("info",),
+    severity_note="info when no GPU-NIC pair is PIX/PXB: NCCL would not use GPUDirect RDMA there "
+                  "at its default level anyway",
+    title="GPUDirect RDMA is unavailable",
+    checks="Whether NCCL can register GPU memory with the NICs: a peer-memory path the planned "
+           "release checks, or every DMA-BUF condition (open GPU kernel module, kernel >= 5.12, "
+           "rdma-core >= 34, NCCL >= 2.13.4).",
+    reads="/sys/kernel/mm/memory_peers/*/version, /sys/module/nvidia_peermem/version, "
+          "/proc/driver/nvidia/version, the kernel release, the libibverbs file name, the NCCL "
+          "release planned for, and the GPU-NIC path types.",
+    why="Without GPUDirect RDMA every transfer is staged through host memory: NCCL #1676 measured "
+        "all-reduce falling from 180 to 10 GB/s.",
+    fix="load nvidia-peermem and persist it in /etc/modules-load.d/ (the rdma_core role), or use "
+        "the open GPU kernel modules with DMA-BUF",
+    source=_GDR_SOURCE + "; v2.30.7-1 src/init.cc (NCCL_DMABUF_ENABLE).",
+    by=("gpudirect-rdma",),
+))
+
+declare(Check(
+    "gdr-not-detected", "rule", "warning", also=("info",),
+    severity_note="info when no GPU-NIC pair is PIX/PXB",
+    title="Peer memory is registered where this NCCL does not look",
+    checks="Whether the peer-memory module registers at a path the planned NCCL release checks "
+           "(releases up to 2.22.3 do not check /sys/module/nvidia_peermem/version).",
+    reads="/sys/kernel/mm/memory_peers/*/version, /sys/module/nvidia_peermem/version and the NCCL "
+          "release planned for.",
+    why="NCCL then disables GPUDirect RDMA although the module is loaded: NCCL #1676 measured "
+        "all-reduce falling from 180 to 10 GB/s.",
+    fix="use an NCCL release that checks the path (2.23.4 or later), or DMA-BUF",
+    source=_GDR_SOURCE + "; NCCL #1537, #1939.",
+    by=("gpudirect-rdma",),
+))
+
+declare(Check(
+    "gdr-peermem-unregistered", "rule", "warning",
+    title="nvidia_peermem is loaded but registered nowhere",
+    checks="Whether a loaded (or built-in) nvidia_peermem module left any of the peer-memory "
+           "paths NCCL checks.",
+    reads="/proc/modules, modules.builtin, /sys/kernel/mm/memory_peers/*/version and "
+          "/sys/module/nvidia_peermem/version.",
+    why="A module built against another OFED or driver than the one running registers no peer "
+        "memory client: NCCL finds none of its paths and disables GPUDirect RDMA.",
+    fix="rebuild the NVIDIA driver (or its DKMS nvidia-peermem) after installing OFED, or use DMA-BUF",
+    source=_GDR_SOURCE + ".",
+    by=("gpudirect-rdma",),
+))
+
+declare(Check(
+    "rdma-ports-share-subnet", "rule", "warning", also=("info",),
+    severity_note="info when the ports' ARP sysctls are not in the Features, so they cannot be judged",
+    title="RDMA ports share a subnet with ARP at kernel defaults",
+    checks="RDMA ports whose interfaces have addresses in one IPv4 subnet: their arp_ignore, "
+           "arp_announce and rp_filter sysctls.",
+    reads="The interfaces' addresses (`ip -j addr`) and /proc/sys/net/ipv4/conf/<if>/{arp_ignore,"
+          "arp_announce,rp_filter} (the Features `net.interfaces`, `kernel.sysctl`).",
+    why="With kernel defaults any port answers ARP for every address of the host, so peers send "
+        "one port's RoCE traffic to another: NCCL sees one NIC carrying the load, or cross-rail "
+        "failures (NCCL #1109, #1348).",
+    fix="set arp_ignore=1, arp_announce=2, rp_filter=2 per interface and a routing table per port "
+        "(the roce_net role, roce_net_arp_isolation); or give each rail its own subnet",
+    source="NCCL #1109, #1348; Linux Documentation/networking/ip-sysctl.rst (arp_ignore, "
+           "arp_announce, rp_filter).",
+    by=("arp-isolation",),
+))

@@ -1,0 +1,89 @@
+"""One registry of check ids: every finding produced anywhere is a declared check, with the
+severity, fix and source its declaration gives."""
+
+import os
+import re
+
+import pytest
+
+from rocetune import checks
+from rocetune.checks.host import host_check_ids
+from rocetune.checks.registry import KINDS
+from rocetune.model.finding import SEVERITIES
+from rocetune.rules import RULES
+
+SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "rocetune")
+# How code names the check it produces: ctx.finding("id", ...), finding("id", ...), lint's
+# add("id", ...), a parser's problems.append((line, "id", ...)), and lint's per-dialect choice.
+_PRODUCED = (re.compile(r'\b(?:finding|add)\(\s*"([a-z0-9-]+)"'),
+             re.compile(r'problems\.append\(\([^,()]*(?:\([^()]*\)[^,()]*)*,\s*"([a-z0-9-]+)"'),
+             re.compile(r'"([a-z0-9-]+)" if fmt == "nccl-conf" else "([a-z0-9-]+)"'))
+
+
+def produced_ids():
+    found = {}
+    for base, _dirs, files in os.walk(SRC):
+        if os.path.basename(base) == "checks" and os.path.basename(os.path.dirname(base)) == "rocetune":
+            continue  # the declarations themselves
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(base, name)
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+                for rx in _PRODUCED:
+                    for m in rx.finditer(text):
+                        for fid in m.groups():
+                            found.setdefault(fid, os.path.relpath(path, SRC))
+    return found
+
+
+def test_every_id_the_code_produces_is_registered_and_every_registered_id_is_produced():
+    produced = produced_ids()
+    registered = {c.id for c in checks.all_checks()}
+    assert {"declared-contradicted", "conf-ignored-line", "docker-quoted-value", "misspelled-name"} <= set(produced)
+    unregistered = {fid: where for fid, where in produced.items() if fid not in registered}
+    assert not unregistered, f"produced but not registered: {unregistered}"
+    unproduced = {c.id for c in checks.all_checks() if c.kind != "host"} - set(produced)
+    assert not unproduced, f"registered but produced nowhere: {sorted(unproduced)}"
+
+
+def test_every_host_check_has_one_function_and_every_function_a_declaration():
+    assert host_check_ids() == sorted(c.id for c in checks.all_checks() if c.kind == "host")
+
+
+def test_declarations_are_complete():
+    rule_ids = {r.ID for r in RULES}
+    for c in checks.all_checks():
+        assert c.kind in KINDS and all(s in SEVERITIES for s in c.severities), c.id
+        for field in ("title", "checks", "reads", "why", "fix", "source"):
+            assert len(getattr(c, field).strip()) > 10, f"{c.id}: {field}"
+        assert bool(c.also) == bool(c.severity_note), f"{c.id}: say when the other severities apply"
+        assert not c.also or c.severity_note.split()[0] in c.also, f"{c.id}: the note starts with the severity"
+        assert (c.kind == "rule") == bool(c.by), c.id
+        assert set(c.by) <= rule_ids, f"{c.id}: by {c.by}"
+
+
+def test_a_finding_of_an_unregistered_id_is_refused():
+    with pytest.raises(checks.UnknownCheck, match="no-such-check"):
+        checks.finding("no-such-check", "host", "message")
+
+
+def test_a_severity_the_check_does_not_take_is_refused():
+    with pytest.raises(checks.UnknownCheck, match="does not take severity 'error'"):
+        checks.finding("memlock-limited", "host", "message", severity="error")
+    assert checks.finding("prefix-match", "f:1", "m", severity="warning").severity == "warning"
+
+
+def test_a_finding_carries_the_checks_metadata_and_the_producers_details():
+    f = checks.finding("roce-mtu-low", "mlx5_0:1", "low", evidence={"file": "/sys/class/net/eth2/mtu"})
+    c = checks.get("roce-mtu-low")
+    assert (f.severity, f.fix, f.source, f.kind) == (c.severity, c.fix, c.source, "host")
+    assert f.to_dict()["evidence"] == {"file": "/sys/class/net/eth2/mtu"}
+    own = checks.finding("misspelled-name", "a.sh:1", "m", fix="rename it X", file="a.sh", line=1, key="K")
+    assert own.fix == "rename it X" and own.to_dict()["line"] == 1
+
+
+def test_a_check_is_declared_once():
+    c = checks.get("memlock-limited")
+    with pytest.raises(ValueError, match="declared twice"):
+        checks.registry.declare(c)
