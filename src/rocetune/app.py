@@ -323,9 +323,9 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
     ctx = ProbeContext(host, runner_for(host))
     read = readings.read(ctx, features)
     found = checks.run_checks(checks.DoctorInput(features, read, HostView(features), env.texts, declared_qos))
-    from .model.finding import Finding
+    from .checks import host_findings
 
-    findings = [Finding.from_dict(x) for x in features.get("findings", [])] + env.plan.findings + found
+    findings = host_findings(features) + env.plan.findings + found
     data = {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
             "plan": env.plan.to_dict()}
     if counters:
@@ -355,7 +355,7 @@ def nic_counters(root: str, readings: dict, save: bool):
 
 def nccl_log_against(path: str, plan_env: Dict[str, str]):
     """(NCCL's own report read from its INFO log, its differences from the plan as findings)."""
-    from .model.finding import Finding
+    from .checks import finding
     from .nccl.log import load_log
     from .nccl.log_compare import compare_with_plan
 
@@ -364,5 +364,6 @@ def nccl_log_against(path: str, plan_env: Dict[str, str]):
     for d in compare_with_plan(report, plan_env):
         shown = f" [log: {d.evidence[0].strip()}]" if d.evidence else ""
         who = f" ({len(d.processes)} process(es))" if len(d.processes) > 1 else ""
-        found.append(Finding(d.id, d.severity, d.subject, d.message + who + shown, source="nccl-log", fix=d.fix))
+        found.append(finding(d.id, d.subject, d.message + who + shown, severity=d.severity, fix=d.fix,
+                             evidence={"log": path, "lines": list(d.evidence), "processes": list(d.processes)}))
     return report, found

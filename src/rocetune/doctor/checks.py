@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
 from ..analysis.hostview import HostView, Port
+from ..checks import finding, get
 from ..model.finding import Finding
 from ..model.qos import QosPlan
 
@@ -25,38 +26,29 @@ class DoctorInput:
     qos: Optional[QosPlan]              # the node's QoS plan (None: no plan file, no --qos)
 
 
-@dataclass(frozen=True)
-class CheckSpec:
-    id: str
-    title: str
-    reads: str
-    fix: str
-    source: str
-    run: Callable[[DoctorInput], List[Finding]]
+Run = Callable[[DoctorInput], List[Finding]]
+CHECKS: Dict[str, Run] = {}
 
 
-CHECKS: List[CheckSpec] = []
+def check(check_id: str):
+    """Bind a function to a doctor check declared in rocetune.checks.doctor."""
+    get(check_id)  # declared, with its page
 
-
-def check(id: str, title: str, reads: str, fix: str, source: str):
-    def register(fn):
-        CHECKS.append(CheckSpec(id, title, reads, fix, source, fn))
+    def register(fn: Run) -> Run:
+        CHECKS[check_id] = fn
         return fn
     return register
 
 
-def _finding(spec_id: str, severity: str, subject: str, message: str, fix: Optional[str] = None) -> Finding:
-    spec = next(c for c in CHECKS if c.id == spec_id)
-    return Finding(spec_id, severity, subject, message, source="doctor", fix=fix or spec.fix)
+def _finding(check_id: str, severity: str, subject: str, message: str, evidence: Optional[dict] = None) -> Finding:
+    return finding(check_id, subject, message, severity=severity, evidence=evidence)
 
 
 def _compute_ports(d: DoctorInput) -> List[Port]:
     return list(d.view.selection().chosen)
 
 
-@check("doctor-port-down", "Compute RDMA ports are ACTIVE",
-       "/sys/class/infiniband/DEV/ports/N/state", "bring the link up: cable, switch port, `ip link set IF up`",
-       "NCCL uses only ACTIVE ports (transport/net_ib.cc ncclIbInit)")
+@check("doctor-port-down")
 def port_down(d: DoctorInput) -> List[Finding]:
     return [_finding("doctor-port-down", "error", p.name,
                      f"{p.name} ({p.netdev or 'no netdev'}) is {p.state}, not ACTIVE: NCCL will not "
@@ -80,11 +72,7 @@ def _is_rail(d: DoctorInput, port: Port) -> bool:
     return not layers or port.link_layer in layers
 
 
-@check("doctor-no-ipv4-roce-gid", "Every RoCE compute port has an IPv4 RoCE v2 GID",
-       "/sys/class/infiniband/DEV/ports/N/gids/*, gid_attrs/types/*",
-       "give the port's netdev its IPv4 address (NCCL's default NCCL_IB_ADDR_FAMILY is AF_INET)",
-       "NCCL ncclIbGetGidIndex picks a RoCE v2 GID of NCCL_IB_ADDR_FAMILY (AF_INET by default), "
-       "NCCL 2.21+ (transport/net_ib.cc); NCCL #1333, #2157")
+@check("doctor-no-ipv4-roce-gid")
 def no_ipv4_gid(d: DoctorInput) -> List[Finding]:
     return [_finding("doctor-no-ipv4-roce-gid", "error", p.name,
                      f"{p.name} ({p.netdev}) has no IPv4 RoCE v2 GID: NCCL finds no GID to use on it")
@@ -92,10 +80,7 @@ def no_ipv4_gid(d: DoctorInput) -> List[Finding]:
             and not p.v4_gids and not p.types_unreadable]
 
 
-@check("doctor-rail-mtu-mismatch", "All RoCE rails share one MTU",
-       "/sys/class/net/IF/mtu of each compute port's netdev",
-       "set the odd rail to the fabric's MTU (the roce_net role: roce_net_mtu)",
-       "RoCE's path MTU is the smaller of the two ends (IB spec; NCCL_IB_... reads active_mtu)")
+@check("doctor-rail-mtu-mismatch")
 def rail_mtu(d: DoctorInput) -> List[Finding]:
     mtus: Dict[str, int] = {}
     for p in _compute_ports(d):
@@ -114,12 +99,7 @@ def _unlimited(value: Optional[str]) -> bool:
     return value is not None and value.lower() in ("unlimited", "infinity", "-1")
 
 
-@check("doctor-memlock-services", "Services get an unlimited memlock",
-       "DefaultLimitMEMLOCK in /etc/systemd/system.conf and system.conf.d/*.conf",
-       "DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf.d/ (the rdma_core role writes it), "
-       "then `systemctl daemon-reexec` and a restart of slurmd/containerd",
-       "RDMA memory registration pins pages against RLIMIT_MEMLOCK; systemd's default is 8 MiB "
-       "(systemd 253+: systemd-system.conf(5)); jobs started by slurmd or a container runtime inherit it")
+@check("doctor-memlock-services")
 def memlock_services(d: DoctorInput) -> List[Finding]:
     if not _compute_ports(d):
         return []
@@ -136,11 +116,7 @@ def memlock_services(d: DoctorInput) -> List[Finding]:
                      "their RDMA buffers")]
 
 
-@check("doctor-memlock-logins", "Logins get an unlimited memlock",
-       "/etc/security/limits.conf and limits.d/*.conf (`*` memlock soft/hard)",
-       "`* soft memlock unlimited` and `* hard memlock unlimited` in /etc/security/limits.d/ "
-       "(the rdma_core role writes them)",
-       "pam_limits(8); RDMA registration needs RLIMIT_MEMLOCK (rdma-core's libibverbs warns at 64 KiB)")
+@check("doctor-memlock-logins")
 def memlock_logins(d: DoctorInput) -> List[Finding]:
     if not _compute_ports(d):
         return []
@@ -156,11 +132,7 @@ def memlock_logins(d: DoctorInput) -> List[Finding]:
                      f"memlock for logins (ssh, mpirun over ssh): {text}, not unlimited")]
 
 
-@check("doctor-iommu-translated", "The IOMMU does not translate GPUDirect traffic",
-       "/proc/cmdline (iommu=, intel_iommu=, amd_iommu=) and /sys/kernel/iommu_groups",
-       "boot with iommu=pt (passthrough) or the IOMMU off on bare-metal GPU nodes",
-       "NCCL troubleshooting guide, 'IOMMU': DMA remapping slows GPU peer-to-peer and GPUDirect "
-       "RDMA, or breaks it; passthrough or off is recommended on bare metal")
+@check("doctor-iommu-translated")
 def iommu(d: DoctorInput) -> List[Finding]:
     kernel = d.features["kernel"]
     cmd = kernel.get("cmdline") or {}
@@ -184,12 +156,7 @@ def _ancestors(by_bdf: Dict[str, dict], bdf: str) -> List[str]:
     return out
 
 
-@check("doctor-acs-redirect", "ACS does not redirect GPU-NIC peer-to-peer traffic",
-       "`lspci -D -vvv` ACSCtl of each PCI bridge between a GPU and its NIC",
-       "turn ACS off on those PCI switch ports (BIOS, or `setpci` at boot), or run NCCL with "
-       "NCCL_NET_GDR_LEVEL below PXB",
-       "NCCL troubleshooting guide, 'PCI Access Control Services (ACS)'; NCCL #2079, #214, #523: "
-       "ReqRedir/CmpltRedir send P2P up to the root complex (hangs or low bandwidth)")
+@check("doctor-acs-redirect")
 def acs_redirect(d: DoctorInput) -> List[Finding]:
     acs = d.readings["acs"]
     gpus = d.features["gpus"]
@@ -230,11 +197,7 @@ def _qos_ports(d: DoctorInput) -> List[str]:
     return sorted({p.netdev for p in _compute_ports(d) if p.is_roce and p.netdev})
 
 
-@check("doctor-qos-mismatch", "PFC, DSCP trust and the DSCP map follow the QoS plan",
-       "`mlnx_qos -i IF` or `dcb` (trust, dscp->priority, PFC per priority) of each RoCE rail",
-       "apply the plan: the roce_qos role (or `mlnx_qos -i IF --trust dscp --pfc ...`)",
-       "NVIDIA, 'RoCE configuration for ConnectX' (lossless RoCE: DSCP trust, PFC on the RoCE "
-       "priority); docs/qos.md")
+@check("doctor-qos-mismatch")
 def qos_mismatch(d: DoctorInput) -> List[Finding]:
     if d.qos is None:
         return []
@@ -267,10 +230,7 @@ def qos_mismatch(d: DoctorInput) -> List[Finding]:
     return out
 
 
-@check("doctor-global-pause", "Global pause is off where PFC is planned",
-       "`ethtool -a IF` of each RoCE rail",
-       "`ethtool -A IF rx off tx off` (the roce_qos role: roce_qos_pause_off)",
-       "IEEE 802.1Qbb: PFC and 802.3x pause exclude each other; mlx5 refuses PFC while pause is on")
+@check("doctor-global-pause")
 def global_pause(d: DoctorInput) -> List[Finding]:
     if d.qos is None or not d.qos.lossless_priorities:
         return []
@@ -284,10 +244,7 @@ def global_pause(d: DoctorInput) -> List[Finding]:
     return out
 
 
-@check("doctor-ecn-off", "ECN (DCQCN) is on for the RoCE priority",
-       "/sys/class/net/IF/ecn/roce_np/enable/N and roce_rp/enable/N (mlx5)",
-       "enable both for the plan's data priority (the roce_qos role does, roce_qos_dcqcn: true)",
-       "NVIDIA, 'DCQCN' (mlx5 ecn sysfs); ECN marks turn into CNPs only where the NP side is on")
+@check("doctor-ecn-off")
 def ecn_off(d: DoctorInput) -> List[Finding]:
     if d.qos is None:
         return []
@@ -305,11 +262,7 @@ def ecn_off(d: DoctorInput) -> List[Finding]:
     return out
 
 
-@check("doctor-env-drift", "The deployed env files are what the plan gives now",
-       "/etc/rocetune/nccl.env and /etc/nccl.conf, against `rocetune env` planned now",
-       "rerun `rocetune env -o FILE` (or the rocetune_env role); a hand edit belongs in an override "
-       "(--set, a config file) so that it survives",
-       "rocetune's plan; GID indices move after a reboot or port flap (NCCL #1333, #2157)")
+@check("doctor-env-drift")
 def env_drift(d: DoctorInput) -> List[Finding]:
     from ..app import MANAGED_MARKER, env_changes
     from .readings import ENV_FILES
@@ -334,10 +287,7 @@ def env_drift(d: DoctorInput) -> List[Finding]:
     return out
 
 
-@check("doctor-boot-unit-failed", "rocetune's boot units succeeded",
-       "`systemctl show rocetune-env.service rocetune-qos.service`",
-       "`journalctl -b -u UNIT` says why; fix it, then `systemctl restart UNIT`",
-       "the roles' boot units re-derive the env and re-apply QoS at every boot")
+@check("doctor-boot-unit-failed")
 def boot_units(d: DoctorInput) -> List[Finding]:
     out = []
     for unit, props in sorted(d.readings["units"].items()):
@@ -351,10 +301,7 @@ def boot_units(d: DoctorInput) -> List[Finding]:
     return out
 
 
-@check("doctor-module-not-loaded", "Modules loaded at boot are loaded",
-       "/etc/modules-load.d/*.conf and /sys/module/NAME",
-       "`modprobe NAME` (and find why it did not load at boot: `journalctl -b -u systemd-modules-load`)",
-       "modules-load.d(5); the rdma_core role persists the RDMA modules there")
+@check("doctor-module-not-loaded")
 def module_not_loaded(d: DoctorInput) -> List[Finding]:
     return [_finding("doctor-module-not-loaded", "error", name,
                      f"{name} is listed in {info['file']} but not loaded: what depends on it (its RDMA "
@@ -362,11 +309,7 @@ def module_not_loaded(d: DoctorInput) -> List[Finding]:
             for name, info in sorted(d.readings.get("modules_load", {}).items()) if not info["loaded"]]
 
 
-@check("doctor-env-names-missing-device", "The deployed env names RDMA devices this node has",
-       "NCCL_IB_HCA in /etc/rocetune/nccl.env and /etc/nccl.conf, against the node's RDMA devices",
-       "find why the device is gone (driver or module unloaded, renamed), then rerun `rocetune env -o FILE`",
-       "NCCL_IB_HCA selects devices by name (NCCL docs, env.html#nccl-ib-hca); a name matching no "
-       "device leaves NCCL fewer rails or none (NET/IB : No device found -> sockets)")
+@check("doctor-env-names-missing-device")
 def env_names_missing_device(d: DoctorInput) -> List[Finding]:
     from ..envfiles.read import parse_text
     from ..nccl.syntax import ib_hca_entries
@@ -395,6 +338,6 @@ def env_names_missing_device(d: DoctorInput) -> List[Finding]:
 
 def run_checks(d: DoctorInput) -> List[Finding]:
     out: List[Finding] = []
-    for spec in CHECKS:
-        out.extend(spec.run(d))
+    for run in CHECKS.values():
+        out.extend(run(d))
     return out

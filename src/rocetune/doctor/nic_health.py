@@ -2,7 +2,7 @@
 
 `judge(previous, current, thresholds)` compares two snapshots of one host (see
 rocetune.model.nic_counters) and returns a result per check that is over its threshold, per
-port or netdev. The checks, their thresholds and why are in rocetune.doctor.nic_checks.
+port or netdev. The checks, their thresholds and why are in rocetune.checks.nic_counters.
 
 - The interval is the uptime difference when both readings are of the same boot (monotonic,
   immune to clock steps), the wall-clock difference otherwise.
@@ -28,7 +28,7 @@ from ..errors import ExitCode, RocetuneError
 from ..model.finding import Finding, severity_rank
 from ..model.nic_counters import PORT_DATA_WORD_BYTES, validate_snapshot
 from ..model.vocab import natural_key
-from .nic_checks import CHECKS, REGISTRY, RESET_ID, Check, Signal, Threshold
+from ..checks.nic_counters import CHECKS, REGISTRY, RESET_ID, Check, Signal, Threshold
 
 GB = 10 ** 9
 HOUR_S = 3600.0
@@ -56,7 +56,10 @@ class NicResult:
                 "message": self.message, "fix": self.fix, "evidence": self.evidence}
 
     def to_finding(self) -> Finding:
-        return Finding(self.id, self.severity, self.subject, self.message, "nic-health", self.fix)
+        from ..checks import finding
+
+        return finding(self.id, self.subject, self.message, severity=self.severity,
+                       evidence=self.evidence or None, fix=self.fix)
 
 
 def effective_thresholds(overrides: Optional[Mapping[str, Mapping[str, float]]] = None) -> Dict[str, Threshold]:

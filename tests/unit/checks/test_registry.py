@@ -15,7 +15,7 @@ from rocetune.rules import RULES
 SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "rocetune")
 # How code names the check it produces: ctx.finding("id", ...), finding("id", ...), lint's
 # add("id", ...), a parser's problems.append((line, "id", ...)), and lint's per-dialect choice.
-_PRODUCED = (re.compile(r'\b(?:finding|add)\(\s*"([a-z0-9-]+)"'),
+_PRODUCED = (re.compile(r'\b(?:_?finding|add)\(\s*"([a-z0-9-]+)"'),
              re.compile(r'problems\.append\(\([^,()]*(?:\([^()]*\)[^,()]*)*,\s*"([a-z0-9-]+)"'),
              re.compile(r'"([a-z0-9-]+)" if fmt == "nccl-conf" else "([a-z0-9-]+)"'))
 
@@ -43,6 +43,13 @@ def test_every_id_the_code_produces_is_registered_and_every_registered_id_is_pro
     assert {"declared-contradicted", "conf-ignored-line", "docker-quoted-value", "misspelled-name"} <= set(produced)
     unregistered = {fid: where for fid, where in produced.items() if fid not in registered}
     assert not unregistered, f"produced but not registered: {unregistered}"
+    # Data-driven producers: the NIC counter judge makes one id per counter check it declares,
+    # the NCCL log comparison one per difference kind (each has its own test of every id).
+    from rocetune.checks.nic_counters import REGISTRY as NIC
+    from rocetune.nccl.log_compare import DIFFERENCES
+
+    produced.update({fid: "doctor/nic_health.py" for fid in NIC})
+    produced.update({fid: "nccl/log_compare.py" for fid in DIFFERENCES})
     unproduced = {c.id for c in checks.all_checks() if c.kind != "host"} - set(produced)
     assert not unproduced, f"registered but produced nowhere: {sorted(unproduced)}"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rocetune.errors import RocetuneError
-from rocetune.doctor.nic_checks import CHECKS, REGISTRY, RESET_ID
+from rocetune.checks.nic_counters import CHECKS, REGISTRY, RESET_ID
 from rocetune.doctor.nic_health import effective_thresholds, judge
 
 from tests.unit.doctor.nicsnap import NETDEV, PORT, later, real_snapshot

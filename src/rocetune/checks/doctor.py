@@ -1,0 +1,169 @@
+"""Doctor's checks: what `rocetune doctor` finds on a running node (rocetune.doctor.checks runs
+them), the NIC counters judged as rates (rocetune.doctor.nic_health over .nic_counters), and the
+differences between a job's NCCL log and the plan (rocetune.nccl.log_compare)."""
+
+from __future__ import annotations
+
+from ..nccl.log_compare import DIFFERENCES
+from .nic_counters import REGISTRY as NIC_COUNTERS
+from .nic_counters import RESET_ID
+from .registry import Check, declare
+
+_NOT_CHECKED = "info when the node lacks what the check reads (said as 'not checked: ...')"
+
+
+def _doctor(check_id: str, severity: str, *, title: str, checks: str, reads: str, why: str, fix: str,
+            source: str, also=(), note: str = "") -> None:
+    declare(Check(check_id, "doctor", severity, title=title, checks=checks, reads=reads, why=why,
+                  fix=fix, source=source, also=tuple(also), severity_note=note))
+
+
+_doctor("doctor-port-down", "error",
+        title="A rail port is not ACTIVE",
+        checks="Every RDMA port the plan would use (not the front end, not software, not an SR-IOV "
+               "VF, not a spare port without an address) is ACTIVE.",
+        reads="/sys/class/infiniband/DEV/ports/N/state, the netdev's addresses.",
+        why="NCCL uses only ACTIVE ports: a rail that is down leaves the job one NIC short, or "
+            "unable to start where the env names that port alone.",
+        fix="bring the link up: cable, switch port, `ip link set IF up`",
+        source="NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc ncclIbInit (ports not "
+               "IBV_PORT_ACTIVE are skipped)")
+_doctor("doctor-no-ipv4-roce-gid", "error",
+        title="A RoCE compute port has no IPv4 RoCE v2 GID",
+        checks="Every ACTIVE RoCE port the plan uses has a RoCE v2 GID with an IPv4 address.",
+        reads="The GID table and its types (/sys/class/infiniband/DEV/ports/N/gids, gid_attrs/types).",
+        why="NCCL's default NCCL_IB_ADDR_FAMILY is AF_INET: a port with no IPv4 RoCE v2 GID gives "
+            "NCCL no GID to use (or, pinned, the wrong one).",
+        fix="give the port's netdev its IPv4 address",
+        source="NVIDIA/nccl v2.21.5-1 src/transport/net_ib.cc ncclIbGetGidIndex; NCCL #1333, #2157")
+_doctor("doctor-rail-mtu-mismatch", "error",
+        title="One rail runs another MTU than the others",
+        checks="All RoCE compute netdevs share one MTU; the ones that differ from the most common "
+               "are named.",
+        reads="/sys/class/net/IF/mtu of each compute port's netdev.",
+        why="RoCE's path MTU is the smaller end's: a rail left at 1500 carries 1024-byte RoCE "
+            "packets, and a peer at 9000 sends frames it drops.",
+        fix="set the odd rail to the fabric's MTU (the roce_net role: roce_net_mtu)",
+        source="Linux include/rdma/ib_addr.h iboe_get_mtu(); IBTA path MTU")
+_doctor("doctor-memlock-services", "warning", also=("info",), note=_NOT_CHECKED,
+        title="Services do not get an unlimited memlock",
+        checks="systemd's DefaultLimitMEMLOCK, the last setting in system.conf and its drop-ins "
+               "in systemd's order, is infinity.",
+        reads="/etc/systemd/system.conf and system.conf.d/*.conf under /usr/lib, /usr/local/lib, "
+              "/run and /etc.",
+        why="Jobs started by a service (slurmd, containerd, kubelet) inherit its RLIMIT_MEMLOCK; "
+            "systemd's default is 8 MiB, too little to register RDMA buffers.",
+        fix="DefaultLimitMEMLOCK=infinity in /etc/systemd/system.conf.d/ (the rdma_core role writes "
+            "it), then `systemctl daemon-reexec` and a restart of slurmd/containerd",
+        source="systemd-system.conf(5) (DefaultLimitMEMLOCK, 8M since systemd 253); NCCL "
+               "troubleshooting guide (memlock)")
+_doctor("doctor-memlock-logins", "warning", also=("info",), note=_NOT_CHECKED,
+        title="Logins do not get an unlimited memlock",
+        checks="`*` soft and hard memlock are unlimited in limits.conf and limits.d.",
+        reads="/etc/security/limits.conf and /etc/security/limits.d/*.conf.",
+        why="A job started over ssh (mpirun, pdsh) gets pam_limits' memlock; below unlimited, "
+            "memory registration fails or is capped.",
+        fix="`* soft memlock unlimited` and `* hard memlock unlimited` in /etc/security/limits.d/ "
+            "(the rdma_core role writes them)",
+        source="pam_limits(8), limits.conf(5); rdma-core libibverbs (memlock warning)")
+_doctor("doctor-iommu-translated", "warning",
+        title="The IOMMU translates GPUDirect traffic on bare metal",
+        checks="On bare metal with IOMMU groups, the kernel command line has iommu=pt or the "
+               "IOMMU off.",
+        reads="/proc/cmdline (iommu=, intel_iommu=, amd_iommu=), /sys/kernel/iommu_groups.",
+        why="DMA remapping of every peer-to-peer and GPUDirect RDMA transfer costs bandwidth or "
+            "breaks P2P.",
+        fix="boot with iommu=pt (passthrough) or the IOMMU off on bare-metal GPU nodes",
+        source="NCCL troubleshooting guide, 'IOMMU'")
+_doctor("doctor-acs-redirect", "error", also=("info",), note=_NOT_CHECKED,
+        title="ACS redirects GPU-NIC peer-to-peer traffic",
+        checks="No PCI bridge between a GPU and its nearest NIC has ACS Request or Completion "
+               "Redirect on.",
+        reads="`lspci -vvv` (ACSCtl of each bridge; root reads the extended config space), the "
+              "PCI tree from the Features.",
+        why="With redirect on, GPUDirect RDMA goes up to the root complex: low bandwidth, or hangs.",
+        fix="turn ACS off on those PCI switch ports (BIOS, or `setpci` at boot), or run NCCL with "
+            "NCCL_NET_GDR_LEVEL below PXB",
+        source="NCCL troubleshooting guide, 'PCI Access Control Services (ACS)'; NCCL #214, #523, #2079")
+_doctor("doctor-qos-mismatch", "error", also=("info",), note=_NOT_CHECKED,
+        title="A rail's QoS differs from the node's QoS plan",
+        checks="DSCP trust, PFC on exactly the lossless priorities, and the data DSCP mapped to "
+               "its priority, on each RoCE rail, where the node has a QoS plan.",
+        reads="`mlnx_qos -i IF` or `dcb` (the probe's QoS source), /etc/rocetune/qos.yml or --qos.",
+        why="RoCE data in a lossy queue drops under congestion; PFC on a lossy class pauses it.",
+        fix="apply the plan: the roce_qos role (or `mlnx_qos -i IF --trust dscp --pfc ...`)",
+        source="NVIDIA, 'RoCE configuration for ConnectX' (DSCP trust, PFC on the RoCE priority); docs/qos.md")
+_doctor("doctor-global-pause", "error",
+        title="Global pause is on where PFC is planned",
+        checks="802.3x pause is off on each RoCE rail when the plan makes a priority lossless.",
+        reads="`ethtool -a IF`.",
+        why="PFC and global pause exclude each other: with pause on, one slow receiver stops "
+            "every class on the link.",
+        fix="`ethtool -A IF rx off tx off` (the roce_qos role: roce_qos_pause_off)",
+        source="IEEE 802.1Qbb; NVIDIA mlx5 (PFC refused while pause is on)")
+_doctor("doctor-ecn-off", "warning",
+        title="ECN (DCQCN) is off for the RoCE priority",
+        checks="The notification and reaction points of DCQCN are on for the plan's data priority.",
+        reads="/sys/class/net/IF/ecn/roce_np/enable/N and roce_rp/enable/N (mlx5).",
+        why="Without ECN, congestion is met with PFC pauses alone, which spread.",
+        fix="enable both for the plan's data priority (the roce_qos role does, roce_qos_dcqcn: true)",
+        source="NVIDIA, 'DCQCN' (mlx5 ecn sysfs)")
+_doctor("doctor-env-drift", "warning", also=("info",),
+        note="info when the text differs but no variable does, or when the file is not rocetune's",
+        title="A deployed env file differs from the plan now",
+        checks="/etc/rocetune/nccl.env and /etc/nccl.conf, where rocetune wrote them, hold what "
+               "the plan gives now; the variables that differ are named.",
+        reads="The files and the plan of the node as it is now.",
+        why="A GID index that moved after a reboot or port flap, or a hand edit, leaves jobs with "
+            "values that no longer fit the node.",
+        fix="rerun `rocetune env -o FILE` (or the rocetune_env role); a hand edit belongs in an "
+            "override (--set, a config file) so that it survives",
+        source="rocetune's plan; NCCL #1333, #2157 (GID index after a reboot or port flap)")
+_doctor("doctor-env-names-missing-device", "error",
+        title="The deployed env names an RDMA device the node does not have",
+        checks="Every device the deployed NCCL_IB_HCA names (exactly, or as a prefix) exists.",
+        reads="NCCL_IB_HCA in /etc/rocetune/nccl.env and /etc/nccl.conf; /sys/class/infiniband.",
+        why="A name that matches no device leaves NCCL fewer rails, or none (then sockets).",
+        fix="find why the device is gone (driver or module unloaded, renamed), then rerun "
+            "`rocetune env -o FILE`",
+        source="NCCL documentation, NCCL_IB_HCA; NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc")
+_doctor("doctor-module-not-loaded", "error",
+        title="A module listed for boot is not loaded",
+        checks="Every module in modules-load.d is loaded or built in.",
+        reads="/usr/lib/modules-load.d/*.conf, /etc/modules-load.d/*.conf, /sys/module/NAME.",
+        why="What depends on it (its RDMA devices, peer memory) is missing.",
+        fix="`modprobe NAME`, and find why it did not load at boot: `journalctl -b -u systemd-modules-load`",
+        source="modules-load.d(5); the rdma_core role persists the RDMA modules there")
+_doctor("doctor-boot-unit-failed", "error", also=("info",), note=_NOT_CHECKED,
+        title="A rocetune boot unit failed",
+        checks="rocetune-env.service and rocetune-qos.service, where installed, succeeded at their "
+               "last run.",
+        reads="`systemctl show UNIT -p Id,LoadState,ActiveState,Result,ExecMainStatus`.",
+        why="A failed env unit leaves the env of the previous boot (a moved GID index unfollowed); "
+            "a failed QoS unit leaves the NIC's defaults (no PFC).",
+        fix="`journalctl -b -u UNIT` says why; fix it, then `systemctl restart UNIT`",
+        source="the roles' boot units (docs/roles/rocetune_env.md, roce_qos.md)")
+
+_doctor(RESET_ID, "info",
+        title="NIC counters were reset since the baseline",
+        checks=NIC_COUNTERS[RESET_ID]["doc"], reads="NIC counters (docs/health.md) and the saved baseline",
+        why=NIC_COUNTERS[RESET_ID]["why"], fix=NIC_COUNTERS[RESET_ID]["fix"],
+        source="Linux ib_core port counters and mlx5 ethtool counters only ever grow, until a driver "
+               "reload, a firmware reset, a clearing tool or a reboot")
+for _id, _meta in sorted(NIC_COUNTERS.items()):
+    if _id == RESET_ID:
+        continue
+    _doctor(_id, "warning", also=("error", "info"),
+            note="error above its error threshold; info without a baseline or across a reset",
+            title=f"NIC counters: {_meta['title'].lower()}", checks=_meta["doc"],
+            reads="NIC counters, judged as rates against the saved baseline (docs/health.md)",
+            why=_meta["why"], fix=_meta["fix"], source=_meta["source"])
+
+for _id, _kind in sorted(DIFFERENCES.items()):
+    _also = tuple(s for s in ("error", "warning", "info") if s != _kind.severity)
+    _doctor(_id, _kind.severity, also=_also,
+            note=f"{_also[0]} or {_also[1]} where the difference found warrants it (docs/nccl-log.md)",
+            title=_kind.doc[0].upper() + _kind.doc[1:], checks=_kind.doc,
+            reads="A job's NCCL_DEBUG=INFO output (`rocetune doctor --nccl-log FILE`) and the plan.",
+            why="What NCCL itself reported using is the only proof the job got what the plan says.",
+            fix=_kind.fix, source="NVIDIA/nccl log formats per release (rocetune.nccl.log_lines)")
