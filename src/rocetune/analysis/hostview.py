@@ -1,6 +1,6 @@
 """Shared, pure analysis of a Features document that several rules need.
 
-The central question is which RDMA ports are the compute fabric (`select_compute_ports`): the
+The central question is which RDMA ports are the compute fabric (`HostView.selection`): the
 answer feeds NCCL_IB_HCA, the GID choice, the traffic class, UCX_NET_DEVICES, the queue pairs
 and the topology file, so it is computed once here and every rule reads the same answer.
 """
@@ -139,8 +139,7 @@ class HostView:
     # --- NCCL ------------------------------------------------------------------------------
     def nccl_version(self) -> Optional[Tuple[int, int, int]]:
         lib = (self.f.get("kernel") or {}).get("nccl")
-        text = lib.get("version") if isinstance(lib, dict) else lib if isinstance(lib, str) else None
-        return parse_version(text)
+        return parse_version(lib.get("version") if isinstance(lib, dict) else None)
 
     def nccl_version_text(self) -> Optional[str]:
         v = self.nccl_version()

@@ -53,7 +53,7 @@ _TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a numbe
                "object": "an object", "array": "a list", "null": "null"}
 
 
-def is_type(value: Any, name: str) -> bool:
+def _is_type(value: Any, name: str) -> bool:
     if name == "null":
         return value is None
     if name == "boolean":
@@ -64,10 +64,10 @@ def is_type(value: Any, name: str) -> bool:
                               "object": dict, "array": list}[name])
 
 
-def check(doc: Any, schema: Optional[dict] = None, path: str = "") -> Optional[str]:
-    """None when `doc` fits `schema` (the Features schema by default), else the first problem."""
-    root = features_schema() if schema is None else schema
-    return _check(doc, root, root, path)
+def check(doc: Any) -> Optional[str]:
+    """None when `doc` fits the Features schema, else its first problem."""
+    root = features_schema()
+    return _check(doc, root, root, "")
 
 
 def section_schema(name: str) -> dict:
@@ -128,7 +128,7 @@ def _expected(schema: dict, types: List[str]) -> str:
 def _check(value: Any, schema: dict, root: dict, path: str) -> Optional[str]:
     schema = _resolve(root, schema)
     types = _types(schema)
-    if types and not any(is_type(value, t) for t in types):
+    if types and not any(_is_type(value, t) for t in types):
         return f"{_where(path)}: expected {_expected(schema, types)}, got {_got(value)}"
     if value is None:
         return None

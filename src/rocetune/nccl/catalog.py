@@ -6,7 +6,6 @@ Used by the plan's self-check, `rocetune lint` and `rocetune explain`.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional
 
 from .. import __version__
 from ..hostfs import HostRoot, ProbeContext, Recorder, close_runner, runner_for, start_commands
