@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..pkgdata import package_json
 
@@ -51,23 +51,28 @@ _FORMAT_NAMES = {"ip-address": "an IP address"}
 
 _TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
                "object": "an object", "array": "a list", "null": "null"}
+# JSON Schema's types as Python's (bool is an int in Python, never in JSON Schema)
+_PY_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+             "object": (dict,), "array": (list,), "null": (type(None),)}
 
-
-def _is_type(value: Any, name: str) -> bool:
-    if name == "null":
-        return value is None
-    if name == "boolean":
-        return isinstance(value, bool)
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, {"string": str, "integer": int, "number": (int, float),
-                              "object": dict, "array": list}[name])
+# A compiled schema: value -> None, or (path parts innermost first, what is wrong)
+_Problem = Optional[Tuple[List[str], str]]
+_Check = Callable[[Any], _Problem]
 
 
 def check(doc: Any) -> Optional[str]:
     """None when `doc` fits the Features schema, else its first problem."""
+    problem = _features_checker()(doc)
+    if problem is None:
+        return None
+    parts, message = problem
+    return f"{_where(''.join(reversed(parts)))}: {message}"
+
+
+@lru_cache(maxsize=1)
+def _features_checker() -> _Check:
     root = features_schema()
-    return _check(doc, root, root, "")
+    return _compile(root, root, {})
 
 
 def section_schema(name: str) -> dict:
@@ -125,54 +130,112 @@ def _expected(schema: dict, types: List[str]) -> str:
     return " or ".join(names)
 
 
-def _check(value: Any, schema: dict, root: dict, path: str) -> Optional[str]:
+def _compile(schema: dict, root: dict, done: Dict[int, _Check]) -> _Check:
+    """One function per schema node, built once: a 6 MB Features document is checked in a
+    single walk that builds a field's path only when the field is wrong."""
     schema = _resolve(root, schema)
+    if id(schema) in done:
+        return done[id(schema)]
     types = _types(schema)
-    if types and not any(_is_type(value, t) for t in types):
-        return f"{_where(path)}: expected {_expected(schema, types)}, got {_got(value)}"
-    if value is None:
+    matches = _type_matcher(types)
+    expected = _expected(schema, types) if types else ""
+    parts = [_compile_scalar(schema, types)]
+    if "items" in schema:
+        parts.append(_compile_items(_compile(schema["items"], root, done)))
+    if "properties" in schema or "required" in schema or isinstance(schema.get("additionalProperties"), dict):
+        parts.append(_compile_object(schema, root, done))
+    steps = [p for p in parts if p is not None]
+
+    def check_node(value: Any) -> _Problem:
+        if matches is not None and not matches(value):
+            return [], f"expected {expected}, got {_got(value)}"
+        if value is None:
+            return None
+        for step in steps:
+            problem = step(value)
+            if problem is not None:
+                return problem
         return None
-    problem = _check_scalar(value, schema, path)
-    if problem:
-        return problem
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            problem = _check(item, schema["items"], root, f"{path}[{i}]")
-            if problem:
-                return problem
-    if isinstance(value, dict):
-        return _check_object(value, schema, root, path)
-    return None
+
+    done[id(schema)] = check_node
+    return check_node
 
 
-def _check_scalar(value: Any, schema: dict, path: str) -> Optional[str]:
-    if "enum" in schema and not any(value == e and type(value) is type(e) for e in schema["enum"]):
-        return f"{_where(path)}: expected one of {', '.join(map(_got, schema['enum']))}, got {_got(value)}"
+def _type_matcher(types: List[str]) -> Optional[Callable[[Any], bool]]:
+    if not types:
+        return None
+    exact = frozenset(t for name in types for t in _PY_TYPES[name])
+    classes = tuple(exact)
+
+    def matches(value: Any) -> bool:
+        kind = type(value)
+        return kind in exact or (kind is not bool and isinstance(value, classes))
+
+    return matches
+
+
+def _compile_scalar(schema: dict, types: List[str]) -> Optional[_Check]:
+    enum = schema.get("enum")
     low, high = schema.get("minimum"), schema.get("maximum")
-    if isinstance(value, (int, float)) and ((low is not None and value < low) or (high is not None and value > high)):
-        bounds = f"{'' if low is None else low}..{'' if high is None else high}"
-        return f"{_where(path)}: expected {_expected(schema, _types(schema))} in {bounds}, got {_got(value)}"
-    if isinstance(value, str) and "format" in schema and not FORMATS[schema["format"]](value):
-        return f"{_where(path)}: expected {_FORMAT_NAMES[schema['format']]}, got {_got(value)}"
-    return None
+    valid = FORMATS[schema["format"]] if "format" in schema else None
+    if enum is None and low is None and high is None and valid is None:
+        return None
+    bounds = f"{'' if low is None else low}..{'' if high is None else high}"
+
+    def check_scalar(value: Any) -> _Problem:
+        if enum is not None and not any(value == e and type(value) is type(e) for e in enum):
+            return [], f"expected one of {', '.join(map(_got, enum))}, got {_got(value)}"
+        if isinstance(value, (int, float)) and ((low is not None and value < low)
+                                                or (high is not None and value > high)):
+            return [], f"expected {_expected(schema, types)} in {bounds}, got {_got(value)}"
+        if valid is not None and isinstance(value, str) and not valid(value):
+            return [], f"expected {_FORMAT_NAMES[schema['format']]}, got {_got(value)}"
+        return None
+
+    return check_scalar
 
 
-def _check_object(value: dict, schema: dict, root: dict, path: str) -> Optional[str]:
-    properties = schema.get("properties", {})
-    required = schema.get("required", ())
-    for name in list(properties) + [r for r in required if r not in properties]:
-        if name not in value:
-            if name in required:
-                return f"{_where(path + '.' + name)}: missing"
-            continue
-        if name in properties:
-            problem = _check(value[name], properties[name], root, f"{path}.{name}")
-            if problem:
+def _compile_items(item: _Check) -> _Check:
+    def check_items(value: Any) -> _Problem:
+        if not isinstance(value, list):
+            return None
+        for i, element in enumerate(value):
+            problem = item(element)
+            if problem is not None:
+                problem[0].append(f"[{i}]")
                 return problem
-    extra = schema.get("additionalProperties")
-    if isinstance(extra, dict):
-        for key in sorted((k for k in value if k not in properties), key=str):
-            problem = _check(value[key], extra, root, f"{path}.{key}")
-            if problem:
+        return None
+
+    return check_items
+
+
+def _compile_object(schema: dict, root: dict, done: Dict[int, _Check]) -> _Check:
+    required = set(schema.get("required", ()))
+    names = list(schema.get("properties", {}))
+    keys = [(name, name in required, _compile(schema["properties"][name], root, done)) for name in names]
+    keys += [(name, True, None) for name in schema.get("required", ()) if name not in names]
+    extra_schema = schema.get("additionalProperties")
+    extra = _compile(extra_schema, root, done) if isinstance(extra_schema, dict) else None
+    known = set(names)
+
+    def check_object(value: Any) -> _Problem:
+        if not isinstance(value, dict):
+            return None
+        for name, needed, sub in keys:
+            if name not in value:
+                if needed:
+                    return ["." + name], "missing"
+                continue
+            problem = sub(value[name]) if sub is not None else None
+            if problem is not None:
+                problem[0].append("." + name)
                 return problem
-    return None
+        if extra is not None:
+            for key in sorted((k for k in value if k not in known), key=str):
+                problem = extra(value[key])
+                if problem is not None:
+                    problem[0].append(f".{key}")
+                    return problem
+        return None
+
+    return check_object
