@@ -36,7 +36,7 @@ from rocetune.cli.main import main
 
 sys.exit(main())
 """
-_KEEP = (".py", ".json")
+_KEEP = (".py", ".json")  # modules and their package data (nccl/data, model/data)
 
 
 def _package_files(package_dir: str, arcbase: str) -> Iterator[Tuple[str, str]]:

@@ -1,6 +1,6 @@
 """Shared, pure analysis of a Features document that several rules need.
 
-The central question is which RDMA ports are the compute fabric (`select_compute_ports`): the
+The central question is which RDMA ports are the compute fabric (`HostView.selection`): the
 answer feeds NCCL_IB_HCA, the GID choice, the traffic class, UCX_NET_DEVICES, the queue pairs
 and the topology file, so it is computed once here and every rule reads the same answer.
 """
@@ -8,7 +8,6 @@ and the topology file, so it is computed once here and every rule reads the same
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -112,6 +111,14 @@ class Selection:
         }
 
 
+@dataclass
+class _Verdicts:
+    """What the selection's stages say: ports left out (with why), doubts, notes."""
+    excluded: List[Tuple[Port, str]] = field(default_factory=list)
+    uncertain: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+
 class HostView:
     """Derived facts about one host; every method reads only the Features."""
 
@@ -132,8 +139,7 @@ class HostView:
     # --- NCCL ------------------------------------------------------------------------------
     def nccl_version(self) -> Optional[Tuple[int, int, int]]:
         lib = (self.f.get("kernel") or {}).get("nccl")
-        text = lib.get("version") if isinstance(lib, dict) else lib if isinstance(lib, str) else None
-        return parse_version(text)
+        return parse_version(lib.get("version") if isinstance(lib, dict) else None)
 
     def nccl_version_text(self) -> Optional[str]:
         v = self.nccl_version()
@@ -392,158 +398,187 @@ class HostView:
         return Selection(local, excluded, uncertain, notes, True, locality_used=True, names_only=True)
 
     def _select(self) -> Selection:
+        """The compute ports, stage by stage: each stage drops ports with the reason, or doubts
+        the choice, into `said`."""
         visible, hidden = self.rdma_visible()
-        excluded: List[Tuple[Port, str]] = []
-        uncertain: List[str] = []
-        notes: List[str] = []
-        routed = set((self.f.get("net") or {}).get("default_route_interfaces") or [])
-        if any(p.netdev in routed for p in self.ports()):  # the choice of front end touches a port
-            uncertain.extend(self.front.doubts)
-            notes.extend(self.front.notes)
         if not visible:
             return Selection([], [], [], [], False, hidden)
+        said = _Verdicts()
+        self._doubt_the_front_end(said)
+        candidates, front = self._usable_ports(said)
+        candidates = self._one_port_per_link(candidates, said)
+        candidates, converged = self._fall_back_to_converged(candidates, front, said)
+        if not candidates:
+            return Selection([], said.excluded, said.uncertain, said.notes, True)
+        pool, locality = self._prefer_gpu_local(candidates, said)
+        pool = self._keep_one_fabric(pool, said)
+        pool = self._drop_slow_ports(pool, said)
+        pool = self._drop_management_subnet_ports(pool, said)
+        pool = self._drop_roce_ports_without_address(pool, said)
+        if locality and len(self.gpus) > 1:
+            self._doubt_uneven_rails(pool, said)
+        chosen = sorted(pool, key=lambda p: (natural_key(p.device), p.port))
+        converged = [(p, why) for p, why in converged if p in chosen]
+        return Selection(chosen, said.excluded, said.uncertain, said.notes, True, locality_used=locality,
+                         converged=converged)
+
+    def _doubt_the_front_end(self, said: _Verdicts) -> None:
+        """The front end's own doubts count where its choice touches an RDMA port."""
+        routed = set((self.f.get("net") or {}).get("default_route_interfaces") or [])
+        if any(p.netdev in routed for p in self.ports()):
+            said.uncertain.extend(self.front.doubts)
+            said.notes.extend(self.front.notes)
+
+    def _usable_ports(self, said: _Verdicts) -> Tuple[List[Port], List[Tuple[Port, str]]]:
+        """ACTIVE IB/RoCE ports: (candidates, front-end ports with the reason they are)."""
         candidates: List[Port] = []
         front: List[Tuple[Port, str]] = []
         for p in self.ports():
             if p.link_layer not in VERBS_LINK_LAYERS:
-                excluded.append((p, f"link layer {p.link_layer or 'unknown'}: not an InfiniBand/RoCE "
-                                    "port NCCL's verbs transport can use"))
+                said.excluded.append((p, f"link layer {p.link_layer or 'unknown'}: not an InfiniBand/RoCE "
+                                         "port NCCL's verbs transport can use"))
                 continue
             if p.state != "ACTIVE":
-                excluded.append((p, f"port state {p.state or 'unknown'}: NCCL only uses ACTIVE ports"))
+                said.excluded.append((p, f"port state {p.state or 'unknown'}: NCCL only uses ACTIVE ports"))
                 if p.gpu_local:
-                    uncertain.append(f"{p.name} is GPU-local ({p.best_path}) but {p.state or 'not ACTIVE'}: "
-                                     "a compute port that is down?")
+                    said.uncertain.append(f"{p.name} is GPU-local ({p.best_path}) but {p.state or 'not ACTIVE'}: "
+                                          "a compute port that is down?")
                 continue
             why = self.frontend_reason(p)
             if why:
                 front.append((p, why))
                 continue
             candidates.append(p)
-        candidates = self._one_port_per_link(candidates, excluded, notes)
-        converged: List[Tuple[Port, str]] = []
-        if not candidates and front:
-            # NCCL's IB transport takes every ACTIVE IB/RoCE port (net_ib.cc ncclIbInit): with
-            # no other port usable, the front-end port is its fabric (a converged port).
-            converged = front
-            candidates = self._one_port_per_link([p for p, _ in front], excluded, notes)
-        else:
-            excluded.extend(front)
-        if not candidates:
-            return Selection([], excluded, uncertain, notes, True)
+        return candidates, front
 
+    def _fall_back_to_converged(self, candidates: List[Port], front: List[Tuple[Port, str]],
+                                said: _Verdicts) -> Tuple[List[Port], List[Tuple[Port, str]]]:
+        """(candidates, converged front-end ports). NCCL's IB transport takes every ACTIVE IB/RoCE
+        port (net_ib.cc ncclIbInit): with no other port usable, the front-end port is its fabric
+        (a converged port); otherwise the front-end ports are left out."""
+        if not candidates and front:
+            return self._one_port_per_link([p for p, _ in front], said), front
+        said.excluded.extend(front)
+        return candidates, []
+
+    def _prefer_gpu_local(self, candidates: List[Port], said: _Verdicts) -> Tuple[List[Port], bool]:
+        """(pool, locality used): the ports PIX/PXB to a GPU where there are any, else all."""
         local = [p for p in candidates if p.gpu_local]
-        locality = bool(local)
-        if locality:
+        if local:
             for p in candidates:
                 if not p.gpu_local:
-                    excluded.append((p, f"no GPU at PIX/PXB (nearest GPU path {p.best_path or 'unknown'}) "
-                                        "while GPU-local ports exist: storage or front-end NIC"))
-            pool = local
-        else:
-            pool = candidates
-            if self.gpus:
-                notes.append("no RDMA port is PIX/PXB to a GPU in the PCI tree this host shows: without a "
-                             "topology file placing them together, NCCL will not use GPUDirect RDMA at its "
-                             "default level; every active port is offered")
+                    said.excluded.append((p, f"no GPU at PIX/PXB (nearest GPU path {p.best_path or 'unknown'}) "
+                                             "while GPU-local ports exist: storage or front-end NIC"))
+            return local, True
+        if self.gpus:
+            said.notes.append("no RDMA port is PIX/PXB to a GPU in the PCI tree this host shows: without a "
+                              "topology file placing them together, NCCL will not use GPUDirect RDMA at its "
+                              "default level; every active port is offered")
+        return candidates, False
 
-        # One fabric: the dominant link layer.
+    def _keep_one_fabric(self, pool: List[Port], said: _Verdicts) -> List[Port]:
+        """One fabric: the dominant link layer (ties: the faster)."""
         layers: Dict[str, int] = {}
         for p in pool:
             layers[p.link_layer or ""] = layers.get(p.link_layer or "", 0) + 1
-        if len(layers) > 1:
-            ranked = sorted(layers.items(), key=lambda kv: (-kv[1], -self._max_rate(pool, kv[0]), kv[0]))
-            keep = ranked[0][0]
-            if ranked[0][1] == ranked[1][1]:
-                uncertain.append(f"as many {ranked[0][0]} as {ranked[1][0]} ports: kept {keep} "
-                                 "(the faster); check which fabric is the compute one")
-            for p in pool:
-                if p.link_layer != keep:
-                    excluded.append((p, f"link layer {p.link_layer} differs from the other compute ports "
-                                        f"({keep}): a separate fabric (storage?)"))
-            pool = [p for p in pool if p.link_layer == keep]
+        if len(layers) <= 1:
+            return pool
+        ranked = sorted(layers.items(), key=lambda kv: (-kv[1], -self._max_rate(pool, kv[0]), kv[0]))
+        keep = ranked[0][0]
+        if ranked[0][1] == ranked[1][1]:
+            said.uncertain.append(f"as many {ranked[0][0]} as {ranked[1][0]} ports: kept {keep} "
+                                  "(the faster); check which fabric is the compute one")
+        for p in pool:
+            if p.link_layer != keep:
+                said.excluded.append((p, f"link layer {p.link_layer} differs from the other compute ports "
+                                         f"({keep}): a separate fabric (storage?)"))
+        return [p for p in pool if p.link_layer == keep]
 
-        # Speed: a port much slower than the others is not part of the compute rails.
+    @staticmethod
+    def _drop_slow_ports(pool: List[Port], said: _Verdicts) -> List[Port]:
+        """A port at most half as fast as the fastest is not part of the compute rails."""
         rates = [p.rate_gbps for p in pool if p.rate_gbps]
         top = max(rates) if rates else None
-        if top:
-            kept = []
-            for p in pool:
-                if p.rate_gbps and p.rate_gbps * 2 <= top:
-                    excluded.append((p, f"rate {_g(p.rate_gbps)} Gb/s is at most half the compute ports' "
-                                        f"{_g(top)} Gb/s"))
-                    continue
-                if p.rate_gbps and p.rate_gbps < top:
-                    uncertain.append(f"{p.name} runs at {_g(p.rate_gbps)} Gb/s, the others at {_g(top)} Gb/s")
-                kept.append(p)
-            pool = kept
+        if not top:
+            return pool
+        kept = []
+        for p in pool:
+            if p.rate_gbps and p.rate_gbps * 2 <= top:
+                said.excluded.append((p, f"rate {_g(p.rate_gbps)} Gb/s is at most half the compute ports' "
+                                         f"{_g(top)} Gb/s"))
+                continue
+            if p.rate_gbps and p.rate_gbps < top:
+                said.uncertain.append(f"{p.name} runs at {_g(p.rate_gbps)} Gb/s, the others at {_g(top)} Gb/s")
+            kept.append(p)
+        return kept
 
-        # Address evidence: a port on the management subnet is not a compute rail.
+    def _drop_management_subnet_ports(self, pool: List[Port], said: _Verdicts) -> List[Port]:
+        """A port with an address on the management subnet is not a compute rail (unless all are)."""
         on_mgmt = [(p, self.mgmt_subnet_reason(p)) for p in pool]
         flagged = [(p, why) for p, why in on_mgmt if why]
         if flagged and len(flagged) < len(pool):
-            excluded.extend(flagged)
-            pool = [p for p, why in on_mgmt if not why]
-        elif flagged:
-            uncertain.append("every compute port has an address on the management subnet: "
-                             "the compute and front-end networks are not separated")
+            said.excluded.extend(flagged)
+            return [p for p, why in on_mgmt if not why]
+        if flagged:
+            said.uncertain.append("every compute port has an address on the management subnet: "
+                                  "the compute and front-end networks are not separated")
+        return pool
 
-        # RoCE needs an IP address on the port for a routable (v2) GID.
+    @staticmethod
+    def _drop_roce_ports_without_address(pool: List[Port], said: _Verdicts) -> List[Port]:
+        """RoCE needs an IP address on the port for a routable (v2) GID."""
         roce = [p for p in pool if p.is_roce]
         with_gid = [p for p in roce if p.has_routable_gid]
         if with_gid and len(with_gid) < len(roce):
             for p in roce:
                 if not p.has_routable_gid:
-                    excluded.append((p, f"no IPv4/IPv6 RoCE v2 GID (no address on {p.netdev or 'its netdev'}) "
-                                        "while the other ports have one"))
-            pool = [p for p in pool if not p.is_roce or p.has_routable_gid]
-        elif roce and not with_gid:
-            uncertain.append("no chosen RoCE port has an IP address: RoCE v2 cannot be routed "
-                             "(NCCL would fall back to a link-local GID)")
+                    said.excluded.append((p, f"no IPv4/IPv6 RoCE v2 GID (no address on {p.netdev or 'its netdev'}) "
+                                             "while the other ports have one"))
+            return [p for p in pool if not p.is_roce or p.has_routable_gid]
+        if roce and not with_gid:
+            said.uncertain.append("no chosen RoCE port has an IP address: RoCE v2 cannot be routed "
+                                  "(NCCL would fall back to a link-local GID)")
+        return pool
 
-        if locality and len(self.gpus) > 1:
-            counts: Dict[int, int] = {}
-            for p in pool:
-                for g in p.local_gpus:
-                    counts[g] = counts.get(g, 0) + 1
-            values = sorted(set(counts.values()))
-            if len(values) > 1:
-                odd = sorted(g for g, c in counts.items() if c == values[-1])
-                uncertain.append(
-                    "GPUs do not all see the same number of local compute ports (" +
-                    ", ".join(f"GPU{g}: {c}" for g, c in sorted(counts.items())) +
-                    f"): a storage port beside GPU{odd[0]}? check addresses and ibdev2netdev")
-            missing = sorted(int(g["index"]) for g in self.gpus if int(g["index"]) not in counts)
-            if missing and counts:
-                uncertain.append("no GPU-local compute port for " + ", ".join(f"GPU{g}" for g in missing))
-        chosen = sorted(pool, key=lambda p: (natural_key(p.device), p.port))
-        converged = [(p, why) for p, why in converged if p in chosen]
-        return Selection(chosen, excluded, uncertain, notes, True, locality_used=locality,
-                         converged=converged)
+    def _doubt_uneven_rails(self, pool: List[Port], said: _Verdicts) -> None:
+        """Every GPU should see as many local compute ports as the others, and at least one."""
+        counts: Dict[int, int] = {}
+        for p in pool:
+            for g in p.local_gpus:
+                counts[g] = counts.get(g, 0) + 1
+        values = sorted(set(counts.values()))
+        if len(values) > 1:
+            odd = sorted(g for g, c in counts.items() if c == values[-1])
+            said.uncertain.append(
+                "GPUs do not all see the same number of local compute ports (" +
+                ", ".join(f"GPU{g}: {c}" for g, c in sorted(counts.items())) +
+                f"): a storage port beside GPU{odd[0]}? check addresses and ibdev2netdev")
+        missing = sorted(int(g["index"]) for g in self.gpus if int(g["index"]) not in counts)
+        if missing and counts:
+            said.uncertain.append("no GPU-local compute port for " + ", ".join(f"GPU{g}" for g in missing))
 
     @staticmethod
-    def _one_port_per_link(candidates: List[Port], excluded: List[Tuple[Port, str]],
-                           notes: List[str]) -> List[Port]:
+    def _one_port_per_link(candidates: List[Port], said: _Verdicts) -> List[Port]:
         """Software RDMA devices only where no hardware port is usable; a sub-function only
         where its PCI function's own port is not (both ride one physical link)."""
         hardware = [p for p in candidates if p.function != "software"]
         kept = []
         for p in candidates:
             if p.function == "software" and hardware:
-                excluded.append((p, f"software RDMA device on {p.netdev or 'a netdev'} (e.g. rdma_rxe): a "
-                                    "stand-in, not used while hardware RDMA ports are present"))
+                said.excluded.append((p, f"software RDMA device on {p.netdev or 'a netdev'} (e.g. rdma_rxe): "
+                                         "a stand-in, not used while hardware RDMA ports are present"))
                 continue
             if p.function == "auxiliary":
                 parent = next((h for h in hardware if h.function == "pci" and h.pci == p.pci), None)
                 if parent is not None:
-                    excluded.append((p, f"sub-function {p.auxiliary or ''} of {parent.name}'s PCI function "
-                                        f"{p.pci}: both ride one physical port, so NCCL would split "
-                                        "one link between them"))
+                    said.excluded.append((p, f"sub-function {p.auxiliary or ''} of {parent.name}'s PCI function "
+                                             f"{p.pci}: both ride one physical port, so NCCL would split "
+                                             "one link between them"))
                     continue
             kept.append(p)
         if kept and all(p.function == "software" for p in kept):
-            notes.append("only software RDMA devices (Soft-RoCE/siw): NCCL's IB transport runs over "
-                         "them, which exercises the RDMA path but not a NIC's speed, and never GPUDirect")
+            said.notes.append("only software RDMA devices (Soft-RoCE/siw): NCCL's IB transport runs over "
+                              "them, which exercises the RDMA path but not a NIC's speed, and never GPUDirect")
         return kept
 
     @staticmethod

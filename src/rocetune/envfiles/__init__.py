@@ -1,4 +1,5 @@
-"""Every env dialect a GPU job is started with, written (write.py) and read back (read.py).
+"""Every env dialect a GPU job is started with, written (write.py) and read back (read.py, one
+reader per dialect beside it).
 
 This module stays import-light: the CLI reads the names below to build its --help.
 """

@@ -20,8 +20,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..envfiles.read import Assignment, ParsedFile, parse_text
 from ..checks import finding
+from ..envfiles.parsed import Assignment, ParsedFile
+from ..envfiles.read import parse_text
 from ..model.finding import SEVERITIES, Finding
 from ..model.qos import QosPlan
 from ..nccl.catalog import Catalog, load_catalog

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 
 from ..errors import ExitCode, RocetuneError
-from .schema import check
+from .schema import check, features_schema
 
 SCHEMA_VERSION = 1
-
-REQUIRED = ("schema_version", "host", "pci", "net", "rdma", "gpus", "topology", "kernel")
 
 
 def canonical(features: dict) -> str:
@@ -64,7 +62,7 @@ def load(path: str) -> dict:
         raise RocetuneError(f"{path}: schema_version {version!r}, this rocetune reads {SCHEMA_VERSION}",
                             hint="re-run 'rocetune probe --output json' with this version",
                             code=ExitCode.INPUT)
-    missing = [k for k in REQUIRED if k not in doc]
+    missing = [k for k in features_schema()["required"] if k not in doc]
     if missing:
         raise RocetuneError(f"{path}: not a complete Features document: {', '.join(missing)} missing",
                             hint="save one with 'rocetune probe --json > FILE'", code=ExitCode.INPUT)

@@ -1,88 +1,39 @@
-"""The shape of a Features document (schema_version 1), and a checker that names the first
-field that is wrong: `rdma.devices[3].ports[0].port: expected an integer, got "1"`.
+"""The shape of a Features document, and a checker that names the first field that is wrong:
+`rdma.devices[3].ports[0].port: expected an integer, got "1"`.
 
 A saved Features file is user input (`--features FILE`): it may be hand-edited, truncated or
 from another tool. Everything the rules, the analysis, lint and the renderers read is described
-here, so a bad file is an input error with the field's path, never a crash deep in a rule.
+in data/features.schema.json (JSON Schema, draft 2020-12; docs/features.md is generated from it
+by tools/features_doc.py), so a bad file is an input error with the field's path, never a crash
+deep in a rule.
 
-Notation: a type name ("str", "int", "num", "bool"), "?" after it for "may be null", a list of
-one spec for "list of", a dict for an object (keys ending in "?" are optional; "*" describes the
-values of a map keyed by name). Keys the schema does not describe are not checked: an older
-file's `findings`, say, which rocetune now computes when it reports (rocetune.checks).
+The node agent has the standard library only, so the checker here implements the part of JSON
+Schema that file uses: `type` (a name or a list, "null" included), `properties`, `required`,
+`additionalProperties` (a schema), `items`, `enum`, `minimum`/`maximum`, `format` ("ip-address":
+an IPv4 or IPv6 address) and `$ref` into `#/$defs/`. One deliberate difference: a number written
+with a fraction (1.0) is not an integer here, where JSON Schema would take it: a rule that counts
+or indexes with it would fail.
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+import json
+from functools import lru_cache
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-_GID = {"index": "int", "gid": "str", "type": "str?", "ndev": "str?", "ipv4": "ip?", "ipv6": "ip?"}
-_PORT = {"port": "int", "state": "str?", "phys_state": "str?", "link_layer": "str?", "rate": "str?",
-         "rate_gbps": "num?", "netdev": "str?", "netdev_mtu": "int?", "roce_mtu": "int?",
-         "gids": [_GID], "roce_v2_ipv4_gids": ["int"], "roce_v2_ipv6_gids": ["int"]}
-_RDMA_DEVICE = {"name": "str", "pci": "str?", "ports": [_PORT], "node_type?": "str?",
-                "function?": "str", "numa_node?": "int?", "parent_netdev?": "str?", "auxiliary?": "str?",
-                "node_guid?": "str?", "fw_ver?": "str?", "hca_type?": "str?", "board_id?": "str?",
-                "ports_known?": "bool"}
-_LINK = {"speed": "str?", "width": "int?", "max_speed": "str?", "max_width": "int?", "degraded": "bool"}
-_PCI_DEVICE = {"bdf": "str", "kind": "str", "vendor": "str?", "device": "str?", "class": "str?",
-               "driver": "str?", "numa_node": "int?", "parent": "str?", "root_complex": "str?",
-               "switches": ["str"], "link": {"?": True, **_LINK}, "sriov": {"?": True, "total_vfs": "int?",
-                                                                       "num_vfs": "int?", "physfn": "str?"}}
-_ADDRESS = {"family": "str", "address": "ip", "prefixlen": "prefix?"}
-_INTERFACE = {"name": "str", "kind": "str", "operstate": "str?", "carrier": "bool?", "mtu": "int?",
-              "speed_mbps": "int?", "driver": "str?", "pci": "str?", "master": "str?",
-              "slaves": ["str"], "addresses": [_ADDRESS], "default_route": "bool",
-              "connected_networks?": ["str"]}
-_ROUTE = {"interface": "str", "dest": "ip", "prefixlen": "prefix", "gateway": "ip?"}
-_DEFAULT_ROUTE = {"interface": "str", "family": "str", "metric": "int"}
-_NEAREST = {"device": "str", "port": "int?", "path": "str", "netdev": "str?", "link_layer": "str?",
-            "state": "str?"}
-_GPU = {"index": "int", "bdf": "str?", "name": "str?", "numa_node": "int?", "cpu_affinity": "str?",
-        "nvlink": {"*": "int"}, "nearest_nics": [_NEAREST]}
-_PAIR = {"gpu": "int", "nic": "str", "path": "str", "sysfs": "str?", "nvidia_smi": "str?"}
-_NCCL_LIBRARY = {"path": "str", "version": "str?", "how": "str?", "package": "str?", "environment": "str?",
-                 "via": ["str"]}
-_NCCL = {"?": True, "path": "str?", "version": "str?", "basis?": "str", "libraries?": [_NCCL_LIBRARY],
-         "python_environments?": ["str"], "declared?": {"version": "str", "by": "str"}}
-_SOURCE = {"ok": "bool", "reason": "str?", "warnings": ["str"]}
+from ..pkgdata import package_json
 
-FEATURES = {
-    "schema_version": "int",
-    "tool?": {"name": "str", "version": "str"},
-    "host": {"hostname": "str?", "kernel_release": "str?", "logical_cpus": "int?",
-             "numa_nodes": [{"id": "int", "cpulist": "str?"}], "hypervisor?": "str?",
-             "cpu?": {"arch": "str?", "arch_from": "str?", "vendor_id": "str?", "family": "int?",
-                      "model": "int?"},
-             "virtualization": {"hypervisor": "str?", "flattened": "bool", "reasons": ["str"]}},
-    "sources?": {"*": _SOURCE},
-    "pci": {"devices": [_PCI_DEVICE]},
-    "net": {"interfaces": [_INTERFACE], "default_route_interfaces": ["str"], "addresses_known?": "bool",
-            "routes?": [_ROUTE], "default_routes?": [_DEFAULT_ROUTE], "addresses_source?": "str?"},
-    "rdma": {"devices": [_RDMA_DEVICE], "known?": "bool", "unknown_reason?": "str?", "from_tools?": "str"},
-    "verbs?": {"via": "str?", "devices": ["any"], "disagreements": ["str"]},
-    "gpu?": {"matrix": {"?": True, "gpus": ["any"], "nics": [{"index": "int", "name": "str?"}],
-                        "links": {"*": {"*": "str"}}},
-             "bus_ids": {"*": "str"}, "names": {"*": "str"}},
-    "gpus": [_GPU],
-    "topology": {"gpu_nic": [_PAIR], "disagreements": ["str"]},
-    "kernel": {"modules?": {"*": "bool"}, "builtin_modules?": ["str"], "peer_memory?": {"*": "bool"}, "memlock?": "str?",
-               "cmdline?": {"iommu": "str?", "intel_iommu": "str?", "amd_iommu": "str?", "acs": ["str"]},
-               "iommu_groups?": "int?", "nccl?": _NCCL,
-               "sysctl?": {"*": "str?"},
-               "nvidia_driver?": {"?": True, "version": "str?", "open": "bool"},
-               "libibverbs?": {"?": True, "rdma_core": "int", "path": "str"}},
-    "declared?": {"files": [{"path": "str", "kind": "str", "values": {"*": "str"}, "ignored": "str?"}],
-                  "topology_files": [{"path": "str", "vendor": "str?", "exists": "bool",
-                                      "declared_by": "str?", "read_error?": "str?",
-                                      "nodes?": [{"tag": "str", "attrs": {"*": "str"},
-                                                  "parent": "int?"}]}]},
-    "qos?": {"interfaces": {"*": {"tool": "str", "trust": "str?", "dscp_prio": {"*": "int"},
-                                  "pfc_enabled": ["int"]}}},
-}
+SCHEMA_FILE = "data/features.schema.json"
 
-_TYPES = {"str": (str,), "int": (int,), "num": (int, float), "bool": (bool,), "ip": (str,), "prefix": (int,)}
-_NAMES = {"str": "a string", "int": "an integer", "num": "a number", "bool": "true or false",
-          "ip": "an IP address", "prefix": "a prefix length 0..128"}
+# What the checker understands; any other keyword in the schema file fails a unit test.
+KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum",
+                      "minimum", "maximum", "format", "$ref"})
+ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "title", "description"})
+
+
+@lru_cache(maxsize=1)
+def features_schema() -> dict:
+    return package_json(__package__, SCHEMA_FILE)
 
 
 def _valid_ip(text: str) -> bool:
@@ -95,12 +46,72 @@ def _valid_ip(text: str) -> bool:
     return True
 
 
-_FORMATS = {"ip": _valid_ip, "prefix": lambda n: 0 <= n <= 128}
+FORMATS: Dict[str, Callable[[str], bool]] = {"ip-address": _valid_ip}
+_FORMAT_NAMES = {"ip-address": "an IP address"}
+
+_TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+               "object": "an object", "array": "a list", "null": "null"}
+# JSON Schema's types as Python's (bool is an int in Python, never in JSON Schema)
+_PY_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+             "object": (dict,), "array": (list,), "null": (type(None),)}
+
+# A compiled schema: value -> None, or (path parts innermost first, what is wrong)
+_Problem = Optional[Tuple[List[str], str]]
+_Check = Callable[[Any], _Problem]
 
 
-def check(doc: Any, spec: Any = None, path: str = "") -> Optional[str]:
-    """None when `doc` fits `spec` (the Features schema by default), else the first problem."""
-    return _check(doc, FEATURES if spec is None else spec, path or "")
+def check(doc: Any) -> Optional[str]:
+    """None when `doc` fits the Features schema, else its first problem."""
+    problem = _features_checker()(doc)
+    if problem is None:
+        return None
+    parts, message = problem
+    return f"{_where(''.join(reversed(parts)))}: {message}"
+
+
+@lru_cache(maxsize=1)
+def _features_checker() -> _Check:
+    root = features_schema()
+    return _compile(root, root, {})
+
+
+def section_schema(name: str) -> dict:
+    """The schema of one top-level section of a Features document, its `$ref` followed."""
+    root = features_schema()
+    return _resolve(root, root["properties"][name])
+
+
+def empty(schema: dict, root: Optional[dict] = None) -> Any:
+    """The smallest value that fits `schema`: null where null is allowed, else an empty list or
+    map, false, or an object holding only its required keys, each empty. What a section holds
+    when its source could not run."""
+    root = features_schema() if root is None else root
+    schema = _resolve(root, schema)
+    types = _types(schema)
+    if "null" in types:
+        return None
+    if "array" in types:
+        return []
+    if "boolean" in types:
+        return False
+    if "object" in types:
+        properties = schema.get("properties", {})
+        return {key: empty(properties[key], root) for key in schema.get("required", ())}
+    raise ValueError(f"no empty value for a required {'/'.join(types) or 'untyped'} field")
+
+
+def _types(schema: dict) -> List[str]:
+    types = schema.get("type", [])
+    return [types] if isinstance(types, str) else list(types)
+
+
+def _resolve(root: dict, schema: dict) -> dict:
+    while "$ref" in schema:
+        ref = schema["$ref"]
+        if not ref.startswith("#/$defs/"):
+            raise ValueError(f"unsupported $ref {ref!r}: only #/$defs/NAME")
+        schema = root["$defs"][ref[len("#/$defs/"):]]
+    return schema
 
 
 def _where(path: str) -> str:
@@ -108,50 +119,123 @@ def _where(path: str) -> str:
 
 
 def _got(value: Any) -> str:
-    text = repr(value)
+    text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _check(value: Any, spec: Any, path: str) -> Optional[str]:
-    if spec == "any":
-        return None
-    if isinstance(spec, str):
-        nullable = spec.endswith("?")
-        base = spec.rstrip("?")
+def _expected(schema: dict, types: List[str]) -> str:
+    names = [_TYPE_NAMES[t] for t in types if t != "null"] or ["null"]
+    if schema.get("format") in _FORMAT_NAMES:
+        names = [_FORMAT_NAMES[schema["format"]]]
+    return " or ".join(names)
+
+
+def _compile(schema: dict, root: dict, done: Dict[int, _Check]) -> _Check:
+    """One function per schema node, built once: a 6 MB Features document is checked in a
+    single walk that builds a field's path only when the field is wrong."""
+    schema = _resolve(root, schema)
+    if id(schema) in done:
+        return done[id(schema)]
+    types = _types(schema)
+    matches = _type_matcher(types)
+    expected = _expected(schema, types) if types else ""
+    parts = [_compile_scalar(schema, types)]
+    if "items" in schema:
+        parts.append(_compile_items(_compile(schema["items"], root, done)))
+    if "properties" in schema or "required" in schema or isinstance(schema.get("additionalProperties"), dict):
+        parts.append(_compile_object(schema, root, done))
+    steps = [p for p in parts if p is not None]
+
+    def check_node(value: Any) -> _Problem:
+        if matches is not None and not matches(value):
+            return [], f"expected {expected}, got {_got(value)}"
         if value is None:
-            return None if nullable else f"{_where(path)}: expected {_NAMES[base]}, got null"
-        if isinstance(value, bool) and base in ("int", "num"):
-            return f"{_where(path)}: expected {_NAMES[base]}, got {_got(value)}"
-        if not isinstance(value, _TYPES[base]) or not _FORMATS.get(base, lambda _v: True)(value):
-            return f"{_where(path)}: expected {_NAMES[base]}, got {_got(value)}"
+            return None
+        for step in steps:
+            problem = step(value)
+            if problem is not None:
+                return problem
         return None
-    if isinstance(spec, list):
+
+    done[id(schema)] = check_node
+    return check_node
+
+
+def _type_matcher(types: List[str]) -> Optional[Callable[[Any], bool]]:
+    if not types:
+        return None
+    exact = frozenset(t for name in types for t in _PY_TYPES[name])
+    classes = tuple(exact)
+
+    def matches(value: Any) -> bool:
+        kind = type(value)
+        return kind in exact or (kind is not bool and isinstance(value, classes))
+
+    return matches
+
+
+def _compile_scalar(schema: dict, types: List[str]) -> Optional[_Check]:
+    enum = schema.get("enum")
+    low, high = schema.get("minimum"), schema.get("maximum")
+    valid = FORMATS[schema["format"]] if "format" in schema else None
+    if enum is None and low is None and high is None and valid is None:
+        return None
+    bounds = f"{'' if low is None else low}..{'' if high is None else high}"
+
+    def check_scalar(value: Any) -> _Problem:
+        if enum is not None and not any(value == e and type(value) is type(e) for e in enum):
+            return [], f"expected one of {', '.join(map(_got, enum))}, got {_got(value)}"
+        if isinstance(value, (int, float)) and ((low is not None and value < low)
+                                                or (high is not None and value > high)):
+            return [], f"expected {_expected(schema, types)} in {bounds}, got {_got(value)}"
+        if valid is not None and isinstance(value, str) and not valid(value):
+            return [], f"expected {_FORMAT_NAMES[schema['format']]}, got {_got(value)}"
+        return None
+
+    return check_scalar
+
+
+def _compile_items(item: _Check) -> _Check:
+    def check_items(value: Any) -> _Problem:
         if not isinstance(value, list):
-            return f"{_where(path)}: expected a list, got {_got(value)}"
-        for i, item in enumerate(value):
-            problem = _check(item, spec[0], f"{path}[{i}]")
-            if problem:
+            return None
+        for i, element in enumerate(value):
+            problem = item(element)
+            if problem is not None:
+                problem[0].append(f"[{i}]")
                 return problem
         return None
-    if value is None and spec.get("?"):
-        return None
-    if not isinstance(value, dict):
-        return f"{_where(path)}: expected an object, got {_got(value)}"
-    if "*" in spec:
-        for key in sorted(value, key=str):
-            problem = _check(value[key], spec["*"], f"{path}.{key}")
-            if problem:
-                return problem
-        return None
-    for key, sub in spec.items():
-        if key == "?":
-            continue
-        name, optional = (key[:-1], True) if key.endswith("?") else (key, False)
-        if name not in value:
-            if optional:
+
+    return check_items
+
+
+def _compile_object(schema: dict, root: dict, done: Dict[int, _Check]) -> _Check:
+    required = set(schema.get("required", ()))
+    names = list(schema.get("properties", {}))
+    keys = [(name, name in required, _compile(schema["properties"][name], root, done)) for name in names]
+    keys += [(name, True, None) for name in schema.get("required", ()) if name not in names]
+    extra_schema = schema.get("additionalProperties")
+    extra = _compile(extra_schema, root, done) if isinstance(extra_schema, dict) else None
+    known = set(names)
+
+    def check_object(value: Any) -> _Problem:
+        if not isinstance(value, dict):
+            return None
+        for name, needed, sub in keys:
+            if name not in value:
+                if needed:
+                    return ["." + name], "missing"
                 continue
-            return f"{_where(path + '.' + name)}: missing"
-        problem = _check(value[name], sub, f"{path}.{name}")
-        if problem:
-            return problem
-    return None
+            problem = sub(value[name]) if sub is not None else None
+            if problem is not None:
+                problem[0].append("." + name)
+                return problem
+        if extra is not None:
+            for key in sorted((k for k in value if k not in known), key=str):
+                problem = extra(value[key])
+                if problem is not None:
+                    problem[0].append(f".{key}")
+                    return problem
+        return None
+
+    return check_object

@@ -6,12 +6,10 @@ Used by the plan's self-check, `rocetune lint` and `rocetune explain`.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import sys
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
+
+from ..pkgdata import package_json
 
 _DATA = "data/nccl_vars.json"  # package data, read through the package's loader (a zip too)
 
@@ -69,17 +67,7 @@ class Catalog:
 
 @lru_cache(maxsize=1)
 def load_catalog() -> Catalog:
-    return Catalog(json.loads(_package_data(_DATA).decode("utf-8")))
-
-
-def _package_data(resource: str) -> bytes:
-    """What pkgutil.get_data(__package__, resource) gives, without importing pkgutil on every run."""
-    package = sys.modules[__package__]
-    loader = package.__spec__.loader
-    path = os.path.join(os.path.dirname(package.__file__), *resource.split("/"))
-    if not hasattr(loader, "get_data"):  # pragma: no cover - a broken installation
-        raise FileNotFoundError(resource)
-    return loader.get_data(path)
+    return Catalog(package_json(__package__, _DATA))
 
 
 def edit_distance(a: str, b: str) -> int:

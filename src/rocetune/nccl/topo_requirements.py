@@ -11,11 +11,11 @@ table's fallback). docs/rules/nccl-topo-file.md shows the table.
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from typing import Dict, List, Optional
 
+from ..pkgdata import package_json
 from .topo import BDF_RE, TopoNode
 
 _DATA = "data/nccl_topo_requirements.json"
@@ -23,9 +23,7 @@ _DATA = "data/nccl_topo_requirements.json"
 
 @lru_cache(maxsize=1)
 def load() -> dict:
-    from .catalog import _package_data
-
-    return json.loads(_package_data(_DATA).decode("utf-8"))
+    return package_json(__package__, _DATA)
 
 
 def releases() -> List[str]:

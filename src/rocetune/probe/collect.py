@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional
 
 from .. import __version__
 from ..hostfs import HostRoot, ProbeContext, Recorder, close_runner, runner_for, start_commands
 from ..model.features import SCHEMA_VERSION
+from ..model.schema import empty, section_schema
 from .sources import declared as declared_source
 from .sources import gpu as gpu_source
 from .sources import host as host_source
@@ -19,7 +20,6 @@ from .sources import verbs as verbs_source
 from .topology import derive_topology, rdma_evidence, virtualization
 
 
-
 def _run(name: str, ctx: ProbeContext, statuses: dict, fn, *args):
     sctx = ctx.for_source()
     try:
@@ -30,6 +30,11 @@ def _run(name: str, ctx: ProbeContext, statuses: dict, fn, *args):
         data = None
     statuses[name] = sctx.status.to_dict()
     return data
+
+
+def _empty(section: str) -> dict:
+    """What the schema asks of a section whose source gave nothing: its required keys, empty."""
+    return empty(section_schema(section))
 
 
 def _no_sysfs(ctx: ProbeContext) -> None:
@@ -53,20 +58,20 @@ def collect_features(root: str = "/", recorder: Optional[Recorder] = None, runne
 
 def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
     st: Dict[str, dict] = {}
-    host = _run("host", ctx, st, host_source.probe) or {}
+    host = _run("host", ctx, st, host_source.probe) or _empty("host")
     sysfs = host_root.is_live or host_root.is_dir("/sys")
-    pci = _run("pci", ctx, st, pci_source.probe if sysfs else _no_sysfs) or {"devices": []}
-    net = _run("net", ctx, st, net_source.probe if sysfs else _no_sysfs) or {
-        "interfaces": [], "default_route_interfaces": [], "addresses_known": False}
+    pci = _run("pci", ctx, st, pci_source.probe if sysfs else _no_sysfs) or _empty("pci")
+    # An unread address list is not an empty one (absent, addresses_known reads as true).
+    net = _run("net", ctx, st, net_source.probe if sysfs else _no_sysfs) \
+        or dict(_empty("net"), addresses_known=False)
     n_gpus = sum(1 for d in pci["devices"] if d["kind"] == "gpu")
-    gpu = _run("gpu", ctx, st, gpu_source.probe, n_gpus) or {"matrix": None, "bus_ids": {}, "names": {}}
+    gpu = _run("gpu", ctx, st, gpu_source.probe, n_gpus) or _empty("gpu")
     # After the GPU source: a root of pasted outputs may name its RDMA devices only in topo -m's legend.
-    rdma = _run("rdma", ctx, st, rdma_source.probe, net, pci, gpu) or {"devices": []}
-    verbs = _run("verbs", ctx, st, verbs_source.probe, rdma) or {"via": None, "devices": [],
-                                                                 "disagreements": []}
-    kernel = _run("kernel", ctx, st, kernel_source.probe) or {}
-    declared = _run("declared", ctx, st, declared_source.probe) or {"files": [], "topology_files": []}
-    qos = _run("qos", ctx, st, qos_source.probe, rdma) or {"interfaces": {}}
+    rdma = _run("rdma", ctx, st, rdma_source.probe, net, pci, gpu) or _empty("rdma")
+    verbs = _run("verbs", ctx, st, verbs_source.probe, rdma) or _empty("verbs")
+    kernel = _run("kernel", ctx, st, kernel_source.probe) or _empty("kernel")
+    declared = _run("declared", ctx, st, declared_source.probe) or _empty("declared")
+    qos = _run("qos", ctx, st, qos_source.probe, rdma) or _empty("qos")
     gpus, topology, warnings = derive_topology(pci, rdma, gpu, host)
     st["gpu"]["warnings"] = sorted(set(st["gpu"]["warnings"]) | set(warnings))
     host["virtualization"] = virtualization(host, pci, gpus, topology)

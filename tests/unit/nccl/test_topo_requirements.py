@@ -118,6 +118,6 @@ def test_the_committed_table_is_what_the_tool_builds_from_the_tags(tmp_path):
     tool = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools", "build_nccl_topo_requirements.py")
     out = tmp_path / "req.json"
     subprocess.run([sys.executable, tool, MIRROR, "-o", str(out)], check=True, capture_output=True)
-    from rocetune.nccl.catalog import _package_data
+    from rocetune.pkgdata import package_data
 
-    assert out.read_bytes() == _package_data("data/nccl_topo_requirements.json")
+    assert out.read_bytes() == package_data("rocetune.nccl", "data/nccl_topo_requirements.json")

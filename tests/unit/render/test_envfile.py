@@ -19,7 +19,8 @@ from rocetune.checks import host_findings
 from rocetune.model.plan import Decision, Overrides, Plan
 from rocetune.planner import build_plan
 from rocetune.envfiles.write import FORMATS, render
-from rocetune.envfiles.read import parse_text, systemd_env_pairs
+from rocetune.envfiles.read import parse_text
+from rocetune.envfiles.read_systemd import systemd_env_pairs
 
 from ..rules.featurekit import rail_host
 

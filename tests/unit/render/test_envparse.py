@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from rocetune.envfiles.read import arith, detect, detect_format, parse_text, shell_commands, systemd_env_pairs
+from rocetune.envfiles.detect import detect
+from rocetune.envfiles.read import parse_text
+from rocetune.envfiles.read_systemd import systemd_env_pairs
+from rocetune.envfiles.shell_arith import arith
+from rocetune.envfiles.shell_lexer import shell_commands
 
 
 def kv(text, fmt="auto", name=""):
@@ -146,7 +150,7 @@ def test_carriage_returns_are_kept_by_the_shell_and_dropped_by_systemd_docker_de
     ("Dockerfile", "FROM x\n", "dockerfile"), ("any", "# rocetune 0.1.0 format: systemd  x\nA='1'\n", "systemd"),
 ])
 def test_format_detection(name, text, fmt):
-    assert detect_format(text, name) == fmt
+    assert detect(text, name)[0] == fmt
 
 
 @pytest.mark.parametrize("name,text,fmt,why", [
