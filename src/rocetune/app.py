@@ -21,8 +21,7 @@ from .probe import collect_features
 from .rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
 
 DEFAULT_ENV_DIR = os.path.dirname(DEFAULT_TOPO_PATH)
-# The first bytes of every file rocetune writes: a file without them is someone else's.
-MANAGED_MARKER = "# rocetune "
+from .envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
 # NCCL's config file that rocetune did not write is kept once under this suffix.
 BACKUP_SUFFIX = ".rocetune-orig"
 
@@ -276,20 +275,6 @@ def _backup_path(path: str, old: Optional[str]) -> Optional[str]:
     if old is None or old.startswith(MANAGED_MARKER) or os.path.lexists(backup):
         return None
     return os.path.abspath(backup)
-
-
-def env_changes(old_text: str, new_text: str, fmt: str) -> List[str]:
-    """What differs between two env texts of one dialect, one "KEY old -> new" per variable
-    (`unset` for a side without it), in name order."""
-    from .envfiles.read import parse_text
-
-    def values(text: str) -> Dict[str, str]:
-        return {a.key: a.value if a.value is not None else a.raw
-                for a in parse_text(text, fmt).assignments}
-
-    old, new = values(old_text), values(new_text)
-    return [f"{key} {old.get(key, 'unset')} -> {new.get(key, 'unset')}"
-            for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
 
 
 def _check_writable(path: str, make_dirs: bool = False) -> None:

@@ -52,7 +52,8 @@ def _compute_ports(d: DoctorInput) -> List[Port]:
 def port_down(d: DoctorInput) -> List[Finding]:
     return [_finding("doctor-port-down", "error", p.name,
                      f"{p.name} ({p.netdev or 'no netdev'}) is {p.state}, not ACTIVE: NCCL will not "
-                     "use it and the job loses a rail")
+                     "use it and the job loses a rail",
+                     {f"/sys/class/infiniband/{p.device}/ports/{p.port}/state": p.state})
             for p in d.view.ports() if p.state not in (None, "ACTIVE") and _is_rail(d, p)]
 
 
@@ -75,7 +76,8 @@ def _is_rail(d: DoctorInput, port: Port) -> bool:
 @check("doctor-no-ipv4-roce-gid")
 def no_ipv4_gid(d: DoctorInput) -> List[Finding]:
     return [_finding("doctor-no-ipv4-roce-gid", "error", p.name,
-                     f"{p.name} ({p.netdev}) has no IPv4 RoCE v2 GID: NCCL finds no GID to use on it")
+                     f"{p.name} ({p.netdev}) has no IPv4 RoCE v2 GID: NCCL finds no GID to use on it",
+                     {"roce_v2_ipv4_gids": [], "roce_v2_ipv6_gids": p.v6_gids})
             for p in _compute_ports(d) if p.is_roce and p.state == "ACTIVE"
             and not p.v4_gids and not p.types_unreadable]
 
@@ -91,7 +93,8 @@ def rail_mtu(d: DoctorInput) -> List[Finding]:
     common = max(set(mtus.values()), key=lambda m: (list(mtus.values()).count(m), m))
     return [_finding("doctor-rail-mtu-mismatch", "error", netdev,
                      f"{netdev} has MTU {mtu}, the other rails {common}: traffic over it runs at the "
-                     "smaller RoCE MTU, and a peer at the larger one drops its frames")
+                     "smaller RoCE MTU, and a peer at the larger one drops its frames",
+                     {f"/sys/class/net/{n}/mtu": m for n, m in sorted(mtus.items())})
             for netdev, mtu in sorted(mtus.items()) if mtu != common]
 
 
@@ -113,7 +116,7 @@ def memlock_services(d: DoctorInput) -> List[Finding]:
         else "no DefaultLimitMEMLOCK set (systemd's default, 8 MiB since systemd 253)"
     return [_finding("doctor-memlock-services", "warning", "host",
                      f"{where}: jobs that a service starts (slurmd, containerd, kubelet) cannot pin "
-                     "their RDMA buffers")]
+                     "their RDMA buffers", {"DefaultLimitMEMLOCK": m["systemd_default"], "file": m["systemd_file"]})]
 
 
 @check("doctor-memlock-logins")
@@ -129,7 +132,8 @@ def memlock_logins(d: DoctorInput) -> List[Finding]:
         return []
     text = ", ".join(f"{k} {limits[k] or 'not set'}" for k in short)
     return [_finding("doctor-memlock-logins", "warning", "host",
-                     f"memlock for logins (ssh, mpirun over ssh): {text}, not unlimited")]
+                     f"memlock for logins (ssh, mpirun over ssh): {text}, not unlimited",
+                     {"limits": dict(limits), "files": dict(d.readings["memlock"].get("limits_files") or {})})]
 
 
 @check("doctor-iommu-translated")
@@ -143,7 +147,7 @@ def iommu(d: DoctorInput) -> List[Finding]:
         return []
     return [_finding("doctor-iommu-translated", "warning", "host",
                      f"the IOMMU is on ({groups} IOMMU groups) without iommu=pt: every GPUDirect "
-                     "and peer-to-peer DMA is remapped")]
+                     "and peer-to-peer DMA is remapped", {"/proc/cmdline": cmd, "iommu_groups": groups})]
 
 
 def _ancestors(by_bdf: Dict[str, dict], bdf: str) -> List[str]:
@@ -185,7 +189,8 @@ def acs_redirect(d: DoctorInput) -> List[Finding]:
                 bad.setdefault(bridge, []).append(f"GPU{gpu['index']}-{port.device}")
     return [_finding("doctor-acs-redirect", "error", bridge,
                      f"PCI bridge {bridge} has ACS redirect on ({_flags(acs[bridge])}) between "
-                     + ", ".join(sorted(set(pairs_))) + ": GPUDirect RDMA goes through the root complex")
+                     + ", ".join(sorted(set(pairs_))) + ": GPUDirect RDMA goes through the root complex",
+                     {"lspci -vvv ACSCtl": acs[bridge]})
             for bridge, pairs_ in sorted(bad.items())]
 
 
@@ -226,7 +231,8 @@ def qos_mismatch(d: DoctorInput) -> List[Finding]:
             problems.append(f"DSCP {plan.data.dscp} -> priority {mapped} (plan: {plan.data.priority})")
         if problems:
             out.append(_finding("doctor-qos-mismatch", "error", netdev,
-                                f"{netdev} QoS differs from the plan ({plan.source}): " + "; ".join(problems)))
+                                f"{netdev} QoS differs from the plan ({plan.source}): " + "; ".join(problems),
+                                {state.get("tool") or "qos": {k: state.get(k) for k in ("trust", "pfc_enabled")}}))
     return out
 
 
@@ -240,7 +246,8 @@ def global_pause(d: DoctorInput) -> List[Finding]:
         if state and (state.get("rx") or state.get("tx")):
             on = "/".join(k.upper() for k in ("rx", "tx") if state.get(k))
             out.append(_finding("doctor-global-pause", "error", netdev,
-                                f"global pause is on ({on}) on {netdev}, which the plan makes lossless with PFC"))
+                                f"global pause is on ({on}) on {netdev}, which the plan makes lossless with PFC",
+                                {f"ethtool -a {netdev}": state}))
     return out
 
 
@@ -258,13 +265,14 @@ def ecn_off(d: DoctorInput) -> List[Finding]:
         if off:
             out.append(_finding("doctor-ecn-off", "warning", netdev,
                                 f"ECN {' and '.join(off)} is off for priority {prio} on {netdev}: "
-                                "congestion is met with PFC pauses alone"))
+                                "congestion is met with PFC pauses alone",
+                                {f"/sys/class/net/{netdev}/ecn/{side}/enable/{prio}": "0" for side in off}))
     return out
 
 
 @check("doctor-env-drift")
 def env_drift(d: DoctorInput) -> List[Finding]:
-    from ..app import MANAGED_MARKER, env_changes
+    from ..envfiles.changes import MANAGED_MARKER, env_changes
     from .readings import ENV_FILES
 
     out = []
@@ -279,7 +287,8 @@ def env_drift(d: DoctorInput) -> List[Finding]:
         changes = env_changes(text, d.planned[fmt], fmt)
         if changes:
             out.append(_finding("doctor-env-drift", "warning", ENV_FILES[fmt],
-                                f"{ENV_FILES[fmt]} differs from the plan now: " + ", ".join(changes)))
+                                f"{ENV_FILES[fmt]} differs from the plan now: " + ", ".join(changes),
+                                {"file": ENV_FILES[fmt], "changes": changes}))
         elif text != d.planned[fmt]:
             out.append(_finding("doctor-env-drift", "info", ENV_FILES[fmt],
                                 f"{ENV_FILES[fmt]} has the planned values but other text (a comment "
@@ -297,7 +306,7 @@ def boot_units(d: DoctorInput) -> List[Finding]:
         elif props.get("Result") not in (None, "success") or props.get("ActiveState") == "failed":
             out.append(_finding("doctor-boot-unit-failed", "error", unit,
                                 f"{unit} failed at its last run (Result={props.get('Result')}, "
-                                f"exit status {props.get('ExecMainStatus')})"))
+                                f"exit status {props.get('ExecMainStatus')})", {f"systemctl show {unit}": props}))
     return out
 
 
@@ -305,7 +314,7 @@ def boot_units(d: DoctorInput) -> List[Finding]:
 def module_not_loaded(d: DoctorInput) -> List[Finding]:
     return [_finding("doctor-module-not-loaded", "error", name,
                      f"{name} is listed in {info['file']} but not loaded: what depends on it (its RDMA "
-                     "devices, peer memory) is missing")
+                     "devices, peer memory) is missing", {info["file"]: name, f"/sys/module/{name}": "absent"})
             for name, info in sorted(d.readings.get("modules_load", {}).items()) if not info["loaded"]]
 
 
