@@ -93,14 +93,9 @@ def _counter_dir(ctx: ProbeContext, directory: str, names: Iterable[str], into: 
 
 
 def _number(ctx: ProbeContext, path: str) -> Optional[int]:
-    try:
-        text = ctx.root.read_text(path)
-    except HostReadError as exc:
-        ctx.warn(f"cannot read {exc.path}: {exc.reason}")
-        return None
+    text = ctx.attr(path)
     if text is None:
         return None
-    text = text.strip()
     if text.isdigit():
         return int(text)
     if text and not text.startswith(_NOT_KEPT):
