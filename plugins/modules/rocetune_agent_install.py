@@ -74,6 +74,10 @@ needs_content:
   description: The agent with I(sha256) is not installed and I(src) was not given.
   type: bool
   returned: always
+incoming:
+  description: The private directory under I(lib_dir) to copy the zip into, when I(needs_content).
+  type: str
+  returned: when the agent must be copied over (not in check mode)
 tree:
   description: The directory the launcher runs the agent from.
   type: str
@@ -87,6 +91,10 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_agent_tree import (
     TreeError, add_cache_tag, find_tree, launcher_text, launcher_tree, python_facts, read_stamp,
     read_text, remove_tree, unpack, write_launcher)
+
+
+# Where the role copies the zip when this module asks for it (private to root, inside lib_dir).
+INCOMING = ".incoming"
 
 
 def sha256_of(path):
@@ -134,7 +142,13 @@ def main():
                     "before_header": p["dest"], "after_header": p["dest"], "before": "",
                     "after": "rocetune agent sha256 %s, unpacked into %s and compiled\n"
                              % (p["sha256"], p["lib_dir"])})
-            module.exit_json(changed=False, needs_content=True)
+            incoming = os.path.join(p["lib_dir"], INCOMING)
+            try:
+                if not os.path.isdir(incoming):
+                    os.makedirs(incoming, 0o700)
+            except OSError as exc:
+                module.fail_json(msg="cannot make %s for the agent's zip: %s" % (incoming, exc))
+            module.exit_json(changed=False, needs_content=True, incoming=incoming)
         if sha256_of(p["src"]) != p["sha256"]:
             module.fail_json(msg="the transferred agent %s does not have sha256 %s" % (p["src"], p["sha256"]))
         try:
@@ -142,6 +156,12 @@ def main():
         except (TreeError, OSError, IOError) as exc:
             module.fail_json(msg="cannot install the agent in %s: %s" % (p["lib_dir"], exc))
         changes.append("unpacked and compiled in %s" % tree)
+        if os.path.dirname(os.path.abspath(p["src"])) == os.path.join(os.path.abspath(p["lib_dir"]), INCOMING):
+            os.unlink(p["src"])  # the copy this module asked for, unpacked: not kept
+            try:
+                os.rmdir(os.path.dirname(os.path.abspath(p["src"])))
+            except OSError:
+                pass  # another copy is in there
     stamp = read_stamp(tree)
     if facts["cache_tag"] not in stamp.get("compiled", []):
         if not module.check_mode:
