@@ -42,10 +42,12 @@ def test_the_registry_lists_the_dialects_in_their_documented_order():
     assert WRITTEN == ("sh", "nccl-conf", "systemd", "docker", "deepspeed", "k8s", "json")
     assert dialects.names() == WRITTEN + ("dockerfile", "markdown")
     assert [d.name for d in dialects.all_dialects() if d.fallback] == ["sh"]
-    assert len({d.precedence for d in dialects.all_dialects()}) == len(dialects.all_dialects())
+    for order in ("listed", "precedence"):
+        assert len({getattr(d, order) for d in dialects.all_dialects()}) == len(dialects.all_dialects()), order
     for d in dialects.all_dialects():
         assert all(p == p.lower() for p in d.file_patterns), d.name
-        assert not d.keeps_cr or d.consumer, f"{d.name}: lint names who keeps the CR"
+        assert not (d.keeps_cr or d.first_wins) or d.consumer, f"{d.name}: lint names the consumer"
+        assert bool(d.name_beats_content) == bool(d.name_beats_content_why), d.name
 
 
 @pytest.mark.parametrize("fmt", WRITTEN)

@@ -28,10 +28,12 @@ def _load() -> Dict[str, Dialect]:
             dialect = getattr(module, "DIALECT", None)
             if isinstance(dialect, Dialect):
                 found.append(dialect)
+        loaded: Dict[str, Dialect] = {}
         for dialect in sorted(found, key=lambda d: d.listed):
-            if dialect.name in _REGISTRY:
+            if dialect.name in loaded:
                 raise ValueError(f"two env dialects are named {dialect.name!r}")
-            _REGISTRY[dialect.name] = dialect
+            loaded[dialect.name] = dialect
+        _REGISTRY.update(loaded)  # at once: a reader never sees half the dialects
     return _REGISTRY
 
 

@@ -28,8 +28,9 @@ class Dialect:
     detect: Optional[Callable[[str], Optional[str]]] = None  # why the content is this dialect
     fallback: bool = False            # what a file is read and written as when nothing else fits
     # The content dialects a file named like this one is still read as this one (Markdown prose
-    # looks like shell).
+    # looks like shell), and why, as detection reports it.
     name_beats_content: Tuple[str, ...] = ()
+    name_beats_content_why: str = ""
     # Read as one of these ("*": any) though named like this dialect: a warning, not a note.
     misread_warns: Tuple[str, ...] = ()
     consumer: str = ""                # who reads the file, as lint's messages name it

@@ -47,4 +47,5 @@ def read(text: str, out: ParsedFile) -> None:
 DIALECT = Dialect(
     "markdown", listed=90, precedence=30, read=read, file_patterns=("*.md", "*.markdown"),
     detect=detect, name_beats_content=("sh", "dockerfile"),
+    name_beats_content_why="file name; its prose is not read as shell",
 )
