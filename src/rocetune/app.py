@@ -183,7 +183,7 @@ class EnvResult:
         return [w.path for w in self.writes if not w.changed]
 
 
-def plan_env(features: dict, formats: Sequence[str] = ("sh",), *, env_dir: Optional[str] = None,
+def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] = None,
              request: PlanRequest = PlanRequest(), files_will_be_written: bool = True) -> EnvResult:
     """Plan the env of one host and render it in `formats`.
 
@@ -229,6 +229,8 @@ def write_env(result: EnvResult, outputs: Sequence[Tuple[str, str]], *, check: b
     whose value differs from the file's previous one. An NCCL config file that rocetune did not
     write (no managed marker) is kept once as FILE.rocetune-orig. With `check`, nothing is
     written and the result says what would be; `make_dirs` creates missing directories."""
+    from .envfiles import dialects
+
     paths = [os.path.abspath(p) for _, p in outputs]
     if len(set(paths)) != len(paths):
         raise RocetuneError("two env files name the same path: " + ", ".join(sorted(
@@ -237,7 +239,8 @@ def write_env(result: EnvResult, outputs: Sequence[Tuple[str, str]], *, check: b
     for fmt, path in outputs:
         text, before = result.texts[fmt], _read_text(path)
         changes = env_changes(before, text, fmt) if before is not None else []
-        backup = _backup_path(path, before) if fmt == "nccl-conf" and before != text else None
+        keeps_owner_copy = dialects.get(fmt).keeps_owner_copy
+        backup = _backup_path(path, before) if keeps_owner_copy and before != text else None
         writes.append(FileWrite(os.path.abspath(path), text, before, fmt, changes, backup))
     for w in writes:
         _check_writable(w.path, make_dirs)
@@ -303,8 +306,7 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
     root = request.root
     host = HostRoot(root or "/")
     declared_qos = qos_plan(root, request.qos_path, fallback=False)
-    env_dir = os.path.dirname(readings.ENV_FILES["sh"])
-    env = plan_env(features, ("sh", "nccl-conf"), env_dir=env_dir, request=request)
+    env = plan_env(features, tuple(readings.ENV_FILES), env_dir=readings.ENV_DIR, request=request)
     ctx = ProbeContext(host, runner_for(host))
     read = readings.read(ctx, features)
     found = checks.run_checks(checks.DoctorInput(features, read, HostView(features), env.texts, declared_qos))

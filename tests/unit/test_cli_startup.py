@@ -52,6 +52,7 @@ def test_json_probe_imports_neither_other_verbs_nor_the_human_renderer():
     assert verbs == {"probe"}
     assert "rocetune.render.human" not in modules
     assert "rocetune.lint" not in modules and "rocetune.probe.capture" not in modules
+    assert "rocetune.envfiles.dialects" not in modules  # --format's choices are asked for lazily
 
 
 def test_the_whole_parser_still_answers_help_and_errors(capsys):

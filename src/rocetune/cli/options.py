@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Iterator, List, Optional
 
-from ..envfiles import FORMATS, default_format_for
 from ..errors import ExitCode, RocetuneError
 from ..text import printable
 
@@ -43,20 +42,46 @@ def add_plan_arguments(parser: argparse.ArgumentParser, features: bool = True) -
 
 def add_env_output(parser: argparse.ArgumentParser, many: bool = False) -> None:
     g = parser.add_argument_group("env output")
+    dialect_help = "env dialect: %(choices)s (default: from -o's name, else %(fallback)s)"
     if many:
-        g.add_argument("--format", choices=FORMATS, action="append", default=[], metavar="FMT",
-                       help="env dialect: " + ", ".join(FORMATS) + " (default: from -o's name, else "
-                            "sh); repeat with --json to get several, or with as many -o to write each")
+        fmt = g.add_argument("--format", choices=_WrittenDialects(), action="append", default=[],
+                             metavar="FMT", help=dialect_help + "; repeat with --json to get several, "
+                                                                "or with as many -o to write each")
+        fmt.fallback = _Fallback()
         g.add_argument("-o", "--out", metavar="FILE", action="append", default=[],
                        help="write the env here, atomically, with any file it points at beside it "
                             "('-' = stdout); repeat, one per --format, to write several dialects "
                             "of one plan")
         return
-    g.add_argument("--format", choices=FORMATS, metavar="FMT",
-                   help="env dialect: " + ", ".join(FORMATS) + " (default: from -o's name, else sh)")
+    fmt = g.add_argument("--format", choices=_WrittenDialects(), metavar="FMT", help=dialect_help)
+    fmt.fallback = _Fallback()
     g.add_argument("-o", "--out", metavar="FILE",
                    help="write the env here, atomically, with any file it points at beside it "
                         "('-' = stdout)")
+
+
+class _WrittenDialects:
+    """--format's choices, asked of the dialect registry only when a value is checked or the help
+    printed: a verb run without --format (`--json probe`) never loads the dialects."""
+
+    def __contains__(self, name: object) -> bool:
+        from ..envfiles import dialects
+
+        return name in dialects.names(written=True)
+
+    def __iter__(self) -> Iterator[str]:
+        from ..envfiles import dialects
+
+        return iter(dialects.names(written=True))
+
+
+class _Fallback:
+    """The dialect written when -o's name claims none, for --format's help (%(fallback)s)."""
+
+    def __str__(self) -> str:
+        from ..envfiles import dialects
+
+        return dialects.fallback().name
 
 
 def nccl_release(text: str) -> str:
@@ -103,7 +128,9 @@ def out_paths(args: argparse.Namespace) -> List[str]:
 def formats_of(args: argparse.Namespace, out: Optional[str]) -> List[str]:
     fmts = args.format if isinstance(args.format, list) else ([args.format] if args.format else [])
     if not fmts:
-        fmts = [default_format_for(out)]
+        from ..envfiles import dialects
+
+        fmts = [dialects.for_output(out)]
     if len(fmts) > 1 and not getattr(args, "json", False):
         raise RocetuneError("several --format values need --json (one env text each)",
                             code=ExitCode.USAGE)
@@ -115,9 +142,11 @@ def formats_of(args: argparse.Namespace, out: Optional[str]) -> List[str]:
 def outputs_of(args: argparse.Namespace, outs: List[str]) -> List[tuple]:
     """(format, file) for each -o: the n-th --format goes with the n-th -o; one -o may take its
     format from its name."""
+    from ..envfiles import dialects
+
     fmts = list(args.format)
     if len(outs) == 1 and len(fmts) <= 1:
-        return [(fmts[0] if fmts else default_format_for(outs[0]), outs[0])]
+        return [(fmts[0] if fmts else dialects.for_output(outs[0]), outs[0])]
     if len(fmts) != len(outs):
         raise RocetuneError(f"{len(outs)} -o files and {len(fmts)} --format values: give one "
                             "--format per -o, in the same order", code=ExitCode.USAGE)

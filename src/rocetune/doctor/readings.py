@@ -12,6 +12,7 @@ import os
 import re
 from typing import Dict, List, Optional
 
+from ..envfiles import dialects
 from ..hostfs import ProbeContext
 from ..probe.parsers.lspci_acs import parse_acs
 
@@ -26,7 +27,9 @@ SYSTEM_CONF_DIRS = ("/usr/lib/systemd/system.conf.d", "/usr/local/lib/systemd/sy
                     "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d")
 LIMITS_CONF = "/etc/security/limits.conf"
 LIMITS_DIR = "/etc/security/limits.d"
-ENV_FILES = {"sh": "/etc/rocetune/nccl.env", "nccl-conf": "/etc/nccl.conf"}
+# The env files the rocetune_env role writes, by the dialect their names give them.
+ENV_DIR = "/etc/rocetune"
+ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", "/etc/nccl.conf")}
 _PAUSE_RE = re.compile(r"^(Autonegotiate|RX|TX):\s*(on|off)\s*$", re.M)
 
 

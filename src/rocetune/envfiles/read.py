@@ -7,8 +7,8 @@ Dockerfile `ENV` lines and the fenced code blocks of Markdown notes; `rocetune e
 reads it: NCCL takes the rest of an nccl.conf line verbatim (quotes included), a shell removes
 quotes and expands `$`, systemd has its own quoting, docker none.
 
-The format is recognised by detect.py; each dialect has its reader (read_*.py), the shell's on
-top of a lexer of its own (shell_lexer.py).
+The format is recognised by detect.py; each dialect's module (dialects/) has its reader, the
+shell's (read_shell.py) on top of a lexer of its own (shell_lexer.py).
 
 Nothing here executes anything. A shell value that depends on expansion (`$VAR`, `$(cmd)`,
 backticks, `~`) is marked dynamic and not checked; `$((...))` with only numbers is evaluated the
@@ -19,14 +19,9 @@ from __future__ import annotations
 
 import re
 
+from . import dialects
 from .detect import detect, format_by_name
 from .parsed import ParsedFile
-from .read_json import read_json
-from .read_k8s import read_k8s
-from .read_lines import read_conf, read_deepspeed, read_docker
-from .read_markdown import read_markdown
-from .read_shell import read_sh
-from .read_systemd import read_systemd
 
 
 def parse_text(text: str, fmt: str = "auto", name: str = "") -> ParsedFile:
@@ -35,13 +30,8 @@ def parse_text(text: str, fmt: str = "auto", name: str = "") -> ParsedFile:
         fmt, why, by_name = detect(text, name)
     else:
         why, by_name = "forced", format_by_name(name)
-    parser = {
-        "sh": read_sh, "nccl-conf": read_conf, "systemd": read_systemd,
-        "docker": read_docker, "deepspeed": read_deepspeed, "k8s": read_k8s,
-        "json": read_json, "dockerfile": read_sh, "markdown": read_markdown,
-    }[fmt]
     out = ParsedFile(fmt, detected=why, name_format=by_name)
-    parser(text, out)
+    dialects.get(fmt).read(text, out)
     m = re.search(r"features sha256:([0-9a-f]{12})", "\n".join(text.splitlines()[:6]))
     out.features_hash = m.group(1) if m else None
     return out

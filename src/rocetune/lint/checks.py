@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..checks import finding
+from ..envfiles import dialects
 from ..envfiles.parsed import Assignment, ParsedFile
 from ..envfiles.read import parse_text
 from ..model.finding import SEVERITIES, Finding
@@ -30,10 +31,6 @@ from ..nccl.syntax import list_entries, strtoll
 
 _WATCHED = ("NCCL_", "UCX_", "GLOO_", "TORCH_NCCL_", "OMPI_MCA_btl_tcp_")
 MAX_BYTES = 16 << 20
-# Dialects whose consumer keeps the CR of a CRLF line ending in the value: bash (a sourced env
-# file, a job script) and NCCL's config reader. systemd ends a line at a CR, docker's env-file
-# reader and Python's text mode (DeepSpeed) drop it, YAML and JSON treat it as a line break.
-_CR_KEPT = {"sh": "the shell", "nccl-conf": "NCCL"}
 # Names RDMA drivers give their devices: UCX wants them as device:port.
 _RDMA_NAME = re.compile(r"^(mlx\d_|mlx5_|irdma|bnxt_re|efa_|efa\d|rxe|siw|qedr|hfi1_|ionic_|erdma_|hns_|"
                         r"cxgb4_|ocrdma|vmw_pvrdma|i40iw|usnic_|mana_)")
@@ -92,14 +89,12 @@ def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = 
         add(pid, None, line, None, msg)
     _check_dialect(parsed, text, add)
 
+    dialect = dialects.get(parsed.fmt)
     for a in parsed.assignments:
         if not a.key.startswith(_WATCHED):
             continue
-        _check_format_value(parsed.fmt, a, add)
-        if parsed.fmt == "nccl-conf" and not a.key.startswith("NCCL_"):
-            add("conf-not-nccl", "warning", a.line, a.key,
-                f"{a.key} in an NCCL config file: only NCCL reads it, when a communicator starts; "
-                "UCX, Gloo and MPI have read their settings by then", "set it in the job environment")
+        if dialect.lint_value:  # the pitfalls of how this dialect's consumer reads a value
+            dialect.lint_value(a, add)
         _check_one(cat, a, add, qos, host)
     _check_file(parsed, add)
     out.sort(key=lambda f: (f.line or 0, SEVERITIES.index(f.severity), f.id, f.key or ""))
@@ -143,13 +138,14 @@ def _check_dialect(parsed: ParsedFile, text: str, add: Add) -> None:
     """How the file was read, when that may not be how it is used; CRLF line endings where the
     consumer keeps the CR."""
     if parsed.name_format and parsed.name_format != parsed.fmt and parsed.detected != "forced":
-        specific = parsed.name_format in ("deepspeed",) or (
-            parsed.name_format == "nccl-conf" and parsed.fmt == "sh")
+        warns = dialects.get(parsed.name_format).misread_warns
+        specific = "*" in warns or parsed.fmt in warns
         add("format-differs-from-name", "warning" if specific else "info", 1, None,
             f"named like a {parsed.name_format} file, but read as {parsed.fmt} ({parsed.detected}); "
             f"if {parsed.name_format}'s reader takes this file, it reads it differently",
             f"check with --format {parsed.name_format}, or rename the file")
-    consumer = _CR_KEPT.get(parsed.fmt)
+    dialect = dialects.get(parsed.fmt)
+    consumer = dialect.consumer if dialect.keeps_cr else None
     if consumer and "\r\n" in text:
         first = text.count("\n", 0, text.index("\r\n")) + 1
         lines = text.count("\r\n")
@@ -194,25 +190,6 @@ def _check_name(cat: Catalog, a: Assignment, add) -> bool:
         f"{key} is not read by NCCL {cat.nccl_version} (a plugin's, an older or newer release's, "
         "or a typo)", "check the name against the NCCL documentation")
     return False
-
-
-def _check_format_value(fmt: str, a: Assignment, add) -> None:
-    v = a.raw
-    if fmt in ("nccl-conf", "docker"):
-        consumer = "NCCL" if fmt == "nccl-conf" else "docker"
-        if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
-            add("conf-quoted-value" if fmt == "nccl-conf" else "docker-quoted-value", "error", a.line, a.key,
-                f"{consumer} keeps the quotes: {a.key} becomes {v!r}", "remove the quotes")
-        elif v != v.strip():
-            add("conf-whitespace" if fmt == "nccl-conf" else "docker-whitespace", "error", a.line, a.key,
-                f"{consumer} keeps the surrounding whitespace of {v!r}"
-                + (" (a CRLF line ending?)" if v.endswith("\r") else ""),
-                "remove it (and convert CRLF line endings)")
-    elif fmt == "k8s" and a.value is not None and a.value != a.value.strip():
-        add("k8s-whitespace", "error", a.line, a.key,
-            f"the container gets {a.key}={a.value!r}, whitespace included"
-            + (" (a '|' block keeps the final newline)" if a.raw.lstrip().startswith("|") else ""),
-            "use '|-' or '>-', or a quoted string")
 
 
 def _check_value(cat: Catalog, a: Assignment, add) -> None:
@@ -398,17 +375,17 @@ def _check_file(parsed: ParsedFile, add) -> None:
     by_scope: Dict[int, List[Assignment]] = {}
     for a in parsed.assignments:
         by_scope.setdefault(a.scope, []).append(a)
-    first_wins = parsed.fmt == "nccl-conf"
+    dialect = dialects.get(parsed.fmt)
     for scope, items in sorted(by_scope.items()):
         seen: Dict[str, Assignment] = {}
         for a in items:
             if a.key in seen and a.key.startswith(_WATCHED):
                 prev = seen[a.key]
                 if (prev.value, prev.raw) != (a.value, a.raw):
-                    winner = prev if first_wins else a
+                    winner = prev if dialect.first_wins else a
                     add("duplicate", "warning", a.line, a.key,
                         f"{a.key} is also set on line {prev.line}; "
-                        f"{'NCCL keeps the first' if first_wins else 'the last one wins'} "
+                        f"{dialect.consumer + ' keeps the first' if dialect.first_wins else 'the last one wins'} "
                         f"({winner.raw!r})", "keep one")
             elif a.key not in seen:
                 seen[a.key] = a

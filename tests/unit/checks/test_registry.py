@@ -14,10 +14,11 @@ from rocetune.rules import RULES
 
 SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "rocetune")
 # How code names the check it produces: ctx.finding("id", ...), finding("id", ...), lint's
-# add("id", ...), a parser's problems.append((line, "id", ...)), and lint's per-dialect choice.
+# add("id", ...), a parser's problems.append((line, "id", ...)), and a dialect's ids for the
+# values its consumer takes verbatim (quoted="id", spaced="id").
 _PRODUCED = (re.compile(r'\b(?:_?finding|add)\(\s*"([a-z0-9-]+)"'),
              re.compile(r'problems\.append\(\([^,()]*(?:\([^()]*\)[^,()]*)*,\s*"([a-z0-9-]+)"'),
-             re.compile(r'"([a-z0-9-]+)" if fmt == "nccl-conf" else "([a-z0-9-]+)"'))
+             re.compile(r'\b(?:quoted|spaced)="([a-z0-9-]+)"'))
 
 
 def produced_ids():

@@ -18,9 +18,10 @@ from rocetune.model.features import fingerprint
 from rocetune.checks import host_findings
 from rocetune.model.plan import Decision, Overrides, Plan
 from rocetune.planner import build_plan
-from rocetune.envfiles.write import FORMATS, render
+from rocetune.envfiles import dialects
+from rocetune.envfiles.write import render
 from rocetune.envfiles.read import parse_text
-from rocetune.envfiles.read_systemd import systemd_env_pairs
+from rocetune.envfiles.dialects.systemd import systemd_env_pairs
 
 from ..rules.featurekit import rail_host
 
@@ -160,12 +161,12 @@ def test_deepspeed_env_has_only_key_value_lines_and_refuses_unsafe_values():
 
 def test_nul_is_refused_everywhere():
     p = Plan(decisions=[Decision("Q", "a\x00b", "override")])
-    for fmt in FORMATS:
+    for fmt in dialects.names(written=True):
         with pytest.raises(RocetuneError):
             render(p, fmt, rail_host(1).build())
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", dialects.names(written=True))
 def test_same_features_same_bytes(fmt):
     f = rail_host().build()
     a = render(build_plan(f), fmt, f)

@@ -18,7 +18,7 @@ import argparse
 from typing import List, Optional, Tuple
 
 from ...errors import ExitCode, RocetuneError
-from ...envfiles import PARSE_FORMATS
+from ...envfiles import dialects
 from ..result import Result
 
 
@@ -29,7 +29,7 @@ HELP = "check env files, nccl.conf and job scripts: unknown, removed or misspell
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="files to check")
-    p.add_argument("--format", choices=("auto",) + PARSE_FORMATS, default="auto",
+    p.add_argument("--format", choices=("auto",) + dialects.names(), default="auto",
                    help="read every FILE in this dialect (default auto: each file as its content "
                         "shows, its name breaking ties)")
     p.add_argument("--qos", metavar="FILE",

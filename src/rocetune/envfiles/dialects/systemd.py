@@ -1,15 +1,38 @@
-"""systemd's EnvironmentFile= dialect: its own comments, quoting and line continuations."""
+"""systemd: an `EnvironmentFile=` of a service, with systemd's own comments, quoting and line
+continuations."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
-from .parsed import NAME_RE, Assignment, ParsedFile, rule_of
+from ..parsed import NAME_RE, Assignment, ParsedFile, rule_of
+from .base import Dialect
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...model.plan import Plan
+
+NAME = "systemd"
 
 
-def read_systemd(text: str, out: ParsedFile) -> None:
+def render(plan: Plan, features: dict) -> str:
+    from ..writing import refuse, systemd_quote, with_comments
+
+    for d in plan.decisions:
+        bad = [ch for ch in d.value if _unicode_noncharacter(ch) or ch == "\ufeff"]
+        if bad:
+            refuse(NAME, d, f"contains U+{ord(bad[0]):04X}, which systemd does not accept in "
+                            "environment files")
+    return with_comments(plan, features, NAME, lambda d: f"{d.key}={systemd_quote(d.value)}")
+
+
+def _unicode_noncharacter(ch: str) -> bool:
+    o = ord(ch)
+    return 0xFDD0 <= o <= 0xFDEF or (o & 0xFFFE) == 0xFFFE
+
+
+def read(text: str, out: ParsedFile) -> None:
     for key, value, lineno, rule in systemd_env_pairs(text):
-        out.assignments.append(Assignment(key, value, value, lineno, "systemd", rule, None))
+        out.assignments.append(Assignment(key, value, value, lineno, NAME, rule, None))
 
 
 _NEWLINE = "\n\r"  # systemd ends a line at either (NEWLINE in its sources): a CR is never kept
@@ -111,3 +134,6 @@ def systemd_env_pairs(text: str) -> List[Tuple[str, str, int, Optional[str]]]:
     if state in ("pre_value", "value", "value_escape", "single", "double", "double_escape"):
         push()
     return pairs
+
+
+DIALECT = Dialect(NAME, listed=30, precedence=80, read=read, render=render)

@@ -1,15 +1,24 @@
-"""The fenced code blocks of a Markdown note, each read as shell; the prose around them is not."""
+"""markdown: the fenced code blocks of a Markdown note, each read as shell; the prose around them
+is not. Read only (lint)."""
 
 from __future__ import annotations
 
 import re
 from typing import List, Optional
 
-from .parsed import ParsedFile
-from .read_shell import read_sh
+from ..parsed import ParsedFile
+from .base import Dialect
+
+_FENCE = re.compile(r"(?m)^\s*(?:```|~~~)")
 
 
-def read_markdown(text: str, out: ParsedFile) -> None:
+def detect(text: str) -> Optional[str]:
+    return "fenced code blocks" if _FENCE.search(text) else None
+
+
+def read(text: str, out: ParsedFile) -> None:
+    from ..read_shell import read_sh
+
     lines = text.split("\n")
     block: List[str] = []
     start = 0
@@ -33,3 +42,10 @@ def read_markdown(text: str, out: ParsedFile) -> None:
             fence = None
             continue
         block.append(line)
+
+
+DIALECT = Dialect(
+    "markdown", listed=90, precedence=30, read=read, file_patterns=("*.md", "*.markdown"),
+    detect=detect, name_beats_content=("sh", "dockerfile"),
+    name_beats_content_why="file name; its prose is not read as shell",
+)

@@ -1,20 +1,73 @@
-"""A Kubernetes ConfigMap's `data`, read as the API server reads it."""
+"""k8s: a Kubernetes ConfigMap (mounted with `envFrom`), its `data` read as the API server
+reads it."""
 
 from __future__ import annotations
 
+import json
 import re
-from typing import List
+from typing import TYPE_CHECKING, List, Optional
 
-from .parsed import Assignment, ParsedFile, rule_of, template_reason
+from ..parsed import Assignment, ParsedFile, rule_of, template_reason
+from .base import Add, Dialect
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...model.plan import Plan
+
+NAME = "k8s"
+CONFIGMAP_NAME = "rocetune-env"
+_CONFIGMAP = re.compile(r"(?m)^\s*(?:-\s+)?kind:\s*[\"']?ConfigMap[\"']?\s*(?:#.*)?$")
+_WHY = "a ConfigMap (kind: ConfigMap)"
 
 
-def read_k8s(text: str, out: ParsedFile) -> None:
+def render(plan: Plan, features: dict) -> str:
+    from ... import __version__
+    from ...model.features import fingerprint
+    from ..writing import header_lines, rule_comment, yaml_quote
+
+    out = ["# " + h for h in header_lines(plan, features, NAME)]
+    out += [
+        "apiVersion: v1",
+        "kind: ConfigMap",
+        "metadata:",
+        f"  name: {CONFIGMAP_NAME}",
+        "  labels:",
+        "    app.kubernetes.io/managed-by: rocetune",
+        "  annotations:",
+        f"    rocetune/version: {yaml_quote(__version__)}",
+        f"    rocetune/features-sha256: {yaml_quote(fingerprint(features))}",
+    ]
+    if not plan.decisions:
+        out.append("data: {}")
+    else:
+        out.append("data:")
+        for d in plan.decisions:
+            out.append("  # " + rule_comment(d))
+            out.append(f"  {d.key}: {yaml_quote(d.value)}")
+    return "\n".join(out) + "\n"
+
+
+def detect(text: str) -> Optional[str]:
+    """A ConfigMap in YAML, or in JSON (an object of kind ConfigMap, or unreadable JSON that
+    names that kind)."""
+    if not text.lstrip().startswith("{"):
+        return _WHY if _CONFIGMAP.search(text) else None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if (isinstance(doc, dict) and doc.get("kind") == "ConfigMap") or \
+            (doc is None and re.search(r"[\"']?kind[\"']?\s*:\s*[\"']ConfigMap", text)):
+        return _WHY
+    return None
+
+
+def read(text: str, out: ParsedFile) -> None:
     """The `data` of every ConfigMap in the file (one or several YAML documents, or JSON), read
     by PyYAML: block scalars, flow mappings and quoting as Kubernetes reads them. Values must be
     strings: the API server refuses `NCCL_IB_TC: 106` (an integer) in a ConfigMap."""
     import yaml
 
-    from ..model.yamlread import YamlError, load_yaml
+    from ...model.yamlread import YamlError, load_yaml
 
     lines = text.split("\n")
     try:
@@ -80,4 +133,17 @@ def _k8s_entry(text: str, lines: List[str], key_node, value_node, out: ParsedFil
     above = lines[line - 2].strip() if line >= 2 else ""
     if above.startswith("#"):
         rule = rule_of(above[1:])
-    out.assignments.append(Assignment(key, value, raw, line, "k8s", rule, template_reason(value)))
+    out.assignments.append(Assignment(key, value, raw, line, NAME, rule, template_reason(value)))
+
+
+def lint_value(a: Assignment, add: Add) -> None:
+    if a.value is not None and a.value != a.value.strip():
+        add("k8s-whitespace", "error", a.line, a.key,
+            f"the container gets {a.key}={a.value!r}, whitespace included"
+            + (" (a '|' block keeps the final newline)" if a.raw.lstrip().startswith("|") else ""),
+            "use '|-' or '>-', or a quoted string")
+
+
+DIALECT = Dialect(NAME, listed=60, precedence=10, read=read, render=render,
+                  file_patterns=("*.yaml", "*.yml"), detect=detect,
+                  lint_value=lint_value)
