@@ -1,0 +1,193 @@
+"""The facts of one host that must agree across a fleet, read from its result (Features, the
+plan's env, doctor's findings).
+
+Every fact is a JSON value that compares by equality: per-port facts are the sorted distinct
+values over the compute ports (`[9000]` on a uniform host, `[1500, 9000]` where one port
+differs, with `detail` naming the ports). The compute ports are the ones the plan's NCCL_IB_HCA
+is built from (analysis.hostview selection), so a storage or front-end NIC never counts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..model.vocab import natural_key
+from .results import HostResult
+
+
+@dataclass(frozen=True)
+class Fact:
+    value: Any  # JSON: a scalar, a sorted list, or None for "not set" (an env variable)
+    known: bool = True  # False: the result does not tell (its source failed, no doctor run)
+    detail: Optional[str] = None  # for people: which port or device holds which value
+
+
+UNKNOWN = Fact(None, known=False)
+
+# The fixed facts, in report order; env.<NAME> facts follow, by name.
+LABELS: Dict[str, str] = {
+    "hca.count": "compute HCA ports (count)",
+    "hca.names": "compute HCA ports",
+    "mtu": "MTU of the compute ports' interfaces",
+    "gid_index": "GID index the env uses",
+    "rdma.rate_gbps": "RDMA port rate (Gb/s)",
+    "pcie.nic": "PCIe link of the compute NICs",
+    "pcie.gpu": "PCIe link of the GPUs",
+    "nic.driver": "NIC driver",
+    "nic.fw": "NIC firmware (fw_ver)",
+    "nccl.versions": "NCCL releases found",
+    "kernel": "kernel release",
+    "doctor.errors": "doctor findings of error severity",
+}
+
+
+def label(key: str) -> str:
+    if key.startswith("env."):
+        return f"env {key[4:]}"
+    return LABELS.get(key, key)
+
+
+def fact_order(key: str) -> Tuple[int, Any]:
+    keys = list(LABELS)
+    return (keys.index(key), ()) if key in LABELS else (len(keys), natural_key(key))
+
+
+def host_facts(result: HostResult) -> Dict[str, Fact]:
+    """Every fact of a host whose result could be used."""
+    from ..analysis.hostview import HostView
+
+    features = result.features or {}
+    view = HostView(features)
+    ports = view.selection().chosen
+    rdma = {(d.get("name"), p.get("port")): (d, p)
+            for d in (features.get("rdma") or {}).get("devices", []) for p in d.get("ports", [])}
+    pci = {d.get("bdf"): d for d in (features.get("pci") or {}).get("devices", [])}
+    facts: Dict[str, Fact] = {
+        "hca.count": Fact(len(ports)),
+        "hca.names": Fact(sorted((p.name for p in ports), key=natural_key)),
+        "mtu": _per_port(ports, lambda p: (rdma.get((p.device, p.port)) or ({}, {}))[1].get("netdev_mtu")),
+        "gid_index": _gid_index(ports, result.plan_env),
+        "rdma.rate_gbps": _per_port(ports, lambda p: _number(p.rate_gbps)),
+        "pcie.nic": _per_device(sorted({p.pci for p in ports if p.pci}), lambda bdf: _pcie(pci.get(bdf))),
+        "pcie.gpu": _per_device(sorted(b for b, d in pci.items() if d.get("kind") == "gpu"),
+                                lambda bdf: _pcie(pci.get(bdf))),
+        "nic.driver": _per_device(sorted({p.pci for p in ports if p.pci}),
+                                  lambda bdf: (pci.get(bdf) or {}).get("driver")),
+        "nic.fw": _per_device(sorted({p.device for p in ports}, key=natural_key),
+                              lambda dev: _fw(features, dev)),
+        "nccl.versions": _nccl_versions(features),
+        "kernel": Fact((features.get("host") or {}).get("kernel_release")),
+        "doctor.errors": _doctor_errors(result.doctor_findings),
+    }
+    if not ports:
+        for key in ("mtu", "gid_index", "rdma.rate_gbps", "pcie.nic", "nic.driver", "nic.fw"):
+            facts[key] = Fact(None, known=False, detail="no compute HCA port")
+    if result.plan_env is not None:
+        facts.update({f"env.{k}": Fact(v) for k, v in result.plan_env.items()})
+    return facts
+
+
+def env_fact(result: HostResult, name: str) -> Fact:
+    """An env variable another host's plan sets and this one's does not: unset, or unknown
+    when the result has no plan."""
+    if result.plan_env is None:
+        return Fact(None, known=False, detail="no plan in the result")
+    return Fact(result.plan_env.get(name))
+
+
+def _distinct(values: Dict[str, Any]) -> Fact:
+    """The sorted distinct values of {port or device: value}; which holds which, when they differ."""
+    known = {k: v for k, v in values.items() if v is not None}
+    missing = sorted((k for k, v in values.items() if v is None), key=natural_key)
+    distinct = sorted(set(known.values()), key=lambda v: (str(type(v)), v))
+    detail = None
+    if len(distinct) > 1:
+        detail = "; ".join(f"{v}: " + ", ".join(sorted((k for k, x in known.items() if x == v), key=natural_key))
+                           for v in distinct)
+    if missing:
+        detail = (detail + "; " if detail else "") + "unknown on " + ", ".join(missing)
+    if not known and values:
+        return Fact(None, known=False, detail=detail)
+    return Fact(distinct, detail=detail)
+
+
+def _per_port(ports, get: Callable) -> Fact:
+    return _distinct({p.name: get(p) for p in ports})
+
+
+def _per_device(names: List[str], get: Callable) -> Fact:
+    return _distinct({n: get(n) for n in names})
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+_GTS = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s")
+
+
+def _pcie(dev: Optional[dict]) -> Optional[str]:
+    """`32.0 GT/s x16`; a degraded link says so (`8.0 GT/s x16 (max 32.0 GT/s x16)`)."""
+    link = (dev or {}).get("link")
+    if not isinstance(link, dict) or link.get("speed") is None:
+        return None
+    text = f"{_speed(link.get('speed'))} x{link.get('width')}"
+    if link.get("degraded"):
+        text += f" (max {_speed(link.get('max_speed'))} x{link.get('max_width')})"
+    return text
+
+
+def _speed(raw: Any) -> str:
+    m = _GTS.match(str(raw or ""))
+    return f"{float(m.group(1)):.1f} GT/s" if m else str(raw)
+
+
+def _fw(features: dict, device: str) -> Optional[str]:
+    for d in (features.get("rdma") or {}).get("devices", []):
+        if d.get("name") == device:
+            return d.get("fw_ver")
+    return None
+
+
+def _gid_index(ports, env: Optional[Dict[str, str]]) -> Fact:
+    """NCCL_IB_GID_INDEX where the plan pins it; else, on RoCE, the index NCCL (2.21.5 and later)
+    picks itself: each port's first IPv4 RoCE v2 GID (IPv6 where a port has no IPv4 one)."""
+    if env is not None and "NCCL_IB_GID_INDEX" in env:
+        try:
+            return Fact([int(env["NCCL_IB_GID_INDEX"], 0)], detail="pinned by NCCL_IB_GID_INDEX")
+        except ValueError:
+            return Fact([env["NCCL_IB_GID_INDEX"]], detail="pinned by NCCL_IB_GID_INDEX")
+    roce = [p for p in ports if p.is_roce]
+    if not roce:
+        return Fact(None, known=False, detail="no RoCE compute port (InfiniBand: no GID index)")
+    fact = _distinct({p.name: (p.v4_gids or p.v6_gids or [None])[0] for p in roce})
+    note = "NCCL's own pick: the first RoCE v2 IPv4 GID"
+    return Fact(fact.value, fact.known, f"{note}; {fact.detail}" if fact.detail else note)
+
+
+def _nccl_versions(features: dict) -> Fact:
+    nccl = (features.get("kernel") or {}).get("nccl")
+    if not isinstance(nccl, dict):
+        return Fact(None, known=False, detail="NCCL libraries not read")
+    libs = [lib for lib in nccl.get("libraries") or [] if isinstance(lib, dict)]
+    versions = {lib.get("path"): lib.get("version") or "unreadable" for lib in libs}
+    found = sorted(set(versions.values()), key=_version_key)
+    detail = "; ".join(f"{v}: {p}" for p, v in sorted(versions.items(), key=lambda pv: str(pv[0]))) or None
+    return Fact(found, detail=detail)
+
+
+def _version_key(text: str) -> Tuple:
+    return tuple(int(x) if x.isdigit() else -1 for x in text.split("."))
+
+
+def _doctor_errors(findings: Optional[List[dict]]) -> Fact:
+    if findings is None:
+        return Fact(None, known=False, detail="no doctor run in the result")
+    errors = [f for f in findings if f.get("severity") == "error"]
+    ids = sorted({str(f.get("id")) for f in errors})
+    detail = "; ".join(f"{f.get('id')}: {str(f.get('message'))[:160]}" for f in errors) or None
+    return Fact(ids, detail=detail)

@@ -1,0 +1,38 @@
+"""`rocetune fleet report` for people: failed gathers, then every host and value that differs
+(marked `!`), then what the whole fleet agrees on."""
+
+from __future__ import annotations
+
+from ..fleet.compare import Report, expected_text, show
+from ..text import printable, table
+
+
+def report_text(report: Report, verbose: int = 0) -> str:
+    ok = [h for h in report.hosts if h.ok]
+    lines = [f"fleet: {len(report.hosts)} host(s), {len(report.failed)} failed, "
+             f"{len(report.differing)} differ" + (f", {report.manifest_checks} manifest check(s)"
+                                                   if report.manifest_checks else "")]
+    if report.failed:
+        lines += ["", "FAILED"]
+        lines += ["  " + line for line in table([["!", h.host, h.error or ""] for h in report.failed])]
+    entries = report.entries()
+    if entries:
+        lines += ["", "DIFFERS (host, fact, its value, what is expected)"]
+        rows = [["!", e["host"], e["label"], show(e["value"], e["known"]), expected_text(e["reasons"])]
+                for e in entries]
+        for e, line in zip(entries, table(rows)):
+            lines.append("  " + line)
+            if e["detail"] and (verbose or len(e["detail"]) <= 160):
+                lines.append("       " + printable(e["detail"]))
+    agreed = [r for r in report.rows if not r.drift and r.has_reference and r.known == len(ok)]
+    if agreed and ok:
+        lines += ["", f"AGREED on all {len(ok)} host(s) that answered"]
+        lines += ["  " + line for line in table([[r.label, show(r.reference)] for r in agreed])]
+    unknown = [r for r in report.rows if not r.drift and r.known < len(ok)]
+    if unknown and verbose:
+        lines += ["", "NOT KNOWN on every host"]
+        lines += ["  " + line for line in table(
+            [[r.label, ", ".join(h for h, c in r.cells.items() if not c.fact.known)] for r in unknown])]
+    return "\n".join(lines) + "\n"
+
+

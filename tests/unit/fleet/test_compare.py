@@ -1,0 +1,94 @@
+"""The comparison's rules on results built in the test: the reference is the value most hosts
+hold, a tie names every host, unknown values do not vote, a manifest value missed is drift."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from rocetune import app
+from rocetune.fleet import manifest
+from rocetune.fleet.compare import compare
+from rocetune.fleet.results import SCHEMA, from_doc
+
+ROOT = str(Path(__file__).resolve().parents[2] / "fixtures" / "hosts" / "dgx-h100-roce")
+
+
+@pytest.fixture(scope="module")
+def features():
+    return app.host_features(ROOT)
+
+
+def _result(host, features, env=None, findings=None, **extra):
+    doc = {"schema": SCHEMA, "host": host, "probe": {"features": copy.deepcopy(features),
+                                                     "plan": {"env": env or {"NCCL_IB_TIMEOUT": "20"}}},
+           "doctor": {"findings": findings or []}, "gathered_at": None, "error": None}
+    doc.update(extra)
+    return from_doc(host, doc)
+
+
+def _set_mtu(result, device, mtu):
+    for d in result.features["rdma"]["devices"]:
+        if d["name"] == device:
+            for p in d["ports"]:
+                p["netdev_mtu"] = mtu
+
+
+def test_most_hosts_set_the_reference_and_the_other_is_odd(features):
+    hosts = [_result(f"n{i}", features) for i in range(3)]
+    _set_mtu(hosts[1], "mlx5_0", 4200)
+    report = compare(hosts)
+    row = next(r for r in report.rows if r.key == "mtu")
+    assert row.reference == [9000] and (row.holders, row.known) == (2, 3)
+    assert {h: c.status for h, c in row.cells.items()} == {"n0": "ok", "n1": "odd", "n2": "ok"}
+    assert report.differing == ["n1"] and [h.host for h in report.hosts][0] == "n1"
+
+
+def test_unknown_values_do_not_vote(features):
+    hosts = [_result(f"n{i}", features) for i in range(3)]
+    for h in hosts[:2]:
+        for d in h.features["rdma"]["devices"]:
+            d["fw_ver"] = None
+    hosts[2].features["rdma"]["devices"][0]["fw_ver"] = "1.0"
+    row = next(r for r in compare(hosts).rows if r.key == "nic.fw")
+    assert row.known == 1 and row.cells["n0"].status == "unknown"
+
+
+def test_a_failed_host_is_listed_first_and_not_compared(features):
+    hosts = [_result("a", features), from_doc("b", {"host": "b", "error": "timeout"}), _result("c", features)]
+    report = compare(hosts)
+    assert [h.host for h in report.hosts] == ["b", "a", "c"]
+    assert report.failed[0].error == "gather failed: timeout"
+    assert all("b" not in r.cells for r in report.rows) and not report.clean
+
+
+def test_manifest_checks_name_the_key(features):
+    checks = manifest.checks({"mtu": 9000, "gid_index": 3, "hca_count": 8, "nic_fw": "28.39.1002",
+                              "env": {"NCCL_IB_TIMEOUT": 20, "NCCL_IB_HCA": None}})
+    report = compare([_result("a", features)], checks)
+    assert report.clean
+    report = compare([_result("a", features)], manifest.checks({"gid_index": 5, "env": {"NCCL_IB_HCA": "mlx5"}}))
+    missed = {e["fact"]: e["reasons"] for e in report.entries()}
+    assert missed["gid_index"] == [{"kind": "manifest", "key": "gid_index", "expected": "5"}]
+    assert missed["env.NCCL_IB_HCA"][0]["key"] == "env.NCCL_IB_HCA"
+
+
+@pytest.mark.parametrize("doc, word", [
+    ({"mtu": "9000"}, "mtu"), ({"mtu": True}, "mtu"), ({"hcas": "mlx5_0"}, "hcas"),
+    ({"nccl_version": "2.21"}, "nccl_version"), ({"link": {"lanes": 16}}, "link.lanes"),
+    ({"env": {"1BAD": 1}}, "1BAD"), ({"mtuu": 1}, "mtuu"), ([], "mapping")])
+def test_bad_manifest_values(doc, word):
+    with pytest.raises(ValueError, match=word):
+        manifest.checks(doc)
+
+
+def test_result_file_shapes(features):
+    envelope = {"schema": "rocetune.result/1", "data": {"features": features, "plan": {"env": {"A": "1"}}}}
+    r = from_doc("h", {"host": "other", "probe": envelope, "error": None})
+    assert r.ok and r.plan_env == {"A": "1"} and r.doctor_findings is None
+    assert r.warnings == ["h.json names host 'other'; reported as h"]
+    assert "rocetune.fleet-host/9" in from_doc("h", {"schema": "rocetune.fleet-host/9"}).error
+    assert "schema_version" in from_doc("h", {"probe": {"features": {"schema_version": 2}}}).error
+    assert from_doc("h", []).error == "result file is not a JSON object"
