@@ -24,7 +24,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
-if ! .venv/bin/python -c "import rocetune, pytest, hypothesis, jsonschema, ansible, torch" 2>/dev/null \
+if ! .venv/bin/python -c "import rocetune, pytest, hypothesis, jsonschema, ansible, paramiko, torch" 2>/dev/null \
    || ! [ -x .venv/bin/ansible-lint ]; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e '.[dev]' "torch==${TORCH_VERSION}"
