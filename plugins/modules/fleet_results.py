@@ -1,0 +1,120 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""Write every node's doctor result as the fleet directory's HOST.json, in one controller call."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: fleet_results
+short_description: Write each node's rocetune doctor result as DIR/<host>.json for rocetune fleet report
+description:
+  - Runs once on the controller for the whole play (C(run_once), C(delegate_to) localhost); writes
+    C(<host>.json) in the format C(rocetune fleet report) reads (schema C(rocetune.fleet-host/1)),
+    each atomically and only when its content differs.
+  - A host whose command did not run (unreachable, failed before it) or did not answer with a
+    JSON result gets a file whose C(error) says why, so the report names it.
+  - Supports check mode and diff.
+options:
+  dir:
+    description: The controller directory for the files (created when missing).
+    type: path
+    required: true
+  results:
+    description:
+      - Host name to the registered result of C(rocetune --json doctor) on it (C(rc), C(stdout),
+        C(stderr)); null for a host where it did not run.
+    type: dict
+    required: true
+  gathered_at:
+    description: When the results were gathered (ISO 8601), written into every file.
+    type: str
+    required: true
+author: rocetune contributors (@rocetune)
+"""
+
+EXAMPLES = r"""
+- name: Keep every node's doctor result on the controller
+  rocetune.fabric.fleet_results:
+    dir: "{{ playbook_dir }}/fleet"
+    results: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars)
+                 | map(attribute='doctor', default=none) | list)) }}"
+    gathered_at: "{{ now(utc=true).isoformat() }}"
+  run_once: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+written:
+  description: The files written (or that would be).
+  type: list
+  elements: str
+  returned: always
+failed_hosts:
+  description: Hosts whose file records an error.
+  type: list
+  elements: str
+  returned: always
+"""
+
+import json
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+
+SCHEMA = "rocetune.fleet-host/1"
+HOST_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")  # a file name, never a path
+
+
+def host_doc(host, registered, gathered_at):
+    doc = {"schema": SCHEMA, "host": host, "gathered_at": gathered_at, "error": None}
+    if not isinstance(registered, dict) or "rc" not in registered:
+        doc["error"] = "rocetune doctor did not run on this host (unreachable, or a task before it failed)"
+        return doc
+    try:
+        envelope = json.loads(registered.get("stdout") or "")
+    except ValueError:
+        envelope = None
+    if registered.get("rc") not in (0, 1, 5) or not isinstance(envelope, dict) \
+            or not isinstance(envelope.get("data"), dict) or envelope.get("errors"):
+        lines = [ln for ln in (registered.get("stderr") or registered.get("stdout") or "").splitlines() if ln.strip()]
+        doc["error"] = "rocetune doctor exited %s without a result: %s" % (
+            registered.get("rc"), lines[-1][:300] if lines else "no output")
+        return doc
+    doc["doctor"] = envelope
+    return doc
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(dir=dict(type="path", required=True),
+                           results=dict(type="dict", required=True),
+                           gathered_at=dict(type="str", required=True)),
+        supports_check_mode=True,
+    )
+    p = module.params
+    bad = sorted(h for h in p["results"] if not HOST_NAME.match(h))
+    if bad:
+        module.fail_json(msg="results: host names that cannot be file names: %s" % ", ".join(bad))
+    files, failed = [], []
+    for host in sorted(p["results"]):
+        doc = host_doc(host, p["results"][host], p["gathered_at"])
+        if doc["error"]:
+            failed.append(host)
+        files.append({"path": os.path.join(p["dir"], host + ".json"), "mode": "0644",
+                      "content": json.dumps(doc, indent=1, sort_keys=True) + "\n"})
+    changes, diffs = plan_files(files, [])
+    if changes and not module.check_mode:
+        apply_changes(changes)
+    module.exit_json(changed=bool(changes), diff=diffs, written=[c[1]["path"] for c in changes],
+                     failed_hosts=failed)
+
+
+if __name__ == "__main__":
+    main()
