@@ -4,6 +4,8 @@ Host keys are checked strictly; a dead, silent or slow host is reported, not wai
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import sys
@@ -58,6 +60,8 @@ class Site:
             fake_rocetune(bin_dir, body="sleep 60\n")
         elif kind == "nonjson":
             fake_rocetune(bin_dir, body="echo 'Welcome to gpu node'\nexit 0\n")
+        elif kind == "missing":
+            bin_dir.mkdir(parents=True)
         elif kind == "crash":
             fake_rocetune(bin_dir, self.rec_dir / "probe.json", self.rec_dir / "doctor.json", doctor_exit=70)
         srv = SSHServer(host_key or self.keys["host"], self.keys["client"], bin_dir, silent=silent)
@@ -140,8 +144,7 @@ def test_unknown_host_key_refused_then_accepted_with_accept_new(site):
     code, env = site.gather("gpu01")
     assert code == 1
     err = _errors(env)["gpu01"]
-    fp = "SHA256:" + __import__("base64").b64encode(
-        __import__("hashlib").sha256(site.keys["host"].asbytes()).digest()).decode().rstrip("=")
+    fp = "SHA256:" + base64.b64encode(hashlib.sha256(site.keys["host"].asbytes()).digest()).decode().rstrip("=")
     assert "unknown" in err and f"[127.0.0.1]:{a.port}" in err and fp in err
     assert "--accept-new" in err and f"ssh-keyscan -p {a.port} 127.0.0.1" in err
     assert site.result("gpu01")["error"] == err and site.result("gpu01")["probe"] is None
@@ -198,7 +201,8 @@ def test_dead_silent_and_slow_hosts_reported_good_ones_complete(site):
 
 
 @pytest.mark.parametrize("kind,words", [("nonjson", ["probe", "no JSON", "Welcome to gpu node"]),
-                                        ("crash", ["doctor", "exit 70"])])
+                                        ("crash", ["doctor", "exit 70"]),
+                                        ("missing", ["probe", "command not found: rocetune"])])
 def test_a_bad_command_is_that_hosts_failure(site, kind, words):
     bad, good = site.server("bad", kind=kind), site.server("good")
     site.ssh_config({"bad": (bad.port, None), "good": (good.port, None)})
