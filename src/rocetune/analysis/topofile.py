@@ -28,7 +28,8 @@ from typing import Dict, List, Optional, Tuple
 from .. import __version__
 from ..model.vocab import GPU_LOCAL, natural_key
 from ..nccl.topo import (GPU_CLASS, NIC_CLASS, Endpoint, Group, TopologyError, TopoNode,
-                         build_system, cpu_attrs, nccl_link_speed)
+                         build_system, nccl_link_speed)
+from ..nccl.topo_cpu import cpu_attrs
 from ..nccl.topo_paths import gpu_nic_paths
 from ..nccl.topo_read import from_nodes
 from ..nccl import topo_requirements

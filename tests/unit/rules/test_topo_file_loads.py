@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocetune.nccl import topo_requirements as req
-from rocetune.nccl.topo import Endpoint, Group, build_system, cpu_attrs
+from rocetune.nccl.topo import Endpoint, Group, build_system
+from rocetune.nccl.topo_cpu import cpu_attrs
 from rocetune.nccl.topo_paths import gpu_nic_paths
 from rocetune.nccl.topo_read import parse_topology
 from rocetune.planner import build_plan
