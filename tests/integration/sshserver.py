@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import List, Optional
 
@@ -95,6 +96,14 @@ class SSHServer:
         except Exception:  # the client went away (a timeout under test); nothing to report to
             pass
         finally:
+            # This runs beside the transport thread, which answers the exec request only after
+            # check_channel_exec_request returns: a command that ends at once could close the
+            # channel before that answer (the client then sees "Channel closed"). The client
+            # closes the channel once it has the exit status; close it here only if it never does.
+            for _ in range(600):
+                if channel.closed:
+                    break
+                time.sleep(0.05)
             channel.close()
 
     def close(self):

@@ -9,7 +9,6 @@ a check can say "not checked" instead of guessing; unreadable files are warnings
 from __future__ import annotations
 
 import os
-import re
 from typing import Dict, List, Optional
 
 from ..envfiles import dialects
@@ -30,7 +29,6 @@ LIMITS_DIR = "/etc/security/limits.d"
 # The env files the rocetune_env role writes, by the dialect their names give them.
 ENV_DIR = "/etc/rocetune"
 ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", "/etc/nccl.conf")}
-_PAUSE_RE = re.compile(r"^(Autonegotiate|RX|TX):\s*(on|off)\s*$", re.M)
 
 
 def read(ctx: ProbeContext, features: dict) -> dict:
@@ -96,13 +94,14 @@ def acs(ctx: ProbeContext) -> Optional[Dict[str, Dict[str, bool]]]:
 
 
 def pause(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, bool]]:
-    """802.3x global pause of a netdev (`ethtool -a`): {"autoneg", "rx", "tx"}; None unknown."""
+    """802.3x global pause of a netdev (`ethtool -a`): {"rx", "tx"}; None unknown."""
+    from ..probe.parsers.qos_tools import parse_pause  # the roce_qos role's own reader
+
     result = ctx.runner.run(["ethtool", "-a", netdev])
     if not result.found or result.returncode != 0:
         return None
-    found = {k.lower(): v == "on" for k, v in _PAUSE_RE.findall(result.stdout)}
-    return {"autoneg": found.get("autonegotiate"), "rx": found.get("rx"), "tx": found.get("tx")} \
-        if "rx" in found or "tx" in found else None
+    found = parse_pause(result.stdout)
+    return {"rx": found.get("rx"), "tx": found.get("tx")} if found else None
 
 
 def ecn(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, Dict[int, bool]]]:

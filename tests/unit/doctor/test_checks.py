@@ -94,7 +94,7 @@ def test_qos_against_the_plan_pfc_trust_map_pause_and_ecn():
     h.nic_qos("ens0np0")                                        # as planned
     h.nic_qos("ens1np0", trust="pcp", pfc=(), dscp_prio={26: 0})  # nothing applied
     plan = default_plan()
-    found = run(h.build(), qos=plan, pause={"ens0np0": {"autoneg": False, "rx": True, "tx": True}},
+    found = run(h.build(), qos=plan, pause={"ens0np0": {"rx": True, "tx": True}},
                 ecn={"ens0np0": {"roce_np": {3: False}, "roce_rp": {3: True}}})
     by = {(x.id, x.subject): x for x in found}
     assert set(by) == {("doctor-qos-mismatch", "ens1np0"), ("doctor-global-pause", "ens0np0"),
@@ -228,3 +228,17 @@ def test_a_deployed_env_naming_a_device_the_node_lacks_is_a_failure():
     assert found[0].message.endswith("no RDMA device mlx5_7")
     prefix = {"sh": "export NCCL_IB_HCA='mlx5'\n"}  # a prefix that matches mlx5_0
     assert [x for x in run(rail_host(1).build(), env_files=prefix) if x.id == "doctor-env-names-missing-device"] == []
+
+
+def test_pause_is_read_with_the_roce_qos_roles_own_reader(tmp_path):
+    """doctor reads `ethtool -a` with the parser the roce_qos role uses (one reader)."""
+    from rocetune.doctor import readings
+    from rocetune.hostfs import HostRoot, ProbeContext, RecordedRunner
+
+    (tmp_path / "commands").mkdir()
+    (tmp_path / "commands" / "ethtool_-a_ens0np0.txt").write_text(
+        "Pause parameters for ens0np0:\nAutonegotiate:\toff\nRX:\t\ton\nTX:\t\ton\n")
+    root = HostRoot(str(tmp_path))
+    ctx = ProbeContext(root, RecordedRunner(root))
+    assert readings.pause(ctx, "ens0np0") == {"rx": True, "tx": True}
+    assert readings.pause(ctx, "ens1np0") is None  # no recording: unknown, not "off"
