@@ -281,6 +281,10 @@ def test_persisted_settings_are_back_after_a_reboot(rebooted, name):
 def test_the_qos_boot_unit_reports_not_supported_and_exits_cleanly(rebooted, name):
     assert unit_state(name, "rocetune-qos.service") == \
         {"ActiveState": "active", "Result": "success", "ExecMainStatus": "0"}
+    # It ran after the lab's unit that makes the Soft-RoCE devices (roce_qos_boot_after), not
+    # beside it: configfs RDMA-CM writes on a device still being made fail the unit.
+    after = sh(name, "systemctl show rocetune-qos.service -p After --value").split()
+    assert "rocetune-softroce.service" in after, after
     log = unit_log(name, "rocetune-qos.service")
     for nic in ("ens4", "ens5"):
         assert any(f"DCB is not supported on {nic} (driver virtio_net)" in ln for ln in log), log

@@ -796,7 +796,7 @@ def reboot(host: str, timeout: Optional[float] = None) -> float:
         if state != "running":
             failed = run_on(ip, "systemctl --failed --plain --no-legend", check=False).stdout
             _reboot_failed(name, accel, f"systemd is '{state}' after the reboot (failed units: "
-                                        f"{' '.join(failed.split()) or 'none'})")
+                                        f"{' '.join(failed.split()) or 'none'}){_failed_units_log(ip, failed)}")
     finally:
         if _qemu_alive(name):
             with contextlib.suppress(lab.LabError, OSError, ValueError):
@@ -804,6 +804,17 @@ def reboot(host: str, timeout: Optional[float] = None) -> float:
     seconds = time.monotonic() - started
     lab._log(f"{name}: rebooted, back and running after {seconds:.1f}s")
     return seconds
+
+
+def _failed_units_log(ip: str, failed: str, lines: int = 12) -> str:
+    """The last lines each failed unit logged in this boot: what a CI log needs to say why."""
+    units = [ln.split()[0] for ln in failed.splitlines() if ln.split()]
+    logs = []
+    for unit in units:
+        out = run_on(ip, f"journalctl -b -o cat --no-pager -n {lines} -u {shlex.quote(unit)}",
+                     check=False).stdout.strip()
+        logs.append(f"{unit} logged: " + (" | ".join(out.splitlines()) or "(nothing)"))
+    return "; " + "; ".join(logs) if logs else ""
 
 
 def _reboot_failed(name: str, accel: str, why: str) -> None:
