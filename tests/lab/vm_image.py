@@ -51,6 +51,7 @@ VM_PACKAGES = (
     "openmpi-bin",
     "openssh-client",
     "openssh-server",
+    "iperf3",
     "perftest",
     "python3-mpi4py",
     "python3-psutil",

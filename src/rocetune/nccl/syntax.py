@@ -74,3 +74,14 @@ def ib_hca_selects(value: str, device: str, port: int) -> bool:
     hit = not entries or any((device == name if exact else device.startswith(name))
                              and (p == -1 or port == -1 or p == port) for name, p in entries)
     return hit != exclude
+
+
+def ifname_selects(value: str, ifname: str) -> bool:
+    """Whether NCCL_SOCKET_IFNAME=`value` lets NCCL use interface `ifname`.
+
+    NCCL 2.28.9 src/misc/socket.cc findInterfaces with src/misc/utils.cc matchIfList: prefixes,
+    or whole names after `=`; `^` excludes what the list matches.
+    """
+    exclude, exact, entries = list_entries(value)
+    hit = any((ifname == e if exact else ifname.startswith(e)) for e in entries)
+    return hit != exclude

@@ -29,3 +29,12 @@ def test_selects(value, device, port, selected):
 def test_entries_read_ports_like_atoi():
     assert ib_hca_entries("=mlx5_0:1,mlx5_1:,mlx5_2:x,mlx5_3") == (
         False, True, [("mlx5_0", 1), ("mlx5_1", 0), ("mlx5_2", 0), ("mlx5_3", -1)])
+
+
+def test_socket_ifname_prefixes_exact_names_and_exclusion():
+    from rocetune.nccl.syntax import ifname_selects
+
+    assert ifname_selects("eth", "eth0") and ifname_selects("ib,eth", "eth12")
+    assert not ifname_selects("=eth", "eth0") and ifname_selects("=eth0,bond0", "bond0")
+    assert not ifname_selects("^docker,lo", "docker0") and ifname_selects("^docker,lo", "bond0")
+    assert ifname_selects("^=eth", "eth0")  # excludes only an interface named exactly "eth"
