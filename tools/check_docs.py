@@ -34,8 +34,11 @@ _KIND = {
     "lint": "Lint check: `rocetune lint` reports it per file and line ([lint.md](../lint.md)); "
             "`--set` and `--config` overrides get the same checks.",
     "doctor": "Doctor check: `rocetune doctor`.",
+    "switch": "Switch check: `rocetune qos check --switch FILE` compares a switch's running QoS "
+              "with the QoS plan ([switch-qos.md](../switch-qos.md)).",
 }
-_KIND_TITLE = {"host": "Host checks", "rule": "Rule findings", "lint": "Lint checks", "doctor": "Doctor checks"}
+_KIND_TITLE = {"host": "Host checks", "rule": "Rule findings", "lint": "Lint checks", "doctor": "Doctor checks",
+               "switch": "Switch checks"}
 
 
 def _sentence(text: str) -> str:
@@ -79,7 +82,7 @@ def index() -> str:
         "check the same way), make its findings with `rocetune.checks.finding(id, ...)`, and run "
         "`python3 tools/check_docs.py`: a test fails while a produced id is not declared, a "
         "declared id is produced nowhere, or a page is missing or stale.")]
-    for kind in ("host", "rule", "lint", "doctor"):
+    for kind in ("host", "rule", "lint", "doctor", "switch"):
         group = [c for c in all_checks() if c.kind == kind]
         if not group:
             continue

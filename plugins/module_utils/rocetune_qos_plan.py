@@ -18,7 +18,8 @@ __metaclass__ = type
 # ECN codepoints a sender may use in the low two bits of the traffic class.
 ECN_NAMES = {"not-ect": 0, "ect1": 1, "ect0": 2}
 TRUST_MODES = ("dscp", "pcp")
-TOP_KEYS = ("version", "trust", "data", "cnp", "ecn", "lossless_priorities", "cts", "fabric", "buffer")
+TOP_KEYS = ("version", "trust", "data", "cnp", "ecn", "lossless_priorities", "cts", "fabric", "buffer",
+            "ecn_marking")
 CLASS_KEYS = ("dscp", "priority")
 FABRIC_KEYS = ("tiers", "rail_optimised", "ecmp")
 MAX_TIERS = 4
@@ -28,6 +29,12 @@ BUFFER_KEYS = ("cable_length", "prio_buffer", "buffer_size")
 CABLE_LENGTH_MAX = 999
 BUFFERS = 8
 BUFFER_SIZE_MAX = 2 ** 32 - 1  # struct dcbnl_buffer's buffer_size is a __u32 per buffer
+# The switches' ECN marking on the data queue: queue depth in bytes where marking starts and where
+# it reaches `probability` percent. The defaults are NVIDIA Cumulus Linux's RoCE defaults (ECN
+# absolute thresholds 150 KB and 1500 KB, probability 100; docs/switch-qos.md cites the page).
+ECN_MARKING_KEYS = ("min_threshold", "max_threshold", "probability")
+ECN_MARKING_DEFAULTS = {"min_threshold": 150000, "max_threshold": 1500000, "probability": 100}
+ECN_THRESHOLD_MAX = 256000000  # bytes: the largest threshold EOS takes (random-detect ecn ... bytes)
 # docs/qos.md: the built-in plan, which an absent file (or an absent key) stands for.
 DEFAULTS = {"trust": "dscp", "data": {"dscp": 26, "priority": 3}, "cnp": {"dscp": 48, "priority": 6},
             "ecn": 2, "lossless_priorities": [3], "cts_dscp": None, "fabric": None}
@@ -46,7 +53,9 @@ def validate(doc):
     """The plan in `doc` (a mapping, or None for an empty file) with every key filled in:
     {trust, data: {dscp, priority}, cnp: {...}, ecn (0..2), lossless_priorities (sorted),
     cts_dscp, fabric ({tiers, rail_optimised, ecmp} or None), buffer ({cable_length,
-    prio_buffer, buffer_size}, each None where not stated, or None), classes_stated, warnings}."""
+    prio_buffer, buffer_size}, each None where not stated, or None), ecn_marking
+    ({min_threshold, max_threshold, probability}, defaults filled in, or None), classes_stated,
+    warnings}."""
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
@@ -70,6 +79,7 @@ def validate(doc):
     cts_dscp = _cts(doc.get("cts"))
     fabric = _fabric(doc.get("fabric"))
     buffer = _buffer(doc.get("buffer"), lossless)
+    ecn_marking = _ecn_marking(doc.get("ecn_marking"))
     if data["dscp"] == cnp["dscp"]:
         raise QosPlanError("data.dscp and cnp.dscp are both %d: congestion notifications must be told "
                            "apart from the data they throttle" % data["dscp"])
@@ -84,8 +94,9 @@ def validate(doc):
         warnings.append("no lossless priority: the fabric relies on ECN alone (no PFC)")
     warnings += _buffer_warnings(buffer, lossless)
     return {"trust": trust, "data": data, "cnp": cnp, "ecn": ecn, "lossless_priorities": lossless,
-            "cts_dscp": cts_dscp, "fabric": fabric, "buffer": buffer, "warnings": warnings,
-            "classes_stated": bool(set(doc) - set(["version", "fabric", "buffer"]))}
+            "cts_dscp": cts_dscp, "fabric": fabric, "buffer": buffer, "ecn_marking": ecn_marking,
+            "warnings": warnings,
+            "classes_stated": bool(set(doc) - set(["version", "fabric", "buffer", "ecn_marking"]))}
 
 
 def traffic_class(plan):
@@ -166,6 +177,30 @@ def _buffer(node, lossless):
                                    "(buffer.prio_buffer): a buffer that holds a PFC priority needs room"
                                    % (prio_buffer[prio], prio, prio_buffer[prio]))
     return {"cable_length": cable, "prio_buffer": prio_buffer, "buffer_size": sizes}
+
+
+def _ecn_marking(node):
+    """The switches' ECN marking thresholds in bytes; absent keys take ECN_MARKING_DEFAULTS."""
+    if node is None:
+        return None
+    if not isinstance(node, dict):
+        raise QosPlanError("ecn_marking: expected a mapping with min_threshold, max_threshold, probability")
+    extra = sorted(str(k) for k in node if k not in ECN_MARKING_KEYS)
+    if extra:
+        raise QosPlanError("ecn_marking: unknown key(s) %s" % ", ".join(extra),
+                           hint="known keys: %s (thresholds in bytes)" % ", ".join(ECN_MARKING_KEYS))
+    out = {}
+    for key in ("min_threshold", "max_threshold"):
+        value = node.get(key)
+        value = ECN_MARKING_DEFAULTS[key] if value is None else value
+        out[key] = _int_in(value, 1, ECN_THRESHOLD_MAX, "ecn_marking.%s (bytes)" % key)
+    probability = node.get("probability")
+    probability = ECN_MARKING_DEFAULTS["probability"] if probability is None else probability
+    out["probability"] = _int_in(probability, 1, 100, "ecn_marking.probability (percent)")
+    if out["min_threshold"] >= out["max_threshold"]:
+        raise QosPlanError("ecn_marking: min_threshold %d is not below max_threshold %d (bytes)"
+                           % (out["min_threshold"], out["max_threshold"]))
+    return out
 
 
 def _eight(value, what, lo, hi, shape):

@@ -60,11 +60,11 @@ def test_the_whole_parser_still_answers_help_and_errors(capsys):
         main(["--help"])
     assert exit_.value.code == 0
     listed = capsys.readouterr().out
-    for verb in ("probe", "env", "topo", "capture", "explain", "lint", "fleet"):
+    for verb in ("probe", "env", "topo", "capture", "explain", "lint", "qos", "fleet"):
         assert f"    {verb}" in listed
     assert main(["bogus"]) == 2
     err = capsys.readouterr().err
-    assert "invalid choice: 'bogus' (choose from 'probe', 'env', 'doctor', 'topo', 'capture', 'explain', 'lint', 'fleet')" in err
+    assert "invalid choice: 'bogus' (choose from 'probe', 'env', 'doctor', 'topo', 'capture', 'explain', 'lint', 'qos', 'fleet')" in err
 
 
 @pytest.mark.parametrize("argv", [

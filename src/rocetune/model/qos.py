@@ -85,6 +85,20 @@ class PfcBuffer:
                 "buffer_size": None if self.buffer_size is None else list(self.buffer_size)}
 
 
+@dataclass(frozen=True)
+class EcnMarking:
+    """Where the switches mark ECN on the RoCE data queue: queue depth in bytes where marking
+    starts (min) and where it reaches `probability` percent (max). docs/switch-qos.md."""
+
+    min_threshold: int = qos_plan.ECN_MARKING_DEFAULTS["min_threshold"]
+    max_threshold: int = qos_plan.ECN_MARKING_DEFAULTS["max_threshold"]
+    probability: int = qos_plan.ECN_MARKING_DEFAULTS["probability"]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"min_threshold": self.min_threshold, "max_threshold": self.max_threshold,
+                "probability": self.probability}
+
+
 @dataclass
 class QosPlan:
     """The fabric's QoS policy as the hosts must follow it."""
@@ -97,6 +111,7 @@ class QosPlan:
     cts_dscp: Optional[int] = None  # NCCL_IB_FIFO_TC: CTS/credit messages, when they get their own class
     fabric: Optional[Fabric] = None  # the fabric's shape, when the plan states it
     buffer: Optional[PfcBuffer] = None  # the NICs' lossless buffers, when the plan states them
+    ecn_marking: Optional[EcnMarking] = None  # the switches' ECN thresholds, when the plan states them
     classes_stated: bool = False     # the file states a QoS key (not only version/fabric)
     source: str = "built-in defaults"
     warnings: List[str] = field(default_factory=list)
@@ -105,6 +120,11 @@ class QosPlan:
     def traffic_class(self) -> int:
         """The GRH traffic-class byte for RoCE data (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS)."""
         return (self.data.dscp << 2) | self.ecn
+
+    @property
+    def switch_ecn(self) -> EcnMarking:
+        """The switches' ECN marking: the plan's, else the documented defaults."""
+        return self.ecn_marking or EcnMarking()
 
     @property
     def fifo_traffic_class(self) -> Optional[int]:
@@ -130,6 +150,8 @@ class QosPlan:
         }
         if self.buffer is not None:  # absent from plans without it, whose output stays as it was
             out["buffer"] = self.buffer.to_dict()
+        if self.ecn_marking is not None:
+            out["ecn_marking"] = self.ecn_marking.to_dict()
         return out
 
 
@@ -154,6 +176,9 @@ def dump_yaml(plan: QosPlan) -> str:
             f"  {k}: {_yaml_scalar_or_list(v)}\n"
             for k, v in (("cable_length", plan.buffer.cable_length), ("prio_buffer", plan.buffer.prio_buffer),
                          ("buffer_size", plan.buffer.buffer_size)))
+    marking = ""
+    if plan.ecn_marking is not None:
+        marking = "ecn_marking:\n" + "".join(f"  {k}: {v}\n" for k, v in plan.ecn_marking.to_dict().items())
     return (
         "# RoCE QoS plan shared by rocetune (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS) and the\n"
         "# switch/NIC QoS configuration. Change it here, nowhere else.\n"
@@ -171,6 +196,7 @@ def dump_yaml(plan: QosPlan) -> str:
         f"  dscp: {cts}\n"
         f"{fabric}"
         f"{buffer}"
+        f"{marking}"
     )
 
 
@@ -225,7 +251,8 @@ def _from_doc(doc: Dict[str, Any], source: str) -> QosPlan:
         cable_length=buf["cable_length"],
         prio_buffer=None if buf["prio_buffer"] is None else tuple(buf["prio_buffer"]),
         buffer_size=None if buf["buffer_size"] is None else tuple(buf["buffer_size"]))
+    marking = None if v["ecn_marking"] is None else EcnMarking(**v["ecn_marking"])
     return QosPlan(data=TrafficClass(**v["data"]), cnp=TrafficClass(**v["cnp"]), ecn=v["ecn"],
                    trust=v["trust"], lossless_priorities=tuple(v["lossless_priorities"]),
-                   cts_dscp=v["cts_dscp"], fabric=fabric, buffer=buffer, source=source,
+                   cts_dscp=v["cts_dscp"], fabric=fabric, buffer=buffer, ecn_marking=marking, source=source,
                    warnings=list(v["warnings"]), classes_stated=v["classes_stated"])

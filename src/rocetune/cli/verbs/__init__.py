@@ -4,4 +4,4 @@ Verb modules stay light at import time (argparse only): `rocetune probe` must no
 the imports of `capture` or `lint`. Heavy imports go inside run().
 """
 
-NAMES = ("probe", "env", "doctor", "topo", "capture", "explain", "lint", "fleet")
+NAMES = ("probe", "env", "doctor", "topo", "capture", "explain", "lint", "qos", "fleet")

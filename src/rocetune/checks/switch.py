@@ -1,0 +1,77 @@
+"""Switch checks: where a switch's running QoS disagrees with the QoS plan the hosts follow
+(`rocetune qos check`, rocetune.lint.switch_qos makes the findings)."""
+
+from __future__ import annotations
+
+from .registry import Check, declare
+
+_READS = ("The switch's QoS as given with --switch: SONiC CONFIG_DB JSON, the text of NVUE's "
+          "`nv show qos roce`, or an EOS running-config.")
+_SOURCE_SWITCH = ("docs/switch-qos.md; sonic-buildimage files/build_templates/qos_config.j2 (DSCP_TO_TC_MAP "
+                  "AZURE: DSCP 26 -> TC 1); NVIDIA Cumulus Linux 5.x 'RDMA over Converged Ethernet - RoCE'")
+_NOT_STATED = "info when the switch output does not state it (said as 'not checked: ...')"
+
+
+def _switch(check_id: str, severity: str, *, title: str, checks: str, why: str, fix: str,
+            also=(), note: str = "", source: str = _SOURCE_SWITCH) -> None:
+    declare(Check(check_id, "switch", severity, title=title, checks=checks, reads=_READS, why=why,
+                  fix=fix, source=source, also=tuple(also), severity_note=note))
+
+
+_switch("switch-trust-mismatch", "error", also=("info",), note=_NOT_STATED,
+        title="The switch does not classify on what the plan's hosts mark",
+        checks="The port trusts DSCP under `trust: dscp` (or the VLAN priority under `trust: pcp`); "
+               "trusting both is accepted.",
+        why="A switch that ignores the DSCP the NICs set puts RoCE in its default class: lossy, no "
+            "ECN, dropped under congestion.",
+        fix="trust DSCP on every host-facing and fabric port (`rocetune qos render` writes it)")
+_switch("switch-data-class-mismatch", "error", also=("info",), note=_NOT_STATED,
+        title="RoCE data's DSCP lands in another traffic class than the plan's priority",
+        checks="The switch maps the plan's data DSCP (26 by default) to the traffic class of the plan's "
+               "data priority (3 by default); the message says whether the class it lands in is lossless.",
+        why="The commonest RoCE fault: SONiC's default DSCP_TO_TC_MAP sends DSCP 26 to TC 1, which "
+            "has no PFC, while the hosts expect DSCP 26 to be lossless on priority 3. The fabric works "
+            "until it congests, then drops RoCE packets and NCCL throughput collapses.",
+        fix="map the data DSCP to the data priority's class (`rocetune qos render --switch KIND`)")
+_switch("switch-cnp-class-mismatch", "warning", also=("info",), note=_NOT_STATED,
+        title="CNPs land in another traffic class than the plan's CNP priority",
+        checks="The switch maps the plan's CNP DSCP (48 by default) to the class of the plan's CNP "
+               "priority (6 by default).",
+        why="Congestion notifications that queue behind the data they should slow down arrive late, "
+            "and DCQCN reacts late: queues build up to PFC.",
+        fix="map the CNP DSCP to the CNP priority's class and schedule it strict")
+_switch("switch-pfc-missing", "error", also=("info",), note=_NOT_STATED,
+        title="PFC is off on a priority the plan makes lossless",
+        checks="Every priority in the plan's lossless_priorities has PFC (no-drop) on the port.",
+        why="Without PFC the switch drops RoCE data when its buffer fills; RoCE's go-back-N retransmit "
+            "turns each drop into a burst of resends.",
+        fix="enable PFC on the plan's lossless priorities on every RoCE port")
+_switch("switch-pfc-extra", "warning",
+        title="PFC is on for a priority the plan keeps lossy",
+        checks="No priority outside the plan's lossless_priorities has PFC on.",
+        why="Each lossless priority needs its own headroom buffer and can spread pause frames "
+            "(head-of-line blocking, PFC storms) for traffic that never asked for it.",
+        fix="disable PFC on priorities the plan does not name, or add them to lossless_priorities")
+_switch("switch-ecn-off", "error", also=("info",), note=_NOT_STATED,
+        title="The RoCE data queue marks no ECN",
+        checks="The egress queue of the data class marks ECN (SONiC WRED_PROFILE ecn, NVUE "
+               "congestion-control enabled-tc, EOS random-detect ecn).",
+        why="DCQCN slows senders only when switches mark CE; without marking, congestion is left to "
+            "PFC alone, which pauses whole links and spreads congestion.",
+        fix="enable ECN marking on the data queue with the plan's thresholds (ecn_marking)")
+_switch("switch-ecn-thresholds-differ", "warning", also=("info",),
+        note="info when the switch states them in segments (a platform's cell size), which rocetune "
+             "does not convert",
+        title="The data queue's ECN thresholds differ from the plan's",
+        checks="The ECN minimum and maximum thresholds (bytes) and the marking probability of the data "
+               "queue are within 3% of the plan's ecn_marking (defaults 150000 and 1500000 bytes, 100%).",
+        why="Thresholds set the queue depth DCQCN holds: far higher adds latency and eats the PFC "
+            "headroom, far lower marks too early and leaves bandwidth unused. One fabric should "
+            "mark alike at every hop.",
+        fix="set the thresholds from the plan (`rocetune qos render`), or state the switch's in ecn_marking")
+_switch("switch-cnp-not-strict", "warning", also=("info",), note=_NOT_STATED,
+        title="The CNP queue is not strict priority",
+        checks="The egress queue of the CNP class is scheduled strict priority.",
+        why="A CNP waits behind weighted data queues and reaches the sender late, so DCQCN reacts "
+            "late; NVIDIA's RoCE defaults schedule the CNP class strict.",
+        fix="schedule the CNP queue strict priority")
