@@ -356,6 +356,47 @@ def test_ib_write_bw_with_the_device_and_gid_that_rocetune_names(vms, probed):
           f"({vms.accel}: a path check, not a speed figure)")
 
 
+def fleet_validate(vms, tmp: Path, *args: str) -> tuple:
+    """`rocetune fleet validate` from the controller to both VMs over SSH (paramiko, the lab's key
+    and known_hosts), rocetune running in the VMs from the copied source tree."""
+    out = tmp / "validate.json"
+    argv = [sys.executable, "-m", "rocetune", "--json", "fleet", "validate", vms.ip("vm01"), vms.ip("vm02"),
+            "--user", "root", "--identity", str(vms.key), "--known-hosts", str(vms.known_hosts),
+            "--command", f"cd / && PYTHONPATH={SRC}/src python3 -m rocetune", "--timeout", "240",
+            "--seconds", "3", "-o", str(out), *args]
+    proc = subprocess.run(argv, env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin", "HOME": str(tmp)},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(out.read_text()), tmp
+
+
+def test_fleet_validate_runs_perftest_on_each_rail_and_iperf3_on_the_socket_path(vms, probed, tmp_path):
+    """Real ib_write_bw between the VMs on both rails at once, with the GID index the env names,
+    the sender's rail counters counting the bytes; judged against the probed rate of rxe (2.5
+    Gb/s, which TCG never reaches: a FAIL that says so), then against a rate the user gives."""
+    code, doc, _ = fleet_validate(vms, tmp_path)
+    pair = doc["pairs"][0]
+    rails = [t for t in pair["tests"] if t["kind"] == "rdma"]
+    print("validate:", json.dumps([{k: t.get(k) for k in ("a_port", "measured_gbps", "status", "counters")}
+                                   for t in pair["tests"]]))
+    assert [(t["a_port"], t["b_port"]) for t in rails] == [("rxe0:1", "rxe0:1"), ("rxe1:1", "rxe1:1")]
+    for t in rails:
+        assert t["gid_index"] == 1 and t["link_type"] == "Ethernet" and t["measured_gbps"] > 0, t
+        assert t["counters"]["ok"] is True, t["counters"]  # the bytes left by this rail's netdev
+        assert t["verdict"]["line_rate_gbps"] == 2.5 and t["status"] == "fail" and "below 2.25" in t["why"]
+    tcp = next(t for t in pair["tests"] if t["kind"] == "tcp")
+    socket_if = probed["vm01"]["env"]["NCCL_SOCKET_IFNAME"].lstrip("=")
+    assert tcp["a_if"] == socket_if and tcp["measured_gbps"] > 0, tcp
+    assert tcp["status"] == "unjudged"  # virtio-net reports no link speed
+    assert code == 1 and not doc["summary"]["passed"]
+
+    code, doc, _ = fleet_validate(vms, tmp_path, "--tests", "rdma", "--line-rate", "0.02", "--mode", "ring")
+    assert code == 0 and doc["summary"]["passed"], json.dumps(doc["pairs"])[:3000]
+    assert len(doc["pairs"]) == 2  # a ring of two: each way once
+    assert {(p["a"], p["b"]) for p in doc["pairs"]} == {(vms.ip("vm01"), vms.ip("vm02")),
+                                                        (vms.ip("vm02"), vms.ip("vm01"))}
+
+
 def test_link_local_gid(vms):
     """GID 0 is fe80::/64 (RoCE v2 over IPv6 link-local).
 

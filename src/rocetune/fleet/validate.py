@@ -271,14 +271,21 @@ def _document(targets, hosts, plan, pairs, opts: Options, seconds: float) -> dic
 
 
 def suspects(pairs: List[dict], down: List[str]) -> List[str]:
-    """Hosts to look at first: those down, and those in a failing pair that no passing pair clears
-    (a host every one of whose pairs failed, while some pair elsewhere passed)."""
-    bad: Dict[str, int] = {}
-    seen: Dict[str, int] = {}
-    for p in pairs:
-        for h in (p["a"], p["b"]):
-            seen[h] = seen.get(h, 0) + 1
-            bad[h] = bad.get(h, 0) + (p["status"] in ("fail", "error"))
-    some_pass = any(p["status"] in ("pass", "unjudged") for p in pairs)
-    odd = [h for h in seen if bad[h] == seen[h] and bad[h] > 0 and (some_pass or len(seen) == 2)]
-    return sorted(set(down) | set(odd))
+    """Hosts to look at first: those that could not be tested, then the fewest hosts that explain
+    the failing pairs -- repeatedly the host in most of the failing pairs not yet explained (a
+    host with a bad port or server fails with every peer that reaches it); where no host is in
+    more than one of them, both ends of each, since one pair alone cannot tell which side it is."""
+    from collections import Counter
+
+    out = set(down)
+    left = [(p["a"], p["b"]) for p in pairs if p["status"] in ("fail", "error")]
+    while left:
+        count = Counter(h for ab in left for h in ab)
+        top = max(count.values())
+        if top == 1:
+            out.update(h for ab in left for h in ab)
+            break
+        best = {h for h, c in count.items() if c == top}
+        out |= best
+        left = [ab for ab in left if not best & set(ab)]
+    return sorted(out)
