@@ -56,8 +56,9 @@ def test_a_pinned_gid_index_and_a_narrower_hca_list_are_followed():
 
 
 # --- whole runs over SSH -------------------------------------------------------------------------
-def _bin(bin_dir: Path, probe: Path, perftest: bool = True) -> None:
-    fake_rocetune(bin_dir, body=f'case "$*" in\n  *probe*) cat "{probe}"; exit 0;;\nesac\nexit 2\n')
+def _bin(bin_dir: Path, probe: Path, perftest: bool = True, doctor: Path = None) -> None:
+    fake_rocetune(bin_dir, body=f'case "$*" in\n  *probe*) cat "{probe}"; exit 0;;\n'
+                                f'  *doctor*) cat "{doctor}"; exit 1;;\nesac\nexit 2\n')
     if perftest:
         perf = bin_dir / "ib_write_bw"
         perf.write_text("#!/bin/sh\n# server: no address after -p PORT\n"
@@ -81,11 +82,21 @@ class Cluster:
         self.probe = tmp / "probe.json"
         proc = rocetune("--json", "probe", "--root", str(FIXTURES / "hosts" / "dgx-h100-roce"))
         self.probe.write_text(proc.stdout, encoding="utf-8")
+        proc = rocetune("--json", "doctor", "--no-counters", "--root", str(FIXTURES / "hosts" / "dgx-h100-roce"))
+        self.doctor = tmp / "doctor.json"
+        self.doctor.write_text(proc.stdout, encoding="utf-8")
         self.servers, self.ports = [], {}
 
-    def host(self, name: str, perftest: bool = True) -> None:
+    def host(self, name: str, perftest: bool = True, doctor_error: str = "") -> None:
         bin_dir = self.tmp / "bin" / name
-        _bin(bin_dir, self.probe, perftest)
+        doctor = self.doctor
+        if doctor_error:  # this node's doctor finds an error (as on a node whose peer memory is missing)
+            env = json.loads(self.doctor.read_text(encoding="utf-8"))
+            env["data"]["findings"].append({"id": doctor_error, "severity": "error", "subject": "nccl",
+                                            "message": "nvidia-peermem is not loaded", "fix": "modprobe nvidia-peermem"})
+            doctor = self.tmp / f"doctor-{name}.json"
+            doctor.write_text(json.dumps(env), encoding="utf-8")
+        _bin(bin_dir, self.probe, perftest, doctor)
         srv = SSHServer(self.host_key, self.client_key, bin_dir)
         self.servers.append(srv)
         self.ports[name] = srv.port
@@ -93,7 +104,7 @@ class Cluster:
     def dead(self, name: str) -> None:
         self.ports[name] = dead_port()
 
-    def validate(self, *args: str):
+    def validate(self, *args: str, verb: str = "validate"):
         config = "".join(f"Host {h}\n  HostName 127.0.0.1\n  Port {p}\n" for h, p in self.ports.items())
         (self.home / ".ssh" / "config").write_text(config, encoding="utf-8")
         (self.home / ".ssh" / "known_hosts").write_text("".join(
@@ -101,7 +112,7 @@ class Cluster:
             for p in self.ports.values()), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "SSH_AUTH_SOCK"}
         env.update(HOME=str(self.home), PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        proc = rocetune("--json", "fleet", "validate", "--identity", str(self.identity), "--seconds", "1",
+        proc = rocetune("--json", "fleet", verb, "--identity", str(self.identity), "--seconds", "1",
                         "--timeout", "20", *args, env=env)
         assert no_traceback(proc), proc.stderr
         return proc.returncode, json.loads(proc.stdout)
@@ -181,6 +192,48 @@ def test_text_report_marks_failures_and_the_matrix(cluster):
     assert "-- FAIL" in proc.stdout and "SLOWEST RDMA RAIL PER PAIR" in proc.stdout
     assert re.search(r"^  ! +n1 - n2 +rdma +rail 0 mlx5_0:1 -> mlx5_0:1 +0\.48 Gb/s +need 360 +FAIL$", proc.stdout, re.M), \
         proc.stdout
+
+
+def test_preflight_leaves_out_the_node_doctor_fails_and_tests_the_rest(cluster):
+    cluster.host("n1")
+    cluster.host("n2", doctor_error="peer-memory-missing")
+    cluster.host("n3")
+    code, env = cluster.validate("n1", "n2", "n3", "--line-rate", "0.5", verb="preflight")
+    doc = env["data"]
+    assert code == 1 and not doc["summary"]["passed"]
+    assert doc["hosts"]["n2"]["error"] == "doctor: 1 error finding(s): peer-memory-missing"
+    assert doc["hosts"]["n2"]["doctor"]["errors"][0]["fix"] == "modprobe nvidia-peermem"
+    assert [(p["a"], p["b"], p["status"]) for p in doc["pairs"]] == [("n1", "n3", "pass")]
+    assert doc["summary"]["suspects"] == ["n2"] and doc["hosts"]["n1"]["doctor"]["warnings"] > 0
+    assert [t["kind"] for t in doc["pairs"][0]["tests"]] == ["rdma"] * 8  # preflight: RDMA only by default
+
+
+def test_preflight_skips_the_rounds_its_budget_cannot_hold_and_one_node_is_doctor_alone(cluster):
+    for name in ("n1", "n2", "n3", "n4"):
+        cluster.host(name)
+    # A round of 1 s tests cannot fit in a 1 s budget: doctor ran, every round is skipped and said so.
+    code, env = cluster.validate("n1", "n2", "n3", "n4", "--budget", "1", verb="preflight")
+    doc = env["data"]
+    assert [p["status"] for p in doc["pairs"]] == ["skipped"] * 6 and doc["summary"]["skipped_pairs"] == 6
+    assert all("the 1 s budget would be passed" in p["why"] for p in doc["pairs"])
+    assert code == 0 and all(d["doctor"] is not None for d in doc["hosts"].values())
+    code, env = cluster.validate("n1", verb="preflight")
+    assert code == 0 and env["data"]["summary"]["passed"] and env["data"]["pairs"] == []
+
+
+def test_slurm_node_list_is_expanded_by_scontrol(tmp_path):
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text('#!/bin/sh\n[ "$1 $2 $3" = "show hostnames gpu[01-02]" ] && printf "gpu01\\ngpu02\\n"\n',
+                        encoding="utf-8")
+    scontrol.chmod(0o755)
+    env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}", SLURM_JOB_NODELIST="gpu[01-02]",
+               HOME=str(tmp_path))
+    proc = rocetune("--json", "fleet", "preflight", "--slurm", "--timeout", "2", env=env)
+    doc = json.loads(proc.stdout)["data"]
+    assert proc.returncode == 1 and list(doc["hosts"]) == ["gpu01", "gpu02"], proc.stderr
+    env.pop("SLURM_JOB_NODELIST")
+    proc = rocetune("fleet", "preflight", "--slurm", env=env)
+    assert proc.returncode == 3 and "SLURM_JOB_NODELIST is not set" in proc.stderr and no_traceback(proc)
 
 
 @pytest.mark.parametrize("args, word", [

@@ -42,6 +42,8 @@ class Options:
     known_hosts: Optional[str] = None
     accept_new: bool = False
     forks: int = 16
+    doctor: bool = False  # preflight: run doctor too; a host with error findings is not paired
+    budget: Optional[float] = None  # seconds for the whole run; rounds that would pass it are skipped
 
 
 class SshRemote:
@@ -90,6 +92,10 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
         plan = schedule.ring(usable) if opts.mode == "ring" else schedule.pairwise(usable)
         pairs: List[dict] = []
         for number, pairing in enumerate(plan, 1):
+            if opts.budget is not None and time.monotonic() - started + _round_s(opts) > opts.budget:
+                pairs += [{"a": a, "b": b, "round": number, "tests": [], "status": "skipped",
+                           "why": f"not run: the {opts.budget:g} s budget would be passed"} for a, b in pairing]
+                continue
             if progress:
                 progress(f"round {number}/{len(plan)}: " + ", ".join(f"{a}-{b}" for a, b in pairing))
             with ThreadPoolExecutor(max_workers=max(1, len(pairing))) as pool:
@@ -122,11 +128,38 @@ def _prepare(target: Target, opts: Options, opener) -> Tuple[str, object, Option
         remote.close()
         return target.name, None, None, {"error": result.error}
     ep = endpoints(result)
-    doc = {"error": None, "notes": ep.notes,
+    doctor = _doctor(target, remote, opts) if opts.doctor else None
+    if doctor and doctor["errors"]:
+        remote.close()
+        names = ", ".join(sorted({f["id"] for f in doctor["errors"]}))
+        return target.name, None, None, {"error": f"doctor: {len(doctor['errors'])} error finding(s): {names}",
+                                         "doctor": doctor}
+    doc = {"error": None, "notes": ep.notes, "doctor": doctor,
            "rdma": [{"port": p.name, "gid_index": p.gid_index, "rate_gbps": p.rate_gbps, "netdev": p.netdev,
                      "ipv4": p.ipv4} for p in ep.rdma],
            "socket": [{"ifname": s.ifname, "ipv4": s.ipv4, "speed_gbps": s.speed_gbps} for s in ep.socket]}
     return target.name, remote, ep, doc
+
+
+def _doctor(target: Target, remote, opts: Options) -> dict:
+    """doctor's findings of error severity on the host (its warnings are counted, not blocking)."""
+    from .gather import envelope_data
+
+    command = f"{opts.command} --json doctor --no-counters"
+    try:
+        data = envelope_data(target, "doctor", command, remote.run(command, "doctor", opts.timeout))
+    except ssh.Failure as exc:
+        return {"errors": [{"id": "doctor-did-not-run", "message": str(exc)}], "warnings": 0}
+    findings = [f for f in data.get("findings") or [] if isinstance(f, dict)]
+    errors = [{"id": str(f.get("id")), "subject": f.get("subject"), "message": str(f.get("message"))[:500],
+               "fix": f.get("fix")} for f in findings if f.get("severity") == "error"]
+    return {"errors": errors, "warnings": sum(f.get("severity") == "warning" for f in findings)}
+
+
+def _round_s(opts: Options) -> float:
+    """What one round costs at most: each test's length, the servers' settling, the counters."""
+    tests = ("rdma" in opts.tests) + ("tcp" in opts.tests)
+    return tests * (opts.settings.seconds + SERVER_SETTLE_S + 2)
 
 
 def _pair(ab: Tuple[str, str], round_no: int, remotes, ends, opts: Options) -> dict:
@@ -248,7 +281,7 @@ def _last_line(b: bytes) -> str:
     return lines[-1] if lines else ""
 
 
-_RANK = {"pass": 0, "unjudged": 1, "fail": 2, "error": 3}
+_RANK = {"pass": 0, "unjudged": 1, "skipped": 1, "fail": 2, "error": 3}
 
 
 def _worst(statuses) -> str:
@@ -258,6 +291,7 @@ def _worst(statuses) -> str:
 def _document(targets, hosts, plan, pairs, opts: Options, seconds: float) -> dict:
     failed = [p for p in pairs if p["status"] in ("fail", "error")]
     down = sorted(h for h, d in hosts.items() if d.get("error"))
+    skipped = sum(p["status"] == "skipped" for p in pairs)
     return {"schema": SCHEMA, "mode": opts.mode, "tests": list(opts.tests),
             "settings": {"rdma_op": opts.settings.rdma_op, "seconds": opts.settings.seconds,
                          "size": opts.settings.size, "fraction": opts.settings.fraction,
@@ -265,9 +299,11 @@ def _document(targets, hosts, plan, pairs, opts: Options, seconds: float) -> dic
             "validated_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "seconds": round(seconds, 1), "hosts": {t.name: hosts[t.name] for t in targets},
             "rounds": [[list(p) for p in r] for r in plan], "pairs": pairs,
+            "budget_s": opts.budget,
             "summary": {"hosts": len(targets), "unreachable": down, "pairs": len(pairs),
-                        "failed_pairs": len(failed), "suspects": suspects(pairs, down),
-                        "passed": not failed and not down and bool(pairs)}}
+                        "failed_pairs": len(failed), "skipped_pairs": skipped, "suspects": suspects(pairs, down),
+                        # one node's preflight is its doctor alone: no pair to test
+                        "passed": not failed and not down and (bool(pairs) or (opts.doctor and len(targets) == 1))}}
 
 
 def suspects(pairs: List[dict], down: List[str]) -> List[str]:

@@ -7,7 +7,7 @@ from typing import Dict, List
 
 from ..text import printable, table
 
-MARK = {"pass": " ", "unjudged": "?", "fail": "!", "error": "!"}
+MARK = {"pass": " ", "unjudged": "?", "skipped": "-", "fail": "!", "error": "!"}
 
 
 def validate_text(doc: dict, verbose: int = 0) -> str:
@@ -31,6 +31,9 @@ def validate_text(doc: dict, verbose: int = 0) -> str:
             why = t.get("why") or t.get("error")
             if why and (t["status"] != "pass" or verbose):
                 whys.append(f"{p['a']} - {p['b']} {t['kind']} {path}: {printable(why)}")
+    skipped = [f"{p['a']} - {p['b']}" for p in doc["pairs"] if p["status"] == "skipped"]
+    if skipped:
+        whys.append(f"not run within the {doc.get('budget_s'):g} s budget: " + ", ".join(skipped))
     if rows:
         lines += ["", "PAIRS (round by round)"] + ["  " + ln for ln in table(rows)]
     if whys:

@@ -31,6 +31,7 @@ def register(p: argparse.ArgumentParser) -> None:
     rep.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page here")
     _register_gather(sub)
     _register_validate(sub)
+    _register_preflight(sub)
 
 
 def _register_gather(sub) -> None:
@@ -46,6 +47,26 @@ def _register_gather(sub) -> None:
     _add_ssh(g, "seconds per host for connect and both commands (default 60)")
 
 
+def _register_preflight(sub) -> None:
+    from ..main import _add_common
+
+    v = sub.add_parser("preflight", help="before a job: doctor on each of its nodes, then the pair tests among "
+                                         "them, within a time budget; exit 1 names the nodes to leave out",
+                       description="doctor on each node of a job (a node with an error finding fails), then "
+                                   "validate's pair tests among the others, within --budget seconds; for a "
+                                   "Slurm job step or prolog (--slurm reads SLURM_JOB_NODELIST through "
+                                   "scontrol) or a Kubernetes init step (docs/fleet.md). Exit 0: go; 1: the "
+                                   "failing nodes are named")
+    _add_common(v, top=False)
+    _add_hosts(v, "check")
+    v.add_argument("--slurm", action="store_true",
+                   help="the nodes of this Slurm job: `scontrol show hostnames $SLURM_JOB_NODELIST`")
+    v.add_argument("--budget", type=float, default=300.0, metavar="S",
+                   help="seconds for the whole preflight (default 300); pair rounds that would pass it are skipped")
+    _add_tests(v, default_tests="rdma", default_seconds=3)
+    _add_ssh(v, "seconds per host to connect, probe and run doctor (default 60)")
+
+
 def _register_validate(sub) -> None:
     from ..main import _add_common
 
@@ -58,20 +79,25 @@ def _register_validate(sub) -> None:
                                    "Exit 1 when a pair fails or a host cannot be tested")
     _add_common(v, top=False)
     _add_hosts(v, "test")
+    _add_tests(v, default_tests="rdma,tcp", default_seconds=5)
+    _add_ssh(v, "seconds per host to connect and probe (default 60)")
+
+
+def _add_tests(v, default_tests: str, default_seconds: int) -> None:
     v.add_argument("-o", "--out", metavar="FILE", help="also write the results (JSON) here")
     v.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page here")
     v.add_argument("--mode", choices=("pairwise", "ring"), default="pairwise",
                    help="every pair once (default), or each host to the next")
-    v.add_argument("--tests", default="rdma,tcp", metavar="LIST",
-                   help="rdma, tcp or both, comma-separated (default rdma,tcp)")
+    v.add_argument("--tests", default=default_tests, metavar="LIST",
+                   help=f"rdma, tcp or both, comma-separated (default {default_tests})")
     v.add_argument("--op", choices=("write", "read"), default="write", help="perftest's RDMA operation (default write)")
-    v.add_argument("--seconds", type=int, default=5, metavar="S", help="length of each test (default 5)")
+    v.add_argument("--seconds", type=int, default=default_seconds, metavar="S",
+                   help=f"length of each test (default {default_seconds})")
     v.add_argument("--size", type=int, default=65536, metavar="BYTES", help="perftest message size (default 65536)")
     v.add_argument("--fraction", type=float, default=0.9, metavar="F",
                    help="share of the line rate a test must reach (default 0.9)")
     v.add_argument("--line-rate", type=float, metavar="GBPS",
                    help="the line rate to judge against (default: the probed rate of the slower side)")
-    _add_ssh(v, "seconds per host to connect and probe (default 60)")
 
 
 def _add_hosts(g, verb: str) -> None:
@@ -100,7 +126,7 @@ def run(args: argparse.Namespace) -> Result:
     action = getattr(args, "fleet_action", None)
     if action == "gather":
         return _gather(args)
-    if action == "validate":
+    if action in ("validate", "preflight"):
         return _validate(args)
     if action != "report":
         raise RocetuneError("fleet needs an action: gather HOSTS... -o DIR, report DIR, or validate HOSTS...",
@@ -207,13 +233,22 @@ def _validate(args: argparse.Namespace) -> Result:
                             ("--line-rate", args.line_rate, args.line_rate is None or 0 < args.line_rate < 1e6)):
         if not ok:
             raise RocetuneError(f"{name} {value}: out of range", code=ExitCode.USAGE)
-    targets = _targets(args, "validate")
-    if len(targets) < 2:
+    verb = args.fleet_action
+    preflight = verb == "preflight"
+    if preflight and args.slurm:
+        if args.hosts or args.inventory:
+            raise RocetuneError("--slurm takes the job's nodes: give no hosts or --inventory", code=ExitCode.USAGE)
+        args.hosts = _slurm_nodes()
+    if preflight and not args.budget > 0:
+        raise RocetuneError(f"--budget {args.budget}: must be above 0", code=ExitCode.USAGE)
+    targets = _targets(args, verb)
+    if len(targets) < 2 and not preflight:
         raise RocetuneError("fleet validate needs at least two hosts", code=ExitCode.USAGE)
     settings = pairtest.Settings(rdma_op=args.op, seconds=args.seconds, size=args.size,
                                  fraction=args.fraction, line_rate_gbps=args.line_rate)
     opts = Options(command=args.command, mode=args.mode, tests=tests, settings=settings, timeout=args.timeout,
-                   known_hosts=args.known_hosts, accept_new=args.accept_new, forks=args.forks)
+                   known_hosts=args.known_hosts, accept_new=args.accept_new, forks=args.forks,
+                   doctor=preflight, budget=args.budget if preflight else None)
     progress = _say if sys.stderr.isatty() and not args.quiet else None
     doc = validate(targets, opts, progress=progress)
     if args.out:
@@ -227,9 +262,35 @@ def _validate(args: argparse.Namespace) -> Result:
         from ...render.validate_text import validate_text
 
         human = validate_text(doc, args.verbose)
+        if preflight:
+            human += ("preflight: GO\n" if doc["summary"]["passed"] else
+                      "preflight: STOP -- leave out " + (", ".join(doc["summary"]["suspects"]) or "(see above)") + "\n")
     notes = [f"{h}: {n}" for h, d in doc["hosts"].items() for n in d.get("notes", [])]
     return Result(command=NAME, data=doc, human=human, warnings=notes,
                   code=ExitCode.OK if doc["summary"]["passed"] else ExitCode.FINDINGS)
+
+
+def _slurm_nodes() -> list:
+    """The job's nodes, expanded by Slurm's own scontrol (its hostlist syntax: gpu[01-04,07])."""
+    import os
+    import subprocess
+
+    from ...errors import ExitCode, RocetuneError
+
+    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+    if not nodelist:
+        raise RocetuneError("--slurm: SLURM_JOB_NODELIST is not set (not inside a Slurm job)",
+                            hint="run it in the job (srun -N1 -n1 ...) or name the nodes", code=ExitCode.INPUT)
+    try:
+        proc = subprocess.run(["scontrol", "show", "hostnames", nodelist], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RocetuneError(f"--slurm: cannot run scontrol: {exc}", code=ExitCode.INPUT) from None
+    nodes = proc.stdout.split()
+    if proc.returncode != 0 or not nodes:
+        said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise RocetuneError(f"--slurm: scontrol show hostnames {nodelist}: {said}", code=ExitCode.INPUT)
+    return nodes
 
 
 def _json_text(doc: dict) -> str:
