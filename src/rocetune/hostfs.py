@@ -39,6 +39,13 @@ class Recorder:
         self.blobs: Dict[str, bytes] = {}  # host path -> binary content read (ld.so.cache)
         self.strings: Dict[str, str] = {}  # host path -> what scan() found inside it
         self.environ: Dict[str, str] = {}  # variable -> value, for those the probe read and found set
+        self.modes: Dict[str, int] = {}  # host path -> permission bits of a file whose content was read
+
+    def note_mode(self, path: str, fd: int) -> None:
+        try:
+            self.modes[path] = stat.S_IMODE(os.fstat(fd).st_mode)
+        except OSError:
+            pass
 
 
 class HostRoot:
@@ -60,6 +67,8 @@ class HostRoot:
         # real host path -> whether it is a symlink, for paths a listing or exists() has seen:
         # resolving them later takes no lstat (a 522-device host lists 1,600 links in /sys/class).
         self._is_link: Dict[str, bool] = {}
+        # Real host paths a listing saw as regular files (d_type): opened without an lstat first.
+        self._regular: Set[str] = set()
         self._prefix = "" if self.root == "/" else self.root  # what a real host path is joined to
         self.warnings: List[str] = []  # what the probe could not read, for the source reading it
 
@@ -87,7 +96,14 @@ class HostRoot:
     def realpath(self, path: str) -> str:
         """Resolve symlinks the way the host would, staying inside the root."""
         norm = _normpath(path)
-        return "/" if norm == "/" else self._real(norm, 0)
+        return "/" if norm == "/" else self._top(norm, path)
+
+    def _top(self, norm: str, asked: str) -> str:
+        """_real from the start, its refusal naming the path asked for."""
+        try:
+            return self._real(norm, 0)
+        except HostReadError as exc:
+            raise HostReadError(asked, exc.reason) from None
 
     def _real(self, path: str, hops: int) -> str:
         # Every prefix is resolved once and cached: a probe reads thousands of files in the
@@ -128,7 +144,7 @@ class HostRoot:
         parent, _, name = norm.rpartition("/")
         if not parent:
             return norm
-        real_parent = self._real(parent, 0)
+        real_parent = self._top(parent, path)
         return (real_parent + "/" + name) if real_parent != "/" else "/" + name
 
     def readlink(self, path: str) -> Optional[str]:
@@ -187,15 +203,17 @@ class HostRoot:
         try:
             # scandir: each entry's type comes with its name (d_type), no lstat for it later
             with os.scandir(self._join(real)) as entries:
-                kinds = {e.name: e.is_symlink() for e in entries}
+                kinds = {e.name: (e.is_symlink(), e.is_file(follow_symlinks=False)) for e in entries}
         except OSError as exc:
             if isinstance(exc, PermissionError):
                 self.warn(f"cannot list {path}: {exc.strerror}")
             return []
         names = sorted(kinds)
         base = real if real != "/" else ""
-        for name, is_link in kinds.items():
+        for name, (is_link, is_file) in kinds.items():
             self._is_link[base + "/" + name] = is_link
+            if is_file:
+                self._regular.add(base + "/" + name)
         if self.recorder is not None:
             self.recorder.dirs[real] = names
         return names
@@ -209,7 +227,7 @@ class HostRoot:
         norm = path if _is_normal(path) else os.path.normpath(path)
         parent, _, name = norm.rpartition("/")
         if parent:
-            real_parent = self._resolved.get(parent) or self._real(parent, 0)
+            real_parent = self._resolved.get(parent) or self._top(parent, path)
             real_host = (real_parent + "/" + name) if real_parent != "/" else "/" + name
         else:
             real_host = norm
@@ -221,6 +239,8 @@ class HostRoot:
             return None
         if fd == _LINK:
             raise HostReadError(path, "a symbolic link that does not resolve")
+        if self.recorder is not None:
+            self.recorder.note_mode(real_host, fd)
         try:
             if real_host.startswith("/sys/"):
                 data = _read_sysfs(fd, path, max_bytes)
@@ -252,7 +272,7 @@ class HostRoot:
         root other than `/` the file is lstat'ed first and only a regular file (or a directory,
         which reads as an error) is opened: a device node in an unpacked archive never is."""
         full = self._prefix + real_host if real_host != "/" else self._join("/")
-        if self._prefix:
+        if self._prefix and real_host not in self._regular:
             try:
                 mode = os.lstat(full).st_mode
             except FileNotFoundError:
@@ -322,6 +342,8 @@ class HostRoot:
         if opened is None:
             return None
         real_host, fd, st = opened
+        if self.recorder is not None:
+            self.recorder.modes[real_host] = stat.S_IMODE(st.st_mode)
         try:
             return real_host, read(fd, st)
         except OSError as exc:
