@@ -22,6 +22,17 @@ def env_result(tmp_path, env_text="export A=1\n", topo="<system/>\n") -> EnvResu
                      files=[PlannedFile(str(tmp_path / "nccl-topo.xml"), "NCCL_TOPO_FILE", topo)])
 
 
+def device_node(tmp_path) -> str:
+    """A node like /dev/null in tmp_path (never the real one: a regressed writer run as root
+    would replace it); skipped where making one needs root."""
+    node = str(tmp_path / "null")
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except OSError:
+        pytest.skip("making a device node needs root")
+    return node
+
+
 def refused(call, match):
     with pytest.raises(OutputError, match=match) as info:
         call()
@@ -29,9 +40,11 @@ def refused(call, match):
     return info.value
 
 
-def test_a_device_target_is_refused_and_stays_a_device():
-    refused(lambda: write_files([Target("/dev/null", b"x")]), "cannot write /dev/null: it is a character device")
-    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+def test_a_device_target_is_refused_and_stays_a_device(tmp_path):
+    node = device_node(tmp_path)
+    refused(lambda: write_files([Target(node, b"x")]), f"cannot write {node}: it is a character device")
+    refused(lambda: read_old(node), "character device")
+    assert stat.S_ISCHR(os.lstat(node).st_mode)
 
 
 def test_fifo_socket_directory_and_link_targets_are_refused(tmp_path):
@@ -125,8 +138,10 @@ def test_write_env_refuses_before_writing_anything_check_or_not(tmp_path, check)
         app.write_env(env_result(tmp_path), [("sh", str(tmp_path / "env.sh"))], check=check)
     assert "do-not-show" not in info.value.message
     assert not (tmp_path / "nccl-topo.xml").exists() and victim.read_text() == "TOKEN=do-not-show\n"
-    with pytest.raises(OutputError, match="character device"):
-        app.write_env(env_result(tmp_path), [("sh", "/dev/null")], check=check)
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    with pytest.raises(OutputError, match="a FIFO"):
+        app.write_env(env_result(tmp_path), [("sh", fifo)], check=check)
 
 
 def test_the_nccl_conf_backup_keeps_the_originals_mode(tmp_path):
