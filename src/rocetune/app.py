@@ -212,65 +212,72 @@ def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] =
 
 
 def _holds(path: str, content: str) -> bool:
+    from .fsutil import read_old
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read() == content
-    except (OSError, UnicodeDecodeError):
+        return read_old(path) == content.encode("utf-8")
+    except RocetuneError:
         return False
 
 
 def write_env(result: EnvResult, outputs: Sequence[Tuple[str, str]], *, check: bool = False,
               make_dirs: bool = False) -> List[FileWrite]:
-    """Write the files the env points at, then each env file of `outputs` ((format, path) pairs):
-    every target is checked first, so a failure leaves no env naming a file that is missing.
+    """Write the files the env points at and each env file of `outputs` ((format, path) pairs)
+    as one unit: every target is checked and every new content written to a temporary file
+    before any is renamed into place, so a failure leaves the old set as it was and no env
+    names a file that is missing.
 
-    A target that already holds its content is left alone (same bytes, same mtime): a boot-time
-    rerun that finds nothing new rewrites nothing. Each env file's `changes` names the variables
-    whose value differs from the file's previous one. An NCCL config file that rocetune did not
-    write (no managed marker) is kept once as FILE.rocetune-orig. With `check`, nothing is
-    written and the result says what would be; `make_dirs` creates missing directories."""
+    A target must be absent or a regular file (fsutil: a device, FIFO, socket, directory or
+    symlink is refused, with --check too); its current content is read without following a link
+    and up to a size cap. A target that already holds its content is left alone (same bytes,
+    same mtime): a boot-time rerun that finds nothing new rewrites nothing. Each env file's
+    `changes` names the variables whose value differs from the file's previous one. An NCCL
+    config file that rocetune did not write (no managed marker) is kept once as
+    FILE.rocetune-orig, with the original's mode and owner. With `check`, nothing is written and
+    the result says what would be; `make_dirs` creates missing directories."""
     from .envfiles import dialects
+    from .fsutil import read_old_text
 
     paths = [os.path.abspath(p) for _, p in outputs]
     if len(set(paths)) != len(paths):
         raise RocetuneError("two env files name the same path: " + ", ".join(sorted(
             {p for p in paths if paths.count(p) > 1})), code=ExitCode.USAGE)
-    writes = [FileWrite(os.path.abspath(f.path), f.content, _read_text(f.path)) for f in result.files]
+    writes = [FileWrite(os.path.abspath(f.path), f.content, read_old_text(f.path)) for f in result.files]
     for fmt, path in outputs:
-        text, before = result.texts[fmt], _read_text(path)
+        text, before = result.texts[fmt], read_old_text(path)
         changes = env_changes(before, text, fmt) if before is not None else []
         keeps_owner_copy = dialects.get(fmt).keeps_owner_copy
         backup = _backup_path(path, before) if keeps_owner_copy and before != text else None
         writes.append(FileWrite(os.path.abspath(path), text, before, fmt, changes, backup))
     for w in writes:
-        _check_writable(w.path, make_dirs)
+        _check_writable(w.path, make_dirs, trial=check and w.changed)
     result.writes = writes
     if check:
         return writes
-    from .fsutil import atomic_write  # tempfile and friends: only when something is written
-
-    for w in writes:
-        if not w.changed:
-            continue
-        try:
-            if make_dirs:
-                os.makedirs(os.path.dirname(w.path), 0o755, exist_ok=True)
-            if w.backup:
-                atomic_write(w.backup, w.before, 0o644)
-            atomic_write(w.path, w.content, 0o644)
-        except OSError as exc:
-            raise RocetuneError(f"cannot write {w.path}: {exc.strerror or exc}",
-                                hint="check that the directory exists and is writable",
-                                code=ExitCode.OUTPUT) from None
+    _write_all([w for w in writes if w.changed], make_dirs)
     return writes
 
 
-def _read_text(path: str) -> Optional[str]:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return None
+def _write_all(writes: List[FileWrite], make_dirs: bool) -> None:
+    from .fsutil import Target, target_stat, write_files
+
+    targets = []
+    for w in writes:
+        if w.backup:
+            # The original's mode and owner: a root-only nccl.conf stays root-only in its copy.
+            st = target_stat(w.path)
+            targets.append(Target(w.backup, (w.before or "").encode("utf-8"),
+                                  st.st_mode & 0o7777 if st else 0o600,
+                                  owner=(st.st_uid, st.st_gid) if st else None))
+        targets.append(Target(w.path, w.content.encode("utf-8"), 0o644))
+    if make_dirs:
+        for directory in sorted({os.path.dirname(t.path) for t in targets}):
+            try:
+                os.makedirs(directory, 0o755, exist_ok=True)
+            except OSError as exc:
+                raise RocetuneError(f"cannot create {directory}: {exc.strerror or exc}",
+                                    hint="check that its parent is writable", code=ExitCode.OUTPUT) from None
+    write_files(targets)
 
 
 def _backup_path(path: str, old: Optional[str]) -> Optional[str]:
@@ -280,10 +287,13 @@ def _backup_path(path: str, old: Optional[str]) -> Optional[str]:
     return os.path.abspath(backup)
 
 
-def _check_writable(path: str, make_dirs: bool = False) -> None:
-    if os.path.isdir(path):
-        raise RocetuneError(f"{path}: is a directory", hint="remove it or write the env elsewhere",
-                            code=ExitCode.OUTPUT)
+def _check_writable(path: str, make_dirs: bool = False, trial: bool = False) -> None:
+    """Refuse a target that cannot be written, before anything is; with `trial` (--check), a
+    temporary file is made and removed in its directory, the only way to know a pseudo file
+    system (/proc, /sys) refuses new files."""
+    from .fsutil import can_create_in, target_stat
+
+    target_stat(path)
     directory = os.path.dirname(os.path.abspath(path))
     while make_dirs and not os.path.isdir(directory) and not os.path.lexists(directory):
         directory = os.path.dirname(directory)  # the nearest existing one must be writable
@@ -293,6 +303,8 @@ def _check_writable(path: str, make_dirs: bool = False) -> None:
     if not os.access(directory, os.W_OK):
         raise RocetuneError(f"cannot write {path}: {directory} is not writable",
                             hint="run as a user who may write there", code=ExitCode.OUTPUT)
+    if trial and directory == os.path.dirname(os.path.abspath(path)):
+        can_create_in(directory, path)
 
 
 def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None, counters: bool = True,

@@ -1,39 +1,251 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+"""Writing output files safely: a reader sees the old file or the new one, never half of one.
+
+Every file rocetune writes (env files, the files they point at, captures, baselines, reports)
+goes through `write_files`. A target must be absent or a regular file: a device (`-o /dev/null`
+run as root would replace the device node), a FIFO (a reader would hang), a socket, a directory
+or a symlink (a link in a directory someone else owns could point anywhere) is refused with an
+OUTPUT error naming it, before anything is written. An existing target is read without
+following a link, without blocking, and only up to `MAX_OLD_BYTES`. The new content goes to a
+temporary file created with O_EXCL beside the target, gets its mode and owner on the open
+descriptor (an existing file keeps its own), is fsync'ed and renamed over the target.
+"""
 
 from __future__ import annotations
 
 import os
-import tempfile
+import stat
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+from .errors import ExitCode, RocetuneError
+
+MAX_OLD_BYTES = 4 << 20  # an env file is a few KB; a larger target is not one of ours
+TEMP_MARK = ".rocetune-tmp-"  # .NAME.rocetune-tmp-<pid>-<n>: ours, and which process made it
+_OPEN_OLD = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_OPEN_TEMP = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+              | getattr(os, "O_CLOEXEC", 0))
+_counter = [0]
 
 
-def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644) -> None:
-    """Write `data` to `path` through a temporary file in the same directory.
+class OutputError(RocetuneError):
+    """A target that cannot or must not be written (a device, a link, too large, no room)."""
 
-    The temporary file is flushed and fsync'ed, gets `mode` (not the umask's choice), and is
-    renamed over `path`; the directory is fsync'ed so the rename survives a crash. On any
-    error the temporary file is removed and the OSError propagates; `path` is untouched.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".rocetune-", suffix=".tmp", dir=directory)
+    def __init__(self, path: str, why: str, hint: Optional[str] = None):
+        super().__init__(f"cannot write {path}: {why}", hint=hint or "write to a regular file, or a new path",
+                         code=ExitCode.OUTPUT)
+        self.path = path
+
+
+@dataclass
+class Target:
+    """One file of a set written together: `mode` (and `owner`, uid and gid, when root may give
+    it) for a new file; an existing one keeps its own mode and owner unless `keep_mode` is false."""
+
+    path: str
+    data: bytes
+    mode: int = 0o644
+    keep_mode: bool = True
+    owner: Optional[Tuple[int, int]] = None
+
+
+def kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def target_stat(path: str) -> Optional[os.stat_result]:
+    """lstat of a target: None when absent; OutputError when it is anything but a regular file."""
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        raise OutputError(path, "a part of its directory is not a directory") from None
+    except OSError as exc:
+        raise OutputError(path, exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputError(path, f"it is {kind_of(st.st_mode)}, not a regular file")
+    return st
+
+
+def read_old(path: str, max_bytes: int = MAX_OLD_BYTES) -> Optional[bytes]:
+    """The current content of a target (to compare, diff or back up): None when absent.
+    Never follows a final link, never blocks, never reads more than `max_bytes`: OutputError."""
+    try:
+        fd = os.open(path, _OPEN_OLD)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        target_stat(path)  # names the kind when it is a link (ELOOP) or a part is not a directory
+        raise OutputError(path, f"cannot read the current file: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(path, f"it is {kind_of(st.st_mode)}, not a regular file")
+        if st.st_size > max_bytes:
+            raise OutputError(path, f"the current file is larger than {max_bytes} bytes: not one rocetune writes")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise OutputError(path, f"the current file is larger than {max_bytes} bytes: not one rocetune writes")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise OutputError(path, f"cannot read the current file: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def read_old_text(path: str, max_bytes: int = MAX_OLD_BYTES) -> Optional[str]:
+    data = read_old(path, max_bytes)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def can_create_in(directory: str, path: str) -> None:
+    """Whether a temporary file can be made in `directory` (what --check asks without writing):
+    one is created and removed at once. OutputError naming `path` when it cannot."""
+    try:
+        fd, tmp = _make_temp(directory, os.path.basename(path), 0o600)
+    except OSError as exc:
+        raise OutputError(path, exc.strerror or str(exc),
+                            hint="check that the directory exists and is writable") from None
+    os.close(fd)
+    _unlink(tmp)
+
+
+def write_files(targets: Sequence[Target]) -> None:
+    """Write every target as one unit: each is checked, then every temporary file is written and
+    fsync'ed, and only then are they renamed over the targets. A failure before the renames
+    (a refused target, ENOSPC) removes the temporary files and leaves every old file as it was:
+    OutputError naming the target."""
+    stats = [target_stat(t.path) for t in targets]
+    temps: List[str] = []
+    current = ""
+    try:
+        for t, st in zip(targets, stats):
+            current = t.path
+            temps.append(_write_temp(t, st))
+        for i, t in enumerate(targets):
+            current = t.path
+            os.replace(temps[i], t.path)
+            temps[i] = ""
+    except OSError as exc:
+        for tmp in temps:
+            if tmp:
+                _unlink(tmp)
+        changed = "" if all(temps) else " (the files before it in the set were written)"
+        raise OutputError(current, (exc.strerror or str(exc)) + changed,
+                          hint="check that the directory exists and is writable, and has room") from None
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        for tmp in temps:
+            if tmp:
+                _unlink(tmp)
         raise
-    _fsync_dir(directory)
+    for directory in sorted({os.path.dirname(os.path.abspath(t.path)) for t in targets}):
+        _fsync_dir(directory)
+
+
+def atomic_write_bytes(path: str, data: bytes, mode: int = 0o644, keep_mode: bool = True) -> None:
+    """One file through `write_files`."""
+    write_files([Target(path, data, mode, keep_mode)])
 
 
 def atomic_write(path: str, text: str, mode: int = 0o644) -> None:
     """`atomic_write_bytes` for UTF-8 text."""
     atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def _write_temp(t: Target, old: Optional[os.stat_result]) -> str:
+    directory = os.path.dirname(os.path.abspath(t.path))
+    name = os.path.basename(t.path)
+    clean_stale_temps(directory, name)
+    fd, tmp = _make_temp(directory, name, 0o600)
+    try:
+        view = memoryview(t.data)
+        while view:
+            view = view[os.write(fd, view):]
+        if old is not None and t.keep_mode:
+            os.fchmod(fd, stat.S_IMODE(old.st_mode))
+            if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+                try:
+                    os.fchown(fd, old.st_uid, old.st_gid)
+                except PermissionError:
+                    pass  # not root: the new file is ours, as any editor's would be
+        else:
+            os.fchmod(fd, t.mode)
+            if t.owner is not None and t.owner != (os.geteuid(), os.getegid()):
+                try:
+                    os.fchown(fd, *t.owner)
+                except PermissionError:
+                    pass
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def _make_temp(directory: str, name: str, mode: int):
+    while True:
+        _counter[0] += 1
+        tmp = os.path.join(directory, f".{name}{TEMP_MARK}{os.getpid()}-{_counter[0]}")
+        try:
+            return os.open(tmp, _OPEN_TEMP, mode), tmp
+        except FileExistsError:
+            continue
+
+
+def clean_stale_temps(directory: str, name: str) -> List[str]:
+    """Remove the temporary files a killed writer of `name` left in `directory`: ours by name,
+    regular files owned by this user, made by a process that is gone. Returns what was removed."""
+    prefix = f".{name}{TEMP_MARK}"
+    removed = []
+    try:
+        entries = [e for e in os.listdir(directory) if e.startswith(prefix)]
+    except OSError:
+        return removed
+    for entry in entries:
+        pid_text = entry[len(prefix):].split("-", 1)[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        path = os.path.join(directory, entry)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+            _unlink(path)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, another user's
+    return True
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _fsync_dir(directory: str) -> None:

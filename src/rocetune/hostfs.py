@@ -22,7 +22,8 @@ MAX_READ_BYTES = 4 << 20
 RECORDED_DIR = "recorded"
 SCAN_CHUNK = 1 << 20
 _MAX_LINK_HOPS = 40
-_OPEN_LEAF = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+_OPEN_LEAF = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_LINK = -1  # what _open_leaf answers for a final component that is a symlink
 
 
 class Recorder:
@@ -38,10 +39,26 @@ class Recorder:
         self.blobs: Dict[str, bytes] = {}  # host path -> binary content read (ld.so.cache)
         self.strings: Dict[str, str] = {}  # host path -> what scan() found inside it
         self.environ: Dict[str, str] = {}  # variable -> value, for those the probe read and found set
+        self.modes: Dict[str, int] = {}  # host path -> permission bits of a file whose content was read
+
+    def note_mode(self, path: str, fd: int) -> None:
+        try:
+            self.modes[path] = stat.S_IMODE(os.fstat(fd).st_mode)
+        except OSError:
+            pass
 
 
 class HostRoot:
-    """Files of one host, seen through a root directory."""
+    """Files of one host, seen through a root directory.
+
+    Every path is resolved inside the root, component by component: a symlink's absolute
+    target is taken from the root, `..` stops at the root, and a path that takes more than
+    40 links is refused (HostReadError), never handed to the kernel with a link left in it.
+    Only regular files are read (opened without following a last link, without blocking; under
+    a root other than `/` nothing else is even opened: a device node unpacked from an archive is
+    refused by its lstat). What cannot be read for want of permission is a warning
+    (`warnings`), never an empty answer taken as the host's.
+    """
 
     def __init__(self, root: str = "/", recorder: Optional[Recorder] = None):
         self.root = os.path.abspath(root)
@@ -50,7 +67,14 @@ class HostRoot:
         # real host path -> whether it is a symlink, for paths a listing or exists() has seen:
         # resolving them later takes no lstat (a 522-device host lists 1,600 links in /sys/class).
         self._is_link: Dict[str, bool] = {}
+        # Real host paths a listing saw as regular files (d_type): opened without an lstat first.
+        self._regular: Set[str] = set()
         self._prefix = "" if self.root == "/" else self.root  # what a real host path is joined to
+        self.warnings: List[str] = []  # what the probe could not read, for the source reading it
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
 
     @property
     def is_live(self) -> bool:
@@ -72,7 +96,14 @@ class HostRoot:
     def realpath(self, path: str) -> str:
         """Resolve symlinks the way the host would, staying inside the root."""
         norm = _normpath(path)
-        return "/" if norm == "/" else self._real(norm, 0)
+        return "/" if norm == "/" else self._top(norm, path)
+
+    def _top(self, norm: str, asked: str) -> str:
+        """_real from the start, its refusal naming the path asked for."""
+        try:
+            return self._real(norm, 0)
+        except HostReadError as exc:
+            raise HostReadError(asked, exc.reason) from None
 
     def _real(self, path: str, hops: int) -> str:
         # Every prefix is resolved once and cached: a probe reads thousands of files in the
@@ -85,19 +116,25 @@ class HostRoot:
         candidate = (real_parent + "/" + name) if real_parent != "/" else "/" + name
         real = self._join(candidate)
         result = candidate
-        if hops < _MAX_LINK_HOPS:
-            is_link = self._is_link.get(candidate)
-            if is_link is None:
-                try:
-                    is_link = stat.S_ISLNK(os.lstat(real).st_mode)
-                except (OSError, ValueError):
-                    is_link = False
-            if is_link:
-                if self.recorder is not None:
-                    self.recorder.links.add(candidate)
+        is_link = self._is_link.get(candidate)
+        if is_link is None:
+            try:
+                is_link = stat.S_ISLNK(os.lstat(real).st_mode)
+            except (OSError, ValueError):
+                is_link = False
+        if is_link:
+            if hops >= _MAX_LINK_HOPS:
+                raise HostReadError(candidate, f"more than {_MAX_LINK_HOPS} symbolic links to follow: "
+                                               "not read (a loop, or a chain made to leave the root)")
+            if self.recorder is not None:
+                self.recorder.links.add(candidate)
+            try:
                 target = os.readlink(real)
-                # real_parent has no links left in it, so ".." in the target can be folded lexically.
-                result = self._real(_normpath(os.path.join(real_parent, target)), hops + 1)
+            except OSError as exc:
+                raise HostReadError(candidate, exc.strerror or str(exc)) from None
+            # real_parent has no links left in it, so ".." in the target can be folded lexically
+            # (normpath stops it at the root, and an absolute target starts from the root).
+            result = self._real(_normpath(os.path.join(real_parent, target)), hops + 1)
         self._resolved[path] = result
         return result
 
@@ -107,7 +144,7 @@ class HostRoot:
         parent, _, name = norm.rpartition("/")
         if not parent:
             return norm
-        real_parent = self._real(parent, 0)
+        real_parent = self._top(parent, path)
         return (real_parent + "/" + name) if real_parent != "/" else "/" + name
 
     def readlink(self, path: str) -> Optional[str]:
@@ -124,39 +161,59 @@ class HostRoot:
         return os.path.basename(target.rstrip("/")) if target else None
 
     # --- queries -------------------------------------------------------------------------------
+    def _resolve_or_warn(self, resolve, path: str) -> Optional[str]:
+        try:
+            return resolve(path)
+        except HostReadError as exc:
+            self.warn(f"cannot read {exc.path}: {exc.reason}")
+            return None
+
     def exists(self, path: str) -> bool:
         """Whether a path exists (without following a final symlink)."""
-        leaf = self._leaf(path)
+        leaf = self._resolve_or_warn(self._leaf, path)
+        if leaf is None:
+            return False
         is_link = self._is_link.get(leaf)
         if is_link is None:
             try:
                 is_link = stat.S_ISLNK(os.lstat(self._join(leaf)).st_mode)
-            except (OSError, ValueError):
+            except (OSError, ValueError) as exc:
+                if isinstance(exc, PermissionError):
+                    self.warn(f"cannot read {path}: {exc.strerror}")
                 return False
             self._is_link[leaf] = is_link
         if self.recorder is not None:
             if is_link:
                 self.recorder.links.add(leaf)
             else:
-                self.recorder.present.add(self.realpath(path))
+                real = self._resolve_or_warn(self.realpath, path)
+                if real is not None:
+                    self.recorder.present.add(real)
         return True
 
     def is_dir(self, path: str) -> bool:
-        return os.path.isdir(self._join(self.realpath(path)))
+        real = self._resolve_or_warn(self.realpath, path)
+        return real is not None and os.path.isdir(self._join(real))
 
     def listdir(self, path: str) -> List[str]:
-        """Sorted entries of a directory; [] when it is missing or unreadable."""
-        real = self.realpath(path)
+        """Sorted entries of a directory; [] when it is missing (a warning when unreadable)."""
+        real = self._resolve_or_warn(self.realpath, path)
+        if real is None:
+            return []
         try:
             # scandir: each entry's type comes with its name (d_type), no lstat for it later
             with os.scandir(self._join(real)) as entries:
-                kinds = {e.name: e.is_symlink() for e in entries}
-        except OSError:
+                kinds = {e.name: (e.is_symlink(), e.is_file(follow_symlinks=False)) for e in entries}
+        except OSError as exc:
+            if isinstance(exc, PermissionError):
+                self.warn(f"cannot list {path}: {exc.strerror}")
             return []
         names = sorted(kinds)
         base = real if real != "/" else ""
-        for name, is_link in kinds.items():
+        for name, (is_link, is_file) in kinds.items():
             self._is_link[base + "/" + name] = is_link
+            if is_file:
+                self._regular.add(base + "/" + name)
         if self.recorder is not None:
             self.recorder.dirs[real] = names
         return names
@@ -170,25 +227,20 @@ class HostRoot:
         norm = path if _is_normal(path) else os.path.normpath(path)
         parent, _, name = norm.rpartition("/")
         if parent:
-            real_parent = self._resolved.get(parent) or self._real(parent, 0)
+            real_parent = self._resolved.get(parent) or self._top(parent, path)
             real_host = (real_parent + "/" + name) if real_parent != "/" else "/" + name
         else:
             real_host = norm
-        try:
-            # O_NONBLOCK: opening a FIFO must not hang the probe; fstat below refuses it.
-            fd = os.open(self._prefix + real_host if real_host != "/" else self._join("/"), _OPEN_LEAF)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise HostReadError(path, exc.strerror or str(exc)) from None
+        fd = self._open_leaf(real_host, path)
+        if fd == _LINK:
             real_host = self.realpath(path)
-            try:
-                fd = os.open(self._join(real_host), os.O_RDONLY | os.O_NONBLOCK)
-            except FileNotFoundError:
-                return None
-            except OSError as exc2:
-                raise HostReadError(path, exc2.strerror or str(exc2)) from None
+            fd = self._open_leaf(real_host, path)
+        if fd is None:
+            return None
+        if fd == _LINK:
+            raise HostReadError(path, "a symbolic link that does not resolve")
+        if self.recorder is not None:
+            self.recorder.note_mode(real_host, fd)
         try:
             if real_host.startswith("/sys/"):
                 data = _read_sysfs(fd, path, max_bytes)
@@ -212,6 +264,52 @@ class HostRoot:
         if self.recorder is not None:
             self.recorder.files[real_host] = text
         return text
+
+    def _open_leaf(self, real_host: str, path: str) -> Optional[int]:
+        """A descriptor of the file at `real_host` (its directories resolved), opened without
+        following a last link and without blocking (a FIFO must not hang the probe; the caller's
+        fstat refuses it); None when it does not exist, _LINK when it is a symlink. Under a
+        root other than `/` the file is lstat'ed first and only a regular file (or a directory,
+        which reads as an error) is opened: a device node in an unpacked archive never is."""
+        full = self._prefix + real_host if real_host != "/" else self._join("/")
+        if self._prefix and real_host not in self._regular:
+            try:
+                mode = os.lstat(full).st_mode
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise HostReadError(path, exc.strerror or str(exc)) from None
+            if stat.S_ISLNK(mode):
+                return _LINK
+            if not stat.S_ISREG(mode):
+                raise HostReadError(path, _not_regular(mode))
+        try:
+            return os.open(full, _OPEN_LEAF)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return _LINK
+            raise HostReadError(path, exc.strerror or str(exc)) from None
+
+    def _open_regular(self, path: str):
+        """(real host path, descriptor, stat) of the regular file at `path`, resolved inside the
+        root; None when it does not exist; HostReadError when it is anything else."""
+        real_host = self.realpath(path)
+        fd = self._open_leaf(real_host, path)
+        if fd is None:
+            return None
+        if fd == _LINK:
+            raise HostReadError(path, "a symbolic link that does not resolve")
+        try:
+            st = os.fstat(fd)
+        except OSError as exc:
+            os.close(fd)
+            raise HostReadError(path, exc.strerror or str(exc)) from None
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise HostReadError(path, _not_regular(st.st_mode))
+        return real_host, fd, st
 
     def read_head(self, path: str, size: int) -> Optional[bytes]:
         """The first `size` bytes of a binary file (an ACPI table's header); None when it does
@@ -240,17 +338,13 @@ class HostRoot:
     def _read_regular(self, path: str, read):
         """(real path, read(fd, stat)) of a regular file opened without blocking; None when it
         does not exist; HostReadError when it is something else or unreadable."""
-        real_host = self.realpath(path)
-        try:
-            fd = os.open(self._join(real_host), os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
+        opened = self._open_regular(path)
+        if opened is None:
             return None
-        except OSError as exc:
-            raise HostReadError(path, exc.strerror or str(exc)) from None
+        real_host, fd, st = opened
+        if self.recorder is not None:
+            self.recorder.modes[real_host] = stat.S_IMODE(st.st_mode)
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise HostReadError(path, _not_regular(st.st_mode))
             return real_host, read(fd, st)
         except OSError as exc:
             raise HostReadError(path, exc.strerror or str(exc)) from None
@@ -264,14 +358,16 @@ class HostRoot:
         (recorded/strings/<host path>.txt), and a replay of it answers from that record."""
         real_host = self.realpath(path)
         if not self.is_live:
-            recorded = _read_recording(os.path.join(self.root, RECORDED_DIR, "strings",
-                                                    real_host.lstrip("/") + ".txt"))
+            recorded = self.read_recording(f"/{RECORDED_DIR}/strings{real_host}.txt")
             if recorded is not None:
                 found: Optional[str] = recorded.rstrip("\n")
                 self._note_string(real_host, found)
                 return found
+        opened = self._open_regular(real_host)
+        if opened is None:
+            raise HostReadError(path, "No such file or directory")
         try:
-            with open(self._join(real_host), "rb") as fh:
+            with os.fdopen(opened[1], "rb") as fh:
                 found = _scan(fh, needle, tail, limit)
         except OSError as exc:
             raise HostReadError(path, exc.strerror or str(exc)) from None
@@ -290,10 +386,40 @@ class HostRoot:
         if self.is_live:
             value = os.environ.get(name)
         else:
-            value = _read_recording(os.path.join(self.root, RECORDED_DIR, "environ", name))
+            value = self.read_recording(f"/{RECORDED_DIR}/environ/{name}") if "/" not in name else None
         if value is not None and self.recorder is not None:
             self.recorder.environ[name] = value
         return value
+
+    def read_recording(self, path: str) -> Optional[str]:
+        """A file a capture wrote beside the host's (commands/, recorded/), read inside the root
+        like a host file but not recorded as one; None when absent, a warning when unusable."""
+        try:
+            opened = self._open_regular(path)
+        except HostReadError as exc:
+            self.warn(f"cannot read {exc.path}: {exc.reason}")
+            return None
+        if opened is None:
+            return None
+        try:
+            return _read_capped(opened[1], MAX_READ_BYTES)[:MAX_READ_BYTES].decode("utf-8", "replace")
+        except OSError as exc:
+            self.warn(f"cannot read {path}: {exc.strerror or exc}")
+            return None
+        finally:
+            os.close(opened[1])
+
+    def list_recordings(self, path: str) -> Set[str]:
+        """Names in a directory of recordings (commands/), resolved inside the root, unrecorded."""
+        real = self._resolve_or_warn(self.realpath, path)
+        if real is None:
+            return set()
+        try:
+            return set(os.listdir(self._join(real)))
+        except OSError as exc:
+            if isinstance(exc, PermissionError):
+                self.warn(f"cannot list {path}: {exc.strerror}")
+            return set()
 
     def _note_link(self, path: str) -> None:
         if self.recorder is not None:
@@ -480,18 +606,13 @@ class RecordedRunner:
         self.root = root
         self._names: Optional[Set[str]] = None  # what commands/ holds, listed once
 
-    def _file(self, name: str) -> str:
-        return os.path.join(self.root.root, "commands", name)
-
     def _read(self, name: str) -> Optional[str]:
         # A probe asks for a few commands per netdev (QoS tools on 500 SR-IOV VFs): the listing
-        # answers "not recorded" without an open for each.
+        # answers "not recorded" without an open for each. Read inside the root, as host files
+        # are: a recording that links out of it is refused with a warning.
         if self._names is None:
-            try:
-                self._names = set(os.listdir(os.path.join(self.root.root, "commands")))
-            except OSError:
-                self._names = set()
-        return _read_recording(self._file(name)) if name in self._names else None
+            self._names = self.root.list_recordings("/commands")
+        return self.root.read_recording("/commands/" + name) if name in self._names else None
 
     def run(self, argv: Sequence[str]) -> CommandResult:
         argv = list(argv)
@@ -526,14 +647,6 @@ def _scan(fh, needle: bytes, tail: int, limit: int) -> Optional[str]:
         carry = buf[-(len(needle) - 1):] if len(needle) > 1 else b""
         done += len(chunk)
     return None
-
-
-def _read_recording(path: str) -> Optional[str]:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(MAX_READ_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return None
 
 
 def start_commands(runner, argvs: Sequence[Sequence[str]]) -> None:

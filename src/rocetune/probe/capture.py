@@ -7,7 +7,7 @@ import io
 import os
 import re
 import tarfile
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from ..fsutil import atomic_write_bytes
 from ..hostfs import RECORDED_DIR, HostRoot, LiveRunner, Recorder, RecordedRunner, recording_name
@@ -55,6 +55,17 @@ def _stable(path: str) -> str:
     return _PID_DIR.sub("/proc/self", path)
 
 
+def archived_mode(source_mode: Optional[int]) -> int:
+    """An archived file's mode: no more readable than its source (a root-only file stays
+    owner-only), always readable by its owner."""
+    return 0o644 if source_mode is None else (source_mode & 0o644) | 0o400
+
+
+def archive_mode(rec: Recorder) -> int:
+    """The capture file's own mode: 0600 when any file in it was not readable by everyone."""
+    return 0o600 if any(not m & 0o004 for m in rec.modes.values()) else 0o644
+
+
 def build_tar(root: str, rec: Recorder) -> bytes:
     """Deterministic tar.gz of the recorded paths, laid out as a root (plus commands/)."""
     host = HostRoot(root)
@@ -75,9 +86,10 @@ def build_tar(root: str, rec: Recorder) -> bytes:
         entries[path.strip("/")] = _info(path.strip("/"), tarfile.SYMTYPE, mode=0o777, link=target)
 
     def add_file(path: str, data: bytes) -> None:
+        mode = archived_mode(rec.modes.get(path))
         path = _stable(path)
         add_dir(os.path.dirname(path))
-        entries[path.strip("/")] = _info(path.strip("/"), tarfile.REGTYPE, size=len(data))
+        entries[path.strip("/")] = _info(path.strip("/"), tarfile.REGTYPE, size=len(data), mode=mode)
         payload[path.strip("/")] = data
 
     for path in rec.links:
@@ -127,5 +139,6 @@ def build_tar(root: str, rec: Recorder) -> bytes:
 def capture(root: str, out_path: str) -> Tuple[dict, int]:
     features, rec = record(root)
     data = build_tar(root, rec)
-    atomic_write_bytes(out_path, data)
+    # A new archive, never the old one's mode: a capture of root-only files is root-only.
+    atomic_write_bytes(out_path, data, archive_mode(rec), keep_mode=False)
     return features, len(data)

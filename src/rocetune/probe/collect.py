@@ -22,12 +22,16 @@ from .topology import derive_topology, rdma_evidence, virtualization
 
 def _run(name: str, ctx: ProbeContext, statuses: dict, fn, *args):
     sctx = ctx.for_source()
+    seen = len(ctx.root.warnings)
     try:
         data = fn(sctx, *args)
     except Exception as exc:  # a source fails alone; the rest of the probe goes on
         sctx.status.ok = False
         sctx.status.reason = f"{type(exc).__name__}: {exc}"
         data = None
+    # What the root could not read while this source ran (a directory it may not list, a
+    # path of too many links): the source's warnings, so a partial root never passes unseen.
+    sctx.status.warnings.extend(ctx.root.warnings[seen:])
     statuses[name] = sctx.status.to_dict()
     return data
 
