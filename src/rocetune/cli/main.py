@@ -109,11 +109,13 @@ def _emit(result: Result, as_json: bool, quiet: bool) -> None:
         from ..render.json_text import envelope_text
 
         sys.stdout.write(envelope_text(result.envelope()))
+        sys.stdout.flush()
         return
     if result.raw is not None:
         sys.stdout.write(result.raw)
     elif result.human:
         sys.stdout.write(result.human if result.human.endswith("\n") else result.human + "\n")
+    sys.stdout.flush()  # a full disk says so here, where it can be reported, not at exit
     if not quiet:
         for w in result.warnings:
             sys.stderr.write(f"rocetune: warning: {printable(w)}\n")
@@ -191,9 +193,35 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     try:
         _emit(result, as_json, quiet=getattr(result, "quiet", False) or _wants(argv, "-q") or _wants(argv, "--quiet"))
     except BrokenPipeError:  # the reader went away (`| head`): what is left goes nowhere
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_devnull()
+        return int(ExitCode.OUTPUT)
+    except (UnicodeEncodeError, OSError) as exc:
+        _stdout_to_devnull()
+        _say_error(_stdout_problem(exc))
         return int(ExitCode.OUTPUT)
     return int(result.code)
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null: what is left in its buffer would fail again at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _stdout_problem(exc: Exception) -> str:
+    if isinstance(exc, UnicodeEncodeError):
+        ch = exc.object[exc.start:exc.start + 1]
+        return (f"cannot write to stdout: its encoding ({sys.stdout.encoding}) cannot carry "
+                f"{ch!r} (U+{ord(ch):04X}) in the output; run with a UTF-8 locale (LANG=C.UTF-8) "
+                "or PYTHONIOENCODING=utf-8")
+    return f"cannot write to stdout: {exc.strerror or exc}"
+
+
+def _say_error(message: str) -> None:
+    try:
+        sys.stderr.write(f"rocetune: error: {printable(message)}\n")
+        sys.stderr.flush()
+    except OSError:  # stderr is gone as well: the exit code is all that is left
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,6 +12,7 @@ from typing import Optional
 
 from ..errors import ExitCode, RocetuneError
 from ..fsutil import atomic_write
+from ..model.jsonread import load_json
 from ..model.nic_counters import validate_snapshot
 
 BASELINE_PATH = "/var/lib/rocetune/counters.json"
@@ -59,7 +60,7 @@ def load_baseline(root: str = "/", path: str = BASELINE_PATH) -> Optional[dict]:
         raise RocetuneError(f"NIC counter baseline {target}: larger than {MAX_BASELINE_BYTES} bytes",
                             hint=hint, code=ExitCode.INPUT)
     try:
-        snapshot = json.loads(data.decode("utf-8"))
+        snapshot = load_json(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise RocetuneError(f"NIC counter baseline {target}: not JSON ({exc})", hint=hint,
                             code=ExitCode.INPUT) from None

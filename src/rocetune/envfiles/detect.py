@@ -10,13 +10,15 @@ from typing import Optional, Tuple
 from . import dialects
 
 _FORMAT_RE = re.compile(r"rocetune .*\bformat: ([a-z-]+)")
+_HEADER_LINES = 6
+_HEADER_LINE_CHARS = 512  # rocetune's header lines are short; a longer line is not one of them
 
 
 def detect(text: str, name: str = "") -> Tuple[str, str, Optional[str]]:
     """(format, why, format the name alone suggests). What the content says wins; the file name
     only breaks ties between dialects the content fits equally (plain NAME=value lines)."""
     by_name = format_by_name(name)
-    m = _FORMAT_RE.search("\n".join(text.splitlines()[:6]))
+    m = _FORMAT_RE.search(header(text))
     if m and m.group(1) in dialects.names():
         return m.group(1), "rocetune's header", by_name
     content = _format_by_content(text)
@@ -28,6 +30,12 @@ def detect(text: str, name: str = "") -> Tuple[str, str, Optional[str]]:
     if by_name:
         return by_name, "file name", by_name
     return dialects.fallback().name, "default", by_name
+
+
+def header(text: str) -> str:
+    """The first lines, each cut short: where rocetune's header is, searched in bounded time."""
+    lines = text[:_HEADER_LINES * (_HEADER_LINE_CHARS + 2)].splitlines()[:_HEADER_LINES]
+    return "\n".join(line[:_HEADER_LINE_CHARS] for line in lines)
 
 
 def format_by_name(name: str) -> Optional[str]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from . import dialects
-from .detect import detect, format_by_name
+from .detect import detect, format_by_name, header
 from .parsed import ParsedFile
 
 
@@ -32,6 +32,6 @@ def parse_text(text: str, fmt: str = "auto", name: str = "") -> ParsedFile:
         why, by_name = "forced", format_by_name(name)
     out = ParsedFile(fmt, detected=why, name_format=by_name)
     dialects.get(fmt).read(text, out)
-    m = re.search(r"features sha256:([0-9a-f]{12})", "\n".join(text.splitlines()[:6]))
+    m = re.search(r"features sha256:([0-9a-f]{12})", header(text))
     out.features_hash = m.group(1) if m else None
     return out

@@ -21,6 +21,8 @@ class Word:
     dynamic: Optional[str] = None
 
 
+_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
+_HEREDOC_WORD = re.compile(r"""(?:[^\s;&|()<>'"\\]|\\.|'[^']*'|"[^"]*")+""")
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
 
 
@@ -61,9 +63,9 @@ def _dollar(text: str, i: int) -> Tuple[int, Optional[str], Optional[str]]:
         return _balanced(text, i + 1, "(", ")"), None, "command substitution"
     if nxt == "{":
         return _balanced(text, i + 1, "{", "}"), None, "variable expansion"
-    m = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]", text[i + 1:])
+    m = _PARAMETER.match(text, i + 1)
     if m:
-        return i + 1 + m.end(), None, "variable expansion"
+        return m.end(), None, "variable expansion"
     return i + 1, "$", None
 
 
@@ -233,7 +235,7 @@ def _heredoc_operator(text: str, i: int, heredocs: List[Tuple[str, bool]]) -> in
     i += 1 if strip else 0
     while i < len(text) and text[i] in " \t":
         i += 1
-    m = re.match(r"""(?:[^\s;&|()<>'"\\]|\\.|'[^']*'|"[^"]*")+""", text[i:])
+    m = _HEREDOC_WORD.match(text, i)
     word = m.group(0) if m else ""
     delimiter = _QUOTE_PIECE.sub(lambda g: next(x for x in g.groups() if x is not None), word)
     if word:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional
 
 from ..fsutil import atomic_write
+from ..model.jsonread import load_json
 from . import ssh
 from .results import MAX_BYTES, SCHEMA
 from .targets import Target
@@ -93,8 +94,8 @@ def envelope_data(target: Target, verb: str, command: str, done: ssh.Completed) 
     if code == 127:
         raise ssh.Failure(f"{verb} on {target.name}: command not found: {shlex.split(command)[0]}{said}")
     try:
-        env = json.loads(out.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        env = load_json(out.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
         start = out[:80].decode("utf-8", "replace").strip()
         raise ssh.Failure(f"{verb} on {target.name} exited {code} and printed no JSON "
                           f"({start!r}){said}") from None

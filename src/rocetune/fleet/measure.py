@@ -14,12 +14,12 @@ for MB/sec, 125000000 for Gb/sec), so 1 MB/sec = 0.008388608 Gb/s.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..errors import ParseError
+from ..model.jsonread import load_json
 
 DEFAULT_FRACTION = 0.9
 
@@ -149,7 +149,7 @@ class Iperf3:
 
 def parse_iperf3(text: str) -> Iperf3:
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except ValueError as exc:
         raise ParseError("iperf3 --json output", f"not JSON: {exc}") from None
     if not isinstance(doc, dict):

@@ -8,12 +8,12 @@ report's: the other hosts are still compared.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..errors import ExitCode, RocetuneError
+from ..model.jsonread import load_json
 from ..model.vocab import natural_key
 
 SCHEMA = "rocetune.fleet-host/1"
@@ -57,10 +57,10 @@ def load_file(path: str) -> HostResult:
         if os.path.getsize(path) > MAX_BYTES:
             return HostResult(host, error=f"result file larger than {MAX_BYTES // (1024 * 1024)} MiB")
         with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            doc = load_json(fh.read())
     except OSError as exc:
         return HostResult(host, error=f"result file unreadable: {exc.strerror}")
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         return HostResult(host, error=f"result file is not JSON: {str(exc)[:200]}")
     return from_doc(host, doc)
 

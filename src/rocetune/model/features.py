@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from ..errors import ExitCode, RocetuneError
+from .jsonread import load_json
 from .schema import check, features_schema
 
 SCHEMA_VERSION = 1
@@ -47,7 +48,7 @@ def with_nccl_version(features: dict, version: str, by: str = "--nccl-version") 
 def load(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            doc = load_json(fh.read())
     except OSError as exc:
         raise RocetuneError(f"cannot read features file {path}: {exc.strerror}") from None
     except ValueError as exc:

@@ -7,11 +7,13 @@ Used by the plan's self-check, `rocetune lint` and `rocetune explain`.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..pkgdata import package_json
 
 _DATA = "data/nccl_vars.json"  # package data, read through the package's loader (a zip too)
+_MAX_SUGGEST_EDITS = 2  # a suggestion is at most this many edits away
+_SUGGEST_CACHE = 1 << 16  # answers kept per catalog (distinct names), then forgotten at once
 
 
 class Catalog:
@@ -21,6 +23,9 @@ class Catalog:
         self.retired_names: Dict[str, Dict[str, Any]] = doc["retired"]
         self.plugin_prefixes: Dict[str, str] = doc["plugin_prefixes"]
         self.nccl_version: str = doc["source"].get("nccl_version") or "?"
+        self._longest = max((len(v) for v in self.variables), default=0)
+        self._index: Optional[Dict[str, List[str]]] = None
+        self._suggested: Dict[str, Optional[Tuple[str, int]]] = {}
 
     def known(self, name: str) -> bool:
         return name in self.variables
@@ -38,18 +43,42 @@ class Catalog:
         return None
 
     def suggest(self, name: str) -> Optional[Tuple[str, int]]:
-        """The closest real variable and its edit distance, when it is close enough to be a typo."""
-        best: Optional[Tuple[int, str]] = None
-        for cand in self.variables:
-            if abs(len(cand) - len(name)) > 2:
-                continue
-            d = edit_distance(name, cand)
-            if best is None or (d, cand) < best:
-                best = (d, cand)
-        if best is None:
+        """The closest real variable and its edit distance, when it is close enough to be a typo
+        (1 edit for a name shorter than 10, else 2). The answer for a name is kept: a file may
+        repeat one unknown name, or hold many thousands of them."""
+        if name in self._suggested:
+            return self._suggested[name]
+        if len(self._suggested) >= _SUGGEST_CACHE:
+            self._suggested.clear()
+        got = self._suggested[name] = self._closest(name, 1 if len(name) < 10 else 2)
+        return got
+
+    def _closest(self, name: str, limit: int) -> Optional[Tuple[str, int]]:
+        # Two names within `limit` edits (insert, delete, substitute, swap) both become one
+        # string after at most `limit` deletions each: only catalog names that share one of
+        # this name's deletion variants are measured, so a name costs the same whatever the
+        # catalog holds, and a name too long to be close to any costs nothing.
+        if len(name) > self._longest + limit:
             return None
-        limit = 1 if len(name) < 10 else 2
-        return (best[1], best[0]) if best[0] <= limit else None
+        index = self._deletion_index()
+        found = set()
+        for variant in deletion_variants(name, limit):
+            found.update(index.get(variant, ()))
+        best: Optional[Tuple[int, str]] = None
+        for cand in found:
+            d = edit_distance(name, cand)
+            if d <= limit and (best is None or (d, cand) < best):
+                best = (d, cand)
+        return None if best is None else (best[1], best[0])
+
+    def _deletion_index(self) -> Dict[str, List[str]]:
+        if self._index is None:
+            index: Dict[str, List[str]] = {}
+            for cand in self.variables:
+                for variant in deletion_variants(cand, _MAX_SUGGEST_EDITS):
+                    index.setdefault(variant, []).append(cand)
+            self._index = index
+        return self._index
 
     def describe_unknown(self, name: str) -> str:
         r = self.retired(name)
@@ -68,6 +97,16 @@ class Catalog:
 @lru_cache(maxsize=1)
 def load_catalog() -> Catalog:
     return Catalog(package_json(__package__, _DATA))
+
+
+def deletion_variants(word: str, most: int) -> Set[str]:
+    """`word` with any 0 to `most` of its characters deleted."""
+    out = {word}
+    layer = {word}
+    for _ in range(most):
+        layer = {w[:i] + w[i + 1:] for w in layer for i in range(len(w))}
+        out |= layer
+    return out
 
 
 def edit_distance(a: str, b: str) -> int:

@@ -285,7 +285,7 @@ def _same_value(name: str, planned: str, logged: str) -> bool:
         return _level_name(planned) == logged.strip().upper()
     kind = (load_catalog().info(name) or {}).get("kind")
     if kind == "int" and logged.lstrip("-").isdigit():
-        return strtoll(planned)[0] == int(logged)
+        return strtoll(planned)[0] == strtoll(logged)[0]
     return planned == logged
 
 

@@ -83,6 +83,17 @@ class Header:
     message: str             # what follows "NCCL INFO " / "NCCL WARN ", trailing blanks dropped
 
 
+def _numbers(pattern: str) -> "re.Pattern[str]":
+    """`pattern` compiled with each `\\d+` cut to the 20 digits a C integer prints: a longer run of
+    digits is not a number NCCL wrote, and the line does not match."""
+    return re.compile(pattern.replace(r"\d+", r"\d{1,20}(?!\d)"))
+
+
+def _count(text: str) -> bool:
+    """Whether `text` is a number NCCL prints (%d, %ld): ASCII digits, no more than 20 of them."""
+    return 0 < len(text) <= 20 and text.isascii() and text.isdigit()
+
+
 def clean(raw: str) -> List[str]:
     """One physical line of the file as the lines it shows: ANSI escapes dropped, a carriage
     return taken as a line break (progress bars, \\r\\n endings), cut to MAX_LINE."""
@@ -114,17 +125,17 @@ def split_header(line: str) -> Optional[Header]:
     if level == "WARN":
         head, _, where = head.rpartition(" ")
         path, _, num = where.rpartition(":")
-        if not path or not num.isdigit():
+        if not path or not _count(num):
             return None
         file, file_line = path, int(num)
     if not head.endswith("]"):
         return None
     head, _, dev = head[:-1].rpartition("[")
-    if not (dev.isdigit() or (dev[:1] == "-" and dev[1:].isdigit())):
+    if not (_count(dev) or (dev[:1] == "-" and _count(dev[1:]))):
         return None
     rest, _, tid = head.rstrip(" ").rpartition(":")
     host, _, pid = rest.rpartition(":")
-    if not (pid.isdigit() and tid.isdigit()):
+    if not (_count(pid) and _count(tid)):
         return None
     for sep in _HOST_SEPARATORS:
         if sep in host:
@@ -148,24 +159,24 @@ def version_in(text: str) -> Optional[Tuple[str, str]]:
     return m.group(1), m.group(0)[len("NCCL version "):]
 
 
-_IB_DEVICE = re.compile(r"\[(\d+)\] ?([^\s:\[\]{},;=]+):(\d+)/(IB|RoCE|UNSPECIFIED)(?:/([A-Za-z]+))?")
-_SOCKET_IF = re.compile(r"\[(\d+)\]([^\s:\[\]]+):([^\s<]+)<\d+>")
-_GDR_HCA = re.compile(r"(Enabled|Disabled) for HCA (\d+) '([^']*)'( \(no module\))?")
+_IB_DEVICE = _numbers(r"\[(\d+)\] ?([^\s:\[\]{},;=]+):(\d+)/(IB|RoCE|UNSPECIFIED)(?:/([A-Za-z]+))?")
+_SOCKET_IF = _numbers(r"\[(\d+)\]([^\s:\[\]]+):([^\s<]+)<\d+>")
+_GDR_HCA = _numbers(r"(Enabled|Disabled) for HCA (\d+) '([^']*)'( \(no module\))?")
 _GDR_PATH = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+) ")
-_DISTANCE = re.compile(r"\(distance (\d+) (<=|>) (\d+)")
-_CHANNELS = re.compile(r"(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?"
-                       r"(\d+) p2p channels, (\d+) p2p channels per peer")
+_DISTANCE = _numbers(r"\(distance (\d+) (<=|>) (\d+)")
+_CHANNELS = _numbers(r"(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?"
+                     r"(\d+) p2p channels, (\d+) p2p channels per peer")
 _SET_BY_ENV = re.compile(r"([A-Z][A-Z0-9_]*) set by environment to (.*)")
 _SET_TO = re.compile(r"(NCCL_[A-Z0-9_]+) set to (.*)")
-_INVALID = re.compile(r"Invalid value (.*) for ([A-Z][A-Z0-9_]*), using default (-?\d+)\.?")
-_RING_ORDER = re.compile(r"Channel (\d+)/(\d+) :((?: +-?\d+)*)(?:\.\.\.)?")
-_RING = re.compile(r"Ring (\d+) : (-?\d+) -> (-?\d+) -> (-?\d+)")
-_RANK = re.compile(r"comm (\S+) rank (\d+) n[Rr]anks (\d+)")
-_NNODES = re.compile(r"nNodes (\d+)")
-_QP_FIELDS = {name: re.compile(r"\b" + name + r" (-?\d+)") for name in ("IbDev", "Dev", "Port", "mtu", "GID", "LID")}
-_PLUGIN_LOADED = re.compile(r"NET/Plugin ?: ?Loaded net plugin (.+) \(v(\d+)\)")
+_INVALID = _numbers(r"Invalid value (.*) for ([A-Z][A-Z0-9_]*), using default (-?\d+)\.?")
+_RING_ORDER = _numbers(r"Channel (\d+)/(\d+) :((?: +-?\d+)*)(?:\.\.\.)?")
+_RING = _numbers(r"Ring (\d+) : (-?\d+) -> (-?\d+) -> (-?\d+)")
+_RANK = _numbers(r"comm (\S+) rank (\d+) n[Rr]anks (\d+)")
+_NNODES = _numbers(r"nNodes (\d+)")
+_QP_FIELDS = {name: _numbers(r"\b" + name + r" (-?\d+)") for name in ("IbDev", "Dev", "Port", "mtu", "GID", "LID")}
+_PLUGIN_LOADED = _numbers(r"NET/Plugin ?: ?Loaded net plugin (.+) \(v(\d+)\)")
 _PLUGIN_EXTERNAL = re.compile(r"Successfully loaded external network plugin (.+)")
-_DMABUF = re.compile(r"DMA-BUF is available on GPU device (\d+)")
+_DMABUF = _numbers(r"DMA-BUF is available on GPU device (\d+)")
 
 
 def ib_devices(message: str) -> Tuple[List[Tuple[int, str, int, str, Optional[str]]], bool, Optional[str],

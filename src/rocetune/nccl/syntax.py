@@ -7,6 +7,8 @@ import re
 from typing import List, Tuple
 
 
+LLONG_MAX = (1 << 63) - 1
+LLONG_MIN = -(1 << 63)
 _STRTOLL_RE = re.compile(r"^\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
 
 
@@ -20,15 +22,34 @@ def strtoll(text: str) -> Tuple[int, bool]:
         return 0, False
     sign, digits = m.group(1), m.group(2)
     if digits.lower().startswith("0x"):
-        value = int(digits, 16)
+        value = _saturated(digits[2:], 16)
     elif digits.startswith("0") and len(digits) > 1:
-        value = int(digits, 8)
+        value = _saturated(digits, 8)
     else:
-        value = int(digits, 10)
+        value = _saturated(digits, 10)
     if sign == "-":
-        value = -value
+        value = max(-value, LLONG_MIN)
+    else:
+        value = min(value, LLONG_MAX)
     rest = text[m.end():]
     return value, rest == ""
+
+
+def _saturated(digits: str, base: int) -> int:
+    """int(digits, base), or LLONG_MAX + 1 when that is past it (strtoll saturates on overflow,
+    and 4300 decimal digits are more than Python's int() converts)."""
+    significant = digits.lstrip("0")
+    if len(significant) > 22:  # past 2**63 in base 8, 10 or 16 alike
+        return LLONG_MAX + 1
+    return int(significant or "0", base)
+
+
+def atoi(digits: str) -> int:
+    """C's atoi of a run of decimal digits on glibc: (int) strtol, so a value past LONG_MAX
+    saturates and keeps its low 32 bits (-1), and one past INT_MAX wraps."""
+    value = min(_saturated(digits, 10), LLONG_MAX)
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def list_entries(value: str) -> Tuple[bool, bool, List[str]]:
@@ -58,7 +79,7 @@ def ib_hca_entries(value: str) -> Tuple[bool, bool, List[Tuple[str, int]]]:
         port = -1
         if sep:
             digits = re.match(r"\d*", rest).group(0)  # atoi: leading digits, 0 when none
-            port = int(digits) if digits else 0
+            port = atoi(digits)
         out.append((name, port))
     return exclude, exact, out
 

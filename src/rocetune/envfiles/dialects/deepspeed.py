@@ -31,9 +31,10 @@ def render(plan: Plan, features: dict) -> str:
 
 
 def read(text: str, out: ParsedFile) -> None:
-    for lineno, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    for lineno, line in enumerate(lines, 1):
         if not line.strip():
-            if lineno < len(text.split("\n")):
+            if lineno < len(lines):
                 out.problems.append((lineno, "deepspeed-blank-line",
                                      "blank line: DeepSpeed's launcher fails on a line without '='"))
             continue

@@ -9,8 +9,8 @@ from typing import Optional
 from . import sh
 from .base import Dialect
 
-_INSTRUCTIONS = re.compile(r"(?m)^\s*(?:FROM|ENV)\s+\S")
-_EXPORT = re.compile(r"(?m)^\s*export\s")
+_INSTRUCTIONS = re.compile(r"(?m)^[^\S\n]*(?:FROM|ENV)[^\S\n]+\S")
+_EXPORT = re.compile(r"(?m)^[^\S\n]*export\s")
 
 
 def detect(text: str) -> Optional[str]:

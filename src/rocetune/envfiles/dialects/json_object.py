@@ -19,8 +19,10 @@ def render(plan: Plan, features: dict) -> str:
 
 
 def read(text: str, out: ParsedFile) -> None:
+    from ...model.jsonread import load_json
+
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except ValueError as exc:
         out.problems.append((1, "json-invalid", f"not JSON: {exc}"))
         return

@@ -3,7 +3,6 @@ reads it."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, List, Optional
 
@@ -15,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 NAME = "k8s"
 CONFIGMAP_NAME = "rocetune-env"
-_CONFIGMAP = re.compile(r"(?m)^\s*(?:-\s+)?kind:\s*[\"']?ConfigMap[\"']?\s*(?:#.*)?$")
+_CONFIGMAP = re.compile(r"(?m)^[^\S\n]*(?:-\s+)?kind:\s*[\"']?ConfigMap[\"']?\s*(?:#.*)?$")
 _WHY = "a ConfigMap (kind: ConfigMap)"
 
 
@@ -51,8 +50,10 @@ def detect(text: str) -> Optional[str]:
     names that kind)."""
     if not text.lstrip().startswith("{"):
         return _WHY if _CONFIGMAP.search(text) else None
+    from ...model.jsonread import load_json
+
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except ValueError:
         doc = None
     if (isinstance(doc, dict) and doc.get("kind") == "ConfigMap") or \
@@ -72,6 +73,9 @@ def read(text: str, out: ParsedFile) -> None:
     lines = text.split("\n")
     try:
         docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except RecursionError:
+        out.problems.append((1, "k8s-unreadable", "not valid YAML: nested deeper than PyYAML reads"))
+        return
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -9,7 +9,7 @@ from typing import List, Optional
 from ..parsed import ParsedFile
 from .base import Dialect
 
-_FENCE = re.compile(r"(?m)^\s*(?:```|~~~)")
+_FENCE = re.compile(r"(?m)^[^\S\n]*(?:```|~~~)")
 
 
 def detect(text: str) -> Optional[str]:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 NAME = "sh"
 _SH_SIGNS = re.compile(
-    r"(?m)^#!.*\bsh\b|^\s*(?:export|declare|typeset|readonly|local|unset|source|set|if|then|fi|for|"
+    r"(?m)^#!.*\bsh\b|^[^\S\n]*(?:export|declare|typeset|readonly|local|unset|source|set|if|then|fi|for|"
     r"while|do|done|case|esac|function|mpirun|srun|torchrun|deepspeed|python3?|exec|cd|echo|env)"
     r"(?:\s|$)|\$\(|\$\{|`|<<")
 

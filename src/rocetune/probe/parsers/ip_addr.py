@@ -18,10 +18,10 @@ the warnings.
 from __future__ import annotations
 
 import ipaddress
-import json
 from typing import Dict, List, Optional
 
 from ...errors import ParseError
+from ...model.jsonread import load_json
 from ._common import add_warning, as_text, guarded, require_content, snippet
 
 WHAT = "ip -j addr show"
@@ -36,8 +36,8 @@ def parse_ip_addr(text: str, warnings: Optional[List[str]] = None) -> Dict[str, 
     require_content(text, WHAT)
     warns: List[str] = [] if warnings is None else warnings
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+        data = load_json(text)
+    except ValueError as exc:
         raise ParseError(WHAT, f"not JSON ({exc})", hint="record the output of 'ip -j addr show'") from None
     if not isinstance(data, list):
         raise ParseError(WHAT, f"expected a JSON list of interfaces, got {type(data).__name__}")

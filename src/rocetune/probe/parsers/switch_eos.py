@@ -28,7 +28,7 @@ _QUEUE_RE = re.compile(r"^(?:uc-)?tx-queue\s+(\d+)$")
 
 
 def looks_like(text: str) -> bool:
-    return bool(re.search(r"^\s*(priority-flow-control|qos (map|trust|profile)|interface Ethernet)", text, re.M))
+    return bool(re.search(r"^[^\S\n]*(priority-flow-control|qos (map|trust|profile)|interface Ethernet)", text, re.M))
 
 
 class _Section:

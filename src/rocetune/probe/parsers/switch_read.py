@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 from ...errors import ExitCode, RocetuneError
+from ...model.jsonread import load_json
 from ...model.switch_qos import SwitchQos
 from . import switch_eos, switch_nvue, switch_sonic
 
@@ -34,7 +34,7 @@ def read_switch(path: str, kind: Optional[str] = None) -> SwitchQos:
 def detect(text: str) -> Optional[str]:
     if text.lstrip().startswith("{"):
         try:
-            doc = json.loads(text)
+            doc = load_json(text)
         except ValueError:
             return "sonic"  # JSON that does not parse: the SONiC reader names the error
         return "sonic" if switch_sonic.looks_like(doc) else None

@@ -8,10 +8,10 @@ WRED_PROFILE (field names as in sonic-buildimage files/build_templates/qos_confi
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...errors import ParseError
+from ...model.jsonread import load_json
 from ...model.switch_qos import QueueReading, SwitchQos, SwitchReading
 from ._common import as_text, clean, require_content
 
@@ -30,7 +30,7 @@ def parse(text: Any, source: str = WHAT) -> SwitchQos:
     text = clean(as_text(text, WHAT))
     require_content(text, WHAT)
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except ValueError as exc:
         raise ParseError(source, f"not JSON: {exc}", hint="give the output of `sonic-cfggen -d --print-data` "
                                                           "or /etc/sonic/config_db.json") from None

@@ -1,0 +1,73 @@
+"""JSON read with the limits a hostile file meets, each turned into one ValueError.
+
+Python's reader raises RecursionError for a document nested past the interpreter's stack, and a
+document just inside it passes that depth on to every reader after it; an integer of more than
+4300 digits raises a ValueError of its own. `load_json` refuses both with a JsonError (a
+ValueError, so a caller's `except ValueError` names the file as it does for any bad JSON), and
+refuses a document nested deeper than MAX_DEPTH: none of rocetune's goes past a dozen levels.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+
+MAX_DEPTH = 100
+
+
+class JsonError(ValueError):
+    """The text is not JSON this reader accepts; the message says why."""
+
+
+def load_json(text: Union[str, bytes]) -> Any:
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise JsonError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # JSONDecodeError, an integer past the digit limit, bad UTF-8
+        raise JsonError(str(exc)) from None
+    check_depth(doc)
+    return doc
+
+
+def check_depth(doc: Any, limit: int = MAX_DEPTH, max_nodes: Optional[int] = None) -> None:
+    """JsonError when lists and mappings in `doc` nest deeper than `limit`, when one contains
+    itself, or (with `max_nodes`) when it holds more than `max_nodes` values once each shared
+    one is counted where it is used (YAML aliases). Walked without recursion and each shared
+    value once, so any depth and any sharing is measured in time linear in the document."""
+    measured: Dict[int, Tuple[int, int]] = {}  # id -> (depth, values) of a finished container
+    open_ids = set()  # containers on the path being walked: one met again contains itself
+    stack: List[Tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        kids = [c for c in _children(node) if isinstance(c, (dict, list))]
+        if finished:
+            open_ids.discard(key)
+            depth = 1 + max((measured[id(c)][0] for c in kids), default=0)
+            values = 1 + len(node) + sum(measured[id(c)][1] for c in kids)
+            if depth > limit:
+                raise JsonError(f"nested deeper than {limit} levels")
+            if max_nodes is not None and values > max_nodes:
+                raise JsonError(f"more than {max_nodes} values once its aliases are expanded")
+            measured[key] = (depth, values)
+            continue
+        if key in measured or not isinstance(node, (dict, list)):
+            continue
+        if len(open_ids) >= limit:
+            raise JsonError(f"nested deeper than {limit} levels")
+        open_ids.add(key)
+        stack.append((node, True))
+        for child in kids:
+            if id(child) in open_ids:
+                raise JsonError("a list or mapping that contains itself")
+            if id(child) not in measured:
+                stack.append((child, False))
+
+
+def _children(node: Any) -> Iterable[Any]:
+    if isinstance(node, dict):
+        return node.values()
+    if isinstance(node, list):
+        return node
+    return ()
