@@ -2,16 +2,93 @@
 # Copyright: rocetune contributors
 # Apache-2.0
 """Write a set of small files (and symlinks) in one module call: only those whose content,
-mode or target differ, each atomically (temp file + rename), with Ansible-style diffs.
+mode or target differ, each atomically, with Ansible-style diffs.
 
-Pure Python: unit-tested on a temporary directory."""
+A file target must be absent or a regular file: a symlink (in a directory another user may
+write, it could point anywhere), a device, a FIFO (reading it would hang), a socket or a
+directory is refused by plan_files, before anything changes, with a FileTargetError naming it.
+The old content is read without following a link, without blocking and only up to
+MAX_OLD_BYTES. The new content goes to a temporary file created with O_EXCL|O_NOFOLLOW beside the
+target, gets its mode (and, run as root, the old file's owner) on the open descriptor, is
+fsync'ed and renamed over the target.
+
+Pure Python (2.7 and 3): unit-tested on a temporary directory."""
 
 from __future__ import absolute_import, division, print_function
 
+import errno
 import os
-import tempfile
+import stat
 
 __metaclass__ = type
+
+MAX_OLD_BYTES = 4 << 20  # a unit or a drop-in is a few KB; a larger target is not one of ours
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_OPEN_OLD = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
+_OPEN_TEMP = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+class FileTargetError(ValueError):
+    """A target that must not be written or read as one of ours; the message names it."""
+
+    def __init__(self, path, why):
+        ValueError.__init__(self, "cannot write %s: %s" % (path, why))
+        self.path = path
+
+
+def _kind(mode):
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def target_stat(path):
+    """lstat of a file target: None when absent; FileTargetError when it is not a regular file."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise FileTargetError(path, exc.strerror or str(exc))
+    if not stat.S_ISREG(st.st_mode):
+        raise FileTargetError(path, "it is %s, not a regular file" % _kind(st.st_mode))
+    return st
+
+
+def read_old(path, max_bytes=MAX_OLD_BYTES):
+    """(text, mode) of a file target, (None, None) when absent. Never follows a final link, never
+    blocks on a FIFO or device, never reads more than `max_bytes`: FileTargetError instead."""
+    try:
+        fd = os.open(path, _OPEN_OLD)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None, None
+        target_stat(path)  # names the kind: a link fails with ELOOP, a socket with ENXIO
+        raise FileTargetError(path, "cannot read the current file: %s" % (exc.strerror or exc))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileTargetError(path, "it is %s, not a regular file" % _kind(st.st_mode))
+        chunks, total = [], 0
+        while total <= max_bytes:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:
+            raise FileTargetError(path, "the current file is larger than %d bytes: not one this role writes"
+                                  % max_bytes)
+        return b"".join(chunks).decode("utf-8", "replace"), stat.S_IMODE(st.st_mode)
+    except OSError as exc:
+        raise FileTargetError(path, "cannot read the current file: %s" % (exc.strerror or exc))
+    finally:
+        os.close(fd)
 
 
 def read_text(path):
@@ -25,26 +102,72 @@ def read_text(path):
 
 def plan_files(files, links, absent=()):
     """files: [{path, content, mode}], links: [{path, src}], absent: [path] that must not exist
-    -> (changes, diffs)."""
+    -> (changes, diffs). FileTargetError, before anything changes, for a target that is not a
+    regular file (files), a directory (links), or neither a file nor a link (absent)."""
     changes, diffs = [], []
     for f in files:
-        have = read_text(f["path"])
-        mode_ok = have is not None and (os.stat(f["path"]).st_mode & 0o7777) == int(f["mode"], 8)
-        if have != f["content"] or not mode_ok:
+        have, mode = read_old(f["path"])
+        if have != f["content"] or mode != int(f["mode"], 8):
             changes.append(("file", f))
             diffs.append({"before": have or "", "after": f["content"],
                           "before_header": f["path"], "after_header": f["path"]})
     for link in links:
-        if not (os.path.islink(link["path"]) and os.readlink(link["path"]) == link["src"]):
-            changes.append(("link", link))
-            diffs.append({"before": "", "after": "-> %s\n" % link["src"],
-                          "before_header": link["path"], "after_header": link["path"]})
+        if os.path.islink(link["path"]):
+            if os.readlink(link["path"]) == link["src"]:
+                continue
+        elif os.path.lexists(link["path"]) and os.path.isdir(link["path"]):
+            raise FileTargetError(link["path"], "it is a directory, not a symbolic link")
+        changes.append(("link", link))
+        diffs.append({"before": "", "after": "-> %s\n" % link["src"],
+                      "before_header": link["path"], "after_header": link["path"]})
     for path in absent:
-        if os.path.lexists(path):
-            before = "-> %s\n" % os.readlink(path) if os.path.islink(path) else (read_text(path) or "")
-            changes.append(("remove", {"path": path}))
-            diffs.append({"before": before, "after": "", "before_header": path, "after_header": path})
+        if os.path.islink(path):
+            before = "-> %s\n" % os.readlink(path)
+        elif os.path.lexists(path):
+            before = read_old(path)[0] or ""
+        else:
+            continue
+        changes.append(("remove", {"path": path}))
+        diffs.append({"before": before, "after": "", "before_header": path, "after_header": path})
     return changes, diffs
+
+
+def _temp_name(path, n):
+    return os.path.join(os.path.dirname(path), ".%s.rocetune-tmp-%d-%d" % (os.path.basename(path), os.getpid(), n))
+
+
+def _write_file(path, content, mode):
+    """content to a new temporary file beside `path`: mode (and the old file's owner, as root)
+    set on the descriptor, fsync'ed, renamed over `path`."""
+    st = target_stat(path)
+    data = content.encode("utf-8")
+    for n in range(100):
+        tmp = _temp_name(path, n)
+        try:
+            fd = os.open(tmp, _OPEN_TEMP, 0o600)
+            break
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                raise
+    else:
+        raise FileTargetError(path, "no free temporary name beside it")
+    try:
+        try:
+            os.fchmod(fd, mode)
+            if st is not None and os.geteuid() == 0:
+                os.fchown(fd, st.st_uid, st.st_gid)
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def apply_changes(changes):
@@ -56,19 +179,10 @@ def apply_changes(changes):
         if not os.path.isdir(parent):
             os.makedirs(parent, 0o755)
         if kind == "link":
-            tmp = item["path"] + ".rocetune-tmp"
+            tmp = _temp_name(item["path"], 0)
             if os.path.lexists(tmp):
                 os.unlink(tmp)
             os.symlink(item["src"], tmp)
             os.rename(tmp, item["path"])
             continue
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix="." + os.path.basename(item["path"]) + ".")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(item["content"])
-            os.chmod(tmp, int(item["mode"], 8))
-            os.rename(tmp, item["path"])
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        _write_file(item["path"], item["content"], int(item["mode"], 8))

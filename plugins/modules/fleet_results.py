@@ -66,7 +66,7 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 
 SCHEMA = "rocetune.fleet-host/1"
 HOST_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")  # a file name, never a path
@@ -109,7 +109,10 @@ def main():
             failed.append(host)
         files.append({"path": os.path.join(p["dir"], host + ".json"), "mode": "0644",
                       "content": json.dumps(doc, indent=1, sort_keys=True) + "\n"})
-    changes, diffs = plan_files(files, [])
+    try:
+        changes, diffs = plan_files(files, [])
+    except FileTargetError as exc:
+        module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
         apply_changes(changes)
     module.exit_json(changed=bool(changes), diff=diffs, written=[c[1]["path"] for c in changes],

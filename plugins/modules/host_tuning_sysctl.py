@@ -78,7 +78,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.host_tuning_sysctl_state import (
     CHANGED, apply, file_content, invalid_entries, plan, unsupported_message
 )
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 
 
 def main():
@@ -103,7 +103,10 @@ def main():
     files = []
     if p["file"]:
         files = [{"path": p["file"], "content": file_content(p["sysctls"], items), "mode": "0644"}]
-    changes, diffs = plan_files(files, [])
+    try:
+        changes, diffs = plan_files(files, [])
+    except FileTargetError as exc:
+        module.fail_json(msg=str(exc))
     live = [i for i in items if p["apply"]]
     changed = bool(changes) or any(i["state"] == CHANGED for i in live)
     result = dict(changed=changed, sysctls=live, unsupported=unsupported,

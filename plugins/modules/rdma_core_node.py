@@ -98,7 +98,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_node_state import (
     PEERMEM_UNUSABLE, boot_modules, builtin_modules, missing_modules, wanted_files, wanted_modules
 )
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
 
 
@@ -147,7 +147,10 @@ def main():
 
     files = wanted_files(p["modules_load_file"] if modules else "", boot_modules(modules, builtin),
                          p["limits_file"], p["systemd_dropin"])
-    changes, diffs = plan_files(files, [])
+    try:
+        changes, diffs = plan_files(files, [])
+    except FileTargetError as exc:
+        module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
         apply_changes(changes)
     module.exit_json(changed=bool(to_load or changes), loaded=to_load, builtin=builtin,

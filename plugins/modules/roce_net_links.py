@@ -105,7 +105,7 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric im
     arp_sysctl_file, arp_sysctls, networkd_dropin, networkd_file, plan_links, udev_rule
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import read_connection_interfaces
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files, read_text
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files, read_text
 
 SYS_NET = "/sys/class/net"
 MIN_ROCE_MTU = 4200  # RoCE's largest path MTU (4096) plus its headers
@@ -206,7 +206,10 @@ def main():
         files += [{"path": d["path"], "content": d["content"], "mode": "0644"} for d in result["networkd_dropins"]]
         if p["sysctl_file"]:
             files.append({"path": p["sysctl_file"], "content": arp_sysctl_file(sysctls), "mode": "0644"})
-        changes, result["diff"] = plan_files(files, [])
+        try:
+            changes, result["diff"] = plan_files(files, [])
+        except FileTargetError as exc:
+            module.fail_json(msg=str(exc))
         result["written"] = [c[1]["path"] for c in changes]
         result["changed"] |= bool(changes)
 

@@ -135,7 +135,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import read_text as read
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import read_connection_interfaces
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
@@ -172,7 +172,10 @@ def boot_files_wanted(boot):
 def install(module, wanted, result, unit=None):
     """Write what differs of (files, links, absent) into result's written/diff; reload systemd
     when the unit changed."""
-    changes, diffs = plan_files(*wanted)
+    try:
+        changes, diffs = plan_files(*wanted)
+    except FileTargetError as exc:
+        module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
         apply_changes(changes)
         if any(c[1]["path"] == unit for c in changes) and os.path.isdir("/run/systemd/system"):

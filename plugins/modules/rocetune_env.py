@@ -115,7 +115,7 @@ import re
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 
 WANTED_BY = "multi-user.target"
 
@@ -171,7 +171,10 @@ def boot_unit(module, path, content):
         wanted = ([{"path": path, "content": content, "mode": "0644"}], [{"path": link, "src": path}], [])
     else:
         wanted = ([], [], [link, path])
-    changes, diffs = plan_files(*wanted)
+    try:
+        changes, diffs = plan_files(*wanted)
+    except FileTargetError as exc:
+        module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
         apply_changes(changes)
         if os.path.isdir("/run/systemd/system"):  # systemd runs here

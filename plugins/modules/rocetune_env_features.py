@@ -54,7 +54,7 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_.@:-]+$")
 
@@ -75,7 +75,10 @@ def main():
         module.fail_json(msg="host names unfit for a file name: %s" % ", ".join(bad))
     files = [{"path": os.path.join(directory, host + ".json"), "content": render(hosts[host]), "mode": "0644"}
              for host in sorted(hosts) if hosts[host] is not None]
-    changes, diffs = plan_files(files, [])
+    try:
+        changes, diffs = plan_files(files, [])
+    except FileTargetError as exc:
+        module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
         apply_changes(changes)
     written = {c[1]["path"] for c in changes}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.unit.roles import load_module_utils
 
 F = load_module_utils("", "rocetune_files")
@@ -42,3 +44,84 @@ def test_a_unit_turned_off_is_removed_with_its_enable_link_then_nothing_more(tmp
     F.apply_changes(changes)
     assert not os.path.lexists(link) and not unit.exists()
     assert F.plan_files([], [], absent) == ([], [])
+
+
+def _unit(tmp_path, content="[Unit]\n"):
+    return {"path": str(tmp_path / "rocetune-qos.service"), "content": content, "mode": "0644"}
+
+
+def test_a_symlinked_target_is_refused_and_neither_read_nor_followed(tmp_path):
+    secret = tmp_path / "elsewhere" / "shadow"
+    secret.parent.mkdir()
+    secret.write_text("root:secret\n")
+    want = _unit(tmp_path)
+    os.symlink(str(secret), want["path"])
+    with pytest.raises(F.FileTargetError, match="rocetune-qos.service: it is a symbolic link, not a regular file"):
+        F.plan_files([want], [])
+    assert secret.read_text() == "root:secret\n" and os.path.islink(want["path"])
+    with pytest.raises(F.FileTargetError):  # a link put there after planning is not written through
+        F.apply_changes([("file", want)])
+    assert secret.read_text() == "root:secret\n"
+
+
+def test_fifo_directory_and_device_targets_are_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "fifo.service"
+    os.mkfifo(str(fifo))  # opening it to read would wait for a writer forever
+    (tmp_path / "dir.service").mkdir()
+    for name, kind in (("fifo.service", "a FIFO"), ("dir.service", "a directory")):
+        with pytest.raises(F.FileTargetError, match="it is %s" % kind):
+            F.plan_files([{"path": str(tmp_path / name), "content": "x\n", "mode": "0644"}], [])
+    with pytest.raises(F.FileTargetError, match="it is a character device"):
+        F.plan_files([{"path": "/dev/null", "content": "x\n", "mode": "0644"}], [])
+    with pytest.raises(F.FileTargetError, match="it is a FIFO"):
+        F.plan_files([], [], [str(fifo)])
+    with pytest.raises(F.FileTargetError, match="it is a directory, not a symbolic link"):
+        F.plan_files([], [{"path": str(tmp_path / "dir.service"), "src": "/x"}])
+
+
+def test_a_target_larger_than_the_cap_is_refused(tmp_path):
+    want = _unit(tmp_path)
+    with open(want["path"], "wb") as fh:
+        fh.truncate(F.MAX_OLD_BYTES + 1)
+    with pytest.raises(F.FileTargetError, match="larger than %d bytes" % F.MAX_OLD_BYTES):
+        F.plan_files([want], [])
+
+
+def test_mode_is_set_on_the_descriptor_whatever_the_umask(tmp_path):
+    want = _unit(tmp_path)
+    old = os.umask(0o077)
+    try:
+        F.apply_changes(F.plan_files([want], [])[0])
+    finally:
+        os.umask(old)
+    assert oct(os.stat(want["path"]).st_mode & 0o7777) == "0o644"
+    assert F.plan_files([want], []) == ([], [])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives a file to another owner")
+def test_root_keeps_the_owner_of_the_file_it_replaces(tmp_path):
+    want = _unit(tmp_path, "[Unit]\nnew\n")
+    with open(want["path"], "w") as fh:
+        fh.write("[Unit]\nold\n")
+    os.chown(want["path"], 4321, 4322)
+    F.apply_changes(F.plan_files([want], [])[0])
+    st = os.stat(want["path"])
+    assert (st.st_uid, st.st_gid) == (4321, 4322)
+    with open(want["path"]) as fh:
+        assert fh.read() == "[Unit]\nnew\n"
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    want = _unit(tmp_path, "[Unit]\nnew\n")
+    with open(want["path"], "w") as fh:
+        fh.write("[Unit]\nold\n")
+    changes = F.plan_files([want], [])[0]
+
+    def no_space(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(F.os, "fsync", no_space)
+    with pytest.raises(OSError, match="No space left"):
+        F.apply_changes(changes)
+    with open(want["path"]) as fh:
+        assert fh.read() == "[Unit]\nold\n"
+    assert os.listdir(str(tmp_path)) == ["rocetune-qos.service"]
