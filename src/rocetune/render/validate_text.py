@@ -15,8 +15,8 @@ def validate_text(doc: dict, verbose: int = 0) -> str:
     lines = [f"validate: {s['hosts']} host(s), {s['pairs']} pair(s) in {len(doc['rounds'])} round(s) "
              f"({doc['mode']}), {s['failed_pairs']} failed, {len(s['unreachable'])} not tested"
              + (f", NCCL failed on {len(s['nccl_failed'])}" if s.get("nccl_failed") else "")
-             f" -- {'PASS' if s['passed'] else 'FAIL'}"]
-    down = [[ "!", h, printable(d["error"])] for h, d in doc["hosts"].items() if d.get("error")]
+             + f" -- {'PASS' if s['passed'] else 'FAIL'}"]
+    down = [["!", h, printable(d["error"])] for h, d in doc["hosts"].items() if d.get("error")]
     if down:
         lines += ["", "NOT TESTED"] + ["  " + ln for ln in table(down)]
     rows: List[List[str]] = []
