@@ -38,13 +38,14 @@ def _register_gather(sub) -> None:
     from ..main import _add_common
 
     g = sub.add_parser("gather", help="run probe and doctor on each host over SSH, one HOST.json each in DIR",
-                       description="run `COMMAND --json probe` and `COMMAND --json doctor --no-counters` on "
-                                   "each host over SSH (strict host keys) and write DIR/HOST.json; for sites "
+                       description="run `COMMAND --json doctor --no-counters` (probe's Features and plan, and "
+                                   "doctor's findings) on each host over SSH (strict host keys) and write "
+                                   "DIR/HOST.json; for sites "
                                    "without Ansible (docs/fleet.md). Exit 1 when a host could not be gathered")
     _add_common(g, top=False)
     _add_hosts(g, "gather")
     g.add_argument("-o", "--out", metavar="DIR", required=True, help="directory for the HOST.json results")
-    _add_ssh(g, "seconds per host for connect and both commands (default 60)")
+    _add_ssh(g, "seconds per host for connect and the command (default 60)")
 
 
 def _register_preflight(sub) -> None:
