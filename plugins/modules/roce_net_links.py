@@ -153,12 +153,12 @@ def main():
     )
     p = module.params
     problems = interface_name_problems(p["interfaces"], "roce_net_interfaces")
+    if p["mtu"] < MIN_ROCE_MTU:
+        problems.append("roce_net_mtu=%d is too small: RoCE runs at most a 4096-byte path MTU and needs a "
+                        "netdev MTU of at least %d for it (at 1500 it runs 1024-byte packets)"
+                        % (p["mtu"], MIN_ROCE_MTU))
     if problems:
         module.fail_json(msg="; ".join(problems) + "; nothing was changed")
-    if p["mtu"] < MIN_ROCE_MTU:
-        module.fail_json(msg="roce_net_mtu=%d is too small: RoCE runs at most a 4096-byte path MTU and needs a "
-                             "netdev MTU of at least %d for it (at 1500 it runs 1024-byte packets)"
-                             % (p["mtu"], MIN_ROCE_MTU))
     ip = module.get_bin_path("ip", required=True)
     protected, error, addrs = read_connection_interfaces(module, p["connection_addresses"])
     if error:

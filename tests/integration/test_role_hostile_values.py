@@ -125,3 +125,15 @@ def test_the_modules_refuse_hostile_names_and_values_before_writing_anything(tmp
     assert not out.exists()
     assert (proc_sys / "net" / "core" / "rmem_max").read_text() == "212992\n"
     assert not os.path.exists("/etc/systemd/system/q.service")
+
+
+def test_an_ofed_repository_url_that_would_add_an_apt_line_fails_naming_it(tmp_path):
+    url = "http://mirror.example/ofed ./\ndeb [trusted=yes] http://elsewhere.example/x"
+    tasks = [{"name": "The OFED repository tasks", "ansible.builtin.include_tasks": str(REPO / "roles" / "rdma_core" / "tasks" / "ofed_repo.yml"),
+              "vars": {"ansible_facts": {"os_family": "Debian"}, "rdma_core_ofed_repo_key": "",
+                       "rdma_core_ofed_repo_trusted": True, "rdma_core_ofed_repo_url": url}}]
+    proc = playbook(tmp_path, tasks)
+    assert proc.returncode != 0, proc.stdout
+    assert 'rdma_core_ofed_repo_url: "http://mirror.example/ofed ./\\ndeb [trusted=yes] http://elsewhere.example/x" ' \
+           "is not one http(s), ftp or file URL" in proc.stdout, proc.stdout
+    assert "Add the local OFED apt repository" not in proc.stdout
