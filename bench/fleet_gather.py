@@ -8,18 +8,20 @@ then times, round by round in turn (so the machine's drift hits both alike), as 
 
     setup    ansible all -i LAB_INVENTORY -m ansible.builtin.setup --forks F   (facts of every host)
     gather   rocetune fleet gather HOST... -o DIR --forks F --identity KEY --known-hosts KH
-             --command "<this python> -m rocetune"  (probe and doctor on every host, strict keys)
+             --command "<this python> -m rocetune"  (doctor on every host, which carries probe's
+             Features and plan; strict host keys)
 
 and prints the medians and gather/setup (median of the per-round ratios, and the min). Target:
 gather <= 0.5x setup. Every gather must write all N results with no error, and the setup run
 must reach every host; either failing is an error (exit 1). The lab goes down at the end.
 
-Measured on 2 shared vCPUs (load average 1.4 at the start, 3 rounds each, --forks 16):
-16 hosts setup 3.6 s, gather 1.8 s, 0.49x (met); 64 hosts setup 12.9 s, gather 6.8 s, 0.53x
-(missed by a little: on 64 hosts both are bound by the 2 cores the hosts share).
+Measured on 2 shared vCPUs (load average 3.4 at the start, 13.5 at the end, 3 rounds each,
+--forks 16): 16 hosts setup 3.7 s, gather 1.1 s, 0.30x; 64 hosts setup 13.0 s, gather 4.1 s,
+0.31x (both met). Before gather ran doctor alone (probe, then doctor: two processes per host)
+it was 0.49x and 0.53x.
 
-The lab hosts share this machine's cores: each gathered host runs two rocetune processes (probe,
-doctor) where setup runs one module, so the figures compare runs on one machine, not a cluster.
+The lab hosts share this machine's cores: each gathered host runs one rocetune process where
+setup runs one module, so the figures compare runs on one machine, not a cluster.
 """
 
 from __future__ import annotations

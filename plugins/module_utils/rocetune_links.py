@@ -12,9 +12,26 @@ from __future__ import absolute_import, division, print_function
 import ipaddress
 import json
 import os
+import re
 import socket
 
 __metaclass__ = type
+
+
+# A netdev name the kernel accepts (dev_valid_name() in net/core/dev.c: at most IFNAMSIZ-1 = 15
+# bytes, not "." or "..", no "/", ":" or whitespace), narrowed to the characters real names use:
+# it is also a path under /sys/class/net, a udev rule's NAME=="..." and a unit name.
+_IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+
+
+def interface_name_problems(names, var):
+    """One message per entry of `names` (the inventory variable `var`) that is no interface
+    name, naming it; [] when all are."""
+    problems = []
+    for name in names:
+        if not isinstance(name, str) or not _IFNAME_RE.match(name) or name in (".", ".."):
+            problems.append("%s: %r is not an interface name (1 to 15 of A-Z a-z 0-9 _ . -)" % (var, name))
+    return problems
 
 
 def parse_ip_addr(text):

@@ -27,7 +27,8 @@ options:
   results:
     description:
       - Host name to the registered result of C(rocetune --json doctor) on it (C(rc), C(stdout),
-        C(stderr)); null for a host where it did not run.
+        C(stderr)); for an unreachable host (the task has C(ignore_unreachable)), the result with
+        C(unreachable) and ssh's C(msg); null for a host where it did not run.
     type: dict
     required: true
   gathered_at:
@@ -72,10 +73,20 @@ SCHEMA = "rocetune.fleet-host/1"
 HOST_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")  # a file name, never a path
 
 
+def ssh_reason(msg):
+    """ssh's own words, on one line: its banner of @ signs dropped (a changed host key)."""
+    text = re.sub(r"@{3,}", " ", str(msg or "no reason given"))
+    words = " ".join(ln.strip() for ln in text.splitlines() if ln.strip())
+    return words[:400]
+
+
 def host_doc(host, registered, gathered_at):
     doc = {"schema": SCHEMA, "host": host, "gathered_at": gathered_at, "error": None}
+    if isinstance(registered, dict) and registered.get("unreachable"):
+        doc["error"] = "unreachable: " + ssh_reason(registered.get("msg"))
+        return doc
     if not isinstance(registered, dict) or "rc" not in registered:
-        doc["error"] = "rocetune doctor did not run on this host (unreachable, or a task before it failed)"
+        doc["error"] = "rocetune doctor did not run on this host (a task before it failed)"
         return doc
     try:
         envelope = json.loads(registered.get("stdout") or "")

@@ -27,7 +27,9 @@ description:
   - Supports check mode and diff.
 options:
   interfaces:
-    description: The fabric interfaces.
+    description:
+      - The fabric interfaces, each a netdev name (1 to 15 of C(A-Z a-z 0-9 _ . -)); any other
+        fails the call before anything changes.
     type: list
     elements: str
     required: true
@@ -104,7 +106,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric import (
     arp_sysctl_file, arp_sysctls, networkd_dropin, networkd_file, plan_links, udev_rule
 )
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import read_connection_interfaces
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import (
+    interface_name_problems, read_connection_interfaces
+)
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files, read_text
 
 SYS_NET = "/sys/class/net"
@@ -148,10 +152,13 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    problems = interface_name_problems(p["interfaces"], "roce_net_interfaces")
     if p["mtu"] < MIN_ROCE_MTU:
-        module.fail_json(msg="roce_net_mtu=%d is too small: RoCE runs at most a 4096-byte path MTU and needs a "
-                             "netdev MTU of at least %d for it (at 1500 it runs 1024-byte packets)"
-                             % (p["mtu"], MIN_ROCE_MTU))
+        problems.append("roce_net_mtu=%d is too small: RoCE runs at most a 4096-byte path MTU and needs a "
+                        "netdev MTU of at least %d for it (at 1500 it runs 1024-byte packets)"
+                        % (p["mtu"], MIN_ROCE_MTU))
+    if problems:
+        module.fail_json(msg="; ".join(problems) + "; nothing was changed")
     ip = module.get_bin_path("ip", required=True)
     protected, error, addrs = read_connection_interfaces(module, p["connection_addresses"])
     if error:

@@ -51,7 +51,9 @@ options:
     type: raw
     default: []
   interfaces:
-    description: The fabric interfaces.
+    description:
+      - The fabric interfaces, each a netdev name (1 to 15 of C(A-Z a-z 0-9 _ . -)); any other
+        fails the call before anything changes.
     type: list
     elements: str
     required: true
@@ -137,7 +139,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import read_text as read
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import read_connection_interfaces
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import (
+    interface_name_problems, read_connection_interfaces
+)
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
 from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import (
     NotSupported, QosError, desired, driver_of, interface_plan, load_plan, parse_plan,
@@ -206,6 +210,9 @@ def main():
     )
     p = module.params
     result = dict(changed=False, written=[], diff=[], missing_packages=[], pending=False, interfaces={})
+    problems = interface_name_problems(p["interfaces"], "roce_qos_interfaces")
+    if problems:
+        module.fail_json(msg="; ".join(problems) + "; nothing was changed")
     # Everything is read and checked before anything changes: the tools, the plan (the one about
     # to be installed, not the one on disk), every interface and its state. Then the NICs are
     # configured, and only then the plan file and the boot unit are installed, so a plan that

@@ -69,6 +69,8 @@ def test_the_built_collection_holds_the_roles_and_plugins_and_nothing_of_the_pyt
     assert sorted(p.name for p in (root / "roles").iterdir()) == ROLES
     assert sorted(p.stem for p in (root / "plugins" / "modules").glob("*.py")) == MODULES
     assert sorted(p.name for p in (root / "plugins" / "action").glob("*.py")) == ["role_vars_check.py"]
+    assert sorted(p.name for p in (root / "plugins" / "filter").iterdir()) == [
+        "systemd.py", "systemd_escape.yml", "systemd_exec.yml", "systemd_unit_names.yml"]
     assert (root / "playbooks" / "site.yml").is_file()
     for absent in ("src", "bench", "docs", "inventories", "tests/unit", "tests/lab", "collections"):
         assert not (root / absent).exists(), absent
@@ -81,6 +83,10 @@ def test_a_fresh_project_finds_every_module_and_role_by_fqcn(installed, tmp_path
                             text=True, cwd=tmp_path, env=env, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert sorted(json.loads(listed.stdout)) == [f"rocetune.fabric.{m}" for m in MODULES]
+    filters = subprocess.run([tool("ansible-doc"), "-t", "filter", "-l", "rocetune.fabric", "--json"],
+                             capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert filters.returncode == 0, filters.stderr
+    assert sorted(json.loads(filters.stdout)) == [f"rocetune.fabric.systemd_{f}" for f in ("escape", "exec", "unit_names")]
     book = tmp_path / "site.yml"
     book.write_text(yaml.safe_dump([{"name": "GPU nodes", "hosts": "all", "gather_facts": False,
                                      "roles": [{"role": f"rocetune.fabric.{r}"} for r in ROLES]}]))

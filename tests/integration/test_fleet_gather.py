@@ -117,10 +117,11 @@ def test_two_hosts_gathered_and_reported(site):
     assert _errors(env) == {"gpu01": None, "gpu02": None}
     # --user beats ~/.ssh/config's User; the config gives HostName and Port
     assert a.logins == ["admin"] and b.logins == ["admin"]
-    assert a.commands == ["rocetune --json probe", "rocetune --json doctor --no-counters"]
+    assert a.commands == ["rocetune --json doctor --no-counters"]  # probe's Features and plan come with it
     doc = site.result("gpu01")
     assert doc["schema"] == "rocetune.fleet-host/1" and doc["host"] == "gpu01" and doc["error"] is None
-    assert doc["probe"]["features"]["schema_version"] and "findings" in doc["doctor"]
+    assert doc["probe"] is None and doc["doctor"]["features"]["schema_version"] and "findings" in doc["doctor"]
+    assert doc["doctor"]["plan"]["env"]["NCCL_IB_HCA"]
     assert doc["gathered_at"].endswith("Z")
     assert not [n for n in os.listdir(site.out) if n.startswith(".")]  # no temporary file left
     proc = rocetune("--json", "fleet", "report", str(site.out))
@@ -190,7 +191,7 @@ def test_dead_silent_and_slow_hosts_reported_good_ones_complete(site):
     assert errors["good1"] is None and errors["good2"] is None
     assert "refused" in errors["dead"].lower()
     assert "timed out" in errors["silent"]
-    assert "timed out" in errors["slow"] and "probe" in errors["slow"]
+    assert "timed out" in errors["slow"] and "doctor" in errors["slow"]
     assert env["data"]["summary"] == {"hosts": 5, "failed": 3}
     assert [h["host"] for h in env["data"]["hosts"]] == list(entries)  # the order given
     for host in entries:
@@ -200,9 +201,9 @@ def test_dead_silent_and_slow_hosts_reported_good_ones_complete(site):
     assert proc.returncode == 1 and rep["data"]["summary"]["failed"] == 3
 
 
-@pytest.mark.parametrize("kind,words", [("nonjson", ["probe", "no JSON", "Welcome to gpu node"]),
+@pytest.mark.parametrize("kind,words", [("nonjson", ["doctor", "no JSON", "Welcome to gpu node"]),
                                         ("crash", ["doctor", "exit 70"]),
-                                        ("missing", ["probe", "command not found: rocetune"])])
+                                        ("missing", ["doctor", "command not found: rocetune"])])
 def test_a_bad_command_is_that_hosts_failure(site, kind, words):
     bad, good = site.server("bad", kind=kind), site.server("good")
     site.ssh_config({"bad": (bad.port, None), "good": (good.port, None)})

@@ -12,6 +12,7 @@ from tests.fixtures.roots import root_of
 from tests.integration.test_ansible_static import REPO, env, tool
 
 from .clirun import rocetune
+from .sshserver import dead_port
 
 
 def agent(tmp_path, name: str, root: str):
@@ -28,7 +29,9 @@ def test_the_fleet_play_gathers_every_node_and_the_report_names_the_one_that_fai
     inventory.write_text(json.dumps({"gpu_nodes": {"hosts": {
         "node01": {"rocetune_fleet_command": [good]},
         "node02": {"rocetune_fleet_command": [good]},
-        "node03": {"rocetune_fleet_command": [broken]}},
+        "node03": {"rocetune_fleet_command": [broken]},
+        "node04": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": dead_port(),
+                   "ansible_ssh_common_args": "-o StrictHostKeyChecking=yes -o UserKnownHostsFile=/dev/null"}},
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                  "ansible_become": False}}}))
     out = tmp_path / "fleet"
@@ -36,7 +39,9 @@ def test_the_fleet_play_gathers_every_node_and_the_report_names_the_one_that_fai
                            "-e", json.dumps({"rocetune_fleet_dir": str(out)})],
                           cwd=REPO, env=env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["node01.json", "node02.json", "node03.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["node01.json", "node02.json", "node03.json", "node04.json"]
+    down = json.loads((out / "node04.json").read_text())["error"]
+    assert down.startswith("unreachable: ") and "ssh: connect to host 127.0.0.1" in down and "Connection refused" in down, down
     failed = json.loads((out / "node03.json").read_text())
     assert failed["error"].startswith("rocetune doctor exited 3 without a result") and "no-such-root" in failed["error"]
     ok = json.loads((out / "node01.json").read_text())

@@ -236,6 +236,33 @@ def test_slurm_node_list_is_expanded_by_scontrol(tmp_path):
     assert proc.returncode == 3 and "SLURM_JOB_NODELIST is not set" in proc.stderr and no_traceback(proc)
 
 
+def test_nccl_on_each_node_with_its_env_file(cluster, tmp_path):
+    logs = FIXTURES / "nccl-logs"
+    for name in ("n1", "n2"):
+        cluster.host(name)
+        fake_py = cluster.tmp / "bin" / name / "torchpy"
+        fake_py.write_text(f'#!/bin/sh\n[ "$NCCL_DEBUG" = INFO ] || exit 9\ncat "{logs / "rxe-2.20.5-nccl_node0.log"}" '
+                           f'"{logs / "rxe-2.20.5-nccl_node1.log"}"\n'
+                           'for r in 0 1; do echo "rocetune-nccl-check: rank $r ok=True bytes=67108864 '
+                           'seconds=0.5 busbw_gbs=$ROCETUNE_TEST_BUSBW"; done\n', encoding="utf-8")
+        fake_py.chmod(0o755)
+    env_file = tmp_path / "job.env"
+    env_file.write_text("ROCETUNE_TEST_BUSBW=1.25\n", encoding="utf-8")
+    out = tmp_path / "v.json"
+    code, env = cluster.validate("n1", "n2", "--tests", "nccl", "--nccl-python", "torchpy",
+                                 "--nccl-env-file", str(env_file), "-o", str(out))
+    doc = env["data"]
+    nccl = {h: d["nccl"] for h, d in doc["hosts"].items()}
+    # The fixture host's plan names its 8 mlx5 rails; NCCL (the recorded run) used rxe0: a failure, named.
+    assert code == 1 and doc["pairs"] == [] and doc["summary"]["nccl_failed"] == ["n1", "n2"]
+    assert all(n["status"] == "fail" and n["busbw_gbs"] == 1.25 for n in nccl.values()), nccl
+    assert "NCCL_IB_HCA" in nccl["n1"]["why"]
+    # An earlier result is a baseline; one without NCCL figures is refused in one line.
+    assert json.loads(out.read_text())["hosts"]["n1"]["nccl"]["busbw_gbs"] == 1.25
+    proc = rocetune("fleet", "validate", "n1", "n2", "--tests", "nccl", "--nccl-baseline", str(env_file))
+    assert proc.returncode == 3 and "not JSON" in proc.stderr and no_traceback(proc)
+
+
 @pytest.mark.parametrize("args, word", [
     (["n1"], "at least two hosts"),
     (["n1", "n2", "--tests", "udp"], "--tests udp"),

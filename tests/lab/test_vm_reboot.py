@@ -377,6 +377,36 @@ def test_doctor_finds_nothing_wrong_on_the_tuned_nodes(rebooted):
         assert code in (0, 5) and not failures, (name, failures)
 
 
+def test_both_gathering_paths_see_the_tuned_vms_alike(rebooted, tmp_path):
+    """The collection's fleet play and `rocetune fleet gather --inventory` (paramiko, the VMs'
+    own known_hosts) on the two tuned VMs: every VM gathered, and one report from either."""
+    play_dir, gather_dir = tmp_path / "play", tmp_path / "gather"
+    play = subprocess.run([tool("ansible-playbook"), "-i", str(lab.VM_INVENTORY), "playbooks/fleet.yml",
+                           "-e", json.dumps({"rocetune_fleet_dir": str(play_dir)})],
+                          cwd=REPO, env=ansible_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900)
+    assert play.returncode == 0, play.stdout[-3000:]
+    gather = subprocess.run([sys.executable, "-m", "rocetune", "--json", "fleet", "gather", "--inventory",
+                             str(lab.VM_INVENTORY), "-o", str(gather_dir), "--known-hosts",
+                             str(vm.current().known_hosts), "--timeout", "300"],
+                            env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900)
+    assert gather.returncode == 0, gather.stdout[-2000:] + gather.stderr[-2000:]
+    reports = []
+    for directory in (play_dir, gather_dir):
+        proc = subprocess.run([sys.executable, "-m", "rocetune", "--json", "fleet", "report", str(directory)],
+                              env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+                              stdout=subprocess.PIPE, text=True)
+        data = json.loads(proc.stdout)["data"]
+        reports.append((proc.returncode, {h["host"]: (h["status"], sorted(h.get("differs") or []))
+                                          for h in data["hosts"]}, data["facts"]["hca.names"]))
+    print("fleet report on the VMs (play, gather):", reports)
+    assert reports[0] == reports[1]
+    code, hosts, hca = reports[0]
+    assert sorted(hosts) == [SELF, MOVED] and all(status != "failed" for status, _ in hosts.values())
+    assert hca["reference"] == ["rxe0:1", "rxe1:1"]  # the mgmt NIC's rxe2 on vm01 is not a compute port
+
+
 @pytest.mark.parametrize("case", sorted(BREAKS))
 def test_doctor_finds_each_thing_broken_with_its_fix(rebooted, case):
     host, breaking, restore, key, severity = BREAKS[case]

@@ -143,7 +143,7 @@ def _vote(row: Row) -> None:
     elif ranked:
         for c in known.values():
             c.status = "split"
-    if row.key == "doctor.errors":
+    if row.key in ("doctor.errors", "envfile.stale"):
         for c in known.values():
             if c.fact.value:
                 c.status = "failing"

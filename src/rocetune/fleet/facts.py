@@ -40,6 +40,7 @@ LABELS: Dict[str, str] = {
     "nccl.versions": "NCCL releases found",
     "kernel": "kernel release",
     "doctor.errors": "doctor findings of error severity",
+    "envfile.stale": "deployed env files that differ from the plan",
 }
 
 
@@ -80,6 +81,7 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
         "nccl.versions": _nccl_versions(features),
         "kernel": Fact((features.get("host") or {}).get("kernel_release")),
         "doctor.errors": _doctor_errors(result.doctor_findings),
+        "envfile.stale": _env_stale(result.doctor_findings),
     }
     if not ports:
         for key in ("mtu", "gid_index", "rdma.rate_gbps", "pcie.nic", "nic.driver", "nic.fw"):
@@ -182,6 +184,17 @@ def _nccl_versions(features: dict) -> Fact:
 
 def _version_key(text: str) -> Tuple:
     return tuple(int(x) if x.isdigit() else -1 for x in text.split("."))
+
+
+def _env_stale(findings: Optional[List[dict]]) -> Fact:
+    """The env files doctor found written by rocetune but no longer what the plan gives (an older
+    plan, a hand edit): doctor-env-drift warnings."""
+    if findings is None:
+        return Fact(None, known=False, detail="no doctor run in the result")
+    stale = [f for f in findings if f.get("id") == "doctor-env-drift" and f.get("severity") == "warning"]
+    files = sorted({str(f.get("subject")) for f in stale})
+    detail = "; ".join(str(f.get("message"))[:200] for f in stale) or None
+    return Fact(files, detail=detail)
 
 
 def _doctor_errors(findings: Optional[List[dict]]) -> Fact:

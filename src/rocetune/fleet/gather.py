@@ -1,8 +1,9 @@
 """Gather the fleet's results over SSH (paramiko, fleet.ssh), for sites without Ansible: on each
-host run `COMMAND --json probe` and `COMMAND --json doctor --no-counters`, and write DIR/HOST.json
-(results.SCHEMA) atomically, with `error` saying why when the host could not be gathered.
+host run `COMMAND --json doctor --no-counters` (its data holds probe's Features and plan too), and
+write DIR/HOST.json (results.SCHEMA) atomically, with `error` saying why when the host could not
+be gathered.
 
-Every host has one deadline for connect, authentication and both commands, so a dead or slow
+Every host has one deadline for connect, authentication and the command, so a dead or slow
 host is reported as failed and never holds up the others beyond it.
 """
 
@@ -78,10 +79,11 @@ def _collect(target: Target, opts: Options, lock: threading.Lock, doc: dict) -> 
     deadline = ssh.Deadline(opts.timeout)
     client = ssh.connect(target, deadline, opts.known_hosts, opts.accept_new, lock)
     try:
-        for verb, argv in (("probe", "--json probe"), ("doctor", "--json doctor --no-counters")):
-            command = f"{opts.command} {argv}"
-            done = ssh.run(client, target, command, verb, deadline, MAX_BYTES)
-            doc[verb] = envelope_data(target, verb, command, done)
+        # doctor's data carries probe's Features and plan with its own findings: one process per
+        # host gives both (HOST.json's `probe` stays null; results.from_doc reads either).
+        command = f"{opts.command} --json doctor --no-counters"
+        done = ssh.run(client, target, command, "doctor", deadline, MAX_BYTES)
+        doc["doctor"] = envelope_data(target, "doctor", command, done)
     finally:
         client.close()
 

@@ -112,10 +112,14 @@ def connect(target: Target, deadline: Deadline, known_hosts: Optional[str], acce
     raise Failure(why)
 
 
-def start(client, target: Target, command: str, step: str, deadline: Deadline):
-    """A channel running `command` (a server the caller waits for later with `finish`)."""
+def start(client, target: Target, command: str, step: str, deadline: Deadline, stdin: Optional[bytes] = None):
+    """A channel running `command` (a server the caller waits for later with `finish`); `stdin`,
+    when given, is sent and the channel's input closed."""
     chan = client.get_transport().open_session(timeout=deadline.left(target, step))
     chan.exec_command(command)
+    if stdin is not None:
+        chan.sendall(stdin)
+        chan.shutdown_write()
     return chan
 
 
@@ -129,8 +133,9 @@ def finish(chan, target: Target, step: str, deadline: Deadline, max_bytes: int) 
     return Completed(code, out, err)
 
 
-def run(client, target: Target, command: str, step: str, deadline: Deadline, max_bytes: int) -> Completed:
-    return finish(start(client, target, command, step, deadline), target, step, deadline, max_bytes)
+def run(client, target: Target, command: str, step: str, deadline: Deadline, max_bytes: int,
+        stdin: Optional[bytes] = None) -> Completed:
+    return finish(start(client, target, command, step, deadline, stdin), target, step, deadline, max_bytes)
 
 
 def _drain(chan, target: Target, step: str, deadline: Deadline, max_bytes: int) -> Tuple[bytes, bytes]:

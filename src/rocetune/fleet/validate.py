@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
-from . import pairtest, schedule, ssh
+from . import nccl_check, pairtest, schedule, ssh
 from .endpoints import HostEndpoints, endpoints
 from .results import MAX_BYTES, from_doc
 from .targets import Target
@@ -44,6 +44,7 @@ class Options:
     forks: int = 16
     doctor: bool = False  # preflight: run doctor too; a host with error findings is not paired
     budget: Optional[float] = None  # seconds for the whole run; rounds that would pass it are skipped
+    nccl: Optional["nccl_check.Settings"] = None  # also run NCCL on each node (fleet.nccl_check)
 
 
 class SshRemote:
@@ -52,8 +53,8 @@ class SshRemote:
     def __init__(self, target: Target, client):
         self.target, self.client, self.name = target, client, target.name
 
-    def run(self, command: str, step: str, timeout: float) -> ssh.Completed:
-        return ssh.run(self.client, self.target, command, step, ssh.Deadline(timeout), OUTPUT_CAP)
+    def run(self, command: str, step: str, timeout: float, stdin: Optional[bytes] = None) -> ssh.Completed:
+        return ssh.run(self.client, self.target, command, step, ssh.Deadline(timeout), OUTPUT_CAP, stdin)
 
     def start(self, command: str, step: str, timeout: float):
         deadline = ssh.Deadline(timeout)
@@ -82,13 +83,20 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
     hosts: Dict[str, dict] = {}
     remotes: Dict[str, object] = {}
     ends: Dict[str, HostEndpoints] = {}
+    plans: Dict[str, Dict[str, str]] = {}
     with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
         for name, remote, ep, doc in pool.map(lambda t: _prepare(t, opts, opener), targets):
             hosts[name] = doc
             if remote is not None:
                 remotes[name], ends[name] = remote, ep
+                plans[name] = doc.pop("plan_env")
+        if opts.nccl is not None:
+            names = list(remotes)
+            checked = pool.map(lambda n: nccl_check.run_on(remotes[n], plans[n], opts.nccl), names)
+            for name, result in zip(names, checked):
+                hosts[name]["nccl"] = result
     try:
-        usable = [t.name for t in targets if t.name in ends]
+        usable = [t.name for t in targets if t.name in ends] if _pair_tests(opts) else []
         plan = schedule.ring(usable) if opts.mode == "ring" else schedule.pairwise(usable)
         pairs: List[dict] = []
         for number, pairing in enumerate(plan, 1):
@@ -134,7 +142,7 @@ def _prepare(target: Target, opts: Options, opener) -> Tuple[str, object, Option
         names = ", ".join(sorted({f["id"] for f in doctor["errors"]}))
         return target.name, None, None, {"error": f"doctor: {len(doctor['errors'])} error finding(s): {names}",
                                          "doctor": doctor}
-    doc = {"error": None, "notes": ep.notes, "doctor": doctor,
+    doc = {"error": None, "notes": ep.notes, "doctor": doctor, "plan_env": result.plan_env or {},
            "rdma": [{"port": p.name, "gid_index": p.gid_index, "rate_gbps": p.rate_gbps, "netdev": p.netdev,
                      "ipv4": p.ipv4} for p in ep.rdma],
            "socket": [{"ifname": s.ifname, "ipv4": s.ipv4, "speed_gbps": s.speed_gbps} for s in ep.socket]}
@@ -154,6 +162,10 @@ def _doctor(target: Target, remote, opts: Options) -> dict:
     errors = [{"id": str(f.get("id")), "subject": f.get("subject"), "message": str(f.get("message"))[:500],
                "fix": f.get("fix")} for f in findings if f.get("severity") == "error"]
     return {"errors": errors, "warnings": sum(f.get("severity") == "warning" for f in findings)}
+
+
+def _pair_tests(opts: Options) -> bool:
+    return "rdma" in opts.tests or "tcp" in opts.tests
 
 
 def _round_s(opts: Options) -> float:
@@ -291,6 +303,7 @@ def _worst(statuses) -> str:
 def _document(targets, hosts, plan, pairs, opts: Options, seconds: float) -> dict:
     failed = [p for p in pairs if p["status"] in ("fail", "error")]
     down = sorted(h for h, d in hosts.items() if d.get("error"))
+    nccl_bad = sorted(h for h, d in hosts.items() if (d.get("nccl") or {}).get("status") in ("fail", "error"))
     skipped = sum(p["status"] == "skipped" for p in pairs)
     return {"schema": SCHEMA, "mode": opts.mode, "tests": list(opts.tests),
             "settings": {"rdma_op": opts.settings.rdma_op, "seconds": opts.settings.seconds,
@@ -301,9 +314,11 @@ def _document(targets, hosts, plan, pairs, opts: Options, seconds: float) -> dic
             "rounds": [[list(p) for p in r] for r in plan], "pairs": pairs,
             "budget_s": opts.budget,
             "summary": {"hosts": len(targets), "unreachable": down, "pairs": len(pairs),
-                        "failed_pairs": len(failed), "skipped_pairs": skipped, "suspects": suspects(pairs, down),
+                        "failed_pairs": len(failed), "skipped_pairs": skipped, "nccl_failed": nccl_bad,
+                        "suspects": suspects(pairs, down + nccl_bad),
                         # one node's preflight is its doctor alone: no pair to test
-                        "passed": not failed and not down and (bool(pairs) or (opts.doctor and len(targets) == 1))}}
+                        "passed": not failed and not down and not nccl_bad
+                        and (bool(pairs) or not _pair_tests(opts) or (opts.doctor and len(targets) == 1))}}
 
 
 def suspects(pairs: List[dict], down: List[str]) -> List[str]:

@@ -45,6 +45,19 @@ def validate_html(doc: dict, title: str = "rocetune fleet validate") -> str:
         out += ["<h2>Not tested</h2>", "<table>", "<tr><th>host</th><th>why</th></tr>"]
         out += [f'<tr class="bad"><td>{_e(h)}</td><td>{_e(why)}</td></tr>' for h, why in down]
         out.append("</table>")
+    nccl = [(h, d["nccl"]) for h, d in doc["hosts"].items() if d.get("nccl")]
+    if nccl:
+        out += ["<h2>NCCL on each node</h2>", "<table>",
+                "<tr><th>host</th><th>status</th><th>bus bandwidth</th><th>network, devices</th><th>why</th></tr>"]
+        for h, n in nccl:
+            nets = ", ".join(sorted({p["network"] for p in n.get("processes", []) if p.get("network")}))
+            devs = ", ".join(sorted({d["name"] for p in n.get("processes", []) for d in p.get("devices", [])}))
+            bad = n["status"] in ("fail", "error")
+            out.append(f'<tr class="{"bad" if bad else "ok"}"><td>{_e(h)}</td><td>{_e(n["status"])}</td>'
+                       f'<td>{_e(str(n["busbw_gbs"]) + " GB/s") if "busbw_gbs" in n else ""}</td>'
+                       f'<td>{_e(nets)}{" on " + _e(devs) if devs else ""}</td>'
+                       f'<td>{_e(n.get("why") or n.get("error") or "")}</td></tr>')
+        out.append("</table>")
     svg = heat_map(doc)
     if svg:
         out += ["<h2>Pair bandwidth (slowest RDMA rail, share of line rate)</h2>", svg]

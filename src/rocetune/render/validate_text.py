@@ -14,8 +14,9 @@ def validate_text(doc: dict, verbose: int = 0) -> str:
     s = doc["summary"]
     lines = [f"validate: {s['hosts']} host(s), {s['pairs']} pair(s) in {len(doc['rounds'])} round(s) "
              f"({doc['mode']}), {s['failed_pairs']} failed, {len(s['unreachable'])} not tested"
-             f" -- {'PASS' if s['passed'] else 'FAIL'}"]
-    down = [[ "!", h, printable(d["error"])] for h, d in doc["hosts"].items() if d.get("error")]
+             + (f", NCCL failed on {len(s['nccl_failed'])}" if s.get("nccl_failed") else "")
+             + f" -- {'PASS' if s['passed'] else 'FAIL'}"]
+    down = [["!", h, printable(d["error"])] for h, d in doc["hosts"].items() if d.get("error")]
     if down:
         lines += ["", "NOT TESTED"] + ["  " + ln for ln in table(down)]
     rows: List[List[str]] = []
@@ -38,12 +39,25 @@ def validate_text(doc: dict, verbose: int = 0) -> str:
         lines += ["", "PAIRS (round by round)"] + ["  " + ln for ln in table(rows)]
     if whys:
         lines += ["", "WHY"] + ["  " + w for w in whys]
+    nccl = [(h, d["nccl"]) for h, d in doc["hosts"].items() if d.get("nccl")]
+    if nccl:
+        lines += ["", "NCCL ON EACH NODE (two ranks, the node's env)"]
+        lines += ["  " + ln for ln in table([[MARK[n["status"]], h, n["status"].upper(),
+                                              f"{n['busbw_gbs']:g} GB/s" if "busbw_gbs" in n else "",
+                                              _networks(n), printable(n.get("why") or n.get("error") or "")]
+                                             for h, n in nccl])]
     matrix = _matrix(doc)
     if matrix:
         lines += ["", "SLOWEST RDMA RAIL PER PAIR (Gb/s; ! failed)"] + ["  " + ln for ln in table(matrix)]
     if s["suspects"]:
         lines += ["", "LOOK FIRST AT: " + ", ".join(s["suspects"])]
     return "\n".join(lines) + "\n"
+
+
+def _networks(n: dict) -> str:
+    nets = sorted({p["network"] for p in n.get("processes", []) if p.get("network")})
+    devs = sorted({d["name"] for p in n.get("processes", []) for d in p.get("devices", [])})
+    return ("network " + "/".join(nets) if nets else "") + (f" on {','.join(devs)}" if devs else "")
 
 
 def _matrix(doc: dict) -> List[List[str]]:

@@ -70,6 +70,10 @@ def test_a_dotted_interface_name_uses_a_slash_in_the_key(tmp_path):
     ("net..core", "1"), ("net.core.rmem max", "1"), ("../../etc/passwd", "1"), ("rmem_max", "1"),
     ("net.core.rmem_max", "1\nkernel.core_pattern = |/tmp/x"), ("net.core.rmem_max", ""),
     ("net.core.rmem_max", None), ("net.core.rmem_max", [1, 2]),
+    ("-net.core.rmem_max", "1"),                        # sysctl.d: "-" ignores a failure to set it
+    ("net.core.rmem_max=1\nkernel.core_pattern", "1"), ("net.core.*.x", "1"), ("net.core.%h", "1"),
+    ("net.core.rmem_max", "1\0"), ("net.core.rmem_max", "1\rkernel.x = 1"), ("net.core.rmem_max", "1\x0b2"),
+    ("net.core.rmem_max", "1\u20282"), ("net.core.rmem_max", "1\x1b[2J"),
 ])
 def test_a_key_or_value_that_is_no_sysctl_setting_is_named(key, value):
     problems = S.invalid_entries({key: value, "net.ipv4.tcp_mtu_probing": 1})
@@ -110,3 +114,8 @@ def test_a_value_the_kernel_keeps_otherwise_restores_what_was_written(proc):
     finally:
         builtins.open = saved
     assert put.read_text() == "4096 16384 4194304\n"  # restored
+
+
+def test_a_value_with_spaces_tabs_and_an_equals_sign_is_one_line_and_passes():
+    assert S.invalid_entries({"net.ipv4.tcp_rmem": "4096\t87380  6291456", "kernel.x": "a=b"}) == []
+

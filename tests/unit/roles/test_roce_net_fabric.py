@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.unit.roles import FIXTURES, load_module_utils
 
 N = load_module_utils("roce_net", "roce_net_fabric")
@@ -131,3 +133,17 @@ def test_arp_sysctl_file_is_sorted_and_only_comments_when_nothing_is_needed():
 def test_the_ssh_connection_address_is_a_connection_address():
     got = L.connect_addresses(["198.18.0.11"], {"SSH_CONNECTION": "198.18.0.1 50000 198.18.0.12 22"})
     assert got == ["198.18.0.11", "198.18.0.12"]
+
+
+@pytest.mark.parametrize("name", [
+    "eth0\", RUN+=\"/bin/sh", "eth0\nACTION==\"add\"", "../../etc", "a/b", "eth0:1", "eth 0", "",
+    "averyveryverylong0", ".", "..", "eth*", "eth%h", "$IF", None, 7,
+])
+def test_what_is_no_interface_name_is_named(name):
+    assert L.interface_name_problems(["ens1f0np0", name], "roce_net_interfaces") == [
+        "roce_net_interfaces: %r is not an interface name (1 to 15 of A-Z a-z 0-9 _ . -)" % (name,)]
+
+
+def test_real_interface_names_pass():
+    names = ["ens1f0np0", "enp65s0f0np0", "eth0.100", "rtf0", "bond0", "ib_fab-1", "a" * 15]
+    assert L.interface_name_problems(names, "roce_qos_interfaces") == []

@@ -38,13 +38,14 @@ def _register_gather(sub) -> None:
     from ..main import _add_common
 
     g = sub.add_parser("gather", help="run probe and doctor on each host over SSH, one HOST.json each in DIR",
-                       description="run `COMMAND --json probe` and `COMMAND --json doctor --no-counters` on "
-                                   "each host over SSH (strict host keys) and write DIR/HOST.json; for sites "
+                       description="run `COMMAND --json doctor --no-counters` (probe's Features and plan, and "
+                                   "doctor's findings) on each host over SSH (strict host keys) and write "
+                                   "DIR/HOST.json; for sites "
                                    "without Ansible (docs/fleet.md). Exit 1 when a host could not be gathered")
     _add_common(g, top=False)
     _add_hosts(g, "gather")
     g.add_argument("-o", "--out", metavar="DIR", required=True, help="directory for the HOST.json results")
-    _add_ssh(g, "seconds per host for connect and both commands (default 60)")
+    _add_ssh(g, "seconds per host for connect and the command (default 60)")
 
 
 def _register_preflight(sub) -> None:
@@ -89,7 +90,14 @@ def _add_tests(v, default_tests: str, default_seconds: int) -> None:
     v.add_argument("--mode", choices=("pairwise", "ring"), default="pairwise",
                    help="every pair once (default), or each host to the next")
     v.add_argument("--tests", default=default_tests, metavar="LIST",
-                   help=f"rdma, tcp or both, comma-separated (default {default_tests})")
+                   help=f"any of rdma, tcp (pair tests) and nccl (NCCL on each node), comma-separated "
+                        f"(default {default_tests})")
+    v.add_argument("--nccl-env-file", default="/etc/rocetune/nccl.env", metavar="FILE",
+                   help="with nccl: the env file the job sources on the nodes (default /etc/rocetune/nccl.env)")
+    v.add_argument("--nccl-python", default="python3", metavar="PY",
+                   help="with nccl: the python on the nodes that has PyTorch (default python3)")
+    v.add_argument("--nccl-baseline", metavar="FILE",
+                   help="with nccl: an earlier `validate -o` result; a node below --fraction of its figure fails")
     v.add_argument("--op", choices=("write", "read"), default="write", help="perftest's RDMA operation (default write)")
     v.add_argument("--seconds", type=int, default=default_seconds, metavar="S",
                    help=f"length of each test (default {default_seconds})")
@@ -225,8 +233,9 @@ def _validate(args: argparse.Namespace) -> Result:
     from ...fleet.validate import Options, validate
 
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
-    if not tests or set(tests) - {"rdma", "tcp"}:
-        raise RocetuneError(f"--tests {args.tests}: give rdma, tcp or rdma,tcp", code=ExitCode.USAGE)
+    if not tests or set(tests) - {"rdma", "tcp", "nccl"}:
+        raise RocetuneError(f"--tests {args.tests}: give any of rdma, tcp, nccl (comma-separated)",
+                            code=ExitCode.USAGE)
     for name, value, ok in (("--seconds", args.seconds, 1 <= args.seconds <= 3600),
                             ("--size", args.size, 1 <= args.size <= 1 << 30),
                             ("--fraction", args.fraction, 0 < args.fraction <= 1),
@@ -241,14 +250,21 @@ def _validate(args: argparse.Namespace) -> Result:
         args.hosts = _slurm_nodes()
     if preflight and not args.budget > 0:
         raise RocetuneError(f"--budget {args.budget}: must be above 0", code=ExitCode.USAGE)
+    nccl = None
+    if "nccl" in tests:
+        from ...fleet import nccl_check
+
+        baseline = nccl_check.load_baseline(args.nccl_baseline) if args.nccl_baseline else None
+        nccl = nccl_check.Settings(env_file=args.nccl_env_file, python=args.nccl_python,
+                                   fraction=args.fraction, baseline=baseline)
     targets = _targets(args, verb)
-    if len(targets) < 2 and not preflight:
-        raise RocetuneError("fleet validate needs at least two hosts", code=ExitCode.USAGE)
+    if len(targets) < 2 and not preflight and tests != ("nccl",):
+        raise RocetuneError("fleet validate needs at least two hosts for pair tests", code=ExitCode.USAGE)
     settings = pairtest.Settings(rdma_op=args.op, seconds=args.seconds, size=args.size,
                                  fraction=args.fraction, line_rate_gbps=args.line_rate)
     opts = Options(command=args.command, mode=args.mode, tests=tests, settings=settings, timeout=args.timeout,
                    known_hosts=args.known_hosts, accept_new=args.accept_new, forks=args.forks,
-                   doctor=preflight, budget=args.budget if preflight else None)
+                   doctor=preflight, budget=args.budget if preflight else None, nccl=nccl)
     progress = _say if sys.stderr.isatty() and not args.quiet else None
     doc = validate(targets, opts, progress=progress)
     if args.out:

@@ -1,0 +1,119 @@
+"""playbooks/switch_qos.yml over an inventory of two switches: each switch's QoS configuration
+rendered by `rocetune qos render` on the controller and written to one file per switch; check
+mode writes nothing and shows the diff, a second run changes nothing, a plan change rewrites
+only the content that changed, and bad input fails naming it with nothing written."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.integration.test_ansible_static import REPO, env, tool
+
+PLAN = """\
+version: 1
+trust: dscp
+data: {dscp: 26, priority: 3}
+cnp: {dscp: 48, priority: 6}
+lossless_priorities: [3]
+"""
+
+
+def render(kind: str, ports: str, plan) -> str:
+    argv = [sys.executable, "-m", "rocetune", "qos", "render", "--switch", kind, "--plan", str(plan)]
+    if ports:
+        argv += ["--ports", ports]
+    return subprocess.run(argv, env={**env(), "PYTHONPATH": str(REPO / "src")}, capture_output=True,
+                          text=True, check=True).stdout
+
+
+@pytest.fixture
+def site(tmp_path):
+    rocetune = tmp_path / "bin" / "rocetune"
+    rocetune.parent.mkdir()
+    rocetune.write_text(f"#!/bin/sh\nPYTHONPATH={REPO / 'src'} exec {sys.executable} -m rocetune \"$@\"\n")
+    rocetune.chmod(0o755)
+    (tmp_path / "qos.yml").write_text(PLAN)
+    inventory = {"all": {"children": {"switches": {
+        "vars": {"switch_qos_plan": str(tmp_path / "qos.yml"), "switch_qos_dir": str(tmp_path / "out"),
+                 "switch_qos_rocetune_command": str(rocetune), "ansible_connection": "local",
+                 "ansible_python_interpreter": sys.executable},
+        "hosts": {"leaf1": {"switch_kind": "sonic", "switch_ports": ["Ethernet0", "Ethernet4"]},
+                  "leaf2": {"switch_kind": "eos", "switch_ports": ["Ethernet1/1"]}}}}},
+        "localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    return tmp_path
+
+
+def play(site, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([tool("ansible-playbook"), "-i", str(site / "hosts.yml"), str(REPO / "playbooks" / "switch_qos.yml"),
+                           *args], cwd=site, env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=300)
+
+
+def recap(out: str) -> dict:
+    return {m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+            for m in re.finditer(r"^(leaf\d)\s+:\s+(.*)$", out, re.M)}
+
+
+def test_check_mode_then_a_run_then_nothing_to_do(site):
+    checked = play(site, "--check", "--diff")
+    assert checked.returncode == 0, checked.stdout
+    assert recap(checked.stdout)["leaf1"]["changed"] == 1 and recap(checked.stdout)["leaf2"]["changed"] == 1
+    assert not (site / "out").exists(), "check mode writes nothing"
+    assert '+    "PORT_QOS_MAP": {' in checked.stdout and "+interface Ethernet1/1" in checked.stdout, checked.stdout
+
+    done = play(site, "--diff")
+    assert done.returncode == 0, done.stdout
+    assert recap(done.stdout)["leaf1"]["changed"] == 1 and recap(done.stdout)["leaf2"]["changed"] == 1
+    sonic, eos = site / "out" / "leaf1.json", site / "out" / "leaf2.cfg"
+    assert sorted(p.name for p in (site / "out").iterdir()) == ["leaf1.json", "leaf2.cfg"]
+    assert sonic.read_text() == render("sonic", "Ethernet0,Ethernet4", site / "qos.yml")
+    assert eos.read_text() == render("eos", "Ethernet1/1", site / "qos.yml")
+    assert {"Ethernet0", "Ethernet4"} <= set(json.loads(sonic.read_text())["PORT_QOS_MAP"])
+    assert oct(eos.stat().st_mode & 0o777) == "0o644"
+
+    again = play(site, "--diff")
+    assert again.returncode == 0, again.stdout
+    assert {h: r["changed"] for h, r in recap(again.stdout).items()} == {"leaf1": 0, "leaf2": 0}, again.stdout
+
+
+def test_a_plan_change_rewrites_the_files_and_shows_the_lines_that_changed(site):
+    assert play(site).returncode == 0
+    eos = site / "out" / "leaf2.cfg"
+    eos.chmod(0o600)
+    (site / "qos.yml").write_text(PLAN.replace("data: {dscp: 26, priority: 3}", "data: {dscp: 24, priority: 3}"))
+    checked = play(site, "--check", "--diff")
+    assert "-qos map dscp 26 to traffic-class 3" in checked.stdout
+    assert "+qos map dscp 24 to traffic-class 3" in checked.stdout, checked.stdout
+    assert "qos map dscp 26 to traffic-class 3" in eos.read_text()
+    assert play(site).returncode == 0
+    assert "qos map dscp 24 to traffic-class 3" in eos.read_text()
+    assert oct(eos.stat().st_mode & 0o777) == "0o600", "the operator's mode is kept"
+
+
+@pytest.mark.parametrize("host_vars, message", [
+    ({"switch_ports": ["Ethernet0", "Ethernet0;reload"]}, "ports: 'Ethernet0;reload' is not a port name"),
+    ({"switch_ports": ["Ethernet0", "Ethernet0"]}, "ports: Ethernet0 named twice"),
+    ({"switch_kind": "junos"}, "value of kind must be one of: sonic, nvue, eos, got: junos"),
+    ({"switch_qos_plan": "/nonexistent/qos.yml"}, "plan: /nonexistent/qos.yml is not a file"),
+    ({"switch_qos_rocetune_command": "rocetune-not-installed"}, "rocetune_command: rocetune-not-installed is not in PATH"),
+])
+def test_bad_input_fails_naming_it_and_writes_nothing(site, host_vars, message):
+    inventory = yaml.safe_load((site / "hosts.yml").read_text())
+    inventory["all"]["children"]["switches"]["hosts"]["leaf1"].update(host_vars)
+    (site / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    proc = play(site, "--limit", "leaf1")
+    assert proc.returncode != 0 and message in proc.stdout, proc.stdout
+    assert not (site / "out").exists()
+
+
+def test_a_dest_directory_that_is_a_file_is_refused(site):
+    (site / "out").write_text("not a directory\n")
+    proc = play(site, "--limit", "leaf1")
+    assert proc.returncode != 0 and f"dest: {site / 'out'} is not a directory; nothing was written" in proc.stdout, proc.stdout
