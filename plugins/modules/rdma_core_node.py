@@ -131,6 +131,12 @@ def main():
     modules = wanted_modules(p["modules"], p["nic_driver"], p["nvidia_peermem"], installed) if p["modules"] else []
     builtin = builtin_modules(modules)
     to_load = missing_modules(modules, builtin=builtin)
+    # The files' targets are checked before any module is loaded: a refused target changes nothing.
+    try:
+        plan_files(wanted_files(p["modules_load_file"] if modules else "", boot_modules(modules, builtin),
+                                p["limits_file"], p["systemd_dropin"]), [])
+    except FileTargetError as exc:
+        module.fail_json(msg=str(exc))
     if to_load and not module.check_mode:
         modprobe = module.get_bin_path("modprobe", required=True)
         for name in list(to_load):

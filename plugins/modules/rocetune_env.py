@@ -163,16 +163,19 @@ def agent_argv(module):
     return argv + p["args"]
 
 
+def unit_files(path, content):
+    """plan_files' arguments for the unit and its enable link (content None: remove both)."""
+    link = os.path.join(os.path.dirname(path), WANTED_BY + ".wants", os.path.basename(path))
+    if content is not None:
+        return [{"path": path, "content": content, "mode": "0644"}], [{"path": link, "src": path}], []
+    return [], [], [link, path]
+
+
 def boot_unit(module, path, content):
     """(results, diffs) after writing (content given) or removing (None) the unit and its
     enable link, with the file writer the other roles' boot units use."""
-    link = os.path.join(os.path.dirname(path), WANTED_BY + ".wants", os.path.basename(path))
-    if content is not None:
-        wanted = ([{"path": path, "content": content, "mode": "0644"}], [{"path": link, "src": path}], [])
-    else:
-        wanted = ([], [], [link, path])
     try:
-        changes, diffs = plan_files(*wanted)
+        changes, diffs = plan_files(*unit_files(path, content))
     except FileTargetError as exc:
         module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
@@ -209,6 +212,11 @@ def main():
                              msg="%s is not installed yet: the env would be planned after it is" % p["command"])
         module.fail_json(msg="%s not found: run the rocetune_agent role first" % p["command"])
 
+    if p["unit_path"]:  # a refused unit target fails before the agent writes the env files
+        try:
+            plan_files(*unit_files(p["unit_path"], p["unit_content"]))
+        except FileTargetError as exc:
+            module.fail_json(msg=str(exc))
     data = run_agent(module, agent_argv(module), p["timeout"])
     agent_warnings = data.get("warnings") or []
     writes = data["data"]["env"]["writes"]

@@ -137,3 +137,37 @@ def test_an_ofed_repository_url_that_would_add_an_apt_line_fails_naming_it(tmp_p
     assert 'rdma_core_ofed_repo_url: "http://mirror.example/ofed ./\\ndeb [trusted=yes] http://elsewhere.example/x" ' \
            "is not one http(s), ftp or file URL" in proc.stdout, proc.stdout
     assert "Add the local OFED apt repository" not in proc.stdout
+
+
+def test_a_refused_file_target_fails_before_modules_load_or_the_agent_runs(tmp_path):
+    """A symlink where a unit or a modules-load file goes is refused before anything else is
+    done: no modprobe of a module that is not loaded, no agent run writing env files."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("not ours\n")
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "rdma.conf").symlink_to(elsewhere)
+    (links / "rocetune-env.service").symlink_to(elsewhere)
+    ran = tmp_path / "agent-ran"
+    agent = tmp_path / "agent"
+    agent.write_text(f"#!/bin/sh\ntouch {ran}\necho '{{}}'\n")
+    agent.chmod(0o755)
+    tasks = [
+        {"name": "Modules and their boot file", "ignore_errors": True, "register": "node",
+         "rocetune.fabric.rdma_core_node": {"modules": ["rocetune_no_such_module"],
+                                            "modules_load_file": str(links / "rdma.conf")}},
+        {"name": "Env and its boot unit", "ignore_errors": True, "register": "envrun",
+         "rocetune.fabric.rocetune_env": {"command": str(agent), "env_file": str(tmp_path / "env" / "nccl.env"),
+                                          "unit_path": str(links / "rocetune-env.service"),
+                                          "unit_content": "[Unit]\n"}},
+        {"name": "Keep the messages", "ansible.builtin.copy": {
+            "content": "{{ {'node': node.msg, 'env': envrun.msg} | to_json }}",
+            "dest": str(tmp_path / "msgs.json"), "mode": "0644"}},
+    ]
+    proc = playbook(tmp_path, tasks)
+    assert "ignored=2" in proc.stdout, proc.stdout
+    msgs = json.loads((tmp_path / "msgs.json").read_text())
+    assert str(links / "rdma.conf") in msgs["node"] and "modprobe" not in msgs["node"], msgs["node"]
+    assert str(links / "rocetune-env.service") in msgs["env"], msgs["env"]
+    assert not ran.exists() and not (tmp_path / "env").exists()
+    assert elsewhere.read_text() == "not ours\n"
