@@ -75,3 +75,37 @@ _switch("switch-cnp-not-strict", "warning", also=("info",), note=_NOT_STATED,
         why="A CNP waits behind weighted data queues and reaches the sender late, so DCQCN reacts "
             "late; NVIDIA's RoCE defaults schedule the CNP class strict.",
         fix="schedule the CNP queue strict priority")
+
+_READS_HOSTS = ("The switch's QoS as with --switch, and each host's NIC QoS as its probe read it (Features "
+                "`qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb) in the "
+                "fleet results given with --hosts DIR (fleet gather or playbooks/fleet.yml).")
+_SOURCE_HOSTS = ("docs/switch-qos.md; IEEE 802.1Qbb (PFC acts per priority on both ends of a link); NVIDIA "
+                 "'RoCE configuration for ConnectX' (trust dscp, PFC on the RoCE priority, DSCP 26 -> 3)")
+
+
+def _host_side(check_id: str, severity: str, *, title: str, checks: str, why: str, fix: str) -> None:
+    declare(Check(check_id, "switch", severity, title=title, checks=checks, reads=_READS_HOSTS, why=why,
+                  fix=fix, source=_SOURCE_HOSTS))
+
+
+_host_side("switch-host-trust-mismatch", "error",
+           title="A host NIC and the switch classify on different fields",
+           checks="Each fabric NIC's trust mode (dscp or pcp) is one the switch's ports trust too.",
+           why="When the NIC classifies by DSCP and the switch by the VLAN priority (or the other way), "
+               "the two ends put RoCE in different classes: PFC pauses on one side do not match the "
+               "traffic on the other, and RoCE is dropped under congestion.",
+           fix="trust the same field on both ends (the plan's `trust`)")
+_host_side("switch-host-pfc-mismatch", "error",
+           title="A host NIC and the switch have PFC on different priorities",
+           checks="Each fabric NIC's PFC-enabled priorities are the switch ports' PFC priorities.",
+           why="PFC works per priority across one link: a pause the switch sends for a priority the NIC "
+               "does not honour (or the reverse) is ignored, and the buffer it protected overflows.",
+           fix="apply the plan on both: `roce_qos` on the hosts, `rocetune qos render` on the switch")
+_host_side("switch-host-dscp-mismatch", "error",
+           title="A host NIC and the switch put RoCE's DSCPs in different priorities",
+           checks="The plan's data and CNP DSCPs (26 and 48 by default) go to the same priority on each "
+                  "fabric NIC and to the traffic class of that number on the switch (SONiC, NVUE and EOS "
+                  "pause and queue by the class number).",
+           why="The host sends RoCE data lossless on one priority and the switch queues it in another "
+               "class, with or without PFC: the two ends disagree on which traffic must not be dropped.",
+           fix="map the DSCP to the same priority on both ends (the plan's data and CNP classes)")

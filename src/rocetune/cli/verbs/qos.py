@@ -40,6 +40,9 @@ def register(p: argparse.ArgumentParser) -> None:
     _add_common(c, top=False)
     c.add_argument("--switch", required=True, metavar="FILE", help="the switch's output, saved to a file")
     c.add_argument("--switch-kind", choices=KINDS, help="what FILE is (default: recognised from its content)")
+    c.add_argument("--hosts", metavar="DIR",
+                   help="also hold the switch against the hosts' NIC QoS in these fleet results "
+                        "(rocetune fleet gather -o DIR, or playbooks/fleet.yml)")
     _plan_option(c)
 
 
@@ -93,11 +96,19 @@ def _check(args: argparse.Namespace) -> Result:
 
     plan = app.qos_plan(args.root, args.plan, fallback=True)
     switch = read_switch(args.switch, args.switch_kind)
-    findings = doctor_report.ordered(compare(plan, switch))
+    found = compare(plan, switch)
+    notes: list = []
+    if args.hosts:
+        from ...fleet import results
+        from ...lint.switch_hosts import compare_hosts
+
+        host_found, notes = compare_hosts(plan, switch, results.load_dir(args.hosts))
+        found += host_found
+    findings = doctor_report.ordered(found)
     data = {"switch": args.switch, "kind": switch.kind, "plan": plan.source,
-            "groups": [{"ports": g.ports} for g in switch.groups],
+            "groups": [{"ports": g.ports} for g in switch.groups], "hosts": args.hosts,
             "findings": [f.to_dict() for f in findings]}
     human = "" if args.json else doctor_report.text(findings, f"{args.switch} ({switch.kind})", args.verbose).replace(
         "doctor ", "qos check ", 1)
     return Result(command=NAME, data=data, human=human, code=doctor_report.exit_code(findings),
-                  warnings=list(plan.warnings) + switch.warnings)
+                  warnings=list(plan.warnings) + switch.warnings + notes)
