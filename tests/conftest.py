@@ -1,17 +1,27 @@
-"""Markers for the whole suite.
+"""Markers for the whole suite, and one lab at a time on a machine.
 
 Every test under tests/lab/ is marked ``lab`` (it needs root and builds namespace hosts or
 VMs), so ``pytest -m "not lab"`` is the fast loop; the lab's own conftest adds ``vm`` and
 ``systemd`` where those tiers are used.
+
+The lab's kernel objects have fixed names, so two test runs on one machine would tear down each
+other's hosts: a session that selects lab tests as root first takes an exclusive lock on
+``/run/rocetune-lab.lock`` (``flock /run/rocetune-lab.lock CMD`` serialises anything else that
+brings a lab up by hand).
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
 _LAB_DIR = Path(__file__).resolve().parent / "lab"
+LAB_LOCK = "/run/rocetune-lab.lock"
+_held = []
 
 
 def pytest_configure(config):
@@ -20,6 +30,20 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    lab_selected = False
     for item in items:
         if _LAB_DIR in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.lab)
+            lab_selected = True
+    if lab_selected and os.geteuid() == 0 and not _held:
+        _take_lab_lock()
+
+
+def _take_lab_lock() -> None:
+    fd = os.open(LAB_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"\nwaiting for {LAB_LOCK}: another lab is up on this machine", file=sys.stderr, flush=True)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    _held.append(fd)
