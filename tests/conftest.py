@@ -6,8 +6,9 @@ VMs), so ``pytest -m "not lab"`` is the fast loop; the lab's own conftest adds `
 
 The lab's kernel objects have fixed names, so two test runs on one machine would tear down each
 other's hosts: a session that selects lab tests as root first takes an exclusive lock on
-``/run/rocetune-lab.lock`` (``flock /run/rocetune-lab.lock CMD`` serialises anything else that
-brings a lab up by hand).
+``/run/rocetune-lab.lock``. scripts/test.sh and scripts/demo.sh hold the same lock for their whole
+run and say so with ``ROCETUNE_LAB_LOCKED=1``; ``flock /run/rocetune-lab.lock CMD`` serialises
+anything else that brings a lab up by hand.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def pytest_collection_modifyitems(config, items):
         if _LAB_DIR in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.lab)
             lab_selected = True
-    if lab_selected and os.geteuid() == 0 and not _held:
+    if lab_selected and os.geteuid() == 0 and not _held and os.environ.get("ROCETUNE_LAB_LOCKED") != "1":
         _take_lab_lock()
 
 
