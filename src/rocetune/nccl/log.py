@@ -344,10 +344,11 @@ def _cannot_tell(procs) -> "list[str]":
     init = any(p.network or p.ranks or p.channels or p.rings_gdr or p.dmabuf_gpus for p in procs)
     conns = any(p.transports for p in procs)
     if not net:
-        gdr_from = ("the connection lines ('/GDRDMA')" if conns else "nowhere in this log")
+        gdr = ("GPUDirect RDMA is read from the connection lines ('/GDRDMA') alone" if conns else
+               "neither can GPUDirect RDMA")
         out.append("no line that only the NET subsystem prints (GPU Direct RDMA per NIC or per GPU-NIC pair, "
-                   "queue pairs): GPUDirect RDMA comes from " + gdr_from + ", and the GID index and MTU in use "
-                   "cannot be told (NCCL_DEBUG_SUBSYS=INIT,ENV,NET shows them)")
+                   f"queue pairs): the GID index and MTU in use cannot be told, and {gdr} "
+                   "(NCCL_DEBUG_SUBSYS=INIT,ENV,NET shows them)")
     if not init:
         out.append("no INIT line ('Using network', ranks, channels): "
                    + ("the network comes from the connection lines only" if conns else

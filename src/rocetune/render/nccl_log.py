@@ -69,7 +69,8 @@ def _devices(p: ProcessLog) -> str:
                 items.append(d.name)
                 continue
             ids = "".join(f" {k} {v}" for k, v in (("rail", d.rail), ("plane", d.plane)) if v is not None)
-            items.append(f"{d.name}:{d.port}/{d.link_layer}{ids}")
+            tag = f"/{d.tag}" if d.tag else ""
+            items.append(f"{d.name}:{d.port}/{d.link_layer}{tag}{ids}")
         ro = " [RO]" if p.ib_relaxed_ordering else ""
         return _few(items) + ro
     if p.socket_interfaces:

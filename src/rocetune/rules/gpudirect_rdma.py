@@ -144,6 +144,8 @@ def rule(features: dict, ctx) -> List[Decision]:
         there = "; ".join(f"{PEER_PATHS[k]} (checked by NCCL {peer_memory_releases(k)})" for k in unchecked)
         if dmabuf["usable"] is None:
             unknown = ", ".join(k for k, v in dmabuf["conditions"].items() if v is None)
+            if usable:
+                eligible = f"{len(usable)} GPU-NIC pair(s) are PIX/PXB, where it matters"
             outcome = ("NCCL does not count this peer memory, so GPUDirect RDMA rests on DMA-BUF, which this "
                        f"probe cannot confirm ({unknown} unknown): 'GPU Direct RDMA Enabled' or '/GDRDMA' in "
                        "the job's NCCL_DEBUG=INFO log tells")
