@@ -715,5 +715,6 @@ def nccl_evidence_text(ev: Dict[str, Any]) -> str:
     what = ", ".join(x for x in (ev.get("package") and f"wheel {ev['package']}", how) if x)
     where = f" at {ev['library']}" if ev.get("library") else ""
     why = {"lowest": f", the lowest of the {n} libraries found",
-           "single": f", the only release among the {n} libraries found" if n > 1 else ""}.get(basis or "", "")
+           "single": f", the only release among the {n} libraries found" if n > 1 else "",
+           "other-user": ", in a place another user controls (no other library found)"}.get(basis or "", "")
     return f"NCCL {ev['version']}{where}" + (f" ({what})" if what else "") + why

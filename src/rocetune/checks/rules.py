@@ -76,14 +76,55 @@ declare(Check(
 declare(Check(
     "nccl-version-unreadable", "rule", "warning",
     title="An NCCL library's version could not be read",
-    checks="Each NCCL library found: whether its version is known (file name, wheel METADATA, "
-           "the 'NCCL version' string in the library).",
+    checks="Each NCCL library found: whether its own 'NCCL version' string was read (a file name's or "
+           "wheel METADATA's version is kept as a claim, never counted alone).",
     reads=_NCCL_LIBS,
     why="A library of unknown version may be older than every other one found; the rules then "
         "plan for an unknown release, each on its safe side.",
     fix=_OVERRIDE,
     source="NVIDIA/nccl v2.28.9-1 src/init.cc:603 (VERSION_STRING, the 'NCCL version X.Y.Z' "
            "string in the library); docs/rules/nccl-version.md.",
+    by=("nccl-version",),
+))
+
+declare(Check(
+    "nccl-other-user-library", "rule", "warning", also=("info",),
+    severity_note="info when libraries outside other users' control were found too (those are planned for)",
+    title="An NCCL library in a place another user controls",
+    checks="Each NCCL library found: under /home/<user>, or below a directory (or in a file) writable by a "
+           "group or by everyone (not a sticky directory), or owned by a user other than root.",
+    reads=_NCCL_LIBS + " Their paths, and the owners and modes of the directories above them (the live "
+          "host's, or what a capture recorded).",
+    why="Such a library is what that user's jobs load, and anyone who can write there can change it: "
+        "planning the whole host's env from it would let one user's choice (or a planted file) set "
+        "everyone's release-gated settings.",
+    fix="plan for the system's NCCL with --nccl-version X.Y.Z (rocetune_env_nccl_version), or install "
+        "NCCL where only root writes; a user's own env can be planned from his probe",
+    source="docs/rules/nccl-version.md; rocetune.probe.sources.nccl_libs (controlled_by).",
+    by=("nccl-version",),
+))
+
+declare(Check(
+    "nccl-not-a-library", "rule", "info",
+    title="A file named like an NCCL library is none",
+    checks="Files named libnccl.so*, libnccl-<kind>*.so* that are not ELF shared objects (their first 20 bytes).",
+    reads=_NCCL_LIBS,
+    why="A name is no version: a truncated copy, a placeholder or a planted file named libnccl.so.2.12.12 "
+        "must not decide the release the host is planned for.",
+    fix="remove the file, or replace it with the library it is named after",
+    source="ELF header (e_ident magic, class, byte order; e_type ET_DYN); docs/rules/nccl-version.md.",
+    by=("nccl-version",),
+))
+
+declare(Check(
+    "nccl-search-bounded", "rule", "warning",
+    title="The NCCL library search stopped at its bound",
+    checks="How many library files the search looked at, the bytes it read inside them and its time.",
+    reads=_NCCL_LIBS,
+    why="A directory full of files named like libraries (or sparse ones) must not make a plan take "
+        "minutes; what the search did not read is planned for as an unknown release.",
+    fix="remove the stray files, or give the release with --nccl-version X.Y.Z",
+    source="rocetune.probe.sources.nccl_libs (MAX_LIBRARIES, SCAN_BUDGET, SCAN_SECONDS).",
     by=("nccl-version",),
 ))
 
@@ -228,3 +269,37 @@ for _id, _sev, _title, _checks, _why, _fix, _fact in (
                   source=f"{_release_fact(_fact).source} (release table entry `{_fact}`: "
                          f"{_release_fact(_fact).span()})",
                   by=("nccl-known-issues",)))
+
+
+for _id, _sev, _also, _title, _checks, _why, _fix in (
+    ("nccl-env-plugin", "warning", (), "NCCL loads an env plugin",
+     "An env plugin (libnccl-env.so, or what NCCL_ENV_PLUGIN names) where NCCL's dlopen finds it, for NCCL "
+     "2.28.7 and later.",
+     "The env plugin answers every variable NCCL reads: the env file and nccl.conf rocetune writes may not be "
+     "what NCCL uses, and no NCCL log line says which value came from where.",
+     "check what the plugin returns for the plan's variables (doctor --nccl-log shows what NCCL read), or set "
+     "NCCL_ENV_PLUGIN=none for jobs that must run with the plan"),
+    ("nccl-net-plugin", "warning", ("info",), "A net plugin takes the traffic the plan gives NCCL's IB transport",
+     "A net plugin NCCL loads (libnccl-net.so by default, or what NCCL_NET_PLUGIN names) on a host whose plan runs "
+     "NCCL over its own IB/RoCE transport.",
+     "The plugin carries every network byte: NCCL_IB_* settings apply only if it reads them, and a plugin "
+     "present on some nodes only has hung jobs (NVIDIA/nccl#1634).",
+     "keep NCCL_NET_PLUGIN=none from the env (info: the env sets it), or plan for the plugin and --set "
+     "NCCL_NET_PLUGIN=<path>"),
+    ("nccl-plugin-other-user", "warning", (), "An NCCL plugin in a place another user controls",
+     "Each NCCL plugin found: under /home/<user>, below a directory writable by a group or everyone, or owned "
+     "by another user than root.",
+     "A plugin is code NCCL runs inside every job that loads it; whoever can write it runs code in everyone's jobs.",
+     "install plugins where only root writes, or keep them out of the loader's path (LD_LIBRARY_PATH, "
+     "ld.so.cache) of other users' jobs"),
+):
+    declare(Check(_id, "rule", _sev, also=_also,
+                  severity_note="info where the env sets NCCL_NET_PLUGIN=none" if _also else "",
+                  title=_title, checks=_checks,
+                  reads="The plugins the probe found (Features `kernel.nccl.plugins`, `plugin_env`) and the "
+                        "NCCL_<KIND>_PLUGIN the host's owner declared.",
+                  why=_why, fix=_fix,
+                  source="NVIDIA/nccl v2.30.7-1 src/plugin/plugin_open.cc:79-125 (names tried), src/plugin/net.cc"
+                         ":258-301 (NCCL_NET_PLUGIN, 'none'), src/plugin/env.cc:40-48 (NCCL_ENV_PLUGIN); "
+                         "docs/rules/nccl-plugins.md.",
+                  by=("nccl-plugins",)))

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from . import (arp_isolation, declared_settings, gpudirect_rdma, local_rank, nccl_cross_nic,
                nccl_ib_gid_index, nccl_ib_hca, nccl_ib_qps, nccl_ib_subnet_aware_routing, nccl_ib_timeout,
-               nccl_known_issues, nccl_topo_file, nccl_version, no_rdma, socket_ifname, traffic_class,
-               ucx_net_devices)
+               nccl_known_issues, nccl_plugins, nccl_topo_file, nccl_version, no_rdma, socket_ifname,
+               traffic_class, ucx_net_devices)
 
 
 class _DefersToDeclared:
@@ -47,6 +47,7 @@ RULES = (
     no_rdma,
     gpudirect_rdma,
     nccl_known_issues,
+    nccl_plugins,
     nccl_topo_file,
     local_rank,
 ))
