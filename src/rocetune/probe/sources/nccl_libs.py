@@ -74,12 +74,15 @@ VENV_NAMES = (".venv", "venv")
 MAX_CHILDREN = 512
 VERSION_NEEDLE = b"NCCL version "
 SCAN_LIMIT = 64 << 20
-MAX_LIBRARIES = 64        # library files (NCCL's and its plugins') looked at, in all
+MAX_LIBRARIES = 64        # ELF library files (NCCL's and its plugins') whose versions are read, in all
+MAX_FILES = 4096          # files named like them whose first 20 bytes are read, in all
+MAX_REJECTED = 16         # files that are no library listed (all are counted)
 SCAN_BUDGET = 512 << 20   # bytes read inside them all for version strings
 SCAN_SECONDS = 15.0       # wall time for those reads
 ELF_HEAD = 20             # e_ident (16 bytes) and e_type
 ET_DYN = 3
 PLUGIN_KINDS = ("net", "tuner", "profiler", "env", "gin")
+_EMPTY = "an empty file"
 _PLUGIN = re.compile(r"^libnccl-(net|tuner|profiler|env|gin)(?:-([A-Za-z0-9_+.-]+?))?\.so(?:\.(\d+(?:\.\d+)*))?$")
 _LIB = re.compile(r"^libnccl\.so(?:\.\d+)*$")
 _VERSIONED = re.compile(r"^libnccl\.so\.(\d+\.\d+\.\d+)$")
@@ -101,15 +104,34 @@ class _Found:
         self.scanned = 0
         self.stopped: Optional[str] = None
         self.left_out: Set[str] = set()
+        self.opened = 0
+        self.rejected_count = 0
+        self.rejected_more: Set[str] = set()
 
     def take(self, real: str) -> bool:
-        """Whether one more file may be looked at (MAX_LIBRARIES)."""
+        """Whether one more file may be opened (MAX_FILES)."""
+        if self.opened >= MAX_FILES:
+            self.left_out.add(real)
+            self.stopped = self.stopped or f"more than {MAX_FILES} files named like libraries: the rest were not opened"
+            return False
+        self.opened += 1
+        return True
+
+    def take_library(self, real: str) -> bool:
+        """Whether one more ELF library may be entered (MAX_LIBRARIES)."""
         if self.looked_at >= MAX_LIBRARIES:
             self.left_out.add(real)
             self.stopped = self.stopped or f"more than {MAX_LIBRARIES} library files: the rest were not looked at"
             return False
         self.looked_at += 1
         return True
+
+    def reject(self, real: str, why: str) -> None:
+        self.rejected_count += 1
+        if len(self.rejected) < MAX_REJECTED:
+            self.rejected[real] = {"path": real, "why": why}
+        else:
+            self.rejected_more.add(real)
 
     def scan_limit(self) -> int:
         """Bytes the next version read may take (0: a bound is reached)."""
@@ -152,7 +174,7 @@ def probe(ctx: ProbeContext, clock: Callable[[], float] = time.monotonic) -> dic
     return {"version": version, "path": path, "basis": basis, "libraries": libraries,
             "python_environments": sorted(found.environments),
             "rejected": [found.rejected[k] for k in sorted(found.rejected)],
-            "search": {"looked_at": found.looked_at, "left_out": len(found.left_out), "bytes_read": found.scanned,
+            "search": {"looked_at": found.looked_at, "left_out": len(found.left_out), "rejected": found.rejected_count,
                        "stopped": found.stopped},
             "plugins": plugins, "plugin_env": plugin_env}
 
@@ -191,19 +213,25 @@ def _add(ctx: ProbeContext, found: _Found, path: str, via: str, environment: Opt
     """One library file (a link to one is followed to it), entered once under its real path --
     if it is an ELF shared object; its version only from its own 'NCCL version' string."""
     real = _existing(ctx, path)
-    if real is None or real in found.rejected:
+    if real is None or real in found.rejected or real in found.rejected_more:
         return
     lib = found.libs.get(real)
     if lib is None:
         if not found.take(real):
             return
         why = _not_elf(ctx, real)
-        if why:
-            found.rejected[real] = {"path": real, "why": why}
+        placeholder = why == _EMPTY and not ctx.root.is_live
+        if why and not placeholder:
+            found.reject(real, why)
+            return
+        if not found.take_library(real):
             return
         lib = {"path": real, "version": None, "how": None, "package": None, "environment": environment,
                "via": set(), "controlled_by": _controller(ctx, real)}
-        _version(ctx, found, lib, real, wheel)
+        if placeholder:
+            _name_only(lib, real, wheel)
+        else:
+            _version(ctx, found, lib, real, wheel)
         found.libs[real] = lib
     lib["via"].add(via)
 
@@ -225,6 +253,8 @@ def _not_elf(ctx: ProbeContext, real: str) -> Optional[str]:
         return f"unreadable: {exc.reason}"
     if head is None:
         return "vanished"
+    if not head:
+        return _EMPTY
     if len(head) < ELF_HEAD or head[:4] != b"\x7fELF":
         return f"not an ELF file ({len(head)} byte(s) read, no ELF magic)" if len(head) < ELF_HEAD else \
             "not an ELF file (no ELF magic)"
@@ -234,6 +264,21 @@ def _not_elf(ctx: ProbeContext, real: str) -> Optional[str]:
     if e_type != ET_DYN:
         return f"an ELF file but no shared object (e_type {e_type})"
     return None
+
+
+def _name_only(lib: dict, real: str, wheel: Optional[Tuple[Optional[str], Optional[str]]]) -> None:
+    """An empty file under a captured root: captures made before the probe read a library's header
+    kept only its name, and what its name or wheel said was the version then. Counted so (`how`
+    says which), with `placeholder` set; a capture made now keeps the header, and a live host's
+    empty file is no library."""
+    m = _VERSIONED.match(os.path.basename(real))
+    if wheel is not None:
+        lib["package"] = wheel[0]
+    if m:
+        lib["version"], lib["how"] = m.group(1), "file-name"
+    elif wheel is not None and wheel[1]:
+        lib["version"], lib["how"] = wheel[1], "wheel-metadata"
+    lib["placeholder"] = "an empty file in a capture made before library headers were recorded: its name is all there is"
 
 
 def _version(ctx: ProbeContext, found: _Found, lib: dict, real: str,
@@ -328,7 +373,7 @@ def _cached_plugins(ctx: ProbeContext) -> List[Tuple[str, str]]:
 def _add_plugin(ctx: ProbeContext, found: _Found, path: str, via: str, name: Optional[str] = None) -> None:
     """One plugin file; `name` is what dlopen finds it by (a soname), else its file name."""
     real = _existing(ctx, path)
-    if real is None or real in found.rejected:
+    if real is None or real in found.rejected or real in found.rejected_more:
         return
     plug = found.plugins.get(real)
     if plug is None:
@@ -336,7 +381,9 @@ def _add_plugin(ctx: ProbeContext, found: _Found, path: str, via: str, name: Opt
             return
         why = _not_elf(ctx, real)
         if why:
-            found.rejected[real] = {"path": real, "why": why}
+            found.reject(real, why)
+            return
+        if not found.take_library(real):
             return
         m = _PLUGIN.match(os.path.basename(path)) or _PLUGIN.match(os.path.basename(real))
         versioned = _PLUGIN.match(os.path.basename(real))
