@@ -23,7 +23,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = REPO / "tests" / "fixtures" / "nccl-logs" / "forms.json"

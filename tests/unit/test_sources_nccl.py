@@ -234,7 +234,8 @@ def test_many_sparse_files_cost_a_header_read_each_and_the_search_stops(tmp_path
         sparse(os.path.join(root, "usr/local/lib", f"libnccl.so.2.{i}"), 8 << 20)
     scanned = []
     real_scan = HostRoot.scan_counted
-    monkeypatch.setattr(HostRoot, "scan_counted", lambda self, path, *a: scanned.append(path) or real_scan(self, path, *a))
+    monkeypatch.setattr(HostRoot, "scan_counted",
+                        lambda self, path, *a: scanned.append(path) or real_scan(self, path, *a))
     data, status = probe(root)
     assert scanned == [f"/{SYS}/libnccl.so.2.21.5"]  # the one ELF file; the others cost a 20-byte read
     # the real library is still found and planned for; the others are counted, the first listed
@@ -328,7 +329,8 @@ def test_plugins_where_nccl_finds_them_with_their_versions(tmp_path):
     data, _ = probe(root)
     got = {p["path"]: (p["kind"], p["variant"], p["version"], p["names"], p["via"]) for p in data["plugins"]}
     assert got == {
-        f"/{TORCH_SP}/nvidia/nccl/lib/libnccl-env.so": ("env", None, None, ["libnccl-env.so"], ["NCCL's own directory"]),
+        f"/{TORCH_SP}/nvidia/nccl/lib/libnccl-env.so": (
+            "env", None, None, ["libnccl-env.so"], ["NCCL's own directory"]),
         "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so.0.0.0": (
             "net", None, "0.0.0", ["libnccl-net.so", "libnccl-net.so.0.0.0"], ["LD_LIBRARY_PATH"]),
         "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-tuner-example.so": (

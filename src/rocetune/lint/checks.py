@@ -164,7 +164,7 @@ def _check_dialect(parsed: ParsedFile, text: str, add: Add, host: Optional[HostN
         first = text.count("\n", 0, text.index("\r\n")) + 1
         lines = text.count("\r\n")
         version = host.nccl if host is not None else None
-        if parsed.fmt == "nccl-conf" and releases.gate("conf-keeps-cr", version) is False:
+        if host is not None and parsed.fmt == "nccl-conf" and releases.gate("conf-keeps-cr", version) is False:
             add("crlf-line-endings", "info", first, None,
                 f"{lines} line(s) end in CRLF: NCCL {host.nccl_text} (the host's) drops the carriage return "
                 f"(releases before 2.30.3 keep it in the value: {releases.fact('conf-keeps-cr').source})",

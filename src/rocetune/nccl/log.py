@@ -12,7 +12,7 @@ RocetuneError (ExitCode.INPUT).
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, Optional, Tuple, Union
+from typing import Dict, Iterator, Tuple, Union
 
 from ..errors import ExitCode, RocetuneError
 from . import log_lines as L
@@ -121,7 +121,7 @@ class _Reader:
         if m.startswith("NET/IB : Using"):
             devices, relaxed, oob_if, oob_addr = L.ib_devices(m)
             if not p.ib_devices:
-                p.ib_devices = [IbDevice(d.index, d.name, d.port, d.link_layer, d.tag, rail=d.rail, plane=d.plane,
+                p.ib_devices = [IbDevice(d.number, d.name, d.port, d.link_layer, d.tag, rail=d.rail, plane=d.plane,
                                          evidence=ev) for d in devices]
                 p.ib_relaxed_ordering, p.oob_interface, p.oob_address = relaxed, oob_if, oob_addr
             return True

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 MAX_LINE = 16384  # NCCL's own buffer is 1-2 KiB (debug.cc); anything longer is not one of its lines
 
@@ -191,7 +191,7 @@ _DMABUF = _numbers(r"DMA-BUF is available on GPU device (\d+)")
 
 
 class IbDeviceText(NamedTuple):
-    index: int
+    number: int              # NCCL's device index, "[%d]"
     name: str
     port: int
     link_layer: str

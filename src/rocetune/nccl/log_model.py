@@ -210,7 +210,8 @@ class ProcessLog:
             "rings_gdr": {"pxn": self.rings_gdr[0], "gdr": self.rings_gdr[1]} if self.rings_gdr else None,
             "net_mismatch": {"min": self.net_mismatch[0], "max": self.net_mismatch[1], "ignored": self.net_mismatch[2]}
             if self.net_mismatch else None,
-            "git_version": self.git_version, "env_plugin": self.env_plugin, "plugins": dict(sorted(self.plugins.items())),
+            "git_version": self.git_version, "env_plugin": self.env_plugin,
+            "plugins": dict(sorted(self.plugins.items())),
             "qp_mtus": sorted(self.qp_mtus),
             "channels": dict(sorted(self.channels.items())),
             "env": {k: v.to_dict() for k, v in sorted(self.env.items())},

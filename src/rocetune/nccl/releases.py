@@ -137,9 +137,9 @@ def reads(name: str, version: Optional[Version]) -> Optional[bool]:
     v = tuple(version)
     for since, last in info.get("spans") or [[info["since"], info["last"]]]:
         s, last_v = parse_version(since), parse_version(last) if last else None
-        if s <= v and (last_v is None or v[:3] <= last_v):
+        if s is not None and s <= v and (last_v is None or v[:3] <= last_v):
             return True
-    if v < oldest and parse_version(info["since"]) == oldest:
+    if oldest is not None and v < oldest and parse_version(info["since"]) == oldest:
         return None
     if newest is not None and v[:2] > newest[:2] and info["last"] is None:
         return None

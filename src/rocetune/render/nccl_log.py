@@ -53,7 +53,8 @@ def _network(p: ProcessLog) -> str:
     name = p.net_name
     if name is None:
         return ""
-    kind = {"ib": "NCCL's IB/RoCE transport", "socket": "TCP sockets", "plugin": "a net plugin"}[p.transport or "plugin"]
+    kinds = {"ib": "NCCL's IB/RoCE transport", "socket": "TCP sockets", "plugin": "a net plugin"}
+    kind = kinds[p.transport or "plugin"]
     came = "" if p.network else " (from its connection lines)"
     plugin = f", plugin {p.net_plugin}" if p.net_plugin else ""
     return f"{name}: {kind}{came}{plugin}"

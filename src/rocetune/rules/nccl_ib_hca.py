@@ -96,8 +96,9 @@ def _rail_ids(features: dict, ctx, sel) -> Tuple[Dict[str, int], str]:
     said = fabric.rail_optimised if fabric is not None else None
     if said is False:
         return {}, ""
-    nets = port_networks(ctx, ports)
-    distinct = None not in nets.values() and len({str(n) for n in nets.values()}) == len(ports) and \
+    maybe = port_networks(ctx, ports)
+    nets = {k: n for k, n in maybe.items() if n is not None}
+    distinct = len(nets) == len(maybe) and len({str(n) for n in nets.values()}) == len(ports) and \
         not any(a != b and a.overlaps(b) for a in nets.values() for b in nets.values())
     if not distinct and not said:
         return {}, ""

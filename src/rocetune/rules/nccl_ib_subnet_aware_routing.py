@@ -46,8 +46,9 @@ def rule(features: dict, ctx) -> List[Decision]:
     fabric = ctx.qos.fabric
     if fabric is not None and fabric.rail_optimised is False:
         return []
-    nets = port_networks(ctx, ports)
-    if None in nets.values() or len({str(n) for n in nets.values()}) != len(ports):
+    maybe = port_networks(ctx, ports)
+    nets = {k: n for k, n in maybe.items() if n is not None}
+    if len(nets) != len(maybe) or len({str(n) for n in nets.values()}) != len(ports):
         return []
     if any(a != b and a.overlaps(b) for a in nets.values() for b in nets.values()):
         return []

@@ -112,7 +112,7 @@ def _gin(features: dict, ctx, vtext: str, source: str) -> None:
 
     dmabuf = dmabuf_support(features, ctx.host.nccl_version())
     m = re.match(r"^(\d+)\.(\d+)", (features.get("host") or {}).get("kernel_release") or "")
-    kernel_ok = bool(m) and (int(m.group(1)), int(m.group(2))) >= GIN_DMABUF_KERNEL
+    kernel_ok = m is not None and (int(m.group(1)), int(m.group(2))) >= GIN_DMABUF_KERNEL
     if dmabuf["usable"] is True and kernel_ok:
         return
     ctx.finding("nccl-gin-peer-memory", "info", "GIN",

@@ -81,7 +81,8 @@ def _net(ctx, plug: Optional[dict], declared: Dict[str, str], env: Dict[str, str
                 "transport the plan is made for: the env sets NCCL_NET_PLUGIN=none", plugin=plug)
     return [ctx.decision("NCCL_NET_PLUGIN", "none",
                          f"{plug['path']} ({', '.join(plug.get('names') or [])}) is where NCCL's dlopen of "
-                         "libnccl-net.so finds it, so every job would load it and send its traffic through it; the plan "
+                         "libnccl-net.so finds it, so every job would load it and send its traffic through it; "
+                         "the plan "
                          f"is for NCCL's own IB/RoCE transport over {ports}. 'none' keeps NCCL's transports "
                          "(v2.30.7-1 src/plugin/net.cc:262-264); to use the plugin instead, --set "
                          f"NCCL_NET_PLUGIN={plug['path']}", plugin=plug)]

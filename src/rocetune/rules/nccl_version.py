@@ -78,7 +78,8 @@ def rule(features: dict, ctx) -> List[Decision]:
     theirs = [x for x in libs if x.get("controlled_by")]
     if theirs and basis != "other-user" and basis != "declared":
         ctx.finding("nccl-other-user-library", "info", "nccl",
-                    "not planned for: " + "; ".join(f"{describe(x)}, controlled by {x['controlled_by']}" for x in theirs)
+                    "not planned for: "
+                    + "; ".join(f"{describe(x)}, controlled by {x['controlled_by']}" for x in theirs)
                     + " -- what those users' jobs load, not the system's", libraries=_found(theirs))
     if basis == "other-user":
         owned = "; ".join(f"{describe(x)}, controlled by {x['controlled_by']}" for x in theirs)

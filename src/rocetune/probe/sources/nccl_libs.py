@@ -278,7 +278,8 @@ def _name_only(lib: dict, real: str, wheel: Optional[Tuple[Optional[str], Option
         lib["version"], lib["how"] = m.group(1), "file-name"
     elif wheel is not None and wheel[1]:
         lib["version"], lib["how"] = wheel[1], "wheel-metadata"
-    lib["placeholder"] = "an empty file in a capture made before library headers were recorded: its name is all there is"
+    lib["placeholder"] = ("an empty file in a capture made before library headers were recorded: its name is all "
+                          "there is")
 
 
 def _version(ctx: ProbeContext, found: _Found, lib: dict, real: str,
