@@ -22,6 +22,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..checks import finding
 from ..envfiles import dialects
+from ..envfiles.dialects import nccl_conf
 from ..envfiles.parsed import Assignment, ParsedFile
 from ..envfiles.read import parse_text
 from ..model.finding import SEVERITIES, Finding
@@ -164,7 +165,7 @@ def _check_dialect(parsed: ParsedFile, text: str, add: Add, host: Optional[HostN
         first = text.count("\n", 0, text.index("\r\n")) + 1
         lines = text.count("\r\n")
         version = host.nccl if host is not None else None
-        if host is not None and parsed.fmt == "nccl-conf" and releases.gate("conf-keeps-cr", version) is False:
+        if host is not None and parsed.fmt == nccl_conf.NAME and releases.gate("conf-keeps-cr", version) is False:
             add("crlf-line-endings", "info", first, None,
                 f"{lines} line(s) end in CRLF: NCCL {host.nccl_text} (the host's) drops the carriage return "
                 f"(releases before 2.30.3 keep it in the value: {releases.fact('conf-keeps-cr').source})",
