@@ -251,3 +251,23 @@ def test_an_output_of_no_known_os_is_named(tmp_path):
     (tmp_path / "x.txt").write_text("hostname leaf\n")
     with pytest.raises(RocetuneError, match="not recognised as a switch's QoS output"):
         read_file(str(tmp_path / "x.txt"))
+
+
+def test_sonic_traditional_template_leaves_the_lossless_pgs_to_buffermgrd():
+    """sonic-buildimage's traditional-model buffer config has no lossless PG (buffermgrd writes
+    them at run time): after loading a rendered plan the queues read lossless and the PGs are said
+    to be buffermgrd's, not called lossy."""
+    from rocetune.model.switch_qos import SwitchIntent
+
+    running = json.loads(_read("sonic-buffers-mellanox2410.json"))
+    running["DEVICE_METADATA"] = {"localhost": {"buffer_model": "traditional"}}
+    plan = _plan("lossless_priorities: [3, 5]\ncts: {dscp: 40, priority: 5}\n")
+    rendered = sonic.OS.render(SwitchIntent.from_plan(plan), ["Ethernet0"],
+                               {"buffer_model": "traditional", "platform": "mellanox"})
+    sw = sonic.from_doc(config_load(running, json.loads(rendered.text)), "loaded")
+    g = next(g for g in sw.groups if g.ports == ["Ethernet0"])
+    assert g.queues[3].lossless and g.queues[5].lossless and g.queues[4].lossless is False
+    assert g.ingress_lossless == {3: None, 5: None}
+    found = [f for f in compare(plan, sw) if "Ethernet0" in f.subject.split(",")]
+    assert _ids(found, "error") == [] and "buffermgrd creates them at run time" in \
+        next(f.message for f in found if f.id == "switch-lossless-buffer-missing")
