@@ -74,7 +74,8 @@ def _nic(qos: dict, g: SwitchReading, switch: SwitchQos, dscps: Tuple[int, ...])
         for d in dscps:
             switch_prio = g.priority_of_dscp(d) if d in g.dscp_to_priority else None
             if str(d) in dscp_prio and switch_prio is not None and switch_prio != dscp_prio[str(d)]:
-                differ.append(f"DSCP {d}: NIC priority {dscp_prio[str(d)]}, switch {switch.priority_word} {switch_prio}")
+                differ.append(f"DSCP {d}: NIC priority {dscp_prio[str(d)]}, "
+                              f"switch {switch.priority_word} {switch_prio}")
         if differ:
             out.append(("switch-host-dscp-mismatch", "RoCE's DSCPs land in other priorities on the switch: "
                         + "; ".join(differ)))

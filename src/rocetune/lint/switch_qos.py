@@ -8,7 +8,7 @@ marking and scheduling are read; and for a lossless priority the ingress and egr
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from ..checks import finding
 from ..model.finding import Finding
@@ -86,14 +86,15 @@ def _class(intent: SwitchIntent, c: RoceClass, g: SwitchReading, subject: str, e
     if intent.trust == "pcp":
         if c.name != "data":
             return []  # under PCP trust the hosts tag every RoCE class with its priority directly
-        got: Optional[int] = g.priority_of_pcp(c.priority)
+        got = g.priority_of_pcp(c.priority)
         said = f"VLAN priority {c.priority}"
     else:
-        got = g.priority_of_dscp(c.dscp)
         said = f"DSCP {c.dscp}"
-        if got is None:
+        mapped = g.priority_of_dscp(c.dscp)
+        if mapped is None:
             return [finding(check, subject, f"not checked: {said} is {g.dscp_default or 'not in the output'}",
                             severity="info", evidence=ev)]
+        got = mapped
     if got == c.priority:
         return []
     state = ""
@@ -160,7 +161,8 @@ def _ecn(intent: SwitchIntent, g: SwitchReading, subject: str, ev, word: str) ->
     ev = dict(ev, queue=queue)
     where = f"queue {queue} (data {word} {intent.data.priority})"
     if q.ecn is None:
-        return [finding("switch-ecn-off", subject, f"not checked: the output does not say whether queue {queue} marks ECN",
+        return [finding("switch-ecn-off", subject,
+                        f"not checked: the output does not say whether queue {queue} marks ECN",
                         severity="info", evidence=ev)]
     if not q.ecn:
         return [finding("switch-ecn-off", subject, f"{where} marks no ECN", evidence=ev)]

@@ -83,7 +83,8 @@ def template(name: str):
         source = package_data("rocetune.switchos", f"templates/{name}").decode("utf-8")
     except OSError:
         raise RocetuneError(f"the switch template {name} is missing from this installation",
-                            hint="reinstall rocetune (the templates are package data)", code=ExitCode.INTERNAL) from None
+                            hint="reinstall rocetune (the templates are package data)",
+                            code=ExitCode.INTERNAL) from None
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     return env.from_string(source)
 

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..errors import ParseError
 from ..model.switch_qos import TRAFFIC_CLASSES, QueueReading, SwitchIntent, SwitchQos, SwitchReading
 from ..probe.parsers._common import as_text, clean, require_content
-from .base import Choice, Rendered, SwitchOs, listed, refuse, template
+from .base import Choice, Rendered, SwitchOs, refuse, template
 
 WHAT = "EOS running-config"
 PROFILE = "ROCETUNE_ROCE"
@@ -59,7 +59,8 @@ class Eos(SwitchOs):
     )
 
     def looks_like(self, text: str) -> bool:
-        return bool(re.search(r"^[^\S\n]*(priority-flow-control|qos (map|trust|profile)|interface Ethernet)", text, re.M))
+        return bool(re.search(r"^[^\S\n]*(priority-flow-control|qos (map|trust|profile)|interface Ethernet)",
+                              text, re.M))
 
     def parse(self, text: Any, source: str = WHAT) -> SwitchQos:
         text = clean(as_text(text, WHAT))
@@ -83,7 +84,7 @@ class Eos(SwitchOs):
         bound = (f"qos profile {PROFILE} applied to {', '.join(ports)}; the `qos map` lines are switch-wide"
                  if ports else f"the `qos map` lines (switch-wide); qos profile {PROFILE} is defined but applied "
                  "to no interface: PFC, queues and trust are per interface, name the RoCE ports with --ports")
-        queues = {i.data.priority: {"ecn": i.ecn}}
+        queues: Dict[int, Dict[str, Any]] = {i.data.priority: {"ecn": i.ecn}}
         queues.setdefault(i.cnp.priority, {})["strict"] = True
         text = template("eos.cfg.j2").render(
             source=i.source, notes=[f"assumes: {a}" for a in assumes] + [f"binds: {bound}"], trust=i.trust,
@@ -165,7 +166,9 @@ def _queue_line(line: str, queue: Dict[str, Any], source: str) -> bool:
     elif line == "no priority":
         queue["strict"] = False
     elif _ECN_RE.match(line):  # other random-detect lines (drop, ecn count) are no ECN marking
-        lo, lo_unit, hi, hi_unit, prob = _ECN_RE.match(line).groups()
+        m = _ECN_RE.match(line)
+        assert m is not None
+        lo, lo_unit, hi, hi_unit, prob = m.groups()
         if lo_unit != hi_unit:
             raise ParseError(source, f"{line!r}: the two thresholds in different units")
         queue.update(ecn=True, min=int(lo), max=int(hi), unit=lo_unit, probability=int(prob) if prob else None)

@@ -39,8 +39,10 @@ _PROMPT_RE = re.compile(r"^\S+@\S+:\S*\$\s*(.*)$")
 # RoCE mode: data and CNPs keep these traffic classes whatever their switch priority (NVIDIA's
 # procedure for moving the lossless switch priority maps the new one to traffic class 3).
 ROCE_TC, CNP_TC = 3, 6
-DEFAULT = {"data": (26, 3), "cnp": (48, 6), "lossless": (3,), "ecn": (150000, 1500000, 100),
-           "ecn_tcs": (0, 3)}
+DEFAULT_DATA: Tuple[int, int] = (26, 3)        # DSCP, switch priority
+DEFAULT_CNP: Tuple[int, int] = (48, 6)
+DEFAULT_ECN: Tuple[int, int, int] = (150000, 1500000, 100)   # bytes, bytes, percent
+DEFAULT_ECN_TCS = (0, 3)
 LOSSLESS_MODES = ("lossless", "lossless-single-ipool")
 MODES = LOSSLESS_MODES + ("lossy", "lossy-multi-tc")
 # NVIDIA documents the interface-level threshold as the ASIC programs it: 150,000 bytes configured
@@ -81,7 +83,7 @@ class Nvue(SwitchOs):
         return _read_show(text, source)
 
     def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str]) -> Rendered:
-        mode = self.choice(chosen, "roce_mode")
+        mode = self.choice(chosen, "roce_mode") or "lossless"
         lines = commands(intent, mode, list(ports))
         warnings = []
         if "roce_mode" not in chosen and intent.lossless:
@@ -114,9 +116,9 @@ def commands(intent: SwitchIntent, mode: str, ports: List[str]) -> List[str]:
         out.append(f"nv set qos mapping {g} trust l2")
     elif any((c.dscp, c.priority) != _default_of(c.name) for c in intent.classes):
         out.append(f"nv set qos mapping {g} trust both")
-    if intent.lossless and data.priority != DEFAULT["data"][1]:
+    if intent.lossless and data.priority != DEFAULT_DATA[1]:
         out.append(f"nv set qos pfc {g} switch-priority {data.priority}")
-    for c, tc, default_sp in ((data, ROCE_TC, DEFAULT["data"][1]), (cnp, CNP_TC, DEFAULT["cnp"][1])):
+    for c, tc, default_sp in ((data, ROCE_TC, DEFAULT_DATA[1]), (cnp, CNP_TC, DEFAULT_CNP[1])):
         if c.priority != default_sp:
             out.append(f"nv set qos egress-queue-mapping {g} switch-priority {c.priority} traffic-class {tc}")
             out.append(f"nv set qos egress-queue-mapping {g} switch-priority {default_sp} traffic-class 0")
@@ -125,22 +127,23 @@ def commands(intent: SwitchIntent, mode: str, ports: List[str]) -> List[str]:
             if c.name == "cts" or (c.dscp, c.priority) != _default_of(c.name):
                 out.append(f"nv set qos mapping {g} dscp {c.dscp} switch-priority {c.priority}")
     ecn = (intent.ecn.min_threshold, intent.ecn.max_threshold, intent.ecn.probability)
-    if ecn != DEFAULT["ecn"]:
-        tc = f"nv set qos congestion-control {g} traffic-class {ROCE_TC}"
-        out += [f"{tc} min-threshold {ecn[0]}", f"{tc} max-threshold {ecn[1]}", f"{tc} probability {ecn[2]}"]
+    if ecn != DEFAULT_ECN:
+        cc = f"nv set qos congestion-control {g} traffic-class {ROCE_TC}"
+        out += [f"{cc} min-threshold {ecn[0]}", f"{cc} max-threshold {ecn[1]}", f"{cc} probability {ecn[2]}"]
     if ports and intent.lossless:
         out.append(f"nv set interface {','.join(ports)} qos pfc-watchdog state enable")
     return out
 
 
 def _default_of(name: str) -> Tuple[int, int]:
-    return DEFAULT["cnp"] if name == "cnp" else DEFAULT["data"]
+    return DEFAULT_CNP if name == "cnp" else DEFAULT_DATA
 
 
 def _refuse(intent: SwitchIntent) -> None:
     lossless = list(intent.lossless)
     if lossless and lossless != [intent.data.priority]:
-        raise refuse(f"NVUE: lossless priorities {listed(lossless)} with RoCE data on {intent.data.priority}: RoCE mode "
+        raise refuse(f"NVUE: lossless priorities {listed(lossless)} with RoCE data on {intent.data.priority}: "
+                     "RoCE mode "
                      "has one lossless switch priority (the one its traffic class 3 and lossless pool serve), and "
                      "NVIDIA's procedure moves that one",
                      "make the data priority the plan's only lossless priority for NVUE switches")
@@ -433,13 +436,13 @@ def _config_reading(c: _Config, source: str) -> SwitchQos:
     sp_tc.update(c.sp_tc)
     r.priority_to_tc = sp_tc
     r.pfc = c.pfc if c.pfc is not None else ((3,) if lossless_mode else (() if roce else None))
-    defaults_ecn = {tc: {"ecn": True, "min-threshold": DEFAULT["ecn"][0], "max-threshold": DEFAULT["ecn"][1],
-                         "probability": DEFAULT["ecn"][2]} for tc in DEFAULT["ecn_tcs"]} if roce else {}
+    defaults_ecn = {tc: {"ecn": True, "min-threshold": DEFAULT_ECN[0], "max-threshold": DEFAULT_ECN[1],
+                         "probability": DEFAULT_ECN[2]} for tc in DEFAULT_ECN_TCS} if roce else {}
     for tc, entry in c.ecn.items():
         defaults_ecn[tc] = dict(defaults_ecn.get(tc, {}), **entry)
     for tc in TRAFFIC_CLASSES:
-        e = defaults_ecn.get(tc, {})
-        marked = e.get("ecn", bool(e)) if (roce or tc in c.ecn) else None
+        e: Dict[str, Any] = defaults_ecn.get(tc, {})
+        marked: Optional[bool] = bool(e.get("ecn", bool(e))) if (roce or tc in c.ecn) else None
         strict = c.sched.get(tc, tc == CNP_TC if roce else None)
         r.queues[tc] = QueueReading(
             strict=strict, ecn=marked,

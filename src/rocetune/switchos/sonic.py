@@ -47,7 +47,7 @@ TEMPLATE_PG = {"0": "lossy", "3-4": "lossless"}
 TEMPLATE_QUEUE = {"0-2": "lossy", "3-4": "lossless", "5-6": "lossy"}
 TEMPLATE_QUEUES = tuple(range(7))
 # The buffer profiles those templates define on every platform (buffers_defaults_*.j2).
-EGRESS_LOSSLESS, EGRESS_LOSSY, INGRESS_LOSSY = "egress_lossless_profile", "egress_lossy_profile", "ingress_lossy_profile"
+EGRESS_LOSSLESS, EGRESS_LOSSY = "egress_lossless_profile", "egress_lossy_profile"
 # The PFC watchdog as `pfcwd start_default` sets it (sonic-utilities pfcwd/main.py: 200 ms detection,
 # restoration and polling, action drop, scaled up by one step per 32 ports).
 PFCWD_MS, PFCWD_PORTS_PER_STEP, PFCWD_MAX_POLL_MS = 200, 32, 1000
@@ -120,10 +120,10 @@ def normalise(doc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
             if isinstance(value, dict) and set(value) >= {"type", "value"} and isinstance(value["value"], dict):
                 value = value["value"]
             out.setdefault(table, {})[entry] = value
-    for table in out.values():
-        for entry in [e for e, f in table.items() if f is None]:
-            del table[entry]
-        for fields in table.values():
+    for entries in out.values():
+        for gone in [e for e, f in entries.items() if f is None]:
+            del entries[gone]
+        for fields in entries.values():
             if isinstance(fields, dict):
                 for field, v in fields.items():
                     if isinstance(v, str) and v.startswith("["):
@@ -194,16 +194,17 @@ def _reading(ctx: _Ctx, port, binding, global_map, queue_fields, pg_fields, bufq
     dot1p_name = binding.get("dot1p_to_tc_map")
     if dscp_name:
         r.trust = "dscp"
-        r.dscp_to_priority = _int_map(_named(db, "DSCP_TO_TC_MAP", dscp_name, source), f"DSCP_TO_TC_MAP|{dscp_name}", source)
+        r.dscp_to_priority = _int_map(_entry(db, "DSCP_TO_TC_MAP", dscp_name, source),
+                                      f"DSCP_TO_TC_MAP|{dscp_name}", source)
         r.dscp_default, r.dscp_default_priority = "not in the map: traffic class 0", 0
     elif dot1p_name:
         r.trust = "pcp"
     if dot1p_name:
-        r.pcp_to_priority = _int_map(_named(db, "DOT1P_TO_TC_MAP", dot1p_name, source), f"DOT1P_TO_TC_MAP|{dot1p_name}",
+        r.pcp_to_priority = _int_map(_entry(db, "DOT1P_TO_TC_MAP", dot1p_name, source), f"DOT1P_TO_TC_MAP|{dot1p_name}",
                                      source)
     tcq = binding.get("tc_to_queue_map")
     if tcq:
-        r.tc_to_queue = _int_map(_named(db, "TC_TO_QUEUE_MAP", tcq, source), f"TC_TO_QUEUE_MAP|{tcq}", source)
+        r.tc_to_queue = _int_map(_entry(db, "TC_TO_QUEUE_MAP", tcq, source), f"TC_TO_QUEUE_MAP|{tcq}", source)
     if port == "global":
         return r
     r.pfc = _priorities(binding.get("pfc_enable", ""), f"PORT_QOS_MAP|{port}.pfc_enable", source)
@@ -223,12 +224,12 @@ def _ingress(ctx: _Ctx, binding, pg_fields, r: SwitchReading):
     db, source = ctx.db, ctx.source
     tc_to_pg = {}
     if binding.get("tc_to_pg_map"):
-        tc_to_pg = _int_map(_named(db, "TC_TO_PRIORITY_GROUP_MAP", binding["tc_to_pg_map"], source),
+        tc_to_pg = _int_map(_entry(db, "TC_TO_PRIORITY_GROUP_MAP", binding["tc_to_pg_map"], source),
                             f"TC_TO_PRIORITY_GROUP_MAP|{binding['tc_to_pg_map']}", source)
     pfc_to_pg = None
     if binding.get("pfc_to_pg_map"):
         name = binding["pfc_to_pg_map"]
-        pfc_to_pg = _int_map(_named(db, "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", name, source),
+        pfc_to_pg = _int_map(_entry(db, "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", name, source),
                              f"PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|{name}", source)
     pg_state = _pg_states(db, pg_fields)
     out: Dict[int, Optional[bool]] = {}
@@ -303,7 +304,8 @@ def _queue(db, fields, where, source, warnings) -> QueueReading:
     return QueueReading(strict=strict, ecn=ecn,
                         min_threshold=_number(wred.get("green_min_threshold"), f"{where} green_min_threshold", source),
                         max_threshold=_number(wred.get("green_max_threshold"), f"{where} green_max_threshold", source),
-                        probability=_number(wred.get("green_drop_probability"), f"{where} green_drop_probability", source))
+                        probability=_number(wred.get("green_drop_probability"), f"{where} green_drop_probability",
+                                            source))
 
 
 def _per_port(table: Dict[str, Any], name: str, source: str) -> Dict[str, Dict[int, Dict[str, Any]]]:
@@ -327,16 +329,23 @@ def _table(db, name, source) -> Dict[str, Any]:
     return table
 
 
-def _named(db, table, name, source, warnings=None) -> Optional[Dict[str, Any]]:
+def _named(db, table, name, source, warnings: List[str]) -> Optional[Dict[str, Any]]:
+    """The entry a reference names; a warning (and None) when the output does not define it."""
     entry = _table(db, table, source).get(name)
     if isinstance(entry, dict):
         return entry
     message = f"{table}|{name} is referenced but not defined"
-    if warnings is None:
-        raise ParseError(source, message)
     if message not in warnings:
         warnings.append(message)
     return None
+
+
+def _entry(db, table, name, source) -> Dict[str, Any]:
+    """The map a port binds: one the output does not define is an error in the output."""
+    entry = _table(db, table, source).get(name)
+    if not isinstance(entry, dict):
+        raise ParseError(source, f"{table}|{name} is referenced but not defined")
+    return entry
 
 
 def _int_map(entry: Dict[str, Any], where: str, source: str) -> Dict[int, int]:
@@ -406,7 +415,8 @@ class _Render:
         doc: Dict[str, Any] = {
             "DSCP_TO_TC_MAP": {NAME: {str(d): str(p) for d, p in sorted(i.dscp_map().items())}},
             "TC_TO_QUEUE_MAP": {NAME: {str(tc): str(tc) for tc in TRAFFIC_CLASSES}},
-            "TC_TO_PRIORITY_GROUP_MAP": {NAME: {str(tc): str(tc if tc in self.lossless else 0) for tc in TRAFFIC_CLASSES}},
+            "TC_TO_PRIORITY_GROUP_MAP": {NAME: {str(tc): str(tc if tc in self.lossless else 0)
+                                                for tc in TRAFFIC_CLASSES}},
             "MAP_PFC_PRIORITY_TO_QUEUE": {NAME: {str(p): str(p) for p in TRAFFIC_CLASSES}},
             "SCHEDULER": {f"{NAME}_STRICT": {"type": "STRICT"}, f"{NAME}_DWRR": {"type": "DWRR", "weight": "50"}},
             "WRED_PROFILE": {f"{NAME}_ECN": _wred(i)},
@@ -429,7 +439,8 @@ class _Render:
             if self.lossless:
                 doc["PFC_WD"] = self._watchdog()
         self._say_assumptions(pfc_to_pg)
-        doc = {table: entries for table, entries in doc.items() if entries}  # `config load` skips {} (or drops the table)
+        # `config load` skips an empty table (older releases drop it): none is written
+        doc = {table: entries for table, entries in doc.items() if entries}
         text = json.dumps(doc, indent=4, sort_keys=True) + "\n"
         return Rendered(text=text, assumes=self.assumes, bound=self._bound(), warnings=self.warnings)
 
@@ -540,7 +551,8 @@ class _Render:
     def _bound(self) -> str:
         i = self.intent
         if self.ports:
-            return (f"per port ({', '.join(self.ports)}): PORT_QOS_MAP maps, pfc_enable {listed(self.lossless) or 'none'}, "
+            return (f"per port ({', '.join(self.ports)}): PORT_QOS_MAP maps, "
+                    f"pfc_enable {listed(self.lossless) or 'none'}, "
                     "QUEUE schedulers and ECN, BUFFER_QUEUE and BUFFER_PG, PFC_WD"
                     + ("; switch-wide: PORT_QOS_MAP|global dscp_to_tc_map" if i.trust == "dscp" else ""))
         if i.trust == "dscp":

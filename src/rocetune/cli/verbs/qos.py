@@ -32,7 +32,7 @@ _OLD = {
 
 def register(p: argparse.ArgumentParser) -> None:
     from ... import switchos
-    from ..main import _Parser, _add_common
+    from ..main import _add_common, _Parser
 
     oses = "|".join(switchos.names())
     sub = p.add_subparsers(dest="qos_action", metavar="ACTION", parser_class=_Parser)
