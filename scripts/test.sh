@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/bootstrap.sh
+# One lab at a time on a machine: wait for any other test run or demo (tests/conftest.py).
+exec 9>/run/rocetune-lab.lock
+flock 9
+export ROCETUNE_LAB_LOCKED=1
 # Whatever happens, no lab is left behind.
 trap '.venv/bin/python tests/lab/lab.py down >/dev/null 2>&1 || true' EXIT
 .venv/bin/python tests/lab/lab.py down >/dev/null 2>&1 || true
