@@ -34,8 +34,8 @@ options:
   options:
     description:
       - The OS's own choices, each given to C(rocetune qos render) as C(--NAME VALUE) (underscores
-        become dashes), e.g. C({buffer_model: dynamic, platform: mellanox}) for SONiC,
-        C({platform: jericho}) for EOS, C({roce_mode: lossless-single-ipool}) for NVUE
+        become dashes), for example C(buffer_model=dynamic) and C(platform=mellanox) for SONiC,
+        C(platform=jericho) for EOS, C(roce_mode=lossless-single-ipool) for NVUE
         (docs/switch-qos.md). rocetune refuses a plan it cannot make lossless without one.
     type: dict
     default: {}
@@ -118,6 +118,7 @@ PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}$")
 # An OS's choices: names and values as `rocetune qos render` takes them.
 CHOICE_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 CHOICE_VALUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+SUFFIX_RE = re.compile(r"^\.[A-Za-z0-9]{1,8}$")
 
 
 def input_problems(p):
@@ -169,9 +170,9 @@ def final_dest(p, data):
     if not p["dest_suffix"]:
         return p["dest"]
     suffix = data.get("suffix")
-    if not isinstance(suffix, str) or not CHOICE_VALUE_RE.match(suffix):
+    if not isinstance(suffix, str) or not SUFFIX_RE.match(suffix):
         return None
-    return "%s.%s" % (p["dest"], suffix)
+    return p["dest"] + suffix
 
 
 def run_render(module, argv):

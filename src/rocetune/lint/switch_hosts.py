@@ -58,16 +58,20 @@ def _finding(check_id: str, group: SwitchReading, switch: SwitchQos, message: st
 
 def _nic(qos: dict, g: SwitchReading, switch: SwitchQos, dscps: Tuple[int, ...]) -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
+
+    def add(check_id: str, message: str) -> None:
+        out.append((check_id, message))
+
     trust = qos.get("trust")
     if trust and g.trust and g.trust != "both" and trust != g.trust:
-        out.append(("switch-host-trust-mismatch", f"the NICs trust {trust}, the switch ports trust {g.trust}"))
+        add("switch-host-trust-mismatch", f"the NICs trust {trust}, the switch ports trust {g.trust}")
     host_pfc = qos.get("pfc_enabled")
     if isinstance(host_pfc, list) and g.pfc is not None and set(host_pfc) != set(g.pfc):
         only_host = sorted(set(host_pfc) - set(g.pfc))
         only_switch = sorted(set(g.pfc) - set(host_pfc))
         parts = ([f"only the NIC on {_list(only_host)}"] if only_host else []) + \
                 ([f"only the switch on {_list(only_switch)}"] if only_switch else [])
-        out.append(("switch-host-pfc-mismatch", "PFC differs: " + "; ".join(parts)))
+        add("switch-host-pfc-mismatch", "PFC differs: " + "; ".join(parts))
     dscp_prio = qos.get("dscp_prio") or {}
     if trust == "dscp":
         differ = []
@@ -77,8 +81,8 @@ def _nic(qos: dict, g: SwitchReading, switch: SwitchQos, dscps: Tuple[int, ...])
                 differ.append(f"DSCP {d}: NIC priority {dscp_prio[str(d)]}, "
                               f"switch {switch.priority_word} {switch_prio}")
         if differ:
-            out.append(("switch-host-dscp-mismatch", "RoCE's DSCPs land in other priorities on the switch: "
-                        + "; ".join(differ)))
+            add("switch-host-dscp-mismatch",
+                "RoCE's DSCPs land in other priorities on the switch: " + "; ".join(differ))
     return out
 
 

@@ -76,13 +76,10 @@ def _trust(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Fin
                     evidence=dict(ev, trust=g.trust, plan=intent.trust))]
 
 
-_CLASS_CHECK = {"data": "switch-data-class-mismatch", "cnp": "switch-cnp-class-mismatch",
-                "cts": "switch-cts-class-mismatch"}
 _CLASS_NAME = {"data": "RoCE data", "cnp": "CNP", "cts": "credit (CTS)"}
 
 
 def _class(intent: SwitchIntent, c: RoceClass, g: SwitchReading, subject: str, ev, word: str) -> List[Finding]:
-    check = _CLASS_CHECK[c.name]
     if intent.trust == "pcp":
         if c.name != "data":
             return []  # under PCP trust the hosts tag every RoCE class with its priority directly
@@ -92,8 +89,9 @@ def _class(intent: SwitchIntent, c: RoceClass, g: SwitchReading, subject: str, e
         said = f"DSCP {c.dscp}"
         mapped = g.priority_of_dscp(c.dscp)
         if mapped is None:
-            return [finding(check, subject, f"not checked: {said} is {g.dscp_default or 'not in the output'}",
-                            severity="info", evidence=ev)]
+            return [_class_finding(c.name, subject,
+                                   f"not checked: {said} is {g.dscp_default or 'not in the output'}",
+                                   severity="info", evidence=ev)]
         got = mapped
     if got == c.priority:
         return []
@@ -101,10 +99,19 @@ def _class(intent: SwitchIntent, c: RoceClass, g: SwitchReading, subject: str, e
     if c.name == "data":
         state = (", lossy (no PFC)" if g.pfc is not None and got not in g.pfc
                  else ", lossless" if g.pfc is not None else ", of unknown PFC state")
-    return [finding(check, subject,
-                    f"{_CLASS_NAME[c.name]} {said} goes to {word} {got}{state}; the plan's hosts send it as priority "
-                    f"{c.priority}", evidence=dict(ev, dscp=c.dscp, priority=got, traffic_class=g.tc_of(got),
-                                                   pfc=None if g.pfc is None else list(g.pfc)))]
+    return [_class_finding(c.name, subject,
+                           f"{_CLASS_NAME[c.name]} {said} goes to {word} {got}{state}; the plan's hosts send it as "
+                           f"priority {c.priority}",
+                           evidence=dict(ev, dscp=c.dscp, priority=got, traffic_class=g.tc_of(got),
+                                         pfc=None if g.pfc is None else list(g.pfc)))]
+
+
+def _class_finding(name: str, subject: str, message: str, **kwargs) -> Finding:
+    if name == "cnp":
+        return finding("switch-cnp-class-mismatch", subject, message, **kwargs)
+    if name == "cts":
+        return finding("switch-cts-class-mismatch", subject, message, **kwargs)
+    return finding("switch-data-class-mismatch", subject, message, **kwargs)
 
 
 def _pfc(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:

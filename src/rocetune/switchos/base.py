@@ -42,7 +42,7 @@ class SwitchOs:
 
     name = ""              # the --os value
     title = ""             # how the OS is named in prose
-    suffix = ""            # the rendered file's suffix (json, nvue, cfg)
+    suffix = ""            # the rendered file's suffix (.json, .nvue, .cfg)
     order = 50             # where it is listed
     port_example = ""      # port names as the OS writes them
     reads = ""             # the outputs `qos check` takes, in words (one sentence)

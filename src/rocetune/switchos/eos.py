@@ -48,7 +48,7 @@ _TCQ_RE = re.compile(r"^qos map traffic-class ([\d ]+) to (?:uc-)?tx-queue (\d+)
 class Eos(SwitchOs):
     name = "eos"
     title = "Arista EOS"
-    suffix = "cfg"
+    suffix = ".cfg"
     order = 30
     port_example = "Ethernet1/1"
     reads = "an EOS running-config (show running-config) or an excerpt of it"

@@ -53,7 +53,7 @@ PROGRAMMED_ABOVE = 0.10
 class Nvue(SwitchOs):
     name = "nvue"
     title = "NVIDIA Cumulus Linux (NVUE)"
-    suffix = "nvue"
+    suffix = ".nvue"
     order = 20
     port_example = "swp1,swp2"
     priority_word = "switch priority"

@@ -58,7 +58,7 @@ PFC_TO_PG_ASICS = ("mellanox", "barefoot")
 class Sonic(SwitchOs):
     name = "sonic"
     title = "SONiC"
-    suffix = "json"
+    suffix = ".json"
     order = 10
     port_example = "Ethernet0,Ethernet4"
     comments = False

@@ -19,7 +19,7 @@ TOY = textwrap.dedent('''
     class Toy(SwitchOs):
         name = "toyos"
         title = "ToyOS"
-        suffix = "toy"
+        suffix = ".toy"
         order = 99
         reads = "a ToyOS `show qos`"
         choices = (Choice("flavour", ("plain", "fancy"), "for ToyOS, the flavour"),)
@@ -66,7 +66,7 @@ def test_a_new_module_is_a_new_switch_os(toy, capsys):
     out = toy / "leaf.toy"
     assert main(["--json", "qos", "render", "--os", "toyos", "--flavour", "fancy", "-o", str(out)]) == 0
     envelope = json.loads(capsys.readouterr().out)
-    assert envelope["data"]["suffix"] == "toy" and envelope["data"]["assumes"] == ["a toy"]
+    assert envelope["data"]["suffix"] == ".toy" and envelope["data"]["assumes"] == ["a toy"]
     assert out.read_text() == "toy dscp 26 3\ntoy dscp 48 6\ntoy prio 3 lossless\n"
     assert main(["--json", "qos", "check", str(out)]) == 0  # recognised as ToyOS: PFC and DSCPs agree
     envelope = json.loads(capsys.readouterr().out)
