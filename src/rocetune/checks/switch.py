@@ -36,7 +36,7 @@ _switch("switch-data-class-mismatch", "error", also=("info",), note=_NOT_STATED,
         why="The commonest RoCE fault: SONiC's default DSCP_TO_TC_MAP sends DSCP 26 to TC 1, which "
             "has no PFC, while the hosts expect DSCP 26 to be lossless on priority 3. The fabric works "
             "until it congests, then drops RoCE packets and NCCL throughput collapses.",
-        fix="map the data DSCP to the data priority's class (`rocetune qos render --switch KIND`)")
+        fix="map the data DSCP to the data priority's class (`rocetune qos render --os OS`)")
 _switch("switch-cnp-class-mismatch", "warning", also=("info",), note=_NOT_STATED,
         title="CNPs land in another traffic class than the plan's CNP priority",
         checks="The switch maps the plan's CNP DSCP (48 by default) to the class of the plan's CNP "
