@@ -194,17 +194,18 @@ def _reading(ctx: _Ctx, port, binding, global_map, queue_fields, pg_fields, bufq
     dot1p_name = binding.get("dot1p_to_tc_map")
     if dscp_name:
         r.trust = "dscp"
-        r.dscp_to_priority = _int_map(_entry(db, "DSCP_TO_TC_MAP", dscp_name, source),
-                                      f"DSCP_TO_TC_MAP|{dscp_name}", source)
-        r.dscp_default, r.dscp_default_priority = "not in the map: traffic class 0", 0
+        r.dscp_to_priority = _map(ctx, "DSCP_TO_TC_MAP", dscp_name)
+        if r.dscp_to_priority:
+            r.dscp_default, r.dscp_default_priority = "not in the map: traffic class 0", 0
+        else:
+            r.dscp_default = f"not known: DSCP_TO_TC_MAP|{dscp_name} is not in the output"
     elif dot1p_name:
         r.trust = "pcp"
     if dot1p_name:
-        r.pcp_to_priority = _int_map(_entry(db, "DOT1P_TO_TC_MAP", dot1p_name, source), f"DOT1P_TO_TC_MAP|{dot1p_name}",
-                                     source)
+        r.pcp_to_priority = _map(ctx, "DOT1P_TO_TC_MAP", dot1p_name)
     tcq = binding.get("tc_to_queue_map")
     if tcq:
-        r.tc_to_queue = _int_map(_entry(db, "TC_TO_QUEUE_MAP", tcq, source), f"TC_TO_QUEUE_MAP|{tcq}", source)
+        r.tc_to_queue = _map(ctx, "TC_TO_QUEUE_MAP", tcq)
     if port == "global":
         return r
     r.pfc = _priorities(binding.get("pfc_enable", ""), f"PORT_QOS_MAP|{port}.pfc_enable", source)
@@ -221,16 +222,14 @@ def _ingress(ctx: _Ctx, binding, pg_fields, r: SwitchReading):
     """{priority: lossless ingress PG?} for the priorities of pfc_enable, and a note when unsure."""
     if not ctx.has_pg:
         return None, "no BUFFER_PG table in the output"
-    db, source = ctx.db, ctx.source
+    db = ctx.db
     tc_to_pg = {}
     if binding.get("tc_to_pg_map"):
-        tc_to_pg = _int_map(_entry(db, "TC_TO_PRIORITY_GROUP_MAP", binding["tc_to_pg_map"], source),
-                            f"TC_TO_PRIORITY_GROUP_MAP|{binding['tc_to_pg_map']}", source)
+        tc_to_pg = _map(ctx, "TC_TO_PRIORITY_GROUP_MAP", binding["tc_to_pg_map"])
     pfc_to_pg = None
     if binding.get("pfc_to_pg_map"):
         name = binding["pfc_to_pg_map"]
-        pfc_to_pg = _int_map(_entry(db, "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", name, source),
-                             f"PFC_PRIORITY_TO_PRIORITY_GROUP_MAP|{name}", source)
+        pfc_to_pg = _map(ctx, "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", name)
     pg_state = _pg_states(db, pg_fields)
     out: Dict[int, Optional[bool]] = {}
     notes = []
@@ -340,12 +339,11 @@ def _named(db, table, name, source, warnings: List[str]) -> Optional[Dict[str, A
     return None
 
 
-def _entry(db, table, name, source) -> Dict[str, Any]:
-    """The map a port binds: one the output does not define is an error in the output."""
-    entry = _table(db, table, source).get(name)
-    if not isinstance(entry, dict):
-        raise ParseError(source, f"{table}|{name} is referenced but not defined")
-    return entry
+def _map(ctx: "_Ctx", table: str, name: str) -> Dict[int, int]:
+    """A map a port binds, as numbers; one the output does not define is said in a warning and
+    read as empty (what it maps is then not stated)."""
+    entry = _named(ctx.db, table, name, ctx.source, ctx.warnings)
+    return {} if entry is None else _int_map(entry, f"{table}|{name}", ctx.source)
 
 
 def _int_map(entry: Dict[str, Any], where: str, source: str) -> Dict[int, int]:

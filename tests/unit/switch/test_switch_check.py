@@ -235,7 +235,6 @@ def test_eos_ecn_units_profiles_and_probability_with_segments():
     (sonic, "{not json", "not JSON"),
     (sonic, '{"PORT": {}}', "no QoS table"),
     (sonic, '{"QUEUE": {"Ethernet0": {}}}', "expected PORT|INDEX"),
-    (sonic, '{"PORT_QOS_MAP": {"Ethernet0": {"dscp_to_tc_map": "X"}}}', "DSCP_TO_TC_MAP|X is referenced"),
     (nvue, '{"congestion-control": {}}', "this is JSON"),
     (nvue, "hello\n", "no RoCE QoS lines"),
     (nvue, "nv set qos mapping default-global dscp 26 switch-priority x\n", "switch-priority: 'x' is not a number"),
@@ -245,6 +244,13 @@ def test_eos_ecn_units_profiles_and_probability_with_segments():
 def test_bad_outputs_are_one_line_errors(mod, text, needle):
     with pytest.raises(ParseError, match=needle.replace("|", r"\|")):
         mod.OS.parse(text, "f")
+
+
+def test_a_map_the_output_does_not_define_is_said_and_left_unchecked():
+    sw = sonic.OS.parse('{"PORT_QOS_MAP": {"Ethernet0": {"dscp_to_tc_map": "X", "pfc_enable": "3"}}}', "f")
+    assert sw.warnings == ["DSCP_TO_TC_MAP|X is referenced but not defined"]
+    data = next(f for f in compare(default_plan(), sw) if f.id == "switch-data-class-mismatch")
+    assert data.severity == "info" and "DSCP_TO_TC_MAP|X is not in the output" in data.message
 
 
 def test_an_output_of_no_known_os_is_named(tmp_path):
