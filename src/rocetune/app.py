@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from .errors import ExitCode, RocetuneError
 from .hostfs import HostRoot
 from .model.features import load as load_features_file
 from .model.plan import Overrides, Plan
 from .model.qos import DEFAULT_PATH as QOS_DEFAULT_PATH
-from .model.expect import Expectations
 from .model.qos import QosPlan, default_plan, load_file, load_text
 from .probe import collect_features
 from .rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
 
 DEFAULT_ENV_DIR = os.path.dirname(DEFAULT_TOPO_PATH)
 from .envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .model.expect import Expectations
+
 # NCCL's config file that rocetune did not write is kept once under this suffix.
 BACKUP_SUFFIX = ".rocetune-orig"
 
