@@ -62,9 +62,13 @@ def run(args: argparse.Namespace) -> Result:
     code = doctor_report.exit_code(findings)
     if args.metrics:
         data["metrics"] = _write_metrics(args.metrics, findings, data, int(code))
-    return Result(command=NAME, data=data, code=code,
-                  human="" if args.json else doctor_report.text(findings, host, args.verbose,
-                                                                data["check_config"]["rules"]))
+    human = ""
+    if not args.json:
+        # what NCCL used comes first; the differences from the plan follow among the findings
+        used = (data.get("nccl_log") or {}).get("used") or []
+        human = "".join(line + "\n" for line in used) + ("\n" if used else "") + \
+            doctor_report.text(findings, host, args.verbose, data["check_config"]["rules"])
+    return Result(command=NAME, data=data, code=code, human=human)
 
 
 def _write_expect(path: str, facts: dict, host: str) -> str:
