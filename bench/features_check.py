@@ -46,8 +46,8 @@ def main() -> int:
         assert check(doc) is None, check(doc)
         loads, checks = [], []
         for _ in range(args.runs):
-            loads.append(_seconds(lambda: json.loads(text)))
-            checks.append(_seconds(lambda: check(doc)))
+            loads.append(_seconds(lambda text=text: json.loads(text)))
+            checks.append(_seconds(lambda doc=doc: check(doc)))
         ratios = [c / max(l_, 1e-9) for c, l_ in zip(checks, loads)]
         print(f"{host:<16} {len(text) / 1e6:6.2f} MB  json.loads {statistics.median(loads) * 1e3:7.1f} ms  "
               f"check {statistics.median(checks) * 1e3:7.1f} ms  ratio {statistics.median(ratios):.2f} "

@@ -39,10 +39,10 @@ from rocetune.hostfs import HostRoot, ProbeContext, Recorder  # noqa: E402
 from rocetune.probe.sources import nic_counters  # noqa: E402
 
 LISTING = ROOT / "tests/fixtures/nic_counters/show_counters_mlx5_bond_0.txt"
-PMA = ("VL15_dropped excessive_buffer_overrun_errors link_downed link_error_recovery "
-       "local_link_integrity_errors port_rcv_constraint_errors port_rcv_data port_rcv_errors "
-       "port_rcv_packets port_rcv_remote_physical_errors port_rcv_switch_relay_errors "
-       "port_xmit_constraint_errors port_xmit_data port_xmit_discards port_xmit_packets symbol_error").split()
+PMA = ["VL15_dropped", "excessive_buffer_overrun_errors", "link_downed", "link_error_recovery",
+       "local_link_integrity_errors", "port_rcv_constraint_errors", "port_rcv_data", "port_rcv_errors",
+       "port_rcv_packets", "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
+       "port_xmit_constraint_errors", "port_xmit_data", "port_xmit_discards", "port_xmit_packets", "symbol_error"]
 
 
 def build(root: Path, ports: int) -> None:

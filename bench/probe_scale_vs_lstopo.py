@@ -120,7 +120,8 @@ def bench_host(root: str, runs: int, lstopo: str) -> dict:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=9, help="timed runs of each command per host (default 9)")
-    ap.add_argument("hosts", nargs="*", help=f"fixture host names or root directories (default: {', '.join(DEFAULT_HOSTS)})")
+    ap.add_argument("hosts", nargs="*",
+                    help=f"fixture host names or root directories (default: {', '.join(DEFAULT_HOSTS)})")
     args = ap.parse_args(argv)
     if args.runs < 1:
         print("bench: --runs must be at least 1", file=sys.stderr)
@@ -141,7 +142,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 verdict = (f"ratio<={RATIO_TARGET:g} {'PASS' if r['ratio'] <= RATIO_TARGET else 'MISS'}, "
                            f"rss<{RSS_TARGET_MB:g}MB {'PASS' if r['rss_mb'] < RSS_TARGET_MB else 'MISS'}, "
                            f"lines<={SCREEN_LINES} {'PASS' if r['lines'] <= SCREEN_LINES else 'MISS'}")
-            print(f"{name:<24} {r['probe_ms']:9.1f} {r['lstopo_ms']:9.1f} {r['ratio']:6.2f} {r['ratio_min']:5.2f} {r['rss_mb']:8.1f} "
+            print(f"{name:<24} {r['probe_ms']:9.1f} {r['lstopo_ms']:9.1f} {r['ratio']:6.2f} {r['ratio_min']:5.2f} "
+                  f"{r['rss_mb']:8.1f} "
                   f"{r['lines']:6d}  {verdict}", flush=True)
     except BenchError as exc:
         print(f"bench: {exc}", file=sys.stderr)

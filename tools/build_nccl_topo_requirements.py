@@ -83,7 +83,7 @@ def _line(text: str, pattern: str, occurrence: int) -> Optional[int]:
 
 def _function(text: str, name: str) -> Tuple[int, int]:
     lines = text.splitlines()
-    start = next(i for i, l in enumerate(lines) if re.match(rf"^ncclResult_t {name}\(", l))
+    start = next(i for i, ln in enumerate(lines) if re.match(rf"^ncclResult_t {name}\(", ln))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("}"))
     return start + 1, end + 1
 
@@ -93,7 +93,7 @@ def _link_when(text: str, line: int) -> str:
     then on before any sub-element is looked at, i.e. for every <pci>."""
     start, _ = _function(text, "ncclTopoAddPci")
     body = text.splitlines()[start - 1:line]
-    return ("every <pci>" if not any('"gpu"' in l for l in body)
+    return ("every <pci>" if not any('"gpu"' in ln for ln in body)
             else "a <pci> that becomes a node (bridge, GPU with <gpu>, NIC with <nic>)")
 
 

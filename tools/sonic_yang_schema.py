@@ -62,16 +62,16 @@ class Stmt:
     arg: Optional[str]
     file: str
     line: int
-    children: List["Stmt"] = field(default_factory=list)
+    children: List[Stmt] = field(default_factory=list)
 
-    def all(self, keyword: str) -> List["Stmt"]:
+    def all(self, keyword: str) -> List[Stmt]:
         return [c for c in self.children if c.keyword == keyword]
 
-    def one(self, keyword: str) -> Optional["Stmt"]:
+    def one(self, keyword: str) -> Optional[Stmt]:
         found = self.all(keyword)
         return found[0] if found else None
 
-    def child(self, keyword: str, arg: str) -> "Stmt":
+    def child(self, keyword: str, arg: str) -> Stmt:
         for c in self.children:
             if c.keyword == keyword and c.arg == arg:
                 return c
@@ -246,10 +246,13 @@ class Builder:
         if name == "leafref":
             path = type_stmt.one("path")
             target = path.arg.strip("/").split("/")[1].split(":")[-1]
-            self.leafrefs.append({"table": table, "field": leaf, "target": target, "$comment": f"{path.where} leafref {path.arg}"})
-            return {"type": "string", "$comment": f"{path.where} leafref to {target} (checked across tables, see x-leafrefs)"}
+            self.leafrefs.append({"table": table, "field": leaf, "target": target,
+                                  "$comment": f"{path.where} leafref {path.arg}"})
+            return {"type": "string",
+                    "$comment": f"{path.where} leafref to {target} (checked across tables, see x-leafrefs)"}
         if name == "union":
-            return {"anyOf": [self.type_schema(t, table, leaf) for t in type_stmt.all("type")], "$comment": f"{where} union"}
+            return {"anyOf": [self.type_schema(t, table, leaf) for t in type_stmt.all("type")],
+                    "$comment": f"{where} union"}
         raise YangError(f"{where}: type {type_stmt.arg} is not one this reader knows")
 
     def leaf_schema(self, leaf: Stmt, table: str, name: Optional[str] = None) -> dict:
@@ -271,7 +274,7 @@ class Builder:
             parts.append(f"(?:{pats[0].arg})" if len(pats) == 1 else "[^|]+")
         return {"type": "string", "pattern": "^" + r"\|".join(parts) + "$",
                 "$comment": f"{lst.one('key').where} key {' '.join(keys)} joined with '|' ("
-                            + "; ".join(f"{l.where} leaf {l.arg}" for l in leaves) + ")"}
+                            + "; ".join(f"{leaf.where} leaf {leaf.arg}" for leaf in leaves) + ")"}
 
     def table(self, module: str) -> dict:
         table, list_name = TABLES[module]
@@ -282,12 +285,14 @@ class Builder:
         if inner:  # a named map: NAME -> {key: value}
             (entry,) = inner
             (key_name,) = entry.one("key").arg.split()
-            values = [l for l in entry.all("leaf") if l.arg != key_name]
+            values = [leaf for leaf in entry.all("leaf") if leaf.arg != key_name]
             (value,) = values
-            entries = {"type": "object", "propertyNames": self.leaf_schema(entry.child("leaf", key_name), table, "(key)"),
-                       "additionalProperties": self.leaf_schema(value, table), "$comment": f"{entry.where} list {entry.arg}"}
+            entries = {"type": "object",
+                       "propertyNames": self.leaf_schema(entry.child("leaf", key_name), table, "(key)"),
+                       "additionalProperties": self.leaf_schema(value, table),
+                       "$comment": f"{entry.where} list {entry.arg}"}
         else:
-            props = {l.arg: self.leaf_schema(l, table) for l in lst.all("leaf") if l.arg not in keys}
+            props = {leaf.arg: self.leaf_schema(leaf, table) for leaf in lst.all("leaf") if leaf.arg not in keys}
             entries = {"type": "object", "properties": props, "additionalProperties": False,
                        "$comment": f"{lst.where} list {lst.arg}"}
         return {"type": "object", "propertyNames": self._key_schema(lst, table), "additionalProperties": entries,

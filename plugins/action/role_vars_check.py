@@ -31,7 +31,7 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(("role", "role_path", "outputs"))
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         role, role_path = self._task.args.get("role"), self._task.args.get("role_path")
         if not isinstance(role, string_types) or not role or not isinstance(role_path, string_types):
@@ -63,5 +63,5 @@ class ActionModule(ActionBase):
             with open(path) as fh:
                 spec = yaml.safe_load(fh)
             return set(spec["argument_specs"]["main"]["options"])
-        except (IOError, OSError, KeyError, TypeError, yaml.YAMLError) as exc:
-            raise AnsibleActionFail("cannot read the options of %s: %s" % (path, exc))
+        except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
+            raise AnsibleActionFail("cannot read the options of %s: %s" % (path, exc)) from None

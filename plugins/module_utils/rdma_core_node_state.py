@@ -49,7 +49,7 @@ def builtin_modules(names, sys_module="/sys/module", modules_builtin=None):
                 name = line.strip().rsplit("/", 1)[-1]
                 if name.endswith(".ko"):
                     listed.add(name[:-3].replace("-", "_"))
-    except (IOError, OSError):
+    except OSError:
         pass
     out = []
     for n in names:

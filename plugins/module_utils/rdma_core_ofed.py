@@ -23,7 +23,8 @@ _ARCH = {"amd64": "x86_64", "arm64": "aarch64", "x86_64": "x86_64", "aarch64": "
 # The distribution tag in the tarball name -> the node's distribution, as /etc/os-release's ID
 # or Ansible's ansible_distribution names it.
 _DISTRO = {"ubuntu": ("Ubuntu", "ubuntu"), "debian": ("Debian", "debian"),
-           "rhel": ("RedHat", "Rocky", "AlmaLinux", "CentOS", "OracleLinux", "rhel", "rocky", "almalinux", "centos", "ol"),
+           "rhel": ("RedHat", "Rocky", "AlmaLinux", "CentOS", "OracleLinux",
+                    "rhel", "rocky", "almalinux", "centos", "ol"),
            "ol": ("OracleLinux", "ol"), "sles": ("SLES", "sles")}
 
 
@@ -55,7 +56,8 @@ def parse_tarball(name):
     """{version, distro, release, arch} of an MLNX_OFED tarball name, or raise OfedMismatch."""
     m = _TARBALL.match(name.rsplit("/", 1)[-1])
     if not m:
-        raise OfedMismatch("%s: not an MLNX_OFED tarball name (MLNX_OFED_LINUX-<version>-<distro><release>-<arch>.tgz)" % name)
+        raise OfedMismatch("%s: not an MLNX_OFED tarball name "
+                           "(MLNX_OFED_LINUX-<version>-<distro><release>-<arch>.tgz)" % name)
     return m.groupdict()
 
 
@@ -72,7 +74,8 @@ def check_tarball(name, distribution, distribution_version, architecture):
         problems.append("built for %s, the node is %s" % (t["arch"], architecture))
     if problems:
         raise OfedMismatch("%s does not fit this node: %s. Download the tarball for this release "
-                           "(or rebuild it with mlnx_add_kernel_support.sh)" % (name.rsplit("/", 1)[-1], "; ".join(problems)))
+                           "(or rebuild it with mlnx_add_kernel_support.sh)"
+                           % (name.rsplit("/", 1)[-1], "; ".join(problems)))
     return t
 
 
@@ -106,7 +109,8 @@ def check_kernel(module, running_kernel, modinfo_text, ofed_version):
     if in_tree:
         raise OfedMismatch("OFED %s is installed but the %s that loads for kernel %s is the distribution's own "
                            "(%s): OFED's modules were not built for this kernel (install its DKMS/kmod package for "
-                           "%s, or use --add-kernel-support)" % (ofed_version, module, running_kernel, filename, running_kernel))
+                           "%s, or use --add-kernel-support)"
+                           % (ofed_version, module, running_kernel, filename, running_kernel))
     via = " through kABI weak-updates (built for %s)" % vermagic if weak and vermagic != running_kernel else ""
     return "%s %s for %s (%s)%s" % (ofed_version, module, running_kernel, filename, via)
 

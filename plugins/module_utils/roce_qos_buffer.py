@@ -61,7 +61,8 @@ def check(want, have, pfc):
     if want["buffer_size"] is not None and have.get("total_size"):
         total = sum(want["buffer_size"])
         if total > have["total_size"]:
-            raise BufferError("buffer.buffer_size totals %d bytes, more than the port's %d" % (total, have["total_size"]))
+            raise BufferError("buffer.buffer_size totals %d bytes, more than the port's %d"
+                              % (total, have["total_size"]))
     if want["prio_buffer"] is None and want["buffer_size"] is None:
         return
     mapping = want["prio_buffer"] if want["prio_buffer"] is not None else have["prio_buffer"]
@@ -110,6 +111,9 @@ def describe(state, keys):
     for key in KEYS:
         if key in keys:
             value = state.get(key)
-            text = "unknown" if value is None else (" ".join(str(v) for v in value) if isinstance(value, list) else str(value))
+            if value is None:
+                text = "unknown"
+            else:
+                text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
             out.append("%s: %s\n" % (key, text))
     return "".join(out)

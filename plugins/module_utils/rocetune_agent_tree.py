@@ -46,7 +46,7 @@ def python_facts(python):
                                 stderr=subprocess.PIPE)
         out, err = proc.communicate()
     except OSError as exc:
-        raise TreeError("%s cannot run: %s" % (python, exc))
+        raise TreeError("%s cannot run: %s" % (python, exc)) from None
     if proc.returncode != 0:
         raise TreeError("%s failed (exit %d): %s" % (python, proc.returncode, err.decode("utf-8", "replace")[:300]))
     facts = json.loads(out.decode("utf-8"))
@@ -64,7 +64,7 @@ def read_stamp(tree):
     try:
         with open(os.path.join(tree, STAMP)) as fh:
             return json.load(fh)
-    except (IOError, OSError, ValueError):
+    except (OSError, ValueError):
         return None
 
 
@@ -213,7 +213,7 @@ def read_text(path):
     try:
         with open(path, "rb") as fh:
             data = fh.read(1 << 16)
-    except (IOError, OSError):
+    except OSError:
         return None
     if b"\x00" in data:  # a zip's headers always hold NUL bytes
         return None

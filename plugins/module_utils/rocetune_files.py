@@ -54,7 +54,7 @@ def target_stat(path):
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return None
-        raise FileTargetError(path, exc.strerror or str(exc))
+        raise FileTargetError(path, exc.strerror or str(exc)) from None
     if not stat.S_ISREG(st.st_mode):
         raise FileTargetError(path, "it is %s, not a regular file" % _kind(st.st_mode))
     return st
@@ -69,7 +69,7 @@ def read_old(path, max_bytes=MAX_OLD_BYTES):
         if exc.errno == errno.ENOENT:
             return None, None
         target_stat(path)  # names the kind: a link fails with ELOOP, a socket with ENXIO
-        raise FileTargetError(path, "cannot read the current file: %s" % (exc.strerror or exc))
+        raise FileTargetError(path, "cannot read the current file: %s" % (exc.strerror or exc)) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -86,7 +86,7 @@ def read_old(path, max_bytes=MAX_OLD_BYTES):
                                   % max_bytes)
         return b"".join(chunks).decode("utf-8", "replace"), stat.S_IMODE(st.st_mode)
     except OSError as exc:
-        raise FileTargetError(path, "cannot read the current file: %s" % (exc.strerror or exc))
+        raise FileTargetError(path, "cannot read the current file: %s" % (exc.strerror or exc)) from None
     finally:
         os.close(fd)
 
@@ -96,7 +96,7 @@ def read_text(path):
     try:
         with open(path, "rb") as fh:
             return fh.read().decode("utf-8", "replace")
-    except (IOError, OSError):
+    except OSError:
         return None
 
 

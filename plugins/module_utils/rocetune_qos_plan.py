@@ -62,7 +62,8 @@ def validate(doc):
         raise QosPlanError("the plan must be a mapping (key: value lines)")
     unknown = sorted(str(k) for k in doc if k not in TOP_KEYS)
     if unknown:
-        raise QosPlanError("unknown key(s) %s" % ", ".join(unknown), hint="known keys: %s" % ", ".join(sorted(TOP_KEYS)))
+        raise QosPlanError("unknown key(s) %s" % ", ".join(unknown),
+                           hint="known keys: %s" % ", ".join(sorted(TOP_KEYS)))
     version = doc.get("version", 1)
     if version != 1 or isinstance(version, bool):
         raise QosPlanError("version %r is not supported (this rocetune reads version 1)" % (version,))
@@ -154,7 +155,8 @@ def _fabric(node):
         raise QosPlanError("fabric: expected a mapping with tiers, rail_optimised, ecmp")
     extra = sorted(str(k) for k in node if k not in FABRIC_KEYS)
     if extra:
-        raise QosPlanError("fabric: unknown key(s) %s" % ", ".join(extra), hint="known keys: %s" % ", ".join(FABRIC_KEYS))
+        raise QosPlanError("fabric: unknown key(s) %s" % ", ".join(extra),
+                           hint="known keys: %s" % ", ".join(FABRIC_KEYS))
     tiers = node.get("tiers")
     if tiers is not None:
         tiers = _int_in(tiers, 1, MAX_TIERS, "fabric.tiers")
@@ -179,7 +181,8 @@ def _buffer(node, lossless):
         raise QosPlanError("buffer: expected a mapping with cable_length, prio_buffer, buffer_size")
     extra = sorted(str(k) for k in node if k not in BUFFER_KEYS)
     if extra:
-        raise QosPlanError("buffer: unknown key(s) %s" % ", ".join(extra), hint="known keys: %s" % ", ".join(BUFFER_KEYS))
+        raise QosPlanError("buffer: unknown key(s) %s" % ", ".join(extra),
+                           hint="known keys: %s" % ", ".join(BUFFER_KEYS))
     if all(node.get(k) is None for k in BUFFER_KEYS):
         raise QosPlanError("buffer: states none of %s (leave the section out instead)" % ", ".join(BUFFER_KEYS))
     cable = node.get("cable_length")

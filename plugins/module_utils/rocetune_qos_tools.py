@@ -116,7 +116,7 @@ def parse_dcb_buffer(text):
     try:
         doc = json.loads(text or "")
     except ValueError:
-        raise QosOutputError("dcb -j buffer show: not JSON: %r" % (text or "")[:80])
+        raise QosOutputError("dcb -j buffer show: not JSON: %r" % (text or "")[:80]) from None
     if isinstance(doc, list) and len(doc) == 1:
         doc = doc[0]
     if not isinstance(doc, dict):

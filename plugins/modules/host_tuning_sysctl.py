@@ -76,9 +76,18 @@ unsupported:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.host_tuning_sysctl_state import (
-    CHANGED, apply, file_content, invalid_entries, plan, unsupported_message
+    CHANGED,
+    apply,
+    file_content,
+    invalid_entries,
+    plan,
+    unsupported_message,
 )
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
+    FileTargetError,
+    apply_changes,
+    plan_files,
+)
 
 
 def main():

@@ -95,10 +95,16 @@ pending:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
 from ansible_collections.rocetune.fabric.plugins.module_utils.nic_firmware_state import (
-    FirmwareError, check_settings, device_plan, devices_of, diff_lines, query_argv, set_argv
+    FirmwareError,
+    check_settings,
+    device_plan,
+    devices_of,
+    diff_lines,
+    query_argv,
+    set_argv,
 )
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
 
 _MARKER = "*** System restart required ***\n"
 
@@ -197,7 +203,7 @@ def write_marker(module, marker, result):
     try:
         with open(marker, "w") as fh:
             fh.write(_MARKER)
-    except (IOError, OSError) as exc:
+    except OSError as exc:
         module.fail_json(msg="%s: %s" % (marker, exc), **result)
     result["changed"] = True
 

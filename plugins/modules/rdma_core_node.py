@@ -96,9 +96,18 @@ os_family:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_node_state import (
-    PEERMEM_UNUSABLE, boot_modules, builtin_modules, missing_modules, wanted_files, wanted_modules
+    PEERMEM_UNUSABLE,
+    boot_modules,
+    builtin_modules,
+    missing_modules,
+    wanted_files,
+    wanted_modules,
 )
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
+    FileTargetError,
+    apply_changes,
+    plan_files,
+)
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
 
 

@@ -67,10 +67,15 @@ driver_restart:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import read_text
 from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_ofed import (
-    OfedMismatch, check_kernel, check_tarball, driver_restart, parse_ofed_info, parse_os_release
+    OfedMismatch,
+    check_kernel,
+    check_tarball,
+    driver_restart,
+    parse_ofed_info,
+    parse_os_release,
 )
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import read_text
 
 
 def main():

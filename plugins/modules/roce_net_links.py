@@ -104,12 +104,23 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric import (
-    arp_sysctl_file, arp_sysctls, networkd_dropin, networkd_file, plan_links, udev_rule
+    arp_sysctl_file,
+    arp_sysctls,
+    networkd_dropin,
+    networkd_file,
+    plan_links,
+    udev_rule,
+)
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
+    FileTargetError,
+    apply_changes,
+    plan_files,
+    read_text,
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import (
-    interface_name_problems, read_connection_interfaces
+    interface_name_problems,
+    read_connection_interfaces,
 )
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files, read_text
 
 SYS_NET = "/sys/class/net"
 MIN_ROCE_MTU = 4200  # RoCE's largest path MTU (4096) plus its headers
@@ -247,7 +258,7 @@ def apply_links(module, ip, mtu, plan, nm_changes, sysctl_writes, result):
         try:
             with open(path, "w") as fh:
                 fh.write(value + "\n")
-        except (IOError, OSError) as exc:
+        except OSError as exc:
             module.fail_json(msg="%s = %s: %s" % (key, value, exc), **result)
 
 

@@ -60,7 +60,9 @@ EXAMPLES = r"""
     host: "{{ inventory_hostname }}"
     interfaces: "{{ links['interfaces'] }}"
     peer_names: "{{ ansible_play_hosts | difference([inventory_hostname]) }}"
-    peer_results: "{{ ansible_play_hosts | difference([inventory_hostname]) | map('extract', hostvars, 'links') | list }}"
+    peer_results: >-
+      {{ ansible_play_hosts | difference([inventory_hostname])
+      | map('extract', hostvars, 'links') | list }}
     mtu: 9000
 """
 
@@ -78,7 +80,12 @@ failed_pairs:
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric import pair_message, path_pairs, ping_size, ping_verdict
+from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric import (
+    pair_message,
+    path_pairs,
+    ping_size,
+    ping_verdict,
+)
 
 
 def main():

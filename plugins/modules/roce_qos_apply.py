@@ -137,16 +137,31 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import (
+    NotSupported,
+    QosError,
+    desired,
+    driver_of,
+    interface_plan,
+    load_plan,
+    parse_plan,
+    pick_backend,
+    rdma_cm_writes,
+    rdma_ports,
+    traffic_class,
+    write_value,
+)
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
+    FileTargetError,
+    apply_changes,
+    plan_files,
+)
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import read_text as read
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import (
-    interface_name_problems, read_connection_interfaces
+    interface_name_problems,
+    read_connection_interfaces,
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
-from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import (
-    NotSupported, QosError, desired, driver_of, interface_plan, load_plan, parse_plan,
-    pick_backend, rdma_cm_writes, rdma_ports, traffic_class, write_value
-)
 
 
 def plan_files_wanted(plan_file, plan_content):
@@ -335,7 +350,7 @@ def apply_steps(module, run, steps, cm_writes, result):
     for path, value in cm_writes:
         try:
             write_value(path, value)
-        except (IOError, OSError) as exc:
+        except OSError as exc:
             errors.append("%s: %s (is configfs mounted and rdma_cm loaded?)" % (path, exc))
     if errors:
         module.fail_json(msg="; ".join(errors), **result)

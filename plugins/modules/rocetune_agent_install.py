@@ -89,9 +89,18 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_agent_tree import (
-    TreeError, add_cache_tag, find_tree, launcher_text, launcher_tree, python_facts, read_stamp,
-    read_text, remove_tree, unpack, write_launcher)
-
+    TreeError,
+    add_cache_tag,
+    find_tree,
+    launcher_text,
+    launcher_tree,
+    python_facts,
+    read_stamp,
+    read_text,
+    remove_tree,
+    unpack,
+    write_launcher,
+)
 
 # Where the role copies the zip when this module asks for it (private to root, inside lib_dir).
 INCOMING = ".incoming"
@@ -103,7 +112,7 @@ def sha256_of(path):
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
-    except (IOError, OSError):
+    except OSError:
         return None
     return digest.hexdigest()
 
@@ -153,7 +162,7 @@ def main():
             module.fail_json(msg="the transferred agent %s does not have sha256 %s" % (p["src"], p["sha256"]))
         try:
             tree = unpack(p["src"], p["lib_dir"], p["sha256"], p["python"], facts["cache_tag"])
-        except (TreeError, OSError, IOError) as exc:
+        except (TreeError, OSError) as exc:
             module.fail_json(msg="cannot install the agent in %s: %s" % (p["lib_dir"], exc))
         changes.append("unpacked and compiled in %s" % tree)
         if os.path.dirname(os.path.abspath(p["src"])) == os.path.join(os.path.abspath(p["lib_dir"]), INCOMING):
@@ -182,7 +191,7 @@ def main():
     if changes and not module.check_mode:
         try:
             write_launcher(p["dest"], want, mode)
-        except (TreeError, OSError, IOError) as exc:
+        except (TreeError, OSError) as exc:
             module.fail_json(msg="cannot write %s: %s" % (p["dest"], exc))
         old = launcher_tree(have)
         if old and os.path.normpath(old) != os.path.normpath(tree) and remove_tree(p["lib_dir"], old):

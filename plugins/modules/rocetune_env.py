@@ -163,7 +163,11 @@ import subprocess
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
+    FileTargetError,
+    apply_changes,
+    plan_files,
+)
 
 WANTED_BY = "multi-user.target"
 # The first line of the files this module writes from the role's variables: a file without it is
@@ -203,7 +207,8 @@ def run_agent(module, argv, timeout):
 def run_agent_named(module, argv, timeout, given):
     """run_agent, with the private copies named in any message as the variables they hold."""
     names = {path: "%s (the role's %s)" % (option.lstrip("-").replace("-", "_"),
-                                           "rocetune_env_expect" if option == "--expect" else "rocetune_env_doctor_config")
+                                           "rocetune_env_expect" if option == "--expect"
+                                           else "rocetune_env_doctor_config")
              for option, path in given.items() if path != os.devnull}
     real_fail = module.fail_json
 
@@ -258,7 +263,7 @@ def managed_file(path, content):
     try:
         with open(path, "rb") as fh:
             ours = fh.read(len(MANAGED_HEADER)).decode("utf-8", "replace") == MANAGED_HEADER
-    except (IOError, OSError):
+    except OSError:
         ours = False
     return [], [], [path] if ours else []
 
@@ -298,7 +303,7 @@ def apply_side_files(module, planned):
     if not changed or module.check_mode:
         return
     systemd = os.path.isdir("/run/systemd/system")
-    for path, is_unit, dummy, present, changes, dummy2 in changed:
+    for path, is_unit, _dummy, present, changes, _dummy2 in changed:
         if is_unit and not present and systemd and path.endswith(".timer"):
             module.run_command(["systemctl", "stop", os.path.basename(path)])
         apply_changes(changes)
@@ -306,7 +311,7 @@ def apply_side_files(module, planned):
         rc, dummy, err = module.run_command(["systemctl", "daemon-reload"])
         if rc != 0:
             module.fail_json(msg="systemctl daemon-reload failed: %s" % err.strip())
-        for path, is_unit, dummy, present, dummy2, dummy3 in changed:
+        for path, is_unit, dummy, present, _dummy2, _dummy3 in changed:
             if is_unit and present and path.endswith(".timer"):
                 rc, dummy, err = module.run_command(["systemctl", "start", os.path.basename(path)])
                 if rc != 0:
@@ -388,7 +393,7 @@ def main():
     diffs += [{"before_header": w["backup"], "after_header": w["backup"], "before": "",
                "after": w["before"]} for w in writes if w["changed"] and w["backup"]]
     apply_side_files(module, planned)
-    for path, dummy, dummy2, dummy3, changes, side_diffs in planned:
+    for path, _dummy, _dummy2, _dummy3, changes, side_diffs in planned:
         if changes or path == p["unit_path"]:
             results.append({"path": path, "changed": bool(changes), "backup": None})
         diffs += side_diffs

@@ -39,6 +39,11 @@ sys.exit(main())
 _KEEP = (".py", ".json")  # modules and their package data (nccl/data, model/data)
 
 
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 def _package_files(package_dir: str, arcbase: str) -> Iterator[Tuple[str, str]]:
     for dirpath, dirnames, filenames in os.walk(package_dir):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -86,7 +91,7 @@ def build(package_dir: Optional[str] = None, python: Optional[str] = None) -> by
     buf = io.BytesIO()
     buf.write(shebang(python))
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for arcname, data in [("__main__.py", _MAIN)] + [(a, open(p, "rb").read()) for p, a in entries]:
+        for arcname, data in [("__main__.py", _MAIN)] + [(a, _read_bytes(p)) for p, a in entries]:
             info = zipfile.ZipInfo(arcname, _EPOCH)
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
+from .envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
 from .errors import ExitCode, RocetuneError
 from .hostfs import HostRoot
 from .model.features import load as load_features_file
@@ -21,7 +22,6 @@ from .probe import collect_features
 from .rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
 
 DEFAULT_ENV_DIR = os.path.dirname(DEFAULT_TOPO_PATH)
-from .envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .model.expect import Expectations
@@ -72,7 +72,7 @@ def qos_plan(root: str, path: Optional[str] = None, fallback: bool = True) -> Op
     return load_text(text, where)
 
 
-def expectations(root: str, path: Optional[str] = None) -> Optional["Expectations"]:
+def expectations(root: str, path: Optional[str] = None) -> Optional[Expectations]:
     """--expect FILE, else /etc/rocetune/expect.yml under the root, else None (nothing declared)."""
     from .model import expect
 
@@ -159,7 +159,7 @@ class PlanRequest:
     def qos(self) -> QosPlan:
         return qos_plan(self.root, self.qos_path)
 
-    def expect(self) -> Optional["Expectations"]:
+    def expect(self) -> Optional[Expectations]:
         return expectations(self.root, self.expect_path)
 
 

@@ -35,7 +35,7 @@ class Recorder:
         self.present: Set[str] = set()  # paths whose existence mattered, not their content
         self.dirs: Dict[str, List[str]] = {}
         self.links: Set[str] = set()
-        self.commands: Dict[str, "CommandResult"] = {}
+        self.commands: Dict[str, CommandResult] = {}
         self.blobs: Dict[str, bytes] = {}  # host path -> binary content read (ld.so.cache)
         self.strings: Dict[str, str] = {}  # host path -> what scan() found inside it
         self.environ: Dict[str, str] = {}  # variable -> value, for those the probe read and found set
@@ -723,7 +723,7 @@ class ProbeContext:
         self.runner = runner if runner is not None else runner_for(root)
         self.status = SourceStatus()
 
-    def for_source(self) -> "ProbeContext":
+    def for_source(self) -> ProbeContext:
         return ProbeContext(self.root, self.runner)
 
     def warn(self, message: str) -> None:

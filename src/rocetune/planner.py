@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def build_plan(features: dict, overrides: Optional[Overrides] = None,
                qos: Optional[QosPlan] = None, local_rank: Optional[int] = None,
-               topo_path: Optional[str] = None, expect: Optional["Expectations"] = None) -> Plan:
+               topo_path: Optional[str] = None, expect: Optional[Expectations] = None) -> Plan:
     """Run every rule over `features` and return the Plan (see the module docstring).
 
     `topo_path` is where the NCCL topology XML will live when a rule generates one (the env
@@ -75,7 +75,7 @@ def build_plan(features: dict, overrides: Optional[Overrides] = None,
     return plan
 
 
-def _hold_to(plan: Plan, features: dict, expect: "Expectations", ctx: RuleContext) -> None:
+def _hold_to(plan: Plan, features: dict, expect: Expectations, ctx: RuleContext) -> None:
     """The plan as made, held to what the node should be: a rail the selector dropped, a
     traffic class the NICs no longer give, a version that moved are findings of the plan."""
     from .analysis.expect import exact_names, node_facts

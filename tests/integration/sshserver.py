@@ -28,7 +28,7 @@ def fake_rocetune(bin_dir: Path, probe: Optional[Path] = None, doctor: Optional[
 
 
 class _Interface(paramiko.ServerInterface):
-    def __init__(self, server: "SSHServer"):
+    def __init__(self, server: SSHServer):
         self.server = server
 
     def get_allowed_auths(self, username):

@@ -4,13 +4,12 @@ follow the `<role>_*` / `__<role>_*` conventions). No hosts needed."""
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -176,7 +175,7 @@ def test_readme_variable_tables_are_generated_from_the_specs():
 def _pack(out_dir: Path) -> dict:
     import json
     proc = subprocess.run([sys.executable, "-m", "rocetune.agentpack", "--out-dir", str(out_dir)],
-                          cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -190,7 +189,7 @@ def test_agent_pack_is_deterministic_and_runs_without_the_venv(tmp_path):
     # The system python3, no venv, no site packages of ours: the zip alone plans an env.
     fixture = REPO / "tests" / "fixtures" / "hosts" / "oci-a100-v2"
     proc = subprocess.run(["/usr/bin/python3", "-S", first["path"], "--root", str(fixture), "env"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                          capture_output=True, text=True, timeout=120,
                           env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
     assert proc.returncode == 0, proc.stderr
     assert "export NCCL_IB_HCA=" in proc.stdout

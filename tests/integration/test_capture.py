@@ -6,7 +6,6 @@ import tarfile
 import pytest
 
 from rocetune.probe.capture import build_tar, record
-
 from tests.integration.clirun import features_of, rocetune
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hosts")

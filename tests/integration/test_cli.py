@@ -7,7 +7,6 @@ import pytest
 from rocetune import __version__
 from rocetune.cli import main as cli_main
 from rocetune.errors import ExitCode
-
 from tests.integration.clirun import no_traceback, rocetune, rocetune_json
 
 

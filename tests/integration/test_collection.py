@@ -76,6 +76,16 @@ def test_the_built_collection_holds_the_roles_and_plugins_and_nothing_of_the_pyt
         assert not (root / absent).exists(), absent
 
 
+def test_what_git_ignores_at_the_top_the_collection_build_ignores_too():
+    """A tool's cache left in the checkout (.ruff_cache holds binary files) must not reach the
+    built collection, where ansible-test sanity reads every file."""
+    ignored = yaml.safe_load((REPO / "galaxy.yml").read_text())["build_ignore"]
+    top = [ln.strip().strip("/") for ln in (REPO / ".gitignore").read_text().splitlines()
+           if ln.startswith("/.") or ln.startswith("/build") or ln.startswith("/dist")]
+    assert {".ruff_cache", ".mypy_cache", ".pytest_cache", ".venv"} <= set(top)
+    assert [name for name in top if name not in ignored] == []
+
+
 def test_a_fresh_project_finds_every_module_and_role_by_fqcn(installed, tmp_path):
     colls, _ = installed
     env = clean_env(ANSIBLE_COLLECTIONS_PATH=str(colls))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from rocetune.planner import build_plan
 from rocetune.probe.collect import collect_features
-
 from tests.fixtures.roots import root_of
 
 

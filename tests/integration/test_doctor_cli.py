@@ -4,7 +4,6 @@ with its fix, and the exit code tells a prolog failure (1), warnings (5) and cle
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -25,7 +24,7 @@ ROLES_FILES = {  # what the rdma_core role writes (plugins/module_utils/rdma_cor
 def test_every_fixture_host_gets_a_report(host):
     proc = rocetune("--root", str(HOSTS / host), "doctor")
     assert no_traceback(proc) and proc.returncode in (0, 1, 5), proc.stderr
-    assert f"failure(s)" in proc.stdout.splitlines()[-1]
+    assert "failure(s)" in proc.stdout.splitlines()[-1]
 
 
 @pytest.fixture

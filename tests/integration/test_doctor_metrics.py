@@ -60,7 +60,7 @@ def exporter(tmp_path):
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"node_exporter did not start: {proc.stderr.read().decode()[-500:]}")
+                    raise AssertionError(f"node_exporter did not start: {proc.stderr.read().decode()[-500:]}") from None
                 time.sleep(0.1)
         yield textdir, port
     finally:

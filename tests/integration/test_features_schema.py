@@ -9,7 +9,7 @@ import json
 import random
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 HOSTS = sorted(p.name for p in (REPO / "tests" / "fixtures" / "hosts").iterdir() if p.is_dir())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _features(host: str) -> str:
     return json.dumps(collect_features(str(REPO / "tests" / "fixtures" / "hosts" / host)))
 
@@ -169,8 +169,8 @@ def test_the_packed_agent_checks_a_features_file_with_the_schema_it_carries(tmp_
     for name, doc in (("good", good), ("bad", bad)):
         (tmp_path / f"{name}.json").write_text(json.dumps(doc))
         runs[name] = subprocess.run(["/usr/bin/python3", "-S", str(agent), "env", "--features",
-                                     str(tmp_path / f"{name}.json")], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, timeout=120,
+                                     str(tmp_path / f"{name}.json")], capture_output=True,
+                                    text=True, timeout=120,
                                     env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
     assert runs["good"].returncode == 0, runs["good"].stderr
     assert "export NCCL_IB_HCA=" in runs["good"].stdout

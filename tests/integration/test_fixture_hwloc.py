@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -92,7 +93,7 @@ def test_hwloc_agrees_with_spec(name):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if "soft_rdma" in open(os.path.join(SPECS, n + ".yml")).read()])
+@pytest.mark.parametrize("name", [n for n in NAMES if "soft_rdma" in Path(SPECS, n + ".yml").read_text()])
 def test_hwloc_leaves_virtual_rdma_alone(name):
     """Soft-RoCE devices live in /sys/devices/virtual: hwloc attaches them to no PCI device."""
     with open(os.path.join(SPECS, name + ".yml"), encoding="utf-8") as fh:

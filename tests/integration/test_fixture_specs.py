@@ -197,7 +197,7 @@ class SysfsPci:
 def parse_matrix(text: str) -> Tuple[List[str], Dict[str, Dict[str, str]], Dict[str, Tuple[str, str]], Dict[str, str]]:
     """Minimal `nvidia-smi topo -m` reader: columns, cells, GPU affinities, NIC legend."""
     lines = ANSI_RE.sub("", text).splitlines()
-    header = next(l for l in lines if l.strip().startswith("GPU0"))
+    header = next(line for line in lines if line.strip().startswith("GPU0"))
     cols = [c for c in re.split(r"\s+", header.strip()) if re.fullmatch(r"(GPU|NIC)\d+", c)]
     cells: Dict[str, Dict[str, str]] = {}
     aff: Dict[str, Tuple[str, str]] = {}
@@ -333,13 +333,13 @@ def test_net_interfaces_match_ip_addr_recording(name):
     if text is None:
         return
     links = json.loads(text)
-    names = sorted(l["ifname"] for l in links)
+    names = sorted(link["ifname"] for link in links)
     assert names == sorted(os.listdir(os.path.join(root, "sys/class/net")))
-    for l in links:
-        d = os.path.join(root, "sys/class/net", l["ifname"])
-        assert int(read(d, "mtu")) == l["mtu"]
-        assert int(read(d, "ifindex")) == l["ifindex"]
-        assert read(d, "address").strip() == l["address"]
+    for link in links:
+        d = os.path.join(root, "sys/class/net", link["ifname"])
+        assert int(read(d, "mtu")) == link["mtu"]
+        assert int(read(d, "ifindex")) == link["ifindex"]
+        assert read(d, "address").strip() == link["address"]
 
 
 AUX_HOSTS = [n for n in HOST_NAMES if any(d.get("pf") or d.get("soft") for d in rdma_specs(load_spec(n)).values())]

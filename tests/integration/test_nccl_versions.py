@@ -11,7 +11,6 @@ import shutil
 import pytest
 
 from rocetune.probe.parsers.ld_so_cache import build as build_cache
-
 from tests.fixtures.hostspec import elf_shared_object
 from tests.fixtures.roots import root_of
 from tests.integration.clirun import rocetune, rocetune_json

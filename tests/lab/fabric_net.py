@@ -24,7 +24,7 @@ def fabric_ip(host_ip: str) -> str:
     return f"{FABRIC_NET}.{host_ip.rsplit('.', 1)[1]}"
 
 
-def add(info: "lab.LabInfo") -> None:
+def add(info: lab.LabInfo) -> None:
     ns = lab.FABRIC_NS
     _ip("-n", ns, "link", "add", FABRIC_BRIDGE, "mtu", "9216", "type", "bridge", "stp_state", "0", "forward_delay", "0")
     _ip("-n", ns, "link", "set", FABRIC_BRIDGE, "up")
@@ -36,7 +36,7 @@ def add(info: "lab.LabInfo") -> None:
         _ip("-n", host_ns, "addr", "add", f"{fabric_ip(ip)}/24", "dev", FABRIC_IF)
 
 
-def remove(info: "lab.LabInfo") -> None:
+def remove(info: lab.LabInfo) -> None:
     for name, _ in info.hosts:
         subprocess.run(["ip", "-n", lab.FABRIC_NS, "link", "del", f"rtl-f-{name}"], stderr=subprocess.DEVNULL)
     subprocess.run(["ip", "-n", lab.FABRIC_NS, "link", "del", FABRIC_BRIDGE], stderr=subprocess.DEVNULL)

@@ -993,8 +993,7 @@ def run_on(host: str, cmd: Union[str, Sequence[str]], check: bool = True,
     """
     remote = cmd if isinstance(cmd, str) else shlex.join(cmd)
     argv = ssh_command(_resolve(host)) + ["--", remote]
-    proc = subprocess.run(argv, input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         tail = _last_line(proc.stderr) or _last_line(proc.stdout)
         raise LabError(f"{host}: `{remote}` exited {proc.returncode}: {tail}")

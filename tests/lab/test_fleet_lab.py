@@ -104,8 +104,8 @@ def test_both_gathering_paths_name_the_same_odd_hosts(lab_exclusive, tmp_path):
         [sys.executable, "-m", "rocetune", "--json", "fleet", "gather", *[ip for _, ip in info.hosts],
          "-o", str(paramiko_dir), "--identity", str(info.key), "--known-hosts", str(known_hosts), "--user", "root",
          "--timeout", "60", "--command", "/etc/rocetune-lab/rocetune"],
-        env=dict(os.environ, PYTHONPATH=str(REPO / "src"), HOME=str(tmp_path)), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, timeout=600)
+        env=dict(os.environ, PYTHONPATH=str(REPO / "src"), HOME=str(tmp_path)), capture_output=True,
+        text=True, timeout=600)
     assert gather.returncode == 1 and "Traceback" not in gather.stderr, gather.stderr
     common = (f"-o UserKnownHostsFile={known_hosts} -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes")
     play = subprocess.run(

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab import lab
-from tests.lab.site_fixtures import (CONNECT_TIMEOUT, REPO, ansible_env, parse_env_file, parse_recap,
-                                     run_playbook, tool)
+from tests.lab.site_fixtures import CONNECT_TIMEOUT, REPO, ansible_env, parse_env_file, parse_recap, run_playbook, tool
 
 ENV_FILE = "/etc/rocetune/nccl.env"
 NCCL_CONF = "/etc/nccl.conf"

@@ -303,7 +303,7 @@ def test_capture_replays_to_the_same_features(vms, probed, tmp_path):
     proc = subprocess.run(f"{sys.executable} -m rocetune probe --root {root} {_json_flag()}",
                           shell=True, env={"PYTHONPATH": str(REPO / "src"),
                                            "PATH": "/usr/bin:/bin"},
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     replay = json.loads(proc.stdout)["data"]["features"]
     assert replay["verbs"].pop("via") == "ibv_devinfo"
@@ -365,7 +365,7 @@ def fleet_validate(vms, tmp: Path, *args: str) -> tuple:
             "--command", f"cd / && PYTHONPATH={SRC}/src python3 -m rocetune", "--timeout", "240",
             "--seconds", "3", "-o", str(out), *args]
     proc = subprocess.run(argv, env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin", "HOME": str(tmp)},
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(out.read_text()), tmp
 

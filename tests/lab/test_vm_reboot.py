@@ -390,7 +390,7 @@ def test_both_gathering_paths_see_the_tuned_vms_alike(rebooted, tmp_path):
                              str(lab.VM_INVENTORY), "-o", str(gather_dir), "--known-hosts",
                              str(vm.current().known_hosts), "--timeout", "300"],
                             env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900)
+                            capture_output=True, text=True, timeout=900)
     assert gather.returncode == 0, gather.stdout[-2000:] + gather.stderr[-2000:]
     reports = []
     for directory in (play_dir, gather_dir):

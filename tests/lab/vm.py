@@ -155,9 +155,7 @@ def _vm_pids() -> Set[int]:
         if pid == me:
             continue
         args = _cmdline(pid)
-        if any(a.startswith("rtvlab-vm") or marker in a for a in args):
-            found.add(pid)
-        elif "http.server" in args and any(a.startswith(cache) for a in args):
+        if any(a.startswith("rtvlab-vm") or marker in a for a in args) or "http.server" in args and any(a.startswith(cache) for a in args):
             found.add(pid)
     return found
 
@@ -499,7 +497,7 @@ def _build_network(info: VMInfo) -> None:
     lab._ip("addr", "add", f"{info.controller_ip}/{MGMT_NET.prefixlen}", "dev", CONTROLLER_IF)
     lab._ip("link", "set", CONTROLLER_IF, "up")
     Path(f"/proc/sys/net/ipv4/conf/{CONTROLLER_IF}/forwarding").write_text("0\n")
-    for i, name in enumerate(info.names, start=1):
+    for i, _name in enumerate(info.names, start=1):
         for tap, bridge, mtu in _taps(i):
             _ipn("tuntap", "add", "dev", tap, "mode", "tap")
             _ipn("link", "set", tap, "mtu", str(mtu), "master", bridge, "up")
@@ -511,8 +509,7 @@ def _taps(i: int) -> List[Tuple[str, str, int]]:
 
 
 def _start_repo_server(img: vm_image.Image) -> None:
-    log = open(STATE_DIR / "repo.log", "wb")
-    with log:
+    with open(STATE_DIR / "repo.log", "wb") as log:
         subprocess.Popen([sys.executable, "-m", "http.server", "--bind", CONTROLLER_IP,
                           "--directory", str(img.repo), str(REPO_PORT)],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log,
@@ -676,8 +673,7 @@ def run_on(host: str, cmd: Union[str, Sequence[str]], check: bool = True, timeou
     """Run a command on a VM over ssh (strict host keys); like ``lab.run_on``."""
     remote = cmd if isinstance(cmd, str) else shlex.join(cmd)
     argv = ssh_command(host) + ["--", remote]
-    proc = subprocess.run(argv, input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         tail = lab._last_line(proc.stderr) or lab._last_line(proc.stdout)
         raise lab.LabError(f"{host}: `{remote}` exited {proc.returncode}: {tail}")
@@ -693,8 +689,8 @@ def copy_to(host: str, local: Union[str, Path], remote: str, timeout: float = 30
                             "--exclude=__pycache__", local.name], stdout=subprocess.PIPE)
     argv = ssh_command(host) + ["--", f"mkdir -p {shlex.quote(remote)} && "
                                       f"tar -C {shlex.quote(remote)} -xf -"]
-    proc = subprocess.run(argv, stdin=tar.stdout, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=timeout)
+    proc = subprocess.run(argv, stdin=tar.stdout, capture_output=True,
+                          text=True, timeout=timeout)
     tar.stdout.close()
     tar.wait()
     if proc.returncode != 0 or tar.returncode != 0:

@@ -373,7 +373,7 @@ def _build_torch_disk(key: str, path: Path, meta: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.run([str(VENV / "bin/python"), "-c", TORCH_IMPORTS, str(port)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise lab.LabError(f"torch disk: the venv's torch does not run a Gloo process group: "
                            f"{lab._last_line(proc.stderr)}")
@@ -407,7 +407,7 @@ def _build_torch_disk(key: str, path: Path, meta: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.run([str(stage / "bin/python3"), "-S", "-c", TORCH_IMPORTS, str(port)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         lab._safe_rmtree(build)
         raise lab.LabError(f"torch disk: the staged tree does not run the Gloo job's imports "

@@ -6,18 +6,16 @@ import json
 
 import pytest
 
-from rocetune.model.qos import load_text
-
 import rocetune.cli.verbs as verbs
 from rocetune.cli.main import main
+from rocetune.envfiles.write import render
+from rocetune.hostfs import HostRoot
+from rocetune.model.qos import load_text
 from rocetune.nccl.conf import conf_values, effective
 from rocetune.nccl.conf import layers as effective_layers
-from rocetune.hostfs import HostRoot
 from rocetune.planner import build_plan
-from rocetune.envfiles.write import render
 
 from .rules.featurekit import rail_host
-
 
 QOS_TEXT = "data:\n  dscp: 26\n  priority: 3\n"
 

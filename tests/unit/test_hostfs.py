@@ -3,8 +3,7 @@ import os
 import pytest
 
 from rocetune.errors import HostReadError
-from rocetune.hostfs import (HostRoot, ProbeContext, RecordedRunner, Recorder, recording_name)
-
+from rocetune.hostfs import HostRoot, ProbeContext, RecordedRunner, Recorder, recording_name
 from tests.unit.treekit import Dir, Link, make
 
 

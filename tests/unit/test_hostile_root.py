@@ -12,7 +12,6 @@ import pytest
 from rocetune.errors import HostReadError
 from rocetune.hostfs import HostRoot, RecordedRunner
 from rocetune.probe.collect import collect_features
-
 from tests.unit.treekit import Dir, Link, make
 
 SECRET = "NCCL_IB_HCA=stolen-from-outside\n"

@@ -6,15 +6,16 @@ from __future__ import annotations
 import glob
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 import rocetune.cli.verbs as verbs
 from rocetune.cli.main import main
-from rocetune.planner import build_plan
-from rocetune.model.qos import default_plan
 from rocetune.envfiles.write import render
 from rocetune.lint.checks import HostNames, lint_text
+from rocetune.model.qos import default_plan
+from rocetune.planner import build_plan
 
 from .rules.featurekit import rail_host
 
@@ -53,10 +54,10 @@ def test_published_expert_settings_lint_without_errors(path):
 
 
 def test_expert_oddities_are_understood_not_flagged():
-    conf = open([p for p in EXPERT if p.endswith("oci-bm-gpu-h100-8/expert-nccl.conf")][0]).read()
+    conf = Path([p for p in EXPERT if p.endswith("oci-bm-gpu-h100-8/expert-nccl.conf")][0]).read_text()
     f = one(conf, "dynamic-value", "nccl.conf")
     assert "NCCL_NET_PLUGIN" in f.message and "template" in f.message
-    foundry = open([p for p in EXPERT if "llm-foundry" in p][0]).read()
+    foundry = Path([p for p in EXPERT if "llm-foundry" in p][0]).read_text()
     _, found = lint_text(foundry, "launch.sb")
     assert not [x for x in found if x.key == "NCCL_P2P_NET_CHUNKSIZE"]  # $((512 * 1024)) = 524288
 

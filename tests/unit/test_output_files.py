@@ -8,6 +8,7 @@ import errno
 import os
 import socket
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -57,10 +58,10 @@ def test_fifo_socket_directory_and_link_targets_are_refused(tmp_path):
         fh.write("SECRET=1\n")
     os.symlink(victim, link)
     for path, kind in ((fifo, "a FIFO"), (sock, "a socket"), (directory, "a directory"), (link, "a symbolic link")):
-        refused(lambda: read_old(path), kind)  # O_NONBLOCK: the FIFO does not hang
-        refused(lambda: write_files([Target(path, b"x")]), kind)
+        refused(lambda path=path: read_old(path), kind)  # O_NONBLOCK: the FIFO does not hang
+        refused(lambda path=path: write_files([Target(path, b"x")]), kind)
     server.close()
-    assert open(victim).read() == "SECRET=1\n" and os.path.islink(link)
+    assert Path(victim).read_text() == "SECRET=1\n" and os.path.islink(link)
     assert sorted(os.listdir(tmp_path)) == ["dir", "fifo", "link", "sock", "victim"]
 
 

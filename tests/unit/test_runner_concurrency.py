@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from rocetune.hostfs import (HostRoot, LiveRunner, RecordedRunner, Recorder, close_runner,
-                             recording_name, start_commands)
+from rocetune.hostfs import HostRoot, LiveRunner, RecordedRunner, Recorder, close_runner, recording_name, start_commands
 from rocetune.probe.sources import gpu
 
 SLOW = 0.4

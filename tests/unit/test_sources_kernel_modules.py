@@ -3,7 +3,6 @@ without initstate) or modules.builtin; both are present, only loaded ones are in
 
 from rocetune.hostfs import HostRoot, ProbeContext
 from rocetune.probe.sources import kernel
-
 from tests.unit.treekit import Dir, make
 
 # The H100 host's kernel (6.18.44-fc): mlx5 and ib_core built in, the NVIDIA driver loadable.

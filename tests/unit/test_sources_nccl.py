@@ -10,7 +10,6 @@ from rocetune.hostfs import HostRoot, ProbeContext
 from rocetune.probe.capture import build_tar, record
 from rocetune.probe.parsers.ld_so_cache import build as build_cache
 from rocetune.probe.sources import nccl_libs
-
 from tests.fixtures.hostspec import elf_shared_object
 from tests.unit.treekit import Dir, Link, make
 

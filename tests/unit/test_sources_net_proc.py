@@ -10,7 +10,6 @@ import pytest
 from rocetune.hostfs import HostRoot, ProbeContext
 from rocetune.probe.collect import collect_features
 from rocetune.probe.sources import net
-
 from tests.fixtures.roots import root_of
 from tests.unit.rules.featurekit import plan_of
 from tests.unit.treekit import make

@@ -10,10 +10,9 @@ values stated here. The rxe tree uses the names of drivers/infiniband/sw/rxe/rxe
 import shutil
 from pathlib import Path
 
-from rocetune.hostfs import HostRoot, ProbeContext, Recorder, RecordedRunner
+from rocetune.hostfs import HostRoot, ProbeContext, RecordedRunner, Recorder
 from rocetune.model.nic_counters import HW_COUNTERS, SNAPSHOT_KIND, validate_snapshot
 from rocetune.probe.sources import nic_counters
-
 from tests.unit.treekit import Dir, make
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nic_counters"

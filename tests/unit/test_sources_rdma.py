@@ -2,7 +2,6 @@ import pytest
 
 from rocetune.hostfs import HostRoot, ProbeContext
 from rocetune.probe.sources import rdma
-
 from tests.unit.treekit import Link, make
 
 PORT = "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/infiniband/mlx5_0/ports/1"

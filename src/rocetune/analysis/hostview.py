@@ -621,7 +621,7 @@ class HostView:
         when that GPU has no other rail of its own (the rail is there and broken), else a doubt
         (a spare port of a dual-port NIC, say)."""
         covered = {g for p in pool for g in p.local_gpus}
-        for p, why in list(said.excluded):
+        for p, _why in list(said.excluded):
             if not p.gpu_local or p.function == "software":
                 continue
             down = p.state != "ACTIVE"
@@ -727,7 +727,7 @@ class HostView:
         return [p for r, p in known if r == best]
 
 
-def _gpus_in(port_name: str, view: "HostView") -> List[int]:
+def _gpus_in(port_name: str, view: HostView) -> List[int]:
     return next((p.local_gpus for p in view.ports() if p.name == port_name), [])
 
 

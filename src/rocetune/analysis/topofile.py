@@ -27,12 +27,11 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import __version__
 from ..model.vocab import GPU_LOCAL, natural_key
-from ..nccl.topo import (GPU_CLASS, NIC_CLASS, Endpoint, Group, TopologyError, TopoNode,
-                         build_system, nccl_link_speed)
+from ..nccl import topo_requirements
+from ..nccl.topo import GPU_CLASS, NIC_CLASS, Endpoint, Group, TopologyError, TopoNode, build_system, nccl_link_speed
 from ..nccl.topo_cpu import cpu_attrs
 from ..nccl.topo_paths import gpu_nic_paths
 from ..nccl.topo_read import from_nodes
-from ..nccl import topo_requirements
 
 
 @dataclass
@@ -275,7 +274,7 @@ def _bridge_link(pci: dict, bdfs: List[str]) -> Tuple[str, int]:
             widths.append(int(w))
     if not speeds:
         for d in pci.values():
-            s = nccl_link_speed(((d.get("link") or {}).get("max_speed")))
+            s = nccl_link_speed((d.get("link") or {}).get("max_speed"))
             if s and d.get("kind") in ("gpu", "nic"):
                 speeds.append(s)
     speed = max(speeds, key=lambda s: float(s.split()[0])) if speeds else "16.0 GT/s PCIe"

@@ -111,8 +111,8 @@ _switch("switch-cnp-not-strict", "warning", also=("info",), note=_NOT_STATED,
         fix="schedule the CNP queue strict priority")
 
 _READS_HOSTS = ("The switch's QoS output as `qos check FILE` reads it, and each host's NIC QoS as its probe "
-                "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb) in the "
-                "fleet results given with --hosts DIR (fleet gather or playbooks/fleet.yml).")
+                "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb) "
+                "in the fleet results given with --hosts DIR (fleet gather or playbooks/fleet.yml).")
 _SOURCE_HOSTS = ("docs/switch-qos.md; IEEE 802.1Qbb (PFC acts per priority on both ends of a link); NVIDIA "
                  "'RoCE configuration for ConnectX' (trust dscp, PFC on the RoCE priority, DSCP 26 -> 3)")
 

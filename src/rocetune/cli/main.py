@@ -11,8 +11,8 @@ from typing import List, Optional, Sequence
 
 from .. import __version__
 from ..errors import ExitCode, RocetuneError
-from . import verbs
 from ..text import printable
+from . import verbs
 from .result import Result, error_result
 
 

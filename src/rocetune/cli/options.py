@@ -156,7 +156,7 @@ def outputs_of(args: argparse.Namespace, outs: List[str]) -> List[tuple]:
     return list(zip(fmts, outs))
 
 
-def plan_request(args: argparse.Namespace) -> "PlanRequest":
+def plan_request(args: argparse.Namespace) -> PlanRequest:
     """The plan options of a verb's command line as the one request every verb plans with."""
     from ..app import PlanRequest
 
@@ -165,7 +165,7 @@ def plan_request(args: argparse.Namespace) -> "PlanRequest":
 
 
 def plan_env_from_args(args: argparse.Namespace, features: dict, out: Optional[str],
-                       formats: List[str], env_dir: Optional[str] = None) -> "EnvResult":
+                       formats: List[str], env_dir: Optional[str] = None) -> EnvResult:
     """Plan for -o's directory (files written), for --env-dir (the caller writes them), or for
     stdout (files not written)."""
     from .. import app
@@ -176,7 +176,7 @@ def plan_env_from_args(args: argparse.Namespace, features: dict, out: Optional[s
                         files_will_be_written=bool(out or env_dir))
 
 
-def env_data(env: "EnvResult", formats: List[str], out: Optional[str], diff: bool = False) -> dict:
+def env_data(env: EnvResult, formats: List[str], out: Optional[str], diff: bool = False) -> dict:
     """The env part of a verb's JSON result: the texts (nothing written), or each file written
     (`writes`, with before/after texts under `diff`)."""
     first = env.env_writes[0] if env.env_writes else None
@@ -188,7 +188,7 @@ def env_data(env: "EnvResult", formats: List[str], out: Optional[str], diff: boo
             "writes": [w.to_dict(diff) for w in env.writes]}
 
 
-def write_lines(env: "EnvResult", check: bool = False) -> List[str]:
+def write_lines(env: EnvResult, check: bool = False) -> List[str]:
     """One line per file: written (with the variables that changed), unchanged, or (with
     `check`) would be written. With -q this is all -o prints, a line per file for a journal:
     `rocetune env -q -o FILE` in a boot unit."""

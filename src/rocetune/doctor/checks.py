@@ -282,8 +282,8 @@ def rail_qos(d: DoctorInput) -> List[Finding]:
                          {n: _qos_evidence(states[n]) for n in sorted(states)})]
     ref = next(n for n in sorted(states) if shapes[n] == common)
     return [_finding("doctor-rail-qos-mismatch", "error", n,
-                     f"{n} has {_qos_text(states[n], states[ref])}, the other rails {_qos_text(states[ref])}: a traffic "
-                     "class that is lossless on them is lossy here, and a re-derived env drops NCCL_IB_TC "
+                     f"{n} has {_qos_text(states[n], states[ref])}, the other rails {_qos_text(states[ref])}: "
+                     "a traffic class that is lossless on them is lossy here, and a re-derived env drops NCCL_IB_TC "
                      "on every rail", {n: _qos_evidence(states[n]), ref: _qos_evidence(states[ref])})
             for n in sorted(states) if shapes[n] != common]
 

@@ -24,11 +24,11 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple
 
+from ..checks.nic_counters import CHECKS, REGISTRY, RESET_ID, Check, Signal, Threshold
 from ..errors import ExitCode, RocetuneError
 from ..model.finding import Finding, severity_rank
 from ..model.nic_counters import PORT_DATA_WORD_BYTES, validate_snapshot
 from ..model.vocab import natural_key
-from ..checks.nic_counters import CHECKS, REGISTRY, RESET_ID, Check, Signal, Threshold
 
 GB = 10 ** 9
 HOUR_S = 3600.0
@@ -231,11 +231,12 @@ def _names(signal: Signal, counters: Mapping[str, int]) -> List[str]:
     return sorted(k for k in counters if rx.fullmatch(k))
 
 
-_PATTERNS: Dict[Signal, "re.Pattern[str]"] = {}
+_PATTERNS: Dict[Signal, re.Pattern[str]] = {}
 
 
 def _judge_check(check: Check, limit: Threshold, subject: str, old: Mapping[str, int], new: Mapping[str, int],
-                 interval: float, gbytes: Mapping[str, Optional[int]], rate_gbps: Optional[float]) -> Optional[NicResult]:
+                 interval: float, gbytes: Mapping[str, Optional[int]],
+                 rate_gbps: Optional[float]) -> Optional[NicResult]:
     error_limit = limit.error
     if error_limit is None:  # symbol errors: the BER of 1e-12 at the link's speed
         error_limit = SYMBOL_ERRORS_PER_HOUR_PER_GBPS * (rate_gbps or DEFAULT_RATE_GBPS)

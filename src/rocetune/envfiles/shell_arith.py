@@ -17,7 +17,7 @@ def arith(expr: str) -> Optional[int]:
     if not re.fullmatch(r"[\d\s+\-*/%()<>xXa-fA-F]*", expr) or not expr.strip():
         return None
 
-    def number(m: "re.Match[str]") -> str:
+    def number(m: re.Match[str]) -> str:
         tok = m.group(0)
         if tok[:2].lower() == "0x":
             return str(int(tok, 16))

@@ -46,11 +46,10 @@ def command(s: Settings) -> str:
     different numbers of NICs, so a rank that cannot open one would hang the check instead of
     failing it (NVIDIA/nccl#2428; release table entry ignore-net-mismatch-default-on). Older
     releases do not read it."""
-    return ("set -a && . {env} && set +a && export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH "
-            "NCCL_IGNORE_NET_MISMATCH=0 && "
-            "f=$(mktemp) && cat > \"$f\" && {py} \"$f\" {size} {iters} {port} 2>&1; rc=$?; rm -f \"$f\"; exit $rc"
-            ).format(env=shlex.quote(s.env_file), py=shlex.quote(s.python), size=s.size_mb, iters=s.iters,
-                     port=s.port)
+    return (f"set -a && . {shlex.quote(s.env_file)} && set +a && "
+            "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH NCCL_IGNORE_NET_MISMATCH=0 && "
+            f"f=$(mktemp) && cat > \"$f\" && {shlex.quote(s.python)} \"$f\" {s.size_mb} {s.iters} {s.port} 2>&1; "
+            "rc=$?; rm -f \"$f\"; exit $rc")
 
 
 def run_on(remote, plan_env: Dict[str, str], s: Settings) -> dict:

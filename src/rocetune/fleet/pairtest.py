@@ -94,7 +94,8 @@ def parse_counters(ports: Sequence[RdmaPort], text: str) -> Dict[str, Dict[str, 
     return out
 
 
-def rail_moved(before: Dict[str, Optional[int]], after: Dict[str, Optional[int]], send: bool) -> Tuple[Optional[int], str]:
+def rail_moved(before: Dict[str, Optional[int]], after: Dict[str, Optional[int]],
+               send: bool) -> Tuple[Optional[int], str]:
     """(bytes the port sent or received between the readings, which counter said so)."""
     for what in (("port_xmit_data", "tx_bytes") if send else ("port_rcv_data", "rx_bytes")):
         b, a = before.get(what), after.get(what)

@@ -44,7 +44,7 @@ class Options:
     forks: int = 16
     doctor: bool = False  # preflight: run doctor too; a host with error findings is not paired
     budget: Optional[float] = None  # seconds for the whole run; rounds that would pass it are skipped
-    nccl: Optional["nccl_check.Settings"] = None  # also run NCCL on each node (fleet.nccl_check)
+    nccl: Optional[nccl_check.Settings] = None  # also run NCCL on each node (fleet.nccl_check)
 
 
 class SshRemote:
@@ -226,7 +226,7 @@ def _perftest(ra, rb, rail, i: int, s: pairtest.Settings, step_s: float):
     tcp_port = pairtest.PERFTEST_BASE_PORT + i
     server = rb.start(pairtest.command(pairtest.perftest_argv(pb, s, tcp_port)), "perftest server", step_s)
     client = None
-    for attempt in range(CONNECT_RETRIES):
+    for _attempt in range(CONNECT_RETRIES):
         time.sleep(SERVER_SETTLE_S)
         client = ra.run(pairtest.command(pairtest.perftest_argv(pa, s, tcp_port, rb.target.hostname)),
                         "perftest client", step_s)

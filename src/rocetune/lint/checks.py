@@ -27,8 +27,8 @@ from ..envfiles.parsed import Assignment, ParsedFile
 from ..envfiles.read import parse_text
 from ..model.finding import SEVERITIES, Finding
 from ..model.qos import QosPlan
-from ..nccl.catalog import Catalog, load_catalog
 from ..nccl import releases
+from ..nccl.catalog import Catalog, load_catalog
 from ..nccl.syntax import list_entries, strtoll
 from ..nccl.versions import parse_version
 
@@ -55,7 +55,7 @@ class HostNames:
     nccl: Optional[Tuple[int, int, int]] = None  # the NCCL release the host's jobs load (kernel.nccl.version)
 
     @classmethod
-    def from_features(cls, features: dict, check_rdma: bool = True, check_netdevs: bool = True) -> "HostNames":
+    def from_features(cls, features: dict, check_rdma: bool = True, check_netdevs: bool = True) -> HostNames:
         sources = features.get("sources") or {}
         ib = net = None
         if check_rdma and (sources.get("rdma") or {}).get("ok", True) and features.get("rdma", {}).get("devices"):
@@ -189,7 +189,8 @@ def _check_name(cat: Catalog, a: Assignment, add) -> bool:
         status = r["status"]
         fix = f"use {repl}" if repl else "remove it"
         if status == "removed":
-            add("removed-name", "error", a.line, key, f"{key} was removed from NCCL ({r['note']}); it has no effect", fix)
+            add("removed-name", "error", a.line, key,
+                f"{key} was removed from NCCL ({r['note']}); it has no effect", fix)
         elif status == "misspelled":
             add("misspelled-name", "error", a.line, key, f"{key} does not exist ({r['note']}); NCCL ignores it",
                 f"rename it {repl}")
@@ -232,7 +233,8 @@ def _check_value(cat: Catalog, a: Assignment, add) -> None:
     if info is None:
         return
     if v == "":
-        add("empty-value", "warning", a.line, key, f"{key} is empty: NCCL treats it as unset", "remove it or give a value")
+        add("empty-value", "warning", a.line, key, f"{key} is empty: NCCL treats it as unset",
+            "remove it or give a value")
         return
     kind = info.get("kind")
     if kind == "int":
@@ -379,7 +381,8 @@ def _check_host(host: HostNames, a: Assignment, add) -> None:
             elif host.ib is not None and port:
                 if dev not in host.ib:
                     add("ucx-device-not-found", "error", a.line, key,
-                        f"UCX_NET_DEVICES names {dev!r}, not an RDMA device here (has {', '.join(sorted(host.ib)) or 'none'})",
+                        f"UCX_NET_DEVICES names {dev!r}, not an RDMA device here "
+                        f"(has {', '.join(sorted(host.ib)) or 'none'})",
                         "use device:port of a device the host has")
                 elif port.isdigit() and int(port) not in host.ib[dev]:
                     add("ucx-device-not-found", "error", a.line, key, f"{dev} has no port {port}", "fix the port")
@@ -408,7 +411,7 @@ def _check_file(parsed: ParsedFile, add) -> None:
     for a in parsed.assignments:
         by_scope.setdefault(a.scope, []).append(a)
     dialect = dialects.get(parsed.fmt)
-    for scope, items in sorted(by_scope.items()):
+    for _scope, items in sorted(by_scope.items()):
         seen: Dict[str, Assignment] = {}
         for a in items:
             if a.key in seen and a.key.startswith(_WATCHED):

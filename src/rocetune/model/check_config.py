@@ -57,7 +57,7 @@ class CheckConfig:
     rules: List[CheckRule] = field(default_factory=list)
     sources: List[str] = field(default_factory=list)
 
-    def merged(self, later: "CheckConfig") -> "CheckConfig":
+    def merged(self, later: CheckConfig) -> CheckConfig:
         """These rules, then `later`'s (the command line after the file): for one id and the same
         subjects, the later rule wins."""
         keys = {(r.id, r.subjects) for r in later.rules}

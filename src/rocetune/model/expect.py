@@ -232,7 +232,7 @@ class NodeFacts:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "NodeFacts":
+    def from_dict(cls, data: Dict[str, Any]) -> NodeFacts:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         ports = [PortFacts(**{k: v for k, v in p.items() if k in PortFacts.__dataclass_fields__})
                  for p in known.pop("ports", [])]
@@ -414,7 +414,8 @@ def _rail_link(spec: Dict[str, Any], p: PortFacts) -> List[Difference]:
                             "narrower link (cable, transceiver, switch port, auto-negotiation)")
     if spec.get("mtu") is not None and p.link_layer == "Ethernet" and p.mtu != spec["mtu"]:
         short("mtu", f"{p.name}'s netdev has MTU {p.mtu}, expected {spec['mtu']}")
-    if spec.get("pcie_speed_gts") is not None and (p.pcie_speed_gts is None or p.pcie_speed_gts < spec["pcie_speed_gts"]):
+    want_gts = spec.get("pcie_speed_gts")
+    if want_gts is not None and (p.pcie_speed_gts is None or p.pcie_speed_gts < want_gts):
         short("pcie_speed_gts", f"{p.name}'s NIC links at {_num(p.pcie_speed_gts)} GT/s PCIe, expected "
                                 f"{_num(spec['pcie_speed_gts'])}")
     if spec.get("pcie_width") is not None and (p.pcie_width is None or p.pcie_width < spec["pcie_width"]):

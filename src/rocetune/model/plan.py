@@ -158,7 +158,7 @@ class Overrides:
         self.set.pop(key, None)
         self.unset[key] = origin
 
-    def merged(self, later: "Overrides") -> "Overrides":
+    def merged(self, later: Overrides) -> Overrides:
         """These overrides, then `later` on top (the command line over a config file)."""
         out = Overrides(dict(self.set), dict(self.unset))
         for k, (v, o) in later.set.items():
@@ -169,7 +169,7 @@ class Overrides:
 
     @classmethod
     def from_args(cls, sets: Optional[Sequence[str]] = None,
-                  unsets: Optional[Sequence[str]] = None) -> "Overrides":
+                  unsets: Optional[Sequence[str]] = None) -> Overrides:
         out = cls()
         for item in sets or ():
             key, sep, value = item.partition("=")
@@ -183,7 +183,7 @@ class Overrides:
         return out
 
     @classmethod
-    def from_text(cls, text: str, source: str) -> "Overrides":
+    def from_text(cls, text: str, source: str) -> Overrides:
         out = cls()
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()
@@ -204,7 +204,7 @@ class Overrides:
         return out
 
     @classmethod
-    def from_file(cls, path: str) -> "Overrides":
+    def from_file(cls, path: str) -> Overrides:
         try:
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()

@@ -225,7 +225,7 @@ def load_text(text: str, source: str) -> QosPlan:
 
 def load_file(path: str) -> QosPlan:
     try:
-        with open(path, "r", encoding="utf-8") as fh:
+        with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except FileNotFoundError:
         raise RocetuneError(f"--qos {path}: no such file",

@@ -48,7 +48,7 @@ class SwitchIntent:
     source: str = "built-in defaults"   # the plan's file
 
     @classmethod
-    def from_plan(cls, plan: QosPlan) -> "SwitchIntent":
+    def from_plan(cls, plan: QosPlan) -> SwitchIntent:
         cts = None
         if plan.cts_dscp is not None:
             cts = RoceClass("cts", plan.cts_dscp,

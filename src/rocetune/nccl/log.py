@@ -42,9 +42,9 @@ def load_log(path: str) -> NcclLogReport:
         with open(path, "rb") as f:
             data = f.read()
     except IsADirectoryError:
-        raise RocetuneError(f"{path}: is a directory, not an NCCL log", code=ExitCode.INPUT)
+        raise RocetuneError(f"{path}: is a directory, not an NCCL log", code=ExitCode.INPUT) from None
     except OSError as e:
-        raise RocetuneError(f"{path}: cannot read: {e.strerror or e}", code=ExitCode.INPUT)
+        raise RocetuneError(f"{path}: cannot read: {e.strerror or e}", code=ExitCode.INPUT) from None
     return read_log(data, source=path)
 
 
@@ -234,7 +234,7 @@ class _Reader:
                              "PROFILER/Plugin", "ENV/Plugin", "GIN/Plugin"))
 
     @staticmethod
-    def _connection(p: ProcessLog, c: "L.Connection", ev: Evidence) -> None:
+    def _connection(p: ProcessLog, c: L.Connection, ev: Evidence) -> None:
         kind = f"NET/{c.net}" if c.transport == "NET" else c.transport
         if c.transport in ("P2P", "SHM"):
             kind = c.via.split("/")[0] + ("/" + c.via.split("/")[1] if "/" in c.via else "")
@@ -334,7 +334,7 @@ class _Reader:
         return r
 
 
-def _cannot_tell(procs) -> "list[str]":
+def _cannot_tell(procs) -> list[str]:
     """What the log cannot show, given the kinds of line it holds (NCCL_DEBUG_SUBSYS decides them):
     NET prints GPUDirect RDMA per NIC and per GPU-NIC pair and the queue pairs; INIT the network,
     the ranks and channels; INIT or NET the connection lines."""

@@ -177,7 +177,7 @@ def compare_with_plan(report: NcclLogReport, plan_env: Mapping[str, str],
     return c.result()
 
 
-def _version(c: "_Collector", report: NcclLogReport, facts: PlanFacts) -> None:
+def _version(c: _Collector, report: NcclLogReport, facts: PlanFacts) -> None:
     want = parse_version(facts.nccl_version)
     if want is None:
         return
@@ -203,7 +203,7 @@ def _plan_wants_rdma(plan: Mapping[str, str]) -> bool:
     return any(k.startswith("NCCL_IB_") and k != "NCCL_IB_DISABLE" for k in plan)
 
 
-def _network(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+def _network(c: _Collector, p: ProcessLog, plan: Mapping[str, str]) -> None:
     if p.network is None:
         c.add("nccl-log-network-unseen", "network", p.key, [],
               "no 'Using network' line: the log does not show which network NCCL used")
@@ -222,7 +222,7 @@ def _network(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
               f"NCCL used network {p.network!r}; the plan sets NCCL_NET={want}")
 
 
-def _devices(c: "_Collector", p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts) -> None:
+def _devices(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts) -> None:
     if not p.ib_devices or p.transport == "socket":
         return
     hca = plan.get("NCCL_IB_HCA")
@@ -257,7 +257,7 @@ def _gdr_level(plan: Mapping[str, str]) -> Optional[str]:
     return _level_name(plan["NCCL_NET_GDR_LEVEL"]) if "NCCL_NET_GDR_LEVEL" in plan else None
 
 
-def _gdr(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+def _gdr(c: _Collector, p: ProcessLog, plan: Mapping[str, str]) -> None:
     if p.transport == "socket":
         return
     level = _gdr_level(plan)
@@ -279,7 +279,7 @@ def _gdr(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
               f"level {g.level}{asked}")
 
 
-def _gdr_connections(c: "_Collector", p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts) -> None:
+def _gdr_connections(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts) -> None:
     """GDR off as the connection lines show it (INIT|NET: printed with NCCL's default subsystems),
     and "Connected all rings, use ring PXN %d GDR %d" (2.24.3+, INIT)."""
     if p.transport == "socket" or p.net_name == "Socket":
@@ -309,7 +309,7 @@ def _gdr_connections(c: "_Collector", p: ProcessLog, plan: Mapping[str, str], fa
           f"GPUDirect RDMA was off for the network: {what}{planned}", severity=severity)
 
 
-def _mismatch_and_plugins(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+def _mismatch_and_plugins(c: _Collector, p: ProcessLog, plan: Mapping[str, str]) -> None:
     if p.net_mismatch is not None:
         lo, hi, ignored = p.net_mismatch
         tail = ("NCCL went on (NCCL_IGNORE_NET_MISMATCH=1, the default from 2.30.3): ranks with more devices "
@@ -331,7 +331,7 @@ def _mismatch_and_plugins(c: "_Collector", p: ProcessLog, plan: Mapping[str, str
               "NCCL's own IB transport's, which this plugin reads, if at all, in its own way")
 
 
-def _gid(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+def _gid(c: _Collector, p: ProcessLog, plan: Mapping[str, str]) -> None:
     if "NCCL_IB_GID_INDEX" not in plan or p.transport == "socket":
         return
     want, _ = strtoll(plan["NCCL_IB_GID_INDEX"])
@@ -352,7 +352,7 @@ def _gid(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
               f"NCCL_IB_GID_INDEX={plan['NCCL_IB_GID_INDEX']}")
 
 
-def _env(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+def _env(c: _Collector, p: ProcessLog, plan: Mapping[str, str]) -> None:
     catalog = load_catalog()
     for name in sorted(plan):
         if not name.startswith("NCCL_"):

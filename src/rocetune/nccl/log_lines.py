@@ -84,7 +84,7 @@ class Header:
     func: Optional[str] = None  # the function a 2.30.7+ WARN names after its file:line
 
 
-def _numbers(pattern: str) -> "re.Pattern[str]":
+def _numbers(pattern: str) -> re.Pattern[str]:
     """`pattern` compiled with each `\\d+` cut to the 20 digits a C integer prints: a longer run of
     digits is not a number NCCL wrote, and the line does not match."""
     return re.compile(pattern.replace(r"\d+", r"\d{1,20}(?!\d)"))

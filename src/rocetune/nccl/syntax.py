@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from typing import List, Tuple
 
-
 LLONG_MAX = (1 << 63) - 1
 LLONG_MIN = -(1 << 63)
 _STRTOLL_RE = re.compile(r"^\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")

@@ -28,15 +28,15 @@ class TopoNode:
 
     tag: str
     attrs: Dict[str, str] = field(default_factory=dict)
-    children: List["TopoNode"] = field(default_factory=list)
+    children: List[TopoNode] = field(default_factory=list)
 
-    def walk(self, parents: Tuple["TopoNode", ...] = ()) -> Iterator[Tuple["TopoNode", Tuple["TopoNode", ...]]]:
+    def walk(self, parents: Tuple[TopoNode, ...] = ()) -> Iterator[Tuple[TopoNode, Tuple[TopoNode, ...]]]:
         """Every node with its ancestors (nearest last), this one first."""
         yield self, parents
         for c in self.children:
             yield from c.walk(parents + (self,))
 
-    def find(self, tag: str) -> List["TopoNode"]:
+    def find(self, tag: str) -> List[TopoNode]:
         return [c for c in self.children if c.tag == tag]
 
 

@@ -10,7 +10,7 @@ import tarfile
 from typing import Dict, Optional, Tuple
 
 from ..fsutil import atomic_write_bytes
-from ..hostfs import RECORDED_DIR, HostRoot, LiveRunner, Recorder, RecordedRunner, recording_name
+from ..hostfs import RECORDED_DIR, HostRoot, LiveRunner, RecordedRunner, Recorder, recording_name
 from .collect import collect_features
 from .sources.verbs import IBV_DEVINFO_ARGV
 

@@ -12,10 +12,26 @@ by RuleContext.keep_declared, which turns the rule's evidence into a note or a f
 
 from __future__ import annotations
 
-from . import (arp_isolation, declared_settings, gpudirect_rdma, local_rank, nccl_cross_nic,
-               nccl_ib_gid_index, nccl_ib_hca, nccl_ib_qps, nccl_ib_subnet_aware_routing, nccl_ib_timeout,
-               nccl_known_issues, nccl_plugins, nccl_topo_file, nccl_version, no_rdma, socket_ifname,
-               traffic_class, ucx_net_devices)
+from . import (
+    arp_isolation,
+    declared_settings,
+    gpudirect_rdma,
+    local_rank,
+    nccl_cross_nic,
+    nccl_ib_gid_index,
+    nccl_ib_hca,
+    nccl_ib_qps,
+    nccl_ib_subnet_aware_routing,
+    nccl_ib_timeout,
+    nccl_known_issues,
+    nccl_plugins,
+    nccl_topo_file,
+    nccl_version,
+    no_rdma,
+    socket_ifname,
+    traffic_class,
+    ucx_net_devices,
+)
 
 
 class _DefersToDeclared:
@@ -57,6 +73,6 @@ RULE_IDS = tuple(r.ID for r in RULES)
 
 def by_id(rule_id: str):
     for r in RULES:
-        if r.ID == rule_id:
+        if rule_id == r.ID:
             return getattr(r, "module", r)
     return None

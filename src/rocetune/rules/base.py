@@ -87,7 +87,7 @@ class RuleContext:
 
     # --- shared analysis (computed once, from the features only) ---------------------------
     @property
-    def host(self) -> "hostview.HostView":
+    def host(self) -> hostview.HostView:
         if self._view is None:
             self._view = hostview.HostView(self.features)
         return self._view

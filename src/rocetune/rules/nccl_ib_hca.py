@@ -6,9 +6,9 @@ front end's default route (rocetune.model.frontend: the IPv4 one decides), unles
 is usable: NCCL then takes it (NCCL v2.28.9-1 src/transport/net_ib.cc:736-740, ncclIbInit keeps
 every ACTIVE IB/Ethernet port that NCCL_IB_HCA lets through, default route or not), so it is
 chosen as a converged port with a warning that explains what sharing the link costs; when
-some ports are PIX/PXB to a GPU, the others are storage/front-end and are left out; among GPU-local ports a different link layer, a much lower speed, a missing RoCE
-address or an address on the management subnet marks a storage port. The value uses NCCL's
-exact-match syntax (`=dev:port,...`): without `=` every entry is a prefix, so `mlx5_1` would
+some ports are PIX/PXB to a GPU, the others are storage/front-end and are left out; among
+GPU-local ports a different link layer, a much lower speed, a missing RoCE address or an
+address on the management subnet marks a storage port. The value uses NCCL's exact-match syntax (`=dev:port,...`): without `=` every entry is a prefix, so `mlx5_1` would
 also select `mlx5_10`..`mlx5_19`. Device names come from /sys/class/infiniband, or from recorded
 tool outputs when a root has no sysfs: ibv_devinfo/ibstat, else the NIC legend of
 `nvidia-smi topo -m`, which names devices without ports. Those are listed without a port

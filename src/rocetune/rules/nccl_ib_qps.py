@@ -93,7 +93,7 @@ def rule(features: dict, ctx) -> List[Decision]:
         reasons.append(f"a RoCE LAG over {members} links hashes each QP onto one link: at least 2 QPs per "
                        f"link ({want}) so one connection uses every link")
         for p, _ in bonded:
-            if not (p.iface or {}).get("kind") == "bond":
+            if (p.iface or {}).get("kind") != "bond":
                 ctx.note(f"{p.name} is named like a LAG device but its bond netdev was not seen; "
                          "assumed 2 members")
     if qps is None:

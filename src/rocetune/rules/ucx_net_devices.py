@@ -33,7 +33,8 @@ def rule(features: dict, ctx) -> List[Decision]:
                 near = ctx.host.compute_ports_of_gpu(gpus[ctx.local_rank])
                 if near:
                     ports = near
-                    scope = f"the compute ports nearest GPU{gpus[ctx.local_rank]['index']} (local rank {ctx.local_rank})"
+                    gpu = gpus[ctx.local_rank]["index"]
+                    scope = f"the compute ports nearest GPU{gpu} (local rank {ctx.local_rank})"
         return [ctx.decision("UCX_NET_DEVICES", ",".join(p.name for p in ports),
                              f"{scope}, as NCCL_IB_HCA; UCX would otherwise also use storage and "
                              "front-end ports", ports=[p.name for p in ports])]

@@ -339,7 +339,7 @@ def _named(db, table, name, source, warnings: List[str]) -> Optional[Dict[str, A
     return None
 
 
-def _map(ctx: "_Ctx", table: str, name: str) -> Dict[int, int]:
+def _map(ctx: _Ctx, table: str, name: str) -> Dict[int, int]:
     """A map a port binds, as numbers; one the output does not define is said in a warning and
     read as empty (what it maps is then not stated)."""
     entry = _named(ctx.db, table, name, ctx.source, ctx.warnings)

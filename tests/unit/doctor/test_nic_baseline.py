@@ -2,15 +2,15 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
-from rocetune.errors import ExitCode, RocetuneError
 from rocetune.doctor import nic_baseline
 from rocetune.doctor.nic_baseline import BASELINE_PATH, baseline_file, load_baseline, save_baseline
 from rocetune.doctor.nic_health import judge
+from rocetune.errors import ExitCode, RocetuneError
 from rocetune.probe.sources.nic_counters import take_snapshot
-
 from tests.unit.doctor.nicsnap import real_snapshot
 from tests.unit.treekit import make
 
@@ -20,9 +20,9 @@ def test_round_trip_under_the_root(tmp_path):
     written = save_baseline(snap, str(tmp_path))
     assert written == str(tmp_path / "var/lib/rocetune/counters.json")
     assert load_baseline(str(tmp_path)) == snap
-    first = open(written, "rb").read()
+    first = Path(written).read_bytes()
     save_baseline(snap, str(tmp_path))
-    assert open(written, "rb").read() == first, "same snapshot, same bytes"
+    assert Path(written).read_bytes() == first, "same snapshot, same bytes"
     assert oct(os.stat(written).st_mode & 0o777) == "0o644"
     assert [n for n in os.listdir(tmp_path / "var/lib/rocetune")] == ["counters.json"]
 

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rocetune.errors import RocetuneError
 from rocetune.checks.nic_counters import CHECKS, REGISTRY, RESET_ID
 from rocetune.doctor.nic_health import effective_thresholds, judge
-
+from rocetune.errors import RocetuneError
 from tests.unit.doctor.nicsnap import NETDEV, PORT, later, real_snapshot
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "health.md"

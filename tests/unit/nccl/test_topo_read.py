@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocetune.nccl.topo_read import (MAX_BYTES, MAX_NODES, TopoReadError, from_nodes, parse_topology,
-                                     to_nodes)
+from rocetune.nccl.topo_read import MAX_BYTES, MAX_NODES, TopoReadError, from_nodes, parse_topology, to_nodes
 
 GOOD = """<!-- a comment NCCL skips -->
 <system version="1">

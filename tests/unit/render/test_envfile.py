@@ -13,15 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocetune import __version__
+from rocetune.checks import host_findings
+from rocetune.envfiles import dialects
+from rocetune.envfiles.dialects.systemd import systemd_env_pairs
+from rocetune.envfiles.read import parse_text
+from rocetune.envfiles.write import render
 from rocetune.errors import ExitCode, RocetuneError
 from rocetune.model.features import fingerprint
-from rocetune.checks import host_findings
 from rocetune.model.plan import Decision, Overrides, Plan
 from rocetune.planner import build_plan
-from rocetune.envfiles import dialects
-from rocetune.envfiles.write import render
-from rocetune.envfiles.read import parse_text
-from rocetune.envfiles.dialects.systemd import systemd_env_pairs
 
 from ..rules.featurekit import rail_host
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rocetune.envfiles.detect import detect
-from rocetune.envfiles.read import parse_text
 from rocetune.envfiles.dialects.systemd import systemd_env_pairs
+from rocetune.envfiles.read import parse_text
 from rocetune.envfiles.shell_arith import arith
 from rocetune.envfiles.shell_lexer import shell_commands
 

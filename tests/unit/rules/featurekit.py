@@ -90,7 +90,7 @@ class Host:
     def iface(self, name: str, *addrs: str, default: bool = False, kind: str = "physical",
               speed_gbps: Optional[float] = None, master: Optional[str] = None,
               slaves: Sequence[str] = (), driver: Optional[str] = "mlx5_core", pci: Optional[str] = None,
-              operstate: str = "up", mtu: int = 9000) -> "Host":
+              operstate: str = "up", mtu: int = 9000) -> Host:
         self.ifaces[name] = {
             "name": name, "kind": kind, "operstate": operstate, "carrier": operstate == "up",
             "mtu": mtu, "speed_mbps": int(speed_gbps * 1000) if speed_gbps else None,
@@ -101,7 +101,7 @@ class Host:
         }
         return self
 
-    def default_route(self, iface: str, family: str = "inet", metric: int = 0) -> "Host":
+    def default_route(self, iface: str, family: str = "inet", metric: int = 0) -> Host:
         """A default route as the probe records it (net.default_routes); the interface is marked."""
         self.default_routes = (self.default_routes or []) + [
             {"interface": iface, "family": family, "metric": metric}]
@@ -110,7 +110,7 @@ class Host:
         return self
 
     def gpu(self, index: int, bdf: Optional[str] = None, numa: Optional[int] = 0,
-            cpus: Optional[str] = None, link: Optional[dict] = None) -> "Host":
+            cpus: Optional[str] = None, link: Optional[dict] = None) -> Host:
         bdf = bdf or self._bdf()
         self.gpus.append({"index": index, "bdf": bdf, "name": self.gpu_name, "numa_node": numa,
                           "cpu_affinity": cpus if cpus is not None else
@@ -123,7 +123,7 @@ class Host:
              rate: Optional[float] = 400, netdev: Optional[str] = None, ipv4: Sequence[str] = (),
              ipv6: Sequence[str] = (), gids: Optional[List[dict]] = None, pci: Optional[str] = None,
              paths: Optional[Dict[int, str]] = None, make_iface: bool = True,
-             vendor: str = "0x15b3", pci_class: str = "0x020000", numa: Optional[int] = 0) -> "Host":
+             vendor: str = "0x15b3", pci_class: str = "0x020000", numa: Optional[int] = 0) -> Host:
         if isinstance(ipv4, str):
             ipv4 = (ipv4,)
         if isinstance(ipv6, str):
@@ -156,14 +156,14 @@ class Host:
             self.paths[name] = dict(paths)
         return self
 
-    def route(self, iface: str, cidr: str, gateway: Optional[str] = None) -> "Host":
+    def route(self, iface: str, cidr: str, gateway: Optional[str] = None) -> Host:
         """A main-table IPv4 route (Features net.routes)."""
         net = ipaddress.ip_network(cidr, strict=False)
         self.routes = (self.routes or []) + [{"interface": iface, "dest": str(net.network_address),
                                               "prefixlen": net.prefixlen, "gateway": gateway}]
         return self
 
-    def connected_routes(self) -> "Host":
+    def connected_routes(self) -> Host:
         """The routes the kernel adds for every IPv4 address: its own subnet, on its interface."""
         for name, i in sorted(self.ifaces.items()):
             for a in i["addresses"]:
@@ -171,17 +171,17 @@ class Host:
                     self.route(name, f"{a['address']}/{a['prefixlen']}")
         return self
 
-    def no_peermem(self) -> "Host":
+    def no_peermem(self) -> Host:
         self.peer = {"nv_mem": False, "nv_mem_nc": False, "nvidia_peermem": False}
         self.modules["nvidia_peermem"] = False
         return self
 
-    def legacy_peermem(self) -> "Host":
+    def legacy_peermem(self) -> Host:
         self.peer = {"nv_mem": True, "nv_mem_nc": False, "nvidia_peermem": False}
         return self
 
     def open_driver(self, version: str = "570.124.06", rdma_core: Optional[int] = 50,
-                    kernel: str = "6.8.0-1017-nvidia", open_module: bool = True) -> "Host":
+                    kernel: str = "6.8.0-1017-nvidia", open_module: bool = True) -> Host:
         """The GPU driver as /proc/driver/nvidia/version shows it, with rdma-core and kernel."""
         self.nvidia_driver = {"version": version, "open": open_module}
         self.libibverbs = None if rdma_core is None else {
@@ -189,31 +189,31 @@ class Host:
         self.kernel_release = kernel
         return self
 
-    def declare(self, path: str = "/etc/nccl.conf", kind: str = "nccl-conf", **values: str) -> "Host":
+    def declare(self, path: str = "/etc/nccl.conf", kind: str = "nccl-conf", **values: str) -> Host:
         """A file the owner ships (the probe's `declared` source)."""
         self.declared_files.append({"path": path, "kind": kind, "values": dict(sorted(values.items())),
                                     "ignored": None})
         return self
 
     def nic_qos(self, netdev: str, trust: str = "dscp", pfc: Sequence[int] = (3,),
-                dscp_prio: Optional[Dict[int, int]] = None, tool: str = "mlnx_qos") -> "Host":
+                dscp_prio: Optional[Dict[int, int]] = None, tool: str = "mlnx_qos") -> Host:
         """Recorded NIC QoS state; the map defaults to mlx5's DSCP >> 3."""
         table = dscp_prio if dscp_prio is not None else {d: d >> 3 for d in range(64)}
         self.qos[netdev] = {"tool": tool, "trust": trust, "pfc_enabled": sorted(pfc),
                             "dscp_prio": {str(d): p for d, p in sorted(table.items())}}
         return self
 
-    def flattened(self, *reasons: str, hypervisor: Optional[str] = "KVM") -> "Host":
+    def flattened(self, *reasons: str, hypervisor: Optional[str] = "KVM") -> Host:
         self.virt = {"hypervisor": hypervisor, "flattened": True,
                      "reasons": list(reasons) or ["every GPU-NIC path is SYS on a single NUMA node"]}
         return self
 
-    def rdma_hidden(self, *legend: str) -> "Host":
+    def rdma_hidden(self, *legend: str) -> Host:
         """The container case: nvidia-smi shows NICs, /sys/class/infiniband shows none."""
         self.matrix_nics = list(legend)
         return self
 
-    def rdma_failed(self) -> "Host":
+    def rdma_failed(self) -> Host:
         self.rdma_ok = False
         return self
 

@@ -28,10 +28,7 @@ def hca_selects(value: str, ports: Iterable[Tuple[str, int]]) -> List[Tuple[str,
         entries.append((name, int(port.split(":")[0]) if port and port.split(":")[0] else None))
 
     def hit(dev: str, port: int) -> bool:
-        for name, p in entries:
-            if (dev == name if exact else dev.startswith(name)) and (p is None or p == port):
-                return True
-        return False
+        return any((dev == name if exact else dev.startswith(name)) and (p is None or p == port) for name, p in entries)
 
     return [(d, p) for d, p in ports if hit(d, p) != exclude]
 

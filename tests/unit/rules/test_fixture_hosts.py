@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from rocetune.planner import build_plan
 from rocetune.envfiles.write import render
+from rocetune.planner import build_plan
 
 HOSTS = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "hosts")
 

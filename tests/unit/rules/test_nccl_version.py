@@ -111,8 +111,9 @@ def test_a_plan_from_another_user_s_library_says_so():
 
 
 def test_rejected_files_and_a_stopped_search_are_findings():
-    from .featurekit import rail_host as _host
     from rocetune.planner import build_plan
+
+    from .featurekit import rail_host as _host
 
     f = _nccl(_host(2).build(), version=None, path=None, basis="none", libraries=[],
               rejected=[{"path": "/usr/lib/x86_64-linux-gnu/libnccl.so.2.12.12", "why": "not an ELF file"}],

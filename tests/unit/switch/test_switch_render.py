@@ -191,7 +191,7 @@ def test_bad_ports():
 def _cli(*argv, cwd):
     env = dict(os.environ, PYTHONPATH=os.path.abspath(SRC))
     return subprocess.run([sys.executable, "-m", "rocetune", "--root", str(cwd), *argv], cwd=cwd, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60)
 
 
 def test_cli_render_writes_the_file_and_check_reads_it_back(tmp_path):

@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any, Dict, List, Optional, Tuple
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ...errors import ExitCode, RocetuneError
 from .. import options, report
@@ -47,7 +45,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 # --- the verb ---------------------------------------------------------------------------------------
 
-def _decisions_from_env(path: str) -> Tuple[List["Decision"], Optional[str]]:
+def _decisions_from_env(path: str) -> Tuple[List[Decision], Optional[str]]:
     from ...envfiles.read import parse_text
     from ...model.plan import Decision
 
@@ -69,13 +67,13 @@ def _decisions_from_env(path: str) -> Tuple[List["Decision"], Optional[str]]:
 
 def run(args: argparse.Namespace) -> Result:
     from ... import app
-    from ...hostfs import HostRoot
     from ...analysis.hostview import HostView
+    from ...hostfs import HostRoot
     from ...nccl.conf import layers as nccl_layers
 
-    plan: "Optional[Plan]" = None
+    plan: Optional[Plan] = None
     version = None  # the NCCL release planned for (unknown for an env file)
-    findings: List["Finding"] = []
+    findings: List[Finding] = []
     if args.env_file:
         decisions, fhash = _decisions_from_env(args.env_file)
         if not decisions:
@@ -124,7 +122,7 @@ def run(args: argparse.Namespace) -> Result:
     return Result(command=NAME, data=data, human=human, warnings=warnings)
 
 
-def _findings_about(key: str, findings: List["Finding"]) -> List[Dict[str, Any]]:
+def _findings_about(key: str, findings: List[Finding]) -> List[Dict[str, Any]]:
     import re
 
     named = re.compile(r"(?<![A-Z0-9_])" + re.escape(key) + r"(?![A-Z0-9_])")
@@ -136,7 +134,7 @@ def _findings_about(key: str, findings: List["Finding"]) -> List[Dict[str, Any]]
 _PATH_VARS = ("NCCL_TOPO_FILE", "NCCL_NET_GDR_LEVEL", "NCCL_IB_HCA")
 
 
-def _paths_summary(plan: "Optional[Plan]") -> Optional[Dict[str, Any]]:
+def _paths_summary(plan: Optional[Plan]) -> Optional[Dict[str, Any]]:
     """Where the GPU-NIC paths behind GPUDirect RDMA come from: the planned NCCL topology file
     (which one) or the probe's PCI tree; None without GPUs and compute ports."""
     report = (plan.reports.get("gpudirect-rdma") if plan else None) or {}
@@ -172,7 +170,7 @@ def _effective_entry(key: str, planned: Optional[str], layers) -> Dict[str, Any]
             "layers": [label for label, _ in layers]}
 
 
-def _explain_one(key: str, d: "Optional[Decision]", plan: "Optional[Plan]", layers,
+def _explain_one(key: str, d: Optional[Decision], plan: Optional[Plan], layers,
                  version=None) -> Dict[str, Any]:
     from ...nccl import defaults
     from ...nccl.catalog import load_catalog

@@ -17,7 +17,7 @@ HELP = ("gather probe and doctor from many hosts over SSH; compare the gathered 
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    from ..main import _Parser, _add_common  # the global options are accepted after the action too
+    from ..main import _add_common, _Parser  # the global options are accepted after the action too
 
     sub = p.add_subparsers(dest="fleet_action", metavar="ACTION", parser_class=_Parser)
     rep = sub.add_parser("report", help="compare the results in DIR (one HOST.json per host)",
@@ -298,8 +298,8 @@ def _slurm_nodes() -> list:
         raise RocetuneError("--slurm: SLURM_JOB_NODELIST is not set (not inside a Slurm job)",
                             hint="run it in the job (srun -N1 -n1 ...) or name the nodes", code=ExitCode.INPUT)
     try:
-        proc = subprocess.run(["scontrol", "show", "hostnames", nodelist], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, timeout=30, check=False)
+        proc = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
+                              text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RocetuneError(f"--slurm: cannot run scontrol: {exc}", code=ExitCode.INPUT) from None
     nodes = proc.stdout.split()

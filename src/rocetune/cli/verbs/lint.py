@@ -15,12 +15,11 @@ with a page in docs/checks/.
 from __future__ import annotations
 
 import argparse
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
-from ...errors import ExitCode, RocetuneError
 from ...envfiles import dialects
+from ...errors import ExitCode, RocetuneError
 from ..result import Result
-
 
 NAME = "lint"
 ORDER = 40
@@ -33,7 +32,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="read every FILE in this dialect (default auto: each file as its content "
                         "shows, its name breaking ties)")
     p.add_argument("--qos", metavar="FILE",
-                   help=f"QoS plan to check traffic classes against (default: /etc/rocetune/qos.yml under "
+                   help="QoS plan to check traffic classes against (default: /etc/rocetune/qos.yml under "
                         "--root when present; otherwise no QoS check)")
     p.add_argument("--features", metavar="FILE",
                    help="Features of the target host (rocetune probe --json): check RDMA device, port "

@@ -18,9 +18,9 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Result:
     from ...app import nccl_topology
-    from ..report import source_warnings
     from ...render.topo_matrix import matrix_rows, nic_rows
     from ...text import table
+    from ..report import source_warnings
 
     f = report.collect(args)
     parts = []

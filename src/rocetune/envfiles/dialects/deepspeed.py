@@ -4,8 +4,8 @@ characters."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 import re
+from typing import TYPE_CHECKING
 
 from ..parsed import NAME_RE, Assignment, ParsedFile, template_reason
 from .base import Dialect

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 import re
+from typing import TYPE_CHECKING
 
 from ..parsed import Assignment, ParsedFile, rule_of, template_reason
 from .base import Add, Dialect

@@ -23,8 +23,7 @@ import re
 from typing import Dict, List, Optional
 
 from ...errors import ParseError
-from ._common import (add_warning, as_text, clean, first_line, guarded, leading_number, require_content,
-                      snippet)
+from ._common import add_warning, as_text, clean, first_line, guarded, leading_number, require_content, snippet
 
 WHAT_IBSTAT = "ibstat"
 WHAT_IBSTATUS = "ibstatus"

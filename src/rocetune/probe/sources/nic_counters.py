@@ -19,9 +19,16 @@ import time
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ...errors import ParseError
-from ...hostfs import HostRoot, HostReadError, ProbeContext, close_runner, runner_for, start_commands
-from ...model.nic_counters import (HW_COUNTERS, NETDEV_CARRIER, NETDEV_STATISTICS, PORT_COUNTERS,
-                                   SNAPSHOT_KIND, SNAPSHOT_VERSION, wanted_ethtool)
+from ...hostfs import HostReadError, HostRoot, ProbeContext, close_runner, runner_for, start_commands
+from ...model.nic_counters import (
+    HW_COUNTERS,
+    NETDEV_CARRIER,
+    NETDEV_STATISTICS,
+    PORT_COUNTERS,
+    SNAPSHOT_KIND,
+    SNAPSHOT_VERSION,
+    wanted_ethtool,
+)
 from ...model.vocab import natural_key
 from ..parsers._common import leading_number
 from ..parsers.ethtool_stats import parse_ethtool_stats
