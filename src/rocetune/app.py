@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from .envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
 from .errors import ExitCode, RocetuneError
@@ -157,7 +157,9 @@ class PlanRequest:
         return overrides(self.config, self.sets, self.unsets, warn)
 
     def qos(self) -> QosPlan:
-        return qos_plan(self.root, self.qos_path)
+        plan = qos_plan(self.root, self.qos_path)
+        assert plan is not None  # the built-in defaults stand in for a missing file
+        return plan
 
     def expect(self) -> Optional[Expectations]:
         return expectations(self.root, self.expect_path)
@@ -426,7 +428,7 @@ def deployed_ports(env_files: Dict[str, Optional[str]]) -> set:
     from .envfiles.read import parse_text
     from .nccl.syntax import ib_hca_entries
 
-    out = set()
+    out: Set[str] = set()
     for fmt, text in env_files.items():
         if not text:
             continue

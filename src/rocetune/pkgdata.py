@@ -12,10 +12,10 @@ from typing import Any
 def package_data(package: str, resource: str) -> bytes:
     """What pkgutil.get_data(package, resource) gives, without importing pkgutil on every run."""
     module = sys.modules[package]
-    loader = module.__spec__.loader
-    path = os.path.join(os.path.dirname(module.__file__), *resource.split("/"))
-    if not hasattr(loader, "get_data"):  # pragma: no cover - a broken installation
+    loader: Any = module.__spec__.loader if module.__spec__ else None
+    if not hasattr(loader, "get_data") or not module.__file__:  # pragma: no cover - a broken installation
         raise FileNotFoundError(resource)
+    path = os.path.join(os.path.dirname(module.__file__), *resource.split("/"))
     return loader.get_data(path)
 
 

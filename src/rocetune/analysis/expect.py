@@ -58,7 +58,8 @@ def _named(port: Port, names: List[str]) -> bool:
 
 def _port(view: HostView, p: Port, rail: bool, why_not: Optional[str]) -> PortFacts:
     link = (view.pci.get(p.pci or "") or {}).get("link") or {}
-    device = next((d for d in (view.f.get("rdma") or {}).get("devices", []) if d["name"] == p.device), {})
+    device: Dict[str, Any] = next((d for d in (view.f.get("rdma") or {}).get("devices", [])
+                                   if d["name"] == p.device), {})
     mtu = (p.iface or {}).get("mtu")
     return PortFacts(name=p.name, device=p.device, rail=rail, why_not=None if rail else why_not,
                      link_layer=p.link_layer, state=p.state, speed_gbps=p.rate_gbps, mtu=mtu,

@@ -198,7 +198,7 @@ class HostView:
         drivers |= {d.get("driver") for d in self.pci.values() if d.get("kind") == "nic"}
         for key, spec in sorted(_PLUGIN_CLOUDS.items()):
             if vendors & set(spec["vendors"]) or drivers & set(spec["drivers"]):
-                return key, spec["what"]
+                return key, str(spec["what"])
         return None
 
     # --- interfaces -------------------------------------------------------------------------

@@ -124,7 +124,8 @@ def _loader_problems(view, tree: TopoNode) -> List[str]:
 def _place(view, plan: TopologyPlan) -> None:
     gpus = {int(g["index"]): g.get("bdf") for g in view.gpus if g.get("bdf")}
     nics = {d["name"]: d.get("pci") for d in (view.f.get("rdma") or {}).get("devices") or []}
-    plan.paths, plan.unplaced_gpus, plan.unplaced_nics = gpu_nic_paths(plan.tree, gpus, nics)
+    if plan.tree is not None:
+        plan.paths, plan.unplaced_gpus, plan.unplaced_nics = gpu_nic_paths(plan.tree, gpus, nics)
 
 
 def _generate(view, reasons: str, out: TopologyOutcome) -> Optional[TopologyPlan]:

@@ -7,7 +7,7 @@ import gc
 import importlib
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import List, NoReturn, Optional, Sequence
 
 from .. import __version__
 from ..errors import ExitCode, RocetuneError
@@ -34,7 +34,7 @@ def _terminal_columns() -> int:
         columns = 0
     if columns <= 0:
         try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
         except (AttributeError, ValueError, OSError):
             columns = 0
     return columns if columns > 0 else 80
@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str) -> None:  # argparse would print usage and exit 2 itself
+    def error(self, message: str) -> NoReturn:  # argparse would print usage and exit 2 itself
         hint = f"see '{self.prog} --help'"
         close = self._suggestion(message)
         if close:
@@ -138,7 +138,7 @@ def _add_common(parser: argparse.ArgumentParser, top: bool) -> None:
                    help="show tracebacks of unexpected errors")
 
 
-def build_parser(verb: Optional[str] = None) -> argparse.ArgumentParser:
+def build_parser(verb: Optional[str] = None) -> _Parser:
     """The whole parser; with `verb`, only that verb's subparser (each verb module is imported
     and its options registered only when it runs: what `rocetune probe` starts with)."""
     parser = _Parser(prog="rocetune", description="Probe GPU/RDMA hosts and emit tuned NCCL/UCX env.")
@@ -265,7 +265,7 @@ def _stdout_problem(exc: Exception) -> str:
         return (f"cannot write to stdout: its encoding ({sys.stdout.encoding}) cannot carry "
                 f"{ch!r} (U+{ord(ch):04X}) in the output; run with a UTF-8 locale (LANG=C.UTF-8) "
                 "or PYTHONIOENCODING=utf-8")
-    return f"cannot write to stdout: {exc.strerror or exc}"
+    return f"cannot write to stdout: {getattr(exc, 'strerror', None) or exc}"
 
 
 def _say_error(message: str) -> None:

@@ -50,14 +50,14 @@ def add_env_output(parser: argparse.ArgumentParser, many: bool = False) -> None:
         fmt = g.add_argument("--format", choices=_WrittenDialects(), action="append", default=[],
                              metavar="FMT", help=dialect_help + "; repeat with --json to get several, "
                                                                 "or with as many -o to write each")
-        fmt.fallback = _Fallback()
+        fmt.fallback = _Fallback()  # type: ignore[attr-defined]  # read by the help formatter
         g.add_argument("-o", "--out", metavar="FILE", action="append", default=[],
                        help="write the env here, atomically, with any file it points at beside it "
                             "('-' = stdout); repeat, one per --format, to write several dialects "
                             "of one plan")
         return
     fmt = g.add_argument("--format", choices=_WrittenDialects(), metavar="FMT", help=dialect_help)
-    fmt.fallback = _Fallback()
+    fmt.fallback = _Fallback()  # type: ignore[attr-defined]
     g.add_argument("-o", "--out", metavar="FILE",
                    help="write the env here, atomically, with any file it points at beside it "
                         "('-' = stdout)")

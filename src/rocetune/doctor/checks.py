@@ -104,7 +104,7 @@ def no_ipv4_gid(d: DoctorInput) -> List[Finding]:
 def rail_mtu(d: DoctorInput) -> List[Finding]:
     mtus: Dict[str, int] = {}
     for p in _rail_ports(d):
-        if p.is_roce and p.iface and p.iface.get("mtu"):
+        if p.is_roce and p.netdev and p.iface and p.iface.get("mtu"):
             mtus[p.netdev] = p.iface["mtu"]
     if len(set(mtus.values())) < 2:
         return []
@@ -197,7 +197,7 @@ def acs_redirect(d: DoctorInput) -> List[Finding]:
                          "not checked: `lspci -vvv` did not run (as root it shows each bridge's ACSCtl)")]
     bad: Dict[str, List[str]] = {}
     for gpu, port in pairs:
-        up_gpu, up_nic = _ancestors(by_bdf, gpu["bdf"]), _ancestors(by_bdf, port.pci)
+        up_gpu, up_nic = _ancestors(by_bdf, gpu["bdf"]), _ancestors(by_bdf, port.pci or "")
         shared = next((b for b in up_gpu if b in up_nic), None)
         path = up_gpu[:up_gpu.index(shared) + 1] if shared else up_gpu
         path += up_nic[:up_nic.index(shared)] if shared else up_nic

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ..checks.nic_counters import CHECKS, REGISTRY, RESET_ID, Check, Signal, Threshold
 from ..errors import ExitCode, RocetuneError
@@ -73,7 +73,7 @@ def effective_thresholds(overrides: Optional[Mapping[str, Mapping[str, float]]] 
         if not isinstance(fields, Mapping):
             raise RocetuneError(f"threshold for {cid}: expected a mapping of warn/error/min_delta",
                                 code=ExitCode.INPUT)
-        changes = {}
+        changes: Dict[str, Any] = {}
         for key, value in fields.items():
             if key not in ("warn", "error", "min_delta"):
                 raise RocetuneError(f"threshold for {cid}: unknown field {key!r} (warn, error, min_delta)",
@@ -182,6 +182,10 @@ def _netdev_bytes(flat: Dict[str, int]) -> Dict[str, Optional[int]]:
     return {d: flat.get(f"ethtool:{d}_bytes_phy", flat.get(f"sysfs:{d}_bytes")) for d in ("rx", "tx")}
 
 
+def _moved(old: Optional[int], new: Optional[int]) -> Optional[int]:
+    return new - old if new is not None and old is not None and new >= old else None
+
+
 def _pairs(previous: Optional[dict], current: dict) -> Iterator[tuple]:
     """(subject, new counters, old counters or None, bytes moved {rx, tx} or None) per subject."""
     new_subjects = _subjects(current)
@@ -193,9 +197,7 @@ def _pairs(previous: Optional[dict], current: dict) -> Iterator[tuple]:
             yield subject, new, None, None
             continue
         old, old_bytes = old_entry
-        moved = {d: (new_bytes[d] - old_bytes[d]
-                     if new_bytes[d] is not None and old_bytes[d] is not None and new_bytes[d] >= old_bytes[d]
-                     else None) for d in ("rx", "tx")}
+        moved = {d: _moved(old_bytes[d], new_bytes[d]) for d in ("rx", "tx")}
         yield subject, new, old, moved
 
 
@@ -268,6 +270,7 @@ def _judge_check(check: Check, limit: Threshold, subject: str, old: Mapping[str,
         message = (f"{subject}: {check.title.lower()}: {', '.join(k.split(':', 1)[1] for k in floors)} "
                    f"increased over {_fmt_interval(interval)}")
     else:
+        assert by_rate is not None and worst is not None  # by_rate is set from worst
         severity = by_rate
         rate, key, delta = worst
         message = (f"{subject}: {check.title.lower()}: {_fmt(rate, limit.unit)} "

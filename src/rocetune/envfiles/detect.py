@@ -23,7 +23,7 @@ def detect(text: str, name: str = "") -> Tuple[str, str, Optional[str]]:
         return m.group(1), "rocetune's header", by_name
     content = _format_by_content(text)
     named = dialects.get(by_name) if by_name else None
-    if content and named and content[0] in named.name_beats_content:
+    if content and by_name and named and content[0] in named.name_beats_content:
         return by_name, named.name_beats_content_why, by_name
     if content:
         return content[0], content[1], by_name

@@ -283,7 +283,8 @@ def ansi_c_string(text: str, i: int) -> Tuple[int, str, bool]:
             if e in _ANSI_C:
                 ch = _ANSI_C[e]
             elif e in "01234567":
-                digits = re.match(r"[0-7]{1,3}", text[j + 1:j + 4]).group(0)
+                octal = text[j + 1:j + 4]
+                digits = octal[:len(octal) - len(octal.lstrip("01234567"))]
                 ch, size = chr(int(digits, 8) & 0xFF), 1 + len(digits)
             elif e in "xuU":
                 width = {"x": 2, "u": 4, "U": 8}[e]

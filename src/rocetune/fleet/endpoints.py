@@ -57,7 +57,10 @@ def endpoints(result: HostResult) -> HostEndpoints:
     chosen = [p for p in HostView(features).selection().chosen if p.port is not None
               and (hca is None or ib_hca_selects(hca, p.device, p.port))]
     for p in sorted(chosen, key=lambda p: natural_key(p.name)):
-        gid = pinned if pinned is not None else ((p.v4_gids or p.v6_gids or [None])[0] if p.is_roce else None)
+        assert p.port is not None  # chosen above
+        gid: Optional[int] = pinned
+        if gid is None and p.is_roce and (p.v4_gids or p.v6_gids):
+            gid = (p.v4_gids or p.v6_gids)[0]
         ipv4 = next((g.get("ipv4") for g in p.gids if g.get("index") == gid), None) if gid is not None else None
         if p.is_roce and gid is None:
             out.notes.append(f"{p.name}: no RoCE v2 GID to test with (no address on {p.netdev or 'its netdev'})")

@@ -156,7 +156,7 @@ def parse_iperf3(text: str) -> Iperf3:
         raise ParseError("iperf3 --json output", "not a JSON object")
     if doc.get("error"):
         raise ParseError("iperf3 --json output", f"iperf3 reported: {str(doc['error'])[:200]}")
-    end = doc.get("end") if isinstance(doc.get("end"), dict) else {}
+    end: dict = doc["end"] if isinstance(doc.get("end"), dict) else {}
     received = (end.get("sum_received") or {}).get("bits_per_second")
     if not isinstance(received, (int, float)) or isinstance(received, bool):
         raise ParseError("iperf3 --json output", "no end.sum_received.bits_per_second (a UDP test or an "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ParseError
 from .endpoints import RdmaPort, SocketIf
@@ -50,11 +50,11 @@ def perftest_argv(port: RdmaPort, s: Settings, tcp_port: int, server: Optional[s
 
 
 def iperf3_server_argv(local: SocketIf) -> List[str]:
-    return ["iperf3", "-s", "-1", "-B", local.ipv4, "-p", str(IPERF3_PORT)]
+    return ["iperf3", "-s", "-1", "-B", str(local.ipv4), "-p", str(IPERF3_PORT)]
 
 
 def iperf3_client_argv(local: SocketIf, peer: SocketIf, s: Settings) -> List[str]:
-    return ["iperf3", "-c", peer.ipv4, "-B", local.ipv4, "-p", str(IPERF3_PORT), "-t", str(s.seconds), "-J"]
+    return ["iperf3", "-c", str(peer.ipv4), "-B", str(local.ipv4), "-p", str(IPERF3_PORT), "-t", str(s.seconds), "-J"]
 
 
 def command(argv: Sequence[str]) -> str:
@@ -115,7 +115,7 @@ def judge_rdma(client_out: str, sender: RdmaPort, receiver: RdmaPort, s: Setting
     row = max(run.rows, key=lambda r: run.gbps(r.average))
     measured = run.gbps(row.average)
     rate = s.line_rate_gbps or _slower(sender.rate_gbps, receiver.rate_gbps)
-    doc = {"measured_gbps": round(measured, 3), "bytes": row.size * row.iterations,
+    doc: Dict[str, Any] = {"measured_gbps": round(measured, 3), "bytes": row.size * row.iterations,
            "gid_index": run.gid_index, "mtu": run.mtu, "link_type": run.link_type}
     doc["counters"] = _rail_check(moved, counter, doc["bytes"])
     if rate is None:
@@ -136,7 +136,7 @@ def judge_tcp(client_out: str, a: SocketIf, b: SocketIf, s: Settings) -> dict:
         run = parse_iperf3(client_out)
     except ParseError as exc:
         return {"status": "error", "error": str(exc)}
-    doc = {"measured_gbps": round(run.received_gbps, 3), "retransmits": run.retransmits}
+    doc: Dict[str, Any] = {"measured_gbps": round(run.received_gbps, 3), "retransmits": run.retransmits}
     rate = s.line_rate_gbps or _slower(a.speed_gbps, b.speed_gbps)
     if rate is None:
         doc.update(status="unjudged", why=f"no link speed known for {a.ifname} or {b.ifname}")

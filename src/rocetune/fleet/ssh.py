@@ -80,11 +80,12 @@ def connect(target: Target, deadline: Deadline, known_hosts: Optional[str], acce
     client.load_system_host_keys()  # ~/.ssh/known_hosts; a missing file is no error
     if known_hosts and os.path.isfile(known_hosts):
         client.get_host_keys().load(known_hosts)
-    client.set_missing_host_key_policy(_Policy(target, known_hosts, accept_new, lock))
+    client.set_missing_host_key_policy(_Policy(target, known_hosts, accept_new, lock))  # type: ignore[arg-type]
     left = deadline.left(target, "connect")
     try:
         client.connect(target.hostname, port=target.port or 22, username=target.user,
-                       key_filename=target.identities or None, timeout=left, banner_timeout=left,
+                       key_filename=target.identities or None,  # type: ignore[arg-type]  # a list is documented
+                       timeout=left, banner_timeout=left,
                        auth_timeout=left, channel_timeout=left, allow_agent=True,
                        look_for_keys=not target.identities)
         return client
@@ -98,7 +99,7 @@ def connect(target: Target, deadline: Deadline, known_hosts: Optional[str], acce
         why = f"ssh {where(target)}: authentication failed ({exc})"
     except paramiko.ssh_exception.NoValidConnectionsError as exc:
         why = f"ssh {where(target)}: cannot connect: " + "; ".join(
-            sorted({e.strerror or str(e) for e in exc.errors.values()}))
+            sorted({getattr(e, 'strerror', None) or str(e) for e in exc.errors.values()}))
     except (socket.timeout, TimeoutError):
         why = f"ssh {where(target)}: timed out connecting"
     except paramiko.SSHException as exc:

@@ -19,7 +19,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import nccl_check, pairtest, schedule, ssh
 from .endpoints import HostEndpoints, endpoints
@@ -81,8 +81,8 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
     opener = opener or open_ssh(opts, threading.Lock())
     started = time.monotonic()
     hosts: Dict[str, dict] = {}
-    remotes: Dict[str, object] = {}
-    ends: Dict[str, HostEndpoints] = {}
+    remotes: Dict[str, Any] = {}
+    ends: Dict[str, Optional[HostEndpoints]] = {}
     plans: Dict[str, Dict[str, str]] = {}
     with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
         for name, remote, ep, doc in pool.map(lambda t: _prepare(t, opts, opener), targets):
@@ -92,7 +92,8 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
                 plans[name] = doc.pop("plan_env")
         if opts.nccl is not None:
             names = list(remotes)
-            checked = pool.map(lambda n: nccl_check.run_on(remotes[n], plans[n], opts.nccl), names)
+            nccl_settings = opts.nccl
+            checked = pool.map(lambda n: nccl_check.run_on(remotes[n], plans[n], nccl_settings), names)
             for name, result in zip(names, checked):
                 hosts[name]["nccl"] = result
     try:
@@ -176,7 +177,7 @@ def _round_s(opts: Options) -> float:
 
 def _pair(ab: Tuple[str, str], round_no: int, remotes, ends, opts: Options) -> dict:
     a, b = ab
-    doc = {"a": a, "b": b, "round": round_no, "tests": []}
+    doc: Dict[str, Any] = {"a": a, "b": b, "round": round_no, "tests": []}
     if "rdma" in opts.tests:
         doc["tests"] += _rdma(remotes[a], remotes[b], ends[a], ends[b], opts.settings)
     if "tcp" in opts.tests:
@@ -245,7 +246,7 @@ def _tcp(ra, rb, ea: HostEndpoints, eb: HostEndpoints, s: pairtest.Settings) -> 
         return {"kind": "tcp", "status": "error", "error": f"{who}: no socket interface to test (see its notes)"}
     a, b = ea.socket[0], eb.socket[0]
     step_s = s.seconds + 60
-    test = {"kind": "tcp", "a_if": a.ifname, "b_if": b.ifname,
+    test: Dict[str, Any] = {"kind": "tcp", "a_if": a.ifname, "b_if": b.ifname,
             "command": pairtest.command(pairtest.iperf3_client_argv(a, b, s))}
     server = rb.start(pairtest.command(pairtest.iperf3_server_argv(b)), "iperf3 server", step_s)
     time.sleep(SERVER_SETTLE_S)

@@ -244,7 +244,7 @@ def _check_value(cat: Catalog, a: Assignment, add) -> None:
                 f"{key}={v!r} is not an integer: NCCL reads it as {n}", "write a plain integer (0x.. for hex)")
             return
         lo, hi = info.get("min"), info.get("max")
-        if lo is not None and not lo <= n <= hi:
+        if lo is not None and hi is not None and not lo <= n <= hi:
             add("out-of-range", "error", a.line, key, f"{key}={n} is outside {lo}..{hi}",
                 f"use a value in {lo}..{hi}")
             return

@@ -85,7 +85,7 @@ class Plan:
     findings: List[Finding] = field(default_factory=list)
     ranks: List[Dict[str, Any]] = field(default_factory=list)
     files: List[PlanFile] = field(default_factory=list)
-    unset: List[Dict[str, str]] = field(default_factory=list)
+    unset: List[Dict[str, Optional[str]]] = field(default_factory=list)
     rules_run: List[str] = field(default_factory=list)
     reports: Dict[str, Any] = field(default_factory=dict)
     qos: Optional[QosPlan] = None

@@ -227,7 +227,8 @@ def _compile_items(item: _Check) -> _Check:
 def _compile_object(schema: dict, root: dict, done: Dict[int, _Check]) -> _Check:
     required = set(schema.get("required", ()))
     names = list(schema.get("properties", {}))
-    keys = [(name, name in required, _compile(schema["properties"][name], root, done)) for name in names]
+    keys: List[Tuple[str, bool, Optional[_Check]]] = [
+        (name, name in required, _compile(schema["properties"][name], root, done)) for name in names]
     keys += [(name, True, None) for name in schema.get("required", ()) if name not in names]
     extra_schema = schema.get("additionalProperties")
     extra = _compile(extra_schema, root, done) if isinstance(extra_schema, dict) else None

@@ -61,7 +61,7 @@ class Catalog:
         if len(name) > self._longest + limit:
             return None
         index = self._deletion_index()
-        found = set()
+        found: Set[str] = set()
         for variant in deletion_variants(name, limit):
             found.update(index.get(variant, ()))
         best: Optional[Tuple[int, str]] = None

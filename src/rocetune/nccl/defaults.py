@@ -77,7 +77,7 @@ _STEPS = {
 _TABLE = {name: tuple((since, value) for since, value, _ in steps) for name, steps in _STEPS.items()}
 
 # What a sentinel default makes NCCL do, per variable and value (the code that reads it).
-_MEANS = {
+_MEANS: Dict[Tuple[str, Optional[int]], str] = {
     ("NCCL_IB_GID_INDEX", -1): "NCCL scans the port's GID table itself when it connects and takes the "
                                "first GID of NCCL_IB_ADDR_FAMILY (IPv4) and NCCL_IB_ROCE_VERSION_NUM (2) "
                                "within NCCL_IB_ADDR_RANGE (ncclIbGetGidIndex, v2.21.5 "
@@ -108,8 +108,9 @@ def describe(name: str, version: Optional[Version]) -> Optional[Dict[str, Any]]:
         return None
     history = [{"since": text(since) if since != (0, 0, 0) else None, "value": value, "source": where,
                 "means": _MEANS.get((name, value))} for since, value, where in steps]
-    current = history[-1] if version is None else None
+    current: Dict[str, Any] = history[-1]
     if version is not None:
+        current = history[0]
         for (since, _, _), h in zip(steps, history):
             if version >= since:
                 current = h

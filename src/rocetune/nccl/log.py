@@ -189,12 +189,12 @@ class _Reader:
             p.trees.append(m[len("Trees"):].strip())
             return True
         if "comm " in m and " rank " in m:
-            r = L.rank_line(m)
-            if r is not None:
-                if r[0] not in p.ranks:
-                    p.ranks.append(r[0])
-                p.nranks = r[1]
-                p.nnodes = r[2] if r[2] is not None else p.nnodes
+            rank = L.rank_line(m)
+            if rank is not None:
+                if rank[0] not in p.ranks:
+                    p.ranks.append(rank[0])
+                p.nranks = rank[1]
+                p.nnodes = rank[2] if rank[2] is not None else p.nnodes
                 p.init_complete = p.init_complete or m.endswith("Init COMPLETE")
                 return True
         rg = L.rings_gdr(m)

@@ -77,7 +77,7 @@ def ib_hca_entries(value: str) -> Tuple[bool, bool, List[Tuple[str, int]]]:
             continue
         port = -1
         if sep:
-            digits = re.match(r"\d*", rest).group(0)  # atoi: leading digits, 0 when none
+            digits = rest[:len(rest) - len(rest.lstrip("0123456789"))]  # atoi: leading digits, 0 when none
             port = atoi(digits)
         out.append((name, port))
     return exclude, exact, out

@@ -75,10 +75,10 @@ def gpu_nic_paths(tree: TopoNode, gpus: Dict[int, str], nics: Dict[str, Optional
     """({RDMA device: {GPU index: path}} for the pairs the file places, the GPUs and the
     devices the file does not place). `gpus`: index -> PCI address; `nics`: name -> address."""
     by_bus, by_net = _index(tree)
-    g_chain = {i: by_bus.get(busid_key(b)) for i, b in gpus.items()}
+    g_chain = {i: by_bus.get(busid_key(b) or ()) for i, b in gpus.items()}
     n_chain = {}
     for name, bdf in nics.items():
-        n_chain[name] = by_bus.get(busid_key(bdf)) if bdf else None
+        n_chain[name] = by_bus.get(busid_key(bdf) or ()) if bdf else None
         if n_chain[name] is None:
             n_chain[name] = by_net.get(name)
     out: Dict[str, Dict[int, str]] = {}

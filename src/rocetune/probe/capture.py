@@ -132,8 +132,8 @@ def build_tar(root: str, rec: Recorder) -> bytes:
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in sorted(entries):
             ti = entries[name]
-            data = payload.get(name)
-            tar.addfile(ti, io.BytesIO(data) if data is not None else None)
+            body = payload.get(name)
+            tar.addfile(ti, io.BytesIO(body) if body is not None else None)
     out = io.BytesIO()
     with gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz:
         gz.write(raw.getvalue())

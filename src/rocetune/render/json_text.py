@@ -24,7 +24,7 @@ def envelope_text(envelope: Any) -> str:
     """cli.result.dumps(envelope), the matrix links of data.features written row by row."""
     matrix = _matrix_of(envelope)
     links = matrix.get("links") if matrix is not None else None
-    if not isinstance(links, dict) or len(links) < MIN_ROWS:
+    if matrix is None or not isinstance(links, dict) or len(links) < MIN_ROWS:
         return dumps(envelope)
     table = links_text(links)
     if table is None:
@@ -72,7 +72,7 @@ def links_text(links: Dict[Any, Any]) -> Optional[str]:
             return None
         values = list(map(row.__getitem__, cols))
         # key, value, key, value ... in one list: one join per row, no string per cell
-        parts: List[Optional[str]] = [None] * (2 * len(cols))
+        parts: List[str] = [""] * (2 * len(cols))
         try:
             parts[0::2] = map(keys_seen.__getitem__, cols)
             parts[1::2] = map(values_seen.__getitem__, values)

@@ -159,11 +159,11 @@ def rule(features: dict, ctx) -> List[Decision]:
                     checked_by_nccl=[PEER_PATHS[k] for k in checked], nccl=host.nccl_evidence())
     elif not available:
         if dmabuf["usable"] is False:
-            missing = [k for k, v in dmabuf["conditions"].items() if v is False]
-            dm = "DMA-BUF is not available either (" + ", ".join(missing) + " not met)"
+            unmet = [k for k, v in dmabuf["conditions"].items() if v is False]
+            dm = "DMA-BUF is not available either (" + ", ".join(unmet) + " not met)"
         else:
-            unknown = [k for k, v in dmabuf["conditions"].items() if v is None]
-            dm = ("DMA-BUF may work but cannot be confirmed (" + ", ".join(unknown) + " unknown): look for "
+            unsure = [k for k, v in dmabuf["conditions"].items() if v is None]
+            dm = ("DMA-BUF may work but cannot be confirmed (" + ", ".join(unsure) + " unknown): look for "
                   "'GPU Direct RDMA Enabled' with NCCL_DEBUG=INFO")
         ctx.finding("gdr-unavailable", severity, "host",
                     f"GPUDirect RDMA unavailable: none of {', '.join(PEER_PATHS[k] for k in checked)} "

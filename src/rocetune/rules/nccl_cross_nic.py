@@ -62,7 +62,7 @@ def port_networks(ctx, ports) -> Dict[str, Optional[ipaddress.IPv4Network]]:
             if g.get("index") in p.v4_gids and g.get("ipv4"):
                 plen = ctx.host.prefixlen_of(g["ipv4"], [g.get("ndev"), p.netdev])
                 if plen is not None:
-                    net = ipaddress.ip_network(f"{g['ipv4']}/{plen}", strict=False)
+                    net = ipaddress.IPv4Network(f"{g['ipv4']}/{plen}", strict=False)
                 break
         out[p.name] = net
     return out
@@ -134,11 +134,12 @@ def rule(features: dict, ctx) -> List[Decision]:
                  "NCCL_CROSS_NIC left at NCCL's default (2)")
         return []
     nets = port_networks(ctx, ports)
-    if any(n is None for n in nets.values()):
+    known = [n for n in nets.values() if n is not None]
+    if len(known) != len(nets):
         return []
-    if len({str(n) for n in nets.values()}) != len(ports):
+    if len({str(n) for n in known}) != len(ports):
         return []
-    if any(a != b and a.overlaps(b) for a in nets.values() for b in nets.values()):
+    if any(a != b and a.overlaps(b) for a in known for b in known):
         return []
 
     version = ctx.host.nccl_version()

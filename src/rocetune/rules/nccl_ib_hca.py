@@ -8,7 +8,8 @@ every ACTIVE IB/Ethernet port that NCCL_IB_HCA lets through, default route or no
 chosen as a converged port with a warning that explains what sharing the link costs; when
 some ports are PIX/PXB to a GPU, the others are storage/front-end and are left out; among
 GPU-local ports a different link layer, a much lower speed, a missing RoCE address or an
-address on the management subnet marks a storage port. The value uses NCCL's exact-match syntax (`=dev:port,...`): without `=` every entry is a prefix, so `mlx5_1` would
+address on the management subnet marks a storage port. The value uses NCCL's exact-match
+syntax (`=dev:port,...`): without `=` every entry is a prefix, so `mlx5_1` would
 also select `mlx5_10`..`mlx5_19`. Device names come from /sys/class/infiniband, or from recorded
 tool outputs when a root has no sysfs: ibv_devinfo/ibstat, else the NIC legend of
 `nvidia-smi topo -m`, which names devices without ports. Those are listed without a port
@@ -27,7 +28,7 @@ of the fabric), or with the fabric plan alone the k-th compute port.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..model.plan import Decision
 from ..nccl import releases
@@ -50,9 +51,10 @@ def rule(features: dict, ctx) -> List[Decision]:
     ports = {p.name: p for p in ctx.host.ports()}
     why_out = {p.name: why for p, why in sel.excluded}
     for d in sel.doubts:
-        evidence = {"chosen": [p.name for p in sel.chosen]}
+        evidence: Dict[str, Any] = {"chosen": [p.name for p in sel.chosen]}
         if d.subject in ports:
-            evidence.update(port=ports[d.subject].summary(), excluded=why_out.get(d.subject))
+            evidence["port"] = ports[d.subject].summary()
+            evidence["excluded"] = why_out.get(d.subject)
         ctx.finding(d.check_id, d.severity, d.subject, f"uncertain compute-port choice: {d.text}"
                     if d.check_id == "compute-ports-uncertain" else d.text, evidence)
     for port, why in sel.excluded:

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> Result:
     if not outs and (args.check or args.mkdir or args.fail_on_warnings or args.no_degrade):
         raise RocetuneError("--check, --mkdir, --fail-on-warnings and --no-degrade go with -o FILE",
                             code=ExitCode.USAGE)
-    outputs = options.outputs_of(args, outs) if outs else None
+    outputs = options.outputs_of(args, outs) if outs else []
     from ... import app
 
     # checked first, whether or not --no-degrade uses it: a bad file fails before any planning

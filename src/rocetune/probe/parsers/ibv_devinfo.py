@@ -139,8 +139,10 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
         if port is None:
             if key in _DEVICE_KEYS:
                 dev[key] = value or None
-            elif key == "phys_port_cnt" and _INT_RE.match(value):
-                declared[dev["name"]] = int(_INT_RE.match(value).group(1))
+            elif key == "phys_port_cnt":
+                count = _INT_RE.match(value)
+                if count:
+                    declared[dev["name"]] = int(count.group(1))
             continue
         saw_port_key = True
         if key in ("state", "phys_state"):

@@ -43,8 +43,10 @@ def parse(data: bytes) -> List[Tuple[str, str]]:
     if data.startswith(OLD_MAGIC):
         for order in ("<", ">"):
             nlibs = _u32(data, 12, order)
-            end = OLD_HEADER + nlibs * OLD_ENTRY if nlibs is not None else None
-            if end is None or end > len(data):
+            if nlibs is None:
+                continue
+            end = OLD_HEADER + nlibs * OLD_ENTRY
+            if end > len(data):
                 continue
             new_at = (end + 7) & ~7
             if data[new_at:new_at + len(NEW_MAGIC)] == NEW_MAGIC:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from itertools import repeat
 from operator import itemgetter
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 from ...errors import ParseError
 from ._common import add_warning, as_text, clean, first_line, guarded, require_content, snippet
@@ -197,7 +197,7 @@ class _Cells:
     def row(self, label: str, columns: List[Optional[str]], raw: List[str],
             warnings: List[str]) -> Tuple[Dict[str, str], int]:
         plain = self.plain
-        values = tuple(map(plain.get, raw, raw))
+        values = cast(Tuple[str, ...], tuple(map(plain.get, raw, raw)))
         if len(values) == len(columns):
             self.labels.append(label)
             self.grid.append(values)
@@ -211,14 +211,15 @@ class _Cells:
                         row[col] = kept
                     missing += kept == ""
             return row, missing
-        row = self._sorted_row(columns, values)
+        named = cast(List[str], columns)  # no None among them
+        row = self._sorted_row(named, values)
         odd = set(values).difference(plain)
         if not odd:
             return row, 0
         where = sorted(i for v in odd for i in _positions(values, v))
         missing = 0
         for i in where:
-            col = columns[i]
+            col = named[i]
             kept = self._cell(label, col, values[i], warnings)
             if kept:
                 row[col] = kept  # in place: the row keeps its key order
@@ -265,7 +266,7 @@ class _Cells:
         return self.interned.setdefault(value, value)
 
 
-def _positions(values: List[str], value: str) -> List[int]:
+def _positions(values: Sequence[str], value: str) -> List[int]:
     out, i = [], -1
     try:
         while True:
@@ -317,121 +318,148 @@ def parse_topo_matrix(text: str) -> dict:
         raise ParseError(WHAT, f"no matrix header ('GPU0 GPU1 ...') found; first line: {first_line(text)}",
                          hint="pass the output of 'nvidia-smi topo -m'")
     header = _Header(lines[start], warnings)
-
-    links: Dict[str, Dict[str, str]] = {}
-    attrs: Dict[str, Dict[str, Optional[str]]] = {}
-    legend: Dict[str, str] = {}
-    legend_seen = False
-    rows_done = False
-    row_count = 0
-    cells = _Cells()
-
+    m = _Matrix(header, warnings)
     for line in lines[start + 1:]:
+        m.read_line(line)
+
+    links = dict(sorted(m.links.items()))  # rows in the order of the Features JSON, like their cells
+    if m.row_count == 0:
+        add_warning(warnings, "no matrix rows after the header (output cut off?)")
+    if m.cells.legacy_seen:
+        add_warning(warnings, "old nvidia-smi: SOC reported as SYS")
+    gpus = _gpu_entries(m, links)
+    nics = _nic_entries(m, links)
+    if not (m.cells.mirrored(header.columns) or _all_symmetric(links)):
+        _warn_asymmetric(links, warnings)
+    return {"gpus": gpus, "nics": nics, "links": links, "warnings": warnings}
+
+
+class _Matrix:
+    """The rows, affinities and NIC legend of one matrix, read line by line after its header."""
+
+    def __init__(self, header: _Header, warnings: List[str]) -> None:
+        self.header = header
+        self.warnings = warnings
+        self.links: Dict[str, Dict[str, str]] = {}
+        self.attrs: Dict[str, Dict[str, Optional[str]]] = {}
+        self.legend: Dict[str, str] = {}
+        self.legend_seen = False
+        self.rows_done = False
+        self.row_count = 0
+        self.cells = _Cells()
+
+    def read_line(self, line: str) -> None:
         legend_match = _NIC_LEGEND_RE.match(line)
         if legend_match:
-            legend_seen = True
-            label, name = f"NIC{int(legend_match.group(1)[3:])}", legend_match.group(2)
-            if label in legend and legend[label] != name:
-                add_warning(warnings, f"NIC legend names {label} twice ({legend[label]}, {name}); "
-                                      "kept the first")
-            legend.setdefault(label, name)
-            continue
-        if not line.strip():
-            continue
-        if _LEGEND_HEAD_RE.match(line) or line.strip().lower() == "nic legend:":
-            rows_done = True
-            legend_seen = legend_seen or "nic" in line.lower()
-            continue
-        if rows_done:
-            continue  # legend text, or whatever follows the matrix
-        if _LEGEND_LINE_RE.match(line):
-            rows_done = True  # a legend printed without its "Legend:" title
-            continue
-        if _is_header(line, strict=True):
-            add_warning(warnings, "a second matrix header follows; only the first matrix is read")
-            rows_done = True
-            continue
+            self._legend_entry(f"NIC{int(legend_match.group(1)[3:])}", legend_match.group(2))
+        elif not line.strip():
+            return
+        elif _LEGEND_HEAD_RE.match(line) or line.strip().lower() == "nic legend:":
+            self.rows_done = True
+            self.legend_seen = self.legend_seen or "nic" in line.lower()
+        elif self.rows_done:
+            return  # legend text, or whatever follows the matrix
+        elif _LEGEND_LINE_RE.match(line):
+            self.rows_done = True  # a legend printed without its "Legend:" title
+        elif _is_header(line, strict=True):
+            add_warning(self.warnings, "a second matrix header follows; only the first matrix is read")
+            self.rows_done = True
+        else:
+            self._row(line)
 
+    def _legend_entry(self, label: str, name: str) -> None:
+        self.legend_seen = True
+        if label in self.legend and self.legend[label] != name:
+            add_warning(self.warnings, f"NIC legend names {label} twice ({self.legend[label]}, {name}); "
+                                       "kept the first")
+        self.legend.setdefault(label, name)
+
+    def _row(self, line: str) -> None:
+        header, warnings = self.header, self.warnings
         raw_label, link_cells, rest, tabbed = _split_row(line, header)
         label = header.canonical(raw_label)
         if label is None:
             add_warning(warnings, f"ignored line {snippet(line)}")
-            continue
-        if label in links:
+            return
+        if label in self.links:
             add_warning(warnings, f"row {label} appears twice; kept the first")
-            continue
+            return
         if label not in header.columns:
             add_warning(warnings, f"row {raw_label} has no column in the header")
-        row_count += 1
-        row, missing = cells.row(label, header.columns, link_cells, warnings)
+        self.row_count += 1
+        row, missing = self.cells.row(label, header.columns, link_cells, warnings)
         if len(link_cells) < header.ndev:
             add_warning(warnings, f"row {label}: {len(link_cells)} of {header.ndev} link cells (cut off?)")
         if missing:
             add_warning(warnings, f"row {label}: {missing} empty link cell(s)")
-        links[label] = row
-
-        nattr = len(header.attrs)
+        self.links[label] = row
         if label.startswith("GPU"):
-            if tabbed:
-                values = _tab_attrs(rest, nattr)
-                got = {k: (v or None) for k, v in zip(header.attrs, values) if k}
-            else:
-                values = rest
-                got = _space_attrs(rest, header.attrs)
-            if len(values) > nattr:
-                add_warning(warnings, f"row {label}: {len(values) - nattr} unexpected value(s) "
-                                      "after the link cells")
-            elif len(values) < nattr:
-                add_warning(warnings, f"row {label}: {len(values)} of {nattr} affinity value(s)")
-            attrs[label] = got
+            self.attrs[label] = self._gpu_attrs(label, rest, tabbed)
         elif any(rest):
             add_warning(warnings, f"row {label}: unexpected value(s) after the link cells")
 
-    links = dict(sorted(links.items()))  # rows in the order of the Features JSON, like their cells
-    if row_count == 0:
-        add_warning(warnings, "no matrix rows after the header (output cut off?)")
-    if cells.legacy_seen:
-        add_warning(warnings, "old nvidia-smi: SOC reported as SYS")
+    def _gpu_attrs(self, label: str, rest: List[str], tabbed: bool) -> Dict[str, Optional[str]]:
+        keys = self.header.attrs
+        nattr = len(keys)
+        if tabbed:
+            values = _tab_attrs(rest, nattr)
+            got = {k: (v or None) for k, v in zip(keys, values) if k}
+        else:
+            values = rest
+            got = _space_attrs(rest, keys)
+        if len(values) > nattr:
+            add_warning(self.warnings, f"row {label}: {len(values) - nattr} unexpected value(s) "
+                                       "after the link cells")
+        elif len(values) < nattr:
+            add_warning(self.warnings, f"row {label}: {len(values)} of {nattr} affinity value(s)")
+        return got
 
-    gpu_labels = [c for c in header.columns if c and c.startswith("GPU")]
-    for label in links:
-        if label.startswith("GPU") and label not in gpu_labels:
-            gpu_labels.append(label)
+
+def _labels(m: _Matrix, links: Dict[str, Dict[str, str]], kind: str) -> List[str]:
+    """The GPU or NIC labels of the header's columns and the rows, by number; a label without a
+    row is warned about."""
+    labels = [c for c in m.header.columns if c and c.startswith(kind)]
+    labels += [label for label in links if label.startswith(kind) and label not in labels]
+    out = sorted(set(labels), key=lambda s: int(s[3:]))
+    for label in out:
+        if label not in links and m.row_count:
+            add_warning(m.warnings, f"no row for {label} (output cut off?)")
+    return out
+
+
+def _gpu_entries(m: _Matrix, links: Dict[str, Dict[str, str]]) -> List[dict]:
     gpus = []
-    for label in sorted(set(gpu_labels), key=lambda s: int(s[3:])):
-        if label not in links and row_count:
-            add_warning(warnings, f"no row for {label} (output cut off?)")
-        got = attrs.get(label, {})
+    for label in _labels(m, links, "GPU"):
+        got = m.attrs.get(label, {})
         gpus.append({
             "index": int(label[3:]),
             "cpu_affinity": got.get("cpu_affinity"),
             "numa_affinity": got.get("numa_affinity"),
             "gpu_numa_id": got.get("gpu_numa_id"),
         })
+    return gpus
 
-    nic_labels = [c for c in header.columns if c and c.startswith("NIC")]
-    for label in links:
-        if label.startswith("NIC") and label not in nic_labels:
-            nic_labels.append(label)
+
+def _nic_entries(m: _Matrix, links: Dict[str, Dict[str, str]]) -> List[dict]:
     nics = []
     unnamed = []
-    for label in sorted(set(nic_labels), key=lambda s: int(s[3:])):
-        if label not in links and row_count:
-            add_warning(warnings, f"no row for {label} (output cut off?)")
-        name = header.named.get(label) or legend.get(label)
+    nic_labels = _labels(m, links, "NIC")
+    for label in nic_labels:
+        name = m.header.named.get(label) or m.legend.get(label)
         if name is None:
             unnamed.append(label)
         nics.append({"index": int(label[3:]), "name": name})
     if unnamed:
-        if legend_seen or legend:
-            add_warning(warnings, f"NIC legend does not name {', '.join(unnamed)}")
+        if m.legend_seen or m.legend:
+            add_warning(m.warnings, f"NIC legend does not name {', '.join(unnamed)}")
         else:
-            add_warning(warnings, "no NIC legend in the output: NIC names unknown")
-    for label in sorted(set(legend) - set(nic_labels), key=lambda s: int(s[3:])):
-        add_warning(warnings, f"NIC legend names {label} ({legend[label]}), which has no column")
+            add_warning(m.warnings, "no NIC legend in the output: NIC names unknown")
+    for label in sorted(set(m.legend) - set(nic_labels), key=lambda s: int(s[3:])):
+        add_warning(m.warnings, f"NIC legend names {label} ({m.legend[label]}), which has no column")
+    return nics
 
-    if cells.mirrored(header.columns) or _all_symmetric(links):
-        return {"gpus": gpus, "nics": nics, "links": links, "warnings": warnings}
+
+def _warn_asymmetric(links: Dict[str, Dict[str, str]], warnings: List[str]) -> None:
     reported = set()
     for a in sorted(links):
         for b, value in sorted(links[a].items()):
@@ -440,8 +468,6 @@ def parse_topo_matrix(text: str) -> dict:
             if back is not None and back != value and pair not in reported:
                 reported.add(pair)
                 add_warning(warnings, f"{a}-{b} is {value} one way and {back} the other")
-
-    return {"gpus": gpus, "nics": nics, "links": links, "warnings": warnings}
 
 
 def _all_symmetric(links: Dict[str, Dict[str, str]]) -> bool:

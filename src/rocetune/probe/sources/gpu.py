@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Dict
+
 from ...errors import ParseError
 from ...hostfs import ProbeContext, start_commands
 from ..parsers.nvsmi_query import parse_gpu_query
@@ -15,7 +17,9 @@ COMMANDS = (TOPO_ARGV, QUERY_ARGV)
 
 
 def probe(ctx: ProbeContext, sysfs_gpus: int) -> dict:
-    data = {"matrix": None, "bus_ids": {}, "names": {}}
+    bus_ids: Dict[str, str] = {}
+    names: Dict[str, str] = {}
+    data: Dict[str, Any] = {"matrix": None, "bus_ids": bus_ids, "names": names}
     start_commands(ctx.runner, COMMANDS)
     topo = ctx.runner.run(TOPO_ARGV)
     if not topo.found:
@@ -44,8 +48,8 @@ def probe(ctx: ProbeContext, sysfs_gpus: int) -> dict:
     if query.ok:
         try:
             for row in parse_gpu_query(query.stdout):
-                data["bus_ids"][str(row["index"])] = row["bus_id"]
-                data["names"][str(row["index"])] = row["name"]
+                bus_ids[str(row["index"])] = row["bus_id"]
+                names[str(row["index"])] = row["name"]
         except ParseError as exc:
             ctx.warn(exc.message)
     elif query.found:

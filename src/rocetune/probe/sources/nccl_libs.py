@@ -417,8 +417,7 @@ def _prefixes(ctx: ProbeContext) -> List[str]:
             out.append(base)
             out += [f"{base}/{v}" for v in VENV_NAMES]
             out += [f"{base}/envs/{e}" for e in _children(ctx, f"{base}/envs")]  # conda
-    seen: Set[str] = set()
-    return [p for p in out if not (p in seen or seen.add(p))]
+    return list(dict.fromkeys(out))
 
 
 def _children(ctx: ProbeContext, directory: str) -> List[str]:

@@ -125,6 +125,7 @@ def _fib_addresses(ctx: ProbeContext, text: str, v4: List[dict]) -> Dict[str, Li
     """IPv4 addresses from fib_trie, placed on interfaces by the connected routes."""
     out: Dict[str, List[dict]] = {}
     for ip in parse_fib_trie(text):
+        plen: Optional[int]
         if ip.is_loopback:
             names, plen = ["lo"], 8
         else:

@@ -18,6 +18,10 @@ ROCE_MTUS = (4096, 2048, 1024, 512, 256)
 ROCE_HEADROOM = 96
 
 
+def _port_number(port: dict) -> int:
+    return port["port"]
+
+
 def roce_mtu(netdev_mtu: Optional[int]) -> Optional[int]:
     """The RoCE path MTU the kernel derives from a netdev MTU."""
     if netdev_mtu is None:
@@ -343,7 +347,7 @@ def probe(ctx: ProbeContext, net: Optional[dict] = None, pci_data: Optional[dict
             "node_guid": ctx.attr(f"{base}/node_guid"),
             "hca_type": ctx.attr(f"{base}/hca_type"),
             **ident,
-            "ports": sorted(ports, key=lambda p: p["port"]),
+            "ports": sorted(ports, key=_port_number),
         })
     if unreadable:
         names_ = sorted(unreadable, key=natural_key)

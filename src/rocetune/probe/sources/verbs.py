@@ -17,7 +17,7 @@ _LINK_LAYERS = {0: "Unspecified", 1: "InfiniBand", 2: "Ethernet"}
 
 def _from_pyverbs(ctx: ProbeContext) -> Optional[List[dict]]:
     try:
-        from pyverbs import device as pvd  # type: ignore
+        from pyverbs import device as pvd
     except Exception as exc:  # ImportError, or a library that does not match the kernel's
         ctx.status.ok = False
         ctx.status.reason = f"pyverbs not importable ({type(exc).__name__}: {exc}); install python3-pyverbs"
