@@ -94,59 +94,70 @@ def read_sh(text: str, out: ParsedFile) -> None:
             rule_at[ln] = r
     found: List[Assignment] = []
     for words in commands:
-        k = 0
-        while k < len(words) and _is_assignment(words[k].raw):
-            k += 1
-        rest = words[k:]
-        ctx = "assign" if not rest else "prefix"
-        for w in words[:k]:
-            a = _assignment(w, ctx)
-            if a:
-                found.append(a)
-        if not rest:
-            continue
-        head = rest[0].value or rest[0].raw
-        bad = _bad_name(rest[0].raw)
-        if bad:
-            out.problems.append((rest[0].line, "sh-bad-name",
-                                 f"{bad!r} is not a name bash accepts: bash runs "
-                                 f"{rest[0].raw.split('=', 1)[0]}=... as a command (not found) and "
-                                 "the setting is lost"))
-            continue
-        if head in _DECLARE:
-            _declaration(head, rest[1:], found, out.problems)
-            continue
-        if head == "env":
-            for w in rest[1:]:
-                if not _ASSIGN_RE.match(w.raw):
-                    break
-                a = _assignment(w, "env")
-                if a:
-                    found.append(a)
-        elif head == "ENV" and len(rest) > 1:
-            if "=" in rest[1].raw:
-                for w in rest[1:]:
-                    a = _assignment(w, "ENV")
-                    if a:
-                        found.append(a)
-            elif NAME_RE.match(rest[1].raw):
-                vals = rest[2:]
-                raw_v = " ".join(w.raw for w in vals)
-                dyn = next((w.dynamic for w in vals if w.dynamic), None)
-                value = None if dyn else " ".join(w.value or "" for w in vals)
-                found.append(Assignment(rest[1].raw, value, raw_v, rest[1].line, "ENV", None, dyn))
-        for j, w in enumerate(rest[:-1]):
-            if w.raw in ("-x", "-e", "--env"):
-                a = _assignment(rest[j + 1], "mpirun -x" if w.raw == "-x" else "docker -e")
-                if a:
-                    found.append(a)
-            elif w.raw.startswith("--env="):
-                a = _assignment(Word(w.raw[6:], w.value[6:] if w.value else None, w.line, w.dynamic),
-                                "docker -e")
-                if a:
-                    found.append(a)
+        _read_command(words, found, out.problems)
     for a in found:
         for ln in (a.line - 1, a.line):
             if ln in rule_at:
                 a.rule_id = rule_at[ln]
         out.assignments.append(a)
+
+
+def _add(found: List[Assignment], a: Optional[Assignment]) -> None:
+    if a:
+        found.append(a)
+
+
+def _read_command(words: List[Word], found: List[Assignment], problems: List[Tuple[int, str, str]]) -> None:
+    """The settings of one simple command: leading assignments, then what its command word
+    (export/declare, env, a Dockerfile's ENV, mpirun -x, docker -e/--env) sets."""
+    k = 0
+    while k < len(words) and _is_assignment(words[k].raw):
+        k += 1
+    rest = words[k:]
+    ctx = "assign" if not rest else "prefix"
+    for w in words[:k]:
+        _add(found, _assignment(w, ctx))
+    if not rest:
+        return
+    head = rest[0].value or rest[0].raw
+    bad = _bad_name(rest[0].raw)
+    if bad:
+        problems.append((rest[0].line, "sh-bad-name",
+                         f"{bad!r} is not a name bash accepts: bash runs "
+                         f"{rest[0].raw.split('=', 1)[0]}=... as a command (not found) and "
+                         "the setting is lost"))
+        return
+    if head in _DECLARE:
+        _declaration(head, rest[1:], found, problems)
+        return
+    if head == "env":
+        for w in rest[1:]:
+            if not _ASSIGN_RE.match(w.raw):
+                break
+            _add(found, _assignment(w, "env"))
+    elif head == "ENV" and len(rest) > 1:
+        _dockerfile_env(rest, found)
+    _launcher_options(rest, found)
+
+
+def _dockerfile_env(rest: List[Word], found: List[Assignment]) -> None:
+    """`ENV A=1 B=2`, or the older `ENV NAME value words`."""
+    if "=" in rest[1].raw:
+        for w in rest[1:]:
+            _add(found, _assignment(w, "ENV"))
+    elif NAME_RE.match(rest[1].raw):
+        vals = rest[2:]
+        raw_v = " ".join(w.raw for w in vals)
+        dyn = next((w.dynamic for w in vals if w.dynamic), None)
+        value = None if dyn else " ".join(w.value or "" for w in vals)
+        found.append(Assignment(rest[1].raw, value, raw_v, rest[1].line, "ENV", None, dyn))
+
+
+def _launcher_options(rest: List[Word], found: List[Assignment]) -> None:
+    """mpirun's `-x NAME=value`, docker's `-e`/`--env NAME=value` and `--env=NAME=value`."""
+    for j, w in enumerate(rest[:-1]):
+        if w.raw in ("-x", "-e", "--env"):
+            _add(found, _assignment(rest[j + 1], "mpirun -x" if w.raw == "-x" else "docker -e"))
+        elif w.raw.startswith("--env="):
+            _add(found, _assignment(Word(w.raw[6:], w.value[6:] if w.value else None, w.line, w.dynamic),
+                                    "docker -e"))

@@ -72,157 +72,180 @@ def _dollar(text: str, i: int) -> Tuple[int, Optional[str], Optional[str]]:
 def shell_commands(text: str) -> Tuple[List[List[Word]], List[Tuple[int, str]], List[Tuple[int, str]]]:
     """Split shell text into simple commands of words. Returns (commands, comments, problems);
     comments are (line, text). Never raises: unbalanced quotes run to the end of the text."""
-    commands: List[List[Word]] = []
-    comments: List[Tuple[int, str]] = []
-    problems: List[Tuple[int, str]] = []
-    cur: List[Word] = []
-    raw: List[str] = []
-    val: List[str] = []
-    dyn: Optional[str] = None
-    in_word = False
-    word_line = 1
-    line = 1
-    i = 0
-    n = len(text)
-    heredocs: List[Tuple[str, bool]] = []  # (delimiter, strip leading tabs) of `<<` on this line
+    lexer = _Lexer(text)
+    lexer.run()
+    return lexer.commands, lexer.comments, lexer.problems
 
-    def end_word() -> None:
-        nonlocal raw, val, dyn, in_word
-        if in_word:
-            cur.append(Word("".join(raw), None if dyn else "".join(val), word_line, dyn))
-        raw, val, dyn, in_word = [], [], None, False
 
-    def end_command() -> None:
-        nonlocal cur
-        end_word()
-        if cur:
-            commands.append(cur)
-        cur = []
+class _Lexer:
+    """One pass over the text: separators end words and commands, the rest builds words."""
 
-    def start() -> None:
-        nonlocal in_word, word_line
-        if not in_word:
-            in_word, word_line = True, line
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+        self.i = 0
+        self.line = 1
+        self.commands: List[List[Word]] = []
+        self.comments: List[Tuple[int, str]] = []
+        self.problems: List[Tuple[int, str]] = []
+        self.cur: List[Word] = []
+        self.raw: List[str] = []
+        self.val: List[str] = []
+        self.dyn: Optional[str] = None
+        self.in_word = False
+        self.word_line = 1
+        self.heredocs: List[Tuple[str, bool]] = []  # (delimiter, strip leading tabs) of `<<` on this line
 
-    while i < n:
-        c = text[i]
-        if c == "\\" and i + 1 < n and text[i + 1] == "\n":
-            i += 2
-            line += 1
-            continue
-        if not in_word and c == "#":
+    def run(self) -> None:
+        while self.i < self.n:
+            if not self._separator():
+                if not self.in_word:
+                    self.in_word, self.word_line = True, self.line
+                self._word_part()
+        self._end_command()
+
+    def _end_word(self) -> None:
+        if self.in_word:
+            self.cur.append(Word("".join(self.raw), None if self.dyn else "".join(self.val),
+                                 self.word_line, self.dyn))
+        self.raw, self.val, self.dyn, self.in_word = [], [], None, False
+
+    def _end_command(self) -> None:
+        self._end_word()
+        if self.cur:
+            self.commands.append(self.cur)
+        self.cur = []
+
+    def _dynamic(self, why: Optional[str]) -> None:
+        self.dyn = self.dyn or why
+
+    def _separator(self) -> bool:
+        """Consume what at text[i] is no part of a word (blank, comment, continuation,
+        redirection of a here-document, operator); False when a word goes on."""
+        text, i, c = self.text, self.i, self.text[self.i]
+        if c == "\\" and i + 1 < self.n and text[i + 1] == "\n":
+            self.i += 2
+            self.line += 1
+        elif not self.in_word and c == "#":
             j = text.find("\n", i)
-            j = n if j < 0 else j
-            comments.append((line, text[i + 1:j]))
-            i = j
-            continue
-        if c in " \t":  # bash keeps a carriage return: it is part of the word
-            end_word()
-            i += 1
-            continue
-        if text.startswith("<<<", i):  # a here-string: the next word is input, not a delimiter
-            end_word()
-            i += 3
-            continue
-        if text.startswith("<<", i):
-            end_word()
-            i = _heredoc_operator(text, i, heredocs)
-            continue
-        op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
-        if op:
-            end_command()
-            i += len(op)
-            if op == "\n":
-                line += 1
-                if heredocs:
-                    i, line = _skip_heredocs(text, i, line, heredocs, problems)
-                    heredocs = []
-            continue
-        start()
+            j = self.n if j < 0 else j
+            self.comments.append((self.line, text[i + 1:j]))
+            self.i = j
+        elif c in " \t":  # bash keeps a carriage return: it is part of the word
+            self._end_word()
+            self.i += 1
+        elif text.startswith("<<<", i):  # a here-string: the next word is input, not a delimiter
+            self._end_word()
+            self.i += 3
+        elif text.startswith("<<", i):
+            self._end_word()
+            self.i = _heredoc_operator(text, i, self.heredocs)
+        else:
+            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
+            if not op:
+                return False
+            self._operator(op)
+        return True
+
+    def _operator(self, op: str) -> None:
+        self._end_command()
+        self.i += len(op)
+        if op == "\n":
+            self.line += 1
+            if self.heredocs:
+                self.i, self.line = _skip_heredocs(self.text, self.i, self.line, self.heredocs, self.problems)
+                self.heredocs = []
+
+    def _word_part(self) -> None:
+        text, i, c = self.text, self.i, self.text[self.i]
         if c == "\\":
-            if i + 1 < n:
-                raw.append(text[i:i + 2])
-                val.append(text[i + 1])
-            i += 2
+            if i + 1 < self.n:
+                self.raw.append(text[i:i + 2])
+                self.val.append(text[i + 1])
+            self.i += 2
         elif c == "'":
-            j = text.find("'", i + 1)
-            if j < 0:
-                problems.append((line, "unterminated single quote"))
-                j = n
-            piece = text[i + 1:j]
-            raw.append(text[i:j + 1])
-            val.append(piece)
-            line += piece.count("\n")
-            i = j + 1
+            self._single_quoted()
         elif c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                if text[j] == "\\" and j + 1 < n:
-                    if text[j + 1] in '$`"\\':
-                        val.append(text[j + 1])
-                    elif text[j + 1] == "\n":
-                        pass
-                    else:
-                        val.append(text[j:j + 2])
-                    j += 2
-                    continue
-                if text[j] == "$":
-                    end, static, why = _dollar(text, j)
-                    if static is None:
-                        dyn = dyn or why
-                    else:
-                        val.append(static)
-                    j = end
-                    continue
-                if text[j] == "`":
-                    k = text.find("`", j + 1)
-                    j = n if k < 0 else k + 1
-                    dyn = dyn or "command substitution"
-                    continue
-                val.append(text[j])
-                j += 1
-            if j >= n:
-                problems.append((line, "unterminated double quote"))
-            raw.append(text[i:j + 1])
-            line += text[i:j].count("\n")
-            i = j + 1
+            self._double_quoted()
         elif text.startswith("$'", i):
             end, static, closed = ansi_c_string(text, i)
             if not closed:
-                problems.append((line, "unterminated $'...' quote"))
-            raw.append(text[i:end])
-            val.append(static)
-            line += text[i:end].count("\n")
-            i = end
+                self.problems.append((self.line, "unterminated $'...' quote"))
+            self.raw.append(text[i:end])
+            self.val.append(static)
+            self._advance_to(end)
         elif text.startswith('$"', i):
-            raw.append("$")  # locale translation: read as a double-quoted string
-            i += 1
+            self.raw.append("$")  # locale translation: read as a double-quoted string
+            self.i += 1
         elif c == "$":
-            end, static, why = _dollar(text, i)
-            raw.append(text[i:end])
-            if static is None:
-                dyn = dyn or why
+            end, value, why = _dollar(text, i)
+            self.raw.append(text[i:end])
+            if value is None:
+                self._dynamic(why)
             else:
-                val.append(static)
-            line += text[i:end].count("\n")
-            i = end
+                self.val.append(value)
+            self._advance_to(end)
         elif c == "`":
             k = text.find("`", i + 1)
-            end = n if k < 0 else k + 1
-            raw.append(text[i:end])
-            dyn = dyn or "command substitution"
-            line += text[i:end].count("\n")
-            i = end
-        elif c == "~" and (not raw or raw[-1].endswith(("=", ":"))):
-            raw.append(c)
-            dyn = dyn or "tilde expansion"
-            i += 1
+            end = self.n if k < 0 else k + 1
+            self.raw.append(text[i:end])
+            self._dynamic("command substitution")
+            self._advance_to(end)
+        elif c == "~" and (not self.raw or self.raw[-1].endswith(("=", ":"))):
+            self.raw.append(c)
+            self._dynamic("tilde expansion")
+            self.i += 1
         else:
-            raw.append(c)
-            val.append(c)
-            i += 1
-    end_command()
-    return commands, comments, problems
+            self.raw.append(c)
+            self.val.append(c)
+            self.i += 1
+
+    def _advance_to(self, end: int) -> None:
+        self.line += self.text[self.i:end].count("\n")
+        self.i = end
+
+    def _single_quoted(self) -> None:
+        text, i = self.text, self.i
+        j = text.find("'", i + 1)
+        if j < 0:
+            self.problems.append((self.line, "unterminated single quote"))
+            j = self.n
+        piece = text[i + 1:j]
+        self.raw.append(text[i:j + 1])
+        self.val.append(piece)
+        self.line += piece.count("\n")
+        self.i = j + 1
+
+    def _double_quoted(self) -> None:
+        text, n, i, val = self.text, self.n, self.i, self.val
+        j = i + 1
+        while j < n and text[j] != '"':
+            ch = text[j]
+            if ch == "\\" and j + 1 < n:
+                if text[j + 1] in '$`"\\':
+                    val.append(text[j + 1])
+                elif text[j + 1] != "\n":
+                    val.append(text[j:j + 2])
+                j += 2
+            elif ch == "$":
+                end, static, why = _dollar(text, j)
+                if static is None:
+                    self._dynamic(why)
+                else:
+                    val.append(static)
+                j = end
+            elif ch == "`":
+                k = text.find("`", j + 1)
+                j = n if k < 0 else k + 1
+                self._dynamic("command substitution")
+            else:
+                val.append(ch)
+                j += 1
+        if j >= n:
+            self.problems.append((self.line, "unterminated double quote"))
+        self.raw.append(text[i:j + 1])
+        self.line += text[i:j].count("\n")
+        self.i = j + 1
 
 
 _QUOTE_PIECE = re.compile(r"\\(.)|'([^']*)'|\"([^\"]*)\"")

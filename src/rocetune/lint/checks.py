@@ -236,18 +236,25 @@ def _check_value(cat: Catalog, a: Assignment, add) -> None:
         add("empty-value", "warning", a.line, key, f"{key} is empty: NCCL treats it as unset",
             "remove it or give a value")
         return
+    if _check_kind(info, a, key, v, add):
+        _check_list_syntax(a, key, v, add)
+
+
+def _check_kind(info: dict, a: Assignment, key: str, v: str, add) -> bool:
+    """The value against the catalog's kind (int, enum, path level); False when a finding about
+    the number makes the checks of its syntax moot."""
     kind = info.get("kind")
     if kind == "int":
         n, whole = strtoll(v)
         if not whole:
             add("not-a-number", "error", a.line, key,
                 f"{key}={v!r} is not an integer: NCCL reads it as {n}", "write a plain integer (0x.. for hex)")
-            return
+            return False
         lo, hi = info.get("min"), info.get("max")
         if lo is not None and hi is not None and not lo <= n <= hi:
             add("out-of-range", "error", a.line, key, f"{key}={n} is outside {lo}..{hi}",
                 f"use a value in {lo}..{hi}")
-            return
+            return False
         if key == "NCCL_IB_TIMEOUT" and n == 0:
             add("out-of-range", "warning", a.line, key,
                 "NCCL_IB_TIMEOUT=0 disables the transport timeout: a lost peer hangs the job forever",
@@ -271,6 +278,11 @@ def _check_value(cat: Catalog, a: Assignment, add) -> None:
             else:
                 add("bad-value", "error", a.line, key,
                     f"{key}={v!r} is not a path level ({', '.join(info['choices'])})", "use a level name")
+    return True
+
+
+def _check_list_syntax(a: Assignment, key: str, v: str, add) -> None:
+    """NCCL's address range, interface and device lists: what NCCL ignores or reads as prefixes."""
     if key == "NCCL_IB_ADDR_RANGE":
         try:
             if "/" not in v:
@@ -348,58 +360,73 @@ def _check_host(host: HostNames, a: Assignment, add) -> None:
                 "tells rails apart by asic and port alone (NVIDIA/nccl#2097)",
                 "keep them for 2.30.7 and later, or upgrade NCCL")
     if key == "NCCL_IB_HCA" and host.ib is not None:
-        excl, exact, entries = list_entries(v)
-        names = sorted(host.ib)
-        for e in entries:
-            parts = e.split(":")
-            dev = parts[0]
-            port = parts[1] if len(parts) > 1 and parts[1] else None
-            matches = [n for n in names if (n == dev if exact else n.startswith(dev))]
-            sev = "warning" if excl else "error"
-            if not matches:
-                add("hca-not-found", sev, a.line, key,
-                    f"no RDMA device {'named' if exact else 'starting with'} {dev!r} on this host "
-                    f"(has {', '.join(names) or 'none'})", "use a device the host has ('rocetune topo' lists them)")
-                continue
-            if not exact and len(matches) > 1 and dev in matches:
-                extra = [m for m in matches if m != dev]
-                add("prefix-match", "warning", a.line, key,
-                    f"{dev!r} also selects {', '.join(extra)} on this host", f"write ={v.lstrip('^=')}")
-            if port is not None and port.isdigit():
-                for m in matches:
-                    if int(port) not in host.ib[m]:
-                        add("hca-port-not-found", sev, a.line, key,
-                            f"{m} has no port {port} (ports {host.ib[m]})", "fix the port number")
+        _check_host_hca(host, a, key, v, add)
     elif key == "UCX_NET_DEVICES" and v.lower() != "all":
-        for e in [x for x in v.split(",") if x]:
-            dev, _, port = e.partition(":")
-            if not port and host.ib is not None and dev in host.ib:
-                add("ucx-port-missing", "error", a.line, key,
-                    f"UCX_NET_DEVICES names the RDMA device {dev!r} without its port: UCX lists RDMA "
-                    f"devices as device:port, so {dev!r} selects nothing",
-                    f"write {', '.join(f'{dev}:{p}' for p in host.ib[dev]) or dev + ':1'}")
-            elif host.ib is not None and port:
-                if dev not in host.ib:
-                    add("ucx-device-not-found", "error", a.line, key,
-                        f"UCX_NET_DEVICES names {dev!r}, not an RDMA device here "
-                        f"(has {', '.join(sorted(host.ib)) or 'none'})",
-                        "use device:port of a device the host has")
-                elif port.isdigit() and int(port) not in host.ib[dev]:
-                    add("ucx-device-not-found", "error", a.line, key, f"{dev} has no port {port}", "fix the port")
-            elif not port and host.net is not None and dev not in host.net:
-                add("ifname-not-found", "error", a.line, key, f"no interface {dev!r} on this host",
-                    f"use one of {_few(host.net)}")
+        _check_host_ucx(host, a, key, v, add)
     elif key in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include") \
             and host.net is not None:
-        excl, exact, entries = list_entries(v) if key == "NCCL_SOCKET_IFNAME" else (False, True, v.split(","))
-        if excl:
-            return
-        for e in [x.split(":")[0] for x in entries if x]:
-            ok = e in host.net if exact else any(n.startswith(e) for n in host.net)
-            if not ok:
-                add("ifname-not-found", "error", a.line, key,
-                    f"no interface {'named' if exact else 'starting with'} {e!r} on this host",
-                    f"use one of {_few(host.net)}")
+        _check_host_ifnames(host, a, key, v, add)
+
+
+def _check_host_hca(host, a: Assignment, key: str, v: str, add) -> None:
+    """NCCL_IB_HCA's devices and ports against the host's RDMA devices."""
+    excl, exact, entries = list_entries(v)
+    names = sorted(host.ib)
+    for e in entries:
+        parts = e.split(":")
+        dev = parts[0]
+        port = parts[1] if len(parts) > 1 and parts[1] else None
+        matches = [n for n in names if (n == dev if exact else n.startswith(dev))]
+        sev = "warning" if excl else "error"
+        if not matches:
+            add("hca-not-found", sev, a.line, key,
+                f"no RDMA device {'named' if exact else 'starting with'} {dev!r} on this host "
+                f"(has {', '.join(names) or 'none'})", "use a device the host has ('rocetune topo' lists them)")
+            continue
+        if not exact and len(matches) > 1 and dev in matches:
+            extra = [m for m in matches if m != dev]
+            add("prefix-match", "warning", a.line, key,
+                f"{dev!r} also selects {', '.join(extra)} on this host", f"write ={v.lstrip('^=')}")
+        if port is not None and port.isdigit():
+            for m in matches:
+                if int(port) not in host.ib[m]:
+                    add("hca-port-not-found", sev, a.line, key,
+                        f"{m} has no port {port} (ports {host.ib[m]})", "fix the port number")
+
+
+def _check_host_ucx(host, a: Assignment, key: str, v: str, add) -> None:
+    """UCX_NET_DEVICES's device:port entries and interfaces against the host."""
+    for e in [x for x in v.split(",") if x]:
+        dev, _, port = e.partition(":")
+        if not port and host.ib is not None and dev in host.ib:
+            add("ucx-port-missing", "error", a.line, key,
+                f"UCX_NET_DEVICES names the RDMA device {dev!r} without its port: UCX lists RDMA "
+                f"devices as device:port, so {dev!r} selects nothing",
+                f"write {', '.join(f'{dev}:{p}' for p in host.ib[dev]) or dev + ':1'}")
+        elif host.ib is not None and port:
+            if dev not in host.ib:
+                add("ucx-device-not-found", "error", a.line, key,
+                    f"UCX_NET_DEVICES names {dev!r}, not an RDMA device here "
+                    f"(has {', '.join(sorted(host.ib)) or 'none'})",
+                    "use device:port of a device the host has")
+            elif port.isdigit() and int(port) not in host.ib[dev]:
+                add("ucx-device-not-found", "error", a.line, key, f"{dev} has no port {port}", "fix the port")
+        elif not port and host.net is not None and dev not in host.net:
+            add("ifname-not-found", "error", a.line, key, f"no interface {dev!r} on this host",
+                f"use one of {_few(host.net)}")
+
+
+def _check_host_ifnames(host, a: Assignment, key: str, v: str, add) -> None:
+    """Socket interface lists (NCCL, Gloo, Open MPI's TCP BTL) against the host's interfaces."""
+    excl, exact, entries = list_entries(v) if key == "NCCL_SOCKET_IFNAME" else (False, True, v.split(","))
+    if excl:
+        return
+    for e in [x.split(":")[0] for x in entries if x]:
+        ok = e in host.net if exact else any(n.startswith(e) for n in host.net)
+        if not ok:
+            add("ifname-not-found", "error", a.line, key,
+                f"no interface {'named' if exact else 'starting with'} {e!r} on this host",
+                f"use one of {_few(host.net)}")
 
 
 def _few(names: List[str], n: int = 8) -> str:

@@ -68,76 +68,93 @@ def archive_mode(rec: Recorder) -> int:
 
 def build_tar(root: str, rec: Recorder) -> bytes:
     """Deterministic tar.gz of the recorded paths, laid out as a root (plus commands/)."""
-    host = HostRoot(root)
-    entries: Dict[str, tarfile.TarInfo] = {}
-    payload: Dict[str, bytes] = {}
-
-    def add_dir(path: str) -> None:
-        rel = _stable(path).strip("/")
-        while rel and rel not in entries:
-            entries[rel] = _info(rel, tarfile.DIRTYPE, mode=0o755)
-            rel = os.path.dirname(rel)
-
-    def add_link(path: str) -> None:
-        target = os.readlink(host.host_path(path))
-        if target.startswith("/") and not host.is_live:
-            target = os.path.relpath(target, os.path.dirname(host.host_path(path)))
-        add_dir(os.path.dirname(path))
-        entries[path.strip("/")] = _info(path.strip("/"), tarfile.SYMTYPE, mode=0o777, link=target)
-
-    def add_file(path: str, data: bytes) -> None:
-        mode = archived_mode(rec.modes.get(path))
-        path = _stable(path)
-        add_dir(os.path.dirname(path))
-        entries[path.strip("/")] = _info(path.strip("/"), tarfile.REGTYPE, size=len(data), mode=mode)
-        payload[path.strip("/")] = data
-
-    for path in rec.links:
-        if path in ("/proc/self", "/proc/thread-self"):
-            continue  # stored as a directory, see _stable
-        if os.path.islink(host.host_path(path)):
-            add_link(path)
-    for path in rec.dirs:
-        # Only the listed directory itself: sources touch every entry they rely on.
-        add_dir(path)
-    for path in rec.present:
-        real = host.host_path(path)
-        if os.path.isdir(real):
-            add_dir(path)
-        elif path.strip("/") not in entries:
-            add_file(path, b"")
-    for path, text in rec.files.items():
-        add_file(path, text.encode("utf-8"))
-    for path, data in rec.heads.items():
-        add_file(path, data)  # the bytes read, not the whole file: a replay reads the same
-    for path, data in rec.blobs.items():
-        add_file(path, data)
-    # Not host files: what the probe found inside a file too large to copy, and the variables
-    # of its environment it read (hostfs.HostRoot.scan and .environ replay them).
-    for path, found in rec.strings.items():
-        add_file(f"/{RECORDED_DIR}/strings{path}.txt", (found + "\n").encode("utf-8"))
-    for path, (uid, gid, mode) in rec.owners.items():
-        # who owns a directory or library the probe judged (nccl_libs): the archive's own
-        # entries are root's, so the host's owners are kept beside them
-        add_file(f"/{RECORDED_DIR}/owners{path}.txt", f"{uid} {gid} {mode:#o}\n".encode())
-    for name, value in rec.environ.items():
-        add_file(f"/{RECORDED_DIR}/environ/{name}", value.encode("utf-8"))
-    for name, result in rec.commands.items():
-        add_file(f"/commands/{name}.txt", result.stdout.encode("utf-8"))
-        if result.returncode:
-            add_file(f"/commands/{name}.rc", f"{result.returncode}\n".encode())
-        if result.stderr:
-            add_file(f"/commands/{name}.err", result.stderr.encode("utf-8"))
+    t = _Tree(HostRoot(root), rec)
+    t.add_host_paths()
+    t.add_recorded()
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in sorted(entries):
-            ti = entries[name]
-            body = payload.get(name)
-            tar.addfile(ti, io.BytesIO(body) if body is not None else None)
+        for name in sorted(t.entries):
+            body = t.payload.get(name)
+            tar.addfile(t.entries[name], io.BytesIO(body) if body is not None else None)
     out = io.BytesIO()
     with gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz:
         gz.write(raw.getvalue())
     return out.getvalue()
+
+
+class _Tree:
+    """The archive's entries and file contents, as build_tar lays them out."""
+
+    def __init__(self, host: HostRoot, rec: Recorder) -> None:
+        self.host = host
+        self.rec = rec
+        self.entries: Dict[str, tarfile.TarInfo] = {}
+        self.payload: Dict[str, bytes] = {}
+
+    def add_dir(self, path: str) -> None:
+        rel = _stable(path).strip("/")
+        while rel and rel not in self.entries:
+            self.entries[rel] = _info(rel, tarfile.DIRTYPE, mode=0o755)
+            rel = os.path.dirname(rel)
+
+    def add_link(self, path: str) -> None:
+        host = self.host
+        target = os.readlink(host.host_path(path))
+        if target.startswith("/") and not host.is_live:
+            target = os.path.relpath(target, os.path.dirname(host.host_path(path)))
+        self.add_dir(os.path.dirname(path))
+        self.entries[path.strip("/")] = _info(path.strip("/"), tarfile.SYMTYPE, mode=0o777, link=target)
+
+    def add_file(self, path: str, data: bytes) -> None:
+        mode = archived_mode(self.rec.modes.get(path))
+        path = _stable(path)
+        self.add_dir(os.path.dirname(path))
+        self.entries[path.strip("/")] = _info(path.strip("/"), tarfile.REGTYPE, size=len(data), mode=mode)
+        self.payload[path.strip("/")] = data
+
+    def add_host_paths(self) -> None:
+        """The host's links, directories, files and the bytes the probe read of them."""
+        rec, host = self.rec, self.host
+        for path in rec.links:
+            if path in ("/proc/self", "/proc/thread-self"):
+                continue  # stored as a directory, see _stable
+            if os.path.islink(host.host_path(path)):
+                self.add_link(path)
+        for path in rec.dirs:
+            # Only the listed directory itself: sources touch every entry they rely on.
+            self.add_dir(path)
+        for path in rec.present:
+            real = host.host_path(path)
+            if os.path.isdir(real):
+                self.add_dir(path)
+            elif path.strip("/") not in self.entries:
+                self.add_file(path, b"")
+        for path, text in rec.files.items():
+            self.add_file(path, text.encode("utf-8"))
+        for path, data in rec.heads.items():
+            self.add_file(path, data)  # the bytes read, not the whole file: a replay reads the same
+        for path, data in rec.blobs.items():
+            self.add_file(path, data)
+
+    def add_recorded(self) -> None:
+        """Not host files: what the probe found inside a file too large to copy, the owners and
+        environment variables it judged or read (hostfs.HostRoot.scan and .environ replay
+        them), and the commands it ran."""
+        rec = self.rec
+        for path, found in rec.strings.items():
+            self.add_file(f"/{RECORDED_DIR}/strings{path}.txt", (found + "\n").encode("utf-8"))
+        for path, (uid, gid, mode) in rec.owners.items():
+            # who owns a directory or library the probe judged (nccl_libs): the archive's own
+            # entries are root's, so the host's owners are kept beside them
+            self.add_file(f"/{RECORDED_DIR}/owners{path}.txt", f"{uid} {gid} {mode:#o}\n".encode())
+        for name, value in rec.environ.items():
+            self.add_file(f"/{RECORDED_DIR}/environ/{name}", value.encode("utf-8"))
+        for name, result in rec.commands.items():
+            self.add_file(f"/commands/{name}.txt", result.stdout.encode("utf-8"))
+            if result.returncode:
+                self.add_file(f"/commands/{name}.rc", f"{result.returncode}\n".encode())
+            if result.stderr:
+                self.add_file(f"/commands/{name}.err", result.stderr.encode("utf-8"))
 
 
 def capture(root: str, out_path: str) -> Tuple[dict, int]:

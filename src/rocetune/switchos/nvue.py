@@ -399,6 +399,11 @@ def _command(c: _Config, w: List[str], line: str, source: str) -> None:
     if profile != PROFILE:
         c.ignored.append(line)
         return
+    _profile_command(c, table, rest, source)
+
+
+def _profile_command(c: _Config, table: str, rest: List[str], source: str) -> None:
+    """`nv set qos TABLE default-global REST...` into the configuration."""
     if table == "mapping" and rest[:1] == ["trust"] and len(rest) == 2:
         c.trust = rest[1]
     elif table == "mapping" and len(rest) == 4 and rest[0] in ("dscp", "pcp") and rest[2] == "switch-priority":

@@ -22,7 +22,7 @@ the text holds neither a device nor one of those messages.
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ...errors import ParseError
 from ._common import add_warning, as_text, clean, first_line, guarded, require_content, snippet
@@ -64,101 +64,125 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
     """Parse ``ibv_devinfo`` output; see the module docstring."""
     text = clean(as_text(text, WHAT))
     require_content(text, WHAT)
-    warnings: List[str] = []
-    devices: List[dict] = []
-    names: Set[str] = set()  # of devices: a 522-device host would scan the list per line
-    dev: Optional[dict] = None
-    port: Optional[dict] = None
-    declared = {}
-    errors: List[str] = []
-    listing = False
-    skipping = False  # inside a repeated device block
-    saw_port_key = False
-
+    r = _Reader()
     for line in text.splitlines():
         kv = _KV_RE.match(line)
         # A device's "key: value" line (nearly all of a 522-device output) is none of the other
         # kinds unless its key is hca_id or port, or it is ibv_devinfo's own message: only those,
         # and every line that is not "key: value", go through each check in turn.
-        if kv is None or dev is None or listing or kv.group(1) in _OWN_LINE_KEYS \
-                or kv.group(1).lower() == "ibv_devinfo":
-            if not line.strip():
-                continue
-            if _ERROR_RE.match(line):
-                errors.append(line.strip())
-                add_warning(warnings, line.strip())
-                continue
-            m = _HCA_RE.match(line)
+        if (kv is None or r.dev is None or r.listing or kv.group(1) in _OWN_LINE_KEYS
+                or kv.group(1).lower() == "ibv_devinfo") and (r.structure(line) or not kv):
+            continue  # -v flag lists, "tag matching not supported", ...
+        assert kv is not None
+        r.key_value(kv.group(1), kv.group(2))
+    if not r.devices:
+        if r.errors:
+            return [], r.warnings
+        raise ParseError(WHAT, f"no hca_id found; first line: {first_line(text)}")
+    _check_devices(r.devices, r.declared, r.saw_port_key, r.warnings)
+    return r.devices, r.warnings
+
+
+class _Reader:
+    """Where the reading is: the device and port being read, and what was seen so far."""
+
+    def __init__(self) -> None:
+        self.warnings: List[str] = []
+        self.devices: List[dict] = []
+        self.names: Set[str] = set()  # of devices: a 522-device host would scan the list per line
+        self.dev: Optional[dict] = None
+        self.port: Optional[dict] = None
+        self.declared: Dict[str, int] = {}
+        self.errors: List[str] = []
+        self.listing = False
+        self.skipping = False  # inside a repeated device block
+        self.saw_port_key = False
+
+    def structure(self, line: str) -> bool:
+        """A blank, error, device, device list, port or GID line: True when it was one of
+        those (or is to be ignored), False when it may still be a key: value line."""
+        if not line.strip():
+            return True
+        if _ERROR_RE.match(line):
+            self.errors.append(line.strip())
+            add_warning(self.warnings, line.strip())
+            return True
+        m = _HCA_RE.match(line)
+        if m:
+            self._device(m.group(1))
+            return True
+        if _LIST_HEAD_RE.match(line):
+            self.listing, self.dev, self.port, self.skipping = True, None, None, False
+            add_warning(self.warnings, "device list (-l) only: no port details")
+            return True
+        if self.listing:
+            m = _LIST_NAME_RE.match(line)
             if m:
-                listing = False
-                name = m.group(1)
-                if name in names:
-                    add_warning(warnings, f"{name} listed twice; kept the first")
-                    dev, port, skipping = None, None, True
-                    continue
-                dev, port, skipping = _new_device(name), None, False
-                devices.append(dev)
-                names.add(name)
-                continue
-            m = _LIST_HEAD_RE.match(line)
+                if m.group(1) not in self.names:
+                    self.devices.append(_new_device(m.group(1)))
+                    self.names.add(m.group(1))
+                return True
+            self.listing = False
+        if self.dev is None:
+            if not self.skipping:
+                add_warning(self.warnings, f"ignored line {snippet(line)}")
+            return True
+        m = _PORT_RE.match(line)
+        if m:
+            self._port(self.dev, int(m.group(1)))
+            return True
+        if self.port is not None:
+            m = _GID_RE.match(line)
             if m:
-                listing, dev, port, skipping = True, None, None, False
-                add_warning(warnings, "device list (-l) only: no port details")
-                continue
-            if listing:
-                m = _LIST_NAME_RE.match(line)
-                if m:
-                    if m.group(1) not in names:
-                        devices.append(_new_device(m.group(1)))
-                        names.add(m.group(1))
-                    continue
-                listing = False
-            if dev is None:
-                if not skipping:
-                    add_warning(warnings, f"ignored line {snippet(line)}")
-                continue
-            m = _PORT_RE.match(line)
-            if m:
-                number = int(m.group(1))
-                if any(p["port"] == number for p in dev["ports"]):
-                    add_warning(warnings, f"{dev['name']}: port {number} listed twice; kept the first")
-                    port = None
-                    continue
-                port = _new_port(number)
-                dev["ports"].append(port)
-                continue
-            if port is not None:
-                m = _GID_RE.match(line)
-                if m:
-                    port["gids"].append({"index": int(m.group(1)), "gid": m.group(2).lower(),
-                                         "type": m.group(3) or None})
-                    continue
-            if not kv:
-                continue  # -v flag lists, "tag matching not supported", ...
-        key, value = kv.group(1), kv.group(2)
+                self.port["gids"].append({"index": int(m.group(1)), "gid": m.group(2).lower(),
+                                          "type": m.group(3) or None})
+                return True
+        return False
+
+    def _device(self, name: str) -> None:
+        self.listing = False
+        if name in self.names:
+            add_warning(self.warnings, f"{name} listed twice; kept the first")
+            self.dev, self.port, self.skipping = None, None, True
+            return
+        self.dev, self.port, self.skipping = _new_device(name), None, False
+        self.devices.append(self.dev)
+        self.names.add(name)
+
+    def _port(self, dev: dict, number: int) -> None:
+        if any(p["port"] == number for p in dev["ports"]):
+            add_warning(self.warnings, f"{dev['name']}: port {number} listed twice; kept the first")
+            self.port = None
+            return
+        self.port = _new_port(number)
+        dev["ports"].append(self.port)
+
+    def key_value(self, key: str, value: str) -> None:
+        dev, port = self.dev, self.port
+        assert dev is not None
         if port is None:
             if key in _DEVICE_KEYS:
                 dev[key] = value or None
             elif key == "phys_port_cnt":
                 count = _INT_RE.match(value)
                 if count:
-                    declared[dev["name"]] = int(count.group(1))
-            continue
-        saw_port_key = True
+                    self.declared[dev["name"]] = int(count.group(1))
+            return
+        self.saw_port_key = True
         if key in ("state", "phys_state"):
             port[key] = _SUFFIX_RE.sub("", value) or None
         elif key in ("active_mtu", "max_mtu"):
             port[key] = _mtu(value)
             if port[key] is None:
-                add_warning(warnings, f"{dev['name']} port {port['port']}: unreadable {key} "
-                                      f"{snippet(value, 20)}")
+                add_warning(self.warnings, f"{dev['name']} port {port['port']}: unreadable {key} "
+                                           f"{snippet(value, 20)}")
         elif key == "link_layer":
             port["link_layer"] = "InfiniBand" if value == "IB" else (value or None)
 
-    if not devices:
-        if errors:
-            return [], warnings
-        raise ParseError(WHAT, f"no hca_id found; first line: {first_line(text)}")
+
+def _check_devices(devices: List[dict], declared: Dict[str, int], saw_port_key: bool,
+                   warnings: List[str]) -> None:
+    """Ports in order; warnings for ports the output promised but does not hold."""
     for d in devices:
         d["ports"].sort(key=lambda p: p["port"])
         want = declared.get(d["name"])
@@ -173,4 +197,3 @@ def parse_ibv_devinfo(text: str) -> Tuple[List[dict], List[str]]:
             elif p["link_layer"] is None and saw_port_key:
                 add_warning(warnings, f"{d['name']} port {p['port']}: no link_layer "
                                       "(old libibverbs, or output cut off)")
-    return devices, warnings
