@@ -93,4 +93,3 @@ def findings_of(differences: List[Difference]) -> List[Finding]:
     return [finding(d.check, d.subject, d.message, severity=d.severity,
                     evidence={"field": d.field, "expected": d.expected, "actual": d.actual})
             for d in differences]
-

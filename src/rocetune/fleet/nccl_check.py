@@ -123,4 +123,3 @@ def load_baseline(path: str) -> Dict[str, float]:
     if not out:
         raise RocetuneError(f"--nccl-baseline {path}: no host with an NCCL figure in it", code=ExitCode.INPUT)
     return out
-

@@ -34,5 +34,3 @@ def report_text(report: Report, verbose: int = 0) -> str:
         lines += ["  " + line for line in table(
             [[r.label, ", ".join(h for h, c in r.cells.items() if not c.fact.known)] for r in unknown])]
     return "\n".join(lines) + "\n"
-
-

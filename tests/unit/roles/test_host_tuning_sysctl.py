@@ -118,4 +118,3 @@ def test_a_value_the_kernel_keeps_otherwise_restores_what_was_written(proc):
 
 def test_a_value_with_spaces_tabs_and_an_equals_sign_is_one_line_and_passes():
     assert S.invalid_entries({"net.ipv4.tcp_rmem": "4096\t87380  6291456", "kernel.x": "a=b"}) == []
-
