@@ -74,15 +74,19 @@ def qos_plan(root: str, path: Optional[str] = None, fallback: bool = True) -> Op
 
 def expectations(root: str, path: Optional[str] = None) -> Optional[Expectations]:
     """--expect FILE, else /etc/rocetune/expect.yml under the root, else None (nothing declared)."""
-    from .model import expect
+    from .model import EXPECT_PATH
 
     if path:
+        from .model import expect
+
         return expect.Expectations(expect.load_file(path), path)
     host = HostRoot(root or "/")
-    text = host.read_text(expect.DEFAULT_PATH)
+    text = host.read_text(EXPECT_PATH)
     if text is None:
         return None
-    where = expect.DEFAULT_PATH if host.is_live else host.host_path(expect.DEFAULT_PATH)
+    from .model import expect
+
+    where = EXPECT_PATH if host.is_live else host.host_path(EXPECT_PATH)
     return expect.Expectations(expect.load_text(text, where), where)
 
 

@@ -24,6 +24,7 @@ SCAN_CHUNK = 1 << 20
 _MAX_LINK_HOPS = 40
 _OPEN_LEAF = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _LINK = -1  # what _open_leaf answers for a final component that is a symlink
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class Recorder:
@@ -265,6 +266,81 @@ class HostRoot:
         if self.recorder is not None:
             self.recorder.files[real_host] = text
         return text
+
+    def read_texts(self, directory: str, names: Sequence[str], max_bytes: int = MAX_READ_BYTES
+                   ) -> Tuple[Dict[str, Optional[str]], Dict[str, HostReadError]]:
+        """read_text of each `directory/name`, in one batch: the directory is resolved and opened
+        once and each file opened relative to it, only once it is known to be a regular file
+        (sysfs attributes: a GID table is 255 files a port). Returns (texts, errors): a text, or
+        None when missing, for each name; the HostReadError read_text would raise for the others.
+        Anything but a plain small file (a link, a special file, a capture being recorded)
+        takes read_text itself."""
+        texts: Dict[str, Optional[str]] = {}
+        errors: Dict[str, HostReadError] = {}
+        slow: List[str] = list(names)
+        if self.recorder is None and names:
+            try:
+                real_dir = self.realpath(directory)
+                dfd = os.open(self._join(real_dir), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+            except (HostReadError, OSError):
+                dfd = None
+            if dfd is not None:
+                try:
+                    slow = self._read_batch(dfd, real_dir, names, max_bytes, texts)
+                finally:
+                    os.close(dfd)
+        for name in slow:
+            try:
+                texts[name] = self.read_text(f"{directory}/{name}", max_bytes)
+            except HostReadError as exc:
+                errors[name] = exc
+        return texts, errors
+
+    def _read_batch(self, dfd: int, real_dir: str, names: Sequence[str], max_bytes: int,
+                    texts: Dict[str, Optional[str]]) -> List[str]:
+        """The plain case of read_texts; the names it leaves to read_text."""
+        base = real_dir if real_dir != "/" else ""
+        sysfs = real_dir.startswith("/sys/")
+        checked = bool(self._prefix)  # under a root: only what a listing saw as a regular file
+        regular = self._regular
+        slow: List[str] = []
+        for name in names:
+            if "/" in name:
+                slow.append(name)
+                continue
+            if checked and base + "/" + name not in regular:
+                try:  # an lstat relative to the directory: a device node is never opened
+                    if not stat.S_ISREG(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode):
+                        slow.append(name)
+                        continue
+                except FileNotFoundError:
+                    texts[name] = None
+                    continue
+                except OSError:
+                    slow.append(name)
+                    continue
+            try:
+                fd = os.open(name, _OPEN_LEAF, dir_fd=dfd)
+            except FileNotFoundError:
+                texts[name] = None
+                continue
+            except OSError:
+                slow.append(name)
+                continue
+            try:
+                data = os.read(fd, 65536) if sysfs else b""
+            except OSError:
+                data = b""
+            finally:
+                os.close(fd)
+            if not data or len(data) >= 4096 or b"\x00" in data:
+                slow.append(name)  # empty, large, not a sysfs file or binary: read_text decides
+                continue
+            try:
+                texts[name] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                slow.append(name)
+        return slow
 
     def _open_leaf(self, real_host: str, path: str) -> Optional[int]:
         """A descriptor of the file at `real_host` (its directories resolved), opened without
@@ -746,6 +822,20 @@ class ProbeContext:
         if text is None:
             return None
         return text.strip() or None
+
+    def attrs(self, directory: str, names: Sequence[str]) -> Dict[str, Optional[str]]:
+        """attr() of each `directory/name`, read in one batch (HostRoot.read_texts)."""
+        texts, errors = self.root.read_texts(directory, names)
+        out: Dict[str, Optional[str]] = {}
+        for name in names:
+            exc = errors.get(name)
+            if exc is not None:
+                self.warn(f"cannot read {exc.path}: {exc.reason}")
+                out[name] = None
+            else:
+                text = texts.get(name)
+                out[name] = (text.strip() or None) if text is not None else None
+        return out
 
     def int_attr(self, path: str, base: int = 0) -> Optional[int]:
         text = self.attr(path)

@@ -30,10 +30,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ExitCode, RocetuneError
 from ..pkgdata import package_json
+from . import EXPECT_PATH
 from .vocab import natural_key
 from .yamlread import YamlError, load_yaml
 
-DEFAULT_PATH = "/etc/rocetune/expect.yml"
+DEFAULT_PATH = EXPECT_PATH
 VERSION = 1
 SCHEMA_FILE = "data/expect.schema.json"
 # The order fields are written in, and the leaves `unset_fields` names.
