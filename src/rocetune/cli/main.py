@@ -25,6 +25,28 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position,
                          width if width is not None else _terminal_columns() - 2)
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:  # an epilog laid out by verb_epilog: kept as written
+            return "".join(indent + line if line else line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+# What every verb may exit with, beside the codes its module's EXIT_CODES names (docs/cli.md).
+COMMON_EXIT_CODES = {
+    2: "bad command line",
+    3: "bad input (root, features, config, plan, file to read)",
+    4: "the output cannot be written",
+    70: "a bug: rerun with --debug and report it",
+}
+
+
+def verb_epilog(mod) -> str:
+    """The end of a verb's --help: one example and its exit codes."""
+    codes = {**COMMON_EXIT_CODES, **mod.EXIT_CODES}
+    lines = ["example:", f"  {mod.EXAMPLE}", "", "exit codes:"]
+    lines += [f"  {code:>2}  {text}" for code, text in sorted(codes.items())]
+    return "\n".join(lines) + "\n"
+
 
 def _terminal_columns() -> int:
     """What shutil.get_terminal_size().columns says: $COLUMNS, else the terminal, else 80."""
@@ -48,6 +70,7 @@ class _Parser(argparse.ArgumentParser):
     # The verb the command line names, set on a whole parser built after a one-verb parser
     # refused it: a suggestion comes from that verb's options first.
     prefer_verb: Optional[str] = None
+    prefer_action: Optional[str] = None  # and the verb's action (qos check, fleet report ...)
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
@@ -55,7 +78,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:  # argparse would print usage and exit 2 itself
-        hint = f"see '{self.prog} --help'"
+        hint = f"see '{self._help_prog()} --help'"
         close = self._suggestion(message)
         if close:
             message = f"{message} (did you mean {close}?)"
@@ -75,12 +98,39 @@ class _Parser(argparse.ArgumentParser):
             return suggest(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
         return None
 
+    def _help_prog(self) -> str:
+        """The command whose --help the user wants: the verb (and action) the command line
+        names when the whole parser reports the error (argparse reports a verb's unknown
+        options from the top)."""
+        if self.prog == "rocetune" and self.prefer_verb:
+            return " ".join(w for w in ("rocetune", self.prefer_verb, self.prefer_action) if w)
+        return self.prog
+
     def _options_for_suggestion(self) -> List[str]:
-        subs = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
-        verbs = {name: p for a in subs for name, p in a.choices.items()}
+        verbs = _sub_parsers(self)
         preferred = [verbs[self.prefer_verb]] if self.prefer_verb in verbs else list(verbs.values())
-        own = list(self._option_string_actions)
-        return own + [o for p in preferred for o in p._option_string_actions]
+        options = list(self._option_string_actions)
+        for p in preferred:
+            options += list(p._option_string_actions)
+            action = _sub_parsers(p).get(self.prefer_action or "")
+            if action is not None:
+                options += list(action._option_string_actions)
+        return list(dict.fromkeys(options))
+
+
+def _sub_parsers(parser: argparse.ArgumentParser) -> dict:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {name: p for a in subs for name, p in a.choices.items()}
+
+
+def action_in(argv: Sequence[str], verb: str, parser: argparse.ArgumentParser) -> Optional[str]:
+    """The verb's action the command line names (`qos check` -> check), if the verb has actions."""
+    actions = _sub_parsers(_sub_parsers(parser).get(verb) or argparse.ArgumentParser())
+    if not actions:
+        return None
+    words = list(argv)
+    after = words[words.index(verb) + 1:] if verb in words else []
+    return next((w for w in after if w in actions), None)
 
 
 def _verb_modules(names: Sequence[str] = verbs.NAMES) -> List:
@@ -146,7 +196,7 @@ def build_parser(verb: Optional[str] = None) -> _Parser:
     _add_common(parser, top=True)
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     for mod in _verb_modules((verb,) if verb else verbs.NAMES):
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP, epilog=verb_epilog(mod))
         _add_common(p, top=False)
         mod.register(p)
         p.set_defaults(_run=mod.run)
@@ -213,13 +263,16 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         verb = verb_in(argv)
         parser = build_parser(verb)
         _unknown_leading_option(argv, parser)
+        if verb is not None:
+            parser.prefer_verb, parser.prefer_action = verb, action_in(argv, verb, parser)
         try:
             args = parser.parse_args(argv)
         except RocetuneError:
             if verb is None:
                 raise
-            parser = build_parser()  # the error, or what the one-verb parser misread, as before
-            parser.prefer_verb = verb
+            whole = build_parser()  # the error, or what the one-verb parser misread, as before
+            whole.prefer_verb, whole.prefer_action = parser.prefer_verb, parser.prefer_action
+            parser = whole
             args = parser.parse_args(argv)
         as_json, command = args.json, args.verb or "rocetune"
         if not args.verb:

@@ -10,6 +10,10 @@ from ..result import Result
 NAME = "capture"
 ORDER = 30
 HELP = "write the files and command outputs the probe reads into a tar.gz (a replayable root)"
+EXAMPLE = "rocetune capture -o \"$(hostname)\".tar.gz"
+EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
+    0: "the capture was written",
+}
 
 
 def register(p: argparse.ArgumentParser) -> None:

@@ -11,6 +11,12 @@ from ..result import Result
 NAME = "doctor"
 ORDER = 20
 HELP = "check a node against its plan: MTU, PFC/ECN/pause, memlock, ACS, IOMMU, GIDs, env drift, boot units"
+EXAMPLE = "rocetune doctor --skip doctor-ecn-off=\"the fabric marks ECN at the switch\""
+EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
+    0: "every check passed",
+    1: "a check failed",
+    5: "no failure, but warnings (a prolog may go on and log them)",
+}
 
 
 def register(p: argparse.ArgumentParser) -> None:

@@ -31,6 +31,10 @@ if TYPE_CHECKING:  # pragma: no cover
 NAME = "explain"
 ORDER = 30
 HELP = "explain a planned variable: its value, the rule that chose it and the host facts behind it"
+EXAMPLE = "rocetune explain NCCL_IB_HCA"
+EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
+    0: "the variable was explained (or, without VAR, every planned variable listed)",
+}
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -100,6 +104,9 @@ def run(args: argparse.Namespace) -> Result:
     by_key = {d.key: d for d in decisions}
     if args.var:
         data = _explain_one(args.var, by_key.get(args.var), plan, layers, version)
+        other_case = _other_case(args.var, by_key)
+        if other_case:
+            data["did_you_mean"] = other_case
         about = _findings_about(args.var, findings)
         if about:
             data["findings"] = about
@@ -122,6 +129,19 @@ def run(args: argparse.Namespace) -> Result:
     return Result(command=NAME, data=data, human=human, warnings=warnings)
 
 
+def _other_case(key: str, planned: Dict[str, Any]) -> Optional[str]:
+    """The variable `key` names in another case (`nccl_ib_hca` -> NCCL_IB_HCA): environment
+    names are case-sensitive, so it is another variable that NCCL never reads."""
+    if key in planned:
+        return None
+    from ...nccl.catalog import load_catalog
+
+    upper = key.upper()
+    if upper != key and (upper in planned or load_catalog().info(upper) is not None):
+        return upper
+    return None
+
+
 def _findings_about(key: str, findings: List[Finding]) -> List[Dict[str, Any]]:
     import re
 
@@ -142,7 +162,7 @@ def _paths_summary(plan: Optional[Plan]) -> Optional[Dict[str, Any]]:
     if not pairs:
         return None
     local = [p for p in pairs if p.get("default_level")]
-    return {"from": report.get("paths_from") or "the probe's PCI tree (nvidia-smi topo -m, sysfs)",
+    return {"from": report.get("paths_from") or "probe's PCI tree (nvidia-smi topo -m, sysfs)",
             "topology_file": bool(report.get("paths_from")), "pairs": len(pairs),
             "pix_pxb_pairs": len(local)}
 
@@ -244,7 +264,10 @@ def _human_one(data: Dict[str, Any]) -> str:
     key = data["variable"]
     lines = []
     if data["planned"]:
-        lines.append(printable(f"{key}={data['value']}"))
+        from ...envfiles.writing import sh_quote
+
+        # as a shell line: NCCL_IB_HCA='=mlx5_0:1', never NCCL_IB_HCA==mlx5_0:1
+        lines.append(printable(f"{key}={sh_quote(data['value'])}"))
         lines.append(printable(f"  rule:   {data['rule_id']}" + (f"  ({data['doc']})" if data.get("doc") else "")))
         lines.append(printable(f"  why:    {data['reason']}"))
         if data.get("gated_on"):
@@ -254,6 +277,9 @@ def _human_one(data: Dict[str, Any]) -> str:
             lines += _evidence_lines(data["evidence"])
     else:
         lines.append(printable(f"{key} is not set by rocetune for this {data['source']}"))
+        if data.get("did_you_mean"):
+            lines.append(printable(f"  did you mean {data['did_you_mean']}? (variable names are case-sensitive: "
+                                   f"NCCL never reads {key})"))
         if data.get("unset_by"):
             u = data["unset_by"]
             lines.append(printable(f"  removed by {u['origin']} (rule {u['rule_id']} planned {u['value']!r})"))

@@ -14,6 +14,11 @@ NAME = "fleet"
 ORDER = 60
 HELP = ("gather probe and doctor from many hosts over SSH; compare the gathered results of many hosts: "
         "the odd host and value, against the majority or a manifest; validate: bandwidth between the hosts")
+EXAMPLE = "rocetune fleet gather --inventory hosts.yml -o fleet/ && rocetune fleet report fleet/"
+EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
+    0: "every host gathered, tested or alike",
+    1: "a host could not be gathered or tested, failed, or differs",
+}
 
 
 def register(p: argparse.ArgumentParser) -> None:

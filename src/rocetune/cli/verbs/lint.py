@@ -24,6 +24,11 @@ from ..result import Result
 NAME = "lint"
 ORDER = 40
 HELP = "check env files, nccl.conf and job scripts: unknown, removed or misspelled NCCL variables, bad values"
+EXAMPLE = "rocetune lint job.sh /etc/nccl.conf"
+EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
+    0: "no error findings (warnings may be printed)",
+    1: "a file has error findings",
+}
 
 
 def register(p: argparse.ArgumentParser) -> None:

@@ -11,6 +11,10 @@ from ..result import Result
 NAME = "probe"
 ORDER = 10
 HELP = "read GPUs, NICs, PCIe, RDMA ports and GIDs of a host; show its facts and findings"
+EXAMPLE = "rocetune probe --root ./host-capture -v"
+EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
+    0: "the host was read (warnings and findings are printed, not failures)",
+}
 
 
 def register(p: argparse.ArgumentParser) -> None:

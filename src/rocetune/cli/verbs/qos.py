@@ -22,6 +22,12 @@ NAME = "qos"
 ORDER = 45
 HELP = ("the ToR switch side of the QoS plan: render a switch's QoS configuration (SONiC, NVUE, EOS), "
         "check a switch's running QoS against the plan")
+EXAMPLE = "rocetune qos check switch-running.json --hosts fleet/"
+EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
+    0: "rendered, or the switch agrees with the plan",
+    1: "qos check: the switch differs from the plan (error findings)",
+    5: "qos check: warnings only",
+}
 _OLD = {
     "plan": "--plan is deprecated: use --qos FILE (the plan option of every verb)",
     "render_switch": "qos render --switch OS is deprecated: use --os OS",

@@ -10,6 +10,10 @@ from ..result import Result
 NAME = "topo"
 ORDER = 20
 HELP = "print the GPU/NIC topology matrix with link layer, state, speed, netdev and NUMA"
+EXAMPLE = "rocetune topo --root ./host-capture"
+EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
+    0: "the topology was printed",
+}
 
 
 def register(p: argparse.ArgumentParser) -> None:
