@@ -496,8 +496,10 @@ def plan_facts(features: dict, plan):
     gdr = plan.reports.get("gpudirect-rdma") or {}
     hca = plan.get("NCCL_IB_HCA")
     excluded = tuple((e["port"], e["why"]) for e in ((hca.evidence or {}).get("excluded") or [])) if hca else ()
+    gpu_source = ((features.get("sources") or {}).get("gpu") or {}).get("ok")
     return PlanFacts(nccl_version=version, nccl_from=came, gdr_expected=gdr.get("expected"),
-                     gdr_why=gdr.get("expected_why") or "", excluded=excluded)
+                     gdr_why=gdr.get("expected_why") or "", excluded=excluded,
+                     gpus=len(host.gpus) if host.gpus or gpu_source else None)
 
 
 def nccl_log_against(path: str, plan_env: Dict[str, str], facts=None):

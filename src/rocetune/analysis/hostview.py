@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..model.frontend import FrontEnd, front_end
-from ..model.vocab import GPU_LOCAL, PATH_ORDER, natural_key, path_rank
+from ..model.vocab import GPU_LOCAL, PATH_ORDER, natural_key, path_rank, some_of
 from ..nccl.versions import parse_version
 
 VERBS_LINK_LAYERS = ("Ethernet", "InfiniBand")
@@ -352,7 +352,7 @@ class HostView:
         matrix = (self.f.get("gpu") or {}).get("matrix") or {}
         legend = [n.get("name") for n in matrix.get("nics", []) if n.get("name")]
         if not devices and legend:
-            return False, ("nvidia-smi lists NICs (" + ", ".join(sorted(legend, key=natural_key)[:4]) +
+            return False, ("nvidia-smi lists NICs (" + some_of(sorted(legend, key=natural_key)) +
                            ") that /sys/class/infiniband does not show: RDMA devices not mapped "
                            "into this container?")
         return True, None

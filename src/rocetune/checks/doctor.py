@@ -44,10 +44,13 @@ _doctor("doctor-rail-mtu-mismatch", "error",
         checks="All RoCE rails (the plan's, and those the expectations or the deployed env name) "
                "share one MTU; the ones that differ from the most common are named.",
         reads="/sys/class/net/IF/mtu of each compute port's netdev.",
-        why="RoCE's path MTU is the smaller end's: a rail left at 1500 carries 1024-byte RoCE "
-            "packets, and a peer at 9000 sends frames it drops.",
+        why="NCCL sets each connection's QP MTU to the smaller of the two ports' active_mtu "
+            "(v2.26.2 net_ib.cc:1413), and a port's RoCE MTU follows its netdev's MTU: a rail "
+            "left at 1500 carries 1024-byte RoCE packets to every peer, against 4096 on the "
+            "others, and its bandwidth drops with the smaller packets.",
         fix="set the odd rail to the fabric's MTU (the roce_net role: roce_net_mtu)",
-        source="Linux include/rdma/ib_addr.h iboe_get_mtu(); IBTA path MTU")
+        source="NVIDIA/nccl v2.26.2-1 src/transport/net_ib.cc:1413 (remDevInfo->mtu = min(remote, "
+               "local active_mtu)); Linux include/rdma/ib_addr.h iboe_get_mtu()")
 _doctor("doctor-memlock-services", "warning", also=("info",), note=_NOT_CHECKED,
         title="Services do not get an unlimited memlock",
         checks="systemd's DefaultLimitMEMLOCK, the last setting in system.conf and its drop-ins "

@@ -110,10 +110,19 @@ def rail_mtu(d: DoctorInput) -> List[Finding]:
         return []
     common = max(set(mtus.values()), key=lambda m: (list(mtus.values()).count(m), m))
     return [_finding("doctor-rail-mtu-mismatch", "error", netdev,
-                     f"{netdev} has MTU {mtu}, the other rails {common}: traffic over it runs at the "
-                     "smaller RoCE MTU, and a peer at the larger one drops its frames",
+                     f"{netdev} has MTU {mtu}, the other rails {common}: NCCL sets each connection's QP "
+                     "MTU to the smaller port's active MTU, so RoCE over this rail carries "
+                     f"{_roce_packet(mtu)} packets where the others carry {_roce_packet(common)}",
                      {f"/sys/class/net/{n}/mtu": m for n, m in sorted(mtus.items())})
             for netdev, mtu in sorted(mtus.items()) if mtu != common]
+
+
+def _roce_packet(netdev_mtu: int) -> str:
+    """The RoCE MTU the kernel derives from a netdev MTU (iboe_get_mtu: the largest IB MTU that
+    fits under it less 96 bytes of headers), as packet size text."""
+    room = netdev_mtu - 96
+    fits = [m for m in (4096, 2048, 1024, 512, 256) if room >= m]
+    return f"{fits[0]}-byte" if fits else "no RoCE"
 
 
 def _unlimited(value: Optional[str]) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 # nvidia-smi's path vocabulary, nearest first (NODE is across host bridges in one NUMA node).
 PATH_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -43,3 +43,9 @@ def path_type(a: dict, b: dict, single_node: bool = False) -> str:
             break
         common += 1
     return "PXB" if common else "PHB"
+
+
+def some_of(names: Sequence[str], shown: int = 4) -> str:
+    """`a, b, c, d and 8 more`: the first names of a list, and how many were left out."""
+    text = ", ".join(names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")

@@ -152,6 +152,7 @@ class PlanFacts:
     gdr_expected: Optional[bool] = None
     gdr_why: str = ""
     excluded: Tuple[Tuple[str, str], ...] = ()
+    gpus: Optional[int] = None  # how many GPUs the host has; None: not known
 
 
 def compare_with_plan(report: NcclLogReport, plan_env: Mapping[str, str],
@@ -162,7 +163,7 @@ def compare_with_plan(report: NcclLogReport, plan_env: Mapping[str, str],
     for p in report.processes:
         _network(c, p, plan)
         _devices(c, p, plan, facts)
-        _gdr(c, p, plan)
+        _gdr(c, p, plan, facts)
         _gdr_connections(c, p, plan, facts)
         _gid(c, p, plan)
         _env(c, p, plan)
@@ -257,17 +258,23 @@ def _gdr_level(plan: Mapping[str, str]) -> Optional[str]:
     return _level_name(plan["NCCL_NET_GDR_LEVEL"]) if "NCCL_NET_GDR_LEVEL" in plan else None
 
 
-def _gdr(c: _Collector, p: ProcessLog, plan: Mapping[str, str]) -> None:
+# A host without a GPU has no GPUDirect RDMA to turn on: the module to load is not the fix.
+_NO_GPU_FIX = ("this host has no GPU, so there is no GPUDirect RDMA to enable here: read the log "
+               "against the GPU node the job ran on (`rocetune doctor --nccl-log` there)")
+
+
+def _gdr(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts) -> None:
     if p.transport == "socket":
         return
     level = _gdr_level(plan)
+    fix = _NO_GPU_FIX if facts.gpus == 0 else None
     for d in p.ib_devices:
         if d.gdr is False:
             severity = "error" if level is not None and level != "LOC" else None
             asked = f"; the plan sets NCCL_NET_GDR_LEVEL={plan['NCCL_NET_GDR_LEVEL']}" if level else ""
             why = " (no peer-memory module)" if d.gdr_reason == "no module" else ""
             c.add("nccl-log-gdr-disabled", d.name, p.key, [d.gdr_evidence] if d.gdr_evidence else [],
-                  f"GPU Direct RDMA is disabled for {d.name}{why}{asked}", severity=severity)
+                  f"GPU Direct RDMA is disabled for {d.name}{why}{asked}", severity=severity, fix=fix)
     for g in p.gdr_paths:
         if g.enabled:
             continue
@@ -416,12 +423,14 @@ class _Collector:
         self.items: Dict[Tuple[str, str], dict] = {}
 
     def add(self, diff_id: str, subject: str, process: str, evidence: Sequence[Optional[Evidence]],
-            message: str, severity: Optional[str] = None, join: bool = False) -> None:
+            message: str, severity: Optional[str] = None, join: bool = False,
+            fix: Optional[str] = None) -> None:
         severity = severity or DIFFERENCES[diff_id].severity
         item = self.items.get((diff_id, subject))
         if item is None:
             item = self.items[(diff_id, subject)] = {
-                "severity": severity, "messages": [], "evidence": [], "processes": [], "join": join}
+                "severity": severity, "messages": [], "evidence": [], "processes": [], "join": join,
+                "fix": fix or DIFFERENCES[diff_id].fix}
         elif _SEVERITY_ORDER[severity] < _SEVERITY_ORDER[item["severity"]]:
             item["severity"] = severity  # the worst case seen among the processes
         if message not in item["messages"] and (join or not item["messages"]):
@@ -440,8 +449,8 @@ class _Collector:
                 message = f"{kind.doc}: {', '.join(sorted(item['messages']))}"
             else:
                 message = item["messages"][0] + self._where(item["processes"])
-            out.append(Difference(diff_id, item["severity"], subject, message, tuple(item["evidence"]), kind.fix,
-                                  tuple(sorted(item["processes"]))))
+            out.append(Difference(diff_id, item["severity"], subject, message, tuple(item["evidence"]),
+                                  item["fix"], tuple(sorted(item["processes"]))))
         return sorted(out, key=lambda d: (_SEVERITY_ORDER.get(d.severity, 3), d.id, d.subject))
 
     def _where(self, processes: List[str]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ..model.vocab import PATH_ORDER, natural_key, path_type
+from ..model.vocab import PATH_ORDER, natural_key, path_type, some_of
 
 _NV_RE = re.compile(r"^NV(\d+)$")
 
@@ -142,7 +142,7 @@ def rdma_evidence(status: dict, rdma: dict, gpu: dict) -> Tuple[bool, Optional[s
     if nics:
         named = sorted((n["name"] for n in nics if n.get("name")), key=natural_key)
         if named:
-            return False, ("nvidia-smi lists NICs (" + ", ".join(named[:4]) + ") that the host's RDMA "
+            return False, ("nvidia-smi lists NICs (" + some_of(named) + ") that the host's RDMA "
                            "devices do not show: RDMA devices not mapped into this container?")
         return False, (f"nvidia-smi shows {len(nics)} NIC column(s) without a legend naming them, "
                        "and no RDMA device is visible")

@@ -75,9 +75,7 @@ def rule(features: dict, ctx) -> List[Decision]:
             ctx.finding("rdma-ports-share-subnet", "warning", subnet,
                         f"{len(members)} RDMA ports ({names}) share {subnet} with ARP at kernel defaults: "
                         "any port answers ARP for every address, so peers send one port's traffic to "
-                        f"another (NCCL #1109, #1348): {'; '.join(bad)}. Fix: the roce_net role "
-                        "(roce_net_arp_isolation) sets arp_ignore=1, arp_announce=2, rp_filter=2 per "
-                        "interface and a routing table per port; or give each rail its own subnet",
+                        f"another (NCCL #1109, #1348): {'; '.join(bad)}",
                         interfaces=[p.netdev for p in members], sysctl=bad)
         elif unknown:
             ctx.finding("rdma-ports-share-subnet", "info", subnet,

@@ -305,8 +305,16 @@ def _slurm_nodes() -> list:
     try:
         proc = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
                               text=True, timeout=30, check=False)
+    except FileNotFoundError:
+        raise RocetuneError("--slurm: scontrol is not in PATH, so the job's node list "
+                            f"({nodelist}) cannot be expanded",
+                            hint="run it where Slurm's client commands are installed (the job's own "
+                                 "nodes, or a login node), or name the nodes: fleet preflight HOST...",
+                            code=ExitCode.INPUT) from None
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RocetuneError(f"--slurm: cannot run scontrol: {exc}", code=ExitCode.INPUT) from None
+        raise RocetuneError(f"--slurm: cannot run scontrol: {exc}",
+                            hint="check that Slurm's scontrol runs here, or name the nodes",
+                            code=ExitCode.INPUT) from None
     nodes = proc.stdout.split()
     if proc.returncode != 0 or not nodes:
         said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
