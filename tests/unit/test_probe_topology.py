@@ -79,3 +79,12 @@ def test_bare_metal_switch_tree_is_not_flattened():
     v = virtualization({"hypervisor": None, "numa_nodes": HOST["numa_nodes"]}, PCI, [{"index": 0}],
                        {"gpu_nic": [{"path": "PIX"}]})
     assert not v["flattened"] and v["reasons"] == []
+
+
+def test_nics_the_rdma_view_lacks_are_named_four_and_counted():
+    from rocetune.probe.topology import rdma_evidence
+
+    nics = [{"index": i, "name": f"mlx5_{i}"} for i in range(12)]
+    known, why = rdma_evidence({"ok": True}, {"devices": []}, {"matrix": {"nics": nics}})
+    assert known is False
+    assert "(mlx5_0, mlx5_1, mlx5_2, mlx5_3 and 8 more)" in why

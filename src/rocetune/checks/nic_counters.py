@@ -246,8 +246,6 @@ CHECKS: Tuple[Check, ...] = (
 
 RESET_ID = "nic-counters-reset"
 
-BY_ID: Dict[str, Check] = {c.id: c for c in CHECKS}
-
 REGISTRY: Dict[str, dict] = {
     **{c.id: {"title": c.title, "doc": c.doc, "why": c.why, "fix": c.fix, "source": c.source,
               "threshold": asdict(c.threshold)} for c in CHECKS},

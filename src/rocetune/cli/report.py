@@ -4,7 +4,7 @@ the rules' -- in one list, most severe first, each once."""
 from __future__ import annotations
 
 import argparse
-from typing import List, Tuple
+from typing import List
 
 from ..model.finding import Finding, severity_rank
 
@@ -47,11 +47,6 @@ def source_warnings(features: dict) -> List[str]:
             out.append(f"{name}: {st['reason']}")
         out.extend(f"{name}: {w}" for w in st["warnings"])
     return out
-
-
-def split_counts(findings: List[Finding]) -> Tuple[int, int]:
-    return (sum(1 for f in findings if f.severity == "error"),
-            sum(1 for f in findings if f.severity == "warning"))
 
 
 def _grouped(lines: List[str]) -> List[str]:

@@ -55,13 +55,13 @@ def load(path: str) -> dict:
         raise RocetuneError(f"{path} is not JSON: {exc}") from None
     if isinstance(doc, dict) and "data" in doc and isinstance(doc["data"], dict) \
             and "features" in doc["data"]:
-        doc = doc["data"]["features"]  # a saved `rocetune probe --output json` envelope
+        doc = doc["data"]["features"]  # a saved `rocetune probe --json` envelope
     if not isinstance(doc, dict):
         raise RocetuneError(f"{path}: not a Features document", code=ExitCode.INPUT)
     version = doc.get("schema_version")
     if version != SCHEMA_VERSION:
         raise RocetuneError(f"{path}: schema_version {version!r}, this rocetune reads {SCHEMA_VERSION}",
-                            hint="re-run 'rocetune probe --output json' with this version",
+                            hint="re-run 'rocetune probe --json' with this version",
                             code=ExitCode.INPUT)
     missing = [k for k in features_schema()["required"] if k not in doc]
     if missing:

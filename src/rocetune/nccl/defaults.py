@@ -18,9 +18,6 @@ GID_AUTO_SELECT: Version = (2, 21, 5)
 # From 2.26.2 an EINVAL read of gid_attrs/types/<i> skips the GID instead of failing the
 # connection (v2.26.2 src/transport/net_ib.cc:336-338); 2.21.5-2.25.x abort.
 GID_TYPE_EINVAL_TOLERATED: Version = (2, 26, 2)
-# /sys/module/nvidia_peermem/version counts as a peer-memory module from 2.23.4
-# (v2.23.4 src/transport/net_ib.cc:694-696).
-PEERMEM_SYSFS: Version = (2, 23, 4)
 # The files ncclIbGdrSupport() checks with access(F_OK) for a peer-memory module, by release
 # (a key is the client's name under /sys/kernel/mm/memory_peers, or the module's under /sys/module):
 PEER_MEMORY_PATHS = {
@@ -43,10 +40,6 @@ PEER_MEMORY_CHECKS: Tuple[Tuple[Version, Tuple[str, ...]], ...] = (
 )
 # NCCL_DMABUF_ENABLE (default 1) from 2.13.4 (v2.13.4 src/init.cc:272).
 DMABUF: Version = (2, 13, 4)
-# NCCL_NET_GDR_C2C default 0 in 2.26.2, 1 from 2.27.3 (v2.27.3 src/graph/paths.cc:386).
-GDR_C2C_DEFAULT_ON: Version = (2, 27, 3)
-# NCCL_CONF_FILE read from 2.23.4 (absent in 2.22.3).
-CONF_FILE_VAR: Version = (2, 23, 4)
 
 # name -> ((first release, default, where NCCL's source says so), ...), oldest first. Read from
 # the NCCL_PARAM line at every release tag v2.3.7-1 .. v2.30.7-1 (60 tags); a step is the first
@@ -192,11 +185,6 @@ def peer_memory_releases(key: str) -> str:
                 spans.append(f"{first} to {text(since)} (not included)")
             start = None
     return ", ".join(spans)
-
-
-def defaults_differ(name: str) -> bool:
-    """Whether the default of `name` changed between releases (an unknown release matters)."""
-    return len({v for _, v in _TABLE[name]}) > 1
 
 
 def text(version: Optional[Version]) -> str:

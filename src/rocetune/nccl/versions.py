@@ -17,11 +17,6 @@ def parse_version(text: Optional[str]) -> Optional[Tuple[int, int, int]]:
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
-def at_least(version: Optional[Version], minimum: Version) -> Optional[bool]:
-    """Whether `version` is `minimum` or newer; None when the version is unknown."""
-    return None if version is None else version >= minimum
-
-
 def text(version: Optional[Version]) -> Optional[str]:
     return ".".join(str(x) for x in version) if version else None
 

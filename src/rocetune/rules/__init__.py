@@ -68,8 +68,6 @@ RULES = (
     local_rank,
 ))
 
-RULE_IDS = tuple(r.ID for r in RULES)
-
 
 def by_id(rule_id: str):
     for r in RULES:

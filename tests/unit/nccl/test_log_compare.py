@@ -172,6 +172,14 @@ def test_gdr_disabled_is_an_error_only_when_the_plan_asks_for_gdr():
                                  "for HCA 0 'mlx5_0'",)
 
 
+def test_gdr_disabled_on_a_host_without_a_gpu_does_not_ask_for_nvidia_peermem():
+    text = log("nccl-1537-roce-gdr-disabled.log")
+    with_gpus = by_id(diffs(text, {}, PlanFacts(gpus=8)), "nccl-log-gdr-disabled")
+    no_gpu = by_id(diffs(text, {}, PlanFacts(gpus=0)), "nccl-log-gdr-disabled")
+    assert all("nvidia_peermem" in d.fix for d in with_gpus) and with_gpus
+    assert no_gpu and all("nvidia_peermem" not in d.fix and "no GPU" in d.fix for d in no_gpu)
+
+
 def test_values_compare_as_nccl_reads_them():
     text = log(*PLUGIN_JOB)
     same = {"NCCL_NET_GDR_LEVEL": "1", "NCCL_P2P_LEVEL": "NVL", "NCCL_IB_TC": "0xa0", "NCCL_IB_GID_INDEX": "3",

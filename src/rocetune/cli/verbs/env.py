@@ -11,7 +11,7 @@ from ..result import Result
 NAME = "env"
 ORDER = 15
 HELP = "print or write the tuned NCCL/UCX/Gloo/MPI environment (sh, nccl.conf, systemd, docker, k8s ...)"
-EXAMPLE = "rocetune env --format nccl.conf -o /etc/nccl.conf"
+EXAMPLE = "rocetune env --format nccl-conf -o /etc/nccl.conf"
 EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
     0: "the env was printed or written",
     1: "-o with --fail-on-warnings or --no-degrade: it refused to write",
