@@ -26,7 +26,7 @@ HOST = REPO / "tests" / "fixtures" / "hosts" / "dgx-h100-roce"
 
 
 def _verb_module(name: str):
-    return next(m for m in cli._verb_modules() if m.NAME == name)
+    return next(m for m in cli._verb_modules() if name == m.NAME)
 
 
 @pytest.mark.parametrize("verb", verbs.NAMES)
@@ -88,13 +88,15 @@ def test_the_reference_man_page_and_completions_are_what_the_parser_gives():
 def test_the_reference_has_every_verb_action_and_option():
     text = (REPO / "docs" / "cli.md").read_text()
     reference = text.split("## Reference", 1)[1]
-    for words, parser in _commands(cli.build_parser()):
+    top = cli.build_parser()
+    documented_once = {f for a in top._actions for f in a.option_strings} | {"-h", "--help"}
+    for words, parser in _commands(top):
         section = reference.split(f"### {' '.join(words)}\n", 1)
         assert len(section) == 2, words
         body = section[1].split("\n### ", 1)[0]
         for action in parser._actions:
             for flag in action.option_strings:
-                assert flag in body or flag in ("-h", "--help"), (words, flag)
+                assert flag in body or (len(words) > 1 and flag in documented_once), (words, flag)
     assert "--hosts" in reference.split("### rocetune qos check\n", 1)[1].split("\n### ", 1)[0]
 
 
