@@ -96,7 +96,8 @@ def test_the_reference_has_every_verb_action_and_option():
         body = section[1].split("\n### ", 1)[0]
         for action in parser._actions:
             for flag in action.option_strings:
-                assert flag in body or (len(words) > 1 and flag in documented_once), (words, flag)
+                assert flag in body or flag == "--help" or (len(words) > 1 and flag in documented_once), \
+                    (words, flag)
     assert "--hosts" in reference.split("### rocetune qos check\n", 1)[1].split("\n### ", 1)[0]
 
 
