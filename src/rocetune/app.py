@@ -262,6 +262,16 @@ def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] =
     return EnvResult(plan, texts, files)
 
 
+def plan_env_for(features: dict, formats: Sequence[str], request: PlanRequest, out: Optional[str] = None,
+                 env_dir: Optional[str] = None) -> EnvResult:
+    """plan_env for where the env goes: the file `out` (the files it points at are written beside
+    it), `env_dir` (they are returned for the caller to write), or stdout (nothing is written)."""
+    if out:
+        env_dir = os.path.dirname(os.path.abspath(out))
+    return plan_env(features, formats, env_dir=env_dir, request=request,
+                    files_will_be_written=bool(out or env_dir))
+
+
 def _holds(path: str, content: str) -> bool:
     from .fsutil import read_old
 

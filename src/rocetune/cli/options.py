@@ -7,7 +7,6 @@ the env dialect, `-o/--out FILE` the file to write.
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING, Iterator, List, Optional
 
 from ..errors import ExitCode, RocetuneError
@@ -162,18 +161,6 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
 
     return PlanRequest(root=args.root, config=args.config, sets=tuple(args.set), unsets=tuple(args.unset),
                        qos_path=args.qos, local_rank=args.local_rank, expect_path=getattr(args, "expect", None))
-
-
-def plan_env_from_args(args: argparse.Namespace, features: dict, out: Optional[str],
-                       formats: List[str], env_dir: Optional[str] = None) -> EnvResult:
-    """Plan for -o's directory (files written), for --env-dir (the caller writes them), or for
-    stdout (files not written)."""
-    from .. import app
-
-    if out:
-        env_dir = os.path.dirname(os.path.abspath(out))
-    return app.plan_env(features, formats, env_dir=env_dir, request=plan_request(args),
-                        files_will_be_written=bool(out or env_dir))
 
 
 def env_data(env: EnvResult, formats: List[str], out: Optional[str], diff: bool = False) -> dict:

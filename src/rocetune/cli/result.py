@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List, Optional
 
 from ..errors import ExitCode
@@ -54,11 +53,6 @@ class Result:
             "warnings": self.warnings,
             "errors": self.errors,
         }
-
-
-def dumps(obj: Any) -> str:
-    """Deterministic JSON on one line (sorted keys; the C encoder, so large Features stay fast)."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def error_result(command: str, message: str, hint: Optional[str], code: ExitCode) -> Result:

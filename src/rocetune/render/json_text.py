@@ -1,4 +1,4 @@
-"""The JSON envelope as text, exactly as cli.result.dumps writes it, with the GPU matrix's link
+"""The JSON envelope as text, exactly as dumps writes it, with the GPU matrix's link
 table written row by row.
 
 On a host with hundreds of NICs `nvidia-smi topo -m` is a 530-column matrix: 280k cells, 4.8 of
@@ -14,14 +14,18 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from ..cli.result import dumps
+
+def dumps(obj: Any) -> str:
+    """Deterministic JSON on one line (sorted keys; the C encoder, so large Features stay fast)."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n"
+
 
 # Below this many rows the table is a small part of the document: json writes it.
 MIN_ROWS = 64
 
 
 def envelope_text(envelope: Any) -> str:
-    """cli.result.dumps(envelope), the matrix links of data.features written row by row."""
+    """dumps(envelope), the matrix links of data.features written row by row."""
     matrix = _matrix_of(envelope)
     links = matrix.get("links") if matrix is not None else None
     if matrix is None or not isinstance(links, dict) or len(links) < MIN_ROWS:

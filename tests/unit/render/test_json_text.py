@@ -2,8 +2,7 @@ import json
 
 import pytest
 
-from rocetune.cli.result import dumps
-from rocetune.render.json_text import MIN_ROWS, envelope_text, links_text
+from rocetune.render.json_text import MIN_ROWS, dumps, envelope_text, links_text
 
 
 def _matrix(n_gpus=8, n_nics=MIN_ROWS):

@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> Result:
     # With -o and --env-dir both, the env goes to -o and the files it points at to DIR (an
     # nccl.conf in /etc naming a topology file in /etc/rocetune, as the rocetune_env role does).
     first = outs[0] if outs else None
-    env = options.plan_env_from_args(args, features, None if args.env_dir else first, fmts,
-                                     env_dir=args.env_dir)
+    env = app.plan_env_for(features, fmts, options.plan_request(args),
+                           out=None if args.env_dir else first, env_dir=args.env_dir)
     warnings = report.stderr_lines(features, env.plan, findings_too=True)
     findings = [f.to_dict() for f in report.all_findings(features, env.plan)]
     result = Result(command=NAME, data={"plan": env.plan.to_dict(), "features": features, "findings": findings},

@@ -27,8 +27,10 @@ def run(args: argparse.Namespace) -> Result:
     wants_env = bool(out or args.format or getattr(args, "out", None) == "-")
     features = report.collect(args)
     if wants_env:
+        from ... import app
+
         fmts = options.formats_of(args, out)
-        env = options.plan_env_from_args(args, features, out, fmts)
+        env = app.plan_env_for(features, fmts, options.plan_request(args), out=out)
         plan = env.plan
     else:
         from ... import app
