@@ -52,7 +52,7 @@ def test_one_variable_value_rule_reason_evidence(setup, capsys):
     root, ff, _ = setup
     code, out, _ = explain(capsys, root, "NCCL_IB_HCA", "--features", ff)
     assert code == 0
-    assert out.startswith("NCCL_IB_HCA==mlx5_0:1,")
+    assert out.startswith("NCCL_IB_HCA='=mlx5_0:1,")  # as a shell line sets it: never NCCL_IB_HCA==
     assert "rule:   nccl-ib-hca  (docs/rules/nccl-ib-hca.md)" in out
     assert "why:" in out and "evidence:" in out and "port=\"mlx5_3:1\"" in out
     assert "NCCL:" in out
@@ -96,7 +96,7 @@ def test_defaults_are_those_of_the_release_planned_for(setup, capsys, tmp_path):
     root, _, _ = setup
     code, out, _ = explain(capsys, root, "NCCL_IB_TIMEOUT", "--features", features_file(tmp_path, "2.18.5"))
     line = nccl_line(out)
-    assert code == 0 and out.startswith("NCCL_IB_TIMEOUT=20") and "NCCL 2.18.5 defaults to 18" in out
+    assert code == 0 and out.startswith("NCCL_IB_TIMEOUT='20'") and "NCCL 2.18.5 defaults to 18" in out
     assert "default in NCCL 2.18.5: 18 (v2.14.3 src/transport/net_ib.cc:75)" in line
     assert "20 from 2.23.4" in line and "default 20" not in line
     code, data = explain_json(capsys, root, "NCCL_IB_TIMEOUT", "--features", features_file(tmp_path, "2.18.5"))

@@ -125,7 +125,8 @@ def _sub_parsers(parser: argparse.ArgumentParser) -> dict:
 
 def action_in(argv: Sequence[str], verb: str, parser: argparse.ArgumentParser) -> Optional[str]:
     """The verb's action the command line names (`qos check` -> check), if the verb has actions."""
-    actions = _sub_parsers(_sub_parsers(parser).get(verb) or argparse.ArgumentParser())
+    verb_parser = _sub_parsers(parser).get(verb)
+    actions = _sub_parsers(verb_parser) if verb_parser is not None else {}
     if not actions:
         return None
     words = list(argv)
@@ -144,6 +145,10 @@ _VALUED = ("--root",)
 
 def verb_in(argv: Sequence[str]) -> Optional[str]:
     """The verb argv names, when it is one of ours; None otherwise (none, unknown, or after --)."""
+    return _verb_word(argv)
+
+
+def _verb_word(argv: Sequence[str]) -> Optional[str]:
     skip = False
     for a in argv:
         if skip:
@@ -260,11 +265,12 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     command = "rocetune"
     try:
         _old_output_option(argv)
-        verb = verb_in(argv)
+        verb = verb_in(argv)  # only that verb's parser is built (and its module imported)
         parser = build_parser(verb)
+        named = _verb_word(argv)  # whose help an error names
         _unknown_leading_option(argv, parser)
-        if verb is not None:
-            parser.prefer_verb, parser.prefer_action = verb, action_in(argv, verb, parser)
+        if named is not None:
+            parser.prefer_verb, parser.prefer_action = named, action_in(argv, named, parser)
         try:
             args = parser.parse_args(argv)
         except RocetuneError:
