@@ -10,12 +10,12 @@ import subprocess
 
 import pytest
 
+from tests.unit.roles import REPO
+from tests.unit.roles.systemd_reader import exec_argv
+
 # The filter is an Ansible plugin: it raises Ansible's own error type. Without ansible-core
 # (`pytest tests/unit` needs none) there is nothing to load it into.
 AnsibleFilterError = pytest.importorskip("ansible.errors").AnsibleFilterError
-
-from tests.unit.roles import REPO
-from tests.unit.roles.systemd_reader import exec_argv
 
 _spec = importlib.util.spec_from_file_location("rocetune_filter_systemd", REPO / "plugins" / "filter" / "systemd.py")
 F = importlib.util.module_from_spec(_spec)
