@@ -34,7 +34,7 @@ def env() -> dict:
     e = dict(os.environ)
     e["PATH"] = f"{BIN}{os.pathsep}{e.get('PATH', '')}"
     e["ANSIBLE_CONFIG"] = str(REPO / "ansible.cfg")
-    e.setdefault("ANSIBLE_LOCAL_TEMP", "/tmp/.ansible-static")
+    e.setdefault("ANSIBLE_LOCAL_TEMP", f"/tmp/.ansible-static-{os.getuid()}")  # per user: a shared one is not writable
     e["NO_COLOR"] = "1"
     return e
 

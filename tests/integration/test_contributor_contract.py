@@ -41,3 +41,16 @@ def test_pre_commit_pins_the_tools_the_dev_extra_installs():
     for hook, tool in (("ruff", "ruff"), ("mypy", "mypy")):
         pins = [d for d in hooks[hook]["additional_dependencies"] if d.startswith(f"{tool}==")]
         assert pins == [f"{tool}=={_installed(tool)}"], (hook, pins)
+
+
+def test_the_package_and_the_collection_carry_one_version():
+    """One version, MAJOR.MINOR.PATCH, written in src/rocetune/__init__.py and galaxy.yml alike
+    (CONTRIBUTING.md: Versions and releases); a release tags it vX.Y.Z."""
+    import re
+
+    from rocetune import __version__
+
+    galaxy = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", __version__), __version__
+    assert galaxy == __version__
+    assert "vX.Y.Z" in (REPO / "CONTRIBUTING.md").read_text()
