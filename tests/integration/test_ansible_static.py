@@ -65,6 +65,7 @@ def test_syntax_check_site_yml():
     assert proc.returncode == 0, proc.stdout
 
 
+@pytest.mark.slow  # ansible-lint over every role and playbook
 def test_ansible_lint_production_profile_is_clean():
     targets = [t for t in ("roles", "playbooks", "site.yml") if (REPO / t).exists()]
     proc = subprocess.run([tool("ansible-lint"), "--profile", "production", "--offline", "--nocolor", *targets],

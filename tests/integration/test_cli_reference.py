@@ -147,6 +147,7 @@ def test_slurm_without_scontrol_says_so_with_a_hint(tmp_path):
     assert "name the nodes" in proc.stderr
 
 
+@pytest.mark.slow  # builds a wheel
 def test_the_wheel_installs_every_cited_page_the_man_page_and_the_completions(tmp_path):
     """Findings cite docs/checks/ID.md and explain docs/rules/ID.md: the wheel installs them under
     share/doc/rocetune/ (pyproject.toml data-files)."""

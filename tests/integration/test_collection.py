@@ -32,6 +32,8 @@ import ensurepip
 import subprocess
 import sys
 
+pytestmark = pytest.mark.slow  # builds and installs the collection; ansible-test sanity
+
 ensurepip.bootstrap(upgrade=True)
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
 sys.exit(subprocess.call([sys.executable, "-m", "pip", "install"] + args))

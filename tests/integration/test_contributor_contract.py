@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,6 +24,7 @@ def test_ruff_is_clean():
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
+@pytest.mark.slow  # half a minute on two cores without its cache
 def test_mypy_is_clean():
     proc = _run(sys.executable, "-m", "mypy", "--cache-dir", "/dev/null")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

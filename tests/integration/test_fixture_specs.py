@@ -15,6 +15,8 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
+pytestmark = pytest.mark.slow  # rebuilds every fixture tree
+
 yaml = pytest.importorskip("yaml", reason="PyYAML is needed to read the fixture specs (pip install pyyaml)")
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

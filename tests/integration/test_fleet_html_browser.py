@@ -26,6 +26,8 @@ from rocetune.render.validate_html import validate_html
 
 from .clirun import rocetune, rocetune_json
 
+pytestmark = pytest.mark.slow  # starts headless chromium
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 PERF = (FIXTURES / "outputs" / "perftest-ib_write_bw-gbits-roce.txt").read_bytes()

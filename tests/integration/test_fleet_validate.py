@@ -20,6 +20,8 @@ from rocetune.fleet.results import from_doc
 from .clirun import no_traceback, rocetune, rocetune_json
 from .sshserver import SSHServer, dead_port, fake_rocetune
 
+pytestmark = pytest.mark.slow  # pair tests against fake remotes, with their timeouts
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 OUTPUTS = FIXTURES / "outputs"
 

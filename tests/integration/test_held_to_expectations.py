@@ -16,6 +16,8 @@ import pytest
 
 from .clirun import rocetune, rocetune_json
 
+pytestmark = pytest.mark.slow  # probes every fixture host against expectations
+
 HOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
 HOST = HOSTS / "dgx-h100-rails-dmabuf"
 LOST = "mlx5_4"            # GPU2's rail (PIX), netdev enp79s0np0

@@ -7,7 +7,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.integration.test_ansible_static import REPO, env, tool
+
+pytestmark = pytest.mark.slow  # runs ansible-playbook
 
 PLAY = """\
 - name: One role, nothing else

@@ -9,9 +9,13 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.fixtures.roots import root_of
 from tests.integration.test_ansible_static import REPO, env, tool
 from tests.integration.test_role_checks import PLAY
+
+pytestmark = pytest.mark.slow  # runs ansible-playbook
 
 EXPECT = {"gpus": {"count": 8}, "rails": {"count": 8, "per_gpu": True, "speed_gbps": 400, "mtu": 9000},
           "env": {"NCCL_IB_TC": "106"}}

@@ -11,10 +11,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.integration.test_ansible_static import REPO, env, tool
 from tests.unit.roles.systemd_reader import exec_argv, setting
+
+pytestmark = pytest.mark.slow  # runs ansible-playbook
 
 ENV_UNIT = REPO / "roles" / "rocetune_env" / "templates" / "rocetune-env.service.j2"
 QOS_UNIT = REPO / "roles" / "roce_qos" / "templates" / "rocetune-qos.service.j2"

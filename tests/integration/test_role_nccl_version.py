@@ -9,9 +9,13 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.fixtures.roots import root_of
 from tests.integration.test_ansible_static import REPO, env, tool
 from tests.integration.test_role_checks import PLAY
+
+pytestmark = pytest.mark.slow  # runs ansible-playbook
 
 
 def converge_check(tmp_path, extra: dict) -> str:

@@ -5,8 +5,12 @@ take is a warning, or a failure with nothing changed under roce_qos_required."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.integration.test_ansible_static import REPO
 from tests.integration.test_role_checks import play
+
+pytestmark = pytest.mark.slow  # runs ansible-playbook
 
 QOS_FIXTURES = REPO / "tests" / "fixtures" / "qos"
 PLAN = """\

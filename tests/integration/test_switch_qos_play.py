@@ -15,6 +15,8 @@ import yaml
 
 from tests.integration.test_ansible_static import REPO, env, tool
 
+pytestmark = pytest.mark.slow  # runs ansible-playbook
+
 PLAN = """\
 version: 1
 trust: dscp

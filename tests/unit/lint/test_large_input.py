@@ -13,6 +13,8 @@ from rocetune.envfiles.read import parse_text
 from rocetune.lint.checks import lint_text
 from rocetune.nccl.catalog import Catalog, edit_distance, load_catalog
 
+pytestmark = pytest.mark.slow  # megabytes of input, by design
+
 MB = 1 << 20
 
 
