@@ -13,6 +13,7 @@ DOCUMENTATION = r"""
 ---
 module: switch_qos_config
 short_description: Write a switch's QoS configuration from the QoS plan, on the controller
+version_added: "0.1.0"
 description:
   - Runs C(rocetune --json qos render --switch KIND [--ports P1,P2] [--plan FILE]) on the
     controller (C(delegate_to) localhost, once per switch) and writes its output to I(dest), only
@@ -22,7 +23,18 @@ description:
     (docs/switch-qos.md). Loading the file onto the switch stays the operator's.
   - Checks every input first (the port names, I(dest) and its directory, the plan file, the
     command); any error fails the call, naming the input, before anything is written.
-  - Supports check mode and diff.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The configuration file.
+  platform:
+    platforms: posix
+requirements:
+  - The rocetune command on the controller (C(pip install rocetune)).
 options:
   kind:
     description: The switch's network OS.
@@ -68,15 +80,18 @@ dest:
   description: The file written (or that would be, in check mode).
   type: str
   returned: always
+  sample: /home/ops/.local/share/rocetune/switch-qos/leaf01.json
 plan:
   description: The plan the configuration follows (a file, or C(built-in defaults)).
   type: str
   returned: success
+  sample: /srv/fabric/qos.yml
 ports:
   description: The ports the QoS is bound to.
   type: list
   elements: str
   returned: always
+  sample: [Ethernet0, Ethernet4]
 """
 
 import json
@@ -181,7 +196,9 @@ def main():
         apply_changes(changes)
     for warning in warnings:
         module.warn("rocetune qos render: %s" % warning)
-    result.update(changed=bool(changes), diff=diffs, plan=data.get("plan"))
+    result.update(changed=bool(changes), plan=data.get("plan"))
+    if module._diff:
+        result["diff"] = diffs
     module.exit_json(**result)
 
 

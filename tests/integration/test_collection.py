@@ -108,19 +108,35 @@ def _documentation(path: Path) -> dict:
 
 
 def _argument_spec(path: Path) -> dict:
-    """The argument_spec given to AnsibleModule, read from the source (literal dicts only); for a
-    documentation-only module, the arguments its action plugin of the same name accepts."""
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "AnsibleModule":
-            spec = next(k.value for k in node.keywords if k.arg == "argument_spec")
-            return {k.arg: {kk.arg: ast.literal_eval(kk.value) for kk in k.value.keywords} for k in spec.keywords}
-    action = REPO / "plugins" / "action" / path.name
-    assert action.is_file(), f"{path.name}: no AnsibleModule(argument_spec=...) and no action plugin"
-    for node in ast.walk(ast.parse(action.read_text())):
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_VALID_ARGS":
-            return {name: None for name in ast.literal_eval(node.value.args[0])}
-    raise AssertionError(f"{action.name}: no _VALID_ARGS")
+    """The argument_spec the module gives AnsibleModule (captured by running its main() with a
+    stand-in that stops there); for a documentation-only module, the arguments its action plugin
+    of the same name accepts."""
+    import importlib
+    from unittest import mock
+
+    if "AnsibleModule(" not in path.read_text():
+        action = REPO / "plugins" / "action" / path.name
+        assert action.is_file(), f"{path.name}: no AnsibleModule(argument_spec=...) and no action plugin"
+        for node in ast.walk(ast.parse(action.read_text())):
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_VALID_ARGS":
+                return {name: None for name in ast.literal_eval(node.value.args[0])}
+        raise AssertionError(f"{action.name}: no _VALID_ARGS")
+    if str(REPO / "collections") not in sys.path:
+        sys.path.insert(0, str(REPO / "collections"))
+    module = importlib.import_module(f"ansible_collections.rocetune.fabric.plugins.modules.{path.stem}")
+    captured: dict = {}
+
+    class Stop(Exception):
+        pass
+
+    def stand_in(argument_spec, **kwargs):
+        captured.update(argument_spec)
+        raise Stop
+
+    with mock.patch.object(module, "AnsibleModule", stand_in):
+        with pytest.raises(Stop):
+            module.main()
+    return captured
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -131,6 +147,8 @@ def test_documented_options_are_the_argument_spec(module):
     spec = _argument_spec(path)
     options = doc.get("options") or {}
     assert sorted(options) == sorted(spec), f"{module}: documented {sorted(options)} vs spec {sorted(spec)}"
+    assert doc.get("version_added"), f"{module}: no version_added"
+    assert "check_mode" in (doc.get("attributes") or {}) and "diff_mode" in doc["attributes"], f"{module}: attributes"
     for name, arg in spec.items():
         opt = options[name]
         if arg is None:  # an action plugin's argument: only its name is declared in code
@@ -143,7 +161,12 @@ def test_documented_options_are_the_argument_spec(module):
             assert opt.get("choices") == arg["choices"], f"{module}.{name}: choices"
     examples = yaml.safe_load(docs["EXAMPLES"])
     assert any(f"rocetune.fabric.{module}" in task for task in examples), f"{module}: no example uses it"
-    assert yaml.safe_load(docs["RETURN"]) is not None
+    returns = yaml.safe_load(docs["RETURN"])
+    assert returns is not None
+    for key, value in returns.items():
+        assert "sample" in value, f"{module}: return {key} has no sample"
+        if value.get("type") == "list":
+            assert "elements" in value, f"{module}: return {key} (a list) has no elements"
 
 
 def _ansible_test_pip_version() -> str:
