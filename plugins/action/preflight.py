@@ -72,7 +72,7 @@ class ActionModule(ActionBase):
             answer = self._execute_module(module_name="rocetune.fabric.preflight", module_args={"checks": node_checks},
                                           task_vars=task_vars)
             if answer.get("unreachable") or "roles" not in answer:  # no answer: no Python, a broken transfer
-                result.update(answer)
+                result.update(answer, refused=not answer.get("unreachable"))
                 return result
         roles = answer["roles"]
         for check in node_checks:
@@ -92,7 +92,7 @@ class ActionModule(ActionBase):
             answer_of["run"] = bool(answer_of.get("run")) or boolean(check.get("always") or False, strict=False)
             out[role] = answer_of
         errors = ["%s: %s" % (role, a["msg"]) for role, a in out.items() if a["failed"]]
-        result.update(changed=False, roles=out, run=[r for r, a in out.items() if a["run"]])
+        result.update(changed=False, roles=out, run=[r for r, a in out.items() if a["run"]], refused=bool(errors))
         if errors:
             result.update(failed=True, msg="preflight refused this node, nothing was changed: " + " | ".join(errors))
         return result

@@ -67,11 +67,26 @@ def test_syntax_check_site_yml():
 
 
 def test_ansible_lint_production_profile_is_clean():
-    targets = [t for t in ("roles", "playbooks", "site.yml") if (REPO / t).exists()]
-    proc = subprocess.run([tool("ansible-lint"), "--profile", "production", "--offline", "--nocolor", *targets],
+    """From the repository root, as a collection's CI runs it: galaxy.yml, meta/runtime.yml, the
+    changelog, the sanity ignore files, the roles, playbooks and inventories."""
+    proc = subprocess.run([tool("ansible-lint"), "--profile", "production", "--offline", "--nocolor"],
                           cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-6000:]
+
+
+def test_changelog_fragments_are_well_formed():
+    proc = subprocess.run([tool("antsibull-changelog"), "lint"], cwd=REPO, env=env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout
+
+
+def test_the_collection_ships_the_license_it_declares():
+    galaxy = load(REPO / "galaxy.yml")
+    assert galaxy["license"] == ["Apache-2.0"]
+    assert "Apache License\n                           Version 2.0" in (REPO / "LICENSE").read_text()
+    for key in ("repository", "documentation", "issues"):
+        assert galaxy[key].startswith("https://"), key
 
 
 def test_no_noqa_without_a_reason():

@@ -29,12 +29,16 @@ TEST_HOME = Path(os.path.expanduser("~/.cache/rocetune/ansible-test-home"))
 # interpreter's own ensurepip and installs what ansible-test asks for from the index.
 GET_PIP_OFFLINE = '''"""Stand-in for get-pip.py: ensurepip, then pip install (get-pip's own flags dropped)."""
 import ensurepip
+import os
 import subprocess
 import sys
 
+# ensurepip points PIP_CONFIG_FILE at os.devnull in this process to bootstrap in isolation; the
+# install that follows must see the site's pip configuration (its index, its CA bundle) again.
+environ = dict(os.environ)
 ensurepip.bootstrap(upgrade=True)
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
-sys.exit(subprocess.call([sys.executable, "-m", "pip", "install"] + args))
+sys.exit(subprocess.call([sys.executable, "-m", "pip", "install"] + args, env=environ))
 '''
 
 
@@ -64,15 +68,22 @@ def installed(tmp_path_factory):
     return dest, dest / "ansible_collections" / "rocetune" / "fabric"
 
 
-def test_the_built_collection_holds_the_roles_and_plugins_and_nothing_of_the_python_package(installed):
+def test_the_built_collection_holds_the_roles_plugins_and_the_agents_sources_only(installed):
     _, root = installed
     assert sorted(p.name for p in (root / "roles").iterdir()) == ROLES
     assert sorted(p.stem for p in (root / "plugins" / "modules").glob("*.py")) == MODULES
-    assert sorted(p.name for p in (root / "plugins" / "action").glob("*.py")) == ["role_vars_check.py"]
+    assert sorted(p.name for p in (root / "plugins" / "action").glob("*.py")) == [
+        "preflight.py", "roce_qos_apply.py", "rocetune_agent_install.py", "role_vars_check.py"]
+    # What the rocetune_agent role packs: the agent's sources, with the files the modules share
+    # (links in the repository) as files, and the license; no build leftovers.
+    assert (root / "src" / "rocetune" / "agentpack.py").is_file() and (root / "LICENSE").is_file()
+    shared = root / "src" / "rocetune" / "probe" / "parsers" / "ip_addr_json.py"
+    assert shared.read_text() == (REPO / "plugins" / "module_utils" / "rocetune_ip_addr.py").read_text()
+    assert not list((root / "src").glob("*.egg-info")) and not list(root.rglob("__pycache__"))
     assert sorted(p.name for p in (root / "plugins" / "filter").iterdir()) == [
         "systemd.py", "systemd_escape.yml", "systemd_exec.yml", "systemd_unit_names.yml"]
     assert (root / "playbooks" / "site.yml").is_file()
-    for absent in ("src", "bench", "docs", "inventories", "tests/unit", "tests/lab", "collections"):
+    for absent in ("bench", "docs", "inventories", "tests/unit", "tests/lab", "collections"):
         assert not (root / absent).exists(), absent
 
 

@@ -155,7 +155,8 @@ def test_a_bad_qos_plan_is_refused_before_it_is_installed(converged, fabric, run
 
 
 def test_the_qos_boot_unit_turned_off_is_removed_and_back_on_is_reinstalled(converged, fabric, run_on, tmp_path):
-    files = ("/etc/systemd/system/rocetune-qos.service", "/usr/local/lib/rocetune/roce_qos_state.py",
+    files = ("/etc/systemd/system/rocetune-qos.service", "/usr/local/lib/rocetune/rocetune_qos_reapply.py",
+             "/usr/local/lib/rocetune/roce_qos_state.py",
              "/usr/local/lib/rocetune/rocetune_qos_plan.py", "/usr/local/lib/rocetune/roce_qos_buffer.py",
              "/usr/local/lib/rocetune/rocetune_qos_tools.py",
              "/etc/rocetune/roce_qos.json")
