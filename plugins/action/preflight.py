@@ -4,7 +4,8 @@
 """The site's preflight, controller side: for each role named, what it checks on the node
 (`__<role>_preflight` in the role's vars: its module, that module's arguments as the role passes
 them, the facts it sets, whether it runs every time), templated as the role's own tasks would
-(its role_path and search path); its variables checked against its meta/argument_specs.yml (the same validator Ansible runs when the role starts) and its misspelt
+(its role_path and search path); its variables checked against its meta/argument_specs.yml
+(the same validator Ansible runs when the role starts) and its misspelt
 `<role>_*` names (role_vars_check's rule), the QoS plan given from the controller loaded and
 checked here; then one module call on the node runs every role's module in check mode
 (rocetune.fabric.preflight), and a QoS plan file the node could not read is checked here. All

@@ -120,4 +120,3 @@ def write_marker(module, marker, result):
         result["changed"] |= mark_reboot_required(marker)
     except (IOError, OSError) as exc:
         module.fail_json(msg="%s: %s" % (marker, exc), **result)
-

@@ -172,7 +172,6 @@ def apply_links(module, ip, mtu, plan, nm_changes, sysctl_writes, result):
             module.fail_json(msg="%s = %s: %s" % (key, value, exc), **result)
 
 
-
 def node_diff(plan, nm_changes, sysctl_writes, mtu, reader):
     """What changes on the node itself, as a diff: `IF mtu: 1500` -> `IF mtu: 9000`, the ARP
     sysctls, NetworkManager profiles."""

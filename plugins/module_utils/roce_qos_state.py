@@ -259,8 +259,8 @@ def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
         pause = tools.parse_pause(out) if rc == 0 else {}
         if pause.get("rx") or pause.get("tx"):
             cmds.append(["ethtool", "-A", ifname, "rx", "off", "tx", "off"])
-            notes.append(("global pause", "rx %s tx %s" % ("on" if pause.get("rx") else "off",
-                                                          "on" if pause.get("tx") else "off"), "rx off tx off"))
+            now = "rx %s tx %s" % ("on" if pause.get("rx") else "off", "on" if pause.get("tx") else "off")
+            notes.append(("global pause", now, "rx off tx off"))
     if buffer_step:
         # After PFC: the driver then sizes the headroom for the lossless priorities as planned.
         cmds += buffer_step["commands"]
@@ -448,4 +448,3 @@ def _which(name):
         if os.access(os.path.join(d, name), os.X_OK):
             return os.path.join(d, name)
     return None
-

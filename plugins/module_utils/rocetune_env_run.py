@@ -138,4 +138,3 @@ def run(module):
                      findings=data["data"].get("findings") or [],
                      env=(data["data"].get("plan") or {}).get("env") or {},
                      agent_warnings=agent_warnings, **extra)
-

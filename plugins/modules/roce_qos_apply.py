@@ -153,8 +153,9 @@ interfaces:
     (the plan's buffer settings the NIC cannot take), or C(not_supported).
   type: dict
   returned: always
-  sample: {"ens1f0np0": {"backend": "dcb", "driver": "mlx5_core", "commands": ["dcb pfc set dev ens1f0np0 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off"],
-           "writes": [], "ecn_unexposed": null}}
+  sample: {"ens1f0np0": {"backend": "dcb", "driver": "mlx5_core",
+                         "commands": ["dcb pfc set dev ens1f0np0 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off"],
+                         "writes": [], "ecn_unexposed": null}}
 plan:
   description: The plan the values came from (C(source) names the file or the defaults).
   type: dict

@@ -66,6 +66,16 @@ def test_syntax_check_site_yml():
     assert proc.returncode == 0, proc.stdout
 
 
+def test_a_run_without_gpu_nodes_is_an_error_not_no_hosts_matched(tmp_path):
+    empty = tmp_path / "empty.yml"
+    empty.write_text("all:\n  hosts: {}\n")
+    proc = subprocess.run([tool("ansible-playbook"), "-i", str(empty), "site.yml"], cwd=REPO, env=env(),
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout
+    assert "No host in the inventory's gpu_nodes group" in " ".join(proc.stdout.split()), proc.stdout
+
+
 def test_ansible_lint_production_profile_is_clean():
     """From the repository root, as a collection's CI runs it: galaxy.yml, meta/runtime.yml, the
     changelog, the sanity ignore files, the roles, playbooks and inventories."""

@@ -84,7 +84,7 @@ def test_host_tuning_applies_what_a_namespace_allows_and_names_the_rest(converge
     assert "absent here: net.core.netdev_max_backlog" in out, converged.explain()
     assert "net.core.rmem_max" in out.split("read-only here:", 1)[1].split("\n", 1)[0], converged.explain()
     assert run_on("node02", "cat /proc/sys/net/ipv4/tcp_rmem").stdout.split() == ["4096", "87380", "134217728"]
-    assert "net.ipv4.tcp_mtu_probing = 1" in run_on("node02", "cat /etc/sysctl.d/60-rocetune-host-tuning.conf").stdout
+    assert "net.ipv4.tcp_mtu_probing = 1" in run_on("node02", "cat /etc/sysctl.d/99-zz-rocetune-host-tuning.conf").stdout
 
 
 def test_drift_is_repaired_and_reported_then_the_third_run_is_clean(converged, fabric, run_on, tmp_path):
