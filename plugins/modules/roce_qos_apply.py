@@ -43,6 +43,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
     details: The plan given in I(plan_content) is loaded and checked on the controller.
   check_mode:

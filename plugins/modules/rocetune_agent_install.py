@@ -29,6 +29,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
     details: Transfers I(package) to the node only when the agent with I(sha256) is not installed there.
   check_mode:
