@@ -214,6 +214,22 @@ def test_ansible_test_sanity_is_clean(installed):
     assert "src/" not in targets and {"plugins/", "roles/", "playbooks/", "meta/"} <= set(targets)
 
 
+def test_ansible_test_integration_targets_pass(installed):
+    """The modules' integration targets (tests/integration/targets), the way collections test
+    with ansible-test; they touch nothing of this machine (a directory plays /proc/sys, and the
+    QoS refusals come before any interface is read). tests/lab runs the modules on lab hosts."""
+    _, root = installed
+    targets = sorted(p.name for p in (root / "tests" / "integration" / "targets").iterdir())
+    assert targets == ["host_tuning_sysctl", "roce_qos_apply"]
+    proc = subprocess.run([tool("ansible-test"), "integration", "--local", "--color", "no",
+                           "--python", f"{sys.version_info[0]}.{sys.version_info[1]}", *targets],
+                          capture_output=True, text=True, cwd=root, timeout=600,
+                          env=clean_env(HOME=str(TEST_HOME), PATH=f"{BIN}:{os.environ.get('PATH', '')}"))
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    for target in targets:
+        assert f"Running {target} integration test role" in proc.stdout, proc.stdout[-3000:]
+
+
 def test_min_ansible_version_is_the_oldest_the_nodes_run():
     runtime = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())
     assert runtime["requires_ansible"] == ">=2.14.0"
