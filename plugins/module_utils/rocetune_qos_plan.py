@@ -39,7 +39,7 @@ ECN_MARKING_DEFAULTS = {"min_threshold": 150000, "max_threshold": 1500000, "prob
 ECN_THRESHOLD_MAX = 256000000  # bytes: the largest threshold EOS takes (random-detect ecn ... bytes)
 # docs/qos.md: the built-in plan, which an absent file (or an absent key) stands for.
 DEFAULTS = {"trust": "dscp", "data": {"dscp": 26, "priority": 3}, "cnp": {"dscp": 48, "priority": 6},
-            "ecn": 2, "lossless_priorities": [3], "cts_dscp": None, "fabric": None}
+            "ecn": 2, "lossless_priorities": [3], "cts_dscp": None, "cts_priority": None, "fabric": None}
 
 # ETS (IEEE 802.1Qaz) as the roce_qos role takes it: the traffic class of each priority, the
 # transmission selection algorithm of each TC and the bandwidth share of each TC in percent. The
@@ -103,8 +103,8 @@ class _Errors:
 def validate(doc):
     """The plan in `doc` (a mapping, or None for an empty file) with every key filled in:
     {trust, data: {dscp, priority}, cnp: {...}, ecn (0..2), lossless_priorities (sorted),
-    cts_dscp, fabric ({tiers, rail_optimised, ecmp} or None), buffer ({cable_length,
-    prio_buffer, buffer_size}, each None where not stated, or None), ecn_marking
+    cts_dscp, cts_priority (None without cts_dscp), fabric ({tiers, rail_optimised, ecmp} or None),
+    buffer ({cable_length, prio_buffer, buffer_size}, each None where not stated, or None), ecn_marking
     ({min_threshold, max_threshold, probability}, defaults filled in, or None), classes_stated,
     warnings}. QosPlanError names every field that cannot be used."""
     if doc is None:
@@ -123,7 +123,7 @@ def validate(doc):
     cnp = _class(errs, doc.get("cnp"), "cnp")
     ecn = _ecn(errs, doc.get("ecn", DEFAULTS["ecn"]))
     lossless = _lossless(errs, doc.get("lossless_priorities", DEFAULTS["lossless_priorities"]))
-    cts_dscp = _cts(errs, doc.get("cts"))
+    cts_dscp, cts_priority = _cts(errs, doc.get("cts"), data, cnp)
     fabric = _fabric(errs, doc.get("fabric"))
     buffer = _buffer(errs, doc.get("buffer"), lossless or [])
     ecn_marking = _ecn_marking(errs, doc.get("ecn_marking"))
@@ -140,9 +140,13 @@ def validate(doc):
                         "lossy queue" % (data["priority"], lossless))
     if not lossless:
         warnings.append("no lossless priority: the fabric relies on ECN alone (no PFC)")
+    if cts_priority is not None and lossless and cts_priority not in lossless:
+        warnings.append("cts.priority %d is not in lossless_priorities %s: NCCL's credit messages would "
+                        "travel in a lossy queue" % (cts_priority, lossless))
     warnings += _buffer_warnings(buffer, lossless)
     return {"trust": trust, "data": data, "cnp": cnp, "ecn": ecn, "lossless_priorities": lossless,
-            "cts_dscp": cts_dscp, "fabric": fabric, "buffer": buffer, "ecn_marking": ecn_marking,
+            "cts_dscp": cts_dscp, "cts_priority": cts_priority, "fabric": fabric, "buffer": buffer,
+            "ecn_marking": ecn_marking,
             "warnings": warnings,
             "classes_stated": bool(set(doc) - set(["version", "fabric", "buffer", "ecn_marking"]))}
 
@@ -212,14 +216,30 @@ def _lossless(errs, raw):
     return sorted(set(got))
 
 
-def _cts(errs, node):
+def _cts(errs, node, data, cnp):
+    """(dscp, priority) of NCCL's credit (CTS) messages, (None, None) when the plan gives them no
+    DSCP of their own. The priority is the class the NICs and switches put the DSCP in: the data
+    priority unless stated."""
     if node is None:
-        return None
+        return None, None
     if not isinstance(node, dict):
-        errs.add("cts: expected a mapping with 'dscp', got %r" % (node,))
-        return None
-    errs.unknown("cts", node, ("dscp",))
-    return None if node.get("dscp") is None else errs.int_in(node["dscp"], 0, 63, "cts.dscp")
+        errs.add("cts: expected a mapping with 'dscp' (and optionally 'priority'), got %r" % (node,))
+        return None, None
+    errs.unknown("cts", node, CLASS_KEYS)
+    if node.get("dscp") is None:
+        if node.get("priority") is not None:
+            errs.add("cts.priority without cts.dscp: the priority is the class of the credit messages' own DSCP")
+        return None, None
+    dscp = errs.int_in(node["dscp"], 0, 63, "cts.dscp")
+    priority = node.get("priority")
+    priority = data["priority"] if priority is None else errs.int_in(priority, 0, 7, "cts.priority")
+    if dscp is None or priority is None:
+        return None, None
+    for name, other in (("data", data), ("cnp", cnp)):
+        if dscp == other["dscp"] and priority != other["priority"]:
+            errs.add("cts.dscp %d is %s.dscp, but cts.priority %d is not %s.priority %d: one DSCP "
+                     "cannot travel in two classes" % (dscp, name, priority, name, other["priority"]))
+    return dscp, priority
 
 
 def _fabric(errs, node):
