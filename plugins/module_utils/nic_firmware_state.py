@@ -45,9 +45,12 @@ ALLOW_VAR = "nic_firmware_allow_forced_write_reordering"
 def forces_relaxed_ordering(param, value):
     """Whether `value` of `param` (as the inventory or the tool's query states it: force_relax,
     force_relax(1), 1) forces relaxed ordering on every PCIe write."""
-    if param != WRITE_ORDERING or not isinstance(value, (int, str)):
+    if param != WRITE_ORDERING:
         return False
-    name, num = (None, int(value)) if isinstance(value, int) else parse_value(value)  # true is 1
+    try:
+        name, num = wanted_value(param, value)  # as it would be set: true and "true" are 1
+    except FirmwareError:
+        return False
     return name == "FORCE_RELAX" or (name is None and num == 1)
 
 

@@ -103,7 +103,7 @@ def test_the_query_asks_only_for_the_wanted_parameters():
 
 
 def test_force_relax_is_recognised_in_every_form_and_refused_without_the_opt_in():
-    for value in ("force_relax", "FORCE_RELAX", "force_relax(1)", 1, "1", True):  # true is set as 1
+    for value in ("force_relax", "FORCE_RELAX", "force_relax(1)", 1, "1", True, "true"):  # true is set as 1
         assert F.forces_relaxed_ordering("PCI_WR_ORDERING", value), value
     for value in ("per_mkey", "per_mkey(0)", 0, False):
         assert not F.forces_relaxed_ordering("PCI_WR_ORDERING", value), value
