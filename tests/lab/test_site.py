@@ -126,7 +126,9 @@ def test_the_collection_installed_into_another_project_finds_nothing_to_change(c
     # The nodes are as they were; only the controller packs the agent into this project's artifacts.
     on_nodes = [ln for ln in proc.stdout.splitlines() if ln.startswith("changed: [") and "-> localhost" not in ln]
     assert not on_nodes, proc.stdout[-6000:]
-    assert "TASK [rocetune.fabric.roce_net : " in proc.stdout
+    # The collection's own plays and roles ran by FQCN; the preflight found nothing to do.
+    assert "TASK [rocetune.fabric.rocetune_agent : Pack the agent on the controller]" in proc.stdout
+    assert "Check every role's input and this node's state" in proc.stdout
 
 
 # ---------------------------------------------------------------------------------------------
