@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from tests.lab import fabric_net
+from tests.lab import fabric_net, lab
 from tests.lab.site_fixtures import run_playbook
 
 FABRIC_IF = fabric_net.FABRIC_IF
@@ -27,8 +27,10 @@ TAGS = ("--tags", "rdma_core,roce_net,roce_qos,host_tuning", "--skip-tags", "roc
 
 @pytest.fixture(scope="module")
 def fabric(lab4, tmp_path_factory):
-    """The four lab hosts with rtf0, and an inventory that names it as their fabric interface."""
+    """The four lab hosts, fresh (roots reset: another module may have converged them), with rtf0,
+    and an inventory that names it as their fabric interface."""
     fabric_net.remove(lab4)
+    lab.up(len(lab4.names))
     fabric_net.add(lab4)
     inv = tmp_path_factory.mktemp("fabric") / "fabric.yml"
     inv.write_text(fabric_net.inventory_text())

@@ -9,8 +9,10 @@ The tests in this module run in order and share one set of lab hosts (reset at t
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 import subprocess
+import tempfile
 
 import pytest
 
@@ -85,6 +87,8 @@ def test_the_installed_collection_converges_fresh_nodes_from_a_project_of_its_ow
     for path in [installed, *installed.rglob("*")]:  # a shared, read-only install
         if not path.is_symlink():
             path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    # A unix socket's path is at most 107 bytes: the ssh control sockets get a short directory.
+    control = tempfile.mkdtemp(prefix="rt-cp-", dir="/tmp")
     try:
         cfg = (REPO / "ansible.cfg").read_text().replace("roles_path = roles\n", "")
         cfg = cfg.replace("inventory = inventories/lab/hosts.yml\n", "")
@@ -92,7 +96,7 @@ def test_the_installed_collection_converges_fresh_nodes_from_a_project_of_its_ow
         (project / "site.yml").write_text("- name: The fabric, from the installed collection\n"
                                           "  ansible.builtin.import_playbook: rocetune.fabric.site\n")
         run_env = dict(env, ANSIBLE_CONFIG=str(project / "ansible.cfg"), HOME=str(home),
-                       ANSIBLE_SSH_CONTROL_PATH_DIR=str(home / "cp"), ANSIBLE_LOCAL_TEMP=str(home / "tmp"))
+                       ANSIBLE_SSH_CONTROL_PATH_DIR=control, ANSIBLE_LOCAL_TEMP=str(home / "tmp"))
         argv = [tool("ansible-playbook"), "-i", str(info.inventory), "-i", str(inv), "site.yml"]
         runs = []
         for _ in range(2):
@@ -106,6 +110,7 @@ def test_the_installed_collection_converges_fresh_nodes_from_a_project_of_its_ow
         for path in [installed, *installed.rglob("*")]:
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        shutil.rmtree(control, ignore_errors=True)
     # The agent was packed from the collection's own sources into the user's cache.
     packed = list((home / ".cache" / "rocetune" / "agent").glob("rocetune-*.pyz"))
     assert len(packed) == 1, first.stdout[-3000:]
