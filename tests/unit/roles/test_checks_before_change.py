@@ -229,3 +229,27 @@ def test_the_preflight_runs_a_role_module_in_check_mode_and_changes_nothing(tmp_
     assert answers["bad"]["failed"] and "'net..x' is not a sysctl name" in answers["bad"]["msg"]
     assert answers["rocetune_env"]["deferred"].startswith("checked when it runs, after host_tuning")
     assert (proc / "net" / "ipv4" / "tcp_mtu_probing").read_text() == "0\n" and not Path(args["file"]).exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Signals and node-state diffs
+
+
+def test_a_manager_with_another_memlock_limit_is_a_pending_reexec():
+    assert N.memlock_pending("8388608") and N.memlock_pending("65536\n")
+    assert not N.memlock_pending("infinity\n")
+    assert not N.memlock_pending(None)  # no systemd running: nothing to re-execute
+
+
+def test_the_qos_diff_shows_each_nic_setting_as_it_is_and_as_it_becomes():
+    Q = load_module_utils("roce_qos", "roce_qos_state")
+    A = load_module_utils("roce_qos", "roce_qos_apply_run")
+    from tests.unit.roles import QOS_FIXTURES
+
+    pfc = (QOS_FIXTURES / "dcb-pfc-show-manpage.txt").read_text()  # dcb(8)'s example: PFC on 6 and 7
+    notes = []
+    cmds = Q.dcb_commands("ens1np0", Q.desired(Q.load_plan(None, None)), pfc, "", "", notes)
+    assert cmds and ("pfc", "0,0,0,0,0,0,1,1", "0,0,0,1,0,0,0,0") in notes
+    diff = A.node_diff([{"ifname": "ens1np0", "notes": notes}], [], lambda path: None)[0]
+    assert "ens1np0 pfc: 0,0,0,0,0,0,1,1\n" in diff["before"] and "ens1np0 pfc: 0,0,0,1,0,0,0,0\n" in diff["after"]
+    assert "ens1np0 dscp 26 -> priority: none\n" in diff["before"] and "ens1np0 dscp 26 -> priority: 3\n" in diff["after"]
