@@ -26,6 +26,14 @@ description:
   - Also installs (or removes) the boot unit that re-derives the env at every boot, and its
     C(multi-user.target) enable link, in the same call; C(systemctl daemon-reload) runs only
     when the unit changed on a node where systemd runs.
+  - With I(no_degrade) (the default) the agent refuses to replace the env with one that falls
+    short of the expectations or of the env it replaces (fewer RDMA ports, a dropped traffic
+    class); then nothing is written and the task fails with the reasons.
+  - Writes the node's expectations (I(expect)) and check configuration (I(doctor_config)) after
+    the agent has read them, from a private copy, and planned with them; a file this module
+    wrote is removed when its content is omitted, a file it did not write is left alone.
+  - Installs or removes further units (I(units)); a timer among them is started or stopped when
+    its file changed.
   - The agent runs under coreutils' C(timeout) (I(timeout) seconds).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -80,8 +88,46 @@ options:
     description: The boot unit's file (under C(/etc/systemd/system)); omit to leave units alone.
     type: path
   unit_content:
-    description: The boot unit's text; omitted or empty removes the unit and its enable link.
+    description: The boot unit's text; omit to remove the unit and its enable link.
     type: str
+  no_degrade:
+    description: Refuse to replace the env with one that falls short of the expectations or of the env it replaces.
+    type: bool
+    default: true
+  expect:
+    description:
+      - The node's expectations (YAML text, docs/expect.md), checked by the agent before anything
+        is written; omit to write none (a file this module wrote is removed).
+    type: str
+  expect_path:
+    description: Where the expectations go.
+    type: path
+    default: /etc/rocetune/expect.yml
+  doctor_config:
+    description:
+      - The check configuration (YAML text, docs/doctor.md), checked by the agent; omit to write none.
+    type: str
+  doctor_config_path:
+    description: Where the check configuration goes.
+    type: path
+    default: /etc/rocetune/doctor.yml
+  units:
+    description:
+      - Further units under C(/etc/systemd/system) (C(.service) or C(.timer)).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The unit's file.
+        type: path
+        required: true
+      content:
+        description: The unit's text; omit (or null) to remove the unit and its enable link.
+        type: str
+      wanted_by:
+        description: The target whose C(.wants) link enables it (C(timers.target)); omit for none.
+        type: str
 author: rocetune contributors (@rocetune)
 """
 
