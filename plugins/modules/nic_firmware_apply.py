@@ -95,6 +95,7 @@ pending:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import directory_problem
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
 from ansible_collections.rocetune.fabric.plugins.module_utils.nic_firmware_state import (
     FirmwareError, check_settings, device_plan, devices_of, diff_lines, query_argv, set_argv
@@ -192,10 +193,14 @@ def main():
 
 
 def write_marker(module, marker, result):
-    if os.path.exists(marker):
+    if os.path.lexists(marker):
         return
-    try:
-        with open(marker, "w") as fh:
+    why = directory_problem(os.path.dirname(os.path.abspath(marker)))
+    if why:
+        module.fail_json(msg="cannot write %s: %s" % (marker, why), **result)
+    try:  # created, never opened through a link or over a file someone else put there
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "w") as fh:
             fh.write(_MARKER)
     except (IOError, OSError) as exc:
         module.fail_json(msg="%s: %s" % (marker, exc), **result)

@@ -203,6 +203,11 @@ def _gather(args: argparse.Namespace) -> Result:
     from ...errors import ExitCode, RocetuneError
     from ...fleet.gather import Options, gather
 
+    from ...fsutil import UNSAFE_DIR_HINT, OutputError, directory_problem
+
+    why = directory_problem(args.out)  # before any host: root's results stay root's
+    if why:
+        raise OutputError(args.out, why, hint=UNSAFE_DIR_HINT)
     targets = _targets(args, "gather")
     try:
         os.makedirs(args.out, exist_ok=True)
