@@ -12,7 +12,7 @@ from typing import List, Optional, Sequence
 from .. import __version__
 from ..errors import ExitCode, RocetuneError
 from . import verbs
-from ..text import printable
+from ..text import printable, terminal_text
 from .result import Result, error_result
 
 
@@ -114,7 +114,9 @@ def _emit(result: Result, as_json: bool, quiet: bool) -> None:
     if result.raw is not None:
         sys.stdout.write(result.raw)
     elif result.human:
-        sys.stdout.write(result.human if result.human.endswith("\n") else result.human + "\n")
+        # Every renderer's text leaves here: whatever a node or a file put in it is escaped.
+        human = terminal_text(result.human)
+        sys.stdout.write(human if human.endswith("\n") else human + "\n")
     sys.stdout.flush()  # a full disk says so here, where it can be reported, not at exit
     if not quiet:
         for w in result.warnings:

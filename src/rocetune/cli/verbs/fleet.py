@@ -333,7 +333,9 @@ def _write(path: str, flag: str, text: str) -> None:
 def _say(line: str) -> None:
     import sys
 
-    sys.stderr.write(line + "\n")
+    from ...text import terminal_text
+
+    sys.stderr.write(terminal_text(line) + "\n")  # names and reasons a node supplied
     sys.stderr.flush()
 
 
