@@ -138,3 +138,183 @@ def test_a_nodes_stderr_cannot_rewrite_the_gather_lines(tmp_path):
     assert proc.returncode == 1, proc.stderr
     _no_raw_controls(proc.stdout)
     assert b"FAILED: " in proc.stdout and b"\\x1b[1A\\x1b[2K\\x9bA  gpu01  ok\\u202e" in proc.stdout
+
+
+# --- inputs: regular files only, never blocking, capped; results only from root or the user -----
+
+def _timed(*args: str, timeout: float = 15):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "rocetune", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _input_error(proc, *words: str) -> None:
+    assert no_traceback(proc), proc.stderr
+    assert proc.returncode == 3, (proc.returncode, proc.stderr)
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("rocetune: error: ")]
+    assert len(errors) == 1, proc.stderr
+    for w in words:
+        assert w in errors[0], errors[0]
+
+
+@pytest.fixture
+def not_files(tmp_path):
+    """A FIFO (a reader that blocks hangs) and a link to /dev/zero (a reader that reads whole
+    runs out of memory), where an input file is expected."""
+    fifo = tmp_path / "input.fifo"
+    os.mkfifo(fifo)
+    zero = tmp_path / "input.zero"
+    os.symlink("/dev/zero", zero)
+    return {"FIFO": str(fifo), "character device": str(zero)}
+
+
+OPERATOR_INPUTS = [
+    ["env", "--features", "{}"],
+    ["env", "--qos", "{}"],
+    ["env", "--config", "{}"],
+    ["explain", "--env", "{}"],
+    ["doctor", "--nccl-log", "{}"],
+    ["qos", "check", "--switch", "{}"],
+    ["qos", "render", "--switch", "sonic", "--plan", "{}"],
+    ["fleet", "report", "{dir}", "--manifest", "{}"],
+    ["fleet", "validate", "--tests", "nccl", "--nccl-baseline", "{}", "127.0.0.1"],
+]
+
+
+@pytest.mark.parametrize("args", OPERATOR_INPUTS, ids=lambda a: " ".join(a[:2]))
+def test_an_input_that_is_no_regular_file_is_refused_at_once(tmp_path, not_files, args):
+    from tests.fixtures.roots import root_of
+
+    results = tmp_path / "results"
+    results.mkdir(exist_ok=True)
+    (results / "h1.json").write_text("{}")
+    for kind, path in not_files.items():
+        argv = [a.replace("{}", path).replace("{dir}", str(results)) for a in args]
+        proc = _timed(*argv, "--root", root_of("pcie-4gpu-2nic"))
+        _input_error(proc, path, kind)
+
+
+def test_lint_names_an_input_that_is_no_regular_file(tmp_path, not_files):
+    (tmp_path / "nccl.conf").write_text("NCCL_DEBUG=WARN\n")
+    proc = _timed("lint", str(tmp_path / "nccl.conf"), *not_files.values())
+    assert proc.returncode == 1 and no_traceback(proc), proc.stderr
+    assert proc.stdout.count("unreadable-file") == 2 and "a FIFO" in proc.stdout
+    assert "a character device" in proc.stdout
+
+
+def _result(host: str) -> str:
+    import json
+
+    return json.dumps({"schema": "rocetune.fleet-host/1", "host": host, "error": "gather failed here"})
+
+
+@pytest.mark.parametrize("verb", ["report", "qos"])
+def test_a_results_directory_others_wrote_in_is_read_with_care(tmp_path, verb):
+    from tests.fixtures.roots import root_of
+
+    d = tmp_path / "results"
+    d.mkdir()
+    (d / "good.json").write_text(_result("good"))
+    os.mkfifo(d / "fifo.json")
+    os.symlink("/dev/zero", d / "zero.json")
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"schema": "rocetune.fleet-host/1", "error": "ROOT-ONLY-SECRET"}')
+    secret.chmod(0o600)
+    os.symlink(secret, d / "link.json")
+    if os.geteuid() == 0:
+        (d / "theirs.json").write_text(_result("theirs"))
+        os.chown(d / "theirs.json", USER, USER)
+    if verb == "report":
+        proc = _timed("--json", "fleet", "report", str(d))
+    else:
+        proc = _timed("--json", "qos", "check", "--switch", root_of("pcie-4gpu-2nic") + "/../../switch/"
+                      "sonic-qos-arista7050.json", "--hosts", str(d))
+    assert no_traceback(proc) and "ROOT-ONLY-SECRET" not in proc.stdout + proc.stderr, proc.stderr
+    out = proc.stdout
+    assert "fifo" in out and "a FIFO" in out, out[:3000]
+    assert "a symbolic link" in out
+    if os.geteuid() == 0:
+        assert f"owned by uid {USER}" in out
+
+
+def test_a_node_result_made_to_exhaust_memory_is_refused_before_parsing(tmp_path):
+    """Result files amplify about 70 times when parsed: values are counted before any is built."""
+    big = '{"schema": "rocetune.fleet-host/1", "doctor": [' + ",".join(["{}"] * 1_200_000) + "]}"
+    (tmp_path / "h1.json").write_text(big)
+    code, out, peak_kib = _peak_rss("--json", "fleet", "report", str(tmp_path))
+    assert code == 1 and "more than 1000000 values" in out, out[:2000]
+    assert peak_kib < 150 * 1024, peak_kib  # parsed, it would take ~250 MB
+
+
+def _peak_rss(*args: str):
+    """(exit code, stdout, the peak resident size in KiB of that process alone)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen([sys.executable, "-m", "rocetune", *args], stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        return proc.returncode, out.read().decode(), usage.ru_maxrss
+
+
+def test_a_baseline_is_read_and_written_inside_the_root_only(tmp_path):
+    import shutil
+
+    from tests.fixtures.roots import root_of
+
+    root = tmp_path / "R"
+    shutil.copytree(root_of("softroce-3nic"), root, symlinks=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "var/lib").mkdir(parents=True, exist_ok=True)
+    os.symlink(str(outside), root / "var/lib/rocetune")  # absolute: the host's own path, under R
+    proc = _timed("doctor", "--root", str(root), "--save-baseline")
+    assert no_traceback(proc) and proc.returncode in (0, 1, 5), proc.stderr
+    assert os.listdir(outside) == [], "written through a link out of the root"
+    assert (root / str(outside).lstrip("/") / "counters.json").is_file()
+    inside = root / str(outside).lstrip("/") / "counters.json"
+    inside.unlink()
+    os.mkfifo(inside)  # read back: never blocks
+    proc = _timed("doctor", "--root", str(root))
+    _input_error(proc, "counters.json", "not a regular file")
+
+
+def _one_server_gather(tmp_path, body: str):
+    """`fleet gather` of one host on 127.0.0.1 whose `rocetune` runs `body`: (proc, the HOST.json)."""
+    import json
+
+    import paramiko
+
+    from .sshserver import SSHServer, fake_rocetune
+
+    host_key, client_key = paramiko.RSAKey.generate(2048), paramiko.RSAKey.generate(2048)
+    bin_dir, home = tmp_path / "bin", tmp_path / "home"
+    fake_rocetune(bin_dir, body=body)
+    (home / ".ssh").mkdir(parents=True)
+    identity = tmp_path / "id"
+    client_key.write_private_key_file(str(identity))
+    srv = SSHServer(host_key, client_key, bin_dir)
+    try:
+        (home / ".ssh" / "known_hosts").write_text(f"[127.0.0.1]:{srv.port} {host_key.get_name()} "
+                                                   f"{host_key.get_base64()}\n")
+        env = {k: v for k, v in os.environ.items() if k != "SSH_AUTH_SOCK"}
+        env["HOME"] = str(home)
+        proc = _run_bytes("fleet", "gather", "-o", str(tmp_path / "out"), "--identity", str(identity),
+                          "--port", str(srv.port), "127.0.0.1", env=env)
+    finally:
+        srv.close()
+    return proc, json.loads((tmp_path / "out" / "127.0.0.1.json").read_text())
+
+
+def test_a_node_cannot_make_gather_parse_a_document_of_millions_of_values(tmp_path):
+    flood = tmp_path / "flood.json"
+    flood.write_text('{"schema": "rocetune.result/1", "status": "ok", "data": {"x": ['
+                     + ",".join(["{}"] * 1_200_000) + "]}}\n")
+    proc, doc = _one_server_gather(tmp_path, f"cat {flood}\n")
+    assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
+    assert "more than 1000000 values" in doc["error"] and doc["doctor"] is None

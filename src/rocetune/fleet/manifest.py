@@ -24,6 +24,9 @@ from ..errors import ExitCode, RocetuneError
 from .facts import Fact
 
 
+MAX_MANIFEST_BYTES = 1 << 20  # a manifest is a few dozen lines
+
+
 @dataclass(frozen=True)
 class Check:
     fact: str
@@ -33,11 +36,14 @@ class Check:
 
 
 def load(path: str) -> List[Check]:
+    from ..errors import HostReadError
+    from ..hostfs import read_input
     from ..model.yamlread import YamlError, load_yaml
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = read_input(path, MAX_MANIFEST_BYTES).decode("utf-8")
+    except HostReadError as exc:
+        raise RocetuneError(f"--manifest {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
     except OSError as exc:
         raise RocetuneError(f"--manifest {path}: cannot read: {exc.strerror}", code=ExitCode.INPUT) from None
     except UnicodeDecodeError:

@@ -458,13 +458,15 @@ def lint_paths(paths: Sequence[str], fmt: str = "auto", qos: Optional[QosPlan] =
 
 
 def read_file(path: str) -> str:
+    from ..errors import HostReadError
+    from ..hostfs import read_input
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except IsADirectoryError:
-        raise Unreadable("a directory") from None
-    if len(data) > MAX_BYTES:
-        raise Unreadable(f"larger than {MAX_BYTES >> 20} MiB: not an env file")
+        data = read_input(path, MAX_BYTES)
+    except HostReadError as exc:
+        if exc.reason.startswith("larger than"):
+            raise Unreadable(f"larger than {MAX_BYTES >> 20} MiB: not an env file") from None
+        raise Unreadable(exc.reason) from None
     if b"\x00" in data:
         raise Unreadable("a binary file (NUL bytes)")
     return data.decode("utf-8", "replace")

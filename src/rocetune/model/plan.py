@@ -24,6 +24,7 @@ from ..errors import ExitCode, RocetuneError
 from .finding import Finding
 from .qos import QosPlan
 
+MAX_CONFIG_BYTES = 1 << 20  # an override file is a few lines
 KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -192,9 +193,13 @@ class Overrides:
 
     @classmethod
     def from_file(cls, path: str) -> "Overrides":
+        from ..errors import HostReadError
+        from ..hostfs import read_input
+
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            text = read_input(path, MAX_CONFIG_BYTES).decode("utf-8")
+        except HostReadError as exc:
+            raise RocetuneError(f"--config {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
         except OSError as exc:
             raise RocetuneError(f"--config {path}: cannot read: {exc.strerror or exc}",
                                 code=ExitCode.INPUT) from None

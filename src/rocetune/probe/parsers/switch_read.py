@@ -13,9 +13,14 @@ PARSERS = {"sonic": switch_sonic, "nvue": switch_nvue, "eos": switch_eos}
 
 
 def read_switch(path: str, kind: Optional[str] = None) -> SwitchQos:
+    from ...errors import HostReadError
+    from ...hostfs import read_input
+    from ...model.jsonread import MAX_DOCUMENT_BYTES
+
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_input(path, MAX_DOCUMENT_BYTES)
+    except HostReadError as exc:
+        raise RocetuneError(f"--switch {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
     except FileNotFoundError:
         raise RocetuneError(f"--switch {path}: no such file", code=ExitCode.INPUT) from None
     except OSError as exc:
