@@ -118,6 +118,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 
 WANTED_BY = "multi-user.target"
+NCCL_RELEASE = re.compile(r"^\d+\.\d+\.\d+\Z")  # the whole value: "2.21.5\n" is none
 
 
 def run_agent(module, argv, timeout):
@@ -204,7 +205,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    if p["nccl_version"] and not re.match(r"^\d+\.\d+\.\d+$", p["nccl_version"]):
+    if p["nccl_version"] and not NCCL_RELEASE.match(p["nccl_version"]):
         module.fail_json(msg="nccl_version %r: expected an NCCL release like 2.21.5" % p["nccl_version"])
     if not os.path.exists(p["command"]):
         if module.check_mode:  # the agent itself is installed by this same run

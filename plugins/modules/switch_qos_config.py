@@ -88,7 +88,7 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files imp
 
 # Ports as the three systems name them (Ethernet0, swp1, Ethernet1/1, Ethernet3/1/1): the
 # grammar `rocetune qos render --ports` accepts, checked here first to name the variable.
-PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}$")
+PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}\Z")
 
 
 def input_problems(p):

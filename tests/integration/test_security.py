@@ -318,3 +318,22 @@ def test_a_node_cannot_make_gather_parse_a_document_of_millions_of_values(tmp_pa
     proc, doc = _one_server_gather(tmp_path, f"cat {flood}\n")
     assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
     assert "more than 1000000 values" in doc["error"] and doc["doctor"] is None
+
+
+def test_an_ofed_repository_url_with_a_trailing_newline_is_refused(tmp_path):
+    """The role's URL check matched `^...$`: "URL\\n" passed, and its apt line ended early. Only
+    the check itself runs here (the next task writes /etc/apt)."""
+    import yaml
+
+    from tests.integration.test_ansible_static import REPO
+
+    from .test_role_hostile_values import playbook
+
+    tasks = yaml.safe_load((REPO / "roles" / "rdma_core" / "tasks" / "ofed_repo.yml").read_text())
+    check = [t for t in tasks if t.get("name") == "Check the OFED repository URL is one URL"]
+    assert len(check) == 1
+    for url, refused in (("http://mirror.example/ofed", False), ("http://mirror.example/ofed\n", True)):
+        proc = playbook(tmp_path, [dict(check[0], vars={"rdma_core_ofed_repo_url": url})])
+        assert (proc.returncode != 0) == refused, proc.stdout
+    assert 'rdma_core_ofed_repo_url: "http://mirror.example/ofed\\n" is not one http(s), ftp or file URL' \
+        in proc.stdout, proc.stdout

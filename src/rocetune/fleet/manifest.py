@@ -112,7 +112,7 @@ def _hcas(key, v):
 
 def _nccl(key, v):
     text = _str(key, v)
-    if not re.match(r"^\d+\.\d+\.\d+$", text):
+    if not re.match(r"^\d+\.\d+\.\d+\Z", text):
         raise ValueError(f"{key}: expected a release like 2.21.5, got {text!r}")
     return [_all_equal("nccl.versions", key, text)]
 
@@ -130,7 +130,7 @@ def _fw(key, v):
     return [_all_equal("nic.fw", key, _str(key, v))]
 
 
-_GTS = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:GT/s)?(?:\s*PCIe)?\s*$")
+_GTS = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:GT/s)?(?:\s*PCIe)?\s*\Z")
 
 
 def _link(key, v):
@@ -173,7 +173,7 @@ def _env(key, v):
         raise ValueError(f"{key}: expected a mapping of variable names to values (null: not set)")
     out = []
     for name, want in v.items():
-        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*\Z", name):
             raise ValueError(f"{key}: {name!r} is not a variable name")
         text: Optional[str] = None if want is None else _str(f"{key}.{name}", want)
         out.append(Check(f"env.{name}", "(unset)" if text is None else text,

@@ -25,7 +25,7 @@ from .finding import Finding
 from .qos import QosPlan
 
 MAX_CONFIG_BYTES = 1 << 20  # an override file is a few lines
-KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass
@@ -178,7 +178,7 @@ class Overrides:
             if not line or line.startswith("#"):
                 continue
             origin = f"{source}:{lineno}"
-            m = re.match(r"^unset\s+(\S+)\s*(?:#.*)?$", line)
+            m = re.match(r"^unset\s+(\S+)\s*(?:#.*)?\Z", line)
             if m:
                 out.add_unset(m.group(1), origin)
                 continue

@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-_LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+$")
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+\Z")
 MAX_DEPTH = 100
 _MAX_INT_CHARS = 64
 MAX_VALUES = 1_000_000

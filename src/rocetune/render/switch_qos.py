@@ -18,7 +18,7 @@ from ..text import one_line
 TEMPLATES = {"sonic": "sonic.json.j2", "nvue": "nvue.sh.j2", "eos": "eos.cfg.j2"}
 NAME = "ROCETUNE"  # SONiC map, scheduler and WRED names, EOS qos profile: beside the switch's own
 # Ports as the three systems name them (Ethernet0, swp1, Ethernet1/1, Ethernet3/1/1).
-_PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}$")
+_PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}\Z")
 # NVUE's RoCE mode (the page the nvue template cites).
 NVUE_DEFAULT = {"data": (26, 3), "cnp": (48, 6), "lossless": (3,), "ecn": (150000, 1500000, 100)}
 

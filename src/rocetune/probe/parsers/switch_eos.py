@@ -24,7 +24,7 @@ UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1000 ** 2}
 _ECN_RE = re.compile(r"random-detect ecn minimum-threshold (\d+) (\w+) maximum-threshold (\d+) (\w+)"
                      r"(?: max-mark-probability (\d+))?")
 _SECTION_RE = re.compile(r"^(interface|qos profile)\s+(\S+)")
-_QUEUE_RE = re.compile(r"^(?:uc-)?tx-queue\s+(\d+)$")
+_QUEUE_RE = re.compile(r"^(?:uc-)?tx-queue\s+(\d+)\Z")
 
 
 def looks_like(text: str) -> bool:
@@ -63,7 +63,7 @@ def parse(text: Any, source: str = WHAT) -> SwitchQos:
             continue
         if section is None or indent <= section_indent:
             section, queue = None, None
-            m = re.match(r"^qos map dscp ([\d ]+) to traffic-class (\d+)$", line)
+            m = re.match(r"^qos map dscp ([\d ]+) to traffic-class (\d+)\Z", line)
             if m:
                 for d in m.group(1).split():
                     dscp_to_tc[int(d)] = int(m.group(2))
@@ -98,14 +98,14 @@ def _queue_line(line: str, queue: Dict[str, Any], source: str) -> bool:
 
 
 def _section_line(line: str, section: _Section) -> None:
-    m = re.match(r"^qos trust (dscp|cos)$", line)
+    m = re.match(r"^qos trust (dscp|cos)\Z", line)
     if m:
         section.trust = "dscp" if m.group(1) == "dscp" else "pcp"
     elif line == "priority-flow-control on" or line == "priority-flow-control mode on":
         section.pfc_on = True
     elif line in ("no priority-flow-control", "no priority-flow-control mode on"):
         section.pfc_on = False
-    elif re.match(r"^priority-flow-control priority \d+ no-drop$", line):
+    elif re.match(r"^priority-flow-control priority \d+ no-drop\Z", line):
         section.no_drop.append(int(line.split()[2]))
     elif line.startswith("service-profile "):
         section.profile = line.split()[1]

@@ -18,7 +18,7 @@ from ._common import as_text, clean, require_content
 
 WHAT = "nv show qos roce"
 _UNITS = {"bytes": 1, "byte": 1, "b": 1, "kb": 1024, "mb": 1024 ** 2, "gb": 1024 ** 3}
-_SIZE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)?$")
+_SIZE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)?\Z")
 _MAPPING = "RoCE PCP/DSCP->SP mapping"
 _ETS = "RoCE SP->TC mapping"
 
@@ -69,7 +69,7 @@ def _key_values(text: str) -> Dict[str, str]:
     for line in text.splitlines():
         if _MAPPING in line or _ETS in line:
             break
-        m = re.match(r"^\s*([a-z][a-z0-9-]*)\s{2,}(\S.*?)\s*$", line)
+        m = re.match(r"^\s*([a-z][a-z0-9-]*)\s{2,}(\S.*?)\s*\Z", line)
         if not m:
             continue
         fields = re.split(r"\s{2,}", m.group(2))

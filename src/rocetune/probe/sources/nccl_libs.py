@@ -45,10 +45,10 @@ VENV_NAMES = (".venv", "venv")
 MAX_CHILDREN = 512
 VERSION_NEEDLE = b"NCCL version "
 SCAN_LIMIT = 64 << 20
-_LIB = re.compile(r"^libnccl\.so(?:\.\d+)*$")
-_VERSIONED = re.compile(r"^libnccl\.so\.(\d+\.\d+\.\d+)$")
-_WHEEL = re.compile(r"^nvidia_nccl_(cu\d+)-([^-]+)\.dist-info$")
-_PYTHON_DIR = re.compile(r"^python3(?:\.\d+)?$")
+_LIB = re.compile(r"^libnccl\.so(?:\.\d+)*\Z")
+_VERSIONED = re.compile(r"^libnccl\.so\.(\d+\.\d+\.\d+)\Z")
+_WHEEL = re.compile(r"^nvidia_nccl_(cu\d+)-([^-]+)\.dist-info\Z")
+_PYTHON_DIR = re.compile(r"^python3(?:\.\d+)?\Z")
 _STRING_VERSION = re.compile(r"^NCCL version (\d+\.\d+\.\d+)")
 
 
