@@ -564,6 +564,11 @@ def _check_input(path: str, st: os.stat_result, owners: Optional[Set[int]], foll
 def read_input(path: str, max_bytes: int, follow: bool = True, owners: Optional[Set[int]] = None) -> bytes:
     """The bytes of the regular file at `path` (open_input), at most `max_bytes`: HostReadError
     naming the cap for a larger one, before it is read when its size says so."""
+    return read_input_stat(path, max_bytes, follow, owners)[0]
+
+
+def read_input_stat(path: str, max_bytes: int, follow: bool = True, owners: Optional[Set[int]] = None):
+    """read_input, with the stat of the file read (its owner, when who wrote it matters)."""
     fd, st = open_input(path, follow, owners)
     try:
         if st.st_size > max_bytes:
@@ -575,7 +580,7 @@ def read_input(path: str, max_bytes: int, follow: bool = True, owners: Optional[
         os.close(fd)
     if len(data) > max_bytes:
         raise HostReadError(path, f"larger than {_size(max_bytes)}: not read")
-    return data
+    return data, st
 
 
 def read_input_text(path: str, max_bytes: int, follow: bool = True, owners: Optional[Set[int]] = None) -> str:

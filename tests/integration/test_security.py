@@ -284,31 +284,70 @@ def test_a_baseline_is_read_and_written_inside_the_root_only(tmp_path):
     _input_error(proc, "counters.json", "not a regular file")
 
 
-def _one_server_gather(tmp_path, body: str):
-    """`fleet gather` of one host on 127.0.0.1 whose `rocetune` runs `body`: (proc, the HOST.json)."""
-    import json
+class OneHost:
+    """An SSH server on 127.0.0.1 whose `rocetune` runs `body`, a HOME for the client, and
+    `gather` of that one host: the CLI's bytes and its HOST.json."""
 
-    import paramiko
+    def __init__(self, tmp_path, body: str):
+        import paramiko
 
-    from .sshserver import SSHServer, fake_rocetune
+        from .sshserver import SSHServer, fake_rocetune
 
-    host_key, client_key = paramiko.RSAKey.generate(2048), paramiko.RSAKey.generate(2048)
-    bin_dir, home = tmp_path / "bin", tmp_path / "home"
-    fake_rocetune(bin_dir, body=body)
-    (home / ".ssh").mkdir(parents=True)
-    identity = tmp_path / "id"
-    client_key.write_private_key_file(str(identity))
-    srv = SSHServer(host_key, client_key, bin_dir)
-    try:
-        (home / ".ssh" / "known_hosts").write_text(f"[127.0.0.1]:{srv.port} {host_key.get_name()} "
-                                                   f"{host_key.get_base64()}\n")
+        self.tmp = tmp_path
+        self.host_key, client_key = paramiko.RSAKey.generate(2048), paramiko.RSAKey.generate(2048)
+        bin_dir, self.home = tmp_path / "bin", tmp_path / "home"
+        fake_rocetune(bin_dir, body=body)
+        (self.home / ".ssh").mkdir(parents=True)
+        self.identity = tmp_path / "id"
+        client_key.write_private_key_file(str(self.identity))
+        self.server = SSHServer(self.host_key, client_key, bin_dir)
+        self.port = self.server.port
+        self.known_hosts = self.home / ".ssh" / "known_hosts"
+
+    @property
+    def key_line(self) -> str:
+        return f"{self.host_key.get_name()} {self.host_key.get_base64()}"
+
+    def trust(self, *extra_lines: str) -> None:
+        self.known_hosts.write_text("".join(ln + "\n" for ln in extra_lines)
+                                    + f"[127.0.0.1]:{self.port} {self.key_line}\n")
+
+    def gather(self, *args: str, host: str = "127.0.0.1"):
+        import json
+
         env = {k: v for k, v in os.environ.items() if k != "SSH_AUTH_SOCK"}
-        env["HOME"] = str(home)
-        proc = _run_bytes("fleet", "gather", "-o", str(tmp_path / "out"), "--identity", str(identity),
-                          "--port", str(srv.port), "127.0.0.1", env=env)
+        env["HOME"] = str(self.home)
+        out = self.tmp / "out"
+        port = () if host != "127.0.0.1" else ("--port", str(self.port))
+        proc = _run_bytes("fleet", "gather", "-o", str(out), "--identity", str(self.identity), *port, *args,
+                          host, env=env)
+        path = out / f"{host}.json"
+        return proc, (json.loads(path.read_text()) if path.exists() else None)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.fixture
+def one_host(tmp_path):
+    hosts = []
+
+    def start(body: str = "exit 3\n") -> OneHost:
+        hosts.append(OneHost(tmp_path, body))
+        return hosts[-1]
+
+    yield start
+    for h in hosts:
+        h.close()
+
+
+def _one_server_gather(tmp_path, body: str):
+    h = OneHost(tmp_path, body)
+    try:
+        h.trust()
+        return h.gather()
     finally:
-        srv.close()
-    return proc, json.loads((tmp_path / "out" / "127.0.0.1.json").read_text())
+        h.close()
 
 
 def test_a_node_cannot_make_gather_parse_a_document_of_millions_of_values(tmp_path):
@@ -337,3 +376,65 @@ def test_an_ofed_repository_url_with_a_trailing_newline_is_refused(tmp_path):
         assert (proc.returncode != 0) == refused, proc.stdout
     assert 'rdma_core_ofed_repo_url: "http://mirror.example/ofed\\n" is not one http(s), ftp or file URL' \
         in proc.stdout, proc.stdout
+
+
+# --- SSH: known_hosts as OpenSSH reads it, and no command of another user's config run as root -----
+
+ENVELOPE = '{"schema": "rocetune.result/1", "status": "ok", "data": {"x": 1}}'
+
+
+def test_marker_lines_in_known_hosts_are_skipped_and_the_host_is_known(one_host):
+    import paramiko
+
+    h = one_host(f"echo '{ENVELOPE}'\n")
+    other = paramiko.RSAKey.generate(1024)
+    h.trust(f"@cert-authority *.example.com {other.get_name()} {other.get_base64()}",
+            f"@revoked old.example.com {other.get_name()} {other.get_base64()}",
+            "# a comment", "")
+    proc, doc = h.gather()
+    assert proc.returncode == 0 and doc["error"] is None, (proc.stdout, doc)
+
+
+def test_a_revoked_host_key_is_refused_even_with_accept_new(one_host):
+    h = one_host(f"echo '{ENVELOPE}'\n")
+    h.trust(f"@revoked * {h.key_line}")  # listed, and revoked
+    for extra in ((), ("--accept-new",)):
+        proc, doc = h.gather(*extra)
+        assert proc.returncode == 1, proc.stdout
+        assert "REVOKED" in doc["error"] and "refused" in doc["error"], doc["error"]
+    assert h.known_hosts.read_text().count(h.host_key.get_base64()) == 2  # never added again
+
+
+def test_the_systems_known_hosts_is_read(one_host, monkeypatch, tmp_path):
+    """/etc/ssh/ssh_known_hosts (fleet.ssh.SYSTEM_KNOWN_HOSTS) holds the fleet's keys at many sites."""
+    from rocetune.fleet import gather, ssh, targets
+
+    h = one_host(f"echo '{ENVELOPE}'\n")
+    system = tmp_path / "ssh_known_hosts"
+    system.write_text(f"[127.0.0.1]:{h.port} {h.key_line}\n")
+    monkeypatch.setattr(ssh, "SYSTEM_KNOWN_HOSTS", str(system))
+    monkeypatch.setenv("HOME", str(h.home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    found = [targets.Target("127.0.0.1", "127.0.0.1", port=h.port, user="u", identities=[str(h.identity)])]
+    out = tmp_path / "out"
+    out.mkdir()
+    outcomes = gather.gather(found, str(out), gather.Options(timeout=20))
+    assert outcomes[0].error is None, outcomes[0].error
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root reading another user's ssh config: needs root")
+def test_match_exec_of_another_users_ssh_config_is_not_run_as_root(one_host, tmp_path):
+    h = one_host(f"echo '{ENVELOPE}'\n")
+    h.trust()
+    marker = tmp_path / "ran-as-root"
+    config = h.home / ".ssh" / "config"
+    config.write_text(f'Match exec "touch {marker}"\n  User attacker\n'
+                      f"Host gpu01\n  HostName 127.0.0.1\n  Port {h.port}\n")
+    os.chown(config, USER, USER)  # sudo -E: HOME is the user's, the process is root
+    proc, doc = h.gather(host="gpu01")
+    assert not marker.exists(), "the user's Match exec ran as root"
+    assert proc.returncode == 0 and doc["error"] is None, (proc.stdout, proc.stderr, doc)
+    assert b"Match exec" in proc.stderr and b"not run" in proc.stderr
+    os.chown(config, 0, 0)  # root's own config: its Match exec is root's to run
+    proc, doc = h.gather(host="gpu01")
+    assert marker.exists()

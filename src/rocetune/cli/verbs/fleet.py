@@ -193,7 +193,8 @@ def _targets(args: argparse.Namespace, verb: str):
                                                            if verb == "gather" else ""),
                             code=ExitCode.INPUT) from None
     found = tg.from_inventory(args.inventory, args.limit) if args.inventory else tg.from_names(args.hosts)
-    return tg.complete(found, tg.Defaults(args.user, args.port, args.identity))
+    args.ssh_warnings = []
+    return tg.complete(found, tg.Defaults(args.user, args.port, args.identity), warn=args.ssh_warnings.append)
 
 
 def _gather(args: argparse.Namespace) -> Result:
@@ -226,7 +227,7 @@ def _gather(args: argparse.Namespace) -> Result:
     width = max(len(o.host) for o in outcomes)
     lines = [f"gathered {len(outcomes) - len(failed)} of {len(outcomes)} hosts into {args.out}"]
     lines += [f"  {o.host:<{width}}  {'FAILED: ' + o.error if o.error else 'ok'}" for o in outcomes]
-    return Result(command=NAME, data=data, human="\n".join(lines) + "\n",
+    return Result(command=NAME, data=data, human="\n".join(lines) + "\n", warnings=list(args.ssh_warnings),
                   code=ExitCode.FINDINGS if failed else ExitCode.OK)
 
 
@@ -286,7 +287,7 @@ def _validate(args: argparse.Namespace) -> Result:
         if preflight:
             human += ("preflight: GO\n" if doc["summary"]["passed"] else
                       "preflight: STOP -- leave out " + (", ".join(doc["summary"]["suspects"]) or "(see above)") + "\n")
-    notes = [f"{h}: {n}" for h, d in doc["hosts"].items() for n in d.get("notes", [])]
+    notes = list(args.ssh_warnings) + [f"{h}: {n}" for h, d in doc["hosts"].items() for n in d.get("notes", [])]
     return Result(command=NAME, data=doc, human=human, warnings=notes,
                   code=ExitCode.OK if doc["summary"]["passed"] else ExitCode.FINDINGS)
 
