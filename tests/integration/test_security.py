@@ -438,3 +438,74 @@ def test_match_exec_of_another_users_ssh_config_is_not_run_as_root(one_host, tmp
     os.chown(config, 0, 0)  # root's own config: its Match exec is root's to run
     proc, doc = h.gather(host="gpu01")
     assert marker.exists()
+
+
+# --- NaN: not JSON, and no number a rule can compare -------------------------------------------
+
+def _strict_json(text: str):
+    import json
+
+    def refuse(name):
+        raise AssertionError(f"{name} printed as JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_node_result_with_nan_fails_that_host_and_json_output_stays_json(tmp_path):
+    import json
+
+    from tests.fixtures.roots import root_of
+
+    features = _strict_json(_run_bytes("--json", "probe", "--root", root_of("pcie-4gpu-2nic")).stdout)["data"]["features"]
+    doc = {"schema": "rocetune.fleet-host/1", "host": "gpu01", "doctor": {"features": features}}
+    good = json.dumps(doc)
+    (tmp_path / "gpu02.json").write_text(good.replace('"gpu01"', '"gpu02"'))
+    features["host"]["cpus"] = float("nan")  # json.dumps writes NaN, as a hostile node would
+    (tmp_path / "gpu01.json").write_text(json.dumps(doc))
+    assert "NaN" in (tmp_path / "gpu01.json").read_text()
+    proc = _run_bytes("--json", "fleet", "report", str(tmp_path))
+    out = _strict_json(proc.stdout.decode())
+    assert proc.returncode == 1
+    failed = {h["host"]: h.get("error") for h in out["data"]["hosts"]}
+    assert "NaN is not a JSON number" in str(failed["gpu01"]), failed
+
+
+def test_the_schema_refuses_numbers_that_are_not_finite():
+    import copy
+    import json
+
+    from rocetune.model.schema import check
+    from tests.fixtures.roots import root_of
+
+    features = json.loads(_run_bytes("--json", "probe", "--root", root_of("softroce-3nic")).stdout)["data"]["features"]
+    assert check(features) is None
+    number_paths = []
+
+    def walk(node, path):  # every float the document holds
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, path + [k])
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, path + [i])
+        elif isinstance(node, float):
+            number_paths.append(path)
+
+    walk(features, [])
+    assert number_paths, "no float field to try"
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        doc = copy.deepcopy(features)
+        node = doc
+        for key in number_paths[0][:-1]:
+            node = node[key]
+        node[number_paths[0][-1]] = bad
+        assert check(doc) is not None, (number_paths[0], bad)
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.Inf"])
+def test_yaml_inputs_refuse_nan_and_infinity(tmp_path, value):
+    (tmp_path / "h1.json").write_text(_result("h1"))
+    manifest = tmp_path / "manifest.yml"
+    manifest.write_text(f"link:\n  rate_gbps: {value}\n")
+    proc = _timed("fleet", "report", str(tmp_path), "--manifest", str(manifest))
+    _input_error(proc, "--manifest", f"line 2: {value} is not a number rocetune reads")
