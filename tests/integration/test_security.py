@@ -509,3 +509,45 @@ def test_yaml_inputs_refuse_nan_and_infinity(tmp_path, value):
     manifest.write_text(f"link:\n  rate_gbps: {value}\n")
     proc = _timed("fleet", "report", str(tmp_path), "--manifest", str(manifest))
     _input_error(proc, "--manifest", f"line 2: {value} is not a number rocetune reads")
+
+
+# --- exit 3 where docs/cli.md says 3: never 70 for what an input holds ---------------------------
+
+SWITCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "switch",
+                      "sonic-qos-arista7050.json")
+
+
+@pytest.mark.parametrize("name", [["AZURE"], {"AZURE": 1}, 7])
+@pytest.mark.parametrize("field", ["dscp_to_tc_map", "tc_to_queue_map"])
+def test_a_sonic_map_reference_that_is_no_name_is_an_input_error(tmp_path, field, name):
+    import json
+
+    doc = json.load(open(SWITCH))
+    for binding in doc["PORT_QOS_MAP"].values():
+        binding[field] = name
+    bad = tmp_path / "config_db.json"
+    bad.write_text(json.dumps(doc))
+    proc = _timed("qos", "check", "--switch", str(bad))
+    _input_error(proc, str(bad), "PORT_QOS_MAP")
+
+
+def test_explain_env_of_a_file_that_is_not_utf8_is_an_input_error(tmp_path):
+    env = tmp_path / "env.sh"
+    env.write_bytes(b"# rocetune\nexport NCCL_SOCKET_IFNAME=\xff\xfe\n")
+    _input_error(_timed("explain", "--env", str(env)), str(env), "not UTF-8 text")
+
+
+def test_a_result_file_whose_name_is_not_utf8_is_a_failed_host_in_every_output(tmp_path):
+    import json
+
+    d = tmp_path / "results"
+    d.mkdir()
+    (d / "good.json").write_text(_result("good"))
+    with open(os.path.join(os.fsencode(d), b"gpu\xff01.json"), "w") as fh:
+        fh.write(_result("gpu01"))
+    page = tmp_path / "report.html"
+    proc = _timed("--json", "fleet", "report", str(d), "--html", str(page))
+    assert proc.returncode == 1 and no_traceback(proc), proc.stderr
+    hosts = {h["host"]: h.get("error") for h in json.loads(proc.stdout)["data"]["hosts"]}
+    assert hosts["gpu\ufffd01"] == "result file name is not UTF-8: not read", hosts
+    assert "gpu\ufffd01" in page.read_text(encoding="utf-8")

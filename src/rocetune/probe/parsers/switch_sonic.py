@@ -59,15 +59,15 @@ def from_doc(doc: Dict[str, Any], source: str) -> SwitchQos:
 
 def _reading(doc, port, binding, global_map, queue_fields, source, warnings) -> SwitchReading:
     r = SwitchReading(ports=[] if port == "global" else [port])
-    dscp_name = binding.get("dscp_to_tc_map") or global_map.get("dscp_to_tc_map")
-    dot1p_name = binding.get("dot1p_to_tc_map")
+    dscp_name = _ref(binding, port, "dscp_to_tc_map", source) or _ref(global_map, "global", "dscp_to_tc_map", source)
+    dot1p_name = _ref(binding, port, "dot1p_to_tc_map", source)
     if dscp_name:
         r.trust = "dscp"
         r.dscp_to_tc = _int_map(_named(doc, "DSCP_TO_TC_MAP", dscp_name, source), f"DSCP_TO_TC_MAP|{dscp_name}", source)
         r.dscp_default = "not in the map: traffic class 0"
     elif dot1p_name:
         r.trust = "pcp"
-    tcq = binding.get("tc_to_queue_map")
+    tcq = _ref(binding, port, "tc_to_queue_map", source)
     if tcq:
         r.tc_to_queue = _int_map(_named(doc, "TC_TO_QUEUE_MAP", tcq, source), f"TC_TO_QUEUE_MAP|{tcq}", source)
     if port != "global":
@@ -80,14 +80,25 @@ def _reading(doc, port, binding, global_map, queue_fields, source, warnings) -> 
     return r
 
 
+def _ref(binding: Dict[str, Any], port: str, field: str, source: str) -> Optional[str]:
+    """The name a PORT_QOS_MAP entry (or a QUEUE entry) gives in `field`: a string, or nothing."""
+    name = binding.get(field)
+    if name is None or name == "":
+        return None
+    if not isinstance(name, str):
+        table = "QUEUE" if field in ("scheduler", "wred_profile") else "PORT_QOS_MAP"
+        raise ParseError(source, f"{table}|{port}.{field}: {str(name)[:60]!r} is not the name of a map")
+    return name
+
+
 def _queue(doc, fields, where, source, warnings) -> QueueReading:
     strict = None
-    sched_name = fields.get("scheduler")
+    sched_name = _ref(fields, where[len("QUEUE|"):], "scheduler", source)
     if sched_name:
         sched = _named(doc, "SCHEDULER", sched_name, source, warnings)
         if sched is not None:
             strict = str(sched.get("type", "")).upper() == "STRICT"
-    wred_name = fields.get("wred_profile")
+    wred_name = _ref(fields, where[len("QUEUE|"):], "wred_profile", source)
     if not wred_name:
         return QueueReading(strict=strict, ecn=False)
     wred = _named(doc, "WRED_PROFILE", wred_name, source, warnings)
