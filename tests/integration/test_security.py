@@ -551,3 +551,107 @@ def test_a_result_file_whose_name_is_not_utf8_is_a_failed_host_in_every_output(t
     hosts = {h["host"]: h.get("error") for h in json.loads(proc.stdout)["data"]["hosts"]}
     assert hosts["gpu\ufffd01"] == "result file name is not UTF-8: not read", hosts
     assert "gpu\ufffd01" in page.read_text(encoding="utf-8")
+
+
+# --- capture: links stay inside the capture; a root read in part says so -------------------------
+
+def _links_escaping(archive, dest) -> list:
+    """Members of `archive` that are links whose target, read from where they sit, leaves `dest`."""
+    import tarfile
+
+    out = []
+    with tarfile.open(archive) as tar:
+        for m in tar.getmembers():
+            if m.issym():
+                where = os.path.dirname(os.path.join(str(dest), m.name))
+                target = os.path.normpath(os.path.join(where, m.linkname))
+                if m.linkname.startswith("/") or not (target + "/").startswith(str(dest) + "/"):
+                    out.append((m.name, m.linkname))
+    return out
+
+
+def test_capture_keeps_absolute_and_climbing_links_inside_the_capture(tmp_path):
+    import shutil
+    import tarfile
+
+    from tests.fixtures.roots import root_of
+    from tests.integration.clirun import features_of
+
+    root = tmp_path / "R"
+    shutil.copytree(root_of("softroce-3nic"), root, symlinks=True)
+    ib = root / "sys/class/infiniband"
+    os.unlink(ib / "rxe0")
+    os.symlink("/sys/devices/virtual/infiniband/rxe0", ib / "rxe0")  # absolute: the host's own path
+    os.unlink(ib / "rxe1")
+    os.symlink("../../../../../../../../../sys/devices/virtual/infiniband/rxe1", ib / "rxe1")  # '..' past /
+    archive = tmp_path / "cap.tar.gz"
+    proc = rocetune("capture", "--root", str(root), "-o", str(archive))
+    assert proc.returncode == 0, proc.stderr
+    dest = tmp_path / "X"
+    assert _links_escaping(archive, dest) == []
+    with tarfile.open(archive) as tar:
+        names = {m.name: m.linkname for m in tar.getmembers() if m.issym()}
+        tar.extractall(dest)
+    assert names["sys/class/infiniband/rxe0"] == "../../devices/virtual/infiniband/rxe0"
+    assert names["sys/class/infiniband/rxe1"] == "../../devices/virtual/infiniband/rxe1"
+    assert features_of(str(dest)) == features_of(str(root))
+
+
+def _as_nobody(*args: str):
+    import shutil
+    import subprocess
+    import sys
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("reading a root as another user: needs root and setpriv")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), HOME="/")
+    argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
+    if subprocess.run(argv + ["-c", "import rocetune"], capture_output=True, env=env, cwd="/").returncode:
+        pytest.skip("another user cannot run this checkout's python (a private directory above it)")
+    return subprocess.run(argv + ["-m", "rocetune", *args], capture_output=True, text=True, timeout=120, env=env,
+                          cwd="/")
+
+
+@pytest.fixture
+def open_dir():
+    """A directory every user may enter (pytest's own are root's alone), removed after."""
+    import shutil
+    import tempfile
+
+    from pathlib import Path
+
+    d = tempfile.mkdtemp(prefix="rocetune-test-")
+    os.chmod(d, 0o755)
+    yield Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_root_read_in_part_is_a_partial_result_with_a_non_zero_exit(open_dir):
+    import shutil
+
+    from tests.fixtures.roots import root_of
+
+    base = open_dir / "shared"
+    base.mkdir()
+    os.chmod(base, 0o777)
+    root = base / "R"
+    shutil.copytree(root_of("pcie-4gpu-2nic"), root, symlinks=True)
+    for d, _, files in os.walk(root):  # readable by anyone, but for the RDMA devices
+        os.chmod(d, 0o755)
+        for f in files:
+            if not os.path.islink(os.path.join(d, f)):
+                os.chmod(os.path.join(d, f), 0o644)
+    full = _as_nobody("env", "--root", str(root))
+    assert full.returncode == 0 and "NCCL_IB_HCA" in full.stdout, full.stderr
+    os.chmod(root / "sys/class/infiniband", 0o700)
+    out = base / "cap.tar.gz"
+    for args in (["probe"], ["env"], ["capture", "-o", str(out)]):
+        proc = _as_nobody(*args, "--root", str(root))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, (args, proc.returncode, proc.stderr)
+        assert "root-unreadable" in proc.stdout + proc.stderr and "/sys/class/infiniband" in proc.stdout + proc.stderr
+        assert "partial" in (proc.stdout + proc.stderr).lower(), proc.stdout
+    assert out.is_file()  # what could be read is kept, and said to be partial
+    written = base / "nccl.env"
+    proc = _as_nobody("env", "--root", str(root), "-o", str(written))
+    assert proc.returncode == 1 and not written.exists(), proc.stderr  # no partial env over a good one
