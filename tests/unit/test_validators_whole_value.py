@@ -163,7 +163,7 @@ def test_a_trailing_newline_never_passes(what, accepts, good):
 
 
 def test_no_injected_exec_line_reaches_systemd(tmp_path):
-    """What the issue showed with systemd-analyze: a program with a trailing newline and a next
+    """Before, with systemd-analyze to read it: a program with a trailing newline and a next
     word `ExecStartPre=...` gave the unit a second command. The filter refuses it; a word with a
     trailing newline is quoted, and systemd reads back exactly one ExecStart=."""
     from ansible.errors import AnsibleFilterError
