@@ -31,7 +31,7 @@ HOSTILE_STRINGS = ["", " ", "\x1b[31mred\x1b[0m", "a\nb", "a\rb", "\u202eevil", 
 
 def _deep(depth: int) -> Any:
     node: Any = []
-    for _ in range(depth):
+    for _level in range(depth):
         node = [node]
     return node
 
@@ -44,7 +44,7 @@ HOSTILE_VALUES = [None, True, False, 0, -1, 1, 2 ** 31, 2 ** 64, 10 ** 30, 1.5, 
 def mutant_bytes(seed: Any, data: bytes) -> bytes:
     rng = random.Random(seed)
     out = bytearray(data)
-    for _ in range(rng.choice((1, 1, 2, 3))):
+    for _step in range(rng.choice((1, 1, 2, 3))):
         out = bytearray(_OPS[rng.randrange(len(_OPS))](rng, bytes(out)))
     return bytes(out)
 
@@ -147,7 +147,7 @@ def mutant_doc(seed: Any, doc: Any) -> Any:
     """A mutated deep copy of a JSON-able document."""
     rng = random.Random(seed)
     doc = copy.deepcopy(doc)
-    for _ in range(rng.choice((1, 1, 2, 3))):
+    for _step in range(rng.choice((1, 1, 2, 3))):
         paths = _paths(doc)
         path = rng.choice(paths)
         if not path:
