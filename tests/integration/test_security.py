@@ -248,18 +248,27 @@ def test_a_node_result_made_to_exhaust_memory_is_refused_before_parsing(tmp_path
     assert peak_kib < 150 * 1024, peak_kib  # parsed, it would take ~250 MB
 
 
+_PEAK = """
+import sys
+from rocetune.cli.main import main
+code = main(sys.argv[1:])
+sys.stdout.flush()
+hwm = [ln.split()[1] for ln in open("/proc/self/status") if ln.startswith("VmHWM:")]
+sys.stderr.write("peak-kib %s\\n" % hwm[0])
+sys.exit(code)
+"""
+
+
 def _peak_rss(*args: str):
-    """(exit code, stdout, the peak resident size in KiB of that process alone)."""
+    """(exit code, stdout, the peak resident size in KiB of the CLI's own process: VmHWM, which
+    counts nothing of the process that started it)."""
     import subprocess
     import sys
-    import tempfile
 
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen([sys.executable, "-m", "rocetune", *args], stdout=out, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        return proc.returncode, out.read().decode(), usage.ru_maxrss
+    proc = subprocess.run([sys.executable, "-c", _PEAK, *args], capture_output=True, text=True, timeout=120)
+    peak = [ln.split()[1] for ln in proc.stderr.splitlines() if ln.startswith("peak-kib ")]
+    assert peak, proc.stderr
+    return proc.returncode, proc.stdout, int(peak[0])
 
 
 def test_a_baseline_is_read_and_written_inside_the_root_only(tmp_path):
@@ -655,3 +664,32 @@ def test_a_root_read_in_part_is_a_partial_result_with_a_non_zero_exit(open_dir):
     written = base / "nccl.env"
     proc = _as_nobody("env", "--root", str(root), "-o", str(written))
     assert proc.returncode == 1 and not written.exists(), proc.stderr  # no partial env over a good one
+
+
+def test_an_env_printed_to_a_terminal_shows_escapes_and_to_a_pipe_its_bytes():
+    """The env text is data for a file (its exact bytes through a pipe); a terminal is shown it."""
+    import subprocess
+    import sys
+
+    from tests.fixtures.roots import root_of
+
+    args = [sys.executable, "-m", "rocetune", "env", "--root", root_of("softroce-3nic"), "--set", "UCX_TLS=a\x1b[2Jb"]
+    piped = subprocess.run(args, capture_output=True, timeout=60)
+    assert b"export UCX_TLS='a\x1b[2Jb'" in piped.stdout, piped.stdout
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.Popen(args, stdout=slave, stderr=subprocess.DEVNULL)
+        os.close(slave)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other end closed
+                break
+            if not chunk:
+                break
+            shown += chunk
+        proc.wait(timeout=60)
+    finally:
+        os.close(master)
+    assert b"UCX_TLS='a\\x1b[2Jb'" in shown and b"\x1b" not in shown, shown[-500:]

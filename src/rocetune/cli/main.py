@@ -112,7 +112,8 @@ def _emit(result: Result, as_json: bool, quiet: bool) -> None:
         sys.stdout.flush()
         return
     if result.raw is not None:
-        sys.stdout.write(result.raw)
+        # An env file's bytes, for a file or a pipe exactly; on a terminal, shown like any text.
+        sys.stdout.write(terminal_text(result.raw) if _is_terminal(sys.stdout) else result.raw)
     elif result.human:
         # Every renderer's text leaves here: whatever a node or a file put in it is escaped.
         human = terminal_text(result.human)
@@ -125,6 +126,13 @@ def _emit(result: Result, as_json: bool, quiet: bool) -> None:
         sys.stderr.write(f"rocetune: error: {printable(e['message'])}\n")
         if e.get("hint"):
             sys.stderr.write(f"  hint: {printable(e['hint'])}\n")
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def _wants(argv: Sequence[str], flag: str) -> bool:
