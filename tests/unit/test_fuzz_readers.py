@@ -140,7 +140,7 @@ def test_fleet_result_files_report_and_switch_host_check(tmp_path):
     from rocetune.fleet.compare import data as report_data
     from rocetune.lint.switch_hosts import compare_hosts
     from rocetune.model.qos import default_plan
-    from rocetune.probe.parsers.switch_read import read_switch
+    from rocetune.switchos import read_file as read_switch
     from rocetune.render.fleet_html import report_html
     from rocetune.render.fleet_text import report_text
 
@@ -166,9 +166,9 @@ def test_fleet_result_files_report_and_switch_host_check(tmp_path):
 
 
 def test_switch_dumps_and_the_check_against_a_plan():
+    from rocetune import switchos
     from rocetune.lint.switch_qos import compare
     from rocetune.model.qos import default_plan
-    from rocetune.probe.parsers.switch_read import PARSERS, detect
 
     seeds = _read(sorted(p for p in (FIXTURES / "switch").iterdir() if p.suffix in (".json", ".cfg", ".txt")
                          and "schema" not in p.name))
@@ -176,10 +176,10 @@ def test_switch_dumps_and_the_check_against_a_plan():
 
     def run(data: bytes) -> None:
         text = data.decode("utf-8", "replace")
-        kind = detect(text) or "eos"
-        for k in {kind, "sonic", "nvue", "eos"}:
+        found = switchos.detect(text)
+        for os_ in ([found] if found else []) + list(switchos.registry().values()):
             try:
-                compare(plan, PARSERS[k].parse(text, "switch"))
+                compare(plan, os_.parse(text, "switch"))
             except RocetuneError as exc:
                 if not clean_refusal(exc):
                     raise

@@ -56,9 +56,9 @@ def _manifest(doc):
 
 
 def _switch_ports(v):
-    from rocetune.render.switch_qos import _PORT_RE  # what --ports keeps of each name, stripped
+    from rocetune.switchos import PORT_RE  # what --ports keeps of each name, stripped
 
-    return _PORT_RE.match(v) is not None
+    return PORT_RE.match(v) is not None
 
 
 def _deepspeed(v):

@@ -35,5 +35,10 @@ def run(args: argparse.Namespace) -> Result:
     findings = doctor_report.ordered(findings)
     host = features["host"].get("hostname") or args.root
     data.update(findings=[f.to_dict() for f in findings], features=features)
-    return Result(command=NAME, data=data, code=doctor_report.exit_code(findings),
-                  human="" if args.json else doctor_report.text(findings, host, args.verbose))
+    human = ""
+    if not args.json:
+        # what NCCL used comes first; the differences from the plan follow among the findings
+        used = (data.get("nccl_log") or {}).get("used") or []
+        human = "".join(line + "\n" for line in used) + ("\n" if used else "") + \
+            doctor_report.text(findings, host, args.verbose)
+    return Result(command=NAME, data=data, code=doctor_report.exit_code(findings), human=human)
