@@ -171,7 +171,7 @@ def test_switch_dumps_and_the_check_against_a_plan():
     from rocetune.model.qos import default_plan
 
     seeds = _read(sorted(p for p in (FIXTURES / "switch").iterdir() if p.suffix in (".json", ".cfg", ".txt")
-                         and "schema" not in p.name))
+                         and "schema" not in p.name and p.stat().st_size < 50000))
     plan = default_plan()
 
     def run(data: bytes) -> None:
@@ -184,7 +184,7 @@ def test_switch_dumps_and_the_check_against_a_plan():
                 if not clean_refusal(exc):
                     raise
 
-    fuzz("switch dumps", seeds, run, 2000,
+    fuzz("switch dumps", seeds, run, 1200,
          structured=(lambda b: json.loads(b) if b.lstrip().startswith(b"{") else {"text": b.decode()},
                      json_bytes))
 
