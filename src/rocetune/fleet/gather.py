@@ -29,7 +29,8 @@ from .targets import Target
 
 OK_EXITS = (0, 1, 5)  # ran: clean, error findings, warnings (docs/cli.md)
 PARSING = 2
-_parsing = threading.BoundedSemaphore(PARSING)
+_parsing = threading.BoundedSemaphore(PARSING)  # gather: a node's output parsed and written
+_decoding = threading.BoundedSemaphore(PARSING)  # any caller of envelope_data (validate, preflight)
 
 
 @dataclass
@@ -107,7 +108,8 @@ def envelope_data(target: Target, verb: str, command: str, done: ssh.Completed) 
     if code == 127:
         raise ssh.Failure(f"{verb} on {target.name}: command not found: {shlex.split(command)[0]}{said}")
     try:
-        env = load_json(out.decode("utf-8"))
+        with _decoding:
+            env = load_json(out.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         start = out[:80].decode("utf-8", "replace").strip()
         why = f": {exc}" if isinstance(exc, JsonError) and str(exc).startswith("more than") else ""
