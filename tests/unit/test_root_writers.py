@@ -132,3 +132,15 @@ def test_a_link_another_user_owns_in_the_path_is_refused(tmp_path, writer):
     assert f"{link} is a symbolic link of uid {USER}" in message, message
     assert os.listdir(etc) == []
 
+
+
+def test_the_reboot_marker_is_made_where_only_root_may_change_it(tmp_path):
+    signals = load_module_utils("", "rocetune_signals")
+    run = _dir(tmp_path, "run", 0o755)
+    assert signals.mark_reboot_required(str(run / "reboot-required")) is True
+    assert (os.lstat(run / "reboot-required").st_uid, signals.mark_reboot_required(str(run / "x"))) == (0, True)
+    theirs = _dir(tmp_path, "theirs", 0o755, uid=USER)
+    with pytest.raises(OSError, match=f"belongs to uid {USER}"):
+        signals.mark_reboot_required(str(theirs / "reboot-required"))
+    os.symlink(str(tmp_path / "elsewhere"), run / "linked")  # present as a link: left alone, not followed
+    assert signals.mark_reboot_required(str(run / "linked")) is False and not (tmp_path / "elsewhere").exists()

@@ -126,6 +126,10 @@ def _firmware_bdf(v):
     return state._BDF.match(v) is not None
 
 
+def _utils_re(name, attr):
+    return lambda v: getattr(load_module_utils("", name), attr).match(v) is not None
+
+
 def _module_re(module, attr):
     return lambda v: getattr(_plugin("modules", module), attr).match(v) is not None
 
@@ -149,7 +153,10 @@ VALIDATORS = [
     ("host_tuning sysctl name", _sysctl, "net.core.rmem_max"),
     ("nic_firmware parameter", _firmware, "LINK_TYPE_P1"),
     ("nic_firmware PCI address", _firmware_bdf, "0000:01:00.0"),
-    ("rocetune_env nccl_version", _module_re("rocetune_env", "NCCL_RELEASE"), "2.21.5"),
+    ("rocetune_env nccl_version", _utils_re("rocetune_env_run", "NCCL_RELEASE"), "2.21.5"),
+    ("rocetune_env unit file", _utils_re("rocetune_env_run", "UNIT_FILE"), "rocetune-doctor.timer"),
+    ("rocetune_env wanted_by", _utils_re("rocetune_env_run", "TARGET"), "multi-user.target"),
+    ("rdma_core kernel module", _utils_re("rdma_core_node_state", "_MODULE_RE"), "rdma_rxe"),
     ("rocetune_env_features host name", _module_re("rocetune_env_features", "SAFE_NAME"), "gpu01"),
     ("fleet_results host name", _module_re("fleet_results", "HOST_NAME"), "gpu01"),
     ("switch_qos_config ports", _module_re("switch_qos_config", "PORT_RE"), "Ethernet0"),
