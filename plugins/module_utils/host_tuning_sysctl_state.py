@@ -30,7 +30,7 @@ READ_ONLY = "read-only"
 # A sysctl name as sysctl.d(5) writes it: dotted segments; a slash in a segment stands for a dot
 # in an interface name. Nothing that could end a line or climb out of /proc/sys, and no leading
 # "-" (sysctl.d(5): a "-" before the name makes systemd-sysctl ignore a failure to set it).
-_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_:/-]+)+$")
+_KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_:/-]+)+\Z")
 # What cannot be in a one-line value: control characters (a newline or NUL above all; a tab is
 # whitespace, which the kernel splits fields on) and Unicode line separators.
 _VALUE_BAD_RE = re.compile(u"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")

@@ -19,9 +19,9 @@ import re
 
 __metaclass__ = type
 
-_PARAM = re.compile(r"^[A-Z][A-Z0-9_]*(\[[0-9.]+\])?$")
-_MNEMONIC = re.compile(r"^(?P<name>.*)\((?P<num>-?\d+)\)$")
-_BDF = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])$")
+_PARAM = re.compile(r"^[A-Z][A-Z0-9_]*(\[[0-9.]+\])?\Z")
+_MNEMONIC = re.compile(r"^(?P<name>.*)\((?P<num>-?\d+)\)\Z")
+_BDF = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])\Z")
 
 
 class FirmwareError(Exception):

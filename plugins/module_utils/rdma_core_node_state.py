@@ -15,7 +15,7 @@ __metaclass__ = type
 # A kernel module name as modprobe takes it: at most MODULE_NAME_LEN - 1 = 55 bytes (include/linux/
 # module.h: 64 - sizeof(unsigned long)) of letters, digits, "_" and "-" (modprobe treats them
 # alike). It is also a line of the modules-load.d file: nothing that could end a line.
-_MODULE_RE = re.compile(r"^[A-Za-z0-9_-]{1,55}$")
+_MODULE_RE = re.compile(r"^[A-Za-z0-9_-]{1,55}\Z")
 
 HEADER = "# Written by rocetune's rdma_core role: %s\n"
 

@@ -46,6 +46,10 @@ ARGUMENT_SPEC = dict(
 )
 
 WANTED_BY = "multi-user.target"
+# Whole values: a trailing newline ("2.21.5\n", "x.service\n") is none of them.
+NCCL_RELEASE = re.compile(r"^\d+\.\d+\.\d+\Z")
+UNIT_FILE = re.compile(r"^[A-Za-z0-9_.@-]+\.(service|timer)\Z")
+TARGET = re.compile(r"^[A-Za-z0-9_.@-]+\.target\Z")
 # The first line of the files this module writes from the role's variables: a file without it is
 # the site's own and is never removed.
 MANAGED_HEADER = "# Written by rocetune's rocetune_env role"
@@ -217,7 +221,7 @@ def run(module):
     for key in ("nccl_conf_file", "unit_content", "expect", "doctor_config"):
         if p[key] == "":
             p[key] = None
-    if p["nccl_version"] and not re.match(r"^\d+\.\d+\.\d+$", p["nccl_version"]):
+    if p["nccl_version"] and not NCCL_RELEASE.match(p["nccl_version"]):
         module.fail_json(msg="nccl_version %r: expected an NCCL release like 2.21.5" % p["nccl_version"])
     if not os.path.exists(p["command"]):
         if module.check_mode:  # the agent itself is installed by this same run
@@ -226,10 +230,10 @@ def run(module):
         module.fail_json(msg="%s not found: run the rocetune_agent role first" % p["command"])
 
     for unit in p["units"]:
-        if not unit["path"].startswith("/etc/systemd/system/") or not re.match(
-                r"^[A-Za-z0-9_.@-]+\.(service|timer)$", os.path.basename(unit["path"])):
+        if not unit["path"].startswith("/etc/systemd/system/") or not UNIT_FILE.match(
+                os.path.basename(unit["path"])):
             module.fail_json(msg="units: %r is not a .service or .timer under /etc/systemd/system" % unit["path"])
-        if unit.get("wanted_by") and not re.match(r"^[A-Za-z0-9_.@-]+\.target$", unit["wanted_by"]):
+        if unit.get("wanted_by") and not TARGET.match(unit["wanted_by"]):
             module.fail_json(msg="units: wanted_by %r of %s is not a target" % (unit["wanted_by"], unit["path"]))
     # A refused target fails before the agent writes the env files.
     planned = plan_side_files(module)

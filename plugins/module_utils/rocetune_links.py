@@ -27,7 +27,7 @@ except ImportError:  # unit tests import the files as plain modules
 # A netdev name the kernel accepts (dev_valid_name() in net/core/dev.c: at most IFNAMSIZ-1 = 15
 # bytes, not "." or "..", no "/", ":" or whitespace), narrowed to the characters real names use:
 # it is also a path under /sys/class/net, a udev rule's NAME=="..." and a unit name.
-_IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+_IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}\Z")
 
 
 def interface_name_problems(names, var):

@@ -7,7 +7,13 @@ reboots, re-executes systemd or resets firmware by itself."""
 
 from __future__ import absolute_import, division, print_function
 
+import errno
 import os
+
+try:  # as the collection's module_utils
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import directory_problem
+except ImportError:  # loaded alone, beside its siblings
+    from rocetune_files import directory_problem  # pylint: disable=import-error
 
 __metaclass__ = type
 
@@ -15,9 +21,15 @@ MARKER_TEXT = "*** System restart required ***\n"
 
 
 def mark_reboot_required(path="/run/reboot-required"):
-    """Write the marker unless it is there; True when it was written. OSError propagates."""
-    if os.path.exists(path):
+    """Write the marker unless it is there; True when it was written. OSError propagates, and
+    an OSError names the directory when another user could replace the marker (rocetune_files'
+    rule for what root writes). Created, never opened through a link or over someone's file."""
+    if os.path.lexists(path):
         return False
-    with open(path, "w") as fh:
+    why = directory_problem(os.path.dirname(os.path.abspath(path)))
+    if why:
+        raise OSError(errno.EPERM, "not written: " + why)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "w") as fh:
         fh.write(MARKER_TEXT)
     return True

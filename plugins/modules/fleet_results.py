@@ -84,7 +84,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 
 SCHEMA = "rocetune.fleet-host/1"
-HOST_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")  # a file name, never a path
+HOST_NAME = re.compile(r"^[A-Za-z0-9_.:-]+\Z")  # a file name, never a path
 
 
 def ssh_reason(msg):

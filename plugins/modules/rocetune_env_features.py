@@ -69,7 +69,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 
-SAFE_NAME = re.compile(r"^[A-Za-z0-9_.@:-]+$")
+SAFE_NAME = re.compile(r"^[A-Za-z0-9_.@:-]+\Z")
 
 
 def render(features):

@@ -131,11 +131,11 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files imp
 
 # Ports as switch OSes name them (Ethernet0, swp1, Ethernet1/1, Ethernet3/1/1): the grammar
 # `rocetune qos render --ports` accepts, checked here first to name the variable.
-PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}$")
+PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}\Z")
 # An OS's choices: names and values as `rocetune qos render` takes them.
-CHOICE_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-CHOICE_VALUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-SUFFIX_RE = re.compile(r"^\.[A-Za-z0-9]{1,8}$")
+CHOICE_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}\Z")
+CHOICE_VALUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+SUFFIX_RE = re.compile(r"^\.[A-Za-z0-9]{1,8}\Z")
 
 
 def input_problems(p):
