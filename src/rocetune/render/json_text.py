@@ -14,10 +14,14 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+from ..text import json_text
+
 
 def dumps(obj: Any) -> str:
-    """Deterministic JSON on one line (sorted keys; the C encoder, so large Features stay fast)."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n"
+    """Deterministic JSON on one line (sorted keys; the C encoder, so large Features stay fast),
+    with what a terminal would act on escaped (text.json_text) and no NaN or Infinity, which
+    are not JSON (a ValueError: the readers refuse them, so none reaches here)."""
+    return json_text(json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False)) + "\n"
 
 
 # Below this many rows the table is a small part of the document: json writes it.
@@ -44,7 +48,7 @@ def envelope_text(envelope: Any) -> str:
     marker = json.dumps(token, ensure_ascii=False)
     if text.count(marker) != 1:
         return dumps(envelope)
-    return text.replace(marker, table, 1)
+    return json_text(text.replace(marker, table, 1))
 
 
 def _matrix_of(envelope: Any) -> Optional[dict]:
