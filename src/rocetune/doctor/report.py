@@ -27,6 +27,13 @@ def exit_code(findings: List[Finding]) -> ExitCode:
     return ExitCode.OK
 
 
+def not_checked(findings: List[Finding]) -> List[str]:
+    """What a whole part of doctor could not hold the node to (no QoS plan, no expectations):
+    said on the summary line, never only behind -v."""
+    return sorted({str(f.evidence["not_checked"]) for f in findings
+                   if f.severity == "info" and f.evidence and f.evidence.get("not_checked")})
+
+
 def text(findings: List[Finding], host: str, verbose: int = 0) -> str:
     shown = [f for f in findings if f.severity != "info" or verbose]
     lines = []
@@ -41,4 +48,7 @@ def text(findings: List[Finding], host: str, verbose: int = 0) -> str:
     summary = f"doctor {printable(host)}: {errors} failure(s), {warnings} warning(s)"
     if infos and not verbose:
         summary += f", {infos} note(s) (-v shows them)"
+    gaps = not_checked(findings)
+    if gaps:
+        summary += "; not checked: " + ", ".join(printable(g) for g in gaps)
     return "\n".join(lines + ([""] if lines else []) + [summary]) + "\n"

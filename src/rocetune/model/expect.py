@@ -67,6 +67,14 @@ class ExpectError(RocetuneError):
 
 # --- the document --------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Expectations:
+    """A loaded document and where it came from (a path, or the role's variable)."""
+
+    document: Dict[str, Any]
+    source: str
+
+
 @lru_cache(maxsize=1)
 def schema() -> dict:
     return package_json(__package__, SCHEMA_FILE)

@@ -22,6 +22,10 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="save this reading of the NIC counters as the baseline the next run judges "
                         "rates against (/var/lib/rocetune/counters.json under --root)")
     p.add_argument("--no-counters", action="store_true", help="leave the NIC counters out")
+    p.add_argument("--write-expect", metavar="FILE",
+                   help="write this node's expectations document to FILE (run it on a known-good "
+                        "node; docs/expect.md): its GPUs, rails, GPUDirect, versions, QoS plan, "
+                        "traffic class")
     options.add_plan_arguments(p)
 
 
@@ -34,6 +38,28 @@ def run(args: argparse.Namespace) -> Result:
                                 counters=not args.no_counters, save_baseline=args.save_baseline)
     findings = doctor_report.ordered(findings)
     host = features["host"].get("hostname") or args.root
+    if args.write_expect:
+        data["expect"]["written"] = _write_expect(args.write_expect, data["expect"]["facts"], host)
     data.update(findings=[f.to_dict() for f in findings], features=features)
     return Result(command=NAME, data=data, code=doctor_report.exit_code(findings),
                   human="" if args.json else doctor_report.text(findings, host, args.verbose))
+
+
+def _write_expect(path: str, facts: dict, host: str) -> str:
+    """This node's expectations document, written atomically to `path`."""
+    import os
+
+    from ... import __version__
+    from ...errors import ExitCode, RocetuneError
+    from ...fsutil import atomic_write
+    from ...model.expect import NodeFacts, document_of, dump
+
+    text = dump(document_of(NodeFacts.from_dict(facts)), [
+        f"rocetune {__version__} expectations, written by `rocetune doctor --write-expect` on {host}.",
+        "Every field is optional: delete one to stop checking it (docs/expect.md)."])
+    try:
+        atomic_write(path, text, mode=0o644)
+    except OSError as exc:
+        raise RocetuneError(f"--write-expect {path}: cannot write: {exc.strerror or exc}",
+                            code=ExitCode.OUTPUT) from None
+    return os.path.abspath(path)
