@@ -83,6 +83,24 @@ def expectations(root: str, path: Optional[str] = None) -> Optional["Expectation
     return expect.Expectations(expect.load_text(text, where), where)
 
 
+def check_config(root: str, path: Optional[str] = None, skips: Sequence[str] = ()):
+    """The node's check configuration: --doctor-config FILE, else /etc/rocetune/doctor.yml under
+    the root when present, then --skip ID=REASON on top; every id checked against the registry."""
+    from .checks.config import check_ids
+    from .model import check_config as cc
+
+    if path:
+        config = cc.load_file(path)
+    else:
+        host = HostRoot(root or "/")
+        text = host.read_text(cc.DEFAULT_PATH)
+        where = cc.DEFAULT_PATH if host.is_live else host.host_path(cc.DEFAULT_PATH)
+        config = cc.load_text(text, where) if text is not None else cc.CheckConfig()
+    config = config.merged(cc.from_args(skips))
+    check_ids(config)
+    return config
+
+
 def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[str] = (),
               warn=None) -> Optional[Overrides]:
     """The user's choices: a config file, then --set/--unset on top; None when there are none.
@@ -282,15 +300,17 @@ def write_env(result: EnvResult, outputs: Sequence[Tuple[str, str]], *, check: b
     return writes
 
 
-def degradation(result: EnvResult, outputs: Sequence[Tuple[str, str]]) -> List[str]:
+def degradation(result: EnvResult, outputs: Sequence[Tuple[str, str]], config=None) -> List[str]:
     """Why writing `result` over `outputs` would degrade the node (`env --no-degrade`, the boot
-    unit): each way the plan falls short of the expectations, and what it would lose against
-    each env file rocetune wrote before (rocetune.envfiles.degrade). [] when it is not short."""
+    unit): each way the plan falls short of the expectations (as the node's check configuration
+    grades them), and what it would lose against each env file rocetune wrote before
+    (rocetune.envfiles.degrade). [] when it is not short."""
+    from .checks.config import apply
     from .envfiles.degrade import shortfalls, values_of
     from .fsutil import read_old_text
 
-    reasons = [f"{f.message} ({f.id})" for f in result.plan.findings
-               if f.kind == "expect" and f.severity == "error"]
+    graded = apply(result.plan.findings, config).findings
+    reasons = [f"{f.message} ({f.id})" for f in graded if f.kind == "expect" and f.severity == "error"]
     for fmt, path in outputs:
         old = values_of(read_old_text(path), fmt)
         new = values_of(result.texts[fmt], fmt)
@@ -349,9 +369,11 @@ def _check_writable(path: str, make_dirs: bool = False, trial: bool = False) -> 
 
 
 def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None, counters: bool = True,
-           save_baseline: bool = False):
+           save_baseline: bool = False, config=None):
     """Check a node (live, or a capture under `root`) against its plan and the pitfalls:
-    -> (findings, data). The host's findings, the plan's, and doctor's own checks."""
+    -> (findings, data). The host's findings, the plan's, and doctor's own checks, as the node's
+    check configuration (`config`, rocetune.model.check_config) grades them: what it skips is in
+    data["skipped"], its rules (with how many findings each matched) in data["check_config"]."""
     from .analysis.hostview import HostView
     from .doctor import checks, readings
     from .hostfs import HostRoot, ProbeContext, runner_for
@@ -379,7 +401,12 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
         report, differences = nccl_log_against(nccl_log, env.plan.env)
         data["nccl_log"] = report.to_dict()
         findings += differences
-    return findings, data
+    from .checks.config import apply
+
+    applied = apply(findings, config)
+    data["skipped"] = [f.to_dict() for f in applied.skipped]
+    data["check_config"] = {"sources": list(config.sources) if config else [], "rules": applied.rules}
+    return applied.findings, data
 
 
 def _expected_names(plan: Plan) -> List[str]:

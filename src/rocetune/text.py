@@ -46,8 +46,8 @@ def suggest(word: str, candidates: Iterable[str]) -> Optional[str]:
     import difflib
 
     names = sorted(set(candidates))
+    starts = [n for n in names if len(word.strip("-")) >= 2 and n.startswith(word)]
+    if len(starts) == 1:  # an abbreviation of one name is what was meant
+        return starts[0]
     close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
-    if close:
-        return close[0]
-    starts = [n for n in names if len(word) >= 3 and n.startswith(word)]
-    return starts[0] if len(starts) == 1 else None
+    return close[0] if close else None

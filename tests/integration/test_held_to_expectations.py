@@ -228,3 +228,24 @@ def test_expectations_given_on_the_command_line_and_refused_with_the_field(tmp_p
     proc = rocetune("--root", str(HOST), "env", "--expect", str(good))
     assert proc.returncode == 0
     assert "expect-gpus: 8 GPU(s), expected 16: a GPU is missing" in proc.stderr
+
+
+def test_the_nodes_check_configuration_is_honoured_by_doctor_and_the_boot_units_mode(tmp_path):
+    root = _copy(tmp_path / "root")
+    (root / "etc/rocetune/expect.yml").write_text("versions: {nic_firmware: '28.40.*'}\n")
+    refused = _env(root, "--no-degrade")
+    assert refused.returncode == 1
+    assert "mlx5_0's firmware is 28.39.1002, expected 28.40.* (expect-versions)" in refused.stdout
+    (root / "etc/rocetune/doctor.yml").write_text(
+        "version: 1\ngrade:\n  - id: expect-versions\n    severity: warning\n"
+        "    reason: NIC firmware rolling upgrade to 28.40\n")
+    assert _env(root, "--no-degrade").returncode == 0
+    proc = rocetune("--root", str(root), "doctor", "--no-counters")
+    assert proc.returncode == 5
+    assert "graded error -> warning by " in proc.stdout and "NIC firmware rolling upgrade to 28.40" in proc.stdout
+    assert "graded warning expect-versions: NIC firmware rolling upgrade to 28.40 [" in proc.stdout
+    code, found, data = _doctor(root, "--skip", "expect-versions=firmware window")
+    assert code == 0 and data["skipped"] and all(f["graded"]["by"] == "--skip" for f in data["skipped"])
+    # the command line's rule replaces the file's for the same id, for this run
+    assert [r["source"] for r in data["check_config"]["rules"]] == ["--skip"]
+    assert data["check_config"]["sources"] == [str(root / "etc/rocetune/doctor.yml"), "--skip"]

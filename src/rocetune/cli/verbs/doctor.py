@@ -22,6 +22,12 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="save this reading of the NIC counters as the baseline the next run judges "
                         "rates against (/var/lib/rocetune/counters.json under --root)")
     p.add_argument("--no-counters", action="store_true", help="leave the NIC counters out")
+    p.add_argument("--skip", metavar="ID=REASON", action="append", default=[],
+                   help="do not grade check ID on this run, for REASON (repeatable; shown in the "
+                        "report); /etc/rocetune/doctor.yml keeps such rules on the node")
+    p.add_argument("--doctor-config", metavar="FILE",
+                   help="the check configuration: checks to skip or grade otherwise, each with a "
+                        "reason (default: /etc/rocetune/doctor.yml under --root when present)")
     p.add_argument("--write-expect", metavar="FILE",
                    help="write this node's expectations document to FILE (run it on a known-good "
                         "node; docs/expect.md): its GPUs, rails, GPUDirect, versions, QoS plan, "
@@ -33,16 +39,19 @@ def run(args: argparse.Namespace) -> Result:
     from ... import app
     from ...doctor import report as doctor_report
 
+    config = app.check_config(args.root, args.doctor_config, args.skip)
     features = report.collect(args)
     findings, data = app.doctor(features, options.plan_request(args), nccl_log=args.nccl_log,
-                                counters=not args.no_counters, save_baseline=args.save_baseline)
+                                counters=not args.no_counters, save_baseline=args.save_baseline,
+                                config=config)
     findings = doctor_report.ordered(findings)
     host = features["host"].get("hostname") or args.root
     if args.write_expect:
         data["expect"]["written"] = _write_expect(args.write_expect, data["expect"]["facts"], host)
     data.update(findings=[f.to_dict() for f in findings], features=features)
     return Result(command=NAME, data=data, code=doctor_report.exit_code(findings),
-                  human="" if args.json else doctor_report.text(findings, host, args.verbose))
+                  human="" if args.json else doctor_report.text(findings, host, args.verbose,
+                                                                data["check_config"]["rules"]))
 
 
 def _write_expect(path: str, facts: dict, host: str) -> str:

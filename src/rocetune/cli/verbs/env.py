@@ -32,6 +32,9 @@ def register(p: argparse.ArgumentParser) -> None:
                         "files it would replace (fewer RDMA ports, a dropped traffic class): the "
                         "files stay, the reasons are printed and kept for doctor (exit 1); the boot "
                         "unit's mode")
+    w.add_argument("--doctor-config", metavar="FILE",
+                   help="with --no-degrade: the check configuration whose skips and grades apply to "
+                        "the expectations (default: /etc/rocetune/doctor.yml under --root)")
     options.add_plan_arguments(p)
 
 
@@ -98,7 +101,7 @@ def _refuse_degraded(args: argparse.Namespace, env, outputs, result: Result):
     from ... import app
     from ...envfiles import degrade
 
-    reasons = app.degradation(env, outputs)
+    reasons = app.degradation(env, outputs, app.check_config(args.root, args.doctor_config))
     if not reasons:
         return None
     files = [path for _, path in outputs]
