@@ -464,6 +464,8 @@ def nic_counters(root: str, readings: dict, save: bool):
     previous = nic_baseline.load_baseline(root)
     results = nic_health.judge(previous, snapshot)
     data = {"baseline": nic_baseline.baseline_file(root) if previous else None,
+            "rates": [{"check": c, "subject": s, "unit": u, "rate": r}
+                      for c, s, u, r in nic_health.rates(previous, snapshot)],
             "saved": nic_baseline.save_baseline(snapshot, root) if save else None,
             "warnings": snapshot.get("warnings", [])}
     return [r.to_finding() for r in results], data
