@@ -47,6 +47,10 @@ def run(args: argparse.Namespace) -> Result:
         raise RocetuneError("--check, --mkdir, --fail-on-warnings and --no-degrade go with -o FILE",
                             code=ExitCode.USAGE)
     outputs = options.outputs_of(args, outs) if outs else None
+    from ... import app
+
+    # checked first, whether or not --no-degrade uses it: a bad file fails before any planning
+    config = app.check_config(args.root, args.doctor_config) if args.doctor_config else None
     fmts = list(dict.fromkeys(f for f, _ in outputs)) if outputs else options.formats_of(args, None)
     features = report.collect(args)
     # With -o and --env-dir both, the env goes to -o and the files it points at to DIR (an
@@ -72,10 +76,8 @@ def run(args: argparse.Namespace) -> Result:
         result.errors = [{"message": f"{len(warnings)} warning(s), nothing was written: " + "; ".join(warnings),
                           "hint": "fix what they name, or run without --fail-on-warnings"}]
         return result
-    from ... import app
-
     if args.no_degrade:
-        refused = _refuse_degraded(args, env, outputs, result)
+        refused = _refuse_degraded(args, env, outputs, result, config)
         if refused:
             return refused
     app.write_env(env, outputs, check=args.check, make_dirs=args.mkdir)
@@ -95,13 +97,13 @@ def run(args: argparse.Namespace) -> Result:
     return result
 
 
-def _refuse_degraded(args: argparse.Namespace, env, outputs, result: Result):
+def _refuse_degraded(args: argparse.Namespace, env, outputs, result: Result, config):
     """The result of a refusal (nothing written, the record kept for doctor), or None when the
     plan is not short, after removing the record of an earlier refusal."""
     from ... import app
     from ...envfiles import degrade
 
-    reasons = app.degradation(env, outputs, app.check_config(args.root, args.doctor_config))
+    reasons = app.degradation(env, outputs, config or app.check_config(args.root))
     if not reasons:
         return None
     files = [path for _, path in outputs]
