@@ -62,6 +62,13 @@ def run(args: argparse.Namespace) -> Result:
     code = doctor_report.exit_code(findings)
     if args.metrics:
         data["metrics"] = _write_metrics(args.metrics, findings, data, int(code))
+    if args.json:
+        from ...fleet.facts import features_facts, to_json
+
+        data["summary"] = doctor_report.summary(findings, host, int(code))
+        data["fleet_facts"] = to_json(features_facts(features, data["plan"].get("env")))
+        if not args.verbose:
+            data = doctor_report.compact(data)
     return Result(command=NAME, data=data, code=code,
                   human="" if args.json else doctor_report.text(findings, host, args.verbose,
                                                                 data["check_config"]["rules"]))
