@@ -88,8 +88,9 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
 
 
 # The facts read from the Features (and the plan's GID index): what doctor carries for the report.
-FEATURE_KEYS = ("hca.count", "hca.names", "mtu", "gid_index", "rdma.rate_gbps", "pcie.nic", "pcie.gpu",
-                "nic.driver", "nic.fw", "nccl.versions", "kernel")
+# The others come from doctor's findings, read in the report.
+FINDING_KEYS = ("doctor.errors", "envfile.stale")
+FEATURE_KEYS = tuple(k for k in LABELS if k not in FINDING_KEYS)
 
 
 def features_facts(features: dict, plan_env: Optional[Dict[str, str]]) -> Dict[str, Fact]:

@@ -189,11 +189,12 @@ def _gate_run(args: argparse.Namespace, node: str) -> dict:
 
 
 def _finding(d: dict):
+    """A Finding back from its to_dict() (what the checks' process sent)."""
     from ...model.finding import Finding
 
-    fields = Finding.__dataclass_fields__
-    return Finding(**{k: d.get(k, "") if k in ("kind", "source", "fix", "subject") else d.get(k)
-                      for k in fields if k in d or k in ("kind", "source", "fix", "subject")})
+    text = {k: str(d.get(k) or "") for k in ("id", "severity", "subject", "message", "kind", "source", "fix")}
+    return Finding(**text, evidence=d.get("evidence"), rule=d.get("rule"), file=d.get("file"),
+                   line=d.get("line"), key=d.get("key"), graded=d.get("graded"))
 
 
 def _gate_result(args: argparse.Namespace, doc: dict) -> Result:
@@ -211,8 +212,7 @@ def _gate_result(args: argparse.Namespace, doc: dict) -> Result:
                      "action": {"kind": action.kind, "why": action.why} if action else None,
                      "was": doc.get("was"), "note": note or None, "line": text},
             "findings": doc.get("findings") or []}
-    return Result(command=NAME, data=data, code=ExitCode(code) if code in ExitCode._value2member_map_ else code,
-                  human=text + "\n")
+    return Result(command=NAME, data=data, code=ExitCode(code), human=text + "\n")
 
 
 def _syslog(outcome, action, note: str, text: str) -> None:
