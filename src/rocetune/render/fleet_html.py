@@ -53,16 +53,20 @@ _NAME = re.compile(r"^(.*?)(\d+)$")
 
 def host_ranges(names: Sequence[str]) -> str:
     """Host names as Slurm writes node lists: `gpu[0001-0003,0007],login1`, consecutive numbers
-    of one prefix and width joined; names without a number stay as they are. Order: as given,
-    each group where its first name stands."""
+    of one prefix joined. Zero-padded numbers keep their width (`gpu0012` and `gpu12` are two
+    hosts); unpadded ones join whatever their length (`n[0-2,10]`). Names without a number stay
+    as they are. Order: as given, each group where its first name stands."""
+    parsed = [(name, _NAME.match(name)) for name in names]
+    padded = {(m.group(1), len(m.group(2))) for _, m in parsed if m and m.group(2).startswith("0")
+              and len(m.group(2)) > 1}
     groups: Dict[Tuple[str, int], List[int]] = {}
     order: List[Tuple[str, Optional[Tuple[str, int]]]] = []  # (a name as it is, or a group's key)
-    for name in names:
-        m = _NAME.match(name)
+    for name, m in parsed:
         if not m:
             order.append((name, None))
             continue
-        key = (m.group(1), len(m.group(2)))
+        width = len(m.group(2)) if (m.group(1), len(m.group(2))) in padded else 0
+        key = (m.group(1), width)
         if key not in groups:
             groups[key] = []
             order.append(("", key))
