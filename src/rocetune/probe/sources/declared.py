@@ -35,7 +35,7 @@ ENV_SCRIPTS = (
     ("/var/lib/tcpxo/lib64/nccl-env-profile.sh", "gcp-tcpxo"),
 )
 VENDOR_TOPO_DIRS = (("/opt/microsoft", "topo.xml", "azure"),)
-_EXPORT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_EXPORT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z")
 
 
 def script_values(text: str) -> Dict[str, str]:
