@@ -47,7 +47,13 @@ LABELS: Dict[str, str] = {
 def label(key: str) -> str:
     if key.startswith("env."):
         return f"env {key[4:]}"
+    m = _RAIL_KEY.match(key)
+    if m:
+        return f"rail {m.group(1)}: the switch its cable reaches (LLDP)"
     return LABELS.get(key, key)
+
+
+_RAIL_KEY = re.compile(r"^rail\.(\d+)\.switch$")
 
 
 def fact_order(key: str) -> Tuple[int, Any]:
@@ -88,7 +94,31 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
             facts[key] = Fact(None, known=False, detail="no compute HCA port")
     if result.plan_env is not None:
         facts.update({f"env.{k}": Fact(v) for k, v in result.plan_env.items()})
+    facts.update(rail_switches(features, ports))
     return facts
+
+
+def rail_switches(features: dict, ports) -> Dict[str, Fact]:
+    """`rail.I.switch`: the LLDP neighbour (SysName) of each compute port's interface, rail I being
+    the I-th compute port in natural order (validate's rail numbering). None where LLDP heard
+    nothing on it; nothing at all where the host has no LLDP reading (lldpctl not installed)."""
+    lldp = features.get("lldp")
+    if not isinstance(lldp, dict):
+        return {}
+    out = {}
+    for i, p in enumerate(sorted(ports, key=lambda p: natural_key(p.name))):
+        where = f"{p.name} ({p.netdev or 'no netdev'})"
+        if lldp.get("error"):
+            out[f"rail.{i}.switch"] = Fact(None, known=False, detail=f"{where}: {lldp['error']}")
+            continue
+        heard = (lldp.get("interfaces") or {}).get(p.netdev or "") or []
+        if not heard:
+            out[f"rail.{i}.switch"] = Fact(None, detail=f"{where}: no LLDP neighbour")
+        else:
+            n = heard[0]
+            detail = f"{where} -> {n.get('chassis')} port {n.get('port')}"
+            out[f"rail.{i}.switch"] = Fact(n.get("chassis"), detail=detail)
+    return out
 
 
 def env_fact(result: HostResult, name: str) -> Fact:

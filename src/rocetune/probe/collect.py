@@ -12,6 +12,7 @@ from .sources import declared as declared_source
 from .sources import gpu as gpu_source
 from .sources import host as host_source
 from .sources import kernel as kernel_source
+from .sources import lldp as lldp_source
 from .sources import net as net_source
 from .sources import pci as pci_source
 from .sources import qos as qos_source
@@ -76,6 +77,11 @@ def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
     kernel = _run("kernel", ctx, st, kernel_source.probe) or _empty("kernel")
     declared = _run("declared", ctx, st, declared_source.probe) or _empty("declared")
     qos = _run("qos", ctx, st, qos_source.probe, rdma) or _empty("qos")
+    # Only where lldpctl is installed: elsewhere neither the section nor its source status exist.
+    lldp_status: Dict[str, dict] = {}
+    lldp = _run("lldp", ctx, lldp_status, lldp_source.probe)
+    if lldp is not None:
+        st["lldp"] = lldp_status["lldp"]
     gpus, topology, warnings = derive_topology(pci, rdma, gpu, host)
     st["gpu"]["warnings"] = sorted(set(st["gpu"]["warnings"]) | set(warnings))
     host["virtualization"] = virtualization(host, pci, gpus, topology)
@@ -96,4 +102,6 @@ def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
         "declared": declared,
         "qos": qos,
     }
+    if lldp is not None:
+        features["lldp"] = lldp
     return features
