@@ -103,3 +103,18 @@ def test_a_file_that_is_not_validate_s_is_named_and_gives_no_verdict(tmp_path):
     assert read["verdict"] is None and "not a rocetune.rail-reach/1 document" in read["error"]
     assert any("rail-reach.json" in w for w in ctx.status.warnings)
     assert rail_reach(ProbeContext(HostRoot(make(tmp_path / "none", {"etc/hostname": "x\n"})))) is None
+
+
+def test_answers_from_a_peer_that_answers_arp_on_every_interface_prove_nothing():
+    a = host("a", 11, Remote(SAME | CROSS))
+    b = host("b", 12)
+    b.features = {"kernel": {"sysctl": {"net.ipv4.conf.all.arp_ignore": "0", "net.ipv4.conf.ens1.arp_ignore": "1"}}}
+    (entry,) = TEST.pair(PairContext(a, b, 1, None, None))
+    flux = [r for r in entry["reach"] if r.get("arp_flux")]
+    # a's rail 0 asks on rail 0 for b's rail-1 address: b's ens0 answers for it (arp_ignore 0 there)
+    assert [(r["from"], r["to"]) for r in flux] == [(0, 1)] and entry["cross"] == {"reached": 1, "tested": 1,
+                                                                                  "arp_flux": 1}
+    assert "answers ARP for any local address on ens0" in entry["why"]
+    only_flux = [{"a": "a", "b": "b", "tests": [{"kind": "cross-rail", "reach": flux}]}]
+    doc = TEST.fleet(FleetContext({}, only_flux, [], None, None))
+    assert doc["status"] == "skipped" and "arp_ignore 0" in doc["why"]

@@ -11,6 +11,11 @@ other rail (the question). Across the fleet the answers give one verdict:
   question: the inter-rail path goes through the spine);
 - `partial`: some do, some do not -- NCCL_CROSS_NIC=0, as for isolated.
 
+An answer proves a path only where the peer answers ARP for an address on the interface that
+holds it: with arp_ignore=0 (Linux's default) the peer's rail-i interface answers for its rail-j
+address too, so the ping crosses nothing -- and a RoCE packet sent that way reaches the wrong NIC.
+Such answers are kept as `arp_flux` and count neither way (the arp-isolation rule names the fix).
+
 A pair fails where a rail does not reach the same rail of its peer, or where rails do not reach
 each other and the host's plan leaves NCCL free to cross them (NCCL_CROSS_NIC unset, 1 or 2).
 `--rail-reach-out FILE` writes the verdict and its evidence; installed on the nodes as
@@ -63,13 +68,20 @@ def run_pair(ctx: PairContext) -> List[dict]:
         said = done.first_err_line() or f"exit {done.code}"
         entry.update(status="error", error=f"the pings did not run on {ctx.a.name}: {said[:300]}")
         return [entry]
+    flux = _arp_flux(ctx.b)
     reach = [{"from": i, "to": j, "from_if": pa.netdev, "to_ip": pb.ipv4,
               "reached": answers.get((pa.netdev or "", pb.ipv4 or ""))} for i, pa in mine for j, pb in theirs]
+    for r in reach:
+        # The ARP request went out on rail `from`: the peer's interface there answers for the
+        # rail `to` address itself where it answers ARP for any local address.
+        if r["from"] != r["to"] and r["reached"] and r["from"] < len(b.rdma) and b.rdma[r["from"]].netdev in flux:
+            r["arp_flux"] = True
     entry["reach"] = reach
     same_down = [r for r in reach if r["from"] == r["to"] and r["reached"] is False]
-    cross = [r for r in reach if r["from"] != r["to"] and r["reached"] is not None]
+    cross = [r for r in reach if r["from"] != r["to"] and r["reached"] is not None and not r.get("arp_flux")]
     cut = [r for r in cross if not r["reached"]]
-    entry["cross"] = {"reached": len(cross) - len(cut), "tested": len(cross)}
+    entry["cross"] = {"reached": len(cross) - len(cut), "tested": len(cross),
+                      "arp_flux": sum(bool(r.get("arp_flux")) for r in reach)}
     crossing_allowed = ctx.a.plan_env.get("NCCL_CROSS_NIC", "2").strip() != "0"
     if same_down:
         entry.update(status="fail", why="rail to the same rail does not answer: " + _names(same_down, ctx))
@@ -80,7 +92,26 @@ def run_pair(ctx: PairContext) -> List[dict]:
                                          f"{ctx.a.plan_env.get('NCCL_CROSS_NIC', 'unset')}): set NCCL_CROSS_NIC=0"))
     else:
         entry["status"] = "pass"
+    if entry["cross"]["arp_flux"]:
+        note = (f"{entry['cross']['arp_flux']} answer(s) prove nothing: {ctx.b.name} answers ARP for any local "
+                f"address on {', '.join(sorted(flux))} (arp_ignore 0), so they may have come back on the same rail")
+        entry["why"] = f"{entry['why']}; {note}" if entry.get("why") else note
     return [entry]
+
+
+def _arp_flux(host) -> set:
+    """The host's rail interfaces that answer ARP for any local address (effective arp_ignore 0,
+    the kernel applying max(conf.all, conf.IF)); an unreadable setting is not held against it."""
+    from ...rules.arp_isolation import effective
+
+    sysctl = ((host.features or {}).get("kernel") or {}).get("sysctl") or {}
+    out = set()
+    for p in host.endpoints.rdma:
+        if p.netdev:
+            value, _ = effective(sysctl, p.netdev, "arp_ignore")
+            if value == 0:
+                out.add(p.netdev)
+    return out
 
 
 def _names(rows: List[dict], ctx: PairContext) -> str:
@@ -91,9 +122,13 @@ def _names(rows: List[dict], ctx: PairContext) -> str:
 def run_fleet(ctx: FleetContext) -> dict:
     rows = [(p["a"], p["b"], r) for p in ctx.pairs for t in p.get("tests", [])
             if t.get("kind") == "cross-rail" for r in t.get("reach") or []]
-    cross = [(a, b, r) for a, b, r in rows if r["from"] != r["to"] and r["reached"] is not None]
+    cross = [(a, b, r) for a, b, r in rows if r["from"] != r["to"] and r["reached"] is not None
+             and not r.get("arp_flux")]
     if not cross:
-        return {"status": "skipped", "why": "no pair had two RoCE rails on both sides to cross"}
+        why = ("every answer may have come back through the same rail (the peers answer ARP for any local "
+               "address: arp_ignore 0; see the arp-isolation rule)" if rows else
+               "no pair had two RoCE rails on both sides to cross")
+        return {"status": "skipped", "why": why}
     reached = [x for x in cross if x[2]["reached"]]
     verdict = "routed" if len(reached) == len(cross) else "isolated" if not reached else "partial"
     shown = cross if verdict == "routed" else [x for x in cross if not x[2]["reached"]]
