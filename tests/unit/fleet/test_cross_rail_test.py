@@ -63,7 +63,7 @@ def test_the_probe_is_one_shell_line_that_real_sh_runs():
 
 def test_isolated_rails_fail_where_the_plan_lets_nccl_cross_and_pass_with_cross_nic_0():
     entry, remote = pair(SAME)
-    assert entry["status"] == "fail" and entry["cross"] == {"reached": 0, "tested": 2}
+    assert entry["status"] == "fail" and entry["cross"] == {"reached": 0, "tested": 2, "arp_flux": 0}
     assert "2 of 2 rail-to-other-rail paths do not answer" in entry["why"] and "NCCL_CROSS_NIC unset" in entry["why"]
     assert "a rail 0 (ens0) -> b rail 1 (198.19.21.12)" in entry["why"]
     entry, _ = pair(SAME, env={"NCCL_CROSS_NIC": "0"})
