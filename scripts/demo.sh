@@ -60,6 +60,10 @@ trap 'exit 130' INT TERM
 
 banner "Set up this machine (scripts/bootstrap.sh)"
 run scripts/bootstrap.sh
+# One lab at a time on a machine: wait for a test run or another demo (tests/conftest.py).
+exec 9>/run/rocetune-lab.lock
+flock 9
+export ROCETUNE_LAB_LOCKED=1
 
 banner "rocetune probe and topo on a bundled fixture host (8x H100, 8 compute RoCE ports)"
 FIXTURE=tests/fixtures/hosts/dgx-h100-roce
