@@ -26,6 +26,7 @@ from .results import MAX_BYTES, from_doc
 from .targets import Target
 
 SCHEMA = "rocetune.validate/1"
+AUTO_PAIRWISE = 16  # up to this many hosts `auto` tests every pair (15 rounds); beyond, the fabric schedule
 OUTPUT_CAP = 4 * 1024 * 1024
 SERVER_SETTLE_S = 1.0
 
@@ -33,7 +34,7 @@ SERVER_SETTLE_S = 1.0
 @dataclass
 class Options:
     command: str = "rocetune"
-    mode: str = "pairwise"  # or "ring"
+    mode: str = "pairwise"  # or "ring", "fabric", "auto" (pairwise up to AUTO_PAIRWISE hosts, else fabric)
     tests: Tuple[str, ...] = ("rdma", "tcp")
     settings: pairtest.Settings = field(default_factory=pairtest.Settings)
     timeout: float = 60.0  # per host: connect and probe
@@ -92,6 +93,7 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
     pairs: List[dict] = []
     fleet: Dict[str, dict] = {}
     plan: List = []
+    mode, kinds = opts.mode, []
     with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
         for name, ctx, doc in pool.map(lambda t: _prepare(t, opts, opener), targets):
             hosts[name] = doc
@@ -107,16 +109,20 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
                     hosts[name][test.name] = ready[name].results[test.name] = result
             pair_tests = [t for t in chosen if t.pair]
             usable = [t.name for t in targets if t.name in ready] if pair_tests else []
-            plan = schedule.ring(usable) if opts.mode == "ring" else schedule.pairwise(usable)
+            mode, plan, kinds = _schedule(opts.mode, usable, ready)
             for number, pairing in enumerate(plan, 1):
                 if opts.budget is not None and time.monotonic() - started + _round_s(opts, pair_tests) > opts.budget:
                     pairs += [{"a": a, "b": b, "round": number, "tests": [], "status": "skipped",
+                               "schedule": kinds[number - 1],
                                "why": f"not run: the {opts.budget:g} s budget would be passed"} for a, b in pairing]
                     continue
                 if progress:
                     progress(f"round {number}/{len(plan)}: " + ", ".join(f"{a}-{b}" for a, b in pairing))
                 with ThreadPoolExecutor(max_workers=max(1, len(pairing))) as round_pool:
-                    pairs += round_pool.map(lambda ab, n=number: _pair(ab, n, ready, pair_tests, opts), pairing)
+                    done = list(round_pool.map(lambda ab, n=number: _pair(ab, n, ready, pair_tests, opts), pairing))
+                for p in done:
+                    p["schedule"] = kinds[number - 1]
+                pairs += done
             down = sorted(h for h, d in hosts.items() if d.get("error"))
             for test in (t for t in chosen if t.fleet):
                 whole = registry.FleetContext(ready, pairs, down, opts, opts.settings_of(test))
@@ -124,7 +130,32 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
         finally:
             for ctx in ready.values():
                 ctx.remote.close()
-    return _document(targets, hosts, plan, pairs, fleet, chosen, opts, time.monotonic() - started)
+    doc = _document(targets, hosts, plan, pairs, fleet, chosen, opts, time.monotonic() - started)
+    doc["mode"] = mode
+    doc["round_kinds"] = kinds
+    ran = [(p["a"], p["b"]) for p in pairs if p["status"] != "skipped"]
+    doc["coverage"] = None
+    if any(t.pair for t in chosen):
+        doc["coverage"] = schedule.coverage(list(ready), ran, {n: host_leaves(c) for n, c in ready.items()},
+                                            {n: len(c.endpoints.rdma) for n, c in ready.items()})
+    return doc
+
+
+def host_leaves(ctx: "registry.HostContext") -> Tuple[Optional[str], ...]:
+    """The switch each of the host's rails reaches, from its probe's LLDP reading (None: unknown)."""
+    lldp = (ctx.features or {}).get("lldp")
+    heard = (lldp or {}).get("interfaces") or {} if isinstance(lldp, dict) and not lldp.get("error") else {}
+    return tuple(((heard.get(p.netdev or "") or [{}])[0].get("chassis") for p in ctx.endpoints.rdma))
+
+
+def _schedule(mode: str, usable: List[str], ready) -> Tuple[str, List, List[str]]:
+    if mode == "auto":
+        mode = "pairwise" if len(usable) <= AUTO_PAIRWISE else "fabric"
+    if mode == "fabric":
+        plan = schedule.fabric(usable, {n: host_leaves(ready[n]) for n in usable})
+        return mode, plan.rounds, plan.kinds
+    rounds = schedule.ring(usable) if mode == "ring" else schedule.pairwise(usable)
+    return mode, rounds, [mode] * len(rounds)
 
 
 def _step(test: "registry.FleetTest", what: str, fn, ctx) -> dict:

@@ -46,6 +46,11 @@ def validate_html(doc: dict, title: str = "rocetune fleet validate") -> str:
         out += [f'<tr class="bad"><td>{_e(h)}</td><td>{_e(why)}</td></tr>' for h, why in down]
         out.append("</table>")
     out += _node_tests(doc) + _fleet_tests(doc)
+    from .validate_text import coverage_lines
+
+    covered = coverage_lines(doc.get("coverage"))
+    if covered:
+        out += ["<h2>Coverage of the pairs that ran</h2>", "<ul>"] + [f"<li>{_e(c)}</li>" for c in covered] + ["</ul>"]
     svg = heat_map(doc)
     if svg:
         out += ["<h2>Pair bandwidth (slowest RDMA rail, share of line rate)</h2>", svg]

@@ -64,12 +64,33 @@ def validate_text(doc: dict, verbose: int = 0) -> str:
         why = result.get("why") or result.get("error")
         lines += ["  " + printable(ln) for ln in body] + ([f"  {MARK.get(result.get('status'), '!')} {printable(why)}"]
                                                          if why else [])
+    covered = coverage_lines(doc.get("coverage"))
+    if covered:
+        lines += ["", "COVERAGE (the pairs that ran)"] + ["  " + ln for ln in covered]
     matrix = _matrix(doc)
     if matrix:
         lines += ["", "SLOWEST RDMA RAIL PER PAIR (Gb/s; ! failed)"] + ["  " + ln for ln in table(matrix)]
     if s["suspects"]:
         lines += ["", "LOOK FIRST AT: " + ", ".join(s["suspects"])]
     return "\n".join(lines) + "\n"
+
+
+def coverage_lines(cov) -> List[str]:
+    """What the pairs that ran reached: hosts, rails, leaf-to-leaf paths per rail, host pairs."""
+    if not cov:
+        return []
+    out = [f"hosts {cov['hosts']['reached']}/{cov['hosts']['of']}"
+           + (f", rails {cov['rails']['reached']}/{cov['rails']['of']}" if cov.get("rails") else "")
+           + f", host pairs {cov['host_pairs']['reached']}/{cov['host_pairs']['of']}"]
+    if cov.get("leaf_pairs") is None:
+        out.append("leaf-to-leaf paths: unknown (no LLDP cabling in the hosts' probes)")
+        return out
+    for r in cov["leaf_pairs"]:
+        line = f"rail {r['rail']}: leaf-to-leaf paths {r['reached']}/{r['of']} ({r['leaves']} leaves)"
+        if r["missing"]:
+            line += " -- not reached: " + ", ".join(r["missing"][:5]) + (" ..." if len(r["missing"]) > 5 else "")
+        out.append(line)
+    return out
 
 
 def _label(name: str) -> str:

@@ -87,8 +87,11 @@ def _register_validate(sub) -> None:
 def _add_tests(v, default_tests: str, default_seconds: int) -> None:
     v.add_argument("-o", "--out", metavar="FILE", help="also write the results (JSON) here")
     v.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page here")
-    v.add_argument("--mode", choices=("pairwise", "ring"), default="pairwise",
-                   help="every pair once (default), or each host to the next")
+    v.add_argument("--mode", choices=("auto", "pairwise", "ring", "fabric"), default="auto",
+                   help="pairwise: every pair once (N-1 rounds); ring: each host to the next (2 rounds); "
+                        "fabric: a ring sorted by leaf, then pairs across leaves from the LLDP cabling -- every "
+                        "host, rail and leaf-to-leaf path in a few rounds; auto (default): pairwise up to 16 "
+                        "hosts, fabric beyond")
     from ...fleet import tests as registry
 
     listed = "; ".join(f"{t.name}: {t.summary}" for t in registry.all_tests())
