@@ -203,7 +203,9 @@ def _prepare(target: Target, opts: Options, opener) -> Tuple[str, Optional["regi
            "rdma": [{"port": p.name, "gid_index": p.gid_index, "rate_gbps": p.rate_gbps, "netdev": p.netdev,
                      "ipv4": p.ipv4} for p in ep.rdma],
            "socket": [{"ifname": s.ifname, "ipv4": s.ipv4, "speed_gbps": s.speed_gbps} for s in ep.socket]}
-    return target.name, registry.HostContext(target.name, remote, ep, result.plan_env or {}, result.features or {}), doc
+    plan = {"ranks": result.plan_ranks or [], "reports": result.plan_reports or {}}
+    return target.name, registry.HostContext(target.name, remote, ep, result.plan_env or {}, result.features or {},
+                                             plan=plan), doc
 
 
 def _doctor(target: Target, remote, opts: Options) -> dict:

@@ -39,6 +39,7 @@ class HostContext:
     plan_env: Dict[str, str]
     features: dict
     results: Dict[str, dict] = field(default_factory=dict)  # this host's node results, by test
+    plan: dict = field(default_factory=dict)  # the plan's `ranks` and `reports` (GPU pairing, GDR route)
 
 
 @dataclass
