@@ -346,6 +346,8 @@ def env_names_missing_device(d: DoctorInput) -> List[Finding]:
 
 
 def run_checks(d: DoctorInput) -> List[Finding]:
+    from . import below_checks  # noqa: F401  (registers the checks below NCCL)
+
     out: List[Finding] = []
     for run in CHECKS.values():
         out.extend(run(d))

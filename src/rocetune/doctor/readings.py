@@ -31,7 +31,9 @@ ENV_DIR = "/etc/rocetune"
 ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", "/etc/nccl.conf")}
 
 
-def read(ctx: ProbeContext, features: dict) -> dict:
+def read(ctx: ProbeContext, features: dict, since: Optional[str] = None) -> dict:
+    from . import kernel_log
+
     netdevs = sorted({p["netdev"] for d in features["rdma"]["devices"] for p in d["ports"]
                       if p.get("netdev") and p.get("link_layer") == "Ethernet"})
     return {
@@ -42,6 +44,7 @@ def read(ctx: ProbeContext, features: dict) -> dict:
         "env_files": {fmt: ctx.text(path) for fmt, path in ENV_FILES.items()},
         "units": units(ctx),
         "modules_load": modules_load(ctx),
+        "kernel_log": kernel_log.read(ctx, since),
         "warnings": ctx.status.warnings,
     }
 
