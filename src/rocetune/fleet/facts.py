@@ -41,6 +41,10 @@ LABELS: Dict[str, str] = {
     "kernel": "kernel release",
     "doctor.errors": "doctor findings of error severity",
     "envfile.stale": "deployed env files that differ from the plan",
+    "phy.speed": "link speed of the compute ports (mlxlink)",
+    "phy.fec": "FEC of the compute ports",
+    "nvlink.fabric": "NVLink fabric state/status of the GPUs",
+    "nvlink.active": "active NVLinks per GPU",
 }
 
 
@@ -50,6 +54,8 @@ def label(key: str) -> str:
     m = _RAIL_KEY.match(key)
     if m:
         return f"rail {m.group(1)}: the switch its cable reaches (LLDP)"
+    if key.startswith("fw."):
+        return f"NIC firmware {key[3:]}"
     return LABELS.get(key, key)
 
 
@@ -95,6 +101,7 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
     if result.plan_env is not None:
         facts.update({f"env.{k}": Fact(v) for k, v in result.plan_env.items()})
     facts.update(rail_switches(features, ports))
+    facts.update(below_facts(features, ports))
     return facts
 
 
@@ -118,6 +125,53 @@ def rail_switches(features: dict, ports) -> Dict[str, Fact]:
             n = heard[0]
             detail = f"{where} -> {n.get('chassis')} port {n.get('port')}"
             out[f"rail.{i}.switch"] = Fact(n.get("chassis"), detail=detail)
+    return out
+
+
+# The NIC firmware parameters whose value must agree across a fleet (fw.<PARAM>).
+FW_FACTS = ("PCI_WR_ORDERING", "ATS_ENABLED", "USER_PROGRAMMABLE_CC", "ADVANCED_PCI_SETTINGS", "MAX_ACC_OUT_READ",
+            "ROCE_CC_PRIO_MASK_P1", "CNP_DSCP_P1", "CNP_802P_PRIO_P1")
+
+
+def below_facts(features: dict, ports) -> Dict[str, Fact]:
+    """What lies below NCCL, each only where the host has the reading: `fw.PARAM` (each compute
+    card's firmware value: Current, else Next Boot), `phy.speed` and `phy.fec` (each compute port's
+    link as mlxlink or ethtool read it), `nvlink.fabric` (the GPUs' fabric state/status) and
+    `nvlink.active` (active NVLinks per GPU)."""
+    out: Dict[str, Fact] = {}
+    fw = features.get("nic_firmware")
+    if isinstance(fw, dict):
+        from ..probe.parsers.nic_firmware import FirmwareError, first_function
+
+        cards = set()
+        for p in ports:
+            try:
+                if p.pci:
+                    cards.add(first_function(p.pci))
+            except FirmwareError:
+                continue
+        devices = {b: d for b, d in (fw.get("devices") or {}).items() if b in cards}
+        for param in FW_FACTS:
+            rows = {b: (d.get("params") or {}).get(param) for b, d in devices.items() if not d.get("error")}
+            if any(rows.values()):
+                out[f"fw.{param}"] = _distinct({b: (r or {}).get("current", (r or {}).get("next_boot"))
+                                                for b, r in rows.items()})
+    phy = features.get("phy")
+    if isinstance(phy, dict):
+        entries = {p.name: (phy.get("ports") or {}).get(p.name) or {} for p in ports}
+        out["phy.speed"] = _distinct({n: (e.get("link") or {}).get("speed") for n, e in entries.items()})
+        out["phy.fec"] = _distinct({n: (e.get("link") or {}).get("fec") or (e.get("fec") or {}).get("active")
+                                    for n, e in entries.items()})
+    nv = features.get("nvlink")
+    if isinstance(nv, dict):
+        fabric = nv.get("fabric") or {}
+        out["nvlink.fabric"] = _distinct({b: f"{f.get('state') or 'N/A'}/{f.get('status') or 'N/A'}"
+                                          for b, f in fabric.items()}) if fabric else \
+            Fact(None, known=False, detail="; ".join(f"{k}: {v}" for k, v in (nv.get("errors") or {}).items()) or None)
+        links = nv.get("links")
+        if links is not None:
+            out["nvlink.active"] = _distinct({f"GPU{g}": sum(1 for v in x.get("links", {}).values() if v != "inactive")
+                                              for g, x in links.items()}) if links else Fact([0])
     return out
 
 
