@@ -270,3 +270,31 @@ _declare("doctor-nvlink-errors", "warning",
          fix="note the GPU and link, watch whether the counters grow (a diff before and after a job), and have "
              "the baseboard serviced if they do",
          source="nvidia-smi(1) nvlink --errorcounters; NVIDIA/srt-slurm pull request #307")
+
+# --- the pcie_p2p role: ACS and the IOMMU as it set them --------------------------------------------
+P2P = ("What the pcie_p2p role left: its unit /etc/systemd/system/rocetune-pcie-p2p.service, whose "
+       "script (/usr/local/lib/rocetune/rocetune_pcie_p2p.py) doctor runs read-only with `--check` and the "
+       "unit's own arguments, and the drop-in /etc/default/grub.d/rocetune-pcie-p2p.cfg; /proc/cmdline.")
+_declare("doctor-pcie-p2p-acs", "error", also=("info",),
+         note="info when the script cannot read the bridges' extended configuration space (not root) or "
+              "did not run",
+         title="ACS redirect is on again between a GPU and its NIC",
+         checks="Every bridge the pcie_p2p role clears (between each GPU and its nearest NIC) has the ACS bits it "
+                "clears off now.",
+         reads=P2P,
+         why="The kernel turns ACS redirect on at boot when an IOMMU is on; the role's unit clears it after. "
+             "Redirect on means GPUDirect RDMA detours through the root complex: NCCL's bandwidth over the "
+             "NIC drops, or peer-to-peer fails.",
+         fix="`systemctl status rocetune-pcie-p2p` and its journal; `systemctl restart rocetune-pcie-p2p` (or "
+             "rerun playbooks/pcie_p2p.yml)",
+         source="PCI Express Base Specification (ACS); Linux drivers/pci/pci.c (pci_enable_acs); NVIDIA NCCL "
+                "troubleshooting (PCI Access Control Services); NVIDIA DeepOps nvidia-acs-disable")
+_declare("doctor-pcie-p2p-iommu", "warning",
+         title="iommu=pt is configured but the running kernel does not have it",
+         checks="Where the pcie_p2p role gave the boot loader iommu=pt, the running kernel's command line has it.",
+         reads=P2P,
+         why="The boot loader's setting takes effect at the next boot: until then the IOMMU keeps remapping "
+             "every GPUDirect and peer-to-peer DMA.",
+         fix="reboot the node in a maintenance window (/run/reboot-required says so too)",
+         source="Linux Documentation/admin-guide/kernel-parameters.txt (iommu=pt); NVIDIA NCCL troubleshooting "
+                "(IOMMU)")

@@ -126,3 +126,17 @@ def test_since_is_passed_to_the_tools_and_a_host_without_either_is_not_checked(t
 def test_the_forms_of_other_producers(line, kind):
     (event,) = classify(line)["events"]
     assert event["kind"] == kind
+
+
+def test_a_rail_that_lost_carrier_on_the_lab_vm_is_a_flap_of_its_soft_roce_port():
+    """Recorded on a lab VM: QEMU took the rail's carrier away for 2 s (rxe0 on ens4)."""
+    events = classify(log("rxe-set-down-active-carrier-lab-vm-dmesg.txt"))
+    assert [(e["ibdev"], e["state"]) for e in events["events"]] == [("rxe0", "down"), ("rxe0", "active")]
+    h = Host().iface("eth0", "10.0.0.5/24", default=True)
+    h.rdma("rxe0", netdev="ens4", ipv4="198.18.2.11/24")
+    features = h.build()
+    events.update(source="dmesg --kernel", since="boot")
+    d = DoctorInput(features, {"kernel_log": events}, HostView(features), {}, None)
+    found = below_checks.link_flap(d)
+    assert [(f.subject, f.severity) for f in found] == [("rxe0", "warning")]
+    assert "link went down 1 time(s) since boot (up again 1 time(s)), last at 67.058386" in found[0].message
