@@ -26,6 +26,9 @@ def add_arguments(g) -> None:
     g.add_argument("--nccl-tests-bin", metavar="PATH",
                    help="with nccl-multi: run nccl-tests' all_reduce_perf at PATH on the nodes instead of "
                         "the PyTorch script")
+    g.add_argument("--nccl-multi-variants", default="env,net-only", metavar="LIST",
+                   help="with nccl-multi: env (the env as deployed), net-only (NCCL_P2P_DISABLE=1 "
+                        "NCCL_SHM_DISABLE=1: every byte through the network transport); default both")
     g.add_argument("--srun-arg", action="append", default=[], metavar="ARG",
                    help="with nccl-multi: one more srun argument (repeatable: --srun-arg=--partition=gpu)")
 
@@ -33,13 +36,21 @@ def add_arguments(g) -> None:
 def settings(args: argparse.Namespace):
     from .. import nccl_multi
 
+    variants = tuple(v.strip() for v in args.nccl_multi_variants.split(",") if v.strip())
+    unknown = [v for v in variants if v not in nccl_multi.VARIANTS]
+    if unknown or not variants:
+        from ...errors import ExitCode, RocetuneError
+
+        raise RocetuneError(f"--nccl-multi-variants {args.nccl_multi_variants}: give any of "
+                            f"{', '.join(nccl_multi.VARIANTS)}", code=ExitCode.USAGE)
     baseline = None
     if getattr(args, "nccl_baseline", None):
         baseline = load_baseline(args.nccl_baseline)
     return nccl_multi.Settings(env_file=args.nccl_env_file, python=args.nccl_python, slurm_from=args.slurm_from,
                                tasks_per_node=max(1, args.nccl_multi_tasks), fraction=args.fraction,
                                baseline=baseline, min_busbw=args.nccl_multi_min_busbw,
-                               nccl_tests_bin=args.nccl_tests_bin, srun_args=tuple(args.srun_arg))
+                               nccl_tests_bin=args.nccl_tests_bin, srun_args=tuple(args.srun_arg),
+                               variants=variants)
 
 
 def load_baseline(path: str):
