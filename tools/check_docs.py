@@ -36,9 +36,12 @@ _KIND = {
     "doctor": "Doctor check: `rocetune doctor`.",
     "switch": "Switch check: `rocetune qos check --switch FILE` compares a switch's running QoS "
               "with the QoS plan ([switch-qos.md](../switch-qos.md)).",
+    "expect": "Expectation check: the node against what it should be ([expect.md](../expect.md)); "
+              "left in the plan, so `probe`, `env` (and the boot unit's refusal) and `doctor` "
+              "report it.",
 }
 _KIND_TITLE = {"host": "Host checks", "rule": "Rule findings", "lint": "Lint checks", "doctor": "Doctor checks",
-               "switch": "Switch checks"}
+               "switch": "Switch checks", "expect": "Expectation checks"}
 
 
 def _sentence(text: str) -> str:
@@ -82,7 +85,7 @@ def index() -> str:
         "check the same way), make its findings with `rocetune.checks.finding(id, ...)`, and run "
         "`python3 tools/check_docs.py`: a test fails while a produced id is not declared, a "
         "declared id is produced nowhere, or a page is missing or stale.")]
-    for kind in ("host", "rule", "lint", "doctor", "switch"):
+    for kind in ("host", "rule", "lint", "doctor", "switch", "expect"):
         group = [c for c in all_checks() if c.kind == kind]
         if not group:
             continue

@@ -109,7 +109,8 @@ def write(out_dir: str, python: Optional[str] = None) -> dict:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m rocetune.agentpack", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 -m rocetune.agentpack", description=__doc__.split("\n")[0],
+                                     allow_abbrev=False)
     parser.add_argument("--out-dir", required=True, help="directory for rocetune-VERSION-HASH.pyz")
     parser.add_argument("--python", metavar="PATH",
                         help="the node's interpreter for the shebang (default: /usr/bin/env python3)")

@@ -16,6 +16,7 @@ from .hostfs import HostRoot
 from .model.features import load as load_features_file
 from .model.plan import Overrides, Plan
 from .model.qos import DEFAULT_PATH as QOS_DEFAULT_PATH
+from .model.expect import Expectations
 from .model.qos import QosPlan, default_plan, load_file, load_text
 from .probe import collect_features
 from .rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
@@ -68,6 +69,38 @@ def qos_plan(root: str, path: Optional[str] = None, fallback: bool = True) -> Op
     return load_text(text, where)
 
 
+def expectations(root: str, path: Optional[str] = None) -> Optional["Expectations"]:
+    """--expect FILE, else /etc/rocetune/expect.yml under the root, else None (nothing declared)."""
+    from .model import expect
+
+    if path:
+        return expect.Expectations(expect.load_file(path), path)
+    host = HostRoot(root or "/")
+    text = host.read_text(expect.DEFAULT_PATH)
+    if text is None:
+        return None
+    where = expect.DEFAULT_PATH if host.is_live else host.host_path(expect.DEFAULT_PATH)
+    return expect.Expectations(expect.load_text(text, where), where)
+
+
+def check_config(root: str, path: Optional[str] = None, skips: Sequence[str] = ()):
+    """The node's check configuration: --doctor-config FILE, else /etc/rocetune/doctor.yml under
+    the root when present, then --skip ID=REASON on top; every id checked against the registry."""
+    from .checks.config import check_ids
+    from .model import check_config as cc
+
+    if path:
+        config = cc.load_file(path)
+    else:
+        host = HostRoot(root or "/")
+        text = host.read_text(cc.DEFAULT_PATH)
+        where = cc.DEFAULT_PATH if host.is_live else host.host_path(cc.DEFAULT_PATH)
+        config = cc.load_text(text, where) if text is not None else cc.CheckConfig()
+    config = config.merged(cc.from_args(skips))
+    check_ids(config)
+    return config
+
+
 def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[str] = (),
               warn=None) -> Optional[Overrides]:
     """The user's choices: a config file, then --set/--unset on top; None when there are none.
@@ -115,6 +148,7 @@ class PlanRequest:
     unsets: Tuple[str, ...] = ()
     qos_path: Optional[str] = None
     local_rank: Optional[int] = None
+    expect_path: Optional[str] = None
 
     def user(self, warn=None) -> Optional[Overrides]:
         return overrides(self.config, self.sets, self.unsets, warn)
@@ -122,12 +156,16 @@ class PlanRequest:
     def qos(self) -> QosPlan:
         return qos_plan(self.root, self.qos_path)
 
+    def expect(self) -> Optional["Expectations"]:
+        return expectations(self.root, self.expect_path)
+
 
 def plan_host(features: dict, request: PlanRequest) -> Plan:
     """The plan alone (no env text, no file): what probe and explain show."""
     from .planner import build_plan
 
-    return build_plan(features, request.user(), request.qos(), local_rank=request.local_rank)
+    return build_plan(features, request.user(), request.qos(), local_rank=request.local_rank,
+                      expect=request.expect())
 
 
 @dataclass
@@ -197,14 +235,18 @@ def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] =
 
     topo_path = os.path.join(env_dir, TOPO_FILE_NAME) if env_dir else None
     plan = build_plan(features, request.user(), request.qos(), local_rank=request.local_rank,
-                      topo_path=topo_path)
+                      topo_path=topo_path, expect=request.expect())
     files = []
     for f in list(plan.files):
         path = os.path.join(env_dir or DEFAULT_ENV_DIR, f.name)
         content = render_file(f)
         if not files_will_be_written and not _holds(path, content):
-            plan.drop(f.key, f"{f.key} left out: it would point at {path}, which is written only "
-                             "with -o FILE (or by the agent); rerun with -o to get both")
+            from .checks import finding
+
+            plan.drop(f.key, finding(
+                "env-file-left-out", f.key, f"{f.key} left out: it would point at {path}, which is written "
+                "only with -o FILE (or by the agent); rerun with -o to get both", rule=f.rule_id,
+                evidence={"file": path, "written": False}))
             continue
         files.append(PlannedFile(path, f.key, content))
     texts = {fmt: render(plan, fmt, features) for fmt in formats}
@@ -258,6 +300,25 @@ def write_env(result: EnvResult, outputs: Sequence[Tuple[str, str]], *, check: b
     return writes
 
 
+def degradation(result: EnvResult, outputs: Sequence[Tuple[str, str]], config=None) -> List[str]:
+    """Why writing `result` over `outputs` would degrade the node (`env --no-degrade`, the boot
+    unit): each way the plan falls short of the expectations (as the node's check configuration
+    grades them), and what it would lose against each env file rocetune wrote before
+    (rocetune.envfiles.degrade). [] when it is not short."""
+    from .checks.config import apply
+    from .envfiles.degrade import shortfalls, values_of
+    from .fsutil import read_old_text
+
+    graded = apply(result.plan.findings, config).findings
+    reasons = [f"{f.message} ({f.id})" for f in graded if f.kind == "expect" and f.severity == "error"]
+    for fmt, path in outputs:
+        old = values_of(read_old_text(path), fmt)
+        new = values_of(result.texts[fmt], fmt)
+        if old is not None and new is not None:
+            reasons += [f"{path}: {r}" for r in shortfalls(old, new)]
+    return list(dict.fromkeys(reasons))
+
+
 def _write_all(writes: List[FileWrite], make_dirs: bool) -> None:
     from .fsutil import Target, target_stat, write_files
 
@@ -308,9 +369,11 @@ def _check_writable(path: str, make_dirs: bool = False, trial: bool = False) -> 
 
 
 def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None, counters: bool = True,
-           save_baseline: bool = False, since: Optional[str] = None):
+           save_baseline: bool = False, config=None, since: Optional[str] = None):
     """Check a node (live, or a capture under `root`) against its plan and the pitfalls:
-    -> (findings, data). The host's findings, the plan's, and doctor's own checks."""
+    -> (findings, data). The host's findings, the plan's, and doctor's own checks, as the node's
+    check configuration (`config`, rocetune.model.check_config) grades them: what it skips is in
+    data["skipped"], its rules (with how many findings each matched) in data["check_config"]."""
     from .analysis.hostview import HostView
     from .doctor import checks, readings
     from .hostfs import HostRoot, ProbeContext, runner_for
@@ -321,12 +384,16 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
     env = plan_env(features, tuple(readings.ENV_FILES), env_dir=readings.ENV_DIR, request=request)
     ctx = ProbeContext(host, runner_for(host))
     read = readings.read(ctx, features, since=since)
-    found = checks.run_checks(checks.DoctorInput(features, read, HostView(features), env.texts, declared_qos))
+    view = HostView(features)
+    named = deployed_ports(read["env_files"]) | set(_expected_names(env.plan))
+    found = checks.run_checks(checks.DoctorInput(features, read, view, env.texts, declared_qos, named))
     from .checks import host_findings
 
     findings = host_findings(features) + env.plan.findings + found
+    expect_data, unchecked = _expect_data(features, env.plan, declared_qos, named, view)
+    findings.append(unchecked)
     data = {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
-            "plan": env.plan.to_dict()}
+            "plan": env.plan.to_dict(), "expect": expect_data}
     if counters:
         results, data["counters"] = nic_counters(root, read, save_baseline)
         findings += results
@@ -334,7 +401,57 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
         report, differences = nccl_log_against(nccl_log, env.plan.env)
         data["nccl_log"] = report.to_dict()
         findings += differences
-    return findings, data
+    from .checks.config import apply
+
+    applied = apply(findings, config)
+    data["skipped"] = [f.to_dict() for f in applied.skipped]
+    data["check_config"] = {"sources": list(config.sources) if config else [], "rules": applied.rules}
+    return applied.findings, data
+
+
+def _expected_names(plan: Plan) -> List[str]:
+    from .analysis.expect import exact_names
+
+    return exact_names(plan.expect["document"]) if plan.expect else []
+
+
+def deployed_ports(env_files: Dict[str, Optional[str]]) -> set:
+    """The RDMA ports (`mlx5_0:1`) and devices the deployed env files' NCCL_IB_HCA name: rails
+    the node had when its env was written, whatever it shows now."""
+    from .envfiles.read import parse_text
+    from .nccl.syntax import ib_hca_entries
+
+    out = set()
+    for fmt, text in env_files.items():
+        if not text:
+            continue
+        values = {a.key: a.value for a in parse_text(text, fmt).assignments if a.value is not None}
+        if not values.get("NCCL_IB_HCA"):
+            continue
+        exclude, _exact, entries = ib_hca_entries(values["NCCL_IB_HCA"])
+        if not exclude:
+            out.update(name if port < 0 else f"{name}:{port}" for name, port in entries)
+    return out
+
+
+def _expect_data(features: dict, plan: Plan, qos: Optional[QosPlan], named: set, view) -> tuple:
+    """doctor's `data.expect` -- where the expectations came from, the document, the verdict
+    (met, short, none), the differences, and the node's facts (NodeFacts.to_dict(): what
+    `--write-expect` and a fleet's majority are made from) -- and the expect-unchecked finding."""
+    from .analysis.expect import node_facts
+    from .doctor.checks import expect_unchecked as unchecked
+
+    if plan.expect is not None:
+        facts = plan.expect["facts"]
+        source, document = plan.expect["source"], plan.expect["document"]
+    else:
+        facts = node_facts(features, plan, qos_source=qos.source if qos else None, names=sorted(named), view=view)
+        source, document = None, None
+    differences = [f.to_dict() for f in plan.findings if f.kind == "expect"]
+    short = any(d["severity"] == "error" for d in differences)
+    verdict = "none" if document is None else "short" if short else "met"
+    return ({"source": source, "document": document, "verdict": verdict, "differences": differences,
+             "facts": facts.to_dict()}, unchecked(document, source))
 
 
 def nic_counters(root: str, readings: dict, save: bool):
@@ -347,6 +464,8 @@ def nic_counters(root: str, readings: dict, save: bool):
     previous = nic_baseline.load_baseline(root)
     results = nic_health.judge(previous, snapshot)
     data = {"baseline": nic_baseline.baseline_file(root) if previous else None,
+            "rates": [{"check": c, "subject": s, "unit": u, "rate": r}
+                      for c, s, u, r in nic_health.rates(previous, snapshot)],
             "saved": nic_baseline.save_baseline(snapshot, root) if save else None,
             "warnings": snapshot.get("warnings", [])}
     return [r.to_finding() for r in results], data

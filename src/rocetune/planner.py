@@ -7,6 +7,7 @@ from typing import Any, Dict, Optional
 
 from .errors import ExitCode, RocetuneError
 from .model.plan import Decision, Message, Overrides, Plan
+from .model.expect import Expectations
 from .model.qos import QosPlan
 from .nccl.catalog import load_catalog
 from .rules import RULES
@@ -15,11 +16,12 @@ from .rules.base import RuleContext
 
 def build_plan(features: dict, overrides: Optional[Overrides] = None,
                qos: Optional[QosPlan] = None, local_rank: Optional[int] = None,
-               topo_path: Optional[str] = None) -> Plan:
+               topo_path: Optional[str] = None, expect: Optional[Expectations] = None) -> Plan:
     """Run every rule over `features` and return the Plan (see the module docstring).
 
     `topo_path` is where the NCCL topology XML will live when a rule generates one (the env
-    file's directory); `local_rank` adds the per-rank variables of that local rank.
+    file's directory); `local_rank` adds the per-rank variables of that local rank; `expect`
+    holds the finished plan to the node's expectations (their differences become findings).
     """
     ctx = RuleContext(features, qos=qos, local_rank=local_rank, topo_path=topo_path)
     plan = Plan(qos=ctx.qos, local_rank=local_rank)
@@ -39,9 +41,10 @@ def build_plan(features: dict, overrides: Optional[Overrides] = None,
                     code=ExitCode.INTERNAL)
             owner[d.key] = d
         plan.rules_run.append(rule.ID)
+    ctx.begin("traffic-class")  # the QoS plan's own doubts: the rule that reads the plan
     for w in ctx.qos.warnings:
-        ctx.warnings.append(Message("qos", w))
-    plan.warnings, plan.notes, plan.findings = ctx.warnings, ctx.notes, ctx.findings
+        ctx.finding("qos-plan-questionable", "warning", ctx.qos.source, w, qos=ctx.qos.to_dict())
+    plan.notes, plan.findings = ctx.notes, ctx.findings
     plan.ranks, plan.files, plan.reports = ctx.ranks, ctx.files, ctx.reports
 
     if overrides is not None:
@@ -65,7 +68,24 @@ def build_plan(features: dict, overrides: Optional[Overrides] = None,
             owner[key] = Decision(key, value, "override", f"set by the user ({origin})", evidence)
     plan.decisions = [owner[k] for k in sorted(owner)]
     _self_check(plan)
+    if expect is not None:
+        _hold_to(plan, features, expect, ctx)
     return plan
+
+
+def _hold_to(plan: Plan, features: dict, expect: Expectations, ctx: RuleContext) -> None:
+    """The plan as made, held to what the node should be: a rail the selector dropped, a
+    traffic class the NICs no longer give, a version that moved are findings of the plan."""
+    from .analysis.expect import exact_names, node_facts
+    from .checks.expect import findings_of
+    from .model.expect import evaluate
+    from .model.qos import default_plan
+
+    qos_source = plan.qos.source if plan.qos is not None and plan.qos.source != default_plan().source else None
+    facts = node_facts(features, plan, qos_source=qos_source, names=exact_names(expect.document),
+                       view=ctx.host)
+    plan.findings.extend(findings_of(evaluate(expect.document, facts)))
+    plan.expect = {"source": expect.source, "document": expect.document, "facts": facts}
 
 
 def _self_check(plan: Plan) -> None:
@@ -75,8 +95,12 @@ def _self_check(plan: Plan) -> None:
         if not d.key.startswith("NCCL_") or cat.known(d.key):
             continue
         if d.rule_id == "override":
+            from .checks import finding
+
             hint = cat.describe_unknown(d.key)
-            plan.warnings.append(Message("override", f"{d.key} is not read by NCCL {cat.nccl_version}: {hint}"))
+            plan.findings.append(finding("unknown-name", d.key, f"{d.key} is not read by NCCL {cat.nccl_version}: "
+                                         f"{hint}", key=d.key, rule="override",
+                                         evidence={"origin": d.evidence.get("origin")}))
         else:
             raise RocetuneError(f"rule {d.rule_id} emitted {d.key}, which NCCL does not read",
                                 code=ExitCode.INTERNAL)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence
 
 
 def _is_control(o: int) -> bool:
@@ -39,3 +39,15 @@ def table(rows: Sequence[Sequence[str]], header: Optional[Sequence[str]] = None)
     ncols = max(len(r) for r in body)
     widths = [max(len(r[i]) for r in body if i < len(r)) for i in range(ncols)]
     return ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in body]
+
+
+def suggest(word: str, candidates: Iterable[str]) -> Optional[str]:
+    """The candidate closest to a mistyped `word` (`--sav` -> `--save-baseline`), or None."""
+    import difflib
+
+    names = sorted(set(candidates))
+    starts = [n for n in names if len(word.strip("-")) >= 2 and n.startswith(word)]
+    if len(starts) == 1:  # an abbreviation of one name is what was meant
+        return starts[0]
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    return close[0] if close else None

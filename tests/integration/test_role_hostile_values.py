@@ -59,7 +59,7 @@ def test_the_boot_units_run_exactly_the_inventory_values(tmp_path):
     assert len(execs) == 1 and not any(ln.startswith("ExecStartPre") for ln in unit.splitlines()), unit
     assert exec_argv(execs[0]) == [
         "/opt/rocetune/bin/rocetune", "--root", "/", "-q", "env", "--env-dir", "/etc/rocetune/%H",
-        *HOSTILE_ENV["rocetune_env_args"],
+        *HOSTILE_ENV["rocetune_env_args"], "--no-degrade",
         "--format", "sh", "-o", "/etc/rocetune/%H/nccl$USER.env", "--format", "nccl-conf", "-o", "/etc/nccl;conf"]
     assert "NCCL_DEBUG_FILE=/tmp/nccl.%%h.%%p" in execs[0] and '"NCCL_SOCKET_IFNAME=$$HOME"' in execs[0]
     assert setting(unit, "After") == ["network-online.target systemd-modules-load.service rdma-hw.target "

@@ -38,7 +38,7 @@ def test_declared_nccl_version_reaches_the_agent_and_the_boot_unit(tmp_path):
     # dgx-h100-roce has NCCL 2.21.5, which finds the RoCE v2 GID itself: the pin is planned only
     # for the declared 2.19.3
     assert "+export NCCL_IB_GID_INDEX='3'" in out, out
-    assert "env --env-dir " in out and " --nccl-version 2.19.3 --format sh -o " in out, out
+    assert "env --env-dir " in out and " --nccl-version 2.19.3 --no-degrade --format sh -o " in out, out
 
 
 def test_without_it_the_agent_plans_for_the_nccl_it_finds(tmp_path):

@@ -432,3 +432,33 @@ def test_doctor_names_a_gid_index_that_moved_under_a_stale_env(rebooted):
         sh(MOVED, f"cp /root/env.now {ENV_FILE}")
     drift = found[("doctor-env-drift", ENV_FILE)]
     assert "NCCL_IB_GID_INDEX 1 -> 2" in drift["message"], drift
+
+
+def test_a_lost_rail_fails_the_boot_unit_which_keeps_the_last_good_env(rebooted):
+    """vm01's Soft-RoCE rail rxe1 is gone when rocetune-env.service runs again (as at a boot):
+    the unit refuses the seven-rail plan -- here one rail of two -- fails visibly with the reason
+    in its journal, leaves the env files byte for byte, and doctor reports both the failed unit
+    and the refusal; repaired, the unit succeeds and the record is gone."""
+    before = snapshot(SELF)
+    assert "NCCL_IB_HCA='=rxe0:1,rxe1:1'" in before["env"]
+    sh(SELF, "rdma link delete rxe1")
+    try:
+        sh(SELF, "systemctl restart rocetune-env.service || true")
+        state = unit_state(SELF, "rocetune-env.service")
+        log = unit_log(SELF, "rocetune-env.service")
+        after = snapshot(SELF)
+        code, found = doctor(SELF)
+    finally:
+        sh(SELF, "systemctl restart rocetune-softroce.service && systemctl restart rocetune-env.service")
+    assert state["ActiveState"] == "failed" and state["Result"] == "exit-code", state
+    assert any(f"refused to replace the env: {ENV_FILE}: NCCL_IB_HCA would lose rxe1:1 (2 -> 1 RDMA ports)" in ln
+               for ln in log), log
+    assert after == before  # same bytes, same mtimes: the last good env stays
+    assert code == 1
+    ids = {k[0] for k, f in found.items() if f["severity"] == "error"}
+    assert {"doctor-boot-unit-failed", "doctor-env-refused", "doctor-env-names-missing-device"} <= ids, ids
+    assert unit_state(SELF, "rocetune-env.service") == \
+        {"ActiveState": "active", "Result": "success", "ExecMainStatus": "0"}
+    assert sh(SELF, "test -e /var/lib/rocetune/env-refused.json && echo kept || echo gone").strip() == "gone"
+    code, found = doctor(SELF)
+    assert not any(k[0] in ("doctor-env-refused", "doctor-boot-unit-failed") for k in found), sorted(found)

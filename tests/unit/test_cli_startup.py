@@ -21,8 +21,8 @@ FIXTURE = REPO / "tests" / "fixtures" / "hosts" / "pcie-4gpu-2nic"
     (["probe"], "probe"),
     (["--root", "/x", "--json", "env", "--format", "sh"], "env"),
     (["--root", "probe", "topo"], "topo"),  # a root named like a verb is not the verb
-    (["--ro", "probe", "topo"], "topo"),    # argparse's abbreviations of --root
-    (["--r", "env", "topo"], "topo"),
+    (["--ro", "probe", "topo"], "probe"),   # never an abbreviation of --root: main refuses --ro
+    (["--r", "env", "topo"], "env"),
     (["--root=/x", "lint", "f.env"], "lint"),
     (["-v", "bogus"], None),
     (["--json"], None),
@@ -98,3 +98,37 @@ def test_a_reader_that_goes_away_is_exit_4_without_a_traceback():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 4
     assert "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--root", str(FIXTURE), "doctor", "--sav"], "unrecognized arguments: --sav (did you mean --save-baseline?)"),
+    (["--ro", str(FIXTURE), "probe"], "unrecognized arguments: --ro (did you mean --root?)"),
+    (["--root", str(FIXTURE), "doctr"], "invalid choice: 'doctr'"),
+    (["--root", str(FIXTURE), "env", "--fomat", "sh"], "(did you mean --format?)"),
+    (["qos", "rendr"], "(did you mean render?)"),
+    (["fleet", "report", "--jsn", "d"], "(did you mean --json?)"),
+])
+def test_long_options_are_never_abbreviated_and_a_typo_gets_the_one_meant(argv, says, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+
+
+def test_every_parser_in_the_package_refuses_abbreviations():
+    import re
+
+    for path in (REPO / "src" / "rocetune").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(r"argparse\.ArgumentParser\(", text):
+            call = text[m.start():text.index("\n\n", m.start())]
+            assert "allow_abbrev=False" in call, f"{path}: argparse.ArgumentParser without allow_abbrev=False"
+    from rocetune.cli.main import build_parser
+
+    parser = build_parser()
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        assert p.allow_abbrev is False, p.prog
+        for action in p._actions:
+            if isinstance(action, __import__("argparse")._SubParsersAction):
+                stack.extend(action.choices.values())

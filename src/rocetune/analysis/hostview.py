@@ -80,11 +80,22 @@ class Port:
                 "best_gpu_path": self.best_path}
 
 
+@dataclass(frozen=True)
+class Doubt:
+    """A doubt about the choice, as the finding it becomes (rocetune.checks.plan): the check id,
+    its severity, what it is about and the text."""
+
+    check_id: str
+    severity: str
+    subject: str
+    text: str
+
+
 @dataclass
 class Selection:
     chosen: List[Port]
     excluded: List[Tuple[Port, str]]
-    uncertain: List[str]
+    doubts: List[Doubt]
     notes: List[str]
     rdma_visible: bool
     hidden_reason: Optional[str] = None
@@ -92,6 +103,10 @@ class Selection:
     names_only: bool = False  # whole devices named by nvidia-smi topo -m; ports, link layer unknown
     # front-end ports chosen because no other RDMA port is usable (NCCL takes them then)
     converged: List[Tuple[Port, str]] = field(default_factory=list)
+
+    @property
+    def uncertain(self) -> List[str]:
+        return [d.text for d in self.doubts]
 
     @property
     def link_layer(self) -> Optional[str]:
@@ -115,8 +130,12 @@ class Selection:
 class _Verdicts:
     """What the selection's stages say: ports left out (with why), doubts, notes."""
     excluded: List[Tuple[Port, str]] = field(default_factory=list)
-    uncertain: List[str] = field(default_factory=list)
+    doubts: List[Doubt] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+
+    def doubt(self, text: str, check_id: str = "compute-ports-uncertain", subject: str = "compute ports",
+              severity: str = "warning") -> None:
+        self.doubts.append(Doubt(check_id=check_id, severity=severity, subject=subject, text=text))
 
 
 class HostView:
@@ -390,8 +409,9 @@ class HostView:
                     for p in devices if not p.gpu_local]
         covered = {g for p in local for g in p.local_gpus}
         missing = sorted(int(g["index"]) for g in self.gpus if int(g["index"]) not in covered)
-        uncertain = (["no GPU-local RDMA device for " + ", ".join(f"GPU{g}" for g in missing)]
-                     if missing else [])
+        gpus = ", ".join(f"GPU{g}" for g in missing)
+        uncertain = ([Doubt(check_id="gpu-without-rail", severity="warning", subject=gpus,
+                            text="no GPU-local RDMA device for " + gpus)] if missing else [])
         notes = ["RDMA devices named by nvidia-smi topo -m alone: each chosen device is given "
                  "without a port (NCCL then takes every ACTIVE port of it); its link layer is "
                  "unknown, so no RoCE setting (GID index, traffic class, queue pairs) is planned"]
@@ -409,24 +429,27 @@ class HostView:
         candidates = self._one_port_per_link(candidates, said)
         candidates, converged = self._fall_back_to_converged(candidates, front, said)
         if not candidates:
-            return Selection([], said.excluded, said.uncertain, said.notes, True)
+            self._doubt_unusable_local_ports([], said)
+            return Selection([], said.excluded, said.doubts, said.notes, True)
         pool, locality = self._prefer_gpu_local(candidates, said)
         pool = self._keep_one_fabric(pool, said)
         pool = self._drop_slow_ports(pool, said)
         pool = self._drop_management_subnet_ports(pool, said)
         pool = self._drop_roce_ports_without_address(pool, said)
+        self._doubt_unusable_local_ports(pool, said)
         if locality and len(self.gpus) > 1:
             self._doubt_uneven_rails(pool, said)
         chosen = sorted(pool, key=lambda p: (natural_key(p.device), p.port))
         converged = [(p, why) for p, why in converged if p in chosen]
-        return Selection(chosen, said.excluded, said.uncertain, said.notes, True, locality_used=locality,
+        return Selection(chosen, said.excluded, said.doubts, said.notes, True, locality_used=locality,
                          converged=converged)
 
     def _doubt_the_front_end(self, said: _Verdicts) -> None:
         """The front end's own doubts count where its choice touches an RDMA port."""
         routed = set((self.f.get("net") or {}).get("default_route_interfaces") or [])
         if any(p.netdev in routed for p in self.ports()):
-            said.uncertain.extend(self.front.doubts)
+            for text in self.front.doubts:
+                said.doubt(text, subject="front end")
             said.notes.extend(self.front.notes)
 
     def _usable_ports(self, said: _Verdicts) -> Tuple[List[Port], List[Tuple[Port, str]]]:
@@ -440,9 +463,6 @@ class HostView:
                 continue
             if p.state != "ACTIVE":
                 said.excluded.append((p, f"port state {p.state or 'unknown'}: NCCL only uses ACTIVE ports"))
-                if p.gpu_local:
-                    said.uncertain.append(f"{p.name} is GPU-local ({p.best_path}) but {p.state or 'not ACTIVE'}: "
-                                          "a compute port that is down?")
                 continue
             why = self.frontend_reason(p)
             if why:
@@ -486,8 +506,8 @@ class HostView:
         ranked = sorted(layers.items(), key=lambda kv: (-kv[1], -self._max_rate(pool, kv[0]), kv[0]))
         keep = ranked[0][0]
         if ranked[0][1] == ranked[1][1]:
-            said.uncertain.append(f"as many {ranked[0][0]} as {ranked[1][0]} ports: kept {keep} "
-                                  "(the faster); check which fabric is the compute one")
+            said.doubt(f"as many {ranked[0][0]} as {ranked[1][0]} ports: kept {keep} "
+                       "(the faster); check which fabric is the compute one")
         for p in pool:
             if p.link_layer != keep:
                 said.excluded.append((p, f"link layer {p.link_layer} differs from the other compute ports "
@@ -508,7 +528,8 @@ class HostView:
                                          f"{_g(top)} Gb/s"))
                 continue
             if p.rate_gbps and p.rate_gbps < top:
-                said.uncertain.append(f"{p.name} runs at {_g(p.rate_gbps)} Gb/s, the others at {_g(top)} Gb/s")
+                said.doubt(f"{p.name} runs at {_g(p.rate_gbps)} Gb/s, the others at {_g(top)} Gb/s",
+                           check_id="rail-slower", subject=p.name)
             kept.append(p)
         return kept
 
@@ -520,8 +541,8 @@ class HostView:
             said.excluded.extend(flagged)
             return [p for p, why in on_mgmt if not why]
         if flagged:
-            said.uncertain.append("every compute port has an address on the management subnet: "
-                                  "the compute and front-end networks are not separated")
+            said.doubt("every compute port has an address on the management subnet: "
+                       "the compute and front-end networks are not separated")
         return pool
 
     @staticmethod
@@ -536,8 +557,8 @@ class HostView:
                                              "while the other ports have one"))
             return [p for p in pool if not p.is_roce or p.has_routable_gid]
         if roce and not with_gid:
-            said.uncertain.append("no chosen RoCE port has an IP address: RoCE v2 cannot be routed "
-                                  "(NCCL would fall back to a link-local GID)")
+            said.doubt("no chosen RoCE port has an IP address: RoCE v2 cannot be routed "
+                       "(NCCL would fall back to a link-local GID)")
         return pool
 
     def _doubt_uneven_rails(self, pool: List[Port], said: _Verdicts) -> None:
@@ -549,13 +570,40 @@ class HostView:
         values = sorted(set(counts.values()))
         if len(values) > 1:
             odd = sorted(g for g, c in counts.items() if c == values[-1])
-            said.uncertain.append(
+            said.doubt(
                 "GPUs do not all see the same number of local compute ports (" +
                 ", ".join(f"GPU{g}: {c}" for g, c in sorted(counts.items())) +
                 f"): a storage port beside GPU{odd[0]}? check addresses and ibdev2netdev")
-        missing = sorted(int(g["index"]) for g in self.gpus if int(g["index"]) not in counts)
+        explained = {g for d in said.doubts if d.check_id == "rail-port-unusable" for g in _gpus_in(d.subject, self)}
+        missing = sorted(int(g["index"]) for g in self.gpus
+                         if int(g["index"]) not in counts and int(g["index"]) not in explained)
         if missing and counts:
-            said.uncertain.append("no GPU-local compute port for " + ", ".join(f"GPU{g}" for g in missing))
+            gpus = ", ".join(f"GPU{g}" for g in missing)
+            said.doubt("no GPU-local compute port for " + gpus, check_id="gpu-without-rail", subject=gpus)
+
+    def _doubt_unusable_local_ports(self, pool: List[Port], said: _Verdicts) -> None:
+        """A port at PIX/PXB to a GPU that is left out for being down or unaddressed: an error
+        when that GPU has no other rail of its own (the rail is there and broken), else a doubt
+        (a spare port of a dual-port NIC, say)."""
+        covered = {g for p in pool for g in p.local_gpus}
+        for p, why in list(said.excluded):
+            if not p.gpu_local or p.function == "software":
+                continue
+            down = p.state != "ACTIVE"
+            unaddressed = p.is_roce and not p.has_routable_gid and not down
+            if not (down or unaddressed) or p.link_layer not in VERBS_LINK_LAYERS:
+                continue
+            alone = [g for g in p.local_gpus if g not in covered]
+            what = (f"{p.state or 'not ACTIVE'}" if down else
+                    f"without an IPv4/IPv6 RoCE v2 GID (no address on {p.netdev or 'its netdev'})")
+            if alone:
+                gpus = ", ".join(f"GPU{g}" for g in alone)
+                said.doubt(f"{p.name} is GPU-local ({p.best_path}) to {gpus} but {what}, and {gpus} has no "
+                           "other rail: its traffic crosses to another GPU's NIC", check_id="rail-port-unusable",
+                           subject=p.name, severity="error")
+            elif down:
+                said.doubt(f"{p.name} is GPU-local ({p.best_path}) but {p.state or 'not ACTIVE'}: "
+                           "a compute port that is down?", subject=p.name)
 
     @staticmethod
     def _one_port_per_link(candidates: List[Port], said: _Verdicts) -> List[Port]:
@@ -642,6 +690,10 @@ class HostView:
             return []
         best = min(r for r, _ in known)
         return [p for r, p in known if r == best]
+
+
+def _gpus_in(port_name: str, view: "HostView") -> List[int]:
+    return next((p.local_gpus for p in view.ports() if p.name == port_name), [])
 
 
 def _g(x: float) -> str:

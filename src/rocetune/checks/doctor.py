@@ -85,7 +85,8 @@ _doctor("doctor-acs-redirect", "error", also=("info",), note=_NOT_CHECKED,
         fix="turn ACS off on those PCI switch ports (BIOS, or `setpci` at boot), or run NCCL with "
             "NCCL_NET_GDR_LEVEL below PXB",
         source="NCCL troubleshooting guide, 'PCI Access Control Services (ACS)'; NCCL #214, #523, #2079")
-_doctor("doctor-qos-mismatch", "error", also=("info",), note=_NOT_CHECKED,
+_doctor("doctor-qos-mismatch", "error", also=("info",),
+        note="info when the node has no QoS plan, or a rail's QoS could not be read (said as 'not checked: ...')",
         title="A rail's QoS differs from the node's QoS plan",
         checks="DSCP trust, PFC on exactly the lossless priorities, and the data DSCP mapped to "
                "its priority, on each RoCE rail, where the node has a QoS plan.",
@@ -93,6 +94,17 @@ _doctor("doctor-qos-mismatch", "error", also=("info",), note=_NOT_CHECKED,
         why="RoCE data in a lossy queue drops under congestion; PFC on a lossy class pauses it.",
         fix="apply the plan: the roce_qos role (or `mlnx_qos -i IF --trust dscp --pfc ...`)",
         source="NVIDIA, 'RoCE configuration for ConnectX' (DSCP trust, PFC on the RoCE priority); docs/qos.md")
+_doctor("doctor-rail-qos-mismatch", "error",
+        title="One rail's NIC QoS differs from the other rails'",
+        checks="All RoCE rails (the plan's, and those the expectations or the deployed env name) "
+               "share one DSCP trust, one set of PFC priorities and one DSCP-to-priority map; the "
+               "odd ones are named. Runs with or without a QoS plan.",
+        reads="`mlnx_qos -i IF` or `dcb` on each rail (the probe's QoS source).",
+        why="NCCL_IB_TC is one value for every rail: a class lossless on seven rails is lossy on "
+            "the eighth, and without a QoS plan a re-derived env drops NCCL_IB_TC on all of them.",
+        fix="apply the same QoS to every rail (the roce_qos role), then restart rocetune-env",
+        source="IEEE 802.1Qbb (PFC per priority); NVIDIA, 'RoCE configuration for ConnectX'; "
+               "NVIDIA/nccl v2.26.2 src/transport/net_ib.cc (one NCCL_IB_TC for every queue pair)")
 _doctor("doctor-global-pause", "error",
         title="Global pause is on where PFC is planned",
         checks="802.3x pause is off on each RoCE rail when the plan makes a priority lossless.",
@@ -134,6 +146,18 @@ _doctor("doctor-module-not-loaded", "error",
         why="What depends on it (its RDMA devices, peer memory) is missing.",
         fix="`modprobe NAME`, and find why it did not load at boot: `journalctl -b -u systemd-modules-load`",
         source="modules-load.d(5); the rdma_core role persists the RDMA modules there")
+_doctor("doctor-env-refused", "error",
+        title="The boot unit refused to replace the env with a degraded one",
+        checks="Whether the last `rocetune env --no-degrade` (rocetune-env.service at boot) refused "
+               "a plan that fell short of the expectations or of the env it would replace (fewer "
+               "rails, a dropped traffic class), and left the previous env in place.",
+        reads="/var/lib/rocetune/env-refused.json under the root (written by the refusal, removed "
+              "by the next run that writes or keeps a plan that is not short).",
+        why="The node runs on the env of its last good boot while what it shows now would plan less: "
+            "a rail lost, a class dropped. Jobs on it may run degraded until it is repaired.",
+        fix="repair what the reasons name, then `systemctl restart rocetune-env`; to accept the "
+            "degraded node on purpose, run `rocetune env -o ...` once without --no-degrade",
+        source="docs/roles/rocetune_env.md (the boot unit and what it leaves in place)")
 _doctor("doctor-boot-unit-failed", "error", also=("info",), note=_NOT_CHECKED,
         title="A rocetune boot unit failed",
         checks="rocetune-env.service and rocetune-qos.service, where installed, succeeded at their "

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..model.finding import SEVERITIES, Finding
 
-KINDS = ("host", "rule", "lint", "doctor", "switch")
+KINDS = ("host", "rule", "lint", "doctor", "switch", "expect")
 
 
 class UnknownCheck(LookupError):

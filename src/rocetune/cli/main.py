@@ -41,12 +41,46 @@ def _terminal_columns() -> int:
 
 
 class _Parser(argparse.ArgumentParser):
+    """Every parser and subparser of the CLI: long options are never abbreviated (`doctor --sav`
+    is an error, not --save-baseline), and a mistyped option, verb or action gets the closest
+    one in the error."""
+
+    # The verb the command line names, set on a whole parser built after a one-verb parser
+    # refused it: a suggestion comes from that verb's options first.
+    prefer_verb: Optional[str] = None
+
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
+        kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # argparse would print usage and exit 2 itself
-        raise RocetuneError(message, hint=f"see '{self.prog} --help'", code=ExitCode.USAGE)
+        hint = f"see '{self.prog} --help'"
+        close = self._suggestion(message)
+        if close:
+            message = f"{message} (did you mean {close}?)"
+        raise RocetuneError(message, hint=hint, code=ExitCode.USAGE)
+
+    def _suggestion(self, message: str) -> Optional[str]:
+        import re
+
+        from ..text import suggest
+
+        m = re.search(r"unrecognized arguments: (\S+)", message)
+        if m and m.group(1).startswith("-"):
+            word = m.group(1).split("=", 1)[0]
+            return suggest(word, self._options_for_suggestion())
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            return suggest(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
+        return None
+
+    def _options_for_suggestion(self) -> List[str]:
+        subs = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+        verbs = {name: p for a in subs for name, p in a.choices.items()}
+        preferred = [verbs[self.prefer_verb]] if self.prefer_verb in verbs else list(verbs.values())
+        own = list(self._option_string_actions)
+        return own + [o for p in preferred for o in p._option_string_actions]
 
 
 def _verb_modules(names: Sequence[str] = verbs.NAMES) -> List:
@@ -54,8 +88,7 @@ def _verb_modules(names: Sequence[str] = verbs.NAMES) -> List:
     return sorted(mods, key=lambda m: (m.ORDER, m.NAME))
 
 
-# Global options that take a value (or argparse's abbreviation of one): the word after them is
-# not the verb.
+# Global options that take a value: the word after them is not the verb (never abbreviated).
 _VALUED = ("--root",)
 
 
@@ -65,13 +98,30 @@ def verb_in(argv: Sequence[str]) -> Optional[str]:
     for a in argv:
         if skip:
             skip = False
-        elif len(a) >= 3 and any(v.startswith(a) for v in _VALUED):
+        elif a in _VALUED:
             skip = True
         elif a == "--":
             return None
         elif not a.startswith("-"):
             return a if a in verbs.NAMES else None
     return None
+
+
+def _unknown_leading_option(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
+    """An option before the verb that the top parser does not know (`--ro DIR probe`): said as
+    such, with the one meant; argparse would take the next word for the verb and say that."""
+    known = set(parser._option_string_actions)
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--" or not a.startswith("-"):
+            return
+        skip = a in _VALUED
+        name = a.split("=", 1)[0]
+        if name.startswith("--") and name not in known:
+            parser.error(f"unrecognized arguments: {name}")
 
 
 def _add_common(parser: argparse.ArgumentParser, top: bool) -> None:
@@ -162,12 +212,14 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         _old_output_option(argv)
         verb = verb_in(argv)
         parser = build_parser(verb)
+        _unknown_leading_option(argv, parser)
         try:
             args = parser.parse_args(argv)
         except RocetuneError:
             if verb is None:
                 raise
             parser = build_parser()  # the error, or what the one-verb parser misread, as before
+            parser.prefer_verb = verb
             args = parser.parse_args(argv)
         as_json, command = args.json, args.verb or "rocetune"
         if not args.verb:
@@ -199,7 +251,41 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         _stdout_to_devnull()
         _say_error(_stdout_problem(exc))
         return int(ExitCode.OUTPUT)
+    gate = _gate_mode(argv)
+    if result.errors and gate:
+        return _tool_error_at_the_gate(result, gate)
     return int(result.code)
+
+
+def _gate_mode(argv: Sequence[str]) -> Optional[str]:
+    """The mode of `doctor --gate MODE` on the command line, however the rest of it parsed."""
+    for a, b in zip(argv, list(argv[1:]) + [""]):
+        if a.startswith("--gate="):
+            return a[len("--gate="):]
+        if a == "--gate":
+            return b
+    return None
+
+
+def _tool_error_at_the_gate(result: Result, gate: str) -> int:
+    """rocetune's own error (a bad option, an unreadable root, a bug) is not the node's: said as
+    such on stderr and to syslog, and as a Prolog it exits 0, since a Prolog's non-zero exit
+    drains the node (slurm.conf(5), Prolog); as a HealthCheckProgram its code stands (slurmd only
+    logs it)."""
+    spared = gate == "prolog"
+    line = f"rocetune: TOOL ERROR, node not judged: {printable(result.errors[0]['message'])}"
+    if spared:
+        line += f" (exit {int(result.code)} withheld: a prolog's non-zero exit would drain the node)"
+    sys.stderr.write(line + "\n")
+    try:
+        import syslog
+
+        syslog.openlog("rocetune", syslog.LOG_PID, syslog.LOG_DAEMON)
+        syslog.syslog(syslog.LOG_ERR, line)
+        syslog.closelog()
+    except (ImportError, OSError):
+        pass
+    return int(ExitCode.OK) if spared else int(result.code)
 
 
 def _stdout_to_devnull() -> None:

@@ -33,6 +33,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser, features: bool = True) -
                    help="overrides file: KEY=VALUE and 'unset KEY' lines, '#' comments")
     g.add_argument("--qos", metavar="FILE",
                    help="QoS plan (default: /etc/rocetune/qos.yml under --root when present)")
+    g.add_argument("--expect", metavar="FILE",
+                   help="what the node should be (default: /etc/rocetune/expect.yml under --root when "
+                        "present; docs/expect.md): the plan is held to it")
     g.add_argument("--local-rank", metavar="N", type=_nonneg_int,
                    help="add the GPU, NIC, NUMA node and CPUs of local rank N")
     g.add_argument("--nccl-version", metavar="X.Y.Z", type=nccl_release,
@@ -158,7 +161,7 @@ def plan_request(args: argparse.Namespace) -> "PlanRequest":
     from ..app import PlanRequest
 
     return PlanRequest(root=args.root, config=args.config, sets=tuple(args.set), unsets=tuple(args.unset),
-                       qos_path=args.qos, local_rank=args.local_rank)
+                       qos_path=args.qos, local_rank=args.local_rank, expect_path=getattr(args, "expect", None))
 
 
 def plan_env_from_args(args: argparse.Namespace, features: dict, out: Optional[str],

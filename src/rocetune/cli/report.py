@@ -34,11 +34,11 @@ def stderr_lines(features: dict, plan, findings_too: bool) -> List[str]:
     """Warnings for stderr: unreadable sources, rule warnings, and (when stdout carries an env)
     the findings that matter."""
     out = _grouped(source_warnings(features))
-    if plan is not None:
-        out += [m.message if m.rule_id in ("plan", "override") else f"{m.rule_id}: {m.message}"
-                for m in plan.warnings]
     if findings_too:
         out += [f"{f.id}: {f.message}" for f in all_findings(features, plan) if f.severity != "info"]
+    elif plan is not None:
+        out += [m.message if m.rule_id in ("plan", "override") else f"{m.rule_id}: {m.message}"
+                for m in plan.warnings]
     return out
 
 

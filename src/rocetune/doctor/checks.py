@@ -8,8 +8,8 @@ checks only a node-side look at the running state can make.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Set
 
 from ..analysis.hostview import HostView, Port
 from ..checks import finding, get
@@ -24,6 +24,9 @@ class DoctorInput:
     view: HostView
     planned: Dict[str, str]             # env dialect -> the text the plan gives now
     qos: Optional[QosPlan]              # the node's QoS plan (None: no plan file, no --qos)
+    # Ports the expectations or the deployed env name (`mlx5_4:1`, or a device for all its
+    # ports): rails whatever the plan of the node as it is now keeps.
+    named: Set[str] = field(default_factory=set)
 
 
 Run = Callable[[DoctorInput], List[Finding]]
@@ -48,13 +51,28 @@ def _compute_ports(d: DoctorInput) -> List[Port]:
     return list(d.view.selection().chosen)
 
 
+def _named(d: DoctorInput, port: Port) -> bool:
+    return port.name in d.named or port.device in d.named
+
+
+def _rail_ports(d: DoctorInput) -> List[Port]:
+    """The plan's compute ports and every port the expectations or the deployed env name: a
+    rail the node as it is now would leave out is still a rail."""
+    chosen = {p.name for p in _compute_ports(d)}
+    return [p for p in d.view.ports() if p.name in chosen or _named(d, p)]
+
+
+def _whose(d: DoctorInput, port: Port) -> str:
+    return "" if port in _compute_ports(d) else " (a rail the expectations or the deployed env name)"
+
+
 @check("doctor-port-down")
 def port_down(d: DoctorInput) -> List[Finding]:
     return [_finding("doctor-port-down", "error", p.name,
-                     f"{p.name} ({p.netdev or 'no netdev'}) is {p.state}, not ACTIVE: NCCL will not "
-                     "use it and the job loses a rail",
+                     f"{p.name} ({p.netdev or 'no netdev'}) is {p.state}, not ACTIVE{_whose(d, p)}: NCCL "
+                     "will not use it and the job loses a rail",
                      {f"/sys/class/infiniband/{p.device}/ports/{p.port}/state": p.state})
-            for p in d.view.ports() if p.state not in (None, "ACTIVE") and _is_rail(d, p)]
+            for p in d.view.ports() if p.state not in (None, "ACTIVE") and (_is_rail(d, p) or _named(d, p))]
 
 
 def _is_rail(d: DoctorInput, port: Port) -> bool:
@@ -76,9 +94,9 @@ def _is_rail(d: DoctorInput, port: Port) -> bool:
 @check("doctor-no-ipv4-roce-gid")
 def no_ipv4_gid(d: DoctorInput) -> List[Finding]:
     return [_finding("doctor-no-ipv4-roce-gid", "error", p.name,
-                     f"{p.name} ({p.netdev}) has no IPv4 RoCE v2 GID: NCCL finds no GID to use on it",
-                     {"roce_v2_ipv4_gids": [], "roce_v2_ipv6_gids": p.v6_gids})
-            for p in _compute_ports(d) if p.is_roce and p.state == "ACTIVE"
+                     f"{p.name} ({p.netdev}) has no IPv4 RoCE v2 GID{_whose(d, p)}: NCCL finds no GID to "
+                     "use on it", {"roce_v2_ipv4_gids": [], "roce_v2_ipv6_gids": p.v6_gids})
+            for p in _rail_ports(d) if p.is_roce and p.state == "ACTIVE"
             and not p.v4_gids and not p.types_unreadable]
 
 
@@ -199,13 +217,18 @@ def _flags(ctl: Dict[str, bool]) -> str:
 
 
 def _qos_ports(d: DoctorInput) -> List[str]:
-    return sorted({p.netdev for p in _compute_ports(d) if p.is_roce and p.netdev})
+    return _qos_ports_of(_rail_ports(d))
 
 
 @check("doctor-qos-mismatch")
 def qos_mismatch(d: DoctorInput) -> List[Finding]:
     if d.qos is None:
-        return []
+        if not _qos_ports(d):
+            return []
+        return [_finding("doctor-qos-mismatch", "info", "qos",
+                         "not checked: no QoS plan (/etc/rocetune/qos.yml under the root, or --qos): the "
+                         "rails' PFC, DSCP trust, global pause and ECN are held to no plan (only to each "
+                         "other, doctor-rail-qos-mismatch)", {"not_checked": "QoS (no QoS plan)"})]
     out = []
     seen = d.features["qos"]["interfaces"]
     plan = d.qos
@@ -234,6 +257,51 @@ def qos_mismatch(d: DoctorInput) -> List[Finding]:
                                 f"{netdev} QoS differs from the plan ({plan.source}): " + "; ".join(problems),
                                 {state.get("tool") or "qos": {k: state.get(k) for k in ("trust", "pfc_enabled")}}))
     return out
+
+
+@check("doctor-rail-qos-mismatch")
+def rail_qos(d: DoctorInput) -> List[Finding]:
+    """The rails against each other, plan or no plan: one rail with PFC off (or another trust or
+    DSCP map) makes the traffic class that suits the others wrong for it."""
+    seen = d.features["qos"]["interfaces"]
+    states = {n: seen[n] for n in _qos_ports_of(_rail_ports(d)) if seen.get(n)}
+    if len(states) < 2:
+        return []
+
+    def shape(s: dict) -> tuple:
+        return (s.get("trust"), tuple(sorted(s.get("pfc_enabled") or [])),
+                tuple(sorted((s.get("dscp_prio") or {}).items())))
+
+    shapes = {n: shape(s) for n, s in states.items()}
+    values = list(shapes.values())
+    common = max(set(values), key=lambda v: (values.count(v), v[1], str(v)))
+    if values.count(common) * 2 <= len(values):
+        return [_finding("doctor-rail-qos-mismatch", "error", "rails",
+                         "the rails' NIC QoS differs with no majority: " + "; ".join(
+                             f"{n}: {_qos_text(states[n])}" for n in sorted(states)),
+                         {n: _qos_evidence(states[n]) for n in sorted(states)})]
+    ref = next(n for n in sorted(states) if shapes[n] == common)
+    return [_finding("doctor-rail-qos-mismatch", "error", n,
+                     f"{n} has {_qos_text(states[n], states[ref])}, the other rails {_qos_text(states[ref])}: a traffic "
+                     "class that is lossless on them is lossy here, and a re-derived env drops NCCL_IB_TC "
+                     "on every rail", {n: _qos_evidence(states[n]), ref: _qos_evidence(states[ref])})
+            for n in sorted(states) if shapes[n] != common]
+
+
+def _qos_text(s: dict, other: Optional[dict] = None) -> str:
+    pfc = s.get("pfc_enabled") or []
+    text = f"trust {s.get('trust') or '?'}, PFC on {','.join(map(str, pfc)) if pfc else 'no priority'}"
+    if other is not None and (s.get("dscp_prio") or {}) != (other.get("dscp_prio") or {}):
+        text += ", another DSCP-to-priority map"
+    return text
+
+
+def _qos_evidence(s: dict) -> dict:
+    return {"tool": s.get("tool"), "trust": s.get("trust"), "pfc_enabled": s.get("pfc_enabled")}
+
+
+def _qos_ports_of(ports: List[Port]) -> List[str]:
+    return sorted({p.netdev for p in ports if p.is_roce and p.netdev})
 
 
 @check("doctor-global-pause")
@@ -310,6 +378,19 @@ def boot_units(d: DoctorInput) -> List[Finding]:
     return out
 
 
+@check("doctor-env-refused")
+def env_refused(d: DoctorInput) -> List[Finding]:
+    from ..envfiles.degrade import RECORD_PATH
+
+    record = d.readings.get("env_refused")
+    if not record:
+        return []
+    return [_finding("doctor-env-refused", "error", ", ".join(record["files"]) or RECORD_PATH,
+                     "the boot unit refused to replace the env with a degraded one and left the previous "
+                     "one in place: " + "; ".join(record["reasons"] or ["no reason recorded"]),
+                     {RECORD_PATH: record})]
+
+
 @check("doctor-module-not-loaded")
 def module_not_loaded(d: DoctorInput) -> List[Finding]:
     return [_finding("doctor-module-not-loaded", "error", name,
@@ -343,6 +424,23 @@ def env_names_missing_device(d: DoctorInput) -> List[Finding]:
                                 f"{ENV_FILES[fmt]} sets NCCL_IB_HCA={hca}, and this node has no RDMA "
                                 f"device {', '.join(missing)}"))
     return out
+
+
+def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding:
+    """The one info finding that says what the expectations leave unchecked (or that there are
+    none: said on doctor's summary line too)."""
+    from ..model.expect import DEFAULT_PATH, unset_fields
+
+    if expected is None:
+        return _finding("expect-unchecked", "info", "expectations",
+                        f"not checked: no expectations ({DEFAULT_PATH} under the root, or --expect FILE): "
+                        "the node is held to nothing declared", {"not_checked": "expectations (none declared)"})
+    fields = unset_fields(expected)
+    where = source or "the expectations"
+    if not fields:
+        return _finding("expect-unchecked", "info", "expectations", f"{where} declares every field", {"unset": []})
+    return _finding("expect-unchecked", "info", "expectations",
+                    f"not checked ({where} leaves them out): " + ", ".join(fields), {"unset": fields})
 
 
 def run_checks(d: DoctorInput) -> List[Finding]:

@@ -355,3 +355,37 @@ def _sorted(results: List[NicResult]) -> List[NicResult]:
     # Worst first; among equals what is about the whole host (a reboot) before any port.
     return sorted(results, key=lambda r: (severity_rank(r.severity), r.subject != "host",
                                           natural_key(r.subject), r.id))
+
+
+def rates(previous: Optional[dict], current: dict) -> List[Tuple[str, str, str, float]]:
+    """(check id, subject, unit, rate): for each check and subject, the highest rate among its
+    counters since the baseline, thresholds aside (what a monitoring system graphs and alerts
+    on; rocetune.render.metrics). [] without a baseline of this boot; counters that were reset
+    or have no baseline are left out, as judge() leaves them."""
+    if previous is None:
+        return []
+    current = validate_snapshot(current, "current NIC counters")
+    previous = validate_snapshot(previous, "NIC counter baseline")
+    old_boot, new_boot = previous.get("boot_id"), current.get("boot_id")
+    if old_boot and new_boot and old_boot != new_boot:
+        return []
+    interval = _interval(previous, current, same_boot=bool(old_boot and new_boot))
+    if interval <= 0:
+        return []
+    out: List[Tuple[str, str, str, float]] = []
+    for subject, new, old, gbytes in _pairs(previous, current):
+        if old is None:
+            continue
+        for check in CHECKS:
+            seen, worst = False, 0.0
+            for signal in check.signals:
+                if signal.floor:
+                    continue
+                for key in _names(signal, new):
+                    if key in old and new[key] >= old[key]:
+                        seen = True
+                        worst = max(worst, _rate(check.threshold.unit, signal, new[key] - old[key],
+                                                 interval, gbytes))
+            if seen:
+                out.append((check.id, subject, check.threshold.unit, worst))
+    return sorted(out, key=lambda r: (r[0], natural_key(r[1])))

@@ -43,6 +43,7 @@ def read(ctx: ProbeContext, features: dict, since: Optional[str] = None) -> dict
         "ecn": {n: ecn(ctx, n) for n in netdevs},
         "env_files": {fmt: ctx.text(path) for fmt, path in ENV_FILES.items()},
         "units": units(ctx),
+        "env_refused": env_refused(ctx),
         "modules_load": modules_load(ctx),
         "kernel_log": kernel_log.read(ctx, since),
         "pcie_p2p": pcie_p2p(ctx),
@@ -141,6 +142,14 @@ def modules_load(ctx: ProbeContext) -> Dict[str, dict]:
                     module = module.replace("-", "_")
                     out[module] = {"file": path, "loaded": ctx.root.is_dir(f"/sys/module/{module}")}
     return out
+
+
+def env_refused(ctx: ProbeContext) -> Optional[dict]:
+    """The record `rocetune env --no-degrade` (the boot unit) left when it refused a degraded
+    env: {"reasons", "files"}; None when there is none."""
+    from ..envfiles.degrade import RECORD_PATH, read_record
+
+    return read_record(ctx.text(RECORD_PATH))
 
 
 def units(ctx: ProbeContext) -> Dict[str, Optional[dict]]:

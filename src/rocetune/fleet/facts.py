@@ -1,6 +1,13 @@
 """The facts of one host that must agree across a fleet, read from its result (Features, the
 plan's env, doctor's findings).
 
+`features_facts(features, plan_env)` is computed where the Features are: doctor computes it on
+the node and carries it in its JSON (`data.fleet_facts`, `to_json`), so a fleet report reads a
+few hundred bytes per host instead of its whole Features; the report computes the same function
+itself for a result that holds only Features (a probe, an older doctor). `from_json` reads the
+node's copy as the untrusted input it is. The findings-based facts (`doctor.errors`,
+`doctor.warnings`, `envfile.stale`) are read from the findings in the report.
+
 Every fact is a JSON value that compares by equality: per-port facts are the sorted distinct
 values over the compute ports (`[9000]` on a uniform host, `[1500, 9000]` where one port
 differs, with `detail` naming the ports). The compute ports are the ones the plan's NCCL_IB_HCA
@@ -51,6 +58,8 @@ LABELS: Dict[str, str] = {
 def label(key: str) -> str:
     if key.startswith("env."):
         return f"env {key[4:]}"
+    if key.startswith(WARNING_PREFIX):
+        return f"doctor warning {key[len(WARNING_PREFIX):]}"
     m = _RAIL_KEY.match(key)
     if m:
         return f"rail {m.group(1)}: the switch its cable reaches (LLDP)"
@@ -60,6 +69,15 @@ def label(key: str) -> str:
 
 
 _RAIL_KEY = re.compile(r"^rail\.(\d+)\.switch$")
+# The Features-derived facts whose keys depend on the host (a rail's switch, a firmware
+# parameter) or exist only where the host has the reading: carried by doctor like FEATURE_KEYS.
+_BELOW_KEY = re.compile(r"^(?:rail\.\d+\.switch|fw\.[A-Z0-9_]+|phy\.(?:speed|fec)|nvlink\.(?:fabric|active))$")
+
+
+# One fact per warning id doctor gave on some host: whether this host has it. Per id, so that a
+# warning a few hosts share (8 MiB memlock on three) makes those hosts odd whatever other
+# warnings the fleet has, and a warning every host has is agreed, not a difference.
+WARNING_PREFIX = "warning."
 
 
 def fact_order(key: str) -> Tuple[int, Any]:
@@ -69,9 +87,28 @@ def fact_order(key: str) -> Tuple[int, Any]:
 
 def host_facts(result: HostResult) -> Dict[str, Fact]:
     """Every fact of a host whose result could be used."""
+    facts = dict(result.node_facts())
+    facts["doctor.errors"] = _doctor_ids(result.doctor_findings, "error")
+    facts["envfile.stale"] = _env_stale(result.doctor_findings)
+    for f in result.doctor_findings or ():
+        if f.get("severity") == "warning":
+            key = WARNING_PREFIX + str(f.get("id"))
+            if key not in facts:
+                facts[key] = Fact(True, detail=f"{f.get('subject')}: {str(f.get('message'))[:200]}")
+    if result.plan_env is not None:
+        facts.update({f"env.{k}": Fact(v) for k, v in result.plan_env.items()})
+    return facts
+
+
+# The facts read from the Features (and the plan's GID index): what doctor carries for the report.
+FEATURE_KEYS = ("hca.count", "hca.names", "mtu", "gid_index", "rdma.rate_gbps", "pcie.nic", "pcie.gpu",
+                "nic.driver", "nic.fw", "nccl.versions", "kernel")
+
+
+def features_facts(features: dict, plan_env: Optional[Dict[str, str]]) -> Dict[str, Fact]:
+    """The facts of FEATURE_KEYS, from a host's Features and its plan's env (None: no plan)."""
     from ..analysis.hostview import HostView
 
-    features = result.features or {}
     view = HostView(features)
     ports = view.selection().chosen
     rdma = {(d.get("name"), p.get("port")): (d, p)
@@ -81,7 +118,7 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
         "hca.count": Fact(len(ports)),
         "hca.names": Fact(sorted((p.name for p in ports), key=natural_key)),
         "mtu": _per_port(ports, lambda p: (rdma.get((p.device, p.port)) or ({}, {}))[1].get("netdev_mtu")),
-        "gid_index": _gid_index(ports, result.plan_env),
+        "gid_index": _gid_index(ports, plan_env),
         "rdma.rate_gbps": _per_port(ports, lambda p: _number(p.rate_gbps)),
         "pcie.nic": _per_device(sorted({p.pci for p in ports if p.pci}), lambda bdf: _pcie(pci.get(bdf))),
         "pcie.gpu": _per_device(sorted(b for b, d in pci.items() if d.get("kind") == "gpu"),
@@ -92,14 +129,10 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
                               lambda dev: _fw(features, dev)),
         "nccl.versions": _nccl_versions(features),
         "kernel": Fact((features.get("host") or {}).get("kernel_release")),
-        "doctor.errors": _doctor_errors(result.doctor_findings),
-        "envfile.stale": _env_stale(result.doctor_findings),
     }
     if not ports:
         for key in ("mtu", "gid_index", "rdma.rate_gbps", "pcie.nic", "nic.driver", "nic.fw"):
             facts[key] = Fact(None, known=False, detail="no compute HCA port")
-    if result.plan_env is not None:
-        facts.update({f"env.{k}": Fact(v) for k, v in result.plan_env.items()})
     facts.update(rail_switches(features, ports))
     facts.update(below_facts(features, ports))
     return facts
@@ -173,6 +206,55 @@ def below_facts(features: dict, ports) -> Dict[str, Fact]:
             out["nvlink.active"] = _distinct({f"GPU{g}": sum(1 for v in x.get("links", {}).values() if v != "inactive")
                                               for g, x in links.items()}) if links else Fact([0])
     return out
+
+
+def to_json(facts: Dict[str, Fact]) -> Dict[str, Any]:
+    """{key: {"value", "known", "detail"}}: what doctor's JSON carries as `fleet_facts`."""
+    return {k: {"value": f.value, "known": f.known, "detail": f.detail} for k, f in sorted(facts.items())}
+
+
+MAX_DETAIL = 2000
+
+
+def from_json(doc: Any) -> Dict[str, Fact]:
+    """The facts a result file carries (`to_json`'s form), checked: ValueError naming the key
+    when one is not of that form. Besides FEATURE_KEYS, the per-rail switch and the below-NCCL
+    facts (rail.I.switch, fw.PARAM, phy.*, nvlink.*) are kept where the node sent them; other keys
+    are left out: the report computes them from the findings and the plan itself."""
+    if not isinstance(doc, dict):
+        raise ValueError("fleet_facts: expected a mapping")
+    out: Dict[str, Fact] = {}
+    keys = list(FEATURE_KEYS) + sorted(k for k in doc if isinstance(k, str) and _BELOW_KEY.match(k))
+    for key in keys:
+        entry = doc.get(key)
+        if entry is None:
+            out[key] = Fact(None, known=False, detail="not in the result")
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("known", True), bool):
+            raise ValueError(f"fleet_facts.{key}: expected {{value, known, detail}}")
+        value, detail = entry.get("value"), entry.get("detail")
+        if not (_scalar(value) or (isinstance(value, list) and all(_scalar(v) for v in value))):
+            raise ValueError(f"fleet_facts.{key}: the value is not a number, text or a list of them")
+        if detail is not None and not isinstance(detail, str):
+            raise ValueError(f"fleet_facts.{key}: detail is not text")
+        out[key] = Fact(value, bool(entry.get("known", True)), detail[:MAX_DETAIL] if detail else None)
+    return out
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def missing_fact(result: HostResult, key: str) -> Fact:
+    """The value of a fact another host has and this one's result does not list: an env
+    variable its plan does not set, a warning doctor did not give; unknown when it cannot tell."""
+    if key.startswith("env."):
+        return env_fact(result, key[4:])
+    if key.startswith(WARNING_PREFIX):
+        if result.doctor_findings is None:
+            return Fact(None, known=False, detail="no doctor run in the result")
+        return Fact(False)
+    return UNKNOWN
 
 
 def env_fact(result: HostResult, name: str) -> Fact:
@@ -281,10 +363,11 @@ def _env_stale(findings: Optional[List[dict]]) -> Fact:
     return Fact(files, detail=detail)
 
 
-def _doctor_errors(findings: Optional[List[dict]]) -> Fact:
+def _doctor_ids(findings: Optional[List[dict]], severity: str) -> Fact:
+    """The ids of doctor's findings of one severity (sorted, each once), with their messages."""
     if findings is None:
         return Fact(None, known=False, detail="no doctor run in the result")
-    errors = [f for f in findings if f.get("severity") == "error"]
-    ids = sorted({str(f.get("id")) for f in errors})
-    detail = "; ".join(f"{f.get('id')}: {str(f.get('message'))[:160]}" for f in errors) or None
+    found = [f for f in findings if f.get("severity") == severity]
+    ids = sorted({str(f.get("id")) for f in found})
+    detail = "; ".join(f"{f.get('id')}: {str(f.get('message'))[:160]}" for f in found[:20]) or None
     return Fact(ids, detail=detail)

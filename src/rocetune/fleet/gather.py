@@ -1,5 +1,5 @@
 """Gather the fleet's results over SSH (paramiko, fleet.ssh), for sites without Ansible: on each
-host run `COMMAND --json doctor --no-counters` (its data holds probe's Features and plan too), and
+host run `COMMAND --json doctor -v --no-counters` (with -v its data holds probe's Features and plan too), and
 write DIR/HOST.json (results.SCHEMA) atomically, with `error` saying why when the host could not
 be gathered.
 
@@ -80,8 +80,9 @@ def _collect(target: Target, opts: Options, lock: threading.Lock, doc: dict) -> 
     client = ssh.connect(target, deadline, opts.known_hosts, opts.accept_new, lock)
     try:
         # doctor's data carries probe's Features and plan with its own findings: one process per
-        # host gives both (HOST.json's `probe` stays null; results.from_doc reads either).
-        command = f"{opts.command} --json doctor --no-counters"
+        # host gives both (HOST.json's `probe` stays null; results.from_doc reads either). -v: the
+        # whole data (qos check --hosts reads the Features), not only the verdict and the facts.
+        command = f"{opts.command} --json doctor -v --no-counters"
         done = ssh.run(client, target, command, "doctor", deadline, MAX_BYTES)
         doc["doctor"] = envelope_data(target, "doctor", command, done)
     finally:

@@ -35,12 +35,15 @@ class Finding:
     file: Optional[str] = None
     line: Optional[int] = None
     key: Optional[str] = None
+    # Set when the node's check configuration skipped or re-graded it: {"action": skip|grade,
+    # "from": the check's severity, "reason", "by": the file or --skip} (rocetune.checks.config).
+    graded: Optional[Dict[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"id": self.id, "severity": self.severity, "subject": self.subject,
                                "message": self.message, "kind": self.kind, "source": self.source,
                                "fix": self.fix}
-        for name in ("evidence", "rule", "file", "line", "key"):
+        for name in ("evidence", "rule", "file", "line", "key", "graded"):
             value = getattr(self, name)
             if value:
                 out[name] = value

@@ -77,8 +77,10 @@ class PlanFile:
 
 @dataclass
 class Plan:
+    """The decisions, and what the planner found while making them: every warning is a finding
+    of a registered check (`findings`); `warnings` is the same findings as one line each."""
+
     decisions: List[Decision] = field(default_factory=list)
-    warnings: List[Message] = field(default_factory=list)
     notes: List[Message] = field(default_factory=list)
     findings: List[Finding] = field(default_factory=list)
     ranks: List[Dict[str, Any]] = field(default_factory=list)
@@ -88,6 +90,9 @@ class Plan:
     reports: Dict[str, Any] = field(default_factory=dict)
     qos: Optional[QosPlan] = None
     local_rank: Optional[int] = None
+    # The expectations the plan was held to: {"source", "document", "facts" (NodeFacts)}; None
+    # when the node has none.
+    expect: Optional[Dict[str, Any]] = None
 
     def get(self, key: str) -> Optional[Decision]:
         for d in self.decisions:
@@ -95,11 +100,17 @@ class Plan:
                 return d
         return None
 
-    def drop(self, key: str, why: str) -> None:
-        """Take a planned variable (and any file it points at) out, saying why."""
+    @property
+    def warnings(self) -> List[Message]:
+        """The plan's findings that are not informational, one line each (the rule that left
+        it, or the finding's kind)."""
+        return [Message(f.rule or f.kind, f.message) for f in self.findings if f.severity != "info"]
+
+    def drop(self, key: str, finding: Finding) -> None:
+        """Take a planned variable (and any file it points at) out; `finding` says why."""
         self.decisions = [d for d in self.decisions if d.key != key]
         self.files = [f for f in self.files if f.key != key]
-        self.warnings.append(Message("plan", why))
+        self.findings.append(finding)
 
     @property
     def env(self) -> Dict[str, str]:
@@ -119,6 +130,8 @@ class Plan:
             "rules": self.rules_run,
             "reports": self.reports,
             "qos": self.qos.to_dict() if self.qos else None,
+            "expect": None if self.expect is None else {
+                "source": self.expect["source"], "document": self.expect["document"]},
         }
 
 

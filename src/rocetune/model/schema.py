@@ -9,7 +9,7 @@ deep in a rule.
 
 The node agent has the standard library only, so the checker here implements the part of JSON
 Schema that file uses: `type` (a name or a list, "null" included), `properties`, `required`,
-`additionalProperties` (a schema), `items`, `enum`, `minimum`/`maximum`, `format` ("ip-address":
+`additionalProperties` (a schema, or false: no other key), `items`, `enum`, `minimum`/`maximum`, `format` ("ip-address":
 an IPv4 or IPv6 address) and `$ref` into `#/$defs/`. One deliberate difference: a number written
 with a fraction (1.0) is not an integer here, where JSON Schema would take it: a rule that counts
 or indexes with it would fail.
@@ -73,6 +73,21 @@ def check(doc: Any) -> Optional[str]:
 def _features_checker() -> _Check:
     root = features_schema()
     return _compile(root, root, {})
+
+
+def checker(schema: dict) -> Callable[[Any], Optional[str]]:
+    """A checker of documents against another schema file in this subset (the expectations, a
+    check configuration): None when a document fits, else its first problem, named by path."""
+    compiled = _compile(schema, schema, {})
+
+    def check_doc(doc: Any) -> Optional[str]:
+        problem = compiled(doc)
+        if problem is None:
+            return None
+        parts, message = problem
+        return f"{_where(''.join(reversed(parts)))}: {message}"
+
+    return check_doc
 
 
 def section_schema(name: str) -> dict:
@@ -216,6 +231,7 @@ def _compile_object(schema: dict, root: dict, done: Dict[int, _Check]) -> _Check
     keys += [(name, True, None) for name in schema.get("required", ()) if name not in names]
     extra_schema = schema.get("additionalProperties")
     extra = _compile(extra_schema, root, done) if isinstance(extra_schema, dict) else None
+    closed = extra_schema is False
     known = set(names)
 
     def check_object(value: Any) -> _Problem:
@@ -230,6 +246,13 @@ def _compile_object(schema: dict, root: dict, done: Dict[int, _Check]) -> _Check
             if problem is not None:
                 problem[0].append("." + name)
                 return problem
+        if closed:
+            for key in sorted((k for k in value if k not in known), key=str):
+                from ..text import suggest
+
+                close = suggest(str(key), names)
+                hint = f" (did you mean {close}?)" if close else f" (known: {', '.join(names)})"
+                return [f".{key}"], "not a known key" + hint
         if extra is not None:
             for key in sorted((k for k in value if k not in known), key=str):
                 problem = extra(value[key])

@@ -1,5 +1,6 @@
 """What a rule gets besides the Features: the QoS plan, the options, shared host analysis, and a
-place to leave warnings, notes and findings (tagged with the rule that left them)."""
+place to leave notes and findings (tagged with the rule that left them; a warning is a finding
+of a registered check, so doctor grades it)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ class RuleContext:
         self.local_rank = local_rank
         self.topo_path = topo_path
         self.rule_id = "?"
-        self.warnings: List[Message] = []
         self.notes: List[Message] = []
         self._said: Set[Tuple[str, str, str]] = set()  # (kind, rule id, message): each said once
         self.findings: List[Finding] = []
@@ -99,11 +99,6 @@ class RuleContext:
     def decision(self, key: str, value: Any, reason: str, **evidence: Any) -> Decision:
         return Decision(key, str(value), self.rule_id, reason, dict(evidence))
 
-    def warn(self, message: str) -> None:
-        if ("w", self.rule_id, message) not in self._said:
-            self._said.add(("w", self.rule_id, message))
-            self.warnings.append(Message(self.rule_id, message))
-
     def note(self, message: str) -> None:
         if ("n", self.rule_id, message) not in self._said:
             self._said.add(("n", self.rule_id, message))
@@ -111,8 +106,12 @@ class RuleContext:
 
     def finding(self, fid: str, severity: str, subject: str, message: str,
                 evidence: Optional[Dict[str, Any]] = None, **more: Any) -> None:
-        """A finding of a registered check (rocetune.checks.rules), left by this rule, with what
-        it read (`evidence` and keyword arguments)."""
+        """A finding of a registered check (rocetune.checks.rules, .plan), left by this rule,
+        with what it read (`evidence` and keyword arguments); each said once. A rule's warnings
+        are findings too: there is no other list of them."""
+        if ("f", fid, subject + "\0" + message) in self._said:
+            return
+        self._said.add(("f", fid, subject + "\0" + message))
         self.findings.append(finding(fid, subject, message, severity=severity, rule=self.rule_id,
                                      evidence={**(evidence or {}), **more} or None))
 

@@ -48,9 +48,10 @@ def rule(features: dict, ctx) -> List[Decision]:
                                 f"declared by the host's owner in {entry['source']}: kept as declared",
                                 source=entry["source"], kind=entry["kind"]))
     if skipped:
-        ctx.warn("declared but not read by libnccl, so not carried into rocetune's files (they stay "
-                 "in the vendor's file; add them with --set if rocetune's nccl.conf replaces it): "
-                 + ", ".join(skipped))
+        ctx.finding("declared-not-nccl", "warning", "declared",
+                    "declared but not read by libnccl, so not carried into rocetune's files (they stay "
+                    "in the vendor's file; add them with --set if rocetune's nccl.conf replaces it): "
+                    + ", ".join(skipped), names=skipped)
     for t in decl.get("topology_files", []):
         if t.get("declared_by") and not t.get("exists"):
             ctx.finding("declared-topo-missing", "warning", "NCCL_TOPO_FILE",

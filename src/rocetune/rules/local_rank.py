@@ -92,7 +92,9 @@ def rule(features: dict, ctx) -> List[Decision]:
         out.append(ctx.decision("ROCETUNE_CPUS", row["cpus"],
                                 f"CPUs local to GPU{row['gpu']}: bind the rank here", **ev))
     else:
-        ctx.warn(f"no CPU affinity known for GPU{row['gpu']} (container without NUMA info?)")
+        ctx.finding("local-rank-no-affinity", "warning", f"GPU{row['gpu']}",
+                    f"no CPU affinity known for GPU{row['gpu']} (container without NUMA info?)",
+                    gpu=row["gpu"], numa_node=row["numa_node"])
     if row["nic"]:
         out.append(ctx.decision("ROCETUNE_NIC", row["nic"],
                                 f"compute port nearest GPU{row['gpu']} ({row['nic_path'] or '?'})", **ev))

@@ -58,9 +58,15 @@ def rule(features: dict, ctx) -> List[Decision]:
     if all(p.v6_gids for p in ports):
         return _ipv6(ctx, ports, version, vtext)
     missing = ", ".join(p.name for p in ports if not p.v4_gids)
-    ctx.warn(f"no IPv4 RoCE v2 GID on {missing} (and not every port has an IPv6 one): "
-             "no single address family fits; give the ports addresses or set the GID by hand")
+    ctx.finding("gid-uncertain", "warning", missing,
+                f"no IPv4 RoCE v2 GID on {missing} (and not every port has an IPv6 one): "
+                "no single address family fits; give the ports addresses or set the GID by hand",
+                ports=_gid_lists(ports))
     return []
+
+
+def _gid_lists(ports) -> List[Dict[str, Any]]:
+    return [{"port": p.name, "roce_v2_ipv4_gids": p.v4_gids, "roce_v2_ipv6_gids": p.v6_gids} for p in ports]
 
 
 def layout_v2_index(port) -> Optional[int]:
@@ -93,9 +99,11 @@ def _unreadable(ctx, ports, version, vtext) -> List[Decision]:
            "the table layout)")
     found = {v for v in picks.values() if v is not None}
     if None in picks.values() or len(found) != 1:
-        ctx.warn(f"RoCE GID types of {names} are unreadable (a container that does not map "
-                 f"gid_attrs?) and {failure}; the GID table does not show one RoCE v2 index for "
-                 "every port: find it with show_gids on the host and pass --set NCCL_IB_GID_INDEX=N")
+        ctx.finding("gid-uncertain", "warning", names,
+                    f"RoCE GID types of {names} are unreadable (a container that does not map "
+                    f"gid_attrs?) and {failure}; the GID table does not show one RoCE v2 index for "
+                    "every port: find it with show_gids on the host and pass --set NCCL_IB_GID_INDEX=N",
+                    picks=picks, nccl=ctx.host.nccl_evidence())
         return []
     idx = found.pop()
     return [ctx.decision(
@@ -189,16 +197,19 @@ def _range_decisions(ctx, ports, picks, family: str, version, vtext) -> List[Dec
     nets = [picks[p.name][2] for p in ports]
     cover = _cover(nets)
     if cover.prefixlen == 0:
-        ctx.warn("the compute addresses share no common prefix: NCCL_IB_ADDR_RANGE would match "
-                 "everything; GID left to NCCL's default")
+        ctx.finding("gid-range-uncertain", "warning", "NCCL_IB_ADDR_RANGE",
+                    "the compute addresses share no common prefix: NCCL_IB_ADDR_RANGE would match "
+                    "everything; GID left to NCCL's default", networks=[str(n) for n in nets])
         return []
     # Inside the range NCCL takes the lowest-index GID: it must be the picked one on each port.
     for p in ports:
         idx, addr, _ = picks[p.name]
         inside = [c for c in _candidates(ctx, p, family) if c[1].version == cover.version and c[1] in cover]
         if inside and inside[0][0] != idx:
-            ctx.warn(f"{p.name}: {inside[0][1]} (GID {inside[0][0]}) also falls in {cover} and comes "
-                     f"first; NCCL would use it instead of {addr}")
+            ctx.finding("gid-range-uncertain", "warning", p.name,
+                        f"{p.name}: {inside[0][1]} (GID {inside[0][0]}) also falls in {cover} and comes "
+                        f"first; NCCL would use it instead of {addr}", range=str(cover), gid=inside[0][0],
+                        picked=idx)
     evidence = {"gids": _gid_evidence(ports, picks), "nccl": ctx.host.nccl_evidence()}
     out = []
     if family == "inet6":
@@ -217,19 +228,24 @@ def _gate(ctx, version, vtext, keys: List[str]) -> None:
     if version is None:
         ctx.note(f"NCCL library not found on this host: {names} need NCCL >= 2.21.5 where the job runs")
     elif version < AUTO_SELECT:
-        ctx.warn(f"NCCL {vtext} predates GID auto-selection (2.21.5): it ignores {names} and uses "
-                 "GID index 0 (link-local) unless NCCL_IB_GID_INDEX is set; upgrade NCCL")
+        ctx.finding("gid-nccl-too-old", "warning", "nccl",
+                    f"NCCL {vtext} predates GID auto-selection (2.21.5): it ignores {names} and uses "
+                    "GID index 0 (link-local) unless NCCL_IB_GID_INDEX is set; upgrade NCCL",
+                    nccl=ctx.host.nccl_evidence())
 
 
 def _checked_picks(ctx, ports, family):
     """The GID picks per port, or None (with a warning) when a port's table lacks them."""
     picks, doubts, several = _pick(ctx, ports, family)
     if len(picks) < len(ports):
-        ctx.warn("the GID table of " + ", ".join(p.name for p in ports if p.name not in picks) +
-                 " does not hold the RoCE v2 GIDs the Features list; no GID variable set")
+        lacking = ", ".join(p.name for p in ports if p.name not in picks)
+        ctx.finding("gid-uncertain", "warning", lacking,
+                    f"the GID table of {lacking} does not hold the RoCE v2 GIDs the Features list; no GID "
+                    "variable set", ports=_gid_lists(ports))
         return None, several
     for d in doubts:
-        ctx.warn(f"uncertain GID choice: {d}")
+        ctx.finding("gid-uncertain", "warning", "NCCL_IB_GID_INDEX", f"uncertain GID choice: {d}",
+                    picks={k: v[0] for k, v in picks.items()})
     return picks, several
 
 

@@ -38,20 +38,28 @@ def rule(features: dict, ctx) -> List[Decision]:
         return []
     for text in sel.notes:
         ctx.note(text)
-    for text in sel.uncertain:
-        ctx.warn(f"uncertain compute-port choice: {text}")
+    ports = {p.name: p for p in ctx.host.ports()}
+    why_out = {p.name: why for p, why in sel.excluded}
+    for d in sel.doubts:
+        evidence = {"chosen": [p.name for p in sel.chosen]}
+        if d.subject in ports:
+            evidence.update(port=ports[d.subject].summary(), excluded=why_out.get(d.subject))
+        ctx.finding(d.check_id, d.severity, d.subject, f"uncertain compute-port choice: {d.text}"
+                    if d.check_id == "compute-ports-uncertain" else d.text, evidence)
     for port, why in sel.excluded:
         ctx.note(f"excluded {port.name}: {why}")
     if not sel.chosen:
         return []
     if sel.converged:
         names = ",".join(p.name for p, _ in sel.converged)
-        ctx.warn(f"converged port: {names} is the only usable RDMA port and the host's front end "
-                 "too (" + "; ".join(why for _, why in sel.converged) + "), "
-                 "so NCCL runs RoCE over it, as it would with NCCL_IB_HCA unset. Collectives, "
-                 "SSH, storage and the job's own TCP share one link: a bulk all-reduce delays them, "
-                 "and the lossless class (PFC/ECN) set for RoCE also governs that port; a separate "
-                 "compute NIC avoids both. To run NCCL over sockets instead: --set NCCL_IB_DISABLE=1")
+        ctx.finding("converged-port", "warning", names,
+                    f"converged port: {names} is the only usable RDMA port and the host's front end "
+                    "too (" + "; ".join(why for _, why in sel.converged) + "), "
+                    "so NCCL runs RoCE over it, as it would with NCCL_IB_HCA unset. Collectives, "
+                    "SSH, storage and the job's own TCP share one link: a bulk all-reduce delays them, "
+                    "and the lossless class (PFC/ECN) set for RoCE also governs that port; a separate "
+                    "compute NIC avoids both. To run NCCL over sockets instead: --set NCCL_IB_DISABLE=1",
+                    converged=[{"port": p.name, "why": why} for p, why in sel.converged])
     value = "=" + ",".join(p.name for p in sel.chosen)
     layer = sel.link_layer or "mixed"
     how = "GPU-local (PIX/PXB) " if sel.locality_used else ""

@@ -40,7 +40,9 @@ ID = "nccl-topo-file"
 def rule(features: dict, ctx) -> List[Decision]:
     outcome = ctx.host.topology()
     for w in outcome.warnings:
-        ctx.warn(w)
+        ctx.finding("topo-file-uncertain", "warning", "NCCL_TOPO_FILE", w,
+                    virtualization=(features.get("host") or {}).get("virtualization"),
+                    topology_files=[t.get("path") for t in (features.get("declared") or {}).get("topology_files") or []])
     for n in outcome.notes:
         ctx.note(n)
     plan = outcome.plan

@@ -67,8 +67,10 @@ def rule(features: dict, ctx) -> List[Decision]:
     if ports:
         # RDMA devices exist but none is usable now (ports down, no address ...): NCCL falls back
         # to sockets by itself, and a pinned NCCL_IB_DISABLE=1 would outlive the repair.
-        ctx.warn("no usable compute RDMA port (" + "; ".join(f"{p.name}: {w}" for p, w in sel.excluded[:4])
-                 + "): NCCL will fall back to TCP sockets until one is; NCCL_IB_DISABLE is not pinned")
+        ctx.finding("no-compute-port", "warning", "host",
+                    "no usable compute RDMA port (" + "; ".join(f"{p.name}: {w}" for p, w in sel.excluded[:4])
+                    + "): NCCL will fall back to TCP sockets until one is; NCCL_IB_DISABLE is not pinned",
+                    excluded=[{"port": p.name, "why": w} for p, w in sel.excluded])
     else:
         out.append(ctx.decision("NCCL_IB_DISABLE", 1,
                                 "no RDMA device: NCCL runs over TCP sockets; said explicitly so no "

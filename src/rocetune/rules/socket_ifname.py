@@ -29,10 +29,13 @@ ID = "socket-ifname"
 def rule(features: dict, ctx) -> List[Decision]:
     iface, why, doubts = ctx.host.socket_interface()
     if iface is None:
-        ctx.warn(f"no interface for NCCL's sockets: {why}; NCCL_SOCKET_IFNAME not set")
+        ctx.finding("socket-ifname-uncertain", "warning", "NCCL_SOCKET_IFNAME",
+                    f"no interface for NCCL's sockets: {why}; NCCL_SOCKET_IFNAME not set",
+                    why=why, candidates=[c["name"] for c in ctx.host.socket_candidates()])
         return []
     for d in doubts:
-        ctx.warn(f"uncertain socket interface: {d}")
+        ctx.finding("socket-ifname-uncertain", "warning", "NCCL_SOCKET_IFNAME", f"uncertain socket interface: {d}",
+                    chosen=iface["name"], default_route_interfaces=list(ctx.host.default_ifaces))
     name = iface["name"]
     unknown = ctx.host.unknown_address_networks(name)
     if unknown:

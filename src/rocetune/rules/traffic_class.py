@@ -138,8 +138,9 @@ def _from_plan(ctx, sel, states) -> List[Decision]:
             "NCCL_IB_FIFO_TC", q.fifo_traffic_class,
             f"credit (CTS) messages get DSCP {q.cts_dscp} as the QoS plan asks", **evidence))
     if q.data.priority not in q.lossless_priorities and q.lossless_priorities:
-        ctx.warn(f"the QoS plan puts RoCE data on priority {q.data.priority}, which is not lossless "
-                 f"({list(q.lossless_priorities)})")
+        ctx.finding("qos-plan-questionable", "warning", q.source,
+                    f"the QoS plan puts RoCE data on priority {q.data.priority}, which is not lossless "
+                    f"({list(q.lossless_priorities)})", qos=q.to_dict())
     return out
 
 
@@ -152,7 +153,9 @@ def _from_nics(ctx, sel, states) -> List[Decision]:
         pfc = [set(s.get("pfc_enabled") or []) for s in states.values()]
         common = set.intersection(*pfc)
         if len(common) != 1:
-            ctx.warn(f"PCP trust with PFC on {sorted(common) or 'no common priority'}: NCCL_IB_SL not derived")
+            ctx.finding("tc-not-derived", "warning", "NCCL_IB_SL",
+                        f"PCP trust with PFC on {sorted(common) or 'no common priority'}: NCCL_IB_SL not derived",
+                        nic_qos=_state_evidence(states, None, None))
             return []
         prio = common.pop()
         return [ctx.decision("NCCL_IB_SL", prio,
@@ -161,8 +164,10 @@ def _from_nics(ctx, sel, states) -> List[Decision]:
                              nic_qos=_state_evidence(states, prio, None), switch_side=SWITCH_UNCHECKED)]
     dscp, prio, alternatives, why = lossless_dscp(states)
     if dscp is None:
-        ctx.note(f"NIC QoS state recorded but no lossless class can be derived ({why}): NCCL_IB_TC left "
-                 "to NCCL; give the fabric's QoS plan with --qos")
+        ctx.finding("tc-not-derived", "warning", "NCCL_IB_TC",
+                    f"NIC QoS state recorded but no lossless class can be derived ({why}): NCCL_IB_TC left "
+                    "to NCCL, so RoCE goes out in traffic class 0; apply the fabric's QoS to every rail, "
+                    "or give its plan with --qos", nic_qos=_state_evidence(states, None, None))
         return []
     tc = (dscp << 2) | ECT0
     chosen = ("DSCP 26, the RoCE convention" if dscp == CONVENTIONAL_DSCP else

@@ -17,6 +17,7 @@ SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "rocetune
 # add("id", ...), a parser's problems.append((line, "id", ...)), and a dialect's ids for the
 # values its consumer takes verbatim (quoted="id", spaced="id").
 _PRODUCED = (re.compile(r'\b(?:_?finding|add)\(\s*"([a-z0-9-]+)"'),
+             re.compile(r'\bcheck_id(?::\s*str)?\s*=\s*"([a-z0-9-]+)"'),  # a selection doubt's check
              re.compile(r'problems\.append\(\([^,()]*(?:\([^()]*\)[^,()]*)*,\s*"([a-z0-9-]+)"'),
              re.compile(r'\b(?:quoted|spaced)="([a-z0-9-]+)"'))
 
@@ -51,6 +52,11 @@ def test_every_id_the_code_produces_is_registered_and_every_registered_id_is_pro
 
     produced.update({fid: "doctor/nic_health.py" for fid in NIC})
     produced.update({fid: "nccl/log_compare.py" for fid in DIFFERENCES})
+    # and the expectations' evaluate() one per field group (tests/unit/model/test_expect.py)
+    from rocetune.model import expect
+
+    produced.update({fid: "model/expect.py" for fid in
+                     [*expect.CHECK_OF_SECTION.values(), expect.CHECK_RAILS, expect.CHECK_RAIL_LINK]})
     unproduced = {c.id for c in checks.all_checks() if c.kind != "host"} - set(produced)
     assert not unproduced, f"registered but produced nowhere: {sorted(unproduced)}"
 

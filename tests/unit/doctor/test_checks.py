@@ -29,9 +29,15 @@ def readings(**kw) -> dict:
     return base
 
 
-def run(features: dict, qos=None, planned=None, **kw):
-    d = C.DoctorInput(features, readings(**kw), HostView(features), planned or {}, qos)
-    return C.run_checks(d)
+def run(features: dict, qos=None, planned=None, named=(), all_notes=False, **kw):
+    """Doctor's checks; the note that no QoS plan was given (tested on its own) left out unless
+    `all_notes`."""
+    d = C.DoctorInput(features, readings(**kw), HostView(features), planned or {}, qos, set(named))
+    return [f for f in C.run_checks(d) if all_notes or not _no_plan_note(f)]
+
+
+def _no_plan_note(f) -> bool:
+    return f.id == "doctor-qos-mismatch" and f.subject == "qos" and f.severity == "info"
 
 
 def ids(findings, severity=None):
@@ -98,13 +104,42 @@ def test_qos_against_the_plan_pfc_trust_map_pause_and_ecn():
                 ecn={"ens0np0": {"roce_np": {3: False}, "roce_rp": {3: True}}})
     by = {(x.id, x.subject): x for x in found}
     assert set(by) == {("doctor-qos-mismatch", "ens1np0"), ("doctor-global-pause", "ens0np0"),
-                       ("doctor-ecn-off", "ens0np0")}
+                       ("doctor-ecn-off", "ens0np0"), ("doctor-rail-qos-mismatch", "rails")}
     msg = by[("doctor-qos-mismatch", "ens1np0")].message
     assert "trust pcp (plan: dscp)" in msg and "PFC off on priority 3" in msg
     assert "global pause is on (RX/TX)" in by[("doctor-global-pause", "ens0np0")].message
     assert "roce_np is off for priority 3" in by[("doctor-ecn-off", "ens0np0")].message
-    # Without a QoS plan on the node, there is nothing to check QoS against.
-    assert run(h.build(), qos=None, pause={"ens0np0": {"rx": True, "tx": True}}) == []
+    # Without a QoS plan on the node, nothing holds the rails to a plan, and doctor says so;
+    # the two rails still differ from each other.
+    found = run(h.build(), qos=None, pause={"ens0np0": {"rx": True, "tx": True}}, all_notes=True)
+    assert [(f.id, f.subject, f.severity) for f in found] == [
+        ("doctor-qos-mismatch", "qos", "info"), ("doctor-rail-qos-mismatch", "rails", "error")]
+    assert found[0].evidence == {"not_checked": "QoS (no QoS plan)"}
+
+
+def test_one_rail_with_pfc_off_is_named_against_the_others_without_a_plan():
+    h = rail_host(3)
+    for i in range(3):
+        h.nic_qos(f"ens{i}np0", pfc=() if i == 1 else (3,))
+    found = [f for f in run(h.build()) if f.id == "doctor-rail-qos-mismatch"]
+    assert [(f.subject, f.severity) for f in found] == [("ens1np0", "error")]
+    assert "PFC on no priority, the other rails trust dscp, PFC on 3" in found[0].message
+    # all alike: nothing to say
+    h = rail_host(3)
+    for i in range(3):
+        h.nic_qos(f"ens{i}np0")
+    assert [f for f in run(h.build()) if f.id == "doctor-rail-qos-mismatch"] == []
+
+
+def test_a_rail_the_env_or_expectations_name_is_checked_though_the_plan_drops_it():
+    h = rail_host(2)
+    h.rdma("mlx5_2", netdev="ens2np0", paths={2: "PIX"})  # no address: the selector leaves it out
+    h.gpu(2)
+    f = h.build()
+    assert "doctor-no-ipv4-roce-gid" not in ids(run(f))
+    found = [x for x in run(f, named={"mlx5_2:1"}) if x.id == "doctor-no-ipv4-roce-gid"]
+    assert [x.subject for x in found] == ["mlx5_2:1"]
+    assert "a rail the expectations or the deployed env name" in found[0].message
 
 
 def test_qos_not_reported_by_any_tool_is_said_not_checked():

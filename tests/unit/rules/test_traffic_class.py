@@ -37,7 +37,8 @@ def test_nic_state_without_one_pfc_priority_derives_nothing():
         h = rail_host(1).nic_qos("ens0np0", pfc=pfc)
         plan = plan_of(h.build())
         assert "NCCL_IB_TC" not in plan.env
-        assert any("no lossless class can be derived" in str(n) for n in plan.notes)
+        assert any(f.id == "tc-not-derived" and "no lossless class can be derived" in f.message
+                   for f in plan.findings)
 
 
 def test_ports_that_disagree_derive_nothing():

@@ -27,6 +27,14 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="create the files' missing directories")
     w.add_argument("--fail-on-warnings", action="store_true",
                    help="write nothing when the plan has warnings or findings (exit 1)")
+    w.add_argument("--no-degrade", action="store_true",
+                   help="write nothing when the plan falls short of the expectations or of the env "
+                        "files it would replace (fewer RDMA ports, a dropped traffic class): the "
+                        "files stay, the reasons are printed and kept for doctor (exit 1); the boot "
+                        "unit's mode")
+    w.add_argument("--doctor-config", metavar="FILE",
+                   help="with --no-degrade: the check configuration whose skips and grades apply to "
+                        "the expectations (default: /etc/rocetune/doctor.yml under --root)")
     options.add_plan_arguments(p)
 
 
@@ -35,9 +43,14 @@ def run(args: argparse.Namespace) -> Result:
     if args.env_dir and not outs and not args.json:
         raise RocetuneError("--env-dir without -o returns texts for the caller to write: add --json, "
                             "or -o FILE to write them", code=ExitCode.USAGE)
-    if not outs and (args.check or args.mkdir or args.fail_on_warnings):
-        raise RocetuneError("--check, --mkdir and --fail-on-warnings go with -o FILE", code=ExitCode.USAGE)
+    if not outs and (args.check or args.mkdir or args.fail_on_warnings or args.no_degrade):
+        raise RocetuneError("--check, --mkdir, --fail-on-warnings and --no-degrade go with -o FILE",
+                            code=ExitCode.USAGE)
     outputs = options.outputs_of(args, outs) if outs else None
+    from ... import app
+
+    # checked first, whether or not --no-degrade uses it: a bad file fails before any planning
+    config = app.check_config(args.root, args.doctor_config) if args.doctor_config else None
     fmts = list(dict.fromkeys(f for f, _ in outputs)) if outputs else options.formats_of(args, None)
     features = report.collect(args)
     # With -o and --env-dir both, the env goes to -o and the files it points at to DIR (an
@@ -63,9 +76,15 @@ def run(args: argparse.Namespace) -> Result:
         result.errors = [{"message": f"{len(warnings)} warning(s), nothing was written: " + "; ".join(warnings),
                           "hint": "fix what they name, or run without --fail-on-warnings"}]
         return result
-    from ... import app
-
+    if args.no_degrade:
+        refused = _refuse_degraded(args, env, outputs, result, config)
+        if refused:
+            return refused
     app.write_env(env, outputs, check=args.check, make_dirs=args.mkdir)
+    if not args.check:  # the files now hold a plan someone accepted: no refusal stands for them
+        from ...envfiles.degrade import clear_record
+
+        clear_record(args.root, [path for _, path in outputs])
     lines = options.write_lines(env, check=args.check)
     if args.quiet:
         result.human = "\n".join(lines) + "\n"
@@ -75,4 +94,28 @@ def run(args: argparse.Namespace) -> Result:
         result.human = plan_text(env.plan, args.verbose) + "\n".join(lines) + "\n"
     result.data["env"] = options.env_data(env, fmts, first, diff=args.diff)
     result.data["env"]["check"] = args.check
+    return result
+
+
+def _refuse_degraded(args: argparse.Namespace, env, outputs, result: Result, config):
+    """The result of a refusal (nothing written, the record kept for doctor), or None when the
+    plan is not short, after removing the record of an earlier refusal."""
+    from ... import app
+    from ...envfiles import degrade
+
+    reasons = app.degradation(env, outputs, config or app.check_config(args.root))
+    if not reasons:
+        return None
+    files = [path for _, path in outputs]
+    if not args.check:
+        result.data["refused"] = {"reasons": reasons, "record": degrade.save_record(args.root, reasons, files)}
+    else:
+        result.data["refused"] = {"reasons": reasons, "record": None}
+    verb = "would refuse" if args.check else "refused"
+    result.code = ExitCode.FINDINGS
+    result.human = "".join(f"{verb} to replace the env: {r}\n" for r in reasons)
+    result.errors = [{"message": f"{verb} to replace {', '.join(files)} with a degraded env, which stays "
+                                 "as it was: " + "; ".join(reasons),
+                      "hint": "repair what is named, then rerun (systemctl restart rocetune-env); to accept "
+                              "the node as it is, run once without --no-degrade"}]
     return result

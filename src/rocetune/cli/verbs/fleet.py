@@ -29,6 +29,9 @@ def register(p: argparse.ArgumentParser) -> None:
                      help="desired state (YAML: mtu, gid_index, hca_count, hcas, nccl_version, kernel, "
                           "nic_driver, nic_fw, link: {speed, width, rate_gbps}, env: {NAME: value})")
     rep.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page here")
+    rep.add_argument("--write-expect", metavar="FILE",
+                     help="write the expectations document most hosts agree on (each host's from "
+                          "doctor's facts; a field no value wins is left out; docs/expect.md)")
     _register_gather(sub)
     _register_validate(sub)
     _register_preflight(sub)
@@ -38,7 +41,7 @@ def _register_gather(sub) -> None:
     from ..main import _add_common
 
     g = sub.add_parser("gather", help="run probe and doctor on each host over SSH, one HOST.json each in DIR",
-                       description="run `COMMAND --json doctor --no-counters` (probe's Features and plan, and "
+                       description="run `COMMAND --json doctor -v --no-counters` (probe's Features and plan, and "
                                    "doctor's findings) on each host over SSH (strict host keys) and write "
                                    "DIR/HOST.json; for sites "
                                    "without Ansible (docs/fleet.md). Exit 1 when a host could not be gathered")
@@ -145,17 +148,42 @@ def run(args: argparse.Namespace) -> Result:
     from ...fleet.compare import compare, data
 
     checks = manifest.load(args.manifest) if args.manifest else []
-    report = compare(results.load_dir(args.dir), checks)
+    found = results.load_dir(args.dir, keep_features=False)
+    report = compare(found, checks)
+    doc = data(report, args.manifest)
+    expect = _write_expect(args.write_expect, found) if args.write_expect else None
+    if expect is not None:
+        doc["expect"] = dict(expect.to_dict(), written=args.write_expect)
     if args.html:
         _write_html(args.html, report)
     human = ""
     if not args.json:
-        from ...render.fleet_text import report_text
+        from ...render.fleet_text import expect_text, report_text
 
-        human = report_text(report, args.verbose)
+        human = report_text(report, args.verbose) + (expect_text(expect, args.write_expect) if expect else "")
     warnings = [w for h in report.hosts for w in h.warnings]
-    return Result(command=NAME, data=data(report, args.manifest), human=human, warnings=warnings,
+    return Result(command=NAME, data=doc, human=human, warnings=warnings,
                   code=ExitCode.OK if report.clean else ExitCode.FINDINGS)
+
+
+def _write_expect(path: str, found):
+    from ... import __version__
+    from ...errors import ExitCode, RocetuneError
+    from ...fleet.expect import fleet_expectations, header
+    from ...fsutil import atomic_write
+    from ...model.expect import dump
+
+    fe = fleet_expectations(found)
+    if not fe.hosts:
+        raise RocetuneError(f"--write-expect {path}: no host's result holds doctor's facts to vote with",
+                            hint="gather with `fleet gather` or playbooks/fleet.yml, or give `rocetune --json "
+                                 "doctor` files", code=ExitCode.INPUT)
+    try:
+        atomic_write(path, dump(fe.majority.document, header(fe, __version__)), mode=0o644)
+    except OSError as exc:
+        raise RocetuneError(f"--write-expect {path}: cannot write: {exc.strerror or exc}",
+                            code=ExitCode.OUTPUT) from None
+    return fe
 
 
 def _write_html(path: str, report) -> None:
