@@ -31,12 +31,15 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    lab_selected = False
     for item in items:
         if _LAB_DIR in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.lab)
-            lab_selected = True
-    if lab_selected and os.geteuid() == 0 and not _held and os.environ.get("ROCETUNE_LAB_LOCKED") != "1":
+
+
+def pytest_collection_finish(session):
+    # After -m and -k have deselected: only a run that will use the lab waits for it.
+    if any(item.get_closest_marker("lab") for item in session.items) and os.geteuid() == 0 \
+            and not _held and os.environ.get("ROCETUNE_LAB_LOCKED") != "1":
         _take_lab_lock()
 
 

@@ -34,7 +34,7 @@ _KIND = {
     "lint": "Lint check: `rocetune lint` reports it per file and line ([lint.md](../lint.md)); "
             "`--set` and `--config` overrides get the same checks.",
     "doctor": "Doctor check: `rocetune doctor`.",
-    "switch": "Switch check: `rocetune qos check --switch FILE` compares a switch's running QoS "
+    "switch": "Switch check: `rocetune qos check FILE` compares a switch's running QoS "
               "with the QoS plan ([switch-qos.md](../switch-qos.md)).",
     "expect": "Expectation check: the node against what it should be ([expect.md](../expect.md)); "
               "left in the plan, so `probe`, `env` (and the boot unit's refusal) and `doctor` "

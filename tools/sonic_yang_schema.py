@@ -40,6 +40,11 @@ TABLES = {
     "sonic-queue": ("QUEUE", "QUEUE_LIST"),
     "sonic-scheduler": ("SCHEDULER", "SCHEDULER_LIST"),
     "sonic-wred-profile": ("WRED_PROFILE", "WRED_PROFILE_LIST"),
+    "sonic-pfc-priority-priority-group-map": ("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+                                              "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP_LIST"),
+    "sonic-buffer-pg": ("BUFFER_PG", "BUFFER_PG_LIST"),
+    "sonic-buffer-queue": ("BUFFER_QUEUE", "BUFFER_QUEUE_LIST"),
+    "sonic-pfcwd": ("PFC_WD", "PFC_WD_LIST"),
 }
 TYPES_FILE = "sonic-types.yang.j2"
 INT_BOUNDS = {"uint8": (0, 255), "uint16": (0, 65535), "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
@@ -144,13 +149,38 @@ def load(yang_dir: Path = YANG_DIR) -> Dict[str, Stmt]:
     return modules
 
 
-def _range_regex(lo: int, hi: int) -> str:
+def _range_regex(lo: int, hi: int, exact: bool = False) -> str:
+    """An alternation matching the decimal numbers lo..hi: each number when few, else (exact) one
+    branch per run of equal digit counts, else (a bare integer type's bounds) by digit count."""
     if hi - lo <= _ENUMERATE_UP_TO:
         return "|".join(str(n) for n in range(hi, lo - 1, -1))
     if lo < 0:
         raise YangError(f"signed range {lo}..{hi} is not supported")
+    if exact:
+        parts = []
+        while lo <= hi:
+            top = min(hi, 10 ** len(str(lo)) - 1)  # the largest number with lo's digit count
+            parts.append(_same_length(str(lo), str(top)))
+            lo = top + 1
+        return "|".join(parts)
     digits = len(str(hi))  # the digit count bounds the value; the exact maximum is not expressed
     return f"0|[1-9][0-9]{{0,{digits - 1}}}"
+
+
+def _same_length(lo: str, hi: str) -> str:
+    """A regex for lo..hi, two numbers of one digit count."""
+    if lo == hi:
+        return lo
+    if len(lo) == 1:
+        return f"[{lo}-{hi}]"
+    if lo[0] == hi[0]:
+        return f"{lo[0]}(?:{_same_length(lo[1:], hi[1:])})"
+    rest = len(lo) - 1
+    parts = [f"{lo[0]}(?:{_same_length(lo[1:], '9' * rest)})"]
+    if int(hi[0]) - int(lo[0]) > 1:
+        parts.append(f"[{int(lo[0]) + 1}-{int(hi[0]) - 1}][0-9]{{{rest}}}")
+    parts.append(f"{hi[0]}(?:{_same_length('0' * rest, hi[1:])})")
+    return "|".join(parts)
 
 
 def _parse_range(text: str, bounds: Tuple[int, int], where: str) -> List[Tuple[int, int]]:
@@ -192,7 +222,7 @@ class Builder:
             rng = type_stmt.one("range")
             bounds = INT_BOUNDS[name]
             parts = _parse_range(rng.arg, bounds, rng.where) if rng else [bounds]
-            alts = "|".join(_range_regex(lo, hi) for lo, hi in parts)
+            alts = "|".join(_range_regex(lo, hi, exact=rng is not None) for lo, hi in parts)
             said = f"{rng.where} range {rng.arg}" if rng else f"{where} {name}"
             if not rng and bounds[1] - bounds[0] > _ENUMERATE_UP_TO:
                 said += f" (as at most {len(str(bounds[1]))} digits)"
@@ -232,9 +262,14 @@ class Builder:
         leaves = [lst.child("leaf", k) for k in keys]
         if len(keys) == 1:
             return self.leaf_schema(leaves[0], table, name="(key)")
-        # CONFIG_DB joins the key leaves with '|'; each part is any text without '|' as a string
-        # leaf or a leafref (the PORT table a QUEUE key names is the switch's, not checked here)
-        return {"type": "string", "pattern": "^" + r"\|".join(["[^|]+"] * len(keys)) + "$",
+        # CONFIG_DB joins the key leaves with '|'; a string leaf keeps its YANG pattern, any other
+        # part (a leafref: the PORT table a QUEUE key names is the switch's) is text without '|'
+        parts = []
+        for leaf in leaves:
+            t = leaf.one("type")
+            pats = t.all("pattern") if t.arg == "string" else []
+            parts.append(f"(?:{pats[0].arg})" if len(pats) == 1 else "[^|]+")
+        return {"type": "string", "pattern": "^" + r"\|".join(parts) + "$",
                 "$comment": f"{lst.one('key').where} key {' '.join(keys)} joined with '|' ("
                             + "; ".join(f"{l.where} leaf {l.arg}" for l in leaves) + ")"}
 

@@ -71,10 +71,13 @@ def desired(plan, ets=None, dcqcn=True):
     """What the NIC must have: trust, DSCP->priority entries, PFC per priority, optional ETS, and
     the lossless buffers where the plan states them."""
     lossless = set(int(p) for p in plan["lossless_priorities"])
+    dscp_prio = {int(plan["data"]["dscp"]): int(plan["data"]["priority"]),
+                 int(plan["cnp"]["dscp"]): int(plan["cnp"]["priority"])}
+    if plan.get("cts_dscp") is not None:  # NCCL's credit messages, in the class the switches give them
+        dscp_prio[int(plan["cts_dscp"])] = int(plan["cts_priority"])
     return {
         "trust": plan["trust"],
-        "dscp_prio": {int(plan["data"]["dscp"]): int(plan["data"]["priority"]),
-                      int(plan["cnp"]["dscp"]): int(plan["cnp"]["priority"])},
+        "dscp_prio": dscp_prio,
         "pfc": [1 if p in lossless else 0 for p in PRIOS],
         "ets": ets or None,
         "ecn_priority": int(plan["data"]["priority"]),

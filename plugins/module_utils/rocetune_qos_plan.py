@@ -37,7 +37,7 @@ ECN_MARKING_DEFAULTS = {"min_threshold": 150000, "max_threshold": 1500000, "prob
 ECN_THRESHOLD_MAX = 256000000  # bytes: the largest threshold EOS takes (random-detect ecn ... bytes)
 # docs/qos.md: the built-in plan, which an absent file (or an absent key) stands for.
 DEFAULTS = {"trust": "dscp", "data": {"dscp": 26, "priority": 3}, "cnp": {"dscp": 48, "priority": 6},
-            "ecn": 2, "lossless_priorities": [3], "cts_dscp": None, "fabric": None}
+            "ecn": 2, "lossless_priorities": [3], "cts_dscp": None, "cts_priority": None, "fabric": None}
 
 
 class QosPlanError(ValueError):
@@ -52,8 +52,8 @@ class QosPlanError(ValueError):
 def validate(doc):
     """The plan in `doc` (a mapping, or None for an empty file) with every key filled in:
     {trust, data: {dscp, priority}, cnp: {...}, ecn (0..2), lossless_priorities (sorted),
-    cts_dscp, fabric ({tiers, rail_optimised, ecmp} or None), buffer ({cable_length,
-    prio_buffer, buffer_size}, each None where not stated, or None), ecn_marking
+    cts_dscp, cts_priority (None without cts_dscp), fabric ({tiers, rail_optimised, ecmp} or None),
+    buffer ({cable_length, prio_buffer, buffer_size}, each None where not stated, or None), ecn_marking
     ({min_threshold, max_threshold, probability}, defaults filled in, or None), classes_stated,
     warnings}."""
     if doc is None:
@@ -76,7 +76,7 @@ def validate(doc):
     if not isinstance(lossless_raw, list):
         raise QosPlanError("lossless_priorities: expected a list like [3]")
     lossless = sorted(set(_int_in(p, 0, 7, "lossless_priorities[]") for p in lossless_raw))
-    cts_dscp = _cts(doc.get("cts"))
+    cts_dscp, cts_priority = _cts(doc.get("cts"), data, cnp)
     fabric = _fabric(doc.get("fabric"))
     buffer = _buffer(doc.get("buffer"), lossless)
     ecn_marking = _ecn_marking(doc.get("ecn_marking"))
@@ -92,9 +92,13 @@ def validate(doc):
                         "lossy queue" % (data["priority"], lossless))
     if not lossless:
         warnings.append("no lossless priority: the fabric relies on ECN alone (no PFC)")
+    if cts_priority is not None and lossless and cts_priority not in lossless:
+        warnings.append("cts.priority %d is not in lossless_priorities %s: NCCL's credit messages would "
+                        "travel in a lossy queue" % (cts_priority, lossless))
     warnings += _buffer_warnings(buffer, lossless)
     return {"trust": trust, "data": data, "cnp": cnp, "ecn": ecn, "lossless_priorities": lossless,
-            "cts_dscp": cts_dscp, "fabric": fabric, "buffer": buffer, "ecn_marking": ecn_marking,
+            "cts_dscp": cts_dscp, "cts_priority": cts_priority, "fabric": fabric, "buffer": buffer,
+            "ecn_marking": ecn_marking,
             "warnings": warnings,
             "classes_stated": bool(set(doc) - set(["version", "fabric", "buffer", "ecn_marking"]))}
 
@@ -117,15 +121,30 @@ def _class(node, name):
             "priority": _int_in(node.get("priority", default["priority"]), 0, 7, "%s.priority" % name)}
 
 
-def _cts(node):
+def _cts(node, data, cnp):
+    """(dscp, priority) of NCCL's credit (CTS) messages, (None, None) when the plan gives them no
+    DSCP of their own. The priority is the class the NICs and switches put the DSCP in: the data
+    priority unless stated."""
     if node is None:
-        return None
+        return None, None
     if not isinstance(node, dict):
-        raise QosPlanError("cts: expected a mapping with 'dscp'")
-    extra = sorted(str(k) for k in node if k != "dscp")
+        raise QosPlanError("cts: expected a mapping with 'dscp' (and optionally 'priority')")
+    extra = sorted(str(k) for k in node if k not in CLASS_KEYS)
     if extra:
         raise QosPlanError("cts: unknown key(s) %s" % ", ".join(extra))
-    return None if node.get("dscp") is None else _int_in(node["dscp"], 0, 63, "cts.dscp")
+    if node.get("dscp") is None:
+        if node.get("priority") is not None:
+            raise QosPlanError("cts.priority without cts.dscp: the priority is the class of the credit "
+                               "messages' own DSCP")
+        return None, None
+    dscp = _int_in(node["dscp"], 0, 63, "cts.dscp")
+    priority = node.get("priority")
+    priority = data["priority"] if priority is None else _int_in(priority, 0, 7, "cts.priority")
+    for name, other in (("data", data), ("cnp", cnp)):
+        if dscp == other["dscp"] and priority != other["priority"]:
+            raise QosPlanError("cts.dscp %d is %s.dscp, but cts.priority %d is not %s.priority %d: one DSCP "
+                               "cannot travel in two classes" % (dscp, name, priority, name, other["priority"]))
+    return dscp, priority
 
 
 def _fabric(node):

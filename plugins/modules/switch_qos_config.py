@@ -14,21 +14,31 @@ DOCUMENTATION = r"""
 module: switch_qos_config
 short_description: Write a switch's QoS configuration from the QoS plan, on the controller
 description:
-  - Runs C(rocetune --json qos render --switch KIND [--ports P1,P2] [--plan FILE]) on the
-    controller (C(delegate_to) localhost, once per switch) and writes its output to I(dest), only
-    when the content differs, atomically (temporary file and rename). A file already there keeps
-    its mode; a new one is C(0644).
+  - Runs C(rocetune --json qos render --os KIND [--ports P1,P2] [--qos FILE] [--CHOICE VALUE ...])
+    on the controller (C(delegate_to) localhost, once per switch) and writes its output to I(dest),
+    only when the content differs, atomically (temporary file and rename). A file already there
+    keeps its mode; a new one is C(0644).
   - SONiC CONFIG_DB JSON for C(config load), NVUE commands, or an EOS configuration
-    (docs/switch-qos.md). Loading the file onto the switch stays the operator's.
+    (docs/switch-qos.md); the switch OSes and their choices are the ones the installed rocetune
+    knows. Loading the file onto the switch stays the operator's.
   - Checks every input first (the port names, I(dest) and its directory, the plan file, the
     command); any error fails the call, naming the input, before anything is written.
   - Supports check mode and diff.
 options:
   kind:
-    description: The switch's network OS.
+    description:
+      - The switch's network OS, as C(rocetune qos render --os) names it (C(sonic), C(nvue), C(eos)).
+        An OS the installed rocetune does not know fails the call, naming the ones it does.
     type: str
-    choices: [sonic, nvue, eos]
     required: true
+  options:
+    description:
+      - The OS's own choices, each given to C(rocetune qos render) as C(--NAME VALUE) (underscores
+        become dashes), for example C(buffer_model=dynamic) and C(platform=mellanox) for SONiC,
+        C(platform=jericho) for EOS, C(roce_mode=lossless-single-ipool) for NVUE
+        (docs/switch-qos.md). rocetune refuses a plan it cannot make lossless without one.
+    type: dict
+    default: {}
   ports:
     description:
       - Ports to bind the QoS to (SONiC C(PORT_QOS_MAP) and C(QUEUE), EOS interfaces), as the
@@ -46,6 +56,11 @@ options:
     description: The file to write on the controller (an absolute path; missing directories are created).
     type: path
     required: true
+  dest_suffix:
+    description:
+      - Append the suffix rocetune names for the OS's configuration (C(.json), C(.nvue), C(.cfg)) to I(dest).
+    type: bool
+    default: false
   rocetune_command:
     description: The rocetune command on the controller (a name looked up in C(PATH), or a path).
     type: str
@@ -58,8 +73,10 @@ EXAMPLES = r"""
   rocetune.fabric.switch_qos_config:
     kind: "{{ switch_kind }}"
     ports: "{{ switch_ports }}"
+    options: "{{ switch_qos_options | default({}) }}"
     plan: "{{ playbook_dir }}/files/qos.yml"
-    dest: "{{ playbook_dir }}/artifacts/switch-qos/{{ inventory_hostname }}.cfg"
+    dest: "{{ playbook_dir }}/artifacts/switch-qos/{{ inventory_hostname }}"
+    dest_suffix: true
   delegate_to: localhost
 """
 
@@ -68,6 +85,15 @@ dest:
   description: The file written (or that would be, in check mode).
   type: str
   returned: always
+assumes:
+  description: What the configuration assumes of the switch (buffer model, platform family, release).
+  type: list
+  elements: str
+  returned: success
+binds:
+  description: Exactly what the configuration binds, and to which ports.
+  type: str
+  returned: success
 plan:
   description: The plan the configuration follows (a file, or C(built-in defaults)).
   type: str
@@ -86,14 +112,25 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files, read_old
 
-# Ports as the three systems name them (Ethernet0, swp1, Ethernet1/1, Ethernet3/1/1): the
-# grammar `rocetune qos render --ports` accepts, checked here first to name the variable.
+# Ports as switch OSes name them (Ethernet0, swp1, Ethernet1/1, Ethernet3/1/1): the grammar
+# `rocetune qos render --ports` accepts, checked here first to name the variable.
 PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}$")
+# An OS's choices: names and values as `rocetune qos render` takes them.
+CHOICE_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+CHOICE_VALUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+SUFFIX_RE = re.compile(r"^\.[A-Za-z0-9]{1,8}$")
 
 
 def input_problems(p):
     """One message per input that cannot be used, naming it; [] when all can."""
     problems = []
+    if not CHOICE_VALUE_RE.match(p["kind"] or ""):
+        problems.append("kind: %r is not a switch OS name (e.g. sonic, nvue, eos)" % p["kind"])
+    for name, value in sorted((p["options"] or {}).items()):
+        if not CHOICE_NAME_RE.match(str(name)):
+            problems.append("options: %r is not a choice name (e.g. platform, buffer_model)" % (name,))
+        elif not isinstance(value, str) or not CHOICE_VALUE_RE.match(value):
+            problems.append("options.%s: %r is not a value like jericho or lossless-single-ipool" % (name, value))
     bad = [port for port in p["ports"] if not PORT_RE.match(port)]
     problems += ["ports: %r is not a port name (e.g. Ethernet0, swp1, Ethernet1/1)" % port for port in bad]
     twice = sorted(set(port for port in p["ports"] if p["ports"].count(port) > 1))
@@ -118,12 +155,24 @@ def input_problems(p):
 
 
 def render_argv(command, p):
-    argv = [command, "--json", "qos", "render", "--switch", p["kind"]]
+    argv = [command, "--json", "qos", "render", "--os", p["kind"]]
     if p["ports"]:
         argv += ["--ports", ",".join(p["ports"])]
     if p["plan"]:
-        argv += ["--plan", p["plan"]]
+        argv += ["--qos", p["plan"]]
+    for name, value in sorted((p["options"] or {}).items()):
+        argv += ["--" + name.replace("_", "-"), value]
     return argv
+
+
+def final_dest(p, data):
+    """I(dest), with the suffix rocetune names for the OS when I(dest_suffix) asks for it."""
+    if not p["dest_suffix"]:
+        return p["dest"]
+    suffix = data.get("suffix")
+    if not isinstance(suffix, str) or not SUFFIX_RE.match(suffix):
+        return None
+    return p["dest"] + suffix
 
 
 def run_render(module, argv):
@@ -148,10 +197,12 @@ def run_render(module, argv):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            kind=dict(type="str", choices=["sonic", "nvue", "eos"], required=True),
+            kind=dict(type="str", required=True),
+            options=dict(type="dict", default={}),
             ports=dict(type="list", elements="str", default=[]),
             plan=dict(type="path"),
             dest=dict(type="path", required=True),
+            dest_suffix=dict(type="bool", default=False),
             rocetune_command=dict(type="str", default="rocetune"),
         ),
         supports_check_mode=True,
@@ -171,17 +222,26 @@ def main():
         module.fail_json(msg="; ".join(problems) + "; nothing was written", **result)
 
     data, warnings = run_render(module, render_argv(command, p))
+    dest = final_dest(p, data)
+    if dest is None:
+        module.fail_json(msg="rocetune qos render named no file suffix for %s; nothing was written" % p["kind"],
+                         **result)
+    result["dest"] = dest
+    dest_problems = input_problems(dict(p, dest=dest, options={}))
+    if dest_problems:
+        module.fail_json(msg="; ".join(dest_problems) + "; nothing was written", **result)
     try:  # a link, FIFO or device at dest is refused here, before it is read or written
-        have, have_mode = read_old(p["dest"])
+        have, have_mode = read_old(dest)
         mode = "%04o" % have_mode if have is not None else "0644"
-        changes, diffs = plan_files([{"path": p["dest"], "content": data["text"], "mode": mode}], [])
+        changes, diffs = plan_files([{"path": dest, "content": data["text"], "mode": mode}], [])
     except FileTargetError as exc:
         module.fail_json(msg=str(exc), **result)
     if changes and not module.check_mode:
         apply_changes(changes)
     for warning in warnings:
         module.warn("rocetune qos render: %s" % warning)
-    result.update(changed=bool(changes), diff=diffs, plan=data.get("plan"))
+    result.update(changed=bool(changes), diff=diffs, plan=data.get("plan"), assumes=data.get("assumes") or [],
+                  binds=data.get("binds") or "")
     module.exit_json(**result)
 
 

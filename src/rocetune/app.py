@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from .errors import ExitCode, RocetuneError
 from .hostfs import HostRoot
@@ -23,6 +23,10 @@ from .rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
 
 DEFAULT_ENV_DIR = os.path.dirname(DEFAULT_TOPO_PATH)
 from .envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .model.expect import Expectations
+
 # NCCL's config file that rocetune did not write is kept once under this suffix.
 BACKUP_SUFFIX = ".rocetune-orig"
 
@@ -398,8 +402,10 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
         results, data["counters"] = nic_counters(root, read, save_baseline)
         findings += results
     if nccl_log:
-        report, differences = nccl_log_against(nccl_log, env.plan.env)
-        data["nccl_log"] = report.to_dict()
+        from .render.nccl_log import summary_lines
+
+        report, differences = nccl_log_against(nccl_log, env.plan.env, plan_facts(features, env.plan))
+        data["nccl_log"] = dict(report.to_dict(), used=summary_lines(report))
         findings += differences
     from .checks.config import apply
 
@@ -471,7 +477,25 @@ def nic_counters(root: str, readings: dict, save: bool):
     return [r.to_finding() for r in results], data
 
 
-def nccl_log_against(path: str, plan_env: Dict[str, str]):
+def plan_facts(features: dict, plan):
+    """What a log is held to beyond the plan's env (rocetune.nccl.log_compare.PlanFacts): the NCCL
+    release the plan was made for, whether it expects GPUDirect RDMA, and the RDMA ports it left out."""
+    from .analysis.hostview import HostView
+    from .nccl.log_compare import PlanFacts
+
+    host = HostView(features)
+    ev = host.nccl_evidence()
+    version = ev.get("version")
+    came = {"declared": "declared"}.get(ev.get("basis") or "", "") or \
+        (f"the library {ev['library']}" if ev.get("library") else "the host's NCCL")
+    gdr = plan.reports.get("gpudirect-rdma") or {}
+    hca = plan.get("NCCL_IB_HCA")
+    excluded = tuple((e["port"], e["why"]) for e in ((hca.evidence or {}).get("excluded") or [])) if hca else ()
+    return PlanFacts(nccl_version=version, nccl_from=came, gdr_expected=gdr.get("expected"),
+                     gdr_why=gdr.get("expected_why") or "", excluded=excluded)
+
+
+def nccl_log_against(path: str, plan_env: Dict[str, str], facts=None):
     """(NCCL's own report read from its INFO log, its differences from the plan as findings)."""
     from .checks import finding
     from .nccl.log import load_log
@@ -479,7 +503,7 @@ def nccl_log_against(path: str, plan_env: Dict[str, str]):
 
     report = load_log(path)
     found = []
-    for d in compare_with_plan(report, plan_env):
+    for d in compare_with_plan(report, plan_env, facts):
         shown = f" [log: {d.evidence[0].strip()}]" if d.evidence else ""
         who = f" ({len(d.processes)} process(es))" if len(d.processes) > 1 else ""
         found.append(finding(d.id, d.subject, d.message + who + shown, severity=d.severity, fix=d.fix,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .errors import HostReadError
 
@@ -40,6 +40,7 @@ class Recorder:
         self.strings: Dict[str, str] = {}  # host path -> what scan() found inside it
         self.environ: Dict[str, str] = {}  # variable -> value, for those the probe read and found set
         self.modes: Dict[str, int] = {}  # host path -> permission bits of a file whose content was read
+        self.owners: Dict[str, Tuple[int, int, int]] = {}  # host path -> (uid, gid, mode) asked by owner()
 
     def note_mode(self, path: str, fd: int) -> None:
         try:
@@ -356,23 +357,57 @@ class HostRoot:
         as text up to the first NUL; None when absent. Read in 1 MiB chunks, never whole: the
         file may be a library of hundreds of MB. A capture records the find, not the file
         (recorded/strings/<host path>.txt), and a replay of it answers from that record."""
+        return self.scan_counted(path, needle, tail, limit)[0]
+
+    def scan_counted(self, path: str, needle: bytes, tail: int, limit: int) -> Tuple[Optional[str], int]:
+        """scan(), and how many bytes it read (0 when a capture's record answered)."""
         real_host = self.realpath(path)
         if not self.is_live:
             recorded = self.read_recording(f"/{RECORDED_DIR}/strings{real_host}.txt")
             if recorded is not None:
                 found: Optional[str] = recorded.rstrip("\n")
                 self._note_string(real_host, found)
-                return found
+                return found, 0
         opened = self._open_regular(real_host)
         if opened is None:
             raise HostReadError(path, "No such file or directory")
         try:
             with os.fdopen(opened[1], "rb") as fh:
                 found = _scan(fh, needle, tail, limit)
+                done = fh.tell()
         except OSError as exc:
             raise HostReadError(path, exc.strerror or str(exc)) from None
         self._note_string(real_host, found)
-        return found
+        return found, done
+
+    def owner(self, path: str) -> Optional[Tuple[Optional[int], Optional[int], int]]:
+        """(uid, gid, mode) of a path, its last link not followed; None when it does not exist.
+        uid and gid are the host's only on the live host, or where a capture recorded them
+        (recorded/owners/<host path>.txt, "uid gid mode"): files unpacked under another root
+        belong to whoever unpacked them, so there they are None and only the mode counts."""
+        real = self._resolve_or_warn(self._leaf, path)
+        if real is None:
+            return None
+        if not self.is_live:
+            recorded = self.read_recording(f"/{RECORDED_DIR}/owners{real}.txt")
+            if recorded is not None:
+                try:
+                    uid, gid, mode = (int(x, 0) for x in recorded.split()[:3])
+                except ValueError:
+                    recorded = None
+                else:
+                    if self.recorder is not None:
+                        self.recorder.owners[real] = (uid, gid, mode)
+                    return uid, gid, mode
+        try:
+            st = os.lstat(self._join(real))
+        except OSError:
+            return None
+        if self.recorder is not None and self.is_live:
+            self.recorder.owners[real] = (st.st_uid, st.st_gid, st.st_mode)
+        if self.is_live:
+            return st.st_uid, st.st_gid, st.st_mode
+        return None, None, st.st_mode
 
     def _note_string(self, real_host: str, found: Optional[str]) -> None:
         if self.recorder is not None:

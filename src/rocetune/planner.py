@@ -3,20 +3,22 @@ same key, apply the user's overrides last (recorded as such)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from .errors import ExitCode, RocetuneError
 from .model.plan import Decision, Message, Overrides, Plan
-from .model.expect import Expectations
 from .model.qos import QosPlan
 from .nccl.catalog import load_catalog
 from .rules import RULES
 from .rules.base import RuleContext
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .model.expect import Expectations
+
 
 def build_plan(features: dict, overrides: Optional[Overrides] = None,
                qos: Optional[QosPlan] = None, local_rank: Optional[int] = None,
-               topo_path: Optional[str] = None, expect: Optional[Expectations] = None) -> Plan:
+               topo_path: Optional[str] = None, expect: Optional["Expectations"] = None) -> Plan:
     """Run every rule over `features` and return the Plan (see the module docstring).
 
     `topo_path` is where the NCCL topology XML will live when a rule generates one (the env
@@ -73,7 +75,7 @@ def build_plan(features: dict, overrides: Optional[Overrides] = None,
     return plan
 
 
-def _hold_to(plan: Plan, features: dict, expect: Expectations, ctx: RuleContext) -> None:
+def _hold_to(plan: Plan, features: dict, expect: "Expectations", ctx: RuleContext) -> None:
     """The plan as made, held to what the node should be: a rail the selector dropped, a
     traffic class the NICs no longer give, a version that moved are findings of the plan."""
     from .analysis.expect import exact_names, node_facts

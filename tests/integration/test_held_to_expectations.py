@@ -40,6 +40,12 @@ def _doctor(root: Path, *extra: str):
     return code, found, env["data"]
 
 
+def _failures(found: dict) -> list:
+    """The error findings: a node whose copy is good has none (it may have warnings of its own,
+    such as the NCCL release's known bugs)."""
+    return sorted(k for k, f in found.items() if f["severity"] == "error")
+
+
 def _lose_rail(root: Path) -> None:
     """The RDMA device is gone (driver or firmware trouble); its netdev stays, as it does then.
     ibv_devinfo's recording goes with it: verbs no longer sees it either."""
@@ -81,7 +87,7 @@ def expected(tmp_path_factory) -> Path:
     root = _copy(tmp_path_factory.mktemp("good") / "root")
     out = root.parent / "expect.yml"
     code, found, data = _doctor(root, "--write-expect", str(out))
-    assert code == 0, [f for f in found.values() if f["severity"] != "info"]
+    assert code in (0, 5) and not _failures(found), _failures(found)
     assert data["expect"]["verdict"] == "none" and data["expect"]["written"] == str(out)
     return out
 
@@ -93,7 +99,7 @@ def test_a_known_good_node_written_down_meets_its_own_expectations(expected, tmp
     root = _copy(tmp_path / "root")
     shutil.copy(expected, root / "etc/rocetune/expect.yml")
     code, found, data = _doctor(root)
-    assert code == 0 and data["expect"]["verdict"] == "met"
+    assert code in (0, 5) and not _failures(found) and data["expect"]["verdict"] == "met"
     assert data["expect"]["source"].endswith("etc/rocetune/expect.yml")
     # the node has no QoS plan, so its document does not require one: the one field left out
     assert found[("expect-unchecked", "expectations")]["message"].endswith("leaves them out): qos.plan_required")
@@ -150,7 +156,7 @@ def test_a_refusal_is_lifted_by_a_run_that_writes(tmp_path):
     assert proc.returncode == 0 and proc.stdout.startswith("unchanged ")
     assert not (root / "var/lib/rocetune/env-refused.json").exists()
     code, found, _ = _doctor(root)
-    assert code == 0, [k for k, f in found.items() if f["severity"] != "info"]
+    assert code in (0, 5) and not _failures(found), _failures(found)
 
 
 @pytest.mark.parametrize("declared", [False, True], ids=["no-expectations", "expectations"])
@@ -185,7 +191,7 @@ def test_a_deployed_env_naming_the_port_is_enough_for_the_gid_check(tmp_path):
 def test_no_qos_plan_is_said_plainly_and_fails_where_one_is_required(tmp_path):
     root = _copy(tmp_path / "root")
     proc = rocetune("--root", str(root), "doctor", "--no-counters")
-    assert proc.returncode == 0
+    assert proc.returncode in (0, 5) and " 0 failure(s)" in proc.stdout
     assert proc.stdout.splitlines()[-1].endswith(
         "not checked: QoS (no QoS plan), expectations (none declared)")
     (root / "etc/rocetune/expect.yml").write_text("qos: {plan_required: true}\n")
@@ -193,7 +199,7 @@ def test_no_qos_plan_is_said_plainly_and_fails_where_one_is_required(tmp_path):
     assert code == 1 and found[("expect-qos-plan", "qos")]["severity"] == "error"
     (root / "etc/rocetune/qos.yml").write_text("version: 1\ntrust: dscp\n")
     code, found, _ = _doctor(root)
-    assert code == 0 and ("expect-qos-plan", "qos") not in found
+    assert code in (0, 5) and not _failures(found) and ("expect-qos-plan", "qos") not in found
     assert ("doctor-qos-mismatch", "qos") not in found
 
 
@@ -245,7 +251,7 @@ def test_the_nodes_check_configuration_is_honoured_by_doctor_and_the_boot_units_
     assert "graded error -> warning by " in proc.stdout and "NIC firmware rolling upgrade to 28.40" in proc.stdout
     assert "graded warning expect-versions: NIC firmware rolling upgrade to 28.40 [" in proc.stdout
     code, found, data = _doctor(root, "--skip", "expect-versions=firmware window")
-    assert code == 0 and data["skipped"] and all(f["graded"]["by"] == "--skip" for f in data["skipped"])
+    assert code in (0, 5) and not _failures(found) and data["skipped"] and all(f["graded"]["by"] == "--skip" for f in data["skipped"])
     # the command line's rule replaces the file's for the same id, for this run
     assert [r["source"] for r in data["check_config"]["rules"]] == ["--skip"]
     assert data["check_config"]["sources"] == [str(root / "etc/rocetune/doctor.yml"), "--skip"]

@@ -12,6 +12,7 @@ import pytest
 
 from rocetune.probe.parsers.ld_so_cache import build as build_cache
 
+from tests.fixtures.hostspec import elf_shared_object
 from tests.fixtures.roots import root_of
 from tests.integration.clirun import rocetune, rocetune_json
 
@@ -34,13 +35,13 @@ def torch22_host(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("torch22") / "root")
     shutil.copytree(root_of("pcie-4gpu-2nic"), root, symlinks=True)
     write(root, "sys/module/nvidia_peermem/version", "580.159.04\n")
-    write(root, f"{SYS}/libnccl.so.2.28.3", b"")
+    write(root, f"{SYS}/libnccl.so.2.28.3", elf_shared_object(b"NCCL version 2.28.3+cuda12.9"))
     os.symlink("libnccl.so.2.28.3", os.path.join(root, SYS, "libnccl.so.2"))
     write(root, "etc/ld.so.cache", build_cache([("libnccl.so.2", f"/{SYS}/libnccl.so.2")]))
     site = "opt/torch/.venv/lib/python3.12/site-packages"
     write(root, f"{site}/nvidia_nccl_cu12-2.19.3.dist-info/METADATA",
           "Metadata-Version: 2.1\nName: nvidia-nccl-cu12\nVersion: 2.19.3\n\n")
-    write(root, f"{site}/nvidia/nccl/lib/libnccl.so.2", b"\x7fELF")
+    write(root, f"{site}/nvidia/nccl/lib/libnccl.so.2", elf_shared_object(b"NCCL version 2.19.3+cuda12.3"))
     write(root, f"{site}/torch/version.py", "__version__ = '2.2.2+cu121'\n")
     return root
 
@@ -70,8 +71,8 @@ def test_torch_22_wheel_gets_the_219_settings_and_the_peermem_warning(torch22_ho
 def test_explain_names_the_library_a_decision_was_gated_on(torch22_host):
     proc = rocetune("explain", "--root", torch22_host, "NCCL_IB_TIMEOUT")
     assert proc.returncode == 0, proc.stderr
-    assert f"gated on: NCCL 2.19.3 at {WHEEL} (wheel nvidia-nccl-cu12 2.19.3, from its wheel's METADATA), " \
-           "the lowest of the 2 libraries found" in proc.stdout
+    assert f"gated on: NCCL 2.19.3 at {WHEEL} (wheel nvidia-nccl-cu12 2.19.3, from the 'NCCL version' string " \
+           "inside it), the lowest of the 2 libraries found" in proc.stdout
     code, out = rocetune_json("explain", "--root", torch22_host, "NCCL_IB_TIMEOUT")
     assert out["data"]["gated_on"]["library"] == WHEEL
 

@@ -86,3 +86,51 @@ def test_a_timer_interval_systemd_would_not_take_is_refused(tmp_path):
     proc = converge_check(tmp_path, {"rocetune_env_doctor_timer": True,
                                      "rocetune_env_doctor_interval": "5min\nExecStartPre=/bin/sh"})
     assert proc.returncode != 0 and "must be a systemd time span" in proc.stdout, proc.stdout
+
+
+MODULE_PLAY = """\
+- name: The env module alone, writing for real under a temporary directory
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Plan and write
+      rocetune.fabric.rocetune_env:
+        command: {agent}
+        root: {root}
+        env_file: {tmp}/nccl.env
+        expect_path: {tmp}/expect.yml
+        doctor_config_path: {tmp}/doctor.yml
+{extra}
+"""
+HEADER = "# Written by rocetune's rocetune_env role: change the inventory, not this file.\n"
+
+
+def module_run(tmp_path, extra: str = "") -> subprocess.CompletedProcess:
+    agent = tmp_path / "rocetune"
+    agent.write_text(f"#!/bin/sh\nPYTHONPATH={REPO / 'src'} exec {sys.executable} -m rocetune \"$@\"\n")
+    agent.chmod(0o755)
+    book = tmp_path / "play.yml"
+    book.write_text(MODULE_PLAY.format(agent=agent, root=root_of("dgx-h100-rails-dmabuf"), tmp=tmp_path,
+                                       extra=extra))
+    return subprocess.run([tool("ansible-playbook"), "-i", "localhost,", str(book),
+                           "-e", json.dumps({"ansible_python_interpreter": sys.executable})],
+                          cwd=tmp_path, env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=300)
+
+
+def test_the_module_writes_its_files_once_and_removes_only_its_own(tmp_path):
+    content = HEADER + "rails:\n  count: 8\n"
+    extra = "        expect: |\n" + "".join(f"          {ln}\n" for ln in content.splitlines())
+    first = module_run(tmp_path, extra)
+    assert first.returncode == 0 and "changed=1" in first.stdout, first.stdout
+    assert (tmp_path / "expect.yml").read_text() == content and (tmp_path / "nccl.env").exists()
+    again = module_run(tmp_path, extra)
+    assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout
+    removed = module_run(tmp_path)
+    assert removed.returncode == 0 and "changed=1" in removed.stdout, removed.stdout
+    assert not (tmp_path / "expect.yml").exists()
+    (tmp_path / "expect.yml").write_text("# the site's own\nrails: {count: 8}\n")
+    kept = module_run(tmp_path)
+    assert kept.returncode == 0 and "changed=0" in kept.stdout, kept.stdout
+    assert (tmp_path / "expect.yml").read_text() == "# the site's own\nrails: {count: 8}\n"

@@ -30,16 +30,17 @@ def fleet_dir(tmp_path: Path) -> Path:
 
 def test_sonic_defaults_disagree_with_the_hosts_nics_on_pfc_and_dscp_26(tmp_path):
     hosts = fleet_dir(tmp_path)
-    code, env = rocetune_json("qos", "check", "--switch", str(SONIC), "--hosts", str(hosts))
+    code, env = rocetune_json("qos", "check", str(SONIC), "--hosts", str(hosts))
     found = [f for f in env["data"]["findings"] if f["id"].startswith("switch-host-")]
     assert code == 1
     pfc = [f for f in found if f["id"] == "switch-host-pfc-mismatch"]
     dscp = [f for f in found if f["id"] == "switch-host-dscp-mismatch"]
-    assert len(pfc) == len(dscp) == 16  # 8 fabric NICs on each of 2 hosts
-    assert all(f["message"] == "PFC differs: only the switch on 4" for f in pfc)
-    assert all(f["message"] == "RoCE's DSCPs land in other classes on the switch: DSCP 26: NIC priority 3, "
-               "switch class 1" for f in dscp), dscp[0]["message"]  # CNP's 48 -> 6 agrees
-    assert pfc[0]["subject"].startswith("gpu01 enp") and pfc[0]["subject"].endswith("(28 ports)")
+    assert len(pfc) == len(dscp) == 1  # one switch fault each, naming the 8 fabric NICs of each of 2 hosts
+    assert pfc[0]["message"].startswith("PFC differs: only the switch on 4: 16 NICs on 2 hosts: gpu01 (enp")
+    assert dscp[0]["message"].startswith("RoCE's DSCPs land in other priorities on the switch: DSCP 26: NIC "
+                                         "priority 3, switch traffic class 1: 16 NICs on 2 hosts"), dscp[0]["message"]
+    assert sorted(pfc[0]["evidence"]["hosts"]) == ["gpu01", "gpu02"] and len(pfc[0]["evidence"]["hosts"]["gpu01"]) == 8
+    assert pfc[0]["subject"].endswith("(28 ports)")
     assert not [f for f in found if f["id"] == "switch-host-trust-mismatch"]
     assert any("gpu03: not compared (gather failed: ssh: timed out)" in w for w in env["warnings"])
 
@@ -47,12 +48,37 @@ def test_sonic_defaults_disagree_with_the_hosts_nics_on_pfc_and_dscp_26(tmp_path
 def test_a_switch_rendered_from_the_plan_agrees_with_the_hosts(tmp_path):
     hosts = fleet_dir(tmp_path)
     rendered = tmp_path / "sonic.json"
-    proc = rocetune("qos", "render", "--switch", "sonic", "--ports", "Ethernet0,Ethernet4", "-o", str(rendered))
+    proc = rocetune("qos", "render", "--os", "sonic", "--ports", "Ethernet0,Ethernet4", "-o", str(rendered))
     assert proc.returncode == 0, proc.stderr
-    code, env = rocetune_json("qos", "check", "--switch", str(rendered), "--hosts", str(hosts))
-    assert code == 0 and not env["data"]["findings"], env["data"]["findings"]
+    code, env = rocetune_json("qos", "check", str(rendered), "--hosts", str(hosts))
+    assert code == 0 and not [f for f in env["data"]["findings"] if f["severity"] != "info"], env["data"]["findings"]
+    assert not [f for f in env["data"]["findings"] if f["id"].startswith("switch-host-")]
 
 
 def test_a_missing_hosts_dir_is_one_line(tmp_path):
-    proc = rocetune("qos", "check", "--switch", str(SONIC), "--hosts", str(tmp_path / "nope"))
+    proc = rocetune("qos", "check", str(SONIC), "--hosts", str(tmp_path / "nope"))
     assert proc.returncode == 3 and no_traceback(proc) and "not a directory" in proc.stderr
+
+
+def test_one_switch_fault_is_one_finding_however_many_hosts_it_touches():
+    """7 or 128 hosts behind SONiC's default QoS: the same findings, each naming every host; the
+    report does not grow with the fleet (it grew by ~48 lines per host when each NIC had its own)."""
+    from rocetune import app
+    from rocetune.doctor import report
+    from rocetune.fleet.results import HostResult
+    from rocetune.lint.switch_hosts import compare_hosts
+    from rocetune.model.qos import default_plan
+    from rocetune.switchos import read_file
+
+    features = app.host_features(str(FIXTURES / "hosts" / "dgx-h100-rails-dmabuf"))
+    switch = read_file(str(SONIC))
+    sizes = {}
+    for n in (7, 128):
+        hosts = [HostResult(host=f"gpu{i:03d}", features=features) for i in range(n)]
+        found, notes = compare_hosts(default_plan(), switch, hosts)
+        assert not notes and sorted(f.id for f in found) == ["switch-host-dscp-mismatch", "switch-host-pfc-mismatch"]
+        assert all(len(f.evidence["hosts"]) == n for f in found)
+        assert f"{8 * n} NICs on {n} hosts: gpu000 (" in found[0].message
+        sizes[n] = len(report.text(report.ordered(found), "switch", 1).splitlines())
+    assert sizes[7] == sizes[128] < 10
+    assert "and 122 more hosts" in report.text(report.ordered(found), "switch")

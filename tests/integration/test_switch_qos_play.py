@@ -24,8 +24,8 @@ lossless_priorities: [3]
 """
 
 
-def render(kind: str, ports: str, plan) -> str:
-    argv = [sys.executable, "-m", "rocetune", "qos", "render", "--switch", kind, "--plan", str(plan)]
+def render(kind: str, ports: str, plan, *choices: str) -> str:
+    argv = [sys.executable, "-m", "rocetune", "qos", "render", "--os", kind, "--qos", str(plan), *choices]
     if ports:
         argv += ["--ports", ports]
     return subprocess.run(argv, env={**env(), "PYTHONPATH": str(REPO / "src")}, capture_output=True,
@@ -44,7 +44,8 @@ def site(tmp_path):
                  "switch_qos_rocetune_command": str(rocetune), "ansible_connection": "local",
                  "ansible_python_interpreter": sys.executable},
         "hosts": {"leaf1": {"switch_kind": "sonic", "switch_ports": ["Ethernet0", "Ethernet4"]},
-                  "leaf2": {"switch_kind": "eos", "switch_ports": ["Ethernet1/1"]}}}}},
+                  "leaf2": {"switch_kind": "eos", "switch_ports": ["Ethernet1/1"],
+                            "switch_qos_options": {"platform": "jericho"}}}}}},
         "localhost": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     return tmp_path
@@ -74,7 +75,8 @@ def test_check_mode_then_a_run_then_nothing_to_do(site):
     sonic, eos = site / "out" / "leaf1.json", site / "out" / "leaf2.cfg"
     assert sorted(p.name for p in (site / "out").iterdir()) == ["leaf1.json", "leaf2.cfg"]
     assert sonic.read_text() == render("sonic", "Ethernet0,Ethernet4", site / "qos.yml")
-    assert eos.read_text() == render("eos", "Ethernet1/1", site / "qos.yml")
+    assert eos.read_text() == render("eos", "Ethernet1/1", site / "qos.yml", "--platform", "jericho")
+    assert "   tx-queue 3\n" in eos.read_text()
     assert {"Ethernet0", "Ethernet4"} <= set(json.loads(sonic.read_text())["PORT_QOS_MAP"])
     assert oct(eos.stat().st_mode & 0o777) == "0o644"
 
@@ -100,7 +102,9 @@ def test_a_plan_change_rewrites_the_files_and_shows_the_lines_that_changed(site)
 @pytest.mark.parametrize("host_vars, message", [
     ({"switch_ports": ["Ethernet0", "Ethernet0;reload"]}, "ports: 'Ethernet0;reload' is not a port name"),
     ({"switch_ports": ["Ethernet0", "Ethernet0"]}, "ports: Ethernet0 named twice"),
-    ({"switch_kind": "junos"}, "value of kind must be one of: sonic, nvue, eos, got: junos"),
+    ({"switch_kind": "junos"}, "--os 'junos': not one of sonic, nvue, eos; nothing was written"),
+    ({"switch_kind": "eos", "switch_qos_options": {}}, "EOS: the queue keyword depends on the platform family"),
+    ({"switch_qos_options": {"platform": "x; reboot"}}, "options.platform: 'x; reboot' is not a value"),
     ({"switch_qos_plan": "/nonexistent/qos.yml"}, "plan: /nonexistent/qos.yml is not a file"),
     ({"switch_qos_rocetune_command": "rocetune-not-installed"}, "rocetune_command: rocetune-not-installed is not in PATH"),
 ])

@@ -207,3 +207,15 @@ def test_one_variable_shows_the_findings_about_it_with_fix_and_page(tmp_path, ca
     # A variable no finding is about shows none.
     code, env = explain_json(capsys, tmp_path, "NCCL_SOCKET_IFNAME", "--features", str(ff))
     assert "findings" not in env["data"]
+
+
+def test_explain_cites_the_release_table(setup, capsys):
+    root, ff, _ = setup  # rail_host plans for NCCL 2.23.4
+    code, out, _ = explain(capsys, root, "NCCL_IB_SUBNET_AWARE_ROUTING", "--features", ff)
+    assert code == 0
+    assert "releases: read by NCCL 2.30.7 and later; NOT read by the release planned for" in out
+    assert "release fact ib-subnet-aware-routing (2.30.7 and later)" in out
+    code, data = explain_json(capsys, root, "NCCL_IB_ECE_ENABLE", "--features", ff)
+    nccl = data["data"]["nccl"]
+    assert nccl["releases"] == {"since": "2.23.4", "last": None} and nccl["read_by_planned_release"] is True
+    assert [f["id"] for f in nccl["release_facts"]] == ["ece-roce-slowdown"]

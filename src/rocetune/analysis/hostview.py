@@ -8,6 +8,7 @@ and the topology file, so it is computed once here and every rule reads the same
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -16,6 +17,9 @@ from ..model.vocab import GPU_LOCAL, PATH_ORDER, natural_key, path_rank
 from ..nccl.versions import parse_version
 
 VERBS_LINK_LAYERS = ("Ethernet", "InfiniBand")
+
+# A role in an RDMA device's name (udev or vendor naming): storage or management, not a compute rail.
+_ROLE_WORD = re.compile(r"(?:^|[_\-.0-9])(storage|stor|mgmt|mgt|management)(?=$|[_\-.0-9])", re.I)
 
 # Interfaces that never carry NCCL traffic between nodes.
 _VIRTUAL_PREFIXES = ("docker", "veth", "virbr", "cni", "flannel", "cilium", "kube", "lxc",
@@ -407,6 +411,8 @@ class HostView:
         excluded = [(p, f"no GPU at PIX/PXB (nearest GPU path {p.best_path or 'unknown'}) while "
                         "GPU-local devices exist: front-end or storage NIC")
                     for p in devices if not p.gpu_local]
+        local, side = self._drop_side_nics(local)
+        excluded += side
         covered = {g for p in local for g in p.local_gpus}
         missing = sorted(int(g["index"]) for g in self.gpus if int(g["index"]) not in covered)
         gpus = ", ".join(f"GPU{g}" for g in missing)
@@ -416,6 +422,35 @@ class HostView:
                  "without a port (NCCL then takes every ACTIVE port of it); its link layer is "
                  "unknown, so no RoCE setting (GID index, traffic class, queue pairs) is planned"]
         return Selection(local, excluded, uncertain, notes, True, locality_used=True, names_only=True)
+
+    def _drop_side_nics(self, local: List[Port]) -> Tuple[List[Port], List[Tuple[Port, str]]]:
+        """Storage and management NICs among the GPU-near devices of a legend-only topo -m: where
+        every GPU has a PIX device of its own (one rail per GPU), a further device that is PIX to
+        no GPU -- PXB to several, behind a switch the GPUs share -- is not a rail; and a device
+        whose name gives it a storage or management role is not one either, as long as the GPUs
+        it is near keep another PIX/PXB device. (kept, [(device, why)])."""
+        paths = self.gpu_paths()
+        gpus = [int(g["index"]) for g in self.gpus]
+        pix = {g: [p for p in local if paths.get(p.device, {}).get(g) == "PIX"] for g in gpus}
+        out: List[Tuple[Port, str]] = []
+        kept = list(local)
+        if gpus and all(pix[g] for g in gpus):
+            for p in local:
+                if not any(paths.get(p.device, {}).get(g) == "PIX" for g in gpus):
+                    gpus_near = ", ".join(f"GPU{g}" for g in p.local_gpus)
+                    out.append((p, f"PIX to no GPU (PXB to {gpus_near}) while every GPU has a PIX device of "
+                                   "its own: a storage or management NIC behind a shared PCIe switch, not a rail"))
+            kept = [p for p in kept if p not in [x for x, _ in out]]
+        for p in list(kept):
+            m = _ROLE_WORD.search(p.device)
+            if not m:
+                continue
+            others = [q for q in kept if q is not p]
+            if all(any(g in q.local_gpus for q in others) for g in p.local_gpus):
+                out.append((p, f"its name says '{m.group(1)}' (a storage or management role) and the GPUs near it "
+                               "have another PIX/PXB device"))
+                kept.remove(p)
+        return kept, out
 
     def _select(self) -> Selection:
         """The compute ports, stage by stage: each stage drops ports with the reason, or doubts
@@ -732,5 +767,6 @@ def nccl_evidence_text(ev: Dict[str, Any]) -> str:
     what = ", ".join(x for x in (ev.get("package") and f"wheel {ev['package']}", how) if x)
     where = f" at {ev['library']}" if ev.get("library") else ""
     why = {"lowest": f", the lowest of the {n} libraries found",
-           "single": f", the only release among the {n} libraries found" if n > 1 else ""}.get(basis or "", "")
+           "single": f", the only release among the {n} libraries found" if n > 1 else "",
+           "other-user": ", in a place another user controls (no other library found)"}.get(basis or "", "")
     return f"NCCL {ev['version']}{where}" + (f" ({what})" if what else "") + why

@@ -21,7 +21,8 @@ def _doctor(check_id: str, severity: str, *, title: str, checks: str, reads: str
 _doctor("doctor-port-down", "error",
         title="A rail port is not ACTIVE",
         checks="Every RDMA port the plan would use (not the front end, not software, not an SR-IOV "
-               "VF, not a spare port without an address) is ACTIVE.",
+               "VF, not a spare port without an address), and every port the expectations or the "
+               "deployed env name, is ACTIVE.",
         reads="/sys/class/infiniband/DEV/ports/N/state, the netdev's addresses.",
         why="NCCL uses only ACTIVE ports: a rail that is down leaves the job one NIC short, or "
             "unable to start where the env names that port alone.",
@@ -30,7 +31,9 @@ _doctor("doctor-port-down", "error",
                "IBV_PORT_ACTIVE are skipped)")
 _doctor("doctor-no-ipv4-roce-gid", "error",
         title="A RoCE compute port has no IPv4 RoCE v2 GID",
-        checks="Every ACTIVE RoCE port the plan uses has a RoCE v2 GID with an IPv4 address.",
+        checks="Every ACTIVE RoCE port the plan uses, the expectations name (rails.devices) or the "
+               "deployed env's NCCL_IB_HCA names has a RoCE v2 GID with an IPv4 address: a rail that "
+               "lost its address is left out of a re-derived plan and is still a rail.",
         reads="The GID table and its types (/sys/class/infiniband/DEV/ports/N/gids, gid_attrs/types).",
         why="NCCL's default NCCL_IB_ADDR_FAMILY is AF_INET: a port with no IPv4 RoCE v2 GID gives "
             "NCCL no GID to use (or, pinned, the wrong one).",
@@ -38,8 +41,8 @@ _doctor("doctor-no-ipv4-roce-gid", "error",
         source="NVIDIA/nccl v2.21.5-1 src/transport/net_ib.cc ncclIbGetGidIndex; NCCL #1333, #2157")
 _doctor("doctor-rail-mtu-mismatch", "error",
         title="One rail runs another MTU than the others",
-        checks="All RoCE compute netdevs share one MTU; the ones that differ from the most common "
-               "are named.",
+        checks="All RoCE rails (the plan's, and those the expectations or the deployed env name) "
+               "share one MTU; the ones that differ from the most common are named.",
         reads="/sys/class/net/IF/mtu of each compute port's netdev.",
         why="RoCE's path MTU is the smaller end's: a rail left at 1500 carries 1024-byte RoCE "
             "packets, and a peer at 9000 sends frames it drops.",

@@ -173,13 +173,15 @@ _lint("ucx-port-missing", "warning", "An RDMA device in UCX_NET_DEVICES without 
 
 # --- QoS and the host -----------------------------------------------------------------------------
 _lint("tc-contradicts-qos", "error", "A traffic class off the QoS plan",
-      "NCCL_IB_TC and UCX_IB_TRAFFIC_CLASS (DSCP = value >> 2) against the plan's data DSCP, "
+      "NCCL_IB_TC, NCCL_GIN_IB_TC (2.30.7+: GPU-Initiated Networking's class; -1 takes NCCL_IB_TC's) and "
+      "UCX_IB_TRAFFIC_CLASS (DSCP = value >> 2) against the plan's data DSCP, "
       "NCCL_IB_FIFO_TC against its CTS DSCP, NCCL_IB_SL against its data priority under PCP trust.",
       "RoCE traffic marked for another class than the one with PFC goes lossy: drops become "
       "retransmissions and timeouts under load.", "set the value the finding gives (from the QoS plan)",
       _QOS_SOURCE + ".", reads=_SETTING + " " + _QOS)
 _lint("tc-ecn-differs", "warning", "A traffic class with other ECN bits than the QoS plan",
-      "NCCL_IB_TC and UCX_IB_TRAFFIC_CLASS whose DSCP matches the plan but whose ECN bits (value & 3) do not.",
+      "NCCL_IB_TC, NCCL_GIN_IB_TC and UCX_IB_TRAFFIC_CLASS whose DSCP matches the plan but whose ECN bits "
+      "(value & 3) do not.",
       "ECN-capable marking is what lets switches signal congestion to DCQCN; without it the "
       "fabric falls back to PFC pauses alone.", "set the value the finding gives (from the QoS plan)",
       _QOS_SOURCE + ".", reads=_SETTING + " " + _QOS)
@@ -286,7 +288,29 @@ _lint("crlf-line-endings", "error", "CRLF line endings the reader keeps",
       "YAML or JSON, whose readers drop the CR).",
       "bash and NCCL keep the carriage return in the value: =bond0 becomes '=bond0\\r', which "
       "matches nothing.", "convert the file to LF line endings (dos2unix)",
-      _BASH + "; " + _CONF + ".")
+      _BASH + "; " + _CONF + "; NVIDIA/nccl v2.30.3-1 src/misc/param.cc:36-37 drops the CR (release "
+      "table entry conf-keeps-cr, docs/nccl-releases.md).", also=("info",),
+      severity_note="info for an nccl.conf when the host's NCCL (--features, --root) is 2.30.3 or later, "
+                    "which drops the carriage return")
+_lint("var-not-in-release", "warning", "A variable the host's NCCL release does not read",
+      "NCCL_* names rocetune's catalog knows against the NCCL release of the target host (--features "
+      "FILE or a probe of --root: the Features `kernel.nccl.version`).",
+      "NCCL reads each variable it knows by name and ignores the others without a message: a setting "
+      "of a newer release (NCCL_IB_SUBNET_AWARE_ROUTING, NCCL_IB_RESILIENCY_*) does nothing on an "
+      "older one, and one that was removed does nothing on a newer one.",
+      "remove it, or give the jobs an NCCL release that reads it",
+      "src/rocetune/nccl/data/nccl_var_releases.json: the first and last release whose source reads "
+      "each variable, from NVIDIA/nccl's source at every tag v2.3.5-5 .. 2.31.0 "
+      "(tools/nccl_var_releases.py, docs/nccl-releases.md).",
+      reads=_SETTING + " " + _HOST)
+_lint("hca-rail-ids-ignored", "info", "Rail ids in NCCL_IB_HCA that the host's NCCL skips",
+      "NCCL_IB_HCA entries of the form dev:port:rail[:plane] against the host's NCCL release.",
+      "NCCL reads rail and plane ids from 2.30.7 (NCCL_CROSS_NIC=0 then keeps a channel on one rail by "
+      "rail id); older releases skip what follows the port, so sibling ports of one adapter count as "
+      "one rail again (NVIDIA/nccl#2097).",
+      "keep them for NCCL 2.30.7 and later, or upgrade",
+      "NVIDIA/nccl v2.30.7-1 src/misc/utils.cc:203-207, src/graph/search.cc:605-606 (release table "
+      "entry rail-ids-in-ib-hca, docs/nccl-releases.md).", reads=_SETTING + " " + _HOST)
 _lint("format-differs-from-name", "info", "Named like one dialect, read as another",
       "Files whose name suggests another dialect than their content.",
       "If the named dialect's reader takes the file, it reads it differently: NCCL reads "

@@ -76,14 +76,55 @@ declare(Check(
 declare(Check(
     "nccl-version-unreadable", "rule", "warning",
     title="An NCCL library's version could not be read",
-    checks="Each NCCL library found: whether its version is known (file name, wheel METADATA, "
-           "the 'NCCL version' string in the library).",
+    checks="Each NCCL library found: whether its own 'NCCL version' string was read (a file name's or "
+           "wheel METADATA's version is kept as a claim, never counted alone).",
     reads=_NCCL_LIBS,
     why="A library of unknown version may be older than every other one found; the rules then "
         "plan for an unknown release, each on its safe side.",
     fix=_OVERRIDE,
     source="NVIDIA/nccl v2.28.9-1 src/init.cc:603 (VERSION_STRING, the 'NCCL version X.Y.Z' "
            "string in the library); docs/rules/nccl-version.md.",
+    by=("nccl-version",),
+))
+
+declare(Check(
+    "nccl-other-user-library", "rule", "warning", also=("info",),
+    severity_note="info when libraries outside other users' control were found too (those are planned for)",
+    title="An NCCL library in a place another user controls",
+    checks="Each NCCL library found: under /home/<user>, or below a directory (or in a file) writable by a "
+           "group or by everyone (not a sticky directory), or owned by a user other than root.",
+    reads=_NCCL_LIBS + " Their paths, and the owners and modes of the directories above them (the live "
+          "host's, or what a capture recorded).",
+    why="Such a library is what that user's jobs load, and anyone who can write there can change it: "
+        "planning the whole host's env from it would let one user's choice (or a planted file) set "
+        "everyone's release-gated settings.",
+    fix="plan for the system's NCCL with --nccl-version X.Y.Z (rocetune_env_nccl_version), or install "
+        "NCCL where only root writes; a user's own env can be planned from his probe",
+    source="docs/rules/nccl-version.md; rocetune.probe.sources.nccl_libs (controlled_by).",
+    by=("nccl-version",),
+))
+
+declare(Check(
+    "nccl-not-a-library", "rule", "info",
+    title="A file named like an NCCL library is none",
+    checks="Files named libnccl.so*, libnccl-<kind>*.so* that are not ELF shared objects (their first 20 bytes).",
+    reads=_NCCL_LIBS,
+    why="A name is no version: a truncated copy, a placeholder or a planted file named libnccl.so.2.12.12 "
+        "must not decide the release the host is planned for.",
+    fix="remove the file, or replace it with the library it is named after",
+    source="ELF header (e_ident magic, class, byte order; e_type ET_DYN); docs/rules/nccl-version.md.",
+    by=("nccl-version",),
+))
+
+declare(Check(
+    "nccl-search-bounded", "rule", "warning",
+    title="The NCCL library search stopped at its bound",
+    checks="How many library files the search looked at, the bytes it read inside them and its time.",
+    reads=_NCCL_LIBS,
+    why="A directory full of files named like libraries (or sparse ones) must not make a plan take "
+        "minutes; what the search did not read is planned for as an unknown release.",
+    fix="remove the stray files, or give the release with --nccl-version X.Y.Z",
+    source="rocetune.probe.sources.nccl_libs (MAX_LIBRARIES, SCAN_BUDGET, SCAN_SECONDS).",
     by=("nccl-version",),
 ))
 
@@ -183,3 +224,82 @@ declare(Check(
            "arp_announce, rp_filter).",
     by=("arp-isolation",),
 ))
+
+_KNOWN = ("The NCCL release planned for (rule nccl-version) against the release table "
+          "(rocetune.nccl.releases, which `rocetune explain` cites), and the host facts named.")
+for _id, _sev, _title, _checks, _why, _fix, _fact in (
+    ("nccl-ece-roce", "warning", "This NCCL's ECE exchange can slow RoCE down",
+     "RoCE compute ports with an NCCL from 2.19.1 up to 2.26.3.",
+     "NCCL 2.26.3's release notes fix 'the exchange of enhanced connection establishment (ECE) options to "
+     "address potential slowdowns on networks utilizing RoCE'; NVIDIA/nccl#1403 saw unstable bandwidth.",
+     "NCCL_IB_ECE_ENABLE=0 (2.23.4 and later), or NCCL 2.26.3 or later", "ece-roce-slowdown"),
+    ("nccl-roce-port-recovery", "warning", "Port recovery on RoCE may not complete",
+     "A declared NCCL_IB_RESILIENCY_PORT_RECOVERY=1 on RoCE ports with NCCL 2.30.3 or later.",
+     "After a port flap the kernel may register the port's GIDs at other indexes; NCCL reuses the index it "
+     "cached at connect time, so the recovery's queue pairs do not come up and bandwidth stays degraded.",
+     "leave port recovery off on RoCE until a release carries the GID refresh (NVIDIA/nccl#2183), or pin "
+     "NCCL_IB_GID_INDEX on a GID table that does not move", "roce-port-recovery"),
+    ("nccl-mnnvl-stack", "warning", "Unlimited stack size on a multi-node NVLink system",
+     "The probing process's soft stack limit on hosts with GB200, GB300 or GH200 GPUs.",
+     "With 'ulimit -s unlimited' glibc gives new threads 2 MiB stacks, less than NCCL's background threads "
+     "need on MNNVL systems: crashes (NCCL 2.27.6 release notes).",
+     "ulimit -s 8192 in the job's launcher, propagated to every node", "mnnvl-stack-unlimited"),
+    ("nccl-c2c-gdr-off", "warning", "GPUDirect RDMA off by default on a C2C superchip",
+     "Grace superchips (GB200, GB300, GH200) with RDMA ports and an NCCL before 2.27.3.",
+     "Before 2.27.3 NCCL disables GPUDirect RDMA for NICs reached through the Grace CPU; "
+     "NVIDIA/nccl#1579 measured all-reduce 79.7 -> 96.1 GB/s with it on.",
+     "NCCL_NET_GDR_C2C=1 (2.26.2 and later) or NCCL_NET_GDR_LEVEL=SYS, or NCCL 2.27.3 or later",
+     "c2c-gdr-off-by-default"),
+    ("nccl-gin-peer-memory", "info", "GPU-Initiated Networking cannot register GPU memory here",
+     "Hosts whose only peer-memory module is the legacy nv_peer_mem, with NCCL 2.28.7 or later.",
+     "GIN's GDAKI transport needs nvidia-peermem or DMA-BUF (kernel >= 6.1); jobs using NCCL's device API "
+     "fail to register memory.",
+     "load nvidia-peermem (the GPU driver's module) instead of nv_peer_mem, or use DMA-BUF on a kernel "
+     ">= 6.1 with the open GPU module", "gin-needs-peermem-or-dmabuf"),
+    ("nccl-ignore-net-mismatch", "info", "NCCL runs on when ranks see different numbers of NICs",
+     "RDMA hosts with NCCL 2.30.3 or later and NCCL_IGNORE_NET_MISMATCH not declared 0.",
+     "A rank that cannot open one NIC (permissions, a container without the device, a port down) no longer "
+     "fails init: the job runs and can hang without an error (NVIDIA/nccl#2428).",
+     "run preflight ('rocetune fleet validate --tests nccl' sets NCCL_IGNORE_NET_MISMATCH=0); jobs that "
+     "must fail fast can set it too", "ignore-net-mismatch-default-on"),
+):
+    from ..nccl.releases import fact as _release_fact
+
+    declare(Check(_id, "rule", _sev, title=_title, checks=_checks, reads=_KNOWN, why=_why, fix=_fix,
+                  source=f"{_release_fact(_fact).source} (release table entry `{_fact}`: "
+                         f"{_release_fact(_fact).span()})",
+                  by=("nccl-known-issues",)))
+
+
+for _id, _sev, _also, _title, _checks, _why, _fix in (
+    ("nccl-env-plugin", "warning", (), "NCCL loads an env plugin",
+     "An env plugin (libnccl-env.so, or what NCCL_ENV_PLUGIN names) where NCCL's dlopen finds it, for NCCL "
+     "2.28.7 and later.",
+     "The env plugin answers every variable NCCL reads: the env file and nccl.conf rocetune writes may not be "
+     "what NCCL uses, and no NCCL log line says which value came from where.",
+     "check what the plugin returns for the plan's variables (doctor --nccl-log shows what NCCL read), or set "
+     "NCCL_ENV_PLUGIN=none for jobs that must run with the plan"),
+    ("nccl-net-plugin", "warning", ("info",), "A net plugin takes the traffic the plan gives NCCL's IB transport",
+     "A net plugin NCCL loads (libnccl-net.so by default, or what NCCL_NET_PLUGIN names) on a host whose plan runs "
+     "NCCL over its own IB/RoCE transport.",
+     "The plugin carries every network byte: NCCL_IB_* settings apply only if it reads them, and a plugin "
+     "present on some nodes only has hung jobs (NVIDIA/nccl#1634).",
+     "keep NCCL_NET_PLUGIN=none from the env (info: the env sets it), or plan for the plugin and --set "
+     "NCCL_NET_PLUGIN=<path>"),
+    ("nccl-plugin-other-user", "warning", (), "An NCCL plugin in a place another user controls",
+     "Each NCCL plugin found: under /home/<user>, below a directory writable by a group or everyone, or owned "
+     "by another user than root.",
+     "A plugin is code NCCL runs inside every job that loads it; whoever can write it runs code in everyone's jobs.",
+     "install plugins where only root writes, or keep them out of the loader's path (LD_LIBRARY_PATH, "
+     "ld.so.cache) of other users' jobs"),
+):
+    declare(Check(_id, "rule", _sev, also=_also,
+                  severity_note="info where the env sets NCCL_NET_PLUGIN=none" if _also else "",
+                  title=_title, checks=_checks,
+                  reads="The plugins the probe found (Features `kernel.nccl.plugins`, `plugin_env`) and the "
+                        "NCCL_<KIND>_PLUGIN the host's owner declared.",
+                  why=_why, fix=_fix,
+                  source="NVIDIA/nccl v2.30.7-1 src/plugin/plugin_open.cc:79-125 (names tried), src/plugin/net.cc"
+                         ":258-301 (NCCL_NET_PLUGIN, 'none'), src/plugin/env.cc:40-48 (NCCL_ENV_PLUGIN); "
+                         "docs/rules/nccl-plugins.md.",
+                  by=("nccl-plugins",)))

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from .registry import Check, declare
 
-_READS = ("The switch's QoS as given with --switch: SONiC CONFIG_DB JSON, the text of NVUE's "
-          "`nv show qos roce`, or an EOS running-config.")
+_READS = ("The switch's QoS output given to `rocetune qos check FILE`: SONiC CONFIG_DB JSON, NVUE's "
+          "`nv show qos roce` (global or per interface) or `nv set` commands, or an EOS running-config "
+          "(docs/switch-qos.md lists the forms per switch OS).")
 _SOURCE_SWITCH = ("docs/switch-qos.md; sonic-buildimage files/build_templates/qos_config.j2 (DSCP_TO_TC_MAP "
                   "AZURE: DSCP 26 -> TC 1); NVIDIA Cumulus Linux 5.x 'RDMA over Converged Ethernet - RoCE'")
+_SOURCE_BUFFERS = ("docs/switch-qos.md; sonic-buildimage files/build_templates/buffers_config.j2 (lossless PGs and "
+                   "queues 3-4 only); sonic-swss cfgmgr/buffermgr.cpp and buffermgrdyn.cpp; NVIDIA Cumulus Linux "
+                   "'RDMA over Converged Ethernet - RoCE' (the RoCE lossless pools)")
 _NOT_STATED = "info when the switch output does not state it (said as 'not checked: ...')"
 
 
@@ -32,7 +36,7 @@ _switch("switch-data-class-mismatch", "error", also=("info",), note=_NOT_STATED,
         why="The commonest RoCE fault: SONiC's default DSCP_TO_TC_MAP sends DSCP 26 to TC 1, which "
             "has no PFC, while the hosts expect DSCP 26 to be lossless on priority 3. The fabric works "
             "until it congests, then drops RoCE packets and NCCL throughput collapses.",
-        fix="map the data DSCP to the data priority's class (`rocetune qos render --switch KIND`)")
+        fix="map the data DSCP to the data priority's class (`rocetune qos render --os OS`)")
 _switch("switch-cnp-class-mismatch", "warning", also=("info",), note=_NOT_STATED,
         title="CNPs land in another traffic class than the plan's CNP priority",
         checks="The switch maps the plan's CNP DSCP (48 by default) to the class of the plan's CNP "
@@ -46,6 +50,36 @@ _switch("switch-pfc-missing", "error", also=("info",), note=_NOT_STATED,
         why="Without PFC the switch drops RoCE data when its buffer fills; RoCE's go-back-N retransmit "
             "turns each drop into a burst of resends.",
         fix="enable PFC on the plan's lossless priorities on every RoCE port")
+_switch("switch-cts-class-mismatch", "warning", also=("info",), note=_NOT_STATED,
+        title="NCCL's credit (CTS) messages land in another class than the plan's",
+        checks="When the plan gives CTS messages a DSCP (cts.dscp), the switch maps it to the plan's "
+               "cts.priority (the data priority unless stated).",
+        why="NCCL sends its credit messages with NCCL_IB_FIFO_TC; a switch that leaves that DSCP in its "
+            "best-effort class delays or drops them, and every transfer waits for its credits.",
+        fix="map the CTS DSCP to the plan's cts.priority (`rocetune qos render` does)")
+_switch("switch-lossless-buffer-missing", "error", also=("info",),
+        note="info when the output does not show the buffers (an EOS config, a SONiC dump without BUFFER_PG, "
+             "a traditional-model CONFIG_DB saved before buffermgrd created its lossless PGs)",
+        title="PFC is on, but the priority has no lossless buffer",
+        checks="Every lossless priority with PFC has an ingress buffer with headroom (SONiC: a BUFFER_PG with "
+               "a lossless profile or NULL on the priority's PG, the PFC-priority-to-PG map agreeing; NVUE: the "
+               "RoCE lossless pool, or lossless-single-ipool) and an egress queue that does not drop (SONiC "
+               "BUFFER_QUEUE egress_lossless_profile; NVUE the reserved egress pool's traffic class).",
+        why="PFC pauses the sender only when a lossless PG fills past its xoff; a priority whose traffic "
+            "lands in a lossy PG never pauses anyone and is dropped. SONiC's buffer template makes only "
+            "3-4 lossless, so PFC on another priority is lossy until its buffers are added.",
+        fix="render the buffers with the plan (`rocetune qos render --os sonic --ports ... --buffer-model ...`) "
+            "or move the lossless priority to one the switch has buffers for",
+        source=_SOURCE_BUFFERS)
+_switch("switch-ports-unbound", "warning", also=("error",),
+        note="error when no port of the switch binds QoS (nothing on the switch is lossless)",
+        title="Ports of the switch bind no QoS",
+        checks="Every port in the switch's PORT table has its own PORT_QOS_MAP entry (maps, pfc_enable).",
+        why="PFC, the queue maps and the buffers are per port: a port without them classifies by the "
+            "switch-wide map at most and drops RoCE under congestion.",
+        fix="bind the plan to the RoCE-facing ports (`rocetune qos render --ports ...`); ports that carry no "
+            "RoCE can stay unbound",
+        source=_SOURCE_BUFFERS)
 _switch("switch-pfc-extra", "warning",
         title="PFC is on for a priority the plan keeps lossy",
         checks="No priority outside the plan's lossless_priorities has PFC on.",
@@ -76,8 +110,8 @@ _switch("switch-cnp-not-strict", "warning", also=("info",), note=_NOT_STATED,
             "late; NVIDIA's RoCE defaults schedule the CNP class strict.",
         fix="schedule the CNP queue strict priority")
 
-_READS_HOSTS = ("The switch's QoS as with --switch, and each host's NIC QoS as its probe read it (Features "
-                "`qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb) in the "
+_READS_HOSTS = ("The switch's QoS output as `qos check FILE` reads it, and each host's NIC QoS as its probe "
+                "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb) in the "
                 "fleet results given with --hosts DIR (fleet gather or playbooks/fleet.yml).")
 _SOURCE_HOSTS = ("docs/switch-qos.md; IEEE 802.1Qbb (PFC acts per priority on both ends of a link); NVIDIA "
                  "'RoCE configuration for ConnectX' (trust dscp, PFC on the RoCE priority, DSCP 26 -> 3)")
@@ -103,9 +137,9 @@ _host_side("switch-host-pfc-mismatch", "error",
            fix="apply the plan on both: `roce_qos` on the hosts, `rocetune qos render` on the switch")
 _host_side("switch-host-dscp-mismatch", "error",
            title="A host NIC and the switch put RoCE's DSCPs in different priorities",
-           checks="The plan's data and CNP DSCPs (26 and 48 by default) go to the same priority on each "
-                  "fabric NIC and to the traffic class of that number on the switch (SONiC, NVUE and EOS "
-                  "pause and queue by the class number).",
+           checks="The plan's data, CNP and CTS DSCPs (26 and 48 by default) go to the same priority on each "
+                  "fabric NIC and on the switch (SONiC's and EOS's traffic class, NVUE's switch priority: the "
+                  "number PFC pauses by). One finding per switch fault, naming every NIC it touches.",
            why="The host sends RoCE data lossless on one priority and the switch queues it in another "
                "class, with or without PFC: the two ends disagree on which traffic must not be dropped.",
            fix="map the DSCP to the same priority on both ends (the plan's data and CNP classes)")

@@ -31,14 +31,11 @@ def all_findings(features: dict, plan) -> List[Finding]:
 
 
 def stderr_lines(features: dict, plan, findings_too: bool) -> List[str]:
-    """Warnings for stderr: unreadable sources, rule warnings, and (when stdout carries an env)
-    the findings that matter."""
+    """Warnings for stderr: unreadable sources, and (when stdout carries an env rather than the
+    findings) the findings that matter -- the rules' warnings among them."""
     out = _grouped(source_warnings(features))
-    if findings_too:
+    if findings_too:  # stdout carries an env, not the findings: they come here
         out += [f"{f.id}: {f.message}" for f in all_findings(features, plan) if f.severity != "info"]
-    elif plan is not None:
-        out += [m.message if m.rule_id in ("plan", "override") else f"{m.rule_id}: {m.message}"
-                for m in plan.warnings]
     return out
 
 

@@ -103,7 +103,7 @@ def no_ipv4_gid(d: DoctorInput) -> List[Finding]:
 @check("doctor-rail-mtu-mismatch")
 def rail_mtu(d: DoctorInput) -> List[Finding]:
     mtus: Dict[str, int] = {}
-    for p in _compute_ports(d):
+    for p in _rail_ports(d):
         if p.is_roce and p.iface and p.iface.get("mtu"):
             mtus[p.netdev] = p.iface["mtu"]
     if len(set(mtus.values())) < 2:

@@ -45,6 +45,7 @@ LABELS: Dict[str, str] = {
     "nic.driver": "NIC driver",
     "nic.fw": "NIC firmware (fw_ver)",
     "nccl.versions": "NCCL releases found",
+    "nccl.plugins": "NCCL plugins NCCL loads",
     "kernel": "kernel release",
     "doctor.errors": "doctor findings of error severity",
     "envfile.stale": "deployed env files that differ from the plan",
@@ -128,6 +129,7 @@ def features_facts(features: dict, plan_env: Optional[Dict[str, str]]) -> Dict[s
         "nic.fw": _per_device(sorted({p.device for p in ports}, key=natural_key),
                               lambda dev: _fw(features, dev)),
         "nccl.versions": _nccl_versions(features),
+        "nccl.plugins": _nccl_plugins(features),
         "kernel": Fact((features.get("host") or {}).get("kernel_release")),
     }
     if not ports:
@@ -346,6 +348,21 @@ def _nccl_versions(features: dict) -> Fact:
     found = sorted(set(versions.values()), key=_version_key)
     detail = "; ".join(f"{v}: {p}" for p, v in sorted(versions.items(), key=lambda pv: str(pv[0]))) or None
     return Fact(found, detail=detail)
+
+
+def _nccl_plugins(features: dict) -> Fact:
+    """The plugin NCCL loads per kind (`net libnccl-net.so 1.14.2`): a plugin on some nodes only
+    changes the transport of the jobs that reach them (NVIDIA/nccl#1634: a job hung)."""
+    from ..nccl.plugins import loaded_all
+
+    nccl = (features.get("kernel") or {}).get("nccl")
+    if not isinstance(nccl, dict) or "plugins" not in nccl:
+        return Fact(None, known=False, detail="NCCL plugins not read (Features from before the plugin search)")
+    chosen = loaded_all(features)
+    value = sorted(f"{kind} {p['path'].rsplit('/', 1)[-1]}" + (f" {p['version']}" if p.get("version") else "")
+                   for kind, p in chosen.items())
+    detail = "; ".join(f"{kind}: {p['path']}" for kind, p in sorted(chosen.items())) or None
+    return Fact(value, detail=detail)
 
 
 def _version_key(text: str) -> Tuple:

@@ -41,8 +41,13 @@ class Settings:
 
 
 def command(s: Settings) -> str:
-    """The node's shell line: the env as a job sources it, NCCL's INFO log, the script from stdin."""
-    return ("set -a && . {env} && set +a && export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH && "
+    """The node's shell line: the env as a job sources it, NCCL's INFO log, the script from stdin.
+    NCCL_IGNORE_NET_MISMATCH=0: from 2.30.3 NCCL defaults it to 1 and goes on when ranks see
+    different numbers of NICs, so a rank that cannot open one would hang the check instead of
+    failing it (NVIDIA/nccl#2428; release table entry ignore-net-mismatch-default-on). Older
+    releases do not read it."""
+    return ("set -a && . {env} && set +a && export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH "
+            "NCCL_IGNORE_NET_MISMATCH=0 && "
             "f=$(mktemp) && cat > \"$f\" && {py} \"$f\" {size} {iters} {port} 2>&1; rc=$?; rm -f \"$f\"; exit $rc"
             ).format(env=shlex.quote(s.env_file), py=shlex.quote(s.python), size=s.size_mb, iters=s.iters,
                      port=s.port)

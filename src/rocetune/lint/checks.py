@@ -22,12 +22,15 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..checks import finding
 from ..envfiles import dialects
+from ..envfiles.dialects import nccl_conf
 from ..envfiles.parsed import Assignment, ParsedFile
 from ..envfiles.read import parse_text
 from ..model.finding import SEVERITIES, Finding
 from ..model.qos import QosPlan
 from ..nccl.catalog import Catalog, load_catalog
+from ..nccl import releases
 from ..nccl.syntax import list_entries, strtoll
+from ..nccl.versions import parse_version
 
 _WATCHED = ("NCCL_", "UCX_", "GLOO_", "TORCH_NCCL_", "OMPI_MCA_btl_tcp_")
 MAX_BYTES = 16 << 20
@@ -49,6 +52,7 @@ class HostNames:
 
     ib: Optional[Dict[str, List[int]]] = None
     net: Optional[List[str]] = None
+    nccl: Optional[Tuple[int, int, int]] = None  # the NCCL release the host's jobs load (kernel.nccl.version)
 
     @classmethod
     def from_features(cls, features: dict, check_rdma: bool = True, check_netdevs: bool = True) -> "HostNames":
@@ -58,11 +62,17 @@ class HostNames:
             ib = {d["name"]: sorted(p["port"] for p in d.get("ports", [])) for d in features["rdma"]["devices"]}
         if check_netdevs and (sources.get("net") or {}).get("ok", True) and features.get("net", {}).get("interfaces"):
             net = sorted(i["name"] for i in features["net"]["interfaces"])
-        return cls(ib, net)
+        lib = (features.get("kernel") or {}).get("nccl")
+        nccl = parse_version(lib.get("version")) if isinstance(lib, dict) else None
+        return cls(ib, net, nccl)
 
     @property
     def empty(self) -> bool:
-        return self.ib is None and self.net is None
+        return self.ib is None and self.net is None and self.nccl is None
+
+    @property
+    def nccl_text(self) -> str:
+        return ".".join(str(x) for x in self.nccl) if self.nccl else "of unknown release"
 
 
 Add = Callable[..., None]
@@ -87,7 +97,7 @@ def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = 
 
     for line, pid, msg in parsed.problems:
         add(pid, None, line, None, msg)
-    _check_dialect(parsed, text, add)
+    _check_dialect(parsed, text, add, host)
 
     dialect = dialects.get(parsed.fmt)
     for a in parsed.assignments:
@@ -107,6 +117,11 @@ def _check_one(cat: Catalog, a: Assignment, add: Add, qos: Optional[QosPlan] = N
     if a.key.startswith("NCCL_"):
         if not _check_name(cat, a, add):
             return
+        if host is not None and host.nccl is not None and releases.reads(a.key, host.nccl) is False:
+            add("var-not-in-release", "warning", a.line, a.key,
+                f"{a.key} is not read by NCCL {host.nccl_text}, the host's release "
+                f"({releases.variable_text(a.key)}): NCCL ignores it",
+                "remove it, or give the jobs an NCCL release that reads it")
     if a.value is None or a.dynamic:
         if a.key.startswith("NCCL_"):
             what = a.dynamic or "expansion"
@@ -134,7 +149,7 @@ def check_assignment(key: str, value: str, catalog: Optional[Catalog] = None) ->
     return out
 
 
-def _check_dialect(parsed: ParsedFile, text: str, add: Add) -> None:
+def _check_dialect(parsed: ParsedFile, text: str, add: Add, host: Optional[HostNames] = None) -> None:
     """How the file was read, when that may not be how it is used; CRLF line endings where the
     consumer keeps the CR."""
     if parsed.name_format and parsed.name_format != parsed.fmt and parsed.detected != "forced":
@@ -149,6 +164,13 @@ def _check_dialect(parsed: ParsedFile, text: str, add: Add) -> None:
     if consumer and "\r\n" in text:
         first = text.count("\n", 0, text.index("\r\n")) + 1
         lines = text.count("\r\n")
+        version = host.nccl if host is not None else None
+        if host is not None and parsed.fmt == nccl_conf.NAME and releases.gate("conf-keeps-cr", version) is False:
+            add("crlf-line-endings", "info", first, None,
+                f"{lines} line(s) end in CRLF: NCCL {host.nccl_text} (the host's) drops the carriage return "
+                f"(releases before 2.30.3 keep it in the value: {releases.fact('conf-keeps-cr').source})",
+                "convert the file to LF line endings (dos2unix) if an older NCCL may read it")
+            return
         add("crlf-line-endings", "error", first, None,
             f"{lines} line(s) end in CRLF and {consumer} keeps the carriage return: a value such "
             "as =bond0 becomes '=bond0\\r', which matches nothing",
@@ -286,13 +308,15 @@ def _check_value(cat: Catalog, a: Assignment, add) -> None:
 
 def _check_qos(qos: QosPlan, a: Assignment, add) -> None:
     key, v = a.key, a.value or ""
-    if key not in ("NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS", "NCCL_IB_FIFO_TC", "NCCL_IB_SL"):
+    if key not in ("NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS", "NCCL_IB_FIFO_TC", "NCCL_IB_SL", "NCCL_GIN_IB_TC"):
         return
     n, whole = strtoll(v)
     if not whole or v.lower() == "auto":
         return
+    if key == "NCCL_GIN_IB_TC" and n == -1:
+        return  # -1: GIN takes NCCL_IB_TC's class (v2.30.7-1 src/transport/net_ib/gin.cc:191, 283)
     src = f"the QoS plan ({qos.source})"
-    if key in ("NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS"):
+    if key in ("NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS", "NCCL_GIN_IB_TC"):
         if n >> 2 != qos.data.dscp:
             add("tc-contradicts-qos", "error", a.line, key,
                 f"{key}={n} sends DSCP {n >> 2}; {src} has RoCE data on DSCP {qos.data.dscp}",
@@ -313,6 +337,14 @@ def _check_qos(qos: QosPlan, a: Assignment, add) -> None:
 
 def _check_host(host: HostNames, a: Assignment, add) -> None:
     key, v = a.key, a.value or ""
+    if key == "NCCL_IB_HCA" and host.nccl is not None:
+        railed = [e for e in list_entries(v)[2] if e.count(":") >= 2]
+        if railed and releases.gate("rail-ids-in-ib-hca", host.nccl) is False:
+            add("hca-rail-ids-ignored", "info", a.line, key,
+                f"{', '.join(railed[:3])}{' ...' if len(railed) > 3 else ''}: rail and plane ids after the port "
+                f"are read from NCCL 2.30.7; NCCL {host.nccl_text}, the host's, skips them, so NCCL_CROSS_NIC=0 "
+                "tells rails apart by asic and port alone (NVIDIA/nccl#2097)",
+                "keep them for 2.30.7 and later, or upgrade NCCL")
     if key == "NCCL_IB_HCA" and host.ib is not None:
         excl, exact, entries = list_entries(v)
         names = sorted(host.ib)

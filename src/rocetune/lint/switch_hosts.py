@@ -1,25 +1,28 @@
 """A switch's running QoS against the NIC QoS the hosts report (the switch-host-* checks of
-rocetune.checks.switch): trust, PFC priorities and the lossless DSCPs must agree on both ends of
-a link. Which port faces which host is not known from the outputs, so each fabric NIC is held
-against every group of switch ports; a switch with one QoS for all ports (the usual case) gives
-one comparison per NIC."""
+rocetune.checks.switch): trust, PFC priorities and the RoCE DSCPs must agree on both ends of a
+link. Which port faces which host is not known from the outputs, so each fabric NIC is held
+against every group of switch ports; one fault of the switch is one finding, naming every host
+and NIC it touches (a fleet of 128 hosts that all disagree with one port group is one line)."""
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 from ..checks import finding
 from ..model.finding import Finding
 from ..model.qos import QosPlan
-from ..model.switch_qos import SwitchQos, SwitchReading
+from ..model.switch_qos import SwitchIntent, SwitchQos, SwitchReading
+
+_HOSTS_LISTED = 6
 
 
 def compare_hosts(plan: QosPlan, switch: SwitchQos, hosts) -> Tuple[List[Finding], List[str]]:
     """(findings, notes) for the fabric NICs of `hosts` (fleet results.HostResult) that report QoS;
-    the DSCPs compared are the ones RoCE uses: the plan's data and CNP codepoints."""
+    the DSCPs compared are the ones RoCE uses: the plan's data, CNP and CTS codepoints."""
     from ..analysis.hostview import HostView
 
-    out: List[Finding] = []
+    dscps = tuple(c.dscp for c in SwitchIntent.from_plan(plan).classes)
+    faults: Dict[Tuple[str, int, str], Dict[str, List[str]]] = {}
     notes: List[str] = []
     for host in hosts:
         if not host.ok:
@@ -32,33 +35,54 @@ def compare_hosts(plan: QosPlan, switch: SwitchQos, hosts) -> Tuple[List[Finding
             notes.append(f"{host.host}: no NIC QoS read on its fabric NICs (no mlnx_qos or dcb output)")
             continue
         for ifname, qos in read.items():
-            for group in switch.groups:
-                out += _nic(f"{host.host} {ifname} / {group.subject}", qos, group, switch,
-                            (plan.data.dscp, plan.cnp.dscp))
+            for index, group in enumerate(switch.groups):
+                for check_id, message in _nic(qos, group, switch, dscps):
+                    faults.setdefault((check_id, index, message), {}).setdefault(host.host, []).append(ifname)
+    out = [_finding(check_id, switch.groups[index], switch, message, touched)
+           for (check_id, index, message), touched in faults.items()]
     return out, notes
 
 
-def _nic(subject: str, qos: dict, g: SwitchReading, switch: SwitchQos, dscps: Tuple[int, ...]) -> List[Finding]:
-    ev = {"switch": switch.source, "host_nic": {k: qos.get(k) for k in ("trust", "pfc_enabled", "tool")}}
-    out: List[Finding] = []
+def _finding(check_id: str, group: SwitchReading, switch: SwitchQos, message: str,
+             touched: Dict[str, List[str]]) -> Finding:
+    nics = sum(len(v) for v in touched.values())
+    hosts = sorted(touched)
+    shown = "; ".join(f"{h} ({', '.join(touched[h])})" for h in hosts[:_HOSTS_LISTED])
+    if len(hosts) > _HOSTS_LISTED:
+        shown += f"; and {len(hosts) - _HOSTS_LISTED} more hosts"
+    return finding(check_id, group.subject,
+                   f"{message}: {nics} NIC{'s' if nics != 1 else ''} on {len(hosts)} host"
+                   f"{'s' if len(hosts) != 1 else ''}: {shown}",
+                   evidence={"switch": switch.source, "ports": list(group.ports), "hosts": touched})
+
+
+def _nic(qos: dict, g: SwitchReading, switch: SwitchQos, dscps: Tuple[int, ...]) -> List[Tuple[str, str]]:
+    out: List[Tuple[str, str]] = []
+
+    def add(check_id: str, message: str) -> None:
+        out.append((check_id, message))
+
     trust = qos.get("trust")
     if trust and g.trust and g.trust != "both" and trust != g.trust:
-        out.append(finding("switch-host-trust-mismatch", subject,
-                           f"the NIC trusts {trust}, the switch ports trust {g.trust}", evidence=ev))
+        add("switch-host-trust-mismatch", f"the NICs trust {trust}, the switch ports trust {g.trust}")
     host_pfc = qos.get("pfc_enabled")
     if isinstance(host_pfc, list) and g.pfc is not None and set(host_pfc) != set(g.pfc):
         only_host = sorted(set(host_pfc) - set(g.pfc))
         only_switch = sorted(set(g.pfc) - set(host_pfc))
         parts = ([f"only the NIC on {_list(only_host)}"] if only_host else []) + \
                 ([f"only the switch on {_list(only_switch)}"] if only_switch else [])
-        out.append(finding("switch-host-pfc-mismatch", subject, "PFC differs: " + "; ".join(parts), evidence=ev))
+        add("switch-host-pfc-mismatch", "PFC differs: " + "; ".join(parts))
     dscp_prio = qos.get("dscp_prio") or {}
     if trust == "dscp":
-        differ = [f"DSCP {d}: NIC priority {dscp_prio[str(d)]}, switch class {g.dscp_to_tc[d]}"
-                  for d in dscps if str(d) in dscp_prio and d in g.dscp_to_tc and g.dscp_to_tc[d] != dscp_prio[str(d)]]
+        differ = []
+        for d in dscps:
+            switch_prio = g.priority_of_dscp(d) if d in g.dscp_to_priority else None
+            if str(d) in dscp_prio and switch_prio is not None and switch_prio != dscp_prio[str(d)]:
+                differ.append(f"DSCP {d}: NIC priority {dscp_prio[str(d)]}, "
+                              f"switch {switch.priority_word} {switch_prio}")
         if differ:
-            out.append(finding("switch-host-dscp-mismatch", subject,
-                               "RoCE's DSCPs land in other classes on the switch: " + "; ".join(differ), evidence=ev))
+            add("switch-host-dscp-mismatch",
+                "RoCE's DSCPs land in other priorities on the switch: " + "; ".join(differ))
     return out
 
 

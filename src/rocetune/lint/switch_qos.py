@@ -1,17 +1,26 @@
 """A switch's running QoS against the QoS plan: one finding per disagreement (the switch-* checks
-of rocetune.checks.switch), per group of ports that share their QoS."""
+of rocetune.checks.switch), per group of ports that share their QoS.
+
+Each RoCE class of the plan (data, CNP, and CTS when the plan has it) is followed through the
+switch as rocetune.model.switch_qos describes: its DSCP (or VLAN priority) to a priority, which is
+what PFC and the hosts agree on; the priority to a traffic class and a queue, which is where ECN
+marking and scheduling are read; and for a lossless priority the ingress and egress buffers."""
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List
 
 from ..checks import finding
 from ..model.finding import Finding
 from ..model.qos import QosPlan
-from ..model.switch_qos import QueueReading, SwitchIntent, SwitchQos, SwitchReading
+from ..model.switch_qos import QueueReading, RoceClass, SwitchIntent, SwitchQos, SwitchReading, subject_of
 
 # Thresholds printed rounded (NVUE: 146.48 KB) or in decimal kbytes read as binary: within 3% agrees.
 TOLERANCE = 0.03
+# Thresholds an ASIC reports as programmed may lie above the configured value by its granularity:
+# NVIDIA documents 150,000 bytes as 159,744 (156 KB) on Spectrum-4, 6.5% above.
+PROGRAMMED_ABOVE = 0.10
+_UNBOUND_LISTED = 8
 
 
 def compare(plan: QosPlan, switch: SwitchQos) -> List[Finding]:
@@ -19,6 +28,11 @@ def compare(plan: QosPlan, switch: SwitchQos) -> List[Finding]:
     out: List[Finding] = []
     for group in switch.groups:
         out += _group(intent, group, switch)
+    out += _unbound(switch)
+    if not switch.groups:
+        out.append(finding("switch-ports-unbound", "switch", "the output binds QoS to no port (SONiC: no "
+                           "PORT_QOS_MAP entry): nothing in it is lossless", severity="error",
+                           evidence={"source": switch.source, "kind": switch.kind}))
     return out
 
 
@@ -26,55 +40,78 @@ def _group(intent: SwitchIntent, g: SwitchReading, switch: SwitchQos) -> List[Fi
     out: List[Finding] = []
     subject = g.subject
     ev = {"source": switch.source, "kind": switch.kind}
-    if g.trust is None:
-        out.append(finding("switch-trust-mismatch", subject, "not checked: the output states no trust mode",
-                           severity="info", evidence=ev))
-    elif g.trust not in (intent.trust, "both"):
-        out.append(finding("switch-trust-mismatch", subject,
-                           f"the switch trusts {g.trust}, the plan's hosts mark {intent.trust}",
-                           evidence=dict(ev, trust=g.trust, plan=intent.trust)))
-    data_tc = _class_of(g, intent.data_dscp) if intent.trust == "dscp" else intent.data_class
-    if data_tc is None:
-        out.append(finding("switch-data-class-mismatch", subject,
-                           f"not checked: DSCP {intent.data_dscp} is {g.dscp_default or 'not in the output'}",
-                           severity="info", evidence=ev))
-    elif data_tc != intent.data_class:
-        lossy = "lossy (no PFC)" if g.pfc is not None and data_tc not in g.pfc else (
-            "lossless" if g.pfc is not None else "of unknown PFC state")
-        out.append(finding("switch-data-class-mismatch", subject,
-                           f"DSCP {intent.data_dscp} goes to traffic class {data_tc}, {lossy}; the plan's hosts send "
-                           f"RoCE data there expecting class {intent.data_class}",
-                           evidence=dict(ev, dscp=intent.data_dscp, traffic_class=data_tc,
-                                         pfc=None if g.pfc is None else list(g.pfc))))
-    cnp_tc = _class_of(g, intent.cnp_dscp) if intent.trust == "dscp" else intent.cnp_class
-    if cnp_tc is None:
-        out.append(finding("switch-cnp-class-mismatch", subject,
-                           f"not checked: DSCP {intent.cnp_dscp} is {g.dscp_default or 'not in the output'}",
-                           severity="info", evidence=ev))
-    elif cnp_tc != intent.cnp_class:
-        out.append(finding("switch-cnp-class-mismatch", subject,
-                           f"CNP DSCP {intent.cnp_dscp} goes to traffic class {cnp_tc}, the plan's is {intent.cnp_class}",
-                           evidence=dict(ev, dscp=intent.cnp_dscp, traffic_class=cnp_tc)))
+    word = switch.priority_word
+    out += _trust(intent, g, subject, ev)
+    for c in intent.classes:
+        out += _class(intent, c, g, subject, ev, word)
     out += _pfc(intent, g, subject, ev)
-    out += _ecn(intent, g, subject, ev)
-    cnp_queue = g.queues.get(g.queue_of(intent.cnp_class))
-    if cnp_queue is None or cnp_queue.strict is None:
+    out += _buffers(intent, g, subject, ev, word)
+    out += _ecn(intent, g, subject, ev, word)
+    cnp_queue = g.queue_of(intent.cnp.priority)
+    q = g.queues.get(cnp_queue)
+    if q is None or q.strict is None:
         out.append(finding("switch-cnp-not-strict", subject,
-                           f"not checked: the output does not say how queue {g.queue_of(intent.cnp_class)} is scheduled",
+                           f"not checked: the output does not say how queue {cnp_queue} is scheduled",
                            severity="info", evidence=ev))
-    elif not cnp_queue.strict:
+    elif not q.strict:
         out.append(finding("switch-cnp-not-strict", subject,
-                           f"queue {g.queue_of(intent.cnp_class)} (CNP class {intent.cnp_class}) is weighted, not strict",
-                           evidence=dict(ev, queue=g.queue_of(intent.cnp_class))))
+                           f"queue {cnp_queue} (CNP {word} {intent.cnp.priority}) is weighted, not strict",
+                           evidence=dict(ev, queue=cnp_queue)))
     return out
 
 
-def _class_of(g: SwitchReading, dscp: int) -> Optional[int]:
-    if dscp in g.dscp_to_tc:
-        return g.dscp_to_tc[dscp]
-    if g.dscp_default and g.dscp_default.endswith("traffic class 0"):
-        return 0
-    return None
+def _trust(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
+    if g.trust is None:
+        return [finding("switch-trust-mismatch", subject, "not checked: the output states no trust mode",
+                        severity="info", evidence=ev)]
+    if g.trust == intent.trust or (g.trust == "both" and intent.trust == "dscp"):
+        return []
+    if g.trust == "both":  # trusting both classifies IP packets, RoCE v2's, by DSCP
+        why = "the switch trusts PCP and DSCP, which classifies IP packets (RoCE v2) by DSCP"
+    elif g.trust == "none":
+        why = "the switch trusts neither DSCP nor PCP (`no qos trust`)"
+    else:
+        why = f"the switch trusts {g.trust}"
+    return [finding("switch-trust-mismatch", subject, f"{why}; the plan's hosts mark {intent.trust}",
+                    evidence=dict(ev, trust=g.trust, plan=intent.trust))]
+
+
+_CLASS_NAME = {"data": "RoCE data", "cnp": "CNP", "cts": "credit (CTS)"}
+
+
+def _class(intent: SwitchIntent, c: RoceClass, g: SwitchReading, subject: str, ev, word: str) -> List[Finding]:
+    if intent.trust == "pcp":
+        if c.name != "data":
+            return []  # under PCP trust the hosts tag every RoCE class with its priority directly
+        got = g.priority_of_pcp(c.priority)
+        said = f"VLAN priority {c.priority}"
+    else:
+        said = f"DSCP {c.dscp}"
+        mapped = g.priority_of_dscp(c.dscp)
+        if mapped is None:
+            return [_class_finding(c.name, subject,
+                                   f"not checked: {said} is {g.dscp_default or 'not in the output'}",
+                                   severity="info", evidence=ev)]
+        got = mapped
+    if got == c.priority:
+        return []
+    state = ""
+    if c.name == "data":
+        state = (", lossy (no PFC)" if g.pfc is not None and got not in g.pfc
+                 else ", lossless" if g.pfc is not None else ", of unknown PFC state")
+    return [_class_finding(c.name, subject,
+                           f"{_CLASS_NAME[c.name]} {said} goes to {word} {got}{state}; the plan's hosts send it as "
+                           f"priority {c.priority}",
+                           evidence=dict(ev, dscp=c.dscp, priority=got, traffic_class=g.tc_of(got),
+                                         pfc=None if g.pfc is None else list(g.pfc)))]
+
+
+def _class_finding(name: str, subject: str, message: str, **kwargs) -> Finding:
+    if name == "cnp":
+        return finding("switch-cnp-class-mismatch", subject, message, **kwargs)
+    if name == "cts":
+        return finding("switch-cts-class-mismatch", subject, message, **kwargs)
+    return finding("switch-data-class-mismatch", subject, message, **kwargs)
 
 
 def _pfc(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
@@ -96,33 +133,93 @@ def _pfc(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Findi
     return out
 
 
-def _ecn(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
-    queue = g.queue_of(intent.data_class)
+def _buffers(intent: SwitchIntent, g: SwitchReading, subject: str, ev, word: str) -> List[Finding]:
+    """A priority with PFC but no lossless buffer pauses nothing in time: the ingress PG (or
+    pool) must hold headroom and the egress queue must not drop."""
+    pfc = [p for p in intent.lossless if g.pfc is not None and p in g.pfc]
+    if not pfc:
+        return []
+    lossy_in = [p for p in pfc if g.ingress_lossless is not None and g.ingress_lossless.get(p) is False]
+    lossy_out = [p for p in pfc if g.queues.get(g.queue_of(p), QueueReading()).lossless is False]
+    unknown_in = [p for p in pfc if g.ingress_lossless is None or g.ingress_lossless.get(p) is None]
+    unknown_out = [p for p in pfc if g.queues.get(g.queue_of(p), QueueReading()).lossless is None]
+    out: List[Finding] = []
+    note = f" ({g.buffer_note})" if g.buffer_note else ""
+    if lossy_in or lossy_out:
+        parts = ([f"no lossless ingress buffer for priority {_list(lossy_in)}"] if lossy_in else []) + \
+                ([f"lossy egress queue {_list(sorted(set(g.queue_of(p) for p in lossy_out)))} for priority "
+                  f"{_list(lossy_out)}"] if lossy_out else [])
+        out.append(finding("switch-lossless-buffer-missing", subject,
+                           "PFC is on but " + " and ".join(parts) + note,
+                           evidence=dict(ev, ingress=lossy_in, egress=lossy_out)))
+    if unknown_in or unknown_out:
+        what = ([f"the ingress buffer of priority {_list(unknown_in)}"] if unknown_in else []) + \
+               ([f"the egress buffer of queue {_list(sorted(set(g.queue_of(p) for p in unknown_out)))}"]
+                if unknown_out else [])
+        out.append(finding("switch-lossless-buffer-missing", subject,
+                           "not checked: the output does not say " + " or ".join(what) + note,
+                           severity="info", evidence=ev))
+    return out
+
+
+def _ecn(intent: SwitchIntent, g: SwitchReading, subject: str, ev, word: str) -> List[Finding]:
+    queue = g.queue_of(intent.data.priority)
     q: QueueReading = g.queues.get(queue, QueueReading())
     ev = dict(ev, queue=queue)
+    where = f"queue {queue} (data {word} {intent.data.priority})"
     if q.ecn is None:
-        return [finding("switch-ecn-off", subject, f"not checked: the output does not say whether queue {queue} marks ECN",
+        return [finding("switch-ecn-off", subject,
+                        f"not checked: the output does not say whether queue {queue} marks ECN",
                         severity="info", evidence=ev)]
     if not q.ecn:
-        return [finding("switch-ecn-off", subject, f"queue {queue} (data class {intent.data_class}) marks no ECN",
-                        evidence=ev)]
-    if q.min_threshold is None or q.max_threshold is None:
-        why = f"thresholds in {q.threshold_unit}" if q.threshold_unit not in ("bytes", "kbytes", "mbytes") else "no thresholds"
-        return [finding("switch-ecn-thresholds-differ", subject, f"not checked: queue {queue} states {why}",
-                        severity="info", evidence=ev)]
+        return [finding("switch-ecn-off", subject, f"{where} marks no ECN", evidence=ev)]
     want = intent.ecn
     differ = []
-    for name, have, plan in (("minimum", q.min_threshold, want.min_threshold),
-                             ("maximum", q.max_threshold, want.max_threshold)):
-        if abs(have - plan) > TOLERANCE * plan:
-            differ.append(f"{name} {int(round(have))} bytes (plan {plan})")
+    if q.min_threshold is None or q.max_threshold is None:
+        unit = q.threshold_unit
+        skipped = f"thresholds in {unit}" if unit not in ("bytes", "kbytes", "mbytes") else "no thresholds"
+    else:
+        skipped = ""
+        for name, have, plan in (("minimum", q.min_threshold, want.min_threshold),
+                                 ("maximum", q.max_threshold, want.max_threshold)):
+            if not _agrees(have, plan, q.programmed):
+                differ.append(f"{name} {int(round(have))} bytes (plan {plan})")
     if q.probability is not None and q.probability != want.probability:
         differ.append(f"probability {q.probability}% (plan {want.probability}%)")
-    if not differ:
+    if differ:
+        return [finding("switch-ecn-thresholds-differ", subject, f"queue {queue}: " + ", ".join(differ)
+                        + (f"; {skipped} not compared" if skipped else ""),
+                        evidence=dict(ev, min_threshold=q.min_threshold, max_threshold=q.max_threshold,
+                                      probability=q.probability))]
+    if skipped:
+        return [finding("switch-ecn-thresholds-differ", subject, f"not checked: queue {queue} states {skipped}",
+                        severity="info", evidence=ev)]
+    return []
+
+
+def _agrees(have: float, plan: int, programmed: bool) -> bool:
+    if abs(have - plan) <= TOLERANCE * plan:
+        return True
+    return programmed and plan <= have <= plan * (1 + PROGRAMMED_ABOVE)
+
+
+def _unbound(switch: SwitchQos) -> List[Finding]:
+    """Ports of the switch that bind no QoS: PFC, the maps and the queues are per port."""
+    if not switch.unbound_ports:
         return []
-    return [finding("switch-ecn-thresholds-differ", subject, f"queue {queue}: " + ", ".join(differ),
-                    evidence=dict(ev, min_threshold=q.min_threshold, max_threshold=q.max_threshold,
-                                  probability=q.probability))]
+    ports = switch.unbound_ports
+    bound_ports = sum(len(g.ports) for g in switch.groups)
+    listed = ", ".join(ports[:_UNBOUND_LISTED]) + (f" and {len(ports) - _UNBOUND_LISTED} more"
+                                                   if len(ports) > _UNBOUND_LISTED else "")
+    ev: Dict[str, object] = {"source": switch.source, "kind": switch.kind, "unbound": ports,
+                             "ports": switch.all_ports}
+    if bound_ports == 0:
+        return [finding("switch-ports-unbound", subject_of([]),
+                        f"none of the switch's {switch.all_ports} ports binds QoS (no PORT_QOS_MAP entry of its own): "
+                        "no port has PFC, lossless buffers or RoCE's queues", severity="error", evidence=ev)]
+    return [finding("switch-ports-unbound", subject_of(ports),
+                    f"{len(ports)} of the switch's {switch.all_ports} ports bind no QoS: {listed}; "
+                    "RoCE through them is lossy", evidence=ev)]
 
 
 def _list(values) -> str:

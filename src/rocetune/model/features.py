@@ -19,7 +19,7 @@ def canonical(features: dict) -> str:
 # session opened before the rdma_core role raised memlock, and the boot unit see different
 # values on the same host. No rule reads them for a value, so the fingerprint leaves them out
 # and an env file is not rewritten only because someone else ran the probe.
-CALLER_SCOPED = (("kernel", "memlock"),)
+CALLER_SCOPED = (("kernel", "memlock"), ("kernel", "stack_limit"))
 
 
 def fingerprint(features: dict) -> str:

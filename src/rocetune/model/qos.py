@@ -109,6 +109,7 @@ class QosPlan:
     trust: str = "dscp"
     lossless_priorities: Tuple[int, ...] = (3,)
     cts_dscp: Optional[int] = None  # NCCL_IB_FIFO_TC: CTS/credit messages, when they get their own class
+    cts_priority: Optional[int] = None  # the class of cts_dscp (the data priority unless stated)
     fabric: Optional[Fabric] = None  # the fabric's shape, when the plan states it
     buffer: Optional[PfcBuffer] = None  # the NICs' lossless buffers, when the plan states them
     ecn_marking: Optional[EcnMarking] = None  # the switches' ECN thresholds, when the plan states them
@@ -143,6 +144,7 @@ class QosPlan:
             "ecn": self.ecn,
             "lossless_priorities": list(self.lossless_priorities),
             "cts_dscp": self.cts_dscp,
+            "cts_priority": self.cts_priority,
             "traffic_class": self.traffic_class,
             "fifo_traffic_class": self.fifo_traffic_class,
             "fabric": self.fabric.to_dict() if self.fabric else None,
@@ -163,6 +165,7 @@ def dump_yaml(plan: QosPlan) -> str:
     """The plan in the documented file format (what `load_text` reads back)."""
     ecn_name = {v: k for k, v in ECN_NAMES.items()}[plan.ecn]
     cts = "null" if plan.cts_dscp is None else str(plan.cts_dscp)
+    cts_priority = "" if plan.cts_priority is None else f"  priority: {plan.cts_priority}\n"
     lossless = ", ".join(str(p) for p in plan.lossless_priorities)
     fabric = ""
     if plan.fabric is not None:
@@ -194,6 +197,7 @@ def dump_yaml(plan: QosPlan) -> str:
         f"lossless_priorities: [{lossless}]\n"
         "cts:\n"
         f"  dscp: {cts}\n"
+        f"{cts_priority}"
         f"{fabric}"
         f"{buffer}"
         f"{marking}"
@@ -254,5 +258,6 @@ def _from_doc(doc: Dict[str, Any], source: str) -> QosPlan:
     marking = None if v["ecn_marking"] is None else EcnMarking(**v["ecn_marking"])
     return QosPlan(data=TrafficClass(**v["data"]), cnp=TrafficClass(**v["cnp"]), ecn=v["ecn"],
                    trust=v["trust"], lossless_priorities=tuple(v["lossless_priorities"]),
-                   cts_dscp=v["cts_dscp"], fabric=fabric, buffer=buffer, ecn_marking=marking, source=source,
+                   cts_dscp=v["cts_dscp"], cts_priority=v["cts_priority"], fabric=fabric, buffer=buffer,
+                   ecn_marking=marking, source=source,
                    warnings=list(v["warnings"]), classes_stated=v["classes_stated"])

@@ -12,15 +12,19 @@ RocetuneError (ExitCode.INPUT).
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, Optional, Tuple, Union
+from typing import Dict, Iterator, Tuple, Union
 
 from ..errors import ExitCode, RocetuneError
 from . import log_lines as L
-from .log_model import IB_MTU_BYTES, EnvRead, Evidence, IbDevice, NcclLogReport, ProcessLog, WarnLine
+from .log_model import IB_MTU_BYTES, EnvRead, Evidence, IbDevice, NcclLogReport, NetPair, ProcessLog, WarnLine
 from .versions import parse_version
 
 MAX_WARNINGS = 10000  # WARN lines kept in the report; all are counted
 _EVIDENCE_CHARS = 300
+# The releases whose line forms this reader takes apart (docs/nccl-log.md: each form with its first
+# and last release, read in NVIDIA/nccl's source at the tags; 2.31 is the dev branch's 2.31.0).
+READS = ((2, 6, 0), (2, 31, 99))
+READS_TEXT = "NCCL 2.6 to 2.31"
 
 
 def read_log(text: Union[str, bytes], source: str = "NCCL log") -> NcclLogReport:
@@ -90,10 +94,14 @@ class _Reader:
             proc.cuda_devs.append(h.cuda_dev)
         ev = self._evidence(number, text)
         if h.level == "WARN":
+            mismatch = L.net_mismatch(h.message)
+            if mismatch is not None:
+                proc.net_mismatch, proc.net_mismatch_evidence = mismatch, proc.net_mismatch_evidence or ev
             self.report.warn_count += 1
             proc.warn_count += 1
             if len(self.report.warnings) < MAX_WARNINGS:
-                self.report.warnings.append(WarnLine(proc.key, h.file or "", h.file_line or 0, h.message, ev))
+                self.report.warnings.append(WarnLine(proc.key, h.file or "", h.file_line or 0, h.message, ev,
+                                                     h.func))
             return True
         if not self._info(proc, h.message, ev):
             self.report.unrecognized_lines += 1
@@ -113,7 +121,8 @@ class _Reader:
         if m.startswith("NET/IB : Using"):
             devices, relaxed, oob_if, oob_addr = L.ib_devices(m)
             if not p.ib_devices:
-                p.ib_devices = [IbDevice(i, n, port, ll, tag, evidence=ev) for i, n, port, ll, tag in devices]
+                p.ib_devices = [IbDevice(d.number, d.name, d.port, d.link_layer, d.tag, rail=d.rail, plane=d.plane,
+                                         evidence=ev) for d in devices]
                 p.ib_relaxed_ordering, p.oob_interface, p.oob_address = relaxed, oob_if, oob_addr
             return True
         if m.startswith("NET/IB : No device found"):
@@ -162,17 +171,16 @@ class _Reader:
             if bad is not None:
                 p.env_invalid.setdefault(bad[0], (bad[1], bad[2], ev))
             return bad is not None
-        if m.startswith("Channel "):
+        if m.startswith(("Channel ", "Ring ")):
+            if " via " in m:
+                conn = L.connection(m)
+                if conn is not None:
+                    self._connection(p, conn, ev)
+                return conn is not None
             order = L.ring_order(m)
             if order is not None:
                 p.rings.setdefault(order[0], order[1])
                 return True
-            conn = L.net_connection(m)
-            if conn is not None:
-                p.net_connections += 1
-                p.gdrdma_connections += 1 if conn[1] else 0
-            return True
-        if m.startswith("Ring "):
             r = L.ring_neighbours(m)
             if r is not None:
                 p.ring_neighbours.setdefault(r[0], (r[1], r[3]))
@@ -189,6 +197,30 @@ class _Reader:
                 p.nnodes = r[2] if r[2] is not None else p.nnodes
                 p.init_complete = p.init_complete or m.endswith("Init COMPLETE")
                 return True
+        rg = L.rings_gdr(m)
+        if rg is not None:
+            p.rings_gdr, p.rings_gdr_evidence = rg, p.rings_gdr_evidence or ev
+            return True
+        mismatch = L.net_mismatch(m)
+        if mismatch is not None:
+            p.net_mismatch, p.net_mismatch_evidence = mismatch, p.net_mismatch_evidence or ev
+            return True
+        count = L.rank_net_count(m)
+        if count is not None:
+            p.net_counts.setdefault(count[0], (count[1], count[2]))
+            return True
+        git = L.git_version(m)
+        if git is not None:
+            p.git_version = p.git_version or git
+            return True
+        env_plugin = L.env_plugin(m)
+        if env_plugin is not None:
+            p.env_plugin, p.env_plugin_evidence = p.env_plugin or env_plugin, p.env_plugin_evidence or ev
+            return True
+        other = L.other_plugin(m)
+        if other is not None:
+            p.plugins.setdefault(other[0], other[1])
+            return True
         plugin = L.plugin_loaded(m)
         if plugin is not None:
             p.net_plugin = p.net_plugin or plugin
@@ -198,13 +230,38 @@ class _Reader:
             if gpu not in p.dmabuf_gpus:
                 p.dmabuf_gpus.append(gpu)
             return True
-        return m.startswith(("NET/Plugin", "Bootstrap", "Using non-device net plugin"))
+        return m.startswith(("NET/Plugin", "Bootstrap", "Using non-device net plugin", "TUNER/Plugin",
+                             "PROFILER/Plugin", "ENV/Plugin", "GIN/Plugin"))
+
+    @staticmethod
+    def _connection(p: ProcessLog, c: "L.Connection", ev: Evidence) -> None:
+        kind = f"NET/{c.net}" if c.transport == "NET" else c.transport
+        if c.transport in ("P2P", "SHM"):
+            kind = c.via.split("/")[0] + ("/" + c.via.split("/")[1] if "/" in c.via else "")
+        p.transports[kind] = p.transports.get(kind, 0) + 1
+        if c.transport != "NET":
+            return
+        p.net_connections += 1
+        p.gdrdma_connections += 1 if c.gdr else 0
+        key = (c.gpu if c.gpu is not None else f"rank {c.local_rank}", c.netdev if c.netdev is not None else -1)
+        pair = p.net_pairs.get(key)
+        if pair is None:
+            pair = p.net_pairs[key] = NetPair(key[0], key[1], c.net or "", evidence=ev)
+        pair.connections += 1
+        if c.gdr:
+            pair.gdr += 1
+            pair.gdr_pci += 1 if c.gdr_mode == "PCI" else 0
+        elif pair.no_gdr_evidence is None:
+            pair.no_gdr_evidence = ev
 
     def _queue_pair(self, p: ProcessLog, qp: dict, ev: Evidence) -> None:
         index = qp.get("IbDev", qp.get("Dev"))
         dev = p.device(index) if index is not None else None
         mtu = IB_MTU_BYTES.get(qp["mtu"])
         gid = qp.get("GID")
+        if mtu is not None and mtu not in p.qp_mtus:
+            p.qp_mtus.append(mtu)
+            p.qp_mtu_evidence = p.qp_mtu_evidence or ev
         if gid is not None:
             if gid not in p.qp_gid_indexes:
                 p.qp_gid_indexes.append(gid)
@@ -262,9 +319,42 @@ class _Reader:
                 if p.version is None:
                     p.version, p.version_text, p.version_inferred = only, only_text, True
         r.processes = procs
+        r.reads = READS_TEXT
+        r.cannot_tell = _cannot_tell(procs)
+        for text in r.versions:
+            v = parse_version(text)
+            if v is not None and not READS[0] <= v <= READS[1]:
+                r.notes.append(f"NCCL {text} is outside the releases this reader knows ({READS_TEXT}): lines "
+                               "of other forms are counted, not read")
         if self.cut_lines:
             r.notes.append(f"{self.cut_lines} line(s) longer than {L.MAX_LINE} characters were read "
                            f"only up to that length")
         if len(r.warnings) < r.warn_count:
             r.notes.append(f"{r.warn_count} WARN lines; the first {len(r.warnings)} are listed")
         return r
+
+
+def _cannot_tell(procs) -> "list[str]":
+    """What the log cannot show, given the kinds of line it holds (NCCL_DEBUG_SUBSYS decides them):
+    NET prints GPUDirect RDMA per NIC and per GPU-NIC pair and the queue pairs; INIT the network,
+    the ranks and channels; INIT or NET the connection lines."""
+    out = []
+    net = any(any(d.gdr is not None for d in p.ib_devices) or p.gdr_paths or p.qp_mtus or p.qp_gid_indexes
+              for p in procs)
+    init = any(p.network or p.ranks or p.channels or p.rings_gdr or p.dmabuf_gpus for p in procs)
+    conns = any(p.transports for p in procs)
+    if not net:
+        gdr = ("GPUDirect RDMA is read from the connection lines ('/GDRDMA') alone" if conns else
+               "neither can GPUDirect RDMA")
+        out.append("no line that only the NET subsystem prints (GPU Direct RDMA per NIC or per GPU-NIC pair, "
+                   f"queue pairs): the GID index and MTU in use cannot be told, and {gdr} "
+                   "(NCCL_DEBUG_SUBSYS=INIT,ENV,NET shows them)")
+    if not init:
+        out.append("no INIT line ('Using network', ranks, channels): "
+                   + ("the network comes from the connection lines only" if conns else
+                      "the network NCCL chose, its ranks and channels cannot be told")
+                   + " (NCCL_DEBUG_SUBSYS=INIT,ENV,NET shows them)")
+    if not conns:
+        out.append("no connection line ('Channel ... via ...', INIT or NET): which transport carried each peer "
+                   "and whether each GPU-NIC pair used GPUDirect RDMA cannot be told")
+    return out

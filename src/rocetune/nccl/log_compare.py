@@ -23,6 +23,7 @@ from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 from .catalog import load_catalog
 from .log_model import Evidence, NcclLogReport, ProcessLog
 from .syntax import ib_hca_entries, ib_hca_selects, strtoll
+from .versions import parse_version
 
 
 class DifferenceKind(NamedTuple):
@@ -84,6 +85,28 @@ DIFFERENCES: Dict[str, DifferenceKind] = {
     "nccl-log-version-mixed": DifferenceKind(
         "warning", "the processes of one job loaded different NCCL releases",
         "make every node load the same libnccl (the plan is for one release)"),
+    "nccl-log-version-differs": DifferenceKind(
+        "warning", "the job ran another NCCL release than the one the plan was made for",
+        "plan for the release the job loads (rocetune env --nccl-version X.Y.Z), or make the job load the "
+        "library the plan was made for: release-gated settings and defaults differ between releases"),
+    "nccl-log-gdr-off": DifferenceKind(
+        "error", "NCCL's network connections ran without GPUDirect RDMA (no '/GDRDMA' on their lines)",
+        "load nvidia_peermem (or use DMA-BUF: kernel >= 5.12 with the open GPU driver), keep each GPU's "
+        "NIC at PIX/PXB, and check NCCL_NET_GDR_LEVEL; NCCL_DEBUG_SUBSYS=INIT,NET says why per NIC"),
+    "nccl-log-net-mismatch": DifferenceKind(
+        "error", "ranks saw different numbers of network devices and NCCL went on "
+        "(NCCL_IGNORE_NET_MISMATCH=1, the default from 2.30.3)",
+        "find the rank whose NIC did not open (permissions, /dev/infiniband in the container, a port "
+        "down); run preflight with NCCL_IGNORE_NET_MISMATCH=0 so such a job stops at init instead of hanging"),
+    "nccl-log-env-plugin": DifferenceKind(
+        "warning", "NCCL loaded an env plugin: every variable NCCL read came through it, and it may "
+        "answer other values than the environment rocetune wrote",
+        "check what the env plugin (NCCL_ENV_PLUGIN) returns for the plan's variables, or unset "
+        "NCCL_ENV_PLUGIN for jobs that must run with the plan"),
+    "nccl-log-net-plugin": DifferenceKind(
+        "warning", "a net plugin carried the traffic the plan gave to NCCL's own IB transport",
+        "set NCCL_NET_PLUGIN=none (or NCCL_NET=IB) where the plan's NCCL_IB_* settings must apply, "
+        "or plan for the plugin"),
 }
 
 # String variables NCCL prints when it reads them (NCCL v2.28.9-1: "NCCL_X set by environment to"
@@ -118,23 +141,57 @@ class Difference:
                 "evidence": list(self.evidence), "fix": self.fix, "processes": list(self.processes)}
 
 
-def compare_with_plan(report: NcclLogReport, plan_env: Mapping[str, str]) -> List[Difference]:
+@dataclass(frozen=True)
+class PlanFacts:
+    """What the plan knows beyond its env: the NCCL release it was made for (and from what), whether
+    it expects GPUDirect RDMA (True, False, None: cannot tell), and the RDMA ports it left out, each
+    with why (`name:port` or a bare device name)."""
+
+    nccl_version: Optional[str] = None
+    nccl_from: str = ""
+    gdr_expected: Optional[bool] = None
+    gdr_why: str = ""
+    excluded: Tuple[Tuple[str, str], ...] = ()
+
+
+def compare_with_plan(report: NcclLogReport, plan_env: Mapping[str, str],
+                      facts: Optional[PlanFacts] = None) -> List[Difference]:
     c = _Collector(len(report.processes))
     plan = {k: str(v) for k, v in plan_env.items()}
+    facts = facts or PlanFacts()
     for p in report.processes:
         _network(c, p, plan)
-        _devices(c, p, plan)
+        _devices(c, p, plan, facts)
         _gdr(c, p, plan)
+        _gdr_connections(c, p, plan, facts)
         _gid(c, p, plan)
         _env(c, p, plan)
+        _mismatch_and_plugins(c, p, plan)
     for w in report.warnings:
-        c.add("nccl-log-warn", f"{w.file}:{w.file_line}", w.process, [w.evidence],
-              f"NCCL WARN at {w.file}:{w.file_line}: {w.message}")
+        c.add("nccl-log-warn", w.where, w.process, [w.evidence], f"NCCL WARN at {w.where}: {w.message}")
     if len(report.versions) > 1:
         c.add("nccl-log-version-mixed", "NCCL version", "", [report.version_evidence[v] for v in report.versions
                                                               if v in report.version_evidence],
               f"the log shows NCCL {', '.join(report.versions)}")
+    _version(c, report, facts)
     return c.result()
+
+
+def _version(c: "_Collector", report: NcclLogReport, facts: PlanFacts) -> None:
+    want = parse_version(facts.nccl_version)
+    if want is None:
+        return
+    for text in report.versions:
+        got = parse_version(text)
+        if got is None or got == want:
+            continue
+        who = sorted(p.key for p in report.processes if p.version_text == text)
+        ev = report.version_evidence.get(text)
+        came = f" ({facts.nccl_from})" if facts.nccl_from else ""
+        c.add("nccl-log-version-differs", text, "", [ev] if ev else [],
+              f"the job ran NCCL {text}; the plan was made for {facts.nccl_version}{came}"
+              + (f" (in {len(who)} process(es): {', '.join(who[:3])}{' ...' if len(who) > 3 else ''})" if who else ""),
+              severity="warning")
 
 
 def _plan_wants_rdma(plan: Mapping[str, str]) -> bool:
@@ -165,14 +222,23 @@ def _network(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
               f"NCCL used network {p.network!r}; the plan sets NCCL_NET={want}")
 
 
-def _devices(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
-    hca = plan.get("NCCL_IB_HCA")
-    if hca is None or not p.ib_devices or p.transport == "socket":
+def _devices(c: "_Collector", p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts) -> None:
+    if not p.ib_devices or p.transport == "socket":
         return
+    hca = plan.get("NCCL_IB_HCA")
+    why_out = {name: why for name, why in facts.excluded}
     for d in p.ib_devices:
-        if d.port >= 0 and not ib_hca_selects(hca, d.name, d.port):
+        if d.port < 0:
+            continue
+        why = why_out.get(f"{d.name}:{d.port}") or why_out.get(d.name)
+        if why:
+            c.add("nccl-log-device-excluded", f"{d.name}:{d.port}", p.key, [d.evidence] if d.evidence else [],
+                  f"NCCL used {d.name} port {d.port} ({d.link_layer}), which the plan left out: {why}")
+        elif hca is not None and not ib_hca_selects(hca, d.name, d.port):
             c.add("nccl-log-device-excluded", f"{d.name}:{d.port}", p.key, [d.evidence] if d.evidence else [],
                   f"NCCL used {d.name} port {d.port} ({d.link_layer}), which NCCL_IB_HCA={hca} does not select")
+    if hca is None:
+        return
     exclude, exact, entries = ib_hca_entries(hca)
     if exclude:
         return
@@ -202,14 +268,67 @@ def _gdr(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
             why = " (no peer-memory module)" if d.gdr_reason == "no module" else ""
             c.add("nccl-log-gdr-disabled", d.name, p.key, [d.gdr_evidence] if d.gdr_evidence else [],
                   f"GPU Direct RDMA is disabled for {d.name}{why}{asked}", severity=severity)
-    for on, gpu, hca, distance, limit in p.gdr_paths:
-        if on:
+    for g in p.gdr_paths:
+        if g.enabled:
             continue
         asked = f" (the plan sets NCCL_NET_GDR_LEVEL={plan['NCCL_NET_GDR_LEVEL']})" if level else ""
-        c.add("nccl-log-gdr-path-disabled", f"GPU {gpu} / HCA {hca}", p.key,
-              [p.gdr_path_evidence[(on, gpu, hca)]],
-              f"GPU Direct RDMA is off for GPU {gpu} and HCA {hca}: distance {distance} is above "
-              f"level {limit}{asked}")
+        gpu = f"rank {g.rank} (GPU/{g.gpu})" if g.rank is not None else f"GPU {g.gpu}"
+        c.add("nccl-log-gdr-path-disabled", f"GPU {g.gpu} / HCA {g.hca}", p.key,
+              [p.gdr_path_evidence[g[:3]]],
+              f"GPU Direct RDMA is off for {gpu} and HCA {g.hca}: distance {g.distance} is above "
+              f"level {g.level}{asked}")
+
+
+def _gdr_connections(c: "_Collector", p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts) -> None:
+    """GDR off as the connection lines show it (INIT|NET: printed with NCCL's default subsystems),
+    and "Connected all rings, use ring PXN %d GDR %d" (2.24.3+, INIT)."""
+    if p.transport == "socket" or p.net_name == "Socket":
+        return
+    pairs = [x for x in p.net_pairs.values() if x.net != "Socket"]
+    off = [x for x in pairs if x.state in ("off", "mixed")]
+    rings_off = p.rings_gdr is not None and p.rings_gdr[1] == 0
+    if not off and not rings_off:
+        return
+    level = _gdr_level(plan)
+    if facts.gdr_expected is True or (level is not None and level != "LOC"):
+        severity = "error"
+        planned = f"; the plan expects it ({facts.gdr_why})" if facts.gdr_expected else \
+            f"; the plan sets NCCL_NET_GDR_LEVEL={plan['NCCL_NET_GDR_LEVEL']}"
+    elif facts.gdr_expected is False:
+        return  # as the plan foresaw: the summary shows it per pair
+    else:
+        severity, planned = "info", ": whether the plan expected it is not known"
+    shown = sorted(off, key=lambda x: (x.netdev, x.gpu))
+    listed = ", ".join(f"GPU {x.gpu} / NET {x.netdev} ({x.connections - x.gdr} of {x.connections})"
+                       for x in shown[:6]) + (" ..." if len(shown) > 6 else "")
+    ev = [x.no_gdr_evidence for x in shown[:2]] + [p.rings_gdr_evidence if rings_off else None]
+    total = sum(x.connections - x.gdr for x in off)
+    what = (f"{total} of {p.net_connections} NET connection(s) without '/GDRDMA': {listed}" if off else
+            "'Connected all rings ... GDR 0'")
+    c.add("nccl-log-gdr-off", "connections", p.key, ev,
+          f"GPUDirect RDMA was off for the network: {what}{planned}", severity=severity)
+
+
+def _mismatch_and_plugins(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:
+    if p.net_mismatch is not None:
+        lo, hi, ignored = p.net_mismatch
+        tail = ("NCCL went on (NCCL_IGNORE_NET_MISMATCH=1, the default from 2.30.3): ranks with more devices "
+                "have peers missing on some, and the job may hang without an error (NVIDIA/nccl#2428)"
+                if ignored else "NCCL stopped the job at init (NCCL_IGNORE_NET_MISMATCH=0)")
+        short = sorted(f"rank {r} has {n} of {m}" for r, (n, m) in p.net_counts.items() if n < m)
+        which = f" ({', '.join(short[:4])}{' ...' if len(short) > 4 else ''})" if short else ""
+        c.add("nccl-log-net-mismatch", "NET devices", p.key, [p.net_mismatch_evidence],
+              f"ranks saw between {lo} and {hi} network devices{which}; {tail}",
+              severity="error" if ignored else "warning")
+    if p.env_plugin:
+        c.add("nccl-log-env-plugin", p.env_plugin, p.key, [p.env_plugin_evidence],
+              f"NCCL loaded the env plugin {p.env_plugin!r}: the variables NCCL read came from it, not "
+              "necessarily from the environment or nccl.conf rocetune wrote")
+    if p.transport == "plugin" and _plan_wants_rdma(plan) and not plan.get("NCCL_NET"):
+        c.add("nccl-log-net-plugin", p.net_name or "network", p.key,
+              [p.network_evidence] if p.network_evidence else [],
+              f"the net plugin {p.net_name!r} carried the network traffic; the plan's NCCL_IB_* settings are "
+              "NCCL's own IB transport's, which this plugin reads, if at all, in its own way")
 
 
 def _gid(c: "_Collector", p: ProcessLog, plan: Mapping[str, str]) -> None:

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 MAX_LINE = 16384  # NCCL's own buffer is 1-2 KiB (debug.cc); anything longer is not one of its lines
 
@@ -81,6 +81,7 @@ class Header:
     file: Optional[str]      # a WARN's source file and line
     file_line: Optional[int]
     message: str             # what follows "NCCL INFO " / "NCCL WARN ", trailing blanks dropped
+    func: Optional[str] = None  # the function a 2.30.7+ WARN names after its file:line
 
 
 def _numbers(pattern: str) -> "re.Pattern[str]":
@@ -121,8 +122,15 @@ def split_header(line: str) -> Optional[Header]:
     if not head.endswith(" "):
         return None
     head = head[:-1]
-    file = file_line = None
+    file = file_line = func = None
     if level == "WARN":
+        if head.endswith(")"):  # 2.30.7: "file:line (function) NCCL WARN"
+            at = head.rfind(" (")
+            if at < 0:
+                return None
+            func, head = head[at + 2:-1], head[:at]
+            if not func or " " in func:
+                return None
         head, _, where = head.rpartition(" ")
         path, _, num = where.rpartition(":")
         if not path or not _count(num):
@@ -142,7 +150,7 @@ def split_header(line: str) -> Optional[Header]:
             host = host[host.rfind(sep) + 1:]
     if not host:
         return None
-    return Header(host, int(pid), int(tid), int(dev), level, file, file_line, message)
+    return Header(host, int(pid), int(tid), int(dev), level, file, file_line, message, func)
 
 
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)([^\s+]*)\+cuda(\d+\.\d+)")
@@ -159,11 +167,14 @@ def version_in(text: str) -> Optional[Tuple[str, str]]:
     return m.group(1), m.group(0)[len("NCCL version "):]
 
 
-_IB_DEVICE = _numbers(r"\[(\d+)\] ?([^\s:\[\]{},;=]+):(\d+)/(IB|RoCE|UNSPECIFIED)(?:/([A-Za-z]+))?")
+# 2.30.7+: ":rail" and ":plane" after the port when NCCL_IB_HCA gave them (":" alone holds an absent
+# rail's place before a plane), net_ib/init.cc v2.30.7-1 :494-504
+_IB_DEVICE = _numbers(r"\[(\d+)\] ?([^\s:\[\]{},;=]+):(\d+)(?::(\d*)(?::(\d+))?)?/(IB|RoCE|UNSPECIFIED)"
+                      r"(?:/([A-Za-z]+))?")
 _SOCKET_IF = _numbers(r"\[(\d+)\]([^\s:\[\]]+):([^\s<]+)<\d+>")
 _GDR_HCA = _numbers(r"(Enabled|Disabled) for HCA (\d+) '([^']*)'( \(no module\))?")
 _GDR_PATH = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+) ")
-_DISTANCE = _numbers(r"\(distance (\d+) (<=|>) (\d+)")
+_DISTANCE = _numbers(r"distance (\d+) (<=|>) (\d+)")
 _CHANNELS = _numbers(r"(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?"
                      r"(\d+) p2p channels, (\d+) p2p channels per peer")
 _SET_BY_ENV = re.compile(r"([A-Z][A-Z0-9_]*) set by environment to (.*)")
@@ -179,12 +190,22 @@ _PLUGIN_EXTERNAL = re.compile(r"Successfully loaded external network plugin (.+)
 _DMABUF = _numbers(r"DMA-BUF is available on GPU device (\d+)")
 
 
-def ib_devices(message: str) -> Tuple[List[Tuple[int, str, int, str, Optional[str]]], bool, Optional[str],
-                                      Optional[str]]:
-    """A "NET/IB : Using ..." message: ([(index, name, port, link layer, plugin tag)], relaxed
-    ordering, OOB interface, OOB address). A cut line yields the devices it still shows."""
+class IbDeviceText(NamedTuple):
+    number: int              # NCCL's device index, "[%d]"
+    name: str
+    port: int
+    link_layer: str
+    tag: Optional[str]
+    rail: Optional[int] = None
+    plane: Optional[int] = None
+
+
+def ib_devices(message: str) -> Tuple[List[IbDeviceText], bool, Optional[str], Optional[str]]:
+    """A "NET/IB : Using ..." message: (devices, relaxed ordering, OOB interface, OOB address). A
+    cut line yields the devices it still shows."""
     listing, sep, oob = message.partition("; OOB ")
-    devices = [(int(m.group(1)), m.group(2), int(m.group(3)), m.group(4), m.group(5))
+    devices = [IbDeviceText(int(m.group(1)), m.group(2), int(m.group(3)), m.group(6), m.group(7),
+                            int(m.group(4)) if m.group(4) else None, int(m.group(5)) if m.group(5) else None)
                for m in _IB_DEVICE.finditer(listing)]
     ifname = address = None
     if sep:
@@ -210,14 +231,43 @@ def gdr_hca(message: str) -> Optional[Tuple[str, bool, int, str, Optional[str]]]
     return net, m.group(1) == "Enabled", int(m.group(2)), m.group(3), "no module" if m.group(4) else None
 
 
-def gdr_path(message: str) -> Optional[Tuple[bool, str, str, Optional[int], Optional[int]]]:
-    """"GPU Direct RDMA Enabled|Disabled for GPU g / HCA h (distance d <=|> l)": (on, g, h, d, l)."""
+class GdrPath(NamedTuple):
+    """One "GPU Direct RDMA Enabled|Disabled for GPU ... HCA|NET ..." line: a GPU-NIC pair."""
+
+    enabled: bool
+    gpu: str                    # bus id (hex) up to 2.23, the rank from 2.24, GPU/<sys>-<id> from 2.29
+    hca: str                    # the NET device's index up to 2.20, its id from 2.21
+    distance: Optional[int]
+    level: Optional[int]
+    rank: Optional[int] = None  # 2.29.2+: "(rank %d)"
+    mode: Optional[str] = None  # "Default" | "PCI" (2.24.3+); "PCI": GDR over PCIe on a C2C system
+    read: Optional[int] = None
+
+
+_GDR_PAIR_2_29 = _numbers(r"GPU Direct RDMA (Enabled|Disabled) for GPU/(\S+) \(rank (-?\d+)\) - NET/(\S+) \(")
+_READ_MODE = re.compile(r", read (\d{1,9}),? mode (\w+)|, read (\d{1,9})")
+
+
+def gdr_path(message: str) -> Optional[GdrPath]:
+    """"GPU Direct RDMA Enabled|Disabled for GPU g / HCA h (distance d <=|> l)[, read r[ mode m]]"
+    (2.6-2.28, graph/paths.cc) or "... for GPU/s-g (rank r) - NET/s-n ([ using PXN via GPU/x, ]distance
+    d <=|> l[, read r, mode m])" (2.29.2-2.30.4; a TRACE line from 2.30.7)."""
+    rank = None
     m = _GDR_PATH.match(message)
-    if not m:
-        return None
+    if m:
+        on, gpu, hca = m.group(1) == "Enabled", m.group(2), m.group(3)
+    else:
+        m = _GDR_PAIR_2_29.match(message)
+        if not m:
+            return None
+        on, gpu, rank, hca = m.group(1) == "Enabled", m.group(2), int(m.group(3)), m.group(4)
     d = _DISTANCE.search(message, m.end())
-    return (m.group(1) == "Enabled", m.group(2), m.group(3),
-            int(d.group(1)) if d else None, int(d.group(3)) if d else None)
+    rm = _READ_MODE.search(message, d.end()) if d else None
+    read = mode = None
+    if rm:
+        read = int(rm.group(1) or rm.group(3))
+        mode = rm.group(2)
+    return GdrPath(on, gpu, hca, int(d.group(1)) if d else None, int(d.group(3)) if d else None, rank, mode, read)
 
 
 def queue_pair(message: str) -> Optional[dict]:
@@ -277,15 +327,105 @@ def ring_neighbours(message: str) -> Optional[Tuple[int, int, int, int]]:
     return (int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4))) if m else None
 
 
+class Connection(NamedTuple):
+    """One connection line: "Ring|Channel c[/i] : a[x] -> b[y] [send|receive] via TRANSPORT/...".
+
+    `local` is this process's end (the sender of a send, the receiver of a receive, the sender of
+    a P2P/SHM line, which has no direction); `gpu` the bus id (up to 2.17) or NVML index (2.18+)
+    printed in brackets after it."""
+
+    channel: int
+    direction: Optional[str]      # send | receive | None (P2P, SHM)
+    local_rank: int
+    gpu: Optional[str]
+    peer_rank: int
+    transport: str                # NET | P2P | SHM | COLLNET | ...
+    via: str                      # what follows "via ": "NET/IB/1/GDRDMA", "P2P/IPC", ...
+    net: Optional[str] = None     # NET only: the net's name (IB, Socket, IBext_v8, AWS Libfabric, ...)
+    netdev: Optional[int] = None  # NET only: the NET device index
+    proxy_rank: Optional[int] = None  # NET "(%d)": the rank whose NIC carries it (PXN)
+    gdr: bool = False             # NET "/GDRDMA"
+    gdr_mode: Optional[str] = None  # "PCI" for "/GDRDMA(PCI)" (2.26.2+)
+    shared: bool = False          # NET "/Shared"
+
+
+# graph/connect.cc ... transport/net.cc: "Ring %02d : %d[%lx] -> %d[%lx] [send] via NET/%s/%d%s" (v2.6.4-1
+# net.cc:76), "Channel %02d : ..." (v2.7.3-1 net.cc:102), "Channel %02d/%d : ..." (v2.12.7-1 net.cc:184),
+# "%d[%d]" with the NVML index (v2.18.3-1 net.cc:186); older socket lines print bare ranks.
+_CONNECTION = _numbers(r"(?:Ring|Channel) (\d+)(?:/\d+)? : (-?\d+)(?:\[([0-9a-fA-F]{1,16})\])? -> (-?\d+)"
+                       r"(?:\[([0-9a-fA-F]{1,16})\])?(?: \[(send|receive)\])? via (.+)")
+_NET_VIA = _numbers(r"NET/(.+)/(\d+)(?:\((\d+)\))?(/GDRDMA(?:\(PCI\))?)?(/Shared)?(?:/flush=\S*)?")
+
+
+def connection(message: str) -> Optional[Connection]:
+    m = _CONNECTION.fullmatch(message)
+    if not m:
+        return None
+    channel, a, ga, b, gb, direction, via = m.groups()
+    local, gpu, peer = (int(b), gb, int(a)) if direction == "receive" else (int(a), ga, int(b))
+    if via.startswith("NET/"):
+        n = _NET_VIA.fullmatch(via)
+        if not n:
+            return None
+        gdr = n.group(4) or ""
+        return Connection(int(channel), direction, local, gpu, peer, "NET", via, n.group(1), int(n.group(2)),
+                          int(n.group(3)) if n.group(3) else None, bool(gdr), "PCI" if "(PCI)" in gdr else None,
+                          bool(n.group(5)))
+    kind = "SHM" if via.startswith(("direct shared memory", "SHM")) else via.split("/", 1)[0]
+    return Connection(int(channel), direction, local, gpu, peer, kind, via)
+
+
 def net_connection(message: str) -> Optional[Tuple[str, bool]]:
-    """"Channel c/i : a[x] -> b[y] [send|receive] via NET/<net>/<dev>[/GDRDMA]...": (net, GDR)."""
-    if not message.startswith("Channel "):
+    """(net name, GDR) of a NET connection line; None for any other line."""
+    c = connection(message)
+    return (c.net or "", c.gdr) if c is not None and c.transport == "NET" else None
+
+
+_RINGS_GDR = _numbers(r"Connected all rings, use ring PXN (\d+) GDR (\d+)")
+_NET_MISMATCH = _numbers(r"Detected mixed local Net device counts across ranks \(min (\d+), max (\d+)\)\. (.*)")
+_RANK_NET_COUNT = _numbers(r"Rank (\d+) has (\d+) local Net devices \(max (\d+)\)\.")
+_GIT_VERSION = re.compile(r"NCCL git version (\S+) (\S+)")
+_ENV_PLUGIN = re.compile(r"Successfully loaded external env plugin (.+)|ENV/Plugin: Using (.+?) \(v\d{1,3}\)")
+_OTHER_PLUGIN = re.compile(r"(TUNER|PROFILER|GIN)/Plugin: (?:Using|Loaded|Successfully loaded) (?:external )?"
+                           r"(?:tuner |profiler |gin |plugin )*(.+?)(?: \(v\d{1,3}\))?")
+
+
+def rings_gdr(message: str) -> Optional[Tuple[int, int]]:
+    """(PXN, GDR) of "Connected all rings, use ring PXN %d GDR %d" (transport/generic.cc, 2.24.3+)."""
+    m = _RINGS_GDR.fullmatch(message)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def net_mismatch(message: str) -> Optional[Tuple[int, int, bool]]:
+    """(min, max, ignored) of "Detected mixed local Net device counts across ranks (min %d, max %d)."
+    (init.cc, 2.30.3+): INFO when NCCL_IGNORE_NET_MISMATCH=1 lets the job go on, WARN otherwise."""
+    m = _NET_MISMATCH.fullmatch(message)
+    return (int(m.group(1)), int(m.group(2)), m.group(3).startswith("Ignoring")) if m else None
+
+
+def rank_net_count(message: str) -> Optional[Tuple[int, int, int]]:
+    """(rank, devices, max) of "Rank %d has %d local Net devices (max %d)." (init.cc, 2.30.3+)."""
+    m = _RANK_NET_COUNT.fullmatch(message)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def git_version(message: str) -> Optional[str]:
+    """"branch hash" of "NCCL git version %s %s" (misc/git_version.cc, 2.29.2+)."""
+    m = _GIT_VERSION.fullmatch(message)
+    return f"{m.group(1)} {m.group(2)}" if m else None
+
+
+def env_plugin(message: str) -> Optional[str]:
+    m = _ENV_PLUGIN.fullmatch(message)
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def other_plugin(message: str) -> Optional[Tuple[str, str]]:
+    """(kind, name) of a tuner, profiler or GIN plugin NCCL says it loaded or uses."""
+    m = _OTHER_PLUGIN.fullmatch(message)
+    if not m or m.group(2).startswith(("internal", "Failed", "Could not")):
         return None
-    _, sep, rest = message.partition(" via NET/")
-    if not sep:
-        return None
-    parts = rest.split("/")
-    return parts[0], "GDRDMA" in parts[1:]
+    return m.group(1).lower(), m.group(2)
 
 
 def rank_line(message: str) -> Optional[Tuple[int, int, Optional[int]]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from .log_lines import GdrPath
+
 IB_MTU_BYTES = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}  # enum ibv_mtu
 
 
@@ -25,6 +27,8 @@ class IbDevice:
     port: int
     link_layer: str                  # IB | RoCE | UNSPECIFIED
     tag: Optional[str] = None        # what a plugin adds after the link layer ("SHARP")
+    rail: Optional[int] = None       # 2.30.7+: the rail id NCCL_IB_HCA gave it
+    plane: Optional[int] = None      # 2.30.7+: the plane id NCCL_IB_HCA gave it
     gdr: Optional[bool] = None       # "GPU Direct RDMA Enabled|Disabled for HCA"
     gdr_reason: Optional[str] = None
     gid_indexes: List[int] = field(default_factory=list)   # from the queue-pair lines
@@ -35,8 +39,8 @@ class IbDevice:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"index": self.index, "name": self.name, "port": self.port, "link_layer": self.link_layer,
-                "tag": self.tag, "gdr": self.gdr, "gdr_reason": self.gdr_reason,
-                "gid_indexes": sorted(self.gid_indexes), "mtus": sorted(self.mtus)}
+                "tag": self.tag, "rail": self.rail, "plane": self.plane, "gdr": self.gdr,
+                "gdr_reason": self.gdr_reason, "gid_indexes": sorted(self.gid_indexes), "mtus": sorted(self.mtus)}
 
 
 @dataclass
@@ -63,10 +67,43 @@ class WarnLine:
     file_line: int
     message: str
     evidence: Evidence
+    func: Optional[str] = None   # 2.30.7+ names the function after file:line
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.file_line}" + (f" ({self.func})" if self.func else "")
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"process": self.process, "where": f"{self.file}:{self.file_line}", "message": self.message,
+        return {"process": self.process, "where": self.where, "message": self.message,
                 "line": self.evidence.line}
+
+
+@dataclass
+class NetPair:
+    """What the connection lines say of one GPU and one NET device of a process: how many of its
+    connections used GPUDirect RDMA ("/GDRDMA"), how many over PCIe on a C2C system ("(PCI)")."""
+
+    gpu: str                   # the GPU as the line prints it (bus id up to 2.17, NVML index from 2.18)
+    netdev: int
+    net: str
+    connections: int = 0
+    gdr: int = 0
+    gdr_pci: int = 0
+    evidence: Optional[Evidence] = None          # the first line
+    no_gdr_evidence: Optional[Evidence] = None   # the first line without /GDRDMA
+
+    @property
+    def state(self) -> str:
+        """on | off | mixed | pci (every connection GDR over PCIe)."""
+        if self.gdr == 0:
+            return "off"
+        if self.gdr < self.connections:
+            return "mixed"
+        return "pci" if self.gdr_pci == self.gdr else "on"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"gpu": self.gpu, "netdev": self.netdev, "net": self.net, "connections": self.connections,
+                "gdr": self.gdr, "gdr_pci": self.gdr_pci, "state": self.state}
 
 
 @dataclass
@@ -93,13 +130,26 @@ class ProcessLog:
     oob_address: Optional[str] = None
     socket_interfaces: List[Tuple[int, str, str]] = field(default_factory=list)
     socket_evidence: Optional[Evidence] = None
-    gdr_paths: List[Tuple[bool, str, str, Optional[int], Optional[int]]] = field(default_factory=list)
+    gdr_paths: List[GdrPath] = field(default_factory=list)
     gdr_path_evidence: Dict[Tuple[bool, str, str], Evidence] = field(default_factory=dict)
     dmabuf_gpus: List[int] = field(default_factory=list)
     qp_gid_indexes: List[int] = field(default_factory=list)  # every queue pair's GID index, all devices
     qp_gid_evidence: Optional[Evidence] = None
     net_connections: int = 0                # "via NET/..." channel connections
     gdrdma_connections: int = 0             # ... of which "/GDRDMA"
+    transports: Dict[str, int] = field(default_factory=dict)   # "NET/IB", "P2P/IPC", "SHM" -> connections
+    net_pairs: Dict[Tuple[str, int], NetPair] = field(default_factory=dict)
+    rings_gdr: Optional[Tuple[int, int]] = None  # "Connected all rings, use ring PXN %d GDR %d" (2.24.3+)
+    rings_gdr_evidence: Optional[Evidence] = None
+    net_mismatch: Optional[Tuple[int, int, bool]] = None  # (min, max, ignored), 2.30.3+
+    net_mismatch_evidence: Optional[Evidence] = None
+    net_counts: Dict[int, Tuple[int, int]] = field(default_factory=dict)  # rank -> (its NET devices, max)
+    git_version: Optional[str] = None       # "NCCL git version <branch> <hash>" (2.29.2+)
+    env_plugin: Optional[str] = None        # an external env plugin NCCL loaded (2.28.7+)
+    env_plugin_evidence: Optional[Evidence] = None
+    plugins: Dict[str, str] = field(default_factory=dict)     # tuner|profiler|gin -> the plugin's name
+    qp_mtus: List[int] = field(default_factory=list)          # every queue pair's MTU (bytes), all devices
+    qp_mtu_evidence: Optional[Evidence] = None
     channels: Dict[str, int] = field(default_factory=dict)
     env: Dict[str, EnvRead] = field(default_factory=dict)
     env_invalid: Dict[str, Tuple[str, str, Evidence]] = field(default_factory=dict)
@@ -115,13 +165,22 @@ class ProcessLog:
         return f"{self.host}:{self.pid}"
 
     @property
+    def net_name(self) -> Optional[str]:
+        """The network NCCL chose: its "Using network" line, else the one its NET connections name."""
+        if self.network is not None:
+            return self.network
+        nets = sorted(k[len("NET/"):] for k in self.transports if k.startswith("NET/"))
+        return nets[0] if len(nets) == 1 else None
+
+    @property
     def transport(self) -> Optional[str]:
         """ib, socket or plugin, from the network name NCCL chose."""
-        if self.network is None:
+        name = self.net_name
+        if name is None:
             return None
-        if self.network == "Socket":
+        if name == "Socket":
             return "socket"
-        if self.network == "IB" or self.network.startswith("IBext"):
+        if name == "IB" or name.startswith("IBext"):
             return "ib"
         return "plugin"
 
@@ -142,10 +201,18 @@ class ProcessLog:
             "ib_relaxed_ordering": self.ib_relaxed_ordering,
             "oob": {"interface": self.oob_interface, "address": self.oob_address} if self.oob_interface else None,
             "socket_interfaces": [{"index": i, "name": n, "address": a} for i, n, a in sorted(self.socket_interfaces)],
-            "gdr_paths": [{"enabled": on, "gpu": g, "hca": h, "distance": d, "level": lv}
-                          for on, g, h, d, lv in sorted(self.gdr_paths, key=repr)],
+            "gdr_paths": [{"enabled": g.enabled, "gpu": g.gpu, "hca": g.hca, "distance": g.distance, "level": g.level,
+                           "rank": g.rank, "mode": g.mode} for g in sorted(self.gdr_paths, key=repr)],
             "dmabuf_gpus": sorted(self.dmabuf_gpus), "qp_gid_indexes": sorted(self.qp_gid_indexes),
             "net_connections": self.net_connections, "gdrdma_connections": self.gdrdma_connections,
+            "transports": dict(sorted(self.transports.items())),
+            "net_pairs": [p.to_dict() for _, p in sorted(self.net_pairs.items(), key=lambda kv: (kv[0][1], kv[0][0]))],
+            "rings_gdr": {"pxn": self.rings_gdr[0], "gdr": self.rings_gdr[1]} if self.rings_gdr else None,
+            "net_mismatch": {"min": self.net_mismatch[0], "max": self.net_mismatch[1], "ignored": self.net_mismatch[2]}
+            if self.net_mismatch else None,
+            "git_version": self.git_version, "env_plugin": self.env_plugin,
+            "plugins": dict(sorted(self.plugins.items())),
+            "qp_mtus": sorted(self.qp_mtus),
             "channels": dict(sorted(self.channels.items())),
             "env": {k: v.to_dict() for k, v in sorted(self.env.items())},
             "env_invalid": {k: {"value": v, "default": d, "line": e.line}
@@ -174,6 +241,8 @@ class NcclLogReport:
     warnings: List[WarnLine] = field(default_factory=list)
     warn_count: int = 0
     notes: List[str] = field(default_factory=list)
+    reads: str = ""                                   # the releases whose lines this reader takes apart
+    cannot_tell: List[str] = field(default_factory=list)  # what the log's debug subsystems leave out
 
     def process(self, key: str) -> Optional[ProcessLog]:
         for p in self.processes:
@@ -189,5 +258,5 @@ class NcclLogReport:
             "version_lines": {v: e.line for v, e in sorted(self.version_evidence.items())},
             "processes": [p.to_dict() for p in self.processes],
             "warnings": [w.to_dict() for w in self.warnings], "warn_count": self.warn_count,
-            "notes": list(self.notes),
+            "notes": list(self.notes), "reads": self.reads, "cannot_tell": list(self.cannot_tell),
         }

@@ -36,10 +36,22 @@ def plan_version(libraries: Sequence[dict]) -> Tuple[Optional[str], Optional[str
     * "single": every library found is one release;
     * "lowest": releases differ -- the lowest;
     * "unreadable": a library's version could not be read -- unknown, because it may be older
-      than the lowest one read, and the rules treat an unknown release as possibly old.
+      than the lowest one read, and the rules treat an unknown release as possibly old;
+    * "other-user": every library found lies where another user controls it (`controlled_by`: a
+      home directory, a directory others may write): the lowest of them, which tells what that
+      user's jobs load, not the system's -- the rule nccl-version says so. Where system libraries
+      are found too, those others do not count.
     """
     if not libraries:
         return None, None, "none"
+    system = [lib for lib in libraries if not lib.get("controlled_by")]
+    if not system:
+        version, path, basis = _plan(libraries)
+        return version, path, "other-user" if version is not None else basis
+    return _plan(system)
+
+
+def _plan(libraries: Sequence[dict]) -> Tuple[Optional[str], Optional[str], str]:
     parsed = [(parse_version(lib.get("version")), lib.get("path")) for lib in libraries]
     if any(v is None for v, _ in parsed):
         return None, None, "unreadable"

@@ -119,6 +119,10 @@ def build_tar(root: str, rec: Recorder) -> bytes:
     # of its environment it read (hostfs.HostRoot.scan and .environ replay them).
     for path, found in rec.strings.items():
         add_file(f"/{RECORDED_DIR}/strings{path}.txt", (found + "\n").encode("utf-8"))
+    for path, (uid, gid, mode) in rec.owners.items():
+        # who owns a directory or library the probe judged (nccl_libs): the archive's own
+        # entries are root's, so the host's owners are kept beside them
+        add_file(f"/{RECORDED_DIR}/owners{path}.txt", f"{uid} {gid} {mode:#o}\n".encode())
     for name, value in rec.environ.items():
         add_file(f"/{RECORDED_DIR}/environ/{name}", value.encode("utf-8"))
     for name, result in rec.commands.items():

@@ -96,6 +96,11 @@ def host_summary(f: dict, verbose: int = 0) -> str:
         for lib in libs if len(libs) > 1 else []:
             lines.append(printable(f"  {lib.get('version') or '?'} {lib['path']}"
                                    + (f" ({lib['package']})" if lib.get("package") else "")))
+    plugins = (nccl or {}).get("plugins") if isinstance(nccl, dict) else None
+    for plug in plugins or []:
+        version = f" {plug['version']}" if plug.get("version") else ""
+        lines.append(printable(f"nccl {plug.get('kind') or '?'} plugin{version}: {plug['path']} "
+                               f"({', '.join(plug.get('via') or [])})"))
     if verbose:
         for name, st in sorted(f["sources"].items()):
             lines.append(f"source {name}: {'ok' if st['ok'] else 'FAILED: ' + str(st['reason'])}")

@@ -13,8 +13,9 @@ by RuleContext.keep_declared, which turns the rule's evidence into a note or a f
 from __future__ import annotations
 
 from . import (arp_isolation, declared_settings, gpudirect_rdma, local_rank, nccl_cross_nic,
-               nccl_ib_gid_index, nccl_ib_hca, nccl_ib_qps, nccl_ib_timeout, nccl_topo_file,
-               nccl_version, no_rdma, socket_ifname, traffic_class, ucx_net_devices)
+               nccl_ib_gid_index, nccl_ib_hca, nccl_ib_qps, nccl_ib_subnet_aware_routing, nccl_ib_timeout,
+               nccl_known_issues, nccl_plugins, nccl_topo_file, nccl_version, no_rdma, socket_ifname,
+               traffic_class, ucx_net_devices)
 
 
 class _DefersToDeclared:
@@ -38,12 +39,15 @@ RULES = (
     traffic_class,
     nccl_ib_qps,
     nccl_cross_nic,
+    nccl_ib_subnet_aware_routing,
     nccl_ib_timeout,
     arp_isolation,
     socket_ifname,
     ucx_net_devices,
     no_rdma,
     gpudirect_rdma,
+    nccl_known_issues,
+    nccl_plugins,
     nccl_topo_file,
     local_rank,
 ))

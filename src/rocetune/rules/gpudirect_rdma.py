@@ -113,7 +113,9 @@ def rule(features: dict, ctx) -> List[Decision]:
     available = peer_ok or dmabuf["usable"] is True
     route = ("peer memory (" + ", ".join(PEER_PATHS[k] for k in counted) + ")" if peer_ok
              else "DMA-BUF" if dmabuf["usable"] else None)
-    ctx.report({"available": available, "route": route,
+    tools = (features.get("rdma") or {}).get("from_tools")
+    expected, expected_why = _expected(host, sel, tools, available, route, dmabuf, usable, vtext)
+    ctx.report({"available": available, "route": route, "expected": expected, "expected_why": expected_why,
                 "peer_memory": {PEER_PATHS[k]: bool(peer.get(k)) for k in PEER_PATHS},
                 "checked_by_nccl": [PEER_PATHS[k] for k in checked],
                 "nvidia_peermem_counts": "nvidia_peermem" in counted, "dmabuf": dmabuf,
@@ -121,7 +123,6 @@ def rule(features: dict, ctx) -> List[Decision]:
 
     if not host.gpus or not sel.chosen:
         return []
-    tools = (features.get("rdma") or {}).get("from_tools")
     if tools:
         ctx.note(f"planned from recorded '{tools}' output without sysfs, where the peer-memory "
                  "module and DMA-BUF support would show: GPUDirect RDMA not checked")
@@ -141,10 +142,19 @@ def rule(features: dict, ctx) -> List[Decision]:
                 "(NCCL_NET_GDR_LEVEL=PXB) anyway")
     if unchecked and not counted and version is not None and not dmabuf["usable"]:
         there = "; ".join(f"{PEER_PATHS[k]} (checked by NCCL {peer_memory_releases(k)})" for k in unchecked)
+        if dmabuf["usable"] is None:
+            unknown = ", ".join(k for k, v in dmabuf["conditions"].items() if v is None)
+            if usable:
+                eligible = f"{len(usable)} GPU-NIC pair(s) are PIX/PXB, where it matters"
+            outcome = ("NCCL does not count this peer memory, so GPUDirect RDMA rests on DMA-BUF, which this "
+                       f"probe cannot confirm ({unknown} unknown): 'GPU Direct RDMA Enabled' or '/GDRDMA' in "
+                       "the job's NCCL_DEBUG=INFO log tells")
+        else:
+            outcome = "NCCL disables GPUDirect RDMA (NCCL #1676, 180 -> 10 GB/s)"
         ctx.finding("gdr-not-detected", severity, "nccl",
                     f"peer memory is registered only at {there}, and NCCL {vtext}{_library(host)} checks "
-                    f"only {' and '.join(PEER_PATHS[k] for k in checked)}: NCCL disables GPUDirect RDMA "
-                    f"(NCCL #1676, 180 -> 10 GB/s); {eligible}. Use an NCCL that checks it",
+                    f"only {' and '.join(PEER_PATHS[k] for k in checked)}: {outcome}; {eligible}. Use an "
+                    "NCCL that checks it",
                     peer_memory={PEER_PATHS[k]: k in present for k in PEER_PATHS},
                     checked_by_nccl=[PEER_PATHS[k] for k in checked], nccl=host.nccl_evidence())
     elif not available:
@@ -175,9 +185,30 @@ def rule(features: dict, ctx) -> List[Decision]:
                  "default level (NCCL_NET_GDR_LEVEL); data is staged through host memory")
     else:
         gpus = sorted({x["gpu"] for x in usable})
-        ctx.note(f"GPUDirect RDMA at NCCL's default level on {len(usable)} GPU-NIC pair(s) "
-                 f"covering {len(gpus)} of {len(host.gpus)} GPU(s){via}")
+        cover = f"{len(usable)} GPU-NIC pair(s) covering {len(gpus)} of {len(host.gpus)} GPU(s){via}"
+        if available:
+            ctx.note(f"GPUDirect RDMA at NCCL's default level on {cover}")
+        elif dmabuf["usable"] is None:
+            ctx.note(f"{cover} are PIX/PXB: GPUDirect RDMA at NCCL's default level if DMA-BUF works, which "
+                     "this probe cannot confirm")
+        else:
+            ctx.note(f"{cover} are PIX/PXB, but without a peer-memory module NCCL counts or DMA-BUF NCCL "
+                     "runs them without GPUDirect RDMA")
     return []
+
+
+def _expected(host, sel, tools, available, route, dmabuf, usable, vtext):
+    """(whether a job should show GPUDirect RDMA on the network, and why): True, False, or None
+    when the probe cannot tell. `doctor --nccl-log` holds the log's connection lines to it."""
+    if not host.gpus or not sel.chosen or tools:
+        return None, ""
+    if not usable:
+        return False, "no GPU-NIC pair is PIX/PXB, NCCL's default GDR level"
+    if available:
+        return True, f"{len(usable)} GPU-NIC pair(s) at PIX/PXB, {route}"
+    if dmabuf["usable"] is None:
+        return None, ""
+    return False, (f"no peer-memory module NCCL {vtext or ''} counts, and DMA-BUF is unavailable").replace("  ", " ")
 
 
 def _library(host) -> str:

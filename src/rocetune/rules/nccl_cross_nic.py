@@ -51,13 +51,12 @@ import ipaddress
 from typing import Dict, List, Optional, Tuple
 
 from ..model.plan import Decision
-from ..nccl import defaults
+from ..nccl import defaults, releases
 
 ID = "nccl-cross-nic"
 MERGE_NICS = (2, 20, 3)           # v2.20.3 net_ib.cc:108 NCCL_IB_MERGE_NICS=1
 MERGE_SKIPS_MIXED = (2, 22, 3)    # v2.22.3 net_ib.cc:546-557
 MERGE_IN_TOPOLOGY = (2, 24, 3)    # v2.24.3 topo.cc:1125-1139
-RAIL_ID_RELEASE = (2, 30, 0)      # 2.30 rail ids in NCCL_IB_HCA (search.cc:605-606)
 
 
 def port_networks(ctx, ports) -> Dict[str, Optional[ipaddress.IPv4Network]]:
@@ -222,7 +221,7 @@ def rule(features: dict, ctx) -> List[Decision]:
             reason += (f". Ports of one adapter ({pairs}) are not fused ({fuse_why}), and CROSS_NIC=0 counts "
                        "them as one rail (same system-image GUID and port number, NCCL #2097): a ring may "
                        "still leave on one and come back on the other")
-            if version is not None and version >= RAIL_ID_RELEASE:
-                ctx.note("NCCL >= 2.30 reads rail ids from NCCL_IB_HCA (name:port:rail), which CROSS_NIC=0 "
-                         f"compares before asic and port: rail ids would keep {pairs} apart")
+            if releases.gate("rail-ids-in-ib-hca", version):
+                ctx.note("NCCL >= 2.30.7 reads rail ids from NCCL_IB_HCA (name:port:rail), which CROSS_NIC=0 "
+                         f"compares before asic and port: the rail ids nccl-ib-hca gives keep {pairs} apart")
     return [ctx.decision("NCCL_CROSS_NIC", 0, reason, **evidence)]

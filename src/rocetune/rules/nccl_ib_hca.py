@@ -15,13 +15,22 @@ tool outputs when a root has no sysfs: ibv_devinfo/ibstat, else the NIC legend o
 (`=mlx5_1,mlx5_2`): NCCL then takes every ACTIVE port of each (NCCL 2.28.9 src/misc/utils.cc:174-179
 matchPort, a port of -1 matches any; src/transport/net_ib.cc:740; 2.30.7 utils.cc:224,
 net_ib/init.cc:370).
+
+Rail ids: where the plan knows rails -- one subnet per compute port, or the fabric plan's
+`rail_optimised: true` -- and the NCCL release reads them (2.30.7+, the release gate
+`rail-ids-in-ib-hca`: v2.30.7-1 src/misc/utils.cc:203-207, net_ib/init.cc:436), each entry carries
+its rail id (`=mlx5_0:1:0,mlx5_1:1:1`), so NCCL_CROSS_NIC=0 keeps a channel on one rail by rail id
+(search.cc:605-606) even between sibling functions of one adapter, which it otherwise takes for one
+rail (NVIDIA/nccl#2097). Rail k is the k-th rail subnet in address order (the same on every node
+of the fabric), or with the fabric plan alone the k-th compute port.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..model.plan import Decision
+from ..nccl import releases
 from ..nccl.syntax import list_entries
 
 ID = "nccl-ib-hca"
@@ -60,7 +69,8 @@ def rule(features: dict, ctx) -> List[Decision]:
                     "and the lossless class (PFC/ECN) set for RoCE also governs that port; a separate "
                     "compute NIC avoids both. To run NCCL over sockets instead: --set NCCL_IB_DISABLE=1",
                     converged=[{"port": p.name, "why": why} for p, why in sel.converged])
-    value = "=" + ",".join(p.name for p in sel.chosen)
+    rails, rails_why = _rail_ids(features, ctx, sel)
+    value = "=" + ",".join(p.name + (f":{rails[p.name]}" if rails else "") for p in sel.chosen)
     layer = sel.link_layer or "mixed"
     how = "GPU-local (PIX/PXB) " if sel.locality_used else ""
     shared = ", the front end's too (converged: no other port is usable)" if sel.converged else ""
@@ -69,8 +79,56 @@ def rule(features: dict, ctx) -> List[Decision]:
     if sel.names_only:
         reason = (f"{len(sel.chosen)} RDMA device(s) PIX/PXB to a GPU in nvidia-smi topo -m, named "
                   "without a port (NCCL takes every ACTIVE port of each); '=' makes the names exact")
+    if rails:
+        reason += f"; {rails_why}"
+    elif rails_why:
+        ctx.note(rails_why)
     _register_check(ctx, sel)
-    return [ctx.decision("NCCL_IB_HCA", value, reason, **sel.evidence())]
+    evidence = sel.evidence()
+    if rails:
+        evidence["rail_ids"] = dict(rails)
+    return [ctx.decision("NCCL_IB_HCA", value, reason, **evidence)]
+
+
+def _rail_ids(features: dict, ctx, sel) -> Tuple[Dict[str, int], str]:
+    """(port name -> rail id, why) where the plan knows rails and NCCL reads rail ids from
+    NCCL_IB_HCA (2.30.7+: `dev:port:rail`); ({}, a note or "") otherwise. Rails are known from one
+    subnet per port (rail k = the k-th rail subnet in address order, the same on every node of the
+    fabric) or from the fabric plan's `rail_optimised: true` (rail k = the k-th compute port)."""
+    from .nccl_cross_nic import port_networks
+
+    ports = sel.roce
+    if sel.names_only or len(ports) < 2 or len(ports) != len(sel.chosen):
+        return {}, ""
+    fabric = ctx.qos.fabric
+    said = fabric.rail_optimised if fabric is not None else None
+    if said is False:
+        return {}, ""
+    maybe = port_networks(ctx, ports)
+    nets = {k: n for k, n in maybe.items() if n is not None}
+    distinct = len(nets) == len(maybe) and len({str(n) for n in nets.values()}) == len(ports) and \
+        not any(a != b and a.overlaps(b) for a in nets.values() for b in nets.values())
+    if not distinct and not said:
+        return {}, ""
+    version = ctx.host.nccl_version()
+    gated = releases.gate("rail-ids-in-ib-hca", version)
+    fact = releases.fact("rail-ids-in-ib-hca")
+    if not gated:
+        release = f"NCCL {ctx.host.nccl_version_text()}" if version else "an NCCL of unknown release"
+        return {}, (f"rails are known, but {release} does not read rail ids from NCCL_IB_HCA (NCCL "
+                    f"{fact.span()} does): NCCL_IB_HCA without them")
+    if distinct:
+        order = sorted(ports, key=lambda p: (nets[p.name].network_address, nets[p.name].prefixlen))
+        basis = "one subnet per rail (rail k = the k-th rail subnet in address order: " + \
+            ", ".join(f"{p.name} {nets[p.name]}" for p in order) + ")"
+    else:
+        order = list(ports)
+        basis = (f"the fabric plan ({ctx.qos.source}) says the fabric is rail-optimised (rail k = the k-th "
+                 "compute port in this order: nodes of one model list them alike)")
+    rails = {p.name: i for i, p in enumerate(order)}
+    return rails, (f"rail ids after each port ({basis}): NCCL {ctx.host.nccl_version_text()} reads them and "
+                   "NCCL_CROSS_NIC=0 keeps a channel on one rail by rail id, even between two ports of one "
+                   f"adapter (NVIDIA/nccl#2097; {fact.source})")
 
 
 def selects(value: str, ports) -> List[str]:

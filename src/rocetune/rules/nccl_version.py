@@ -18,10 +18,22 @@ wheel's (nvidia-nccl-cuXX in site-packages), a conda env its own, an MPI job the
 * the release given with `--nccl-version X.Y.Z` (the rocetune_env role's
   `rocetune_env_nccl_version`) for a job whose NCCL is not on the host (`declared`).
 
+* the lowest among libraries in places other users control (`other-user`) when those are all
+  there is: under /home/<user>, below a directory a group or everyone may write, or owned by
+  another user. Such a library tells what that user's jobs load; beside libraries only root
+  controls it does not count at all.
+
+A version counts only from the library's own "NCCL version" string (an ELF shared object's);
+a file name's or wheel METADATA's is a claim beside it. The search is bounded in files, bytes
+and time (rocetune.probe.sources.nccl_libs).
+
 Findings: `nccl-versions-differ` (info) names each library; `nccl-version-unreadable`
 (warning); `nccl-not-found` (info); `nccl-wheel-not-seen` (info) when every library found is a
 system one, since a PyTorch job loads its wheel's NCCL, which a probe can only see where the
-wheel lies in a place it searches -- and a capture holds only what its probe read.
+wheel lies in a place it searches -- and a capture holds only what its probe read;
+`nccl-other-user-library` (warning when planned from such libraries, info when they are left
+aside); `nccl-not-a-library` (info) for a file named like one that is no ELF shared object;
+`nccl-search-bounded` (warning) when the search stopped at a bound.
 """
 
 from __future__ import annotations
@@ -54,6 +66,28 @@ def rule(features: dict, ctx) -> List[Decision]:
     envs = ((features.get("kernel") or {}).get("nccl") or {}).get("python_environments") or []
     ctx.report({**ev, "libraries": libs, "python_environments": envs})
     listing = "; ".join(describe(x) for x in libs)
+    nccl = (features.get("kernel") or {}).get("nccl") or {}
+    for bad in nccl.get("rejected") or []:
+        ctx.finding("nccl-not-a-library", "info", bad["path"],
+                    f"{bad['path']} is named like an NCCL library but {bad['why']}: not counted", rejected=bad)
+    stopped = (nccl.get("search") or {}).get("stopped")
+    if stopped:
+        ctx.finding("nccl-search-bounded", "warning", "nccl",
+                    f"the NCCL library search stopped: {stopped}; what it did not read counts as an unknown "
+                    f"release. {OVERRIDE}", search=nccl.get("search"))
+    theirs = [x for x in libs if x.get("controlled_by")]
+    if theirs and basis != "other-user" and basis != "declared":
+        ctx.finding("nccl-other-user-library", "info", "nccl",
+                    "not planned for: "
+                    + "; ".join(f"{describe(x)}, controlled by {x['controlled_by']}" for x in theirs)
+                    + " -- what those users' jobs load, not the system's", libraries=_found(theirs))
+    if basis == "other-user":
+        owned = "; ".join(f"{describe(x)}, controlled by {x['controlled_by']}" for x in theirs)
+        ctx.finding("nccl-other-user-library", "warning", "nccl",
+                    f"the only NCCL libraries found are in places other users control ({owned}): planned for "
+                    f"{ev['version']}, which tells what those users' jobs load, not the system's; {OVERRIDE} "
+                    "for the host's own jobs", libraries=_found(theirs))
+        return []
     if basis == "declared":
         ctx.note(f"planned for {host.nccl_basis_text()}" + (f"; found: {listing}" if libs else ""))
         return []

@@ -92,3 +92,15 @@ def test_result_file_shapes(features):
     assert "rocetune.fleet-host/9" in from_doc("h", {"schema": "rocetune.fleet-host/9"}).error
     assert "schema_version" in from_doc("h", {"probe": {"features": {"schema_version": 2}}}).error
     assert from_doc("h", []).error == "result file is not a JSON object"
+
+
+def test_a_net_plugin_on_one_node_only_is_odd(features):
+    hosts = [_result(f"n{i}", features) for i in range(3)]
+    plug = {"path": "/usr/lib/x86_64-linux-gnu/libnccl-net.so.1.14.2", "names": ["libnccl-net.so"], "kind": "net",
+            "variant": None, "version": "1.14.2", "via": ["system"], "controlled_by": None}
+    hosts[2].features["kernel"]["nccl"]["plugins"] = [plug]
+    row = next(r for r in compare(hosts).rows if r.key == "nccl.plugins")
+    assert row.reference == [] and row.cells["n2"].status == "odd"
+    assert row.cells["n2"].fact.value == ["net libnccl-net.so.1.14.2 1.14.2"]
+    hosts[2].features["kernel"]["nccl"]["plugin_env"] = {"NCCL_NET_PLUGIN": "none"}
+    assert next(r for r in compare(hosts).rows if r.key == "nccl.plugins").cells["n2"].status == "ok"

@@ -62,6 +62,8 @@ def test_the_node_command_sources_the_env_and_quotes_what_it_is_given():
     words = shlex.split(cmd)
     assert words[:4] == ["set", "-a", "&&", "."] and "/etc/x y.env" in words and "/opt/py 3/bin/python" in words
     assert "NCCL_DEBUG=INFO" in cmd and "NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH" in cmd
+    # set after the env file: a node whose rank cannot open a NIC fails the check instead of hanging it
+    assert words.index("NCCL_IGNORE_NET_MISMATCH=0") > words.index("/etc/x y.env")
 
 
 def test_baseline_is_read_from_an_earlier_validate_result(tmp_path):

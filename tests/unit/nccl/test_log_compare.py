@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rocetune.nccl.log import read_log
-from rocetune.nccl.log_compare import DIFFERENCES, compare_with_plan
+from rocetune.nccl.log_compare import DIFFERENCES, PlanFacts, compare_with_plan
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs"
 PLUGIN_JOB = ("nccl-tests-321-2.26.5-plugin-4ranks-a-init.log", "nccl-tests-321-2.26.5-plugin-4ranks-b-graph.log",
@@ -30,12 +30,23 @@ INVALID = ("gpu-a:10:11 [0] NCCL INFO Using network IB\n"
            % ("8k", "NCCL_IB_QPS_PER_CONNECTION", 1))
 
 
+# init.cc v2.30.7-1 :1328-1337 ("Rank %d has %d local Net devices (max %d).", then "Detected mixed local Net
+# device counts across ranks (min %d, max %d). Ignoring due to NCCL_IGNORE_NET_MISMATCH."), built from the format
+MISMATCH = ("gpu-a:10:11 [0] NCCL INFO Using network IB\n"
+            "gpu-a:10:11 [0] NCCL INFO Rank %d has %d local Net devices (max %d).\n"
+            "gpu-a:10:11 [0] NCCL INFO Detected mixed local Net device counts across ranks (min %d, max %d). Ignoring "
+            "due to NCCL_IGNORE_NET_MISMATCH.\n" % (3, 7, 8, 7, 8))
+# plugin/env.cc v2.30.7-1 :63 ("Successfully loaded external env plugin %s"), built from the format
+ENV_PLUGIN = ("gpu-a:10:11 [0] NCCL INFO Successfully loaded external env plugin %s\n"
+              "gpu-a:10:11 [0] NCCL INFO Using network IB\n" % "libnccl-env-site.so")
+
+
 def log(*names: str) -> str:
     return "".join((LOGS / n).read_text() for n in names)
 
 
-def diffs(text: str, plan: dict):
-    return compare_with_plan(read_log(text), plan)
+def diffs(text: str, plan: dict, facts: PlanFacts = None):
+    return compare_with_plan(read_log(text), plan, facts)
 
 
 def by_id(ds, diff_id):
@@ -76,12 +87,27 @@ CASES = [
      "NCCL WARN at transport/net_ib.cc:115: Could not find real path of rxe0 (/sys/class/infiniband/rxe0/device)"),
     ("nccl-log-version-mixed", log("nccl-tests-350-2.16.5-roce-ib-gdr.log", "rxe-2.20.5-nccl_node0.log"), {},
      "the log shows NCCL 2.16.5+cuda11.8, 2.20.5+cuda12.4"),
+    ("nccl-log-version-differs", log("nccl-1646-2.25.1-version-info.log"), {},
+     "the job ran NCCL 2.25.1+cuda12.2; the plan was made for 2.21.5 (the host's libnccl.so.2.21.5)"),
+    ("nccl-log-gdr-off", log("nccl-1412-ib-connections-no-gdrdma.log"), {},
+     "GPUDirect RDMA was off for the network: 4 of 4 NET connection(s) without '/GDRDMA': GPU 4 / NET 3 (2 of 2), "
+     "GPU 5 / NET 3 (2 of 2); the plan expects it (8 GPU-NIC pairs at PIX/PXB, nvidia_peermem)"),
+    ("nccl-log-net-mismatch", MISMATCH, {}, "ranks saw between 7 and 8 network devices (rank 3 has 7 of 8); "
+     "NCCL went on (NCCL_IGNORE_NET_MISMATCH=1, the default from 2.30.3)"),
+    ("nccl-log-env-plugin", ENV_PLUGIN, {}, "NCCL loaded the env plugin 'libnccl-env-site.so'"),
+    ("nccl-log-net-plugin", log(*PLUGIN_JOB), {"NCCL_IB_HCA": "=mlx5_bond_6,mlx5_bond_7"},
+     "the net plugin 'NCCL RDMA Plugin v6' carried the network traffic"),
 ]
+# what each case's plan knew beyond its env (the others: nothing)
+FACTS = {
+    "nccl-log-version-differs": PlanFacts(nccl_version="2.21.5", nccl_from="the host's libnccl.so.2.21.5"),
+    "nccl-log-gdr-off": PlanFacts(gdr_expected=True, gdr_why="8 GPU-NIC pairs at PIX/PXB, nvidia_peermem"),
+}
 
 
 @pytest.mark.parametrize("diff_id,text,plan,message", CASES, ids=[c[0] for c in CASES])
 def test_each_difference(diff_id, text, plan, message):
-    found = by_id(diffs(text, plan), diff_id)
+    found = by_id(diffs(text, plan, FACTS.get(diff_id)), diff_id)
     assert found, f"no {diff_id}"
     assert any(message in d.message for d in found), [d.message for d in found]
     for d in found:
@@ -100,7 +126,11 @@ def test_the_run_as_planned_shows_only_its_warn():
     ds = diffs(log("rxe-2.20.5-nccl_node0.log"), RXE_ENV)
     assert [(d.id, d.severity, d.subject) for d in ds] == [
         ("nccl-log-warn", "warning", "transport/net_ib.cc:115"),
+        ("nccl-log-gdr-off", "info", "connections"),  # Soft-RoCE: no GPUDirect RDMA, and no facts said so
         ("nccl-log-var-not-echoed", "info", "variables")]
+    facts = PlanFacts(gdr_expected=False, gdr_why="rxe0 is a software RDMA device")
+    assert not by_id(compare_with_plan(read_log(log("rxe-2.20.5-nccl_node0.log")), RXE_ENV, facts),
+                     "nccl-log-gdr-off")
 
 
 def test_socket_fallback_evidence_and_no_noise_about_ib_variables():

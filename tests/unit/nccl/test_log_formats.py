@@ -64,7 +64,8 @@ def test_gdr_per_gpu_and_hca_2_28_9():
     p = one("GPU Direct RDMA Disabled for GPU %d / HCA %x (distance %d > %d)" % (3, 0x1c000, 9, 5),
             "GPU Direct RDMA Enabled for GPU %d / HCA %x (distance %d <= %d), read %d mode %s"
             % (0, 0x1b000, 4, 5, 1, "Default"))
-    assert sorted(p.gdr_paths) == [(False, "3", "1c000", 9, 5), (True, "0", "1b000", 4, 5)]
+    assert sorted(g[:5] for g in p.gdr_paths) == [(False, "3", "1c000", 9, 5), (True, "0", "1b000", 4, 5)]
+    assert sorted(g.mode or "" for g in p.gdr_paths) == ["", "Default"]
 
 
 def test_channel_counts_2_18_3():

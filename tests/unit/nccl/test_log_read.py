@@ -65,7 +65,8 @@ def test_roce_and_ib_ports_with_gdr_2_16_5():
     assert p.ib_devices[1].mtus == [4096] and p.ib_devices[1].gid_indexes == []  # IB: "LID 37", no GID
     assert p.dmabuf_gpus == [0]
     assert p.env["NCCL_NET_GDR_LEVEL"].value == "SYS"
-    assert (True, "81000", "1", 6, 7) in p.gdr_paths and (True, "81000", "0", 7, 7) in p.gdr_paths
+    paths = [g[:5] for g in p.gdr_paths]
+    assert (True, "81000", "1", 6, 7) in paths and (True, "81000", "0", 7, 7) in paths
     assert p.channels == {"coll": 2, "p2p": 2, "p2p_per_peer": 2}  # 2.16: no collnet/nvls counts
     assert (p.net_connections, p.gdrdma_connections) == (4, 4)
     assert p.rings == {0: [0, 1], 1: [0, 1]}
@@ -149,8 +150,8 @@ def test_report_is_json_and_deterministic():
     assert a == b
     assert json.loads(json.dumps(a, sort_keys=True)) == a
     assert a["processes"][0]["ib_devices"][0] == {
-        "index": 0, "name": "mlx5_0", "port": 1, "link_layer": "RoCE", "tag": None, "gdr": True,
-        "gdr_reason": None, "gid_indexes": [], "mtus": []}
+        "index": 0, "name": "mlx5_0", "port": 1, "link_layer": "RoCE", "tag": None, "rail": None, "plane": None,
+        "gdr": True, "gdr_reason": None, "gid_indexes": [], "mtus": []}
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in LOGS.glob("*.log")))
@@ -158,3 +159,87 @@ def test_every_fixture_is_read_and_has_its_source(name):
     r = read_log(text(name))
     assert r.processes and r.nccl_lines > 0
     assert name.split("-")[0] in (LOGS / "SOURCES.md").read_text()
+
+
+# --- the logs added for the 2.6-2.31 forms (SOURCES.md) ------------------------------------------------
+
+def pairs(p):
+    return sorted((x.gpu, x.netdev, x.state, x.connections) for x in p.net_pairs.values())
+
+
+def test_ring_connection_lines_of_2_6_and_a_prefixed_warn():
+    r = read_log(text("nccl-302-2.6.2-ring-net-ib.log"))
+    (p,) = r.processes
+    assert p.key == "crow-ib-new-nccl-262-b-7:7240" and p.network == "IB"
+    assert devices(p) == [("mlx5_3", 1, "IB", None), ("mlx5_0", 1, "IB", None), ("mlx5_2", 1, "RoCE", None),
+                          ("mlx5_4", 1, "IB", None)]
+    assert p.transports == {"NET/IB": 1, "P2P/IPC": 1}
+    assert pairs(p) == [("1a000", 2, "off", 1)]  # "Ring 00 : 51[3d000] -> 56[1a000] [receive] via NET/IB/2"
+    (w,) = r.warnings
+    assert (w.where, w.message) == ("misc/ibvwrap.cc:284", "Call to ibv_modify_qp failed with error Invalid argument")
+
+
+def test_gdr_off_in_every_connection_and_no_module_2_7_to_2_11():
+    r = read_log(text("nccl-899-no-module-channel.log"))
+    a, b = r.processes
+    assert [(d.name, d.gdr, d.gdr_reason) for d in a.ib_devices] == [
+        ("mlx5_1", False, "no module"), ("mlx5_2", False, "no module"), ("mlx5_3", False, "no module")]
+    assert pairs(a) == [("1a000", 0, "off", 6)] and pairs(b) == [("1a000", 0, "off", 5)]
+    assert a.net_name == "IB" and a.network is None  # from the connection lines: no INIT line in the range
+    assert any(t.startswith("no INIT line") for t in r.cannot_tell)
+
+
+def test_gdr_off_from_connection_lines_with_default_subsystems():
+    r = read_log(text("nccl-1412-ib-connections-no-gdrdma.log"))
+    (p,) = r.processes
+    assert p.transports == {"NET/IB": 4, "P2P/direct pointer": 10}
+    assert pairs(p) == [("4", 3, "off", 2), ("5", 3, "off", 2)]
+    assert (p.net_connections, p.gdrdma_connections) == (4, 0)
+    assert any(t.startswith("no line that only the NET subsystem prints") and "connection lines ('/GDRDMA') alone"
+               in t for t in r.cannot_tell)
+
+
+def test_a_net_plugin_named_in_the_connection_lines():
+    r = read_log(text("nccl-1814-ibext-v8-connections.log"))
+    assert [(p.key, p.net_name, p.transport, pairs(p)) for p in r.processes] == [
+        ("hostname-test:986", "IBext_v8", "ib", [("6", 1, "off", 6)]),
+        ("hostname-test:987", "IBext_v8", "ib", [("7", 2, "off", 6)])]
+
+
+def test_a_2_30_warn_after_its_default_timestamp():
+    (w,) = read_log(text("nccl-2157-2.30-timestamped-warn.log")).warnings
+    assert (w.process, w.where) == ("GPU-606:534134", "transport/net_ib/p2p_resiliency.cc:325")
+    assert w.message.startswith("NET/IB: ncclIbResiliencyHandleDeviceFailure: Device 0 marked as failed.")
+
+
+def test_a_gpu_nic_pair_off_and_a_queue_pair_without_its_device_line_2_20():
+    a = read_log(text("nccl-1657-a-gdr-distance.log")).processes[0]
+    assert [g[:5] for g in a.gdr_paths] == [(False, "42000", "0", 6, 4)]
+    b = read_log(text("nccl-1657-b-queue-pair.log")).processes[0]
+    assert b.ib_devices == [] and (b.qp_mtus, b.qp_gid_indexes) == ([4096], [0])  # "mtu 5 ... GID 0"
+    assert pairs(b) == [("0", 0, "off", 1)] and b.env["NCCL_IB_GID_INDEX"].value == "0"
+
+
+def test_the_version_as_an_info_line_of_each_process_2_25_1():
+    r = read_log(text("nccl-1646-2.25.1-version-info.log"))
+    assert r.versions == ["2.25.1+cuda12.2"]
+    told = {p.key: (p.version, p.version_inferred) for p in r.processes}
+    assert told["d5618706-01:1106803"] == ("2.25.1", False) and told["d5618706-01:1106805"] == ("2.25.1", False)
+    assert r.other_lines == 1  # PyTorch's own warning; the empty line is not counted
+
+
+def test_a_plugin_job_on_irdma_2_21_5():
+    r = read_log(text("nccl-tests-227-2.21.5-ibext-irdma.log"))
+    assert r.versions == ["2.21.5+cuda12.4"]
+    assert {p.key: (p.network, p.transport) for p in r.processes} == {
+        "ai-worker01:5771": ("IBext_v8", "ib"), "ai-worker03:4940": ("IBext_v8", "ib")}
+    assert devices(r.process("ai-worker01:5771")) == [("irdma0", 1, "RoCE", None), ("irdma3", 1, "RoCE", None)]
+
+
+def test_host_prefixed_lines_and_three_warns():
+    r = read_log(text("nccl-1029-ibext-sharp-warn-pdsh.log"))
+    assert sorted((w.process, w.where) for w in r.warnings) == [
+        ("rdma-test-gpu-worker-1:2914", "misc/cudawrap.cc:33"), ("rdma-test-gpu-worker-1:2918", "init.cc:263"),
+        ("rdma-test-gpu-worker-1:2919", "misc/cudawrap.cc:33")]
+    p = r.process("rdma-test-gpu-worker-0:4276")
+    assert [(d.name, d.link_layer, d.tag) for d in p.ib_devices] == [("mlx5_50", "IB", "SHARP")]

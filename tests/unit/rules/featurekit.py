@@ -78,6 +78,8 @@ class Host:
         self.topology_files: List[dict] = []
         self.qos: Dict[str, dict] = {}
         self.routes: Optional[List[dict]] = None  # None: the Features carry no routing table
+        self.stack_limit: Optional[str] = "8388608"
+        self.gpu_name = "NVIDIA H100 80GB HBM3"
         self.default_routes: Optional[List[dict]] = None  # None: Features without net.default_routes
 
     # --- pieces -----------------------------------------------------------------------------
@@ -110,7 +112,7 @@ class Host:
     def gpu(self, index: int, bdf: Optional[str] = None, numa: Optional[int] = 0,
             cpus: Optional[str] = None, link: Optional[dict] = None) -> "Host":
         bdf = bdf or self._bdf()
-        self.gpus.append({"index": index, "bdf": bdf, "name": "NVIDIA H100 80GB HBM3", "numa_node": numa,
+        self.gpus.append({"index": index, "bdf": bdf, "name": self.gpu_name, "numa_node": numa,
                           "cpu_affinity": cpus if cpus is not None else
                           next((n["cpulist"] for n in self.numa if n["id"] == numa), None),
                           "nvlink": {}, "nearest_nics": []})
@@ -274,6 +276,7 @@ class Host:
             "gpus": gpus,
             "topology": {"gpu_nic": pairs, "disagreements": []},
             "kernel": {"modules": dict(self.modules), "peer_memory": dict(self.peer), "memlock": "unlimited",
+                       "stack_limit": self.stack_limit,
                        "cmdline": {"iommu": "pt", "intel_iommu": None, "amd_iommu": None, "acs": []},
                        "iommu_groups": 0, "sysctl": dict(self.sysctl),
                        "nvidia_driver": copy.deepcopy(self.nvidia_driver),

@@ -6,7 +6,8 @@ from .featurekit import Host, plan_of, rail_host
 
 
 def findings(plan):
-    return {f.id: f for f in plan.findings}
+    """gpudirect-rdma's own findings (nccl-known-issues speaks of the same releases apart)."""
+    return {f.id: f for f in plan.findings if f.rule == "gpudirect-rdma"}
 
 
 def test_missing_peer_memory_on_a_gpu_rdma_host_is_loud():
@@ -103,3 +104,28 @@ def test_old_nccl_with_only_nvidia_peermem_but_dmabuf_is_fine():
     plan = plan_of(rail_host(nccl="2.21.5").open_driver().build())
     assert "gdr-not-detected" not in findings(plan)
     assert plan.reports["gpudirect-rdma"]["route"] == "DMA-BUF"
+
+
+def test_uncounted_peer_memory_with_dmabuf_unknown_does_not_claim_gdr_is_off_or_on():
+    # 2.21.5 does not check /sys/module/nvidia_peermem; the fixture host says nothing of the GPU
+    # driver or kernel, so DMA-BUF can neither be confirmed nor ruled out
+    plan = plan_of(rail_host(nccl="2.21.5").build())
+    f = findings(plan)["gdr-not-detected"]
+    assert "NCCL disables GPUDirect RDMA" not in f.message
+    assert "rests on DMA-BUF, which this probe cannot confirm" in f.message
+    report = plan.reports["gpudirect-rdma"]
+    assert report["expected"] is None
+    notes = [n.message for n in plan.notes]
+    assert not any(n.startswith("GPUDirect RDMA at NCCL's default level") for n in notes)
+    assert any("if DMA-BUF works, which this probe cannot confirm" in n for n in notes)
+
+
+def test_the_plan_says_whether_a_job_should_show_gdr():
+    on = plan_of(rail_host(nccl="2.23.4").build()).reports["gpudirect-rdma"]
+    assert on["expected"] is True and on["expected_why"].startswith("8 GPU-NIC pair(s) at PIX/PXB, peer memory")
+    unknown = plan_of(rail_host().no_peermem().build()).reports["gpudirect-rdma"]
+    assert (unknown["expected"], unknown["available"]) == (None, False)  # DMA-BUF conditions unknown
+    host = rail_host().no_peermem()
+    host.open_driver("550.54.15", open_module=False)  # the proprietary module: no DMA-BUF
+    off = plan_of(host.build()).reports["gpudirect-rdma"]
+    assert off["expected"] is False and "DMA-BUF is unavailable" in off["expected_why"]

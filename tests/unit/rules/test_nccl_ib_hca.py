@@ -214,3 +214,46 @@ def test_a_declared_value_is_checked_by_device_when_ports_are_unknown():
 
     assert contradicted("=mlx5_0:1,mlx5_1:1") == []  # a port number cannot be checked: accepted
     assert "leaves out" in contradicted("=mlx5_0")[0]
+
+
+def legend_rails(n=4):
+    """n GPUs, each with a PIX device of its own: a rail per GPU, as an HGX legend shows it."""
+    h = rail_host(n)
+    for i in range(n):
+        h.paths[f"mlx5_{i}"] = {g: ("PIX" if g == i else "PXB" if g // 2 == i // 2 else "SYS") for g in range(n)}
+    return h
+
+
+def test_a_legend_nic_pix_to_no_gpu_beside_one_rail_per_gpu_is_left_out():
+    h = legend_rails(4)
+    h.rdma("mlx5_4", paths={0: "PXB", 1: "PXB", 2: "SYS", 3: "SYS"})  # behind the switch GPU0/1 share
+    plan = plan_of(names_only(h))
+    assert hca(plan) == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3"
+    excluded = {e["port"]: e["why"] for e in plan.get("NCCL_IB_HCA").evidence["excluded"]}
+    assert "PIX to no GPU (PXB to GPU0, GPU1)" in excluded["mlx5_4"] and "storage or management" in excluded["mlx5_4"]
+
+
+def test_pxb_devices_stay_where_no_gpu_has_a_pix_device():
+    # GPU pairs behind one switch with their NICs (OCI A100 style): PXB is how the rails reach them
+    h = rail_host(4)
+    for i in range(4):
+        h.paths[f"mlx5_{i}"] = {g: ("PXB" if g // 2 == i // 2 else "SYS") for g in range(4)}
+    assert hca(plan_of(names_only(h))) == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3"
+
+
+def test_a_role_word_in_a_legend_name_leaves_a_storage_nic_out():
+    h = legend_rails(2)
+    h.rdma("mlx5_stor0", paths={0: "PIX", 1: "PXB"})
+    h.rdma("mlx5_mgmt", paths={0: "PXB", 1: "PIX"})
+    plan = plan_of(names_only(h))
+    assert hca(plan) == "=mlx5_0,mlx5_1"
+    excluded = {e["port"]: e["why"] for e in plan.get("NCCL_IB_HCA").evidence["excluded"]}
+    assert "its name says 'stor'" in excluded["mlx5_stor0"] and "its name says 'mgmt'" in excluded["mlx5_mgmt"]
+
+
+def test_a_role_word_does_not_leave_a_gpu_without_its_only_nic():
+    h = rail_host(1)
+    h.devices["mlx5_storage"] = h.devices.pop("mlx5_0")
+    h.devices["mlx5_storage"]["name"] = "mlx5_storage"
+    h.paths["mlx5_storage"] = h.paths.pop("mlx5_0")
+    assert hca(plan_of(names_only(h))) == "=mlx5_storage"

@@ -89,3 +89,34 @@ def test_features_from_before_the_library_list_still_plan():
     plan = plan_of(f)
     assert all(k in plan.env for k in ONLY_19)
     assert plan.get("NCCL_IB_TIMEOUT").evidence["nccl"]["version"] == "2.19.3"
+
+
+def _nccl(features, **nccl):
+    features["kernel"]["nccl"] = nccl
+    return features
+
+
+def test_a_plan_from_another_user_s_library_says_so():
+    from .featurekit import rail_host as _host
+
+    lib = {"path": "/home/alice/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2", "version": "2.18.1",
+           "how": "library-string", "package": None, "environment": "/home/alice/.venv", "via": ["wheel"],
+           "controlled_by": "user alice (under /home/alice)"}
+    f = _nccl(_host(2).build(), version="2.18.1", path=lib["path"], basis="other-user", libraries=[lib])
+    from rocetune.planner import build_plan
+
+    found = {x.id: x for x in build_plan(f).findings}
+    assert found["nccl-other-user-library"].severity == "warning"
+    assert "user alice (under /home/alice)" in found["nccl-other-user-library"].message
+
+
+def test_rejected_files_and_a_stopped_search_are_findings():
+    from .featurekit import rail_host as _host
+    from rocetune.planner import build_plan
+
+    f = _nccl(_host(2).build(), version=None, path=None, basis="none", libraries=[],
+              rejected=[{"path": "/usr/lib/x86_64-linux-gnu/libnccl.so.2.12.12", "why": "not an ELF file"}],
+              search={"looked_at": 64, "left_out": 10, "stopped": "more than 64 library files"})
+    found = {x.id: x for x in build_plan(f).findings}
+    assert found["nccl-not-a-library"].subject == "/usr/lib/x86_64-linux-gnu/libnccl.so.2.12.12"
+    assert "more than 64 library files" in found["nccl-search-bounded"].message

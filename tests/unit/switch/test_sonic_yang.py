@@ -11,20 +11,29 @@ import sys
 import pytest
 
 from rocetune.model.qos import default_plan, load_text
-from rocetune.render.switch_qos import render
+from rocetune.model.switch_qos import SwitchIntent
+from rocetune.switchos import sonic
 
-from .sonic_configdb import SWITCH, leafref_problems, problems, schema
+from .sonic_configdb import SWITCH, config_load, db_content, leafref_problems, problems, schema
 
 TOOL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools", "sonic_yang_schema.py")
 PCP = load_text("trust: pcp\n", "pcp.yml")
 CUSTOM = load_text("data: {dscp: 24, priority: 4}\ncnp: {dscp: 46, priority: 7}\nlossless_priorities: [4]\n"
                    "ecn_marking: {min_threshold: 100000, max_threshold: 400000, probability: 20}\n", "custom.yml")
+TWO = load_text("lossless_priorities: [3, 5]\ncts: {dscp: 40, priority: 5}\n", "two.yml")
+DYNAMIC_MLNX = {"buffer_model": "dynamic", "platform": "mellanox"}
 PLANS = {
-    "default-no-ports": (default_plan(), []),
-    "default-ports": (default_plan(), ["Ethernet0", "Ethernet4", "Ethernet8"]),
-    "trust-pcp": (PCP, ["Ethernet0", "Ethernet4"]),
-    "custom-dscp-priority": (CUSTOM, ["Ethernet0", "Ethernet124"]),
+    "default-no-ports": (default_plan(), [], {}),
+    "default-ports": (default_plan(), ["Ethernet0", "Ethernet4", "Ethernet8"], {}),
+    "default-dynamic": (default_plan(), ["Ethernet0", "Ethernet4"], {"buffer_model": "dynamic"}),
+    "trust-pcp": (PCP, ["Ethernet0", "Ethernet4"], {}),
+    "custom-dscp-priority": (CUSTOM, ["Ethernet0", "Ethernet124"], {}),
+    "two-lossless-cts-dynamic": (TWO, ["Ethernet0", "Ethernet4"], DYNAMIC_MLNX),
+    "two-lossless-cts-traditional": (TWO, ["Ethernet0"], {"buffer_model": "traditional", "platform": "broadcom"}),
 }
+# SONiC's buffer template output for a Mellanox SN2410 in the dynamic model (sample_output of
+# sonic-config-engine's tests): the switch a rendered file is loaded onto.
+BUFFERS = os.path.join(SWITCH, "sonic-buffers-mellanox2410-dynamic.json")
 
 
 def _tool():
@@ -36,8 +45,8 @@ def _tool():
 
 
 def _rendered(name):
-    plan, ports = PLANS[name]
-    return json.loads(render(plan, "sonic", ports))
+    plan, ports, chosen = PLANS[name]
+    return json.loads(sonic.OS.render(SwitchIntent.from_plan(plan), ports, chosen).text)
 
 
 def test_the_schema_file_is_what_the_tool_builds_from_the_copied_yang():
@@ -68,10 +77,36 @@ def test_the_schema_carries_the_yang_constraints_with_their_lines():
 @pytest.mark.parametrize("name", sorted(PLANS))
 def test_every_rendered_config_is_valid_under_sonic_yang(name):
     doc = _rendered(name)
-    assert problems(doc) == []
+    assert problems(db_content(doc)) == []
     assert set(doc) <= set(schema()["properties"])  # no table the YANG-derived schema leaves unchecked
     if PLANS[name][1]:
-        assert doc["QUEUE"] and leafref_problems(doc, schema()) == []
+        assert doc["QUEUE"] and leafref_problems(db_content(doc), schema()) == []
+
+
+@pytest.mark.parametrize("name", ["default-dynamic", "two-lossless-cts-dynamic"])
+def test_loaded_onto_sonics_own_buffer_config_the_result_is_valid_and_lossless(name):
+    """`config load` of the rendered file over SONiC's template output: still valid under the YANG
+    (the buffer profiles it names exist), and every lossless priority has its PG and queue."""
+    with open(BUFFERS, encoding="utf-8") as fh:
+        running = json.load(fh)
+    plan, ports, _ = PLANS[name]
+    merged = config_load(running, _rendered(name))
+    checked = {t: e for t, e in merged.items() if t in schema()["properties"]}
+    assert problems(checked) == []
+    assert leafref_problems(dict(checked, BUFFER_PROFILE=merged["BUFFER_PROFILE"]), schema()) == []
+    for port in ports:
+        queues = {k.split("|")[1]: v["profile"] for k, v in merged["BUFFER_QUEUE"].items() if k.startswith(port + "|")}
+        pgs = {k.split("|")[1]: v["profile"] for k, v in merged["BUFFER_PG"].items() if k.startswith(port + "|")}
+        covered = [q for key in queues for q in _span(key)]
+        assert sorted(covered) == sorted(set(covered)), f"overlapping BUFFER_QUEUE keys on {port}: {queues}"
+        for p in plan.lossless_priorities:
+            assert [v for k, v in queues.items() if p in _span(k)] == ["egress_lossless_profile"]
+            assert [v for k, v in pgs.items() if p in _span(k)] == ["NULL"]
+
+
+def _span(key):
+    lo, _, hi = key.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
 
 
 def test_trust_pcp_renders_a_dot1p_map_that_ports_reference():
@@ -90,6 +125,8 @@ def test_schema_values_bite():
     bad["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] = "3,8"
     bad["TC_TO_QUEUE_MAP"]["ROCETUNE"]["16"] = "0"
     bad["QUEUE"]["Ethernet0|3"]["wred_profile"] = "ROCETUNE_GONE"
+    bad["PFC_WD"]["Ethernet0"]["detection_time"] = "50"
+    bad["BUFFER_QUEUE"]["Ethernet4|3-17"] = {"profile": "egress_lossless_profile"}
     found = problems(bad)
     expect = {
         "'64' does not match": "sonic-dscp-tc-map.yang:58",
@@ -99,6 +136,8 @@ def test_schema_values_bite():
         "'3,8' does not match": "sonic-port-qos-map.yang:101",
         "'16' does not match": "sonic-types.yang.j2:358",
         "'ROCETUNE_GONE' is no WRED_PROFILE entry": "sonic-queue.yang:93",
+        "'50' does not match": "sonic-pfcwd.yang:",
+        "'Ethernet4|3-17' does not match": "sonic-buffer-queue.yang:47",
     }
     for what, line in expect.items():
         hits = [p for p in found if what in p]
@@ -134,8 +173,8 @@ def test_with_libyang_and_sonic_yang_where_installed():
     yang_dir = os.environ.get("SONIC_YANG_DIR", "/usr/local/yang-models")
     if not os.path.isdir(yang_dir):
         pytest.skip(f"no SONiC YANG model directory at {yang_dir} (set SONIC_YANG_DIR)")
-    for name, (_, ports) in sorted(PLANS.items()):
-        doc = _rendered(name)
+    for name, (_, ports, _) in sorted(PLANS.items()):
+        doc = db_content(_rendered(name))
         # the switch's own PORT table, which the QoS tables reference
         doc["PORT"] = {p: {"lanes": str(i), "speed": "100000", "admin_status": "up"} for i, p in enumerate(ports)}
         sy = sonic_yang.SonicYang(yang_dir)

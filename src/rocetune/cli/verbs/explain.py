@@ -196,11 +196,18 @@ def _explain_one(key: str, d: "Optional[Decision]", plan: "Optional[Plan]", laye
         if related:
             data["related"] = related
     if info is not None:
+        from ...nccl import releases
+
         data["nccl"] = {"default": info.get("default"), "default_means": info.get("default_means"),
                         "description": info.get("description"), "kind": info.get("kind"),
                         "catalog_release": cat.nccl_version,
                         "release_default": defaults.describe(key, version),
-                        "default_text": defaults.summary(key, version)}
+                        "default_text": defaults.summary(key, version),
+                        "releases": releases.variable_releases(key),
+                        "releases_text": releases.variable_text(key),
+                        "read_by_planned_release": releases.reads(key, version),
+                        "release_facts": [{"id": f.id, "releases": f.span(), "what": f.what, "source": f.source}
+                                          for f in releases.facts_about(key)]}
     elif key.startswith("NCCL_"):
         data["nccl"] = {"not_read_by_nccl": cat.describe_unknown(key)}
     if layers is not None:
@@ -260,6 +267,13 @@ def _human_one(data: Dict[str, Any]) -> str:
             lines.append(printable(f"  NCCL:   not an NCCL variable: {nccl['not_read_by_nccl']}"))
         else:
             lines.append(printable(f"  NCCL:   {_default_text(nccl)}"))
+            if nccl.get("releases_text"):
+                planned = {True: "", False: "; NOT read by the release planned for", None: ""}[
+                    nccl.get("read_by_planned_release")]
+                lines.append(printable(f"  releases: {nccl['releases_text']}{planned} "
+                                       "(NCCL's source at each tag: docs/nccl-releases.md)"))
+            for f in nccl.get("release_facts") or []:
+                lines.append(printable(f"  release fact {f['id']} ({f['releases']}): {f['what']} [{f['source']}]"))
     eff = data.get("effective")
     if eff:
         where = f" from {eff['from']}" if eff["from"] else ""

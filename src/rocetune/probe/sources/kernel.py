@@ -65,12 +65,17 @@ def _builtin_modules(ctx: ProbeContext, loaded: Set[str]) -> List[str]:
     return sorted(found)
 
 
-def _memlock(ctx: ProbeContext) -> Optional[str]:
+def _limit(ctx: ProbeContext, name: str) -> Optional[str]:
+    """The soft value of one /proc/self/limits row (`unlimited` or a number)."""
     for line in (ctx.text("/proc/self/limits") or "").splitlines():
-        if line.startswith("Max locked memory"):
-            cols = line[len("Max locked memory"):].split()
+        if line.startswith(name):
+            cols = line[len(name):].split()
             return cols[0] if cols else None
     return None
+
+
+def _memlock(ctx: ProbeContext) -> Optional[str]:
+    return _limit(ctx, "Max locked memory")
 
 
 def _cmdline(ctx: ProbeContext) -> dict:
@@ -151,6 +156,7 @@ def probe(ctx: ProbeContext) -> dict:
         **_modules(ctx),
         "peer_memory": {k: ctx.root.exists(p) for k, p in PEER_PATHS.items()},
         "memlock": _memlock(ctx),
+        "stack_limit": _limit(ctx, "Max stack size"),
         "cmdline": _cmdline(ctx),
         "iommu_groups": _iommu_groups(ctx),
         "sysctl": {**_sysctls(ctx), **_net_conf(ctx)},

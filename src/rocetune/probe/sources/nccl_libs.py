@@ -21,13 +21,42 @@ VERSION_STRING, v2.28.9-1 src/init.cc:603), read in 1 MiB chunks from the start 
 and no further than SCAN_LIMIT: in the 2.19.3 and 2.28.9 wheels it lies 1.3 and 2.1 MB into a
 210 MB file (.rodata, ahead of the GPU code), found in 2-7 ms; a file without it costs the
 64 MiB (19 ms from the page cache, 105 ms cold; the whole 218 MB file would take 250 ms warm).
+
+What counts, and what the search may cost:
+
+* A version counts only from a real ELF shared object (magic, class, byte order, ET_DYN: its
+  first 20 bytes) that carries NCCL's own "NCCL version" string; a file name's or a wheel's
+  claim is kept beside it (`claimed`) but never stands alone. Anything else named libnccl.so*
+  is listed under `rejected` with why, and is no library.
+* The search is bounded: at most MAX_LIBRARIES files are looked at (NCCL's and its plugins'),
+  at most SCAN_BUDGET bytes are read inside them all and for at most SCAN_SECONDS; what is left
+  when a bound is reached is named in `search.stopped`, and its version is not read (the plan
+  then counts it as unreadable: possibly older). 1,536 sparse libnccl.so files once made a plan
+  take 80 s; now each costs a 20-byte read.
+* A library or plugin in a place another user controls -- under /home/<user>, or below a
+  directory (or in a file) writable by a group or everyone (not a sticky directory) or owned by
+  another user than root -- is evidence for that user's jobs only: `controlled_by` says who, and
+  the release planned for the system (kernel.nccl.version) comes from the others
+  (rocetune.nccl.versions.plan_version). Owners are the live host's, or what a capture recorded.
+
+The plugins a job loads (kernel.nccl.plugins): NCCL dlopens `libnccl-<kind>.so` (net, tuner,
+profiler, env from 2.28.7, gin) when NCCL_<KIND>_PLUGIN is unset, else the name it gives, or
+`libnccl-<kind>-<name>.so` ("none" loads none: v2.30.7-1 src/plugin/plugin_open.cc:79-125,
+plugin/net.cc:258-301, plugin/env.cc:40-48). dlopen finds a bare name through LD_LIBRARY_PATH,
+/etc/ld.so.cache and the system directories, and through the RUNPATH of libnccl itself (the wheels
+set $ORIGIN): so the plugins are looked for in those places and in each NCCL library's own
+directory, and at the path an NCCL_<KIND>_PLUGIN of the probing process names. A plugin's version
+is what its file name says (`libnccl-net.so.1.14.2`), where it says one.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Dict, List, Optional, Set, Tuple
+import stat
+import struct
+import time
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ...errors import HostReadError, ParseError
 from ...hostfs import ProbeContext
@@ -45,6 +74,16 @@ VENV_NAMES = (".venv", "venv")
 MAX_CHILDREN = 512
 VERSION_NEEDLE = b"NCCL version "
 SCAN_LIMIT = 64 << 20
+MAX_LIBRARIES = 64        # ELF library files (NCCL's and its plugins') whose versions are read, in all
+MAX_FILES = 4096          # files named like them whose first 20 bytes are read, in all
+MAX_REJECTED = 16         # files that are no library listed (all are counted)
+SCAN_BUDGET = 512 << 20   # bytes read inside them all for version strings
+SCAN_SECONDS = 15.0       # wall time for those reads
+ELF_HEAD = 20             # e_ident (16 bytes) and e_type
+ET_DYN = 3
+PLUGIN_KINDS = ("net", "tuner", "profiler", "env", "gin")
+_EMPTY = "an empty file"
+_PLUGIN = re.compile(r"^libnccl-(net|tuner|profiler|env|gin)(?:-([A-Za-z0-9_+.-]+?))?\.so(?:\.(\d+(?:\.\d+)*))?$")
 _LIB = re.compile(r"^libnccl\.so(?:\.\d+)*$")
 _VERSIONED = re.compile(r"^libnccl\.so\.(\d+\.\d+\.\d+)$")
 _WHEEL = re.compile(r"^nvidia_nccl_(cu\d+)-([^-]+)\.dist-info$")
@@ -53,14 +92,63 @@ _STRING_VERSION = re.compile(r"^NCCL version (\d+\.\d+\.\d+)")
 
 
 class _Found:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.libs: Dict[str, dict] = {}  # real host path -> library entry
+        self.plugins: Dict[str, dict] = {}  # real host path -> plugin entry
+        self.rejected: Dict[str, dict] = {}  # real host path -> {"path", "why"}
         self.environments: Set[str] = set()
+        self.clock = clock
+        self.deadline = clock() + SCAN_SECONDS
+        self.budget = SCAN_BUDGET
+        self.looked_at = 0
+        self.scanned = 0
+        self.stopped: Optional[str] = None
+        self.left_out: Set[str] = set()
+        self.opened = 0
+        self.rejected_count = 0
+        self.rejected_more: Set[str] = set()
+
+    def take(self, real: str) -> bool:
+        """Whether one more file may be opened (MAX_FILES)."""
+        if self.opened >= MAX_FILES:
+            self.left_out.add(real)
+            self.stopped = self.stopped or f"more than {MAX_FILES} files named like libraries: the rest were not opened"
+            return False
+        self.opened += 1
+        return True
+
+    def take_library(self, real: str) -> bool:
+        """Whether one more ELF library may be entered (MAX_LIBRARIES)."""
+        if self.looked_at >= MAX_LIBRARIES:
+            self.left_out.add(real)
+            self.stopped = self.stopped or f"more than {MAX_LIBRARIES} library files: the rest were not looked at"
+            return False
+        self.looked_at += 1
+        return True
+
+    def reject(self, real: str, why: str) -> None:
+        self.rejected_count += 1
+        if len(self.rejected) < MAX_REJECTED:
+            self.rejected[real] = {"path": real, "why": why}
+        else:
+            self.rejected_more.add(real)
+
+    def scan_limit(self) -> int:
+        """Bytes the next version read may take (0: a bound is reached)."""
+        if self.clock() > self.deadline:
+            self.stopped = self.stopped or f"reading versions took over {SCAN_SECONDS:g} s: the rest were not read"
+            return 0
+        if self.budget <= 0:
+            self.stopped = self.stopped or (f"{SCAN_BUDGET >> 20} MiB read inside the libraries: the rest were "
+                                            "not read")
+            return 0
+        return min(SCAN_LIMIT, self.budget)
 
 
-def probe(ctx: ProbeContext) -> dict:
-    """{"version", "path", "basis", "libraries", "python_environments"}: see docs/features.md."""
-    found = _Found()
+def probe(ctx: ProbeContext, clock: Callable[[], float] = time.monotonic) -> dict:
+    """{"version", "path", "basis", "libraries", "python_environments", "rejected", "search",
+    "plugins", "plugin_env"}: see docs/features.md."""
+    found = _Found(clock)
     # Python environments first: a wheel's library that LD_LIBRARY_PATH also names (containers
     # often add site-packages/nvidia/nccl/lib) is entered with its wheel's METADATA.
     for prefix in _prefixes(ctx):
@@ -70,12 +158,25 @@ def probe(ctx: ProbeContext) -> dict:
     _ld_cache(ctx, found)
     for d in _path_list(ctx.root.environ("LD_LIBRARY_PATH")):
         _library_dir(ctx, found, d, "LD_LIBRARY_PATH")
+    plugin_env = {f"NCCL_{k.upper()}_PLUGIN": v for k in PLUGIN_KINDS
+                  for v in [ctx.root.environ(f"NCCL_{k.upper()}_PLUGIN")] if v is not None}
+    _plugins(ctx, found, plugin_env)
     libraries = [found.libs[k] for k in sorted(found.libs)]
     for lib in libraries:
         lib["via"] = sorted(lib["via"])
+    plugins = [found.plugins[k] for k in sorted(found.plugins)]
+    for plug in plugins:
+        plug["via"] = sorted(plug["via"])
+        plug["names"] = sorted(plug["names"])
+    if found.stopped:
+        ctx.warn(f"the NCCL library search stopped: {found.stopped}")
     version, path, basis = plan_version(libraries)
     return {"version": version, "path": path, "basis": basis, "libraries": libraries,
-            "python_environments": sorted(found.environments)}
+            "python_environments": sorted(found.environments),
+            "rejected": [found.rejected[k] for k in sorted(found.rejected)],
+            "search": {"looked_at": found.looked_at, "left_out": len(found.left_out), "rejected": found.rejected_count,
+                       "stopped": found.stopped},
+            "plugins": plugins, "plugin_env": plugin_env}
 
 
 def _path_list(value: Optional[str]) -> List[str]:
@@ -109,21 +210,67 @@ def _ld_cache(ctx: ProbeContext, found: _Found) -> None:
 
 def _add(ctx: ProbeContext, found: _Found, path: str, via: str, environment: Optional[str] = None,
          wheel: Optional[Tuple[Optional[str], Optional[str]]] = None) -> None:
-    """One library file (a link to one is followed to it), entered once under its real path."""
-    real = ctx.root.realpath(path)
-    if not ctx.root.exists(real):  # a dangling link; exists() also has a capture keep the name
+    """One library file (a link to one is followed to it), entered once under its real path --
+    if it is an ELF shared object; its version only from its own 'NCCL version' string."""
+    real = _existing(ctx, path)
+    if real is None or real in found.rejected or real in found.rejected_more:
         return
     lib = found.libs.get(real)
     if lib is None:
+        if not found.take(real):
+            return
+        why = _not_elf(ctx, real)
+        placeholder = why == _EMPTY and not ctx.root.is_live
+        if why and not placeholder:
+            found.reject(real, why)
+            return
+        if not found.take_library(real):
+            return
         lib = {"path": real, "version": None, "how": None, "package": None, "environment": environment,
-               "via": set()}
-        _version(ctx, lib, real, wheel)
+               "via": set(), "controlled_by": _controller(ctx, real)}
+        if placeholder:
+            _name_only(lib, real, wheel)
+        else:
+            _version(ctx, found, lib, real, wheel)
         found.libs[real] = lib
     lib["via"].add(via)
 
 
-def _version(ctx: ProbeContext, lib: dict, real: str,
-             wheel: Optional[Tuple[Optional[str], Optional[str]]]) -> None:
+def _existing(ctx: ProbeContext, path: str) -> Optional[str]:
+    try:
+        real = ctx.root.realpath(path)
+    except HostReadError as exc:
+        ctx.warn(f"cannot read {exc.path}: {exc.reason}")
+        return None
+    return real if ctx.root.exists(real) else None  # a dangling link; exists() has a capture keep the name
+
+
+def _not_elf(ctx: ProbeContext, real: str) -> Optional[str]:
+    """Why the file is no ELF shared object (None when it is one): its first 20 bytes."""
+    try:
+        head = ctx.root.read_head(real, ELF_HEAD)
+    except HostReadError as exc:
+        return f"unreadable: {exc.reason}"
+    if head is None:
+        return "vanished"
+    if not head:
+        return _EMPTY
+    if len(head) < ELF_HEAD or head[:4] != b"\x7fELF":
+        return f"not an ELF file ({len(head)} byte(s) read, no ELF magic)" if len(head) < ELF_HEAD else \
+            "not an ELF file (no ELF magic)"
+    if head[4] not in (1, 2) or head[5] not in (1, 2):
+        return "not an ELF file (bad class or byte order)"
+    e_type = struct.unpack_from("<H" if head[5] == 1 else ">H", head, 16)[0]
+    if e_type != ET_DYN:
+        return f"an ELF file but no shared object (e_type {e_type})"
+    return None
+
+
+def _name_only(lib: dict, real: str, wheel: Optional[Tuple[Optional[str], Optional[str]]]) -> None:
+    """An empty file under a captured root: captures made before the probe read a library's header
+    kept only its name, and what its name or wheel said was the version then. Counted so (`how`
+    says which), with `placeholder` set; a capture made now keeps the header, and a live host's
+    empty file is no library."""
     m = _VERSIONED.match(os.path.basename(real))
     if wheel is not None:
         lib["package"] = wheel[0]
@@ -131,15 +278,123 @@ def _version(ctx: ProbeContext, lib: dict, real: str,
         lib["version"], lib["how"] = m.group(1), "file-name"
     elif wheel is not None and wheel[1]:
         lib["version"], lib["how"] = wheel[1], "wheel-metadata"
-    else:
-        try:
-            text = ctx.root.scan(real, VERSION_NEEDLE, 32, SCAN_LIMIT)
-        except HostReadError as exc:
-            ctx.warn(f"cannot read {exc.path}: {exc.reason}")
+    lib["placeholder"] = ("an empty file in a capture made before library headers were recorded: its name is all "
+                          "there is")
+
+
+def _version(ctx: ProbeContext, found: _Found, lib: dict, real: str,
+             wheel: Optional[Tuple[Optional[str], Optional[str]]]) -> None:
+    claimed: Dict[str, str] = {}
+    m = _VERSIONED.match(os.path.basename(real))
+    if m:
+        claimed["file-name"] = m.group(1)
+    if wheel is not None:
+        lib["package"] = wheel[0]
+        if wheel[1]:
+            claimed["wheel-metadata"] = wheel[1]
+    if claimed:
+        lib["claimed"] = claimed
+    limit = found.scan_limit()
+    if limit <= 0:
+        lib["unread"] = found.stopped
+        return
+    try:
+        text, used = ctx.root.scan_counted(real, VERSION_NEEDLE, 32, limit)
+    except HostReadError as exc:
+        ctx.warn(f"cannot read {exc.path}: {exc.reason}")
+        return
+    found.budget -= used
+    found.scanned += used
+    sm = _STRING_VERSION.match(text or "")
+    if not sm:
+        return
+    lib["version"], lib["how"] = sm.group(1), "library-string"
+    other = sorted({v for v in claimed.values() if v != sm.group(1)})
+    if other:
+        ctx.warn(f"{real}: its name or wheel says NCCL {', '.join(other)}, its own string {sm.group(1)}: the "
+                 "string counts")
+
+
+def _controller(ctx: ProbeContext, real: str) -> Optional[str]:
+    """Who other than root controls the file at `real`, or None: a user's home, a directory
+    on its path (or the file) writable by a group or by everyone (a sticky directory does not
+    let others replace what is in it), or owned by another user."""
+    parts = real.split("/")
+    if len(parts) > 3 and "/" + parts[1] == HOMES and parts[2]:
+        return f"user {parts[2]} (under {HOMES}/{parts[2]})"
+    path = real
+    while path:
+        own = ctx.root.owner(path)
+        if own is not None:
+            uid, gid, mode = own
+            sticky_dir = stat.S_ISDIR(mode) and mode & stat.S_ISVTX
+            if mode & 0o002 and not sticky_dir and not stat.S_ISLNK(mode):
+                return f"every user ({path} is writable by all)"
+            if mode & 0o020 and not sticky_dir and not stat.S_ISLNK(mode) and gid not in (0, None):
+                return f"group {gid} ({path} is writable by it)"
+            if uid not in (0, None):
+                return f"uid {uid} (owner of {path})"
+        if path == "/":
+            break
+        path = os.path.dirname(path)
+    return None
+
+
+# --- plugins ---------------------------------------------------------------------------------
+
+def _plugins(ctx: ProbeContext, found: _Found, plugin_env: Dict[str, str]) -> None:
+    """The NCCL plugins dlopen would find, and those NCCL_<KIND>_PLUGIN names by path."""
+    dirs: Dict[str, str] = {}
+    for d in _path_list(ctx.root.environ("LD_LIBRARY_PATH")):
+        dirs.setdefault(d.rstrip("/") or "/", "LD_LIBRARY_PATH")
+    for d in NCCL_LIB_DIRS:
+        dirs.setdefault(d, "system")
+    for lib in found.libs.values():
+        dirs.setdefault(os.path.dirname(lib["path"]), "NCCL's own directory")
+    for d, via in dirs.items():
+        for name in ctx.root.listdir(d):
+            if _PLUGIN.match(name):
+                _add_plugin(ctx, found, f"{d}/{name}" if d != "/" else f"/{name}", via)
+    for soname, path in _cached_plugins(ctx):
+        _add_plugin(ctx, found, path, "ld.so.cache", soname)
+    for var, value in plugin_env.items():
+        if value.startswith("/"):
+            _add_plugin(ctx, found, value, var)
+
+
+def _cached_plugins(ctx: ProbeContext) -> List[Tuple[str, str]]:
+    try:
+        data = ctx.root.read_bytes(LD_SO_CACHE, LD_SO_CACHE_MAX)
+        entries = ld_so_cache.parse(data) if data is not None else []
+    except (HostReadError, ParseError):
+        return []  # _ld_cache warned
+    return [(n, p) for n, p in entries if _PLUGIN.match(n) and p.startswith("/")]
+
+
+def _add_plugin(ctx: ProbeContext, found: _Found, path: str, via: str, name: Optional[str] = None) -> None:
+    """One plugin file; `name` is what dlopen finds it by (a soname), else its file name."""
+    real = _existing(ctx, path)
+    if real is None or real in found.rejected or real in found.rejected_more:
+        return
+    plug = found.plugins.get(real)
+    if plug is None:
+        if not found.take(real):
             return
-        sm = _STRING_VERSION.match(text or "")
-        if sm:
-            lib["version"], lib["how"] = sm.group(1), "library-string"
+        why = _not_elf(ctx, real)
+        if why:
+            found.reject(real, why)
+            return
+        if not found.take_library(real):
+            return
+        m = _PLUGIN.match(os.path.basename(path)) or _PLUGIN.match(os.path.basename(real))
+        versioned = _PLUGIN.match(os.path.basename(real))
+        plug = {"path": real, "names": set(), "kind": m.group(1) if m else None,
+                "variant": m.group(2) if m else None,
+                "version": (versioned.group(3) if versioned else None) or (m.group(3) if m else None),
+                "via": set(), "controlled_by": _controller(ctx, real)}
+        found.plugins[real] = plug
+    plug["via"].add(via)
+    plug["names"].add(name or os.path.basename(path))
 
 
 # --- Python environments ---------------------------------------------------------------------

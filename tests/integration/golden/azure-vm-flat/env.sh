@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for ndv4-vm-000003
-# features sha256:173f70a3617a  qos: built-in defaults  overrides: 0
+# features sha256:56bfec9ad42b  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eth0'

@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for verl-worker-0
-# features sha256:38d21184363d  qos: built-in defaults  overrides: 0
+# features sha256:976e0f7b8105  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eth0'

@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for roce-client-05
-# features sha256:44db4cdf6bf9  qos: built-in defaults  overrides: 0
+# features sha256:0f655e7a47a6  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eno1'

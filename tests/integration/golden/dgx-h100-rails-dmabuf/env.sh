@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for dgx-h100-07
-# features sha256:98acf745591d  qos: built-in defaults  overrides: 0
+# features sha256:d565a69ae751  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='bond0'

@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for dgx-h100-01
-# features sha256:a043bd4c4900  qos: built-in defaults  overrides: 0
+# features sha256:11afba15545d  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='bond0'

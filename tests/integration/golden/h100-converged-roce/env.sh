@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for gpu-edge-14
-# features sha256:d5271f0d8007  qos: built-in defaults  overrides: 0
+# features sha256:e7d70a37f2da  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='ens3np0'

@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for vm
-# features sha256:08c638a7a1f1  qos: built-in defaults  overrides: 0
+# features sha256:313266a2317a  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eth0'

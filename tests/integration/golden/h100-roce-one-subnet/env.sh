@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for gpu-node-02
-# features sha256:b361f9568ce3  qos: built-in defaults  overrides: 0
+# features sha256:01085a89087b  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='bond0'

@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for gpu-h100-ib-014
-# features sha256:c11a3a46d90f  qos: built-in defaults  overrides: 0
+# features sha256:9808a88a1a9d  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eth0'

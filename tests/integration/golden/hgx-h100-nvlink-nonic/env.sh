@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for h100-node-07
-# features sha256:c9bc075ddd1b  qos: built-in defaults  overrides: 0
+# features sha256:a046196184d8  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eno1np0'

@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for sf-node-07
-# features sha256:74280bf8e908  qos: built-in defaults  overrides: 0
+# features sha256:4b677c0a4083  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='eno1'

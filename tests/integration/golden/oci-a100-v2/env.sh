@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for GPU-87
-# features sha256:c18c09e1bd88  qos: built-in defaults  overrides: 0
+# features sha256:b6432cd5e1d3  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='enp45s0f0'

@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for esc8000a-e12
-# features sha256:24bea8757dcd  qos: built-in defaults  overrides: 0
+# features sha256:f28494a91b0d  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='enp130s0f0'

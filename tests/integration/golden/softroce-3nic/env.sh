@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for rxe-vm-03
-# features sha256:b71a6fec732e  qos: built-in defaults  overrides: 0
+# features sha256:c9b820aa8b2f  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='ens3'

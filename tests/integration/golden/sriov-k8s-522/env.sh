@@ -1,5 +1,5 @@
 # rocetune 0.1.0 format: sh  NCCL/UCX environment for k8s-sriov-gpu-22
-# features sha256:ca6a106be65c  qos: built-in defaults  overrides: 0
+# features sha256:c44f81c64a42  qos: built-in defaults  overrides: 0
 # generated, do not edit: explain any line with 'rocetune explain VAR'
 # rule: socket-ifname
 export GLOO_SOCKET_IFNAME='enp127s0f0np0'

@@ -1,0 +1,122 @@
+"""nccl-known-issues: what the planned NCCL release is known to get wrong on this host, each a
+finding with its source.
+
+A report, not a setting: every item is gated by the release table (rocetune.nccl.releases, the one
+gate `rocetune explain` cites), and needs the host condition that makes it bite:
+
+* `nccl-ece-roce` -- ECE on RoCE compute ports, releases 2.19.1 up to 2.26.3 (fixed in 2.26.3's
+  release notes); NCCL_IB_ECE_ENABLE=0 turns it off from 2.23.4. Not raised where the owner
+  declared NCCL_IB_ECE_ENABLE=0.
+* `nccl-roce-port-recovery` -- NCCL_IB_RESILIENCY_PORT_RECOVERY=1 declared on RoCE ports, 2.30.3+
+  (NVIDIA/nccl#2157; the GID-cache fix of #2183 is in no release).
+* `nccl-mnnvl-stack` -- a stack limit of `unlimited` (the probing process's soft `Max stack size`)
+  on a multi-node NVLink GPU (GB200, GB300, GH200: Grace superchips of NVL racks), every release
+  with MNNVL (2.27.6 release notes).
+* `nccl-c2c-gdr-off` -- a Grace superchip (GPU and CPU joined by NVLink-C2C) with RDMA ports and an
+  NCCL before 2.27.3, which keeps GPUDirect RDMA off for the NICs behind the CPU unless
+  NCCL_NET_GDR_C2C=1 (2.26.2+) or NCCL_NET_GDR_LEVEL says otherwise (NVIDIA/nccl#1579: +20%).
+* `nccl-gin-peer-memory` -- 2.28.7+ with GPUs and RDMA ports whose only GPU-memory registration
+  is the legacy nv_peer_mem (`memory_peers/nv_mem`), without DMA-BUF on a kernel >= 6.1: GIN's
+  GDAKI transport cannot register GPU memory (2.28.7 release notes). Info: only jobs using
+  NCCL's device API (GIN) need it.
+* `nccl-ignore-net-mismatch` -- 2.30.3+ with RDMA ports: NCCL_IGNORE_NET_MISMATCH defaults to 1,
+  so a rank that cannot open one NIC lets the job run on and hang (NVIDIA/nccl#2428). Info, with
+  what to do: preflight (`fleet validate --tests nccl`) runs NCCL with NCCL_IGNORE_NET_MISMATCH=0.
+
+The version is the one the plan is made for (rule nccl-version: the lowest library found, or
+`--nccl-version`); an unknown release raises nothing here, the other rules say it is unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from ..model.plan import Decision
+from ..nccl import releases
+from ..nccl.syntax import strtoll
+
+ID = "nccl-known-issues"
+# GPUs of multi-node NVLink systems and of NVLink-C2C superchips (NVIDIA's product names)
+_MNNVL_GPU = re.compile(r"\bG[BH]\d{3}\b")
+_C2C_GPU = re.compile(r"\bG[BH]\d{3}\b")
+GIN_DMABUF_KERNEL = (6, 1)
+
+
+def rule(features: dict, ctx) -> List[Decision]:
+    host = ctx.host
+    version = host.nccl_version()
+    if version is None:
+        return []
+    vtext = host.nccl_version_text()
+    sel = host.selection()
+    roce = [p for p in sel.chosen if p.is_roce]
+    declared = {k: v["value"] for k, v in ctx.declared.items()}
+    names = [g.get("name") or "" for g in host.gpus]
+
+    def src(fact_id: str) -> str:
+        return releases.fact(fact_id).source
+
+    if roce and releases.gate("ece-roce-slowdown", version) and declared.get("NCCL_IB_ECE_ENABLE") != "0":
+        fix = ("set NCCL_IB_ECE_ENABLE=0" if releases.reads("NCCL_IB_ECE_ENABLE", version)
+               else f"upgrade: NCCL {vtext} has no NCCL_IB_ECE_ENABLE (2.23.4 added it)")
+        ctx.finding("nccl-ece-roce", "warning", "NCCL_IB_ECE_ENABLE",
+                    f"NCCL {vtext} exchanges ECE options on {len(roce)} RoCE port(s) in a way that can slow "
+                    f"RoCE down (fixed in 2.26.3): {fix}, or use NCCL 2.26.3 or later",
+                    nccl=host.nccl_evidence(), ports=[p.name for p in roce], source=src("ece-roce-slowdown"))
+    recovery = declared.get("NCCL_IB_RESILIENCY_PORT_RECOVERY")
+    if roce and recovery is not None and strtoll(recovery)[0] != 0 and releases.gate("roce-port-recovery", version):
+        ctx.finding("nccl-roce-port-recovery", "warning", "NCCL_IB_RESILIENCY_PORT_RECOVERY",
+                    f"NCCL_IB_RESILIENCY_PORT_RECOVERY={recovery} on RoCE ports with NCCL {vtext}: after a port "
+                    "flap the kernel may register the port's GIDs at other indexes while NCCL keeps the one it "
+                    "cached, and the recovery does not complete (NVIDIA/nccl#2157; the fix proposed in #2183 is "
+                    "in no release up to 2.31.0)", nccl=host.nccl_evidence(), source=src("roce-port-recovery"))
+    stack = (features.get("kernel") or {}).get("stack_limit")
+    mnnvl = sorted({n for n in names if _MNNVL_GPU.search(n)})
+    if mnnvl and stack == "unlimited" and releases.gate("mnnvl-stack-unlimited", version):
+        ctx.finding("nccl-mnnvl-stack", "warning", "stack limit",
+                    f"the stack limit is 'unlimited' on a multi-node NVLink GPU ({', '.join(mnnvl)}): glibc then "
+                    f"gives NCCL's threads 2 MiB stacks and NCCL {vtext} can crash; set 'ulimit -s 8192' in the "
+                    "job's launcher on every node (NCCL 2.27.6 release notes)",
+                    stack_limit=stack, gpus=mnnvl, source=src("mnnvl-stack-unlimited"))
+    c2c = sorted({n for n in names if _C2C_GPU.search(n)})
+    gdr_set = any(k in declared for k in ("NCCL_NET_GDR_C2C", "NCCL_NET_GDR_LEVEL"))
+    if c2c and sel.chosen and releases.gate("c2c-gdr-off-by-default", version) and not gdr_set:
+        fix = ("set NCCL_NET_GDR_C2C=1" if releases.reads("NCCL_NET_GDR_C2C", version)
+               else "set NCCL_NET_GDR_LEVEL=SYS")
+        ctx.finding("nccl-c2c-gdr-off", "warning", "GPUDirect RDMA",
+                    f"NCCL {vtext} keeps GPUDirect RDMA off for NICs behind the Grace CPU of a C2C superchip "
+                    f"({', '.join(c2c)}); 2.27.3 turns it on by default: {fix}, or use NCCL 2.27.3 or later "
+                    "(NVIDIA/nccl#1579 measured +20% all-reduce with it)",
+                    nccl=host.nccl_evidence(), gpus=c2c, source=src("c2c-gdr-off-by-default"))
+    if host.gpus and sel.chosen and releases.gate("gin-needs-peermem-or-dmabuf", version):
+        _gin(features, ctx, vtext, src("gin-needs-peermem-or-dmabuf"))
+    if sel.chosen and releases.gate("ignore-net-mismatch-default-on", version) and \
+            declared.get("NCCL_IGNORE_NET_MISMATCH") != "0":
+        ctx.finding("nccl-ignore-net-mismatch", "info", "NCCL_IGNORE_NET_MISMATCH",
+                    f"NCCL {vtext} defaults NCCL_IGNORE_NET_MISMATCH to 1: when one rank cannot open a NIC the "
+                    "others use, the job runs on and can hang without an error (NVIDIA/nccl#2428). "
+                    "'rocetune fleet validate --tests nccl' runs NCCL with NCCL_IGNORE_NET_MISMATCH=0, so such a "
+                    "node fails there; a job can set it too, to fail at init instead of hanging",
+                    nccl=host.nccl_evidence(), source=src("ignore-net-mismatch-default-on"))
+    return []
+
+
+def _gin(features: dict, ctx, vtext: str, source: str) -> None:
+    kernel = features.get("kernel") or {}
+    peer = kernel.get("peer_memory") or {}
+    modern = peer.get("nvidia_peermem") or peer.get("nv_mem_nc") or peer.get("nvidia-peermem")
+    if modern or not peer.get("nv_mem"):
+        return  # nvidia-peermem is there, or no peer memory at all (gpudirect-rdma says so)
+    from .gpudirect_rdma import dmabuf_support
+
+    dmabuf = dmabuf_support(features, ctx.host.nccl_version())
+    m = re.match(r"^(\d+)\.(\d+)", (features.get("host") or {}).get("kernel_release") or "")
+    kernel_ok = m is not None and (int(m.group(1)), int(m.group(2))) >= GIN_DMABUF_KERNEL
+    if dmabuf["usable"] is True and kernel_ok:
+        return
+    ctx.finding("nccl-gin-peer-memory", "info", "GIN",
+                f"GPU memory registers only through the legacy nv_peer_mem module here: GPU-Initiated "
+                f"Networking (NCCL {vtext}'s device API, its GDAKI transport) needs nvidia-peermem or DMA-BUF on "
+                "a kernel >= 6.1; jobs using it fail to register memory (NCCL 2.28.7 release notes)",
+                peer_memory=peer, dmabuf=dmabuf["conditions"], source=source)

@@ -1,0 +1,88 @@
+"""nccl-plugins: the plugins NCCL will load on this host, and NCCL_NET_PLUGIN where a choice must be
+made.
+
+NCCL dlopens one plugin per kind: `libnccl-<kind>.so` when NCCL_<KIND>_PLUGIN is unset, else the
+name or path it gives, or `libnccl-<kind>-<name>.so`; `none` loads none (v2.30.7-1
+src/plugin/plugin_open.cc:79-125; plugin/net.cc:258-301 for net, plugin/env.cc:40-48 for env).
+The probe lists the plugin files where dlopen finds them (kernel.nccl.plugins); the variable is
+the host owner's declaration (nccl.conf, a vendor env file) or the probing process's.
+
+* env (2.28.7+, release table `env-plugin`): an env plugin answers every variable NCCL reads, so
+  what rocetune writes into the env or nccl.conf may not be what NCCL uses: a warning.
+* net: a net plugin NCCL loads carries the network traffic. Where the plan runs NCCL over its own
+  IB/RoCE transport (compute ports chosen, NCCL_IB_* planned) and a default-named
+  `libnccl-net.so` would be loaded without anyone choosing it, the env sets NCCL_NET_PLUGIN=none
+  so the transport the plan is made for carries the traffic -- unless the plugin is HPC-X's
+  IB plugin (`nccl_rdma_sharp_plugin`: IBext, which reads NCCL_IB_* itself and adds SHARP), which is
+  kept with a note. A plugin the owner chose (NCCL_NET_PLUGIN declared) is kept; a plugin on
+  some nodes only is what fleet's `nccl.plugins` fact shows (NVIDIA/nccl#1634: such a job hung).
+  Hosts whose vendor plugin is the network (AWS EFA, GCP gVNIC) are left alone.
+* any kind: a plugin in a place another user controls (`controlled_by`) is a warning: it runs
+  inside every job that loads it.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from ..model.plan import Decision
+from ..nccl import releases
+from ..nccl.plugins import loaded, loaded_all  # noqa: F401 (loaded: the rule's page names it)
+
+ID = "nccl-plugins"
+_IB_PLUGIN_HINTS = ("nccl_rdma_sharp_plugin", "hpcx")
+
+
+def rule(features: dict, ctx) -> List[Decision]:
+    nccl = (features.get("kernel") or {}).get("nccl") or {}
+    plugins = [p for p in nccl.get("plugins") or [] if isinstance(p, dict)]
+    env = dict(nccl.get("plugin_env") or {})
+    declared = {k: v["value"] for k, v in ctx.declared.items()}
+    version = ctx.host.nccl_version()
+    chosen = loaded_all(features, declared)
+    ctx.report({"loaded": {k: p["path"] for k, p in sorted(chosen.items())}, "plugins": len(plugins)})
+    for plug in plugins:
+        if plug.get("controlled_by"):
+            ctx.finding("nccl-plugin-other-user", "warning", plug["path"],
+                        f"the NCCL {plug.get('kind') or ''} plugin {plug['path']} lies where {plug['controlled_by']} "
+                        "controls it: it runs inside every job that loads it", plugin=plug)
+    env_plug = chosen.get("env")
+    if env_plug is not None and releases.gate("env-plugin", version) is not False:
+        release = f"NCCL {ctx.host.nccl_version_text()}" if version else "an NCCL 2.28.7 or later"
+        ctx.finding("nccl-env-plugin", "warning", env_plug["path"],
+                    f"{release} loads the env plugin {env_plug['path']}: it answers every variable NCCL reads, "
+                    "so the env and nccl.conf rocetune writes may not be what NCCL uses",
+                    plugin=env_plug, source=releases.fact("env-plugin").source)
+    return _net(ctx, chosen.get("net"), declared, env)
+
+
+def _net(ctx, plug: Optional[dict], declared: Dict[str, str], env: Dict[str, str]) -> List[Decision]:
+    if plug is None:
+        return []
+    sel = ctx.host.selection()
+    if not sel.chosen or sel.names_only or ctx.host.plugin_cloud():
+        return []
+    if "NCCL_NET_PLUGIN" in declared or "NCCL_NET" in declared:
+        ctx.note(f"the net plugin {plug['path']} is loaded as the host's owner declared (NCCL_NET_PLUGIN/NCCL_NET)")
+        return []
+    if any(h in plug["path"] for h in _IB_PLUGIN_HINTS):
+        ctx.note(f"NCCL loads HPC-X's IB plugin {plug['path']} (IBext: NCCL's IB transport with SHARP, which "
+                 "reads NCCL_IB_* itself): kept")
+        return []
+    if "NCCL_NET_PLUGIN" in env:
+        ctx.finding("nccl-net-plugin", "warning", plug["path"],
+                    f"NCCL_NET_PLUGIN={env['NCCL_NET_PLUGIN']} in the probing environment loads {plug['path']}, "
+                    "which carries the traffic the plan gives NCCL's IB transport (NCCL_IB_* may not apply)",
+                    plugin=plug)
+        return []
+    ports = ", ".join(p.name for p in sel.chosen[:4]) + (" ..." if len(sel.chosen) > 4 else "")
+    ctx.finding("nccl-net-plugin", "info", plug["path"],
+                f"{plug['path']} would be loaded by default and carry the network traffic instead of NCCL's IB "
+                "transport the plan is made for: the env sets NCCL_NET_PLUGIN=none", plugin=plug)
+    return [ctx.decision("NCCL_NET_PLUGIN", "none",
+                         f"{plug['path']} ({', '.join(plug.get('names') or [])}) is where NCCL's dlopen of "
+                         "libnccl-net.so finds it, so every job would load it and send its traffic through it; "
+                         "the plan "
+                         f"is for NCCL's own IB/RoCE transport over {ports}. 'none' keeps NCCL's transports "
+                         "(v2.30.7-1 src/plugin/net.cc:262-264); to use the plugin instead, --set "
+                         f"NCCL_NET_PLUGIN={plug['path']}", plugin=plug)]

@@ -1,0 +1,256 @@
+"""Arista EOS: a configuration written from the plan, and a running-config (or an excerpt of it)
+read back, one reading per group of interfaces that share their QoS.
+
+Read: global `qos map dscp D... to traffic-class T [drop-precedence P]`, `qos map cos C... to
+traffic-class T`, `qos map traffic-class T... to tx-queue Q`, `priority-flow-control all off`; in
+`interface` and `qos profile` sections `qos trust dscp|cos`, `no qos trust`, `priority-flow-control
+on|mode on`, `no priority-flow-control`, `priority-flow-control priority N no-drop|drop`,
+`priority-flow-control pause watchdog`, `service-profile NAME` (a qos profile the interface
+applies); per `tx-queue N` / `uc-tx-queue N`: `priority strict`, `no priority`, `random-detect ecn
+minimum-threshold X UNIT maximum-threshold Y UNIT [max-mark-probability P] [weight W]`.
+`mc-tx-queue` sections and other commands are skipped. A running-config prints what differs from
+the defaults: an interface section without a PFC line has PFC off, a queue without random-detect
+marks no ECN. What an excerpt does not state (trust, the default DSCP map, a queue's default
+scheduling) stays unknown, and the check says so.
+
+Writing: `qos map` lines and one qos profile applied to the given interfaces. The queue section's
+keyword depends on the platform family: `uc-tx-queue` on Trident and Tomahawk (Strata) platforms,
+`tx-queue` on Jericho (Sand) ones, which reject `uc-tx-queue`. Interface names do not tell them
+apart (a 7280R and a 7050X both name Ethernet1/1, a 7800R and a 7300X both Ethernet3/1/1), so the
+family is a choice and rocetune refuses to guess it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import ParseError
+from ..model.switch_qos import TRAFFIC_CLASSES, QueueReading, SwitchIntent, SwitchQos, SwitchReading
+from ..probe.parsers._common import as_text, clean, require_content
+from .base import Choice, Rendered, SwitchOs, refuse, template
+
+WHAT = "EOS running-config"
+PROFILE = "ROCETUNE_ROCE"
+# Threshold units EOS takes for random-detect ecn; segments (the platform's buffer cell) and
+# milliseconds (queue delay) are not bytes and are not converted.
+UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1000 ** 2}
+QUEUE_KEYWORD = {"strata": "uc-tx-queue", "jericho": "tx-queue"}
+_ECN_RE = re.compile(r"^random-detect ecn minimum-threshold (\d+) (\w+) maximum-threshold (\d+) (\w+)"
+                     r"(?: max-mark-probability (\d+))?(?: weight \d+)?$")
+_SECTION_RE = re.compile(r"^(interface|qos profile)\s+(\S+)")
+_QUEUE_RE = re.compile(r"^(uc-|mc-)?tx-queue\s+(\d+)$")
+_DSCP_MAP_RE = re.compile(r"^qos map dscp ([\d ]+) to traffic-class (\d+)(?: drop-precedence \d+)?$")
+_COS_MAP_RE = re.compile(r"^qos map cos ([\d ]+) to traffic-class (\d+)(?: drop-precedence \d+)?$")
+_TCQ_RE = re.compile(r"^qos map traffic-class ([\d ]+) to (?:uc-)?tx-queue (\d+)$")
+
+
+class Eos(SwitchOs):
+    name = "eos"
+    title = "Arista EOS"
+    suffix = ".cfg"
+    order = 30
+    port_example = "Ethernet1/1"
+    reads = "an EOS running-config (show running-config) or an excerpt of it"
+    choices = (
+        Choice("platform", tuple(QUEUE_KEYWORD),
+               "for EOS, the platform family: strata (Trident/Tomahawk: 7050X, 7060X, 7260X, 7300X, 7358X, 7368X, "
+               "7388X; queues are uc-tx-queue) or jericho (7020R, 7280R, 7500R, 7800R; queues are tx-queue)"),
+    )
+
+    def looks_like(self, text: str) -> bool:
+        return bool(re.search(r"^[^\S\n]*(priority-flow-control|qos (map|trust|profile)|interface Ethernet)",
+                              text, re.M))
+
+    def parse(self, text: Any, source: str = WHAT) -> SwitchQos:
+        text = clean(as_text(text, WHAT))
+        require_content(text, WHAT)
+        if not self.looks_like(text):
+            raise ParseError(source, "no EOS QoS lines (qos map, qos trust, priority-flow-control, interface ...)")
+        return _parse(text, source)
+
+    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str]) -> Rendered:
+        platform = self.choice(chosen, "platform")
+        if platform is None:
+            raise refuse("EOS: the queue keyword depends on the platform family (uc-tx-queue on Trident/Tomahawk, "
+                         "tx-queue on Jericho, which rejects uc-tx-queue), and port names do not tell them apart",
+                         "name it: --platform strata|jericho (`show version`: 7050X/7060X/7260X/7300X/7368X are "
+                         "strata, 7020R/7280R/7500R/7800R jericho)")
+        i = intent
+        ports = list(ports)
+        assumes = [f"platform family {platform}: `{QUEUE_KEYWORD[platform]} N` sections, traffic class N in "
+                   "queue N (EOS's default traffic-class-to-queue map)",
+                   "the platform's default buffer (MMU) profile gives each no-drop priority its headroom"]
+        bound = (f"qos profile {PROFILE} applied to {', '.join(ports)}; the `qos map` lines are switch-wide"
+                 if ports else f"the `qos map` lines (switch-wide); qos profile {PROFILE} is defined but applied "
+                 "to no interface: PFC, queues and trust are per interface, name the RoCE ports with --ports")
+        queues: Dict[int, Dict[str, Any]] = {i.data.priority: {"ecn": i.ecn}}
+        queues.setdefault(i.cnp.priority, {})["strict"] = True
+        text = template("eos.cfg.j2").render(
+            source=i.source, notes=[f"assumes: {a}" for a in assumes] + [f"binds: {bound}"], trust=i.trust,
+            dscp_map=[(c.dscp, c.priority) for c in i.classes], classes=list(TRAFFIC_CLASSES),
+            lossless=list(i.lossless), profile=PROFILE, queue_keyword=QUEUE_KEYWORD[platform],
+            queues=sorted(queues.items()), ports=ports)
+        return Rendered(text=text, assumes=assumes, bound=bound)
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+class _Section:
+    def __init__(self) -> None:
+        self.trust: Optional[str] = None
+        self.pfc_on: Optional[bool] = None
+        self.no_drop: List[int] = []
+        self.drop: List[int] = []
+        self.profile: Optional[str] = None
+        self.watchdog: Optional[bool] = None
+        self.queues: Dict[int, Dict[str, Any]] = {}
+
+
+def _parse(text: str, source: str) -> SwitchQos:
+    dscp_to_tc: Dict[int, int] = {}
+    cos_to_tc: Dict[int, int] = {}
+    tc_to_queue: Dict[int, int] = {}
+    all_off = False
+    interfaces: Dict[str, _Section] = {}
+    profiles: Dict[str, _Section] = {}
+    section: Optional[_Section] = None
+    section_indent = 0
+    queue: Optional[Dict[str, Any]] = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("!", "#")):
+            continue
+        indent = len(raw) - len(raw.lstrip())
+        m = _SECTION_RE.match(line)
+        if m:  # published excerpts indent the whole config: a section is what is indented below it
+            section, section_indent, queue = _Section(), indent, None
+            (interfaces if m.group(1) == "interface" else profiles)[m.group(2)] = section
+            continue
+        if section is None or indent <= section_indent:
+            section, queue = None, None
+            all_off = _global_line(line, dscp_to_tc, cos_to_tc, tc_to_queue) or all_off
+            continue
+        m = _QUEUE_RE.match(line)
+        if m:  # multicast queues are not RoCE's: their lines are read into a queue nobody looks at
+            queue = {} if m.group(1) == "mc-" else section.queues.setdefault(int(m.group(2)), {})
+            continue
+        if queue is not None and _queue_line(line, queue, source):
+            continue
+        _section_line(line, section)
+    interfaces = {name: s for name, s in interfaces.items() if _is_data_port(name)}
+    groups = _groups(interfaces, profiles, dscp_to_tc, cos_to_tc, tc_to_queue, all_off)
+    warnings = [] if interfaces else ["no interface section: the global QoS lines alone were read"]
+    return SwitchQos(kind="eos", source=source, groups=groups, warnings=warnings,
+                     form="running-config" if interfaces else "configuration excerpt without interfaces")
+
+
+def _global_line(line: str, dscp_to_tc, cos_to_tc, tc_to_queue) -> bool:
+    """A global line into the maps; True for `priority-flow-control all off`."""
+    for regex, target in ((_DSCP_MAP_RE, dscp_to_tc), (_COS_MAP_RE, cos_to_tc), (_TCQ_RE, tc_to_queue)):
+        m = regex.match(line)
+        if m:
+            for v in m.group(1).split():
+                target[int(v)] = int(m.group(2))
+            return False
+    return line == "priority-flow-control all off"
+
+
+def _is_data_port(name: str) -> bool:
+    return not name.lower().startswith(("management", "loopback", "vlan", "vxlan"))
+
+
+def _queue_line(line: str, queue: Dict[str, Any], source: str) -> bool:
+    if line == "priority strict":
+        queue["strict"] = True
+    elif line == "no priority":
+        queue["strict"] = False
+    elif _ECN_RE.match(line):  # other random-detect lines (drop, ecn count) are no ECN marking
+        m = _ECN_RE.match(line)
+        assert m is not None
+        lo, lo_unit, hi, hi_unit, prob = m.groups()
+        if lo_unit != hi_unit:
+            raise ParseError(source, f"{line!r}: the two thresholds in different units")
+        queue.update(ecn=True, min=int(lo), max=int(hi), unit=lo_unit, probability=int(prob) if prob else None)
+    else:
+        return False
+    return True
+
+
+def _section_line(line: str, section: _Section) -> None:
+    m = re.match(r"^qos trust (dscp|cos)$", line)
+    if m:
+        section.trust = "dscp" if m.group(1) == "dscp" else "pcp"
+    elif line == "no qos trust":
+        section.trust = "none"
+    elif line in ("priority-flow-control on", "priority-flow-control mode on"):
+        section.pfc_on = True
+    elif line in ("no priority-flow-control", "no priority-flow-control mode on", "priority-flow-control off"):
+        section.pfc_on = False
+    elif re.match(r"^priority-flow-control priority \d+ (no-drop|drop)$", line):
+        words = line.split()
+        (section.no_drop if words[3] == "no-drop" else section.drop).append(int(words[2]))
+    elif line == "priority-flow-control pause watchdog":
+        section.watchdog = True
+    elif line.startswith("service-profile "):
+        section.profile = line.split()[1]
+
+
+def _groups(interfaces: Dict[str, _Section], profiles: Dict[str, _Section], dscp_to_tc: Dict[int, int],
+            cos_to_tc: Dict[int, int], tc_to_queue: Dict[int, int], all_off: bool) -> List[SwitchReading]:
+    groups: Dict[Tuple, SwitchReading] = {}
+    names = list(interfaces) or ["global"]
+    for name in names:
+        own = interfaces.get(name, _Section())
+        merged = _merge(profiles.get(own.profile) if own.profile else None, own)
+        reading = SwitchReading(ports=[] if name == "global" else [name], trust=merged.trust,
+                                dscp_to_priority=dict(dscp_to_tc), pcp_to_priority=dict(cos_to_tc),
+                                tc_to_queue=dict(tc_to_queue),
+                                dscp_default="not in `qos map dscp`: the EOS default map applies")
+        reading.pfc = _pfc(merged, name, all_off)
+        # A running-config prints every non-default line: a queue without random-detect marks no ECN.
+        reading.queues = {q: _queue_reading(merged.queues.get(q, {})) for q in TRAFFIC_CLASSES}
+        reading.buffer_note = "EOS sizes no-drop headroom from the platform's buffer profile (not in the config)"
+        key = (reading.trust, reading.pfc, tuple(sorted(reading.queues.items())))
+        if key in groups:
+            groups[key].ports.extend(reading.ports)
+        else:
+            groups[key] = reading
+    return list(groups.values())
+
+
+def _pfc(s: _Section, name: str, all_off: bool) -> Optional[Tuple[int, ...]]:
+    if all_off or s.pfc_on is False:
+        return ()
+    if s.pfc_on:
+        return tuple(sorted(set(s.no_drop)))
+    if name == "global":
+        return None  # an excerpt of global lines says nothing about a port
+    return ()  # a running-config interface without `priority-flow-control on` has PFC off
+
+
+def _merge(profile: Optional[_Section], own: _Section) -> _Section:
+    """An interface's own lines over the qos profile it applies."""
+    if profile is None:
+        return own
+    out = _Section()
+    out.trust = own.trust or profile.trust
+    out.pfc_on = own.pfc_on if own.pfc_on is not None else profile.pfc_on
+    out.no_drop = own.no_drop or profile.no_drop
+    out.watchdog = own.watchdog if own.watchdog is not None else profile.watchdog
+    out.queues = {q: dict(profile.queues.get(q, {}), **own.queues.get(q, {}))
+                  for q in set(profile.queues) | set(own.queues)}
+    return out
+
+
+def _queue_reading(fields: Dict[str, Any]) -> QueueReading:
+    unit = fields.get("unit", "bytes")
+    scale = UNITS.get(unit)
+    lo, hi = fields.get("min"), fields.get("max")
+    return QueueReading(strict=fields.get("strict"), ecn=fields.get("ecn", False),
+                        min_threshold=None if lo is None or scale is None else float(lo * scale),
+                        max_threshold=None if hi is None or scale is None else float(hi * scale),
+                        probability=fields.get("probability"), threshold_unit=unit)
+
+
+OS = Eos()

@@ -1,0 +1,472 @@
+"""NVIDIA Cumulus Linux (NVUE): `nv set` commands written from the plan, and three outputs read
+back -- `nv show qos roce`, `nv show interface <if> qos roce status`, and `nv set` commands (what
+rocetune writes, and what `nv config show -o commands` prints).
+
+The shows are laid out as NVIDIA's "RDMA over Converged Ethernet - RoCE" pages print them, Cumulus
+Linux 5.0 to 5.16: key/value lines (operational, applied, sometimes a description column), then
+the "RoCE PCP/DSCP->SP mapping" table (DSCP -> switch priority; `-` where a switch priority has no
+DSCP, as in lossy-multi-tc mode), the "RoCE SP->TC mapping and ETS" table (switch priority ->
+traffic class, scheduler) and the pool table (which switch priorities and traffic classes the
+RoCE lossless pools hold). Sizes are printed in binary units (146.48 KB is 150000 bytes). The
+interface-level show prints the thresholds as the ASIC holds them: NVIDIA documents that they
+differ from the configured ones (150,000 bytes programmed as 159,744 on Spectrum-4).
+
+RoCE mode's defaults (the same pages' "Default RoCE Configuration"): trust PCP and DSCP, DSCP d ->
+switch priority d/8, switch priority 3 -> traffic class 3 (RoCE) and 6 -> 6 (CNP, strict), every
+other one -> 0; ECN on traffic classes 0 and 3 from 150,000 to 1,500,000 bytes; in the lossless
+modes PFC on switch priority 3, its ingress buffer in the RoCE lossless pool (one shared ingress
+pool in lossless-single-ipool) and traffic class 3 in the reserved egress pool.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from ..errors import ParseError
+from ..model.switch_qos import TRAFFIC_CLASSES, QueueReading, SwitchIntent, SwitchQos, SwitchReading
+from ..probe.parsers._common import as_text, clean, require_content
+from .base import Choice, Rendered, SwitchOs, listed, refuse, template
+
+WHAT = "nv show qos roce"
+PROFILE = "default-global"
+_UNITS = {"bytes": 1, "byte": 1, "b": 1, "kb": 1024, "mb": 1024 ** 2, "gb": 1024 ** 3}
+_SIZE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)?$")
+_MAPPING = "RoCE PCP/DSCP->SP mapping"
+_ETS = "RoCE SP->TC mapping"
+_POOLS = ("RoCE pool config", "RoCE Pool Status")
+_PROMPT_RE = re.compile(r"^\S+@\S+:\S*\$\s*(.*)$")
+# RoCE mode: data and CNPs keep these traffic classes whatever their switch priority (NVIDIA's
+# procedure for moving the lossless switch priority maps the new one to traffic class 3).
+ROCE_TC, CNP_TC = 3, 6
+DEFAULT_DATA: Tuple[int, int] = (26, 3)        # DSCP, switch priority
+DEFAULT_CNP: Tuple[int, int] = (48, 6)
+DEFAULT_ECN: Tuple[int, int, int] = (150000, 1500000, 100)   # bytes, bytes, percent
+DEFAULT_ECN_TCS = (0, 3)
+LOSSLESS_MODES = ("lossless", "lossless-single-ipool")
+MODES = LOSSLESS_MODES + ("lossy", "lossy-multi-tc")
+# NVIDIA documents the interface-level threshold as the ASIC programs it: 150,000 bytes configured
+# read 159,744 (156 KB) on Spectrum-4 (+6.5%). Up to this much above the plan is the same setting.
+PROGRAMMED_ABOVE = 0.10
+
+
+class Nvue(SwitchOs):
+    name = "nvue"
+    title = "NVIDIA Cumulus Linux (NVUE)"
+    suffix = ".nvue"
+    order = 20
+    port_example = "swp1,swp2"
+    priority_word = "switch priority"
+    reads = ("`nv show qos roce`, `nv show interface <if> qos roce status`, or `nv set` commands "
+             "(`nv config show -o commands`)")
+    choices = (
+        Choice("roce_mode", ("lossless", "lossless-single-ipool"),
+               "NVUE's RoCE mode: lossless (separate lossless and lossy ingress pools, NVUE's default) or "
+               "lossless-single-ipool (one shared ingress pool); `nv set qos roce mode lossless` on a switch "
+               "in lossless-single-ipool mode turns the shared pool off", default="lossless"),
+    )
+
+    def looks_like(self, text: str) -> bool:
+        return (_MAPPING in text or ("congestion-control" in text and "trust-mode" in text)
+                or bool(re.search(r"^\s*(\S+@\S+\$\s*)?nv set (qos|interface \S+ qos) ", text, re.M)))
+
+    def parse(self, text: Any, source: str = WHAT) -> SwitchQos:
+        text = clean(as_text(text, WHAT))
+        require_content(text, WHAT)
+        if text.lstrip().startswith(("{", "[")):
+            raise ParseError(source, "this is JSON: rocetune reads the text form of `nv show qos roce`",
+                             hint="run `nv show qos roce` without -o json and give that output")
+        if re.search(r"^\s*(\S+@\S+\$\s*)?nv set ", text, re.M) and _MAPPING not in text:
+            return _read_commands(text, source)
+        if not self.looks_like(text):
+            raise ParseError(source, "no RoCE QoS lines (congestion-control, trust-mode, the PCP/DSCP->SP table)")
+        return _read_show(text, source)
+
+    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str]) -> Rendered:
+        mode = self.choice(chosen, "roce_mode") or "lossless"
+        lines = commands(intent, mode, list(ports))
+        warnings = []
+        if "roce_mode" not in chosen and intent.lossless:
+            warnings.append("`nv set qos roce mode lossless` turns off lossless-single-ipool on a switch that runs "
+                            "it: give --roce-mode lossless-single-ipool to keep one shared ingress pool")
+        assumes = [f"RoCE mode {mode if intent.lossless else 'lossy'} and its buffer pools (NVUE sizes the lossless "
+                   "headroom and pools itself); traffic class 3 stays RoCE's lossless class, 6 the strict CNP class"]
+        if ports:
+            assumes.append("per-interface PFC watchdog (`qos pfc-watchdog state enable`, Cumulus Linux 5.6 or later)")
+        notes = [f"assumes: {a}" for a in assumes]
+        bound = ("switch-wide: RoCE mode and the default-global mapping, PFC, scheduler and congestion-control "
+                 "profiles apply to every port"
+                 + (f"; PFC watchdog on {', '.join(ports)}" if ports and intent.lossless
+                    else "; no PFC watchdog (it is per interface: name the RoCE ports with --ports)"))
+        notes.append(f"binds: {bound}")
+        text = template("nvue.sh.j2").render(lines=lines, notes=notes, source=intent.source)
+        return Rendered(text=text, assumes=assumes, bound=bound, warnings=warnings)
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+def commands(intent: SwitchIntent, mode: str, ports: List[str]) -> List[str]:
+    """The `nv set` lines that move RoCE mode's defaults to the plan: NVIDIA's commands for remapping
+    a DSCP and for moving the lossless switch priority (which keep RoCE on traffic class 3)."""
+    _refuse(intent)
+    g = PROFILE
+    out = [f"nv set qos roce mode {mode if intent.lossless else 'lossy'}"]
+    data, cnp = intent.data, intent.cnp
+    if intent.trust == "pcp":
+        out.append(f"nv set qos mapping {g} trust l2")
+    elif any((c.dscp, c.priority) != _default_of(c.name) for c in intent.classes):
+        out.append(f"nv set qos mapping {g} trust both")
+    if intent.lossless and data.priority != DEFAULT_DATA[1]:
+        out.append(f"nv set qos pfc {g} switch-priority {data.priority}")
+    for c, tc, default_sp in ((data, ROCE_TC, DEFAULT_DATA[1]), (cnp, CNP_TC, DEFAULT_CNP[1])):
+        if c.priority != default_sp:
+            out.append(f"nv set qos egress-queue-mapping {g} switch-priority {c.priority} traffic-class {tc}")
+            out.append(f"nv set qos egress-queue-mapping {g} switch-priority {default_sp} traffic-class 0")
+    if intent.trust == "dscp":
+        for c in intent.classes:
+            if c.name == "cts" or (c.dscp, c.priority) != _default_of(c.name):
+                out.append(f"nv set qos mapping {g} dscp {c.dscp} switch-priority {c.priority}")
+    ecn = (intent.ecn.min_threshold, intent.ecn.max_threshold, intent.ecn.probability)
+    if ecn != DEFAULT_ECN:
+        cc = f"nv set qos congestion-control {g} traffic-class {ROCE_TC}"
+        out += [f"{cc} min-threshold {ecn[0]}", f"{cc} max-threshold {ecn[1]}", f"{cc} probability {ecn[2]}"]
+    if ports and intent.lossless:
+        out.append(f"nv set interface {','.join(ports)} qos pfc-watchdog state enable")
+    return out
+
+
+def _default_of(name: str) -> Tuple[int, int]:
+    return DEFAULT_CNP if name == "cnp" else DEFAULT_DATA
+
+
+def _refuse(intent: SwitchIntent) -> None:
+    lossless = list(intent.lossless)
+    if lossless and lossless != [intent.data.priority]:
+        raise refuse(f"NVUE: lossless priorities {listed(lossless)} with RoCE data on {intent.data.priority}: "
+                     "RoCE mode "
+                     "has one lossless switch priority (the one its traffic class 3 and lossless pool serve), and "
+                     "NVIDIA's procedure moves that one",
+                     "make the data priority the plan's only lossless priority for NVUE switches")
+    if intent.cts is not None and intent.cts.priority not in (intent.data.priority, intent.cnp.priority):
+        raise refuse(f"NVUE: cts.priority {intent.cts.priority} is neither the data priority {intent.data.priority} "
+                     f"nor the CNP priority {intent.cnp.priority}: RoCE mode has no third RoCE traffic class",
+                     "put the credit messages in the data class (lossless) or the CNP class (strict)")
+    if intent.data.priority == intent.cnp.priority:
+        raise refuse("NVUE: data and CNPs on one switch priority cannot be both lossless (traffic class 3) and "
+                     "strict (traffic class 6)", "give cnp.priority its own value")
+
+
+# --- reading: the shows ------------------------------------------------------------------------
+
+def _read_show(text: str, source: str) -> SwitchQos:
+    values, port = _key_values(text)
+    interface_level = port is not None or any(r and r[0] in ("cnp", "roce") for r in _rows(text, _MAPPING))
+    reading = SwitchReading(ports=[port] if port else [])
+    trust = values.get("trust-mode")
+    if trust is not None:
+        reading.trust = _trust(trust)
+    mode = values.get("mode", "")
+    if "pfc-priority" in values:
+        reading.pfc = tuple(sorted(_ints(values["pfc-priority"], "pfc-priority", source)))
+    elif mode.startswith("lossy"):
+        reading.pfc = ()
+    full_table = False
+    for row in _rows(text, _MAPPING):
+        if len(row) < 4:
+            continue
+        sp = _int(row[-1], "switch-prio column", source)
+        for d in _ints(row[2], "DSCP column", source):
+            reading.dscp_to_priority[d] = sp
+        if row[1] != "-":
+            for p in _ints(row[1], "PCP column", source):
+                reading.pcp_to_priority[p] = sp
+        full_table = full_table or row[0].isdigit()
+    if not full_table and reading.dscp_to_priority:
+        reading.dscp_default = "not among the RoCE classes this interface-level show lists"
+    strict: Dict[int, bool] = {}
+    for row in _rows(text, _ETS):
+        if len(row) < 4:
+            continue
+        sp, tc = _int(row[1], "switch-prio column", source), _int(row[2], "traffic-class column", source)
+        reading.priority_to_tc[sp] = tc
+        strict[tc] = " ".join(row[3:]).lower().startswith("strict")
+    ecn_tcs = set(_ints(values["enabled-tc"], "enabled-tc", source)) if values.get("enabled-tc") else set()
+    ecn_on = values.get("congestion-mode", "").upper().startswith("ECN")
+    low = _size(values.get("min-threshold"), "min-threshold", source)
+    high = _size(values.get("max-threshold"), "max-threshold", source)
+    probability = _int_or_none(values.get("probability"), "probability", source)
+    ingress_sps, egress_tcs = _pools(text, source)
+    for tc in TRAFFIC_CLASSES:
+        marked = ecn_on and tc in ecn_tcs
+        reading.queues[tc] = QueueReading(
+            strict=strict.get(tc), ecn=marked if "enabled-tc" in values else None,
+            min_threshold=low if marked else None, max_threshold=high if marked else None,
+            probability=probability if marked else None, programmed=interface_level,
+            lossless=None if egress_tcs is None else tc in egress_tcs)
+    reading.ingress_lossless, reading.buffer_note = _ingress(reading.pfc, mode, ingress_sps)
+    form = "nv show interface ... qos roce status" if interface_level else "nv show qos roce"
+    return SwitchQos(kind="nvue", source=source, groups=[reading], priority_word="switch priority",
+                     form=f"{form} (mode {mode or 'not stated'})")
+
+
+def _ingress(pfc, mode: str, ingress_sps: Optional[Set[int]]):
+    if pfc is None:
+        return None, ""
+    if mode == "lossless-single-ipool":
+        return {p: True for p in pfc}, "lossless-single-ipool: lossless and lossy traffic share one ingress pool"
+    if ingress_sps is None:
+        return None, "the output lists no RoCE lossless ingress pool"
+    return {p: p in ingress_sps for p in pfc}, ""
+
+
+def _pools(text: str, source: str) -> Tuple[Optional[Set[int]], Optional[Set[int]]]:
+    """(switch priorities of the RoCE lossless ingress pool, traffic classes of the reserved egress
+    pool), from the pool table; (None, None) when the output has none."""
+    for title in _POOLS:
+        header, rows = _table(text, title)
+        if not header:
+            continue
+        try:
+            sp_col, tc_col = header.index("switch-priorities") + 1, header.index("traffic-class") + 1
+        except ValueError:
+            continue
+        ingress: Set[int] = set()
+        egress: Set[int] = set()
+        for row in rows:
+            if len(row) <= max(sp_col, tc_col):
+                continue
+            name = row[1]
+            if "ingress" in name and ("roce" in name or "lossless" in name):
+                ingress.update(_ints(row[sp_col], "switch-priorities column", source))
+            if "egress" in name and ("roce" in name or "lossless" in name):
+                egress.update(_ints(row[tc_col], "traffic-class column", source))
+        return ingress, egress
+    return None, None
+
+
+def _trust(text: str) -> str:
+    modes = set(t.strip() for t in text.replace(" ", "").split(","))
+    if {"pcp", "dscp"} <= modes or "both" in modes:
+        return "both"
+    return "dscp" if modes & {"dscp", "l3"} else "pcp"
+
+
+def _key_values(text: str) -> Tuple[Dict[str, str], Optional[str]]:
+    """`key   operational   applied [description]` lines before the first table (the operational
+    value, else the applied one), and the interface a prompt line names."""
+    out: Dict[str, str] = {}
+    port = None
+    for line in text.splitlines():
+        prompt = _PROMPT_RE.match(line.strip())
+        if prompt:
+            m = re.search(r"nv show interface (\S+) qos", prompt.group(1))
+            port = m.group(1) if m else port
+            continue
+        if _MAPPING in line or _ETS in line:
+            break
+        m = re.match(r"^\s*([a-z][a-z0-9-]*)\s{2,}(\S.*?)\s*$", line)
+        if not m:
+            continue
+        fields = re.split(r"\s{2,}", m.group(2))
+        out.setdefault(m.group(1), fields[0])
+    return out, port
+
+
+def _table(text: str, title: str) -> Tuple[List[str], List[List[str]]]:
+    """The header words and the rows of the table under `title`: the rows are the lines after the
+    header's dashed rule, up to a blank line or an unindented line (the next title)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if title in line), None)
+    if start is None:
+        return [], []
+    rows: List[List[str]] = []
+    header: List[str] = []
+    previous = ""
+    in_rows = False
+    for line in lines[start + 1:]:
+        stripped = line.strip()
+        if not in_rows:
+            in_rows = bool(stripped) and "-" in stripped and set(stripped) <= set("- ")
+            if in_rows:
+                header = previous.split()
+            elif stripped and not set(stripped) <= set("="):
+                previous = stripped
+            continue
+        if not stripped or not line[:1].isspace():
+            break
+        rows.append(stripped.split())
+    return header, rows
+
+
+def _rows(text: str, title: str) -> List[List[str]]:
+    return _table(text, title)[1]
+
+
+def _size(value: Optional[str], what: str, source: str) -> Optional[float]:
+    if value is None:
+        return None
+    m = _SIZE_RE.match(value.strip())
+    unit = (m.group(2) or "bytes").lower() if m else None
+    if not m or unit not in _UNITS:
+        raise ParseError(source, f"{what}: {value!r} is not a size like 146.48 KB")
+    return float(m.group(1)) * _UNITS[unit]
+
+
+def _ints(text: str, what: str, source: str) -> List[int]:
+    """`0,3`, `0-3,5-7`, or `-` (none)."""
+    out: List[int] = []
+    for part in text.replace(" ", "").split(","):
+        if not part or part == "-":
+            continue
+        lo, sep, hi = part.partition("-")
+        if sep and lo and hi:
+            out += range(_int(lo, what, source), _int(hi, what, source) + 1)
+        else:
+            out.append(_int(part, what, source))
+    return out
+
+
+def _int(text: str, what: str, source: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ParseError(source, f"{what}: {text!r} is not a number") from None
+
+
+def _int_or_none(text: Optional[str], what: str, source: str) -> Optional[int]:
+    return None if text is None else _int(text, what, source)
+
+
+# --- reading: `nv set` commands ------------------------------------------------------------------
+
+class _Config:
+    """What a list of `nv set` commands configures, RoCE mode's defaults filled in."""
+
+    def __init__(self) -> None:
+        self.roce: Optional[str] = None      # the RoCE mode, None when RoCE is not set
+        self.trust: Optional[str] = None
+        self.dscp: Dict[int, int] = {}
+        self.pcp: Dict[int, int] = {}
+        self.sp_tc: Dict[int, int] = {}
+        self.pfc: Optional[Tuple[int, ...]] = None
+        self.sched: Dict[int, bool] = {}
+        self.ecn: Dict[int, Dict[str, Any]] = {}
+        self.lossless_pool: Optional[Set[int]] = None
+        self.watchdog: Set[str] = set()
+        self.ignored: List[str] = []
+
+
+def _read_commands(text: str, source: str) -> SwitchQos:
+    c = _Config()
+    for raw in text.splitlines():
+        line = raw.strip()
+        prompt = _PROMPT_RE.match(line)
+        line = prompt.group(1).strip() if prompt else line
+        if not line or line.startswith("#"):
+            continue
+        words = line.split()
+        if words[:2] == ["nv", "unset"] and words[2:4] == ["qos", "roce"]:
+            c.roce = None if len(words) == 4 else ("lossless" if c.roce else None)
+            continue
+        if words[:2] != ["nv", "set"]:
+            continue
+        _command(c, words[2:], line, source)
+    return _config_reading(c, source)
+
+
+def _command(c: _Config, w: List[str], line: str, source: str) -> None:
+    """One `nv set` command (the words after `nv set`) into the configuration."""
+    if w[:2] == ["qos", "roce"]:
+        if len(w) == 2:
+            c.roce = c.roce or "lossless"
+        elif w[2] == "mode" and len(w) == 4 and w[3] in MODES:
+            c.roce = w[3]
+        elif w[2] in ("enable", "state") and len(w) == 4:
+            c.roce = (c.roce or "lossless") if w[3] in ("on", "enabled", "enable") else None
+        return
+    if w[:2] == ["qos", "traffic-pool"] and w[2:4] == ["roce-lossless", "switch-priority"] and len(w) == 5:
+        c.lossless_pool = set(_ints(w[4], "switch-priority", source))
+        return
+    if w[:1] == ["interface"] and w[2:4] == ["qos", "pfc-watchdog"] and w[4:] in ([], ["state", "enable"],
+                                                                                 ["state", "enabled"]):
+        c.watchdog.update(w[1].split(","))
+        return
+    if len(w) < 4 or w[0] != "qos":
+        return
+    table, profile, rest = w[1], w[2], w[3:]
+    if table not in ("mapping", "egress-queue-mapping", "pfc", "egress-scheduler", "congestion-control"):
+        return
+    if profile != PROFILE:
+        c.ignored.append(line)
+        return
+    if table == "mapping" and rest[:1] == ["trust"] and len(rest) == 2:
+        c.trust = rest[1]
+    elif table == "mapping" and len(rest) == 4 and rest[0] in ("dscp", "pcp") and rest[2] == "switch-priority":
+        target = c.dscp if rest[0] == "dscp" else c.pcp
+        for v in _ints(rest[1], rest[0], source):
+            target[v] = _int(rest[3], "switch-priority", source)
+    elif table == "egress-queue-mapping" and len(rest) == 4 and rest[0] == "switch-priority":
+        for sp in _ints(rest[1], "switch-priority", source):
+            c.sp_tc[sp] = _int(rest[3], "traffic-class", source)
+    elif table == "pfc" and len(rest) == 2 and rest[0] == "switch-priority":
+        c.pfc = tuple(sorted(_ints(rest[1], "switch-priority", source)))
+    elif table == "egress-scheduler" and len(rest) >= 4 and rest[0] == "traffic-class" and rest[2] == "mode":
+        for tc in _ints(rest[1], "traffic-class", source):
+            c.sched[tc] = rest[3] == "strict"
+    elif table == "congestion-control" and len(rest) == 4 and rest[0] == "traffic-class":
+        for tc in _ints(rest[1], "traffic-class", source):
+            entry = c.ecn.setdefault(tc, {})
+            if rest[2] == "ecn":
+                entry["ecn"] = rest[3] in ("enable", "on", "enabled")
+            elif rest[2] in ("min-threshold", "max-threshold", "probability"):
+                entry[rest[2]] = _int(rest[3], rest[2], source)
+
+
+def _config_reading(c: _Config, source: str) -> SwitchQos:
+    warnings = [f"not read (rocetune reads the {PROFILE} profiles): {line}" for line in c.ignored]
+    r = SwitchReading(ports=[])
+    roce = c.roce is not None
+    lossless_mode = c.roce in LOSSLESS_MODES
+    trust = c.trust or ("both" if roce else None)
+    r.trust = {"l2": "pcp", "l3": "dscp", "both": "both", "port": "port"}.get(trust, trust) if trust else None
+    r.dscp_to_priority = {d: d // 8 for d in range(64)} if roce or c.dscp else {}
+    r.dscp_to_priority.update(c.dscp)
+    r.pcp_to_priority = dict(c.pcp)
+    sp_tc = {sp: (sp if sp in (ROCE_TC, CNP_TC) else 0) for sp in TRAFFIC_CLASSES} if roce else {}
+    sp_tc.update(c.sp_tc)
+    r.priority_to_tc = sp_tc
+    r.pfc = c.pfc if c.pfc is not None else ((3,) if lossless_mode else (() if roce else None))
+    defaults_ecn = {tc: {"ecn": True, "min-threshold": DEFAULT_ECN[0], "max-threshold": DEFAULT_ECN[1],
+                         "probability": DEFAULT_ECN[2]} for tc in DEFAULT_ECN_TCS} if roce else {}
+    for tc, entry in c.ecn.items():
+        defaults_ecn[tc] = dict(defaults_ecn.get(tc, {}), **entry)
+    for tc in TRAFFIC_CLASSES:
+        e: Dict[str, Any] = defaults_ecn.get(tc, {})
+        marked: Optional[bool] = bool(e.get("ecn", bool(e))) if (roce or tc in c.ecn) else None
+        strict = c.sched.get(tc, tc == CNP_TC if roce else None)
+        r.queues[tc] = QueueReading(
+            strict=strict, ecn=marked,
+            min_threshold=e.get("min-threshold") if marked else None,
+            max_threshold=e.get("max-threshold") if marked else None,
+            probability=e.get("probability") if marked else None,
+            lossless=(tc == ROCE_TC) if lossless_mode else (False if roce else None))
+    if r.pfc is not None and r.pfc:
+        if c.roce == "lossless-single-ipool":
+            r.ingress_lossless = {p: True for p in r.pfc}
+            r.buffer_note = "lossless-single-ipool: lossless and lossy traffic share one ingress pool"
+        elif lossless_mode:
+            pool = c.lossless_pool if c.lossless_pool is not None else ({3} if c.pfc is None else None)
+            if pool is None:
+                r.ingress_lossless = {p: (True if p == 3 else None) for p in r.pfc}
+                r.buffer_note = ("the commands move PFC but not the RoCE lossless pool's switch priorities: "
+                                 "`nv show qos roce` on the switch shows which it holds")
+            else:
+                r.ingress_lossless = {p: p in pool for p in r.pfc}
+    form = f"nv set commands (RoCE mode {c.roce or 'not set'})"
+    if c.watchdog:
+        form += f"; PFC watchdog on {','.join(sorted(c.watchdog))}"
+    return SwitchQos(kind="nvue", source=source, groups=[r], warnings=warnings, priority_word="switch priority",
+                     form=form)
+
+
+OS = Nvue()
