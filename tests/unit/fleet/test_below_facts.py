@@ -61,3 +61,16 @@ def test_no_below_reading_no_below_facts(features):
                            "error": None})
     keys = {r.key for r in compare([plain, plain]).rows}
     assert not {k for k in keys if k.startswith(("fw.", "phy.", "nvlink."))}
+
+
+def test_doctor_s_compact_facts_carry_the_below_and_rail_facts(features):
+    from rocetune.fleet.facts import features_facts, from_json, to_json
+
+    f = host("n1", features, ordering="force_relax(1)").features
+    f["lldp"] = {"tool": "lldpctl -f json", "error": None, "interfaces": {}}
+    carried = from_json(to_json(features_facts(f, {})))
+    assert carried["fw.PCI_WR_ORDERING"].value == ["force_relax(1)"]
+    assert carried["phy.speed"].value == ["400G"] and carried["nvlink.fabric"].value == ["Completed/Success"]
+    assert "rail.0.switch" in carried and carried["hca.count"].value == len(ports(features))
+    with pytest.raises(ValueError, match="fleet_facts.fw.ATS_ENABLED"):
+        from_json({"fw.ATS_ENABLED": {"value": {"not": "a scalar"}}})
