@@ -71,12 +71,12 @@ def test_one_collective_across_the_nodes_through_srun_with_each_node_s_env(clust
 
 def test_a_slow_node_is_found_by_bisection(cluster, tmp_path):
     info, _ = cluster
-    code, doc, _ = validate(info, tmp_path, "--nccl-multi-variants", "env")
+    small = ("--nccl-multi-variants", "env", "--nccl-multi-size", "2", "--nccl-multi-iters", "3")
+    code, doc, _ = validate(info, tmp_path, *small)
     fast = doc["fleet"]["nccl-multi"]["busbw_gbs"]
     lab.run_on(SLOW, f"tc qdisc add dev {lab.HOST_IF} root tbf rate 40mbit burst 32kbit latency 400ms")
     try:
-        code, doc, _ = validate(info, tmp_path, "--nccl-multi-variants", "env",
-                                "--nccl-multi-min-busbw", str(round(fast / 4, 4)))
+        code, doc, _ = validate(info, tmp_path, *small, "--nccl-multi-min-busbw", str(round(fast / 4, 4)))
     finally:
         lab.run_on(SLOW, f"tc qdisc del dev {lab.HOST_IF} root", check=False)
     r = doc["fleet"]["nccl-multi"]

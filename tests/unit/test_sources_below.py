@@ -133,3 +133,31 @@ def test_a_capture_of_a_host_with_every_below_reading_replays_to_the_same(tmp_pa
         tar.extractall(tmp_path / "replay")
     again, _ = record(str(tmp_path / "replay"))
     assert again.get("nvlink") == features.get("nvlink")
+
+
+def test_a_capture_of_a_gpu_node_with_firmware_phy_and_nvlink_readings_replays_to_the_same(tmp_path):
+    """A copy of a real 8-rail H100 host (tests/fixtures/hosts/dgx-h100-roce) given recordings of the
+    tools: `rocetune capture` keeps them, and the capture replays to the same three sections."""
+    import shutil
+
+    from rocetune.probe.parsers.nic_firmware import first_function
+
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "hosts" / "dgx-h100-roce"
+    host = tmp_path / "host"
+    shutil.copytree(src, host, symlinks=True)
+    first, _ = record(str(host))
+    nics = sorted({d["pci"] for d in first["rdma"]["devices"] if d.get("pci")})
+    netdev = next(p["netdev"] for d in first["rdma"]["devices"] for p in d["ports"] if p.get("netdev"))
+    files = {**cmd(["mlxconfig", "-d", first_function(nics[0]), "-e", "q"], CX6_EGREP),
+             **cmd(["mlxlink", "-d", nics[0], "-p", "1", "-m", "-c"], FORUM),
+             **cmd(["ethtool", "-m", netdev], SFP), **cmd(nvlink.STATUS_ARGV, A100_S)}
+    for rel, text in files.items():
+        (host / rel).write_text(text)
+    features, rec = record(str(host))
+    assert features["nic_firmware"]["tool"] == "mlxconfig" and features["phy"]["link_tool"] == "mlxlink"
+    assert features["nvlink"]["links"]["0"]["links"]["0"] == "25 GB/s"
+    with tarfile.open(fileobj=io.BytesIO(build_tar(str(host), rec))) as tar:
+        tar.extractall(tmp_path / "replay")
+    again, _ = record(str(tmp_path / "replay"))
+    for section in ("nic_firmware", "phy", "nvlink"):
+        assert again[section] == features[section], section

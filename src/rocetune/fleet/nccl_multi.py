@@ -22,6 +22,8 @@ fleet.measure (every row form, -I and -S included).
 from __future__ import annotations
 
 import base64
+import dataclasses
+import itertools
 import re
 import shlex
 from dataclasses import dataclass
@@ -143,12 +145,17 @@ def judge(doc: dict, code: int, text: str, nodes: List[str], s: Settings, plan_e
     return doc
 
 
+_RUNS = itertools.count()
+
+
 def run_once(launcher, nodes: List[str], master: str, s: Settings, plan_env: Dict[str, str],
              variant: str = "env") -> dict:
+    """One collective. Each run rendezvouses on a port of its own (a killed run's port may still
+    be held on the master node when the next starts)."""
     from . import ssh
 
     extra = dict(NET_ONLY) if variant == "net-only" else {}
-    cmd = srun_command(s, nodes, master, extra)
+    cmd = srun_command(dataclasses.replace(s, port=s.port + next(_RUNS) % 64), nodes, master, extra)
     try:
         done = launcher.run(cmd, f"nccl-multi {variant}", s.timeout)
     except ssh.Failure as exc:

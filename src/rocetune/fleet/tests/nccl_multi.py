@@ -21,6 +21,10 @@ def add_arguments(g) -> None:
                    help="with nccl-multi: the host srun runs on (default: the first host)")
     g.add_argument("--nccl-multi-tasks", type=int, default=1, metavar="N",
                    help="with nccl-multi: ranks per node (default 1; one per GPU on a GPU node)")
+    g.add_argument("--nccl-multi-size", type=int, default=16, metavar="MB",
+                   help="with nccl-multi: the all_reduce's size in MiB (default 16)")
+    g.add_argument("--nccl-multi-iters", type=int, default=10, metavar="N",
+                   help="with nccl-multi: timed all_reduces (default 10, after 2 warm-up)")
     g.add_argument("--nccl-multi-min-busbw", type=float, metavar="GBS",
                    help="with nccl-multi: the bus bandwidth (GB/s) the collective must reach")
     g.add_argument("--nccl-tests-bin", metavar="PATH",
@@ -50,7 +54,8 @@ def settings(args: argparse.Namespace):
                                tasks_per_node=max(1, args.nccl_multi_tasks), fraction=args.fraction,
                                baseline=baseline, min_busbw=args.nccl_multi_min_busbw,
                                nccl_tests_bin=args.nccl_tests_bin, srun_args=tuple(args.srun_arg),
-                               variants=variants)
+                               variants=variants, size_mb=max(1, args.nccl_multi_size),
+                               iters=max(1, args.nccl_multi_iters))
 
 
 def load_baseline(path: str):

@@ -62,15 +62,16 @@ def probe(ctx: ProbeContext, pci: dict) -> Optional[dict]:
                 doc["errors"]["nvidia-smi -q"] = exc.message
         elif problem:
             doc["errors"]["fabric"] = problem
-    if not answered:
-        return None
     for key, argv, parse in (("links", STATUS_ARGV, parse_nvlink_status),
                              ("link_errors", ERRORS_ARGV, parse_nvlink_errors)):
         res = ctx.runner.run(argv)
+        answered |= res.found
         if res.found and res.returncode == 0:
             doc[key] = parse(res.stdout)
         elif res.found:
             doc["errors"][" ".join(argv[1:])] = _said(res)
+    if not answered:
+        return None
     res = ctx.runner.run(units_argv)
     if res.found and res.returncode == 0:
         doc["services"] = _units(res.stdout)
