@@ -22,6 +22,7 @@ CX5 = (OUT / "mlxconfig" / "mlxconfig-q-connectx5-bluebanquise.txt").read_text()
 CX6_EGREP = (ROLES / "mlxconfig-e-q-egrep-connectx6-shs-docs.txt").read_text()
 FORUM = (OUT / "mlxlink" / "mlxlink-c-connectx4-100gbe-rsfec-nvidia-forum.txt").read_text()
 SFP = (OUT / "ethtool" / "ethtool-m-sfp-10gbase-sr-rx-los-csdn-first-rows.txt").read_text()
+FEC = (OUT / "ethtool" / "ethtool-I-show-fec-rs-fbnic-netdev.txt").read_text()
 H100_Q = (OUT / "nvlink" / "nvidia-smi-q-hgx-h100-sxm-x8-fabric-completed-thamada.txt").read_text()
 A100_S = (OUT / "nvlink" / "nvidia-smi-nvlink-s-a100-sxm4-gpud.txt").read_text()
 
@@ -90,15 +91,14 @@ def test_ats_enabled_read_from_a_connectx5(tmp_path):
 def test_mlxlink_on_connectx_ports_and_ethtool_on_every_netdev(tmp_path):
     files = {**cmd(["mlxlink", "-d", "0000:3b:00.0", "-p", "1", "-m", "-c"], FORUM),
              **cmd(["ethtool", "-m", "eth2"], SFP),
-             **cmd(["ethtool", "--show-fec", "eth2"], "FEC parameters for eth2:\nConfigured FEC encodings: Auto\n"
-                                                         "Active FEC encoding: RS\n"),
+             **cmd(["ethtool", "--show-fec", "eth2"], FEC),
              **cmd(["ethtool", "--show-fec", "ens4"], "", rc=1, err="netlink error: Operation not supported\n")}
     doc = phy.probe(ctx(tmp_path, files), RDMA, PCI)
     assert doc["link_tool"] == "mlxlink"
     p = doc["ports"]["mlx5_0:1"]
     assert p["link"]["speed_gbps"] == 100 and p["link"]["fec"] == "Standard RS-FEC - RS(528,514)"
     assert p["link"]["raw_ber"] == 3e-12 and p["link"]["recommendation"] == "No issue was observed."
-    assert p["fec"] == {"configured": ["Auto"], "active": "RS"}
+    assert p["fec"] == {"configured": ["RS"], "active": "RS"}
     assert p["module"]["temperature_c"] == 30.14 and p["module"]["rx_power_dbm"] == [-33.98]
     assert p["module"]["alarms"] == ["Laser rx power low alarm", "Laser rx power low warning"]
     assert doc["ports"]["rxe0:1"]["errors"] == {"ethtool --show-fec": "exit 1: netlink error: Operation not supported"}
