@@ -16,7 +16,6 @@ from .hostfs import HostRoot
 from .model.features import load as load_features_file
 from .model.plan import Overrides, Plan
 from .model.qos import DEFAULT_PATH as QOS_DEFAULT_PATH
-from .model.expect import Expectations
 from .model.qos import QosPlan, default_plan, load_file, load_text
 from .probe import collect_features
 from .rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME

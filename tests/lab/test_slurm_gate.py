@@ -98,6 +98,9 @@ def test_health_check_drains_the_broken_rail_and_resumes_it_once_repaired(cluste
     assert sorted(job.stdout.split()) == ["node01", "node04"], job.stdout + job.stderr
     refused = c.srun(["-N1", "-w", "node02", "--immediate=3", "true"], check=False)
     assert refused.returncode != 0
+    # a job launched from inside a node, as a user's sbatch script would (the harness's promise)
+    inside = lab.run_on("node01", "srun -N2 -l --immediate=30 hostname")
+    assert sorted(line.split(": ")[1] for line in inside.stdout.split("\n") if line) == ["node01", "node04"]
 
     # node04's rocetune cannot run: not drained, and slurmd says why
     log04 = c.slurmd_log("node04")

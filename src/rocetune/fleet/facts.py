@@ -79,6 +79,7 @@ _BELOW_KEY = re.compile(r"^(?:rail\.\d+\.switch|fw\.[A-Z0-9_]+|phy\.(?:speed|fec
 # warning a few hosts share (8 MiB memlock on three) makes those hosts odd whatever other
 # warnings the fleet has, and a warning every host has is agreed, not a difference.
 WARNING_PREFIX = "warning."
+OWN_FACT = {"doctor-env-drift"}  # warnings a fact of their own already compares (envfile.stale)
 
 
 def fact_order(key: str) -> Tuple[int, Any]:
@@ -92,7 +93,7 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
     facts["doctor.errors"] = _doctor_ids(result.doctor_findings, "error")
     facts["envfile.stale"] = _env_stale(result.doctor_findings)
     for f in result.doctor_findings or ():
-        if f.get("severity") == "warning":
+        if f.get("severity") == "warning" and f.get("id") not in OWN_FACT:
             key = WARNING_PREFIX + str(f.get("id"))
             if key not in facts:
                 facts[key] = Fact(True, detail=f"{f.get('subject')}: {str(f.get('message'))[:200]}")

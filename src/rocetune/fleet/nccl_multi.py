@@ -197,13 +197,20 @@ def run_fleet(hosts: Mapping[str, Any], s: Settings) -> dict:
         from .bisect import bisect
 
         floor = main.get("floor_gbs")
+        errors: List[dict] = []
 
         def measure(group: List[str]) -> Optional[float]:
             m = master_address(hosts[by_node[group[0]]])
             r = run_once(first.remote, group, m, s, plan_env, "env")
-            return r.get("busbw_gbs") if r.get("status") in ("pass", "fail") else None
+            if r.get("status") in ("pass", "fail") and "busbw_gbs" in r:
+                return r["busbw_gbs"]
+            errors.append({"nodes": group, "status": r.get("status"), "error": r.get("error") or r.get("why"),
+                           "evidence": r.get("evidence")})
+            return None
 
         found = bisect(nodes, measure, lambda v: v is None or (floor is not None and v < floor))
+        if errors:
+            found["errors"] = errors
         out["bisect"] = found
         out["suspects"] = [by_node.get(n, n) for n in found.get("suspects", [])]
     why = [f"{v}: {r.get('why') or r.get('error')}" for v, r in out["variants"].items()

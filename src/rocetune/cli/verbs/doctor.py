@@ -89,7 +89,10 @@ def run(args: argparse.Namespace) -> Result:
 def _text(findings, host: str, args: argparse.Namespace, data: dict) -> str:
     from ...doctor import report as doctor_report
 
-    return doctor_report.text(findings, host, args.verbose, data["check_config"]["rules"])
+    # what NCCL used comes first; the differences from the plan follow among the findings
+    used = (data.get("nccl_log") or {}).get("used") or []
+    return "".join(line + "\n" for line in used) + ("\n" if used else "") + \
+        doctor_report.text(findings, host, args.verbose, data["check_config"]["rules"])
 
 
 def _checks(args: argparse.Namespace):
