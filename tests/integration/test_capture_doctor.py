@@ -16,7 +16,7 @@ LOGS = FIXTURES / "outputs" / "kernel-log"
 
 
 def doctor(root) -> dict:
-    proc = rocetune("--json", "doctor", "--no-counters", "--root", str(root))
+    proc = rocetune("--json", "doctor", "-v", "--no-counters", "--root", str(root))
     assert proc.returncode in (0, 1, 5), proc.stderr
     return json.loads(proc.stdout)["data"]
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from rocetune.fleet.facts import FEATURE_KEYS
+
 from .clirun import no_traceback, rocetune, rocetune_json
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
@@ -63,6 +65,7 @@ def test_doctor_json_is_compact_by_default_and_whole_with_v(envelopes):
     assert "features" not in compact and "plan" not in compact and "readings" not in compact
     assert compact["summary"]["warnings"] >= 1 and compact["summary"]["exit_code"] == 5
     assert compact["fleet_facts"]["hca.count"]["value"] == 8 and compact["env"]["NCCL_IB_HCA"]
+    assert set(compact["fleet_facts"]) == set(FEATURE_KEYS)  # every fact the report reads from Features
     full = rocetune("--json", "doctor", "-v", "--root", str(HOST))
     data = json.loads(full.stdout)["data"]
     assert data["features"]["schema_version"] and data["plan"]["env"] and data["readings"]

@@ -86,7 +86,7 @@ class Action:
 
 
 def ours(state: NodeState) -> bool:
-    return bool(state.reason) and state.reason.startswith(PREFIX)
+    return state.reason is not None and state.reason.startswith(PREFIX)
 
 
 def drain_reason(outcome: Outcome) -> str:

@@ -49,6 +49,12 @@ LABELS: Dict[str, str] = {
     "kernel": "kernel release",
     "doctor.errors": "doctor findings of error severity",
     "envfile.stale": "deployed env files that differ from the plan",
+}
+
+
+# Facts that exist only where a host has the reading (the Features' lldp, nic_firmware, phy and
+# nvlink sections): not in LABELS, so FEATURE_KEYS (what every result carries) leaves them out.
+BELOW_LABELS: Dict[str, str] = {
     "phy.speed": "link speed of the compute ports (mlxlink)",
     "phy.fec": "FEC of the compute ports",
     "nvlink.fabric": "NVLink fabric state/status of the GPUs",
@@ -66,12 +72,14 @@ def label(key: str) -> str:
         return f"rail {m.group(1)}: the switch its cable reaches (LLDP)"
     if key.startswith("fw."):
         return f"NIC firmware {key[3:]}"
+    if key in BELOW_LABELS:
+        return BELOW_LABELS[key]
     return LABELS.get(key, key)
 
 
 _RAIL_KEY = re.compile(r"^rail\.(\d+)\.switch$")
 # The Features-derived facts whose keys depend on the host (a rail's switch, a firmware
-# parameter) or exist only where the host has the reading: carried by doctor like FEATURE_KEYS.
+# parameter) or exist only where the host has the reading: carried by doctor beside FEATURE_KEYS.
 _BELOW_KEY = re.compile(r"^(?:rail\.\d+\.switch|fw\.[A-Z0-9_]+|phy\.(?:speed|fec)|nvlink\.(?:fabric|active))$")
 
 
@@ -103,8 +111,9 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
 
 
 # The facts read from the Features (and the plan's GID index): what doctor carries for the report.
-FEATURE_KEYS = ("hca.count", "hca.names", "mtu", "gid_index", "rdma.rate_gbps", "pcie.nic", "pcie.gpu",
-                "nic.driver", "nic.fw", "nccl.versions", "kernel")
+# The others come from doctor's findings, read in the report.
+FINDING_KEYS = ("doctor.errors", "envfile.stale")
+FEATURE_KEYS = tuple(k for k in LABELS if k not in FINDING_KEYS)
 
 
 def features_facts(features: dict, plan_env: Optional[Dict[str, str]]) -> Dict[str, Fact]:

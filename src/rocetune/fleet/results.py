@@ -42,12 +42,12 @@ class HostResult:
 
     def node_facts(self) -> Dict[str, Any]:
         """The facts read from the Features (fleet.facts.FEATURE_KEYS): the node's own copy,
-        else computed here from the Features, once."""
-        if self.fleet_facts is None:
-            from .facts import features_facts
+        else computed here from the Features as they are now."""
+        if self.fleet_facts is not None:
+            return self.fleet_facts
+        from .facts import features_facts
 
-            self.fleet_facts = features_facts(self.features or {}, self.plan_env)
-        return self.fleet_facts
+        return features_facts(self.features or {}, self.plan_env)
 
 
 def load_dir(directory: str, keep_features: bool = True) -> List[HostResult]:
@@ -82,7 +82,7 @@ def load_file(path: str, keep_features: bool = True) -> HostResult:
         return HostResult(host, error=f"result file is not JSON: {str(exc)[:200]}")
     res = from_doc(host, doc, need_features=keep_features)
     if res.ok and not keep_features:
-        res.node_facts()
+        res.fleet_facts = res.node_facts()
         res.features = None
     return res
 
@@ -154,7 +154,8 @@ def _from_envelope(doc: dict) -> Any:
     if command not in ("doctor", "probe"):
         return f"a rocetune {str(command)[:40]!r} result: fleet report reads doctor's or probe's"
     if doc.get("status") == "error" or not isinstance(doc.get("data"), dict):
-        errors = doc.get("errors") if isinstance(doc.get("errors"), list) else []
+        listed = doc.get("errors")
+        errors: List[Any] = listed if isinstance(listed, list) else []
         why = next((str(e.get("message"))[:300] for e in errors if isinstance(e, dict) and e.get("message")), "")
         return f"{command} failed on the host (exit {doc.get('exit_code')}){': ' + why if why else ''}"
     return {"schema": SCHEMA, command: doc["data"]}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from html import escape
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..fleet.compare import Report, expected_text, reasons, show
@@ -56,26 +56,26 @@ def host_ranges(names: Sequence[str]) -> str:
     of one prefix and width joined; names without a number stay as they are. Order: as given,
     each group where its first name stands."""
     groups: Dict[Tuple[str, int], List[int]] = {}
-    order: List[object] = []
+    order: List[Tuple[str, Optional[Tuple[str, int]]]] = []  # (a name as it is, or a group's key)
     for name in names:
         m = _NAME.match(name)
         if not m:
-            order.append(name)
+            order.append((name, None))
             continue
         key = (m.group(1), len(m.group(2)))
         if key not in groups:
             groups[key] = []
-            order.append(key)
+            order.append(("", key))
         groups[key].append(int(m.group(2)))
     out = []
-    for item in order:
-        if isinstance(item, str):
-            out.append(item)
+    for name, group in order:
+        if group is None:
+            out.append(name)
             continue
-        prefix, width = item
-        numbers = sorted(set(groups[item]))
+        prefix, width = group
+        numbers = sorted(set(groups[group]))
         spans, start = [], numbers[0]
-        for prev, cur in zip(numbers, numbers[1:] + [None]):
+        for prev, cur in zip(numbers, numbers[1:] + [-1]):
             if cur != prev + 1:
                 spans.append(f"{start:0{width}d}" + (f"-{prev:0{width}d}" if prev != start else ""))
                 start = cur

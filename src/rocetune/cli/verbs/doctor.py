@@ -22,6 +22,9 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="save this reading of the NIC counters as the baseline the next run judges "
                         "rates against (/var/lib/rocetune/counters.json under --root)")
     p.add_argument("--no-counters", action="store_true", help="leave the NIC counters out")
+    p.add_argument("--since", metavar="TIME", type=_since,
+                   help="read the kernel log from TIME on (journalctl/dmesg syntax: '-2h', '2026-11-27 10:00'); "
+                        "default: since boot")
     p.add_argument("--skip", metavar="ID=REASON", action="append", default=[],
                    help="do not grade check ID on this run, for REASON (repeatable; shown in the "
                         "report); /etc/rocetune/doctor.yml keeps such rules on the node")
@@ -36,9 +39,6 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="write this node's expectations document to FILE (run it on a known-good "
                         "node; docs/expect.md): its GPUs, rails, GPUDirect, versions, QoS plan, "
                         "traffic class")
-    p.add_argument("--since", metavar="TIME", type=_since,
-                   help="read the kernel log from TIME on (journalctl/dmesg syntax: '-2h', '2026-11-27 10:00'); "
-                        "default: since boot")
     options.add_plan_arguments(p)
     _register_gate(p)
 
@@ -202,11 +202,12 @@ def _gate_run(args: argparse.Namespace, node: str) -> dict:
 
 
 def _finding(d: dict):
+    """A Finding back from its to_dict() (what the checks' process sent)."""
     from ...model.finding import Finding
 
-    fields = Finding.__dataclass_fields__
-    return Finding(**{k: d.get(k, "") if k in ("kind", "source", "fix", "subject") else d.get(k)
-                      for k in fields if k in d or k in ("kind", "source", "fix", "subject")})
+    text = {k: str(d.get(k) or "") for k in ("id", "severity", "subject", "message", "kind", "source", "fix")}
+    return Finding(**text, evidence=d.get("evidence"), rule=d.get("rule"), file=d.get("file"),
+                   line=d.get("line"), key=d.get("key"), graded=d.get("graded"))
 
 
 def _gate_result(args: argparse.Namespace, doc: dict) -> Result:
@@ -224,8 +225,7 @@ def _gate_result(args: argparse.Namespace, doc: dict) -> Result:
                      "action": {"kind": action.kind, "why": action.why} if action else None,
                      "was": doc.get("was"), "note": note or None, "line": text},
             "findings": doc.get("findings") or []}
-    return Result(command=NAME, data=data, code=ExitCode(code) if code in ExitCode._value2member_map_ else code,
-                  human=text + "\n")
+    return Result(command=NAME, data=data, code=ExitCode(code), human=text + "\n")
 
 
 def _syslog(outcome, action, note: str, text: str) -> None:
