@@ -58,6 +58,7 @@ class Settings:
 
 
 def rank_command(s: Settings, master: str, extra_env: Dict[str, str]) -> str:
+    """`master`: the nodes' rendezvous addresses, `node=address,...` (each rank finds rank 0's)."""
     """What each rank runs (inside `bash -c`): its node's env file as a job sources it, NCCL's INFO
     log, the variant's variables, then the script or all_reduce_perf."""
     exports = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,NET,GRAPH", **extra_env}
@@ -182,7 +183,7 @@ def run_fleet(hosts: Mapping[str, Any], s: Settings) -> dict:
     first = hosts[s.slurm_from] if s.slurm_from is not None and s.slurm_from in hosts else hosts[names[0]]
     nodes = [node_name(h) for h in hosts.values()]
     by_node = dict(zip(nodes, names))
-    master = master_address(hosts[names[0]])
+    master = ",".join(f"{node_name(h)}={master_address(h)}" for h in hosts.values())
     plan_env = getattr(hosts[names[0]], "plan_env", {}) or {}
     out: dict = {"nodes": nodes, "launcher": first.name, "variants": {}}
     for variant in s.variants:
@@ -200,8 +201,7 @@ def run_fleet(hosts: Mapping[str, Any], s: Settings) -> dict:
         errors: List[dict] = []
 
         def measure(group: List[str]) -> Optional[float]:
-            m = master_address(hosts[by_node[group[0]]])
-            r = run_once(first.remote, group, m, s, plan_env, "env")
+            r = run_once(first.remote, group, master, s, plan_env, "env")
             if r.get("status") in ("pass", "fail") and "busbw_gbs" in r:
                 return r["busbw_gbs"]
             errors.append({"nodes": group, "status": r.get("status"), "error": r.get("error") or r.get("why"),

@@ -7,12 +7,16 @@ Without one it is Gloo, PyTorch's CPU collective library, on the interface NCCL_
 (resolved as NCCL resolves it: prefixes, `=` exact, `^` exclude): NOT NCCL -- a stand-in that proves
 the launch, the rendezvous and the socket path of the env, and says so in its result line.
 
+Its arguments: the size in MiB, the timed iterations, the nodes' rendezvous addresses as
+`node=address,...` (rank 0's node, the job's first in Slurm's order, holds the rendezvous), the port.
+
 Prints one line per rank:
 rocetune-nccl-multi: rank R world W backend B host H iface I ok=True bytes=N seconds=S algbw_gbs=A busbw_gbs=B
 """
 
 import datetime
 import os
+import re
 import socket
 import sys
 import time
@@ -34,8 +38,37 @@ def socket_ifaces(spec, names):
     return [n for n in names if n != "lo" and (not match(n) if exclude else match(n))]
 
 
+def hostnames(nodelist):
+    """The job's nodes in Slurm's order (rank 0 runs on the first): `scontrol show hostnames`, else
+    the simple forms of a hostlist (`a,b`, `node[01-04,07]`)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["scontrol", "show", "hostnames", nodelist], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, universal_newlines=True, timeout=20).stdout.split()
+        if out:
+            return out
+    except (OSError, subprocess.SubprocessError):
+        pass
+    names = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?", nodelist):
+        m = re.match(r"^(.*)\[(.*)\]$", part)
+        if not m:
+            names.append(part)
+            continue
+        for r in m.group(2).split(","):
+            lo, _, hi = r.partition("-")
+            for n in range(int(lo), int(hi or lo) + 1):
+                names.append("%s%0*d" % (m.group(1), len(lo), n))
+    return names
+
+
 def main(argv):
-    size_mb, iters, master, port = int(argv[0]), int(argv[1]), argv[2], int(argv[3])
+    size_mb, iters, addresses, port = int(argv[0]), int(argv[1]), argv[2], int(argv[3])
+    # rank 0 holds the rendezvous: its node is the first of the job's, in Slurm's order
+    table = dict(item.split("=", 1) for item in addresses.split(",") if "=" in item)
+    first = hostnames(os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST", ""))
+    master = table.get(first[0], first[0]) if first else table.get("", addresses)
     rank = int(os.environ["SLURM_PROCID"])
     world = int(os.environ["SLURM_NTASKS"])
     local = int(os.environ.get("SLURM_LOCALID", "0"))

@@ -35,6 +35,17 @@ def test_each_rank_sources_its_node_s_env_file_and_net_only_disables_p2p_and_shm
                                                             "-b 64M -e 64M -g 1 -n 5")
 
 
+def test_the_job_s_nodes_in_slurm_s_order_without_scontrol(monkeypatch):
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import nccl_multi_script as script
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert script.hostnames("node[01-03,07],gpu-a") == ["node01", "node02", "node03", "node07", "gpu-a"]
+    assert script.hostnames("n1,n2") == ["n1", "n2"]
+
+
 def test_socket_ifname_is_resolved_the_way_nccl_resolves_it():
     sys.path.insert(0, str(SCRIPT.parent))
     try:
@@ -53,9 +64,10 @@ def run_two_ranks(tmp_path) -> str:
     procs = []
     for rank in range(2):
         env = {**os.environ, "SLURM_PROCID": str(rank), "SLURM_NTASKS": "2", "SLURM_LOCALID": str(rank),
-               "GLOO_SOCKET_IFNAME": "lo", "CUDA_VISIBLE_DEVICES": ""}
+               "GLOO_SOCKET_IFNAME": "lo", "CUDA_VISIBLE_DEVICES": "", "SLURM_JOB_NODELIST": "node[03-04]"}
         env.pop("NCCL_SOCKET_IFNAME", None)
-        argv = [sys.executable, "-c", SCRIPT.read_text(), "1", "3", "127.0.0.1", "29653"]
+        # rank 0 runs on node03, the job's first node: its address is the rendezvous
+        argv = [sys.executable, "-c", SCRIPT.read_text(), "1", "3", "node04=192.0.2.4,node03=127.0.0.1", "29653"]
         procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     return "".join(p.communicate(timeout=120)[0] for p in procs)
 
