@@ -28,9 +28,14 @@ fi
 if [ ! -x .venv/bin/python ]; then
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
+# Reinstall when pyproject.toml changed since the last install (a new dev dependency), not only
+# when an import fails.
+stamp=".venv/.rocetune-pyproject.sha256"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1) torch==${TORCH_VERSION}"
 if ! .venv/bin/python -c "import rocetune, pytest, hypothesis, jsonschema, ansible, paramiko, torch" 2>/dev/null \
-   || ! [ -x .venv/bin/ansible-lint ]; then
+   || ! [ -x .venv/bin/ansible-lint ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e '.[dev]' "torch==${TORCH_VERSION}"
+  printf '%s\n' "$want" >"$stamp"
 fi
 echo "bootstrap: ready (.venv: $(.venv/bin/python --version), $(.venv/bin/ansible --version | head -1))"

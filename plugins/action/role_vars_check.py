@@ -26,6 +26,18 @@ except ImportError:  # ansible-core requires PyYAML; kept for a clear message
     yaml = None
 
 
+def unknown_names(role, known, task_vars, hosts):
+    """The `<role>_*` names in this host's variables (play, role and extra vars included) and in
+    the inventory variables of `hosts` that are not in `known`, sorted."""
+    prefix = role + "_"
+    names = set(n for n in task_vars if isinstance(n, string_types) and n.startswith(prefix))
+    hostvars = task_vars.get("hostvars") or {}
+    for host in hosts:
+        if host in hostvars:
+            names.update(n for n in hostvars[host] if isinstance(n, string_types) and n.startswith(prefix))
+    return sorted(names - known)
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(("role", "role_path", "outputs"))
@@ -40,13 +52,7 @@ class ActionModule(ActionBase):
         if not isinstance(outputs, list):
             raise AnsibleActionFail("outputs must be a list of the facts the role sets itself")
         known = self._options(role_path) | set(outputs)
-        prefix = role + "_"
-        names = set(n for n in task_vars if isinstance(n, string_types) and n.startswith(prefix))
-        hostvars = task_vars.get("hostvars") or {}
-        for host in task_vars.get("ansible_play_hosts") or []:
-            if host in hostvars:
-                names.update(n for n in hostvars[host] if isinstance(n, string_types) and n.startswith(prefix))
-        unknown = sorted(names - known)
+        unknown = unknown_names(role, known, task_vars, task_vars.get("ansible_play_hosts") or [])
         result.update(changed=False, unknown=unknown, options=sorted(known))
         if unknown:
             result["failed"] = True

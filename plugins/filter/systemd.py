@@ -19,13 +19,13 @@ from ansible.module_utils.six import string_types
 
 # A word systemd reads as itself, unquoted: no whitespace, quote, backslash, specifier,
 # variable or command separator.
-_BARE_WORD = re.compile(r"^[A-Za-z0-9_@+=:,./-]+$")
+_BARE_WORD = re.compile(r"^[A-Za-z0-9_@+=:,./-]+\Z")
 # The program of a command line: an absolute path, literal (no specifier, variable or quote)
 # and without a prefix character ("-", "@", "+", "!", ":" change how systemd runs it).
-_PROGRAM = re.compile(r"^/[A-Za-z0-9_@+=:,./-]*$")
+_PROGRAM = re.compile(r"^/[A-Za-z0-9_@+=:,./-]*\Z")
 # systemd.unit(5): a unit name is [A-Za-z0-9:_.\\-] with one "@" for instances, then a type.
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]*)?"
-                        r"\.(service|socket|device|mount|automount|swap|target|path|timer|slice|scope)$")
+                        r"\.(service|socket|device|mount|automount|swap|target|path|timer|slice|scope)\Z")
 _UNIT_NAME_MAX = 255
 _NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 

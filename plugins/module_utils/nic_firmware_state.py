@@ -7,7 +7,9 @@ output, compare what the inventory wants with the Next Boot values and return on
 firmware reset or reboot is pending for them).
 
 Pure Python with the command runner passed in: the Ansible module and the unit tests (recorded
-real outputs, tests/unit/roles/fixtures/PROVENANCE.md) share it.
+real outputs, tests/unit/roles/fixtures/PROVENANCE.md) share it. It imports nothing but the
+standard library, so any reader of NVCONFIG (the node agent's firmware read-back) can use the one
+parser (parse_query, parse_value) and the relaxed-ordering judgement (forces_relaxed_ordering).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,13 +19,49 @@ import re
 
 __metaclass__ = type
 
-_PARAM = re.compile(r"^[A-Z][A-Z0-9_]*(\[[0-9.]+\])?$")
-_MNEMONIC = re.compile(r"^(?P<name>.*)\((?P<num>-?\d+)\)$")
-_BDF = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])$")
+_PARAM = re.compile(r"^[A-Z][A-Z0-9_]*(\[[0-9.]+\])?\Z")
+_MNEMONIC = re.compile(r"^(?P<name>.*)\((?P<num>-?\d+)\)\Z")
+_BDF = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])\Z")
 
 
 class FirmwareError(Exception):
     """A message the operator can act on (one line)."""
+
+
+# PCI_WR_ORDERING: per_mkey(0), the default, lets each memory registration ask for PCIe relaxed
+# ordering (NCCL does where it is safe: NCCL_IB_PCI_RELAXED_ORDERING); force_relax(1) makes every
+# PCIe write of the NIC relaxed, also to memory registered for strict order. NCCL's maintainers
+# trace "collective mismatch" and completion errors to it and ask for per_mkey (NVIDIA/nccl#531,
+# #615); DeepEP keeps RDMA writes in order by turning relaxed ordering off (deepseek-ai/DeepEP#40).
+WRITE_ORDERING = "PCI_WR_ORDERING"
+RELAXED_ORDERING_RISK = (
+    "PCI_WR_ORDERING=force_relax lets the NIC reorder every PCIe write, also to memory registered for strict "
+    "order: data can land after the flag that announces it (NCCL: 'collective mismatch' and completion errors, "
+    "NVIDIA/nccl#531 and #615; DeepEP turns relaxed ordering off for this, deepseek-ai/DeepEP#40). per_mkey "
+    "(the default) lets NCCL use relaxed ordering where it is safe")
+ALLOW_VAR = "nic_firmware_allow_forced_write_reordering"
+
+
+def forces_relaxed_ordering(param, value):
+    """Whether `value` of `param` (as the inventory or the tool's query states it: force_relax,
+    force_relax(1), 1) forces relaxed ordering on every PCIe write."""
+    if param != WRITE_ORDERING:
+        return False
+    try:
+        name, num = wanted_value(param, value)  # as it would be set: true and "true" are 1
+    except FirmwareError:
+        return False
+    return name == "FORCE_RELAX" or (name is None and num == 1)
+
+
+def relaxed_ordering_problems(settings, allowed):
+    """A refusal of force_relax unless the opt-in that names the risk is set; [] otherwise."""
+    if allowed or not isinstance(settings, dict):
+        return []
+    if any(forces_relaxed_ordering(k, v) for k, v in settings.items()):
+        return ["refusing %s=%s: %s. Set %s: per_mkey, or %s: true to take that risk"
+                % (WRITE_ORDERING, settings[WRITE_ORDERING], RELAXED_ORDERING_RISK, WRITE_ORDERING, ALLOW_VAR)]
+    return []
 
 
 def parse_value(text):

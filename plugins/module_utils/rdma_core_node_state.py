@@ -8,10 +8,26 @@ temporary tree that plays /sys/module."""
 from __future__ import absolute_import, division, print_function
 
 import os
+import re
 
 __metaclass__ = type
 
+# A kernel module name as modprobe takes it: at most MODULE_NAME_LEN - 1 = 55 bytes (include/linux/
+# module.h: 64 - sizeof(unsigned long)) of letters, digits, "_" and "-" (modprobe treats them
+# alike). It is also a line of the modules-load.d file: nothing that could end a line.
+_MODULE_RE = re.compile(r"^[A-Za-z0-9_-]{1,55}\Z")
+
 HEADER = "# Written by rocetune's rdma_core role: %s\n"
+
+
+def module_name_problems(modules, nic_driver):
+    """One message per name that is no kernel module name, naming its variable; [] when all are."""
+    problems = ["rdma_core_modules: %r is not a kernel module name (1 to 55 of A-Z a-z 0-9 _ -)" % (name,)
+                for name in modules if not isinstance(name, str) or not _MODULE_RE.match(name)]
+    if nic_driver and (not isinstance(nic_driver, str) or not _MODULE_RE.match(nic_driver)):
+        problems.append("rdma_core_nic_driver: %r is not a kernel module name (1 to 55 of A-Z a-z 0-9 _ -)"
+                        % (nic_driver,))
+    return problems
 
 
 def wanted_modules(modules, nic_driver, nvidia_peermem, peermem_installed=False):
@@ -79,6 +95,13 @@ LIMITS_CONTENT = (HEADER % "RDMA registers (pins) memory."
 # systemd services do not go through PAM; the manager default covers them (from the next boot
 # or `systemctl daemon-reexec`).
 SYSTEMD_CONTENT = HEADER % "RDMA registers (pins) memory." + "[Manager]\nDefaultLimitMEMLOCK=infinity\n"
+
+
+def memlock_pending(manager_limit):
+    """Whether systemd's manager still runs with another DefaultLimitMEMLOCK than the drop-in's
+    (`systemctl show -p DefaultLimitMEMLOCK --value` printed `manager_limit`; None: no systemd
+    runs here, nothing to re-execute)."""
+    return manager_limit is not None and manager_limit.strip() != "infinity"
 
 
 def wanted_files(modules_load_file, modules, limits_file, systemd_dropin):

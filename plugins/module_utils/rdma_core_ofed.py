@@ -47,7 +47,7 @@ def parse_ofed_info(text):
     line = (text or "").strip().splitlines()[0:1]
     if not line:
         return None
-    m = re.match(r"^((?:MLNX_OFED_LINUX|OFED-internal|OFED)-[\w.\-]+?):?$", line[0].strip())
+    m = re.match(r"^((?:MLNX_OFED_LINUX|OFED-internal|OFED)-[\w.\-]+?):?\Z", line[0].strip())
     return m.group(1) if m else None
 
 

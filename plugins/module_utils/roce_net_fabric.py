@@ -152,6 +152,21 @@ def path_pairs(mine, peers):
     return out
 
 
+def outside_peer(name, interfaces, links):
+    """A peer outside this run (--limit), as path_pairs takes it, from the `ip -j addr show` it
+    answered (read by rocetune_ip_addr into {ifname: {"mtu", "addresses"}}): only its fabric
+    interfaces, with their IPv4 and non-link-scope addresses."""
+    out = {}
+    for ifname in interfaces:
+        link = links.get(ifname)
+        if link is None:
+            continue
+        out[ifname] = {"mtu": link.get("mtu"),
+                       "addresses": ["%s/%s" % (a["address"], a["prefixlen"]) for a in link["addresses"]
+                                     if a.get("scope") != "link"]}
+    return {"name": name, "interfaces": out}
+
+
 _MTU_RE = re.compile(r"mtu\s*=\s*(\d+)")
 
 

@@ -7,7 +7,8 @@ and file writes that are needed. The tools' outputs are read by rocetune_qos_too
 the agent's probe uses too.
 
 Pure Python with the command runner and the file access passed in, so the same code serves the
-Ansible module, the boot-time re-apply (run as a script: see `main`) and the unit tests, which
+Ansible module, the boot-time re-apply (`reapply`, which the role's rocetune_qos_reapply.py runs)
+and the unit tests, which
 feed it recorded real outputs of the tools (tests/fixtures/qos/PROVENANCE.md).
 
 The plan file is rocetune's QoS plan (docs/qos.md), read with PyYAML.
@@ -17,16 +18,15 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import os
-import sys
 
 try:  # as the collection's module_utils
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_qos_plan import (
-        QosPlanError, traffic_class, validate
+        QosPlanError, traffic_class, validate, validate_ets
     )
     from ansible_collections.rocetune.fabric.plugins.module_utils import roce_qos_buffer as buffers
     from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_qos_tools as tools
 except ImportError:  # as the boot-time script, with the three files installed beside it
-    from rocetune_qos_plan import QosPlanError, traffic_class, validate  # pylint: disable=import-error
+    from rocetune_qos_plan import QosPlanError, traffic_class, validate, validate_ets  # pylint: disable=import-error
     import roce_qos_buffer as buffers  # pylint: disable=import-error
     import rocetune_qos_tools as tools  # pylint: disable=import-error
 
@@ -59,10 +59,16 @@ def load_plan(path, loader):
 def parse_plan(text, loader, source):
     """The plan in `text` (empty: the built-in defaults), checked by the validator every reader of
     the file shares (rocetune_qos_plan: the agent's rocetune.model.qos uses it too)."""
+    return plan_from_doc(loader(text) if text.strip() else None, source)
+
+
+def plan_from_doc(doc, source):
+    """The plan from a document already loaded (None: the built-in defaults); QosError names
+    `source` and every field that cannot be used, with the hints (known keys)."""
     try:
-        plan = validate(loader(text) if text.strip() else None)
+        plan = validate(doc)
     except QosPlanError as exc:
-        raise QosError("%s: %s" % (source, exc.message))
+        raise QosError("%s: %s" % (source, exc.describe()))
     plan["source"] = source
     return plan
 
@@ -100,8 +106,14 @@ def _read_output(reader, text):
 # Decisions: only the commands that are needed
 
 
-def dcb_commands(ifname, want, pfc_text, app_text, ets_text):
-    """argv lists for iproute2 dcb that bring the NIC from its current state to `want`."""
+def _bits(values):
+    return ",".join(str(v) for v in values)
+
+
+def dcb_commands(ifname, want, pfc_text, app_text, ets_text, notes=None):
+    """argv lists for iproute2 dcb that bring the NIC from its current state to `want`. Each
+    difference is added to `notes` as (what, now, wanted) when a list is given (the diff)."""
+    notes = [] if notes is None else notes
     cmds = []
     have_app = _read_output(tools.dcb_app_dscp, app_text)
     if want["trust"] == "dscp":
@@ -111,41 +123,54 @@ def dcb_commands(ifname, want, pfc_text, app_text, ets_text):
         if need:
             cmds.append(["dcb", "app", "replace", "dev", ifname, "dscp-prio"]
                         + ["%d:%d" % (d, want["dscp_prio"][d]) for d in need])
+            notes += [("dscp %d -> priority" % d, _bits(have_app.get(d) or []) or "none", str(want["dscp_prio"][d]))
+                      for d in need]
     elif have_app:
         # PCP trust: the NIC classifies by the VLAN priority only while it holds no DSCP app
         # entry (the kernel's dcbnl DSCP table is what selects DSCP trust on mlx5), so every
         # one is deleted.
         cmds.append(["dcb", "app", "del", "dev", ifname, "dscp-prio"]
                     + ["%d:%d" % (d, p) for d in sorted(have_app) for p in sorted(have_app[d])])
-    if tools.dcb_pfc(pfc_text) != want["pfc"]:
+        notes.append(("dscp-prio entries", " ".join("%d:%s" % (d, _bits(have_app[d])) for d in sorted(have_app)),
+                      "none (pcp trust)"))
+    have_pfc = tools.dcb_pfc(pfc_text)
+    if have_pfc != want["pfc"]:
         cmds.append(["dcb", "pfc", "set", "dev", ifname, "prio-pfc"]
                     + ["%d:%s" % (p, "on" if want["pfc"][p] else "off") for p in PRIOS])
+        notes.append(("pfc", _bits(have_pfc), _bits(want["pfc"])))
     if want["ets"]:
         have = _read_output(tools.dcb_ets, ets_text)
         args = []
         for key, word in (("prio_tc", "prio-tc"), ("tc_tsa", "tc-tsa"), ("tc_bw", "tc-bw")):
             if key in want["ets"] and list(want["ets"][key]) != have.get(key):
                 args += [word] + ["%d:%s" % (i, v) for i, v in enumerate(want["ets"][key])]
+                notes.append(("ets %s" % key, _bits(have.get(key) or []), _bits(want["ets"][key])))
         if args:
             cmds.append(["dcb", "ets", "set", "dev", ifname] + args)
     return cmds
 
 
-def mlnx_qos_commands(ifname, want, text):
-    """argv lists for mlnx_qos that bring the NIC from `text` (mlnx_qos -i IF) to `want`."""
+def mlnx_qos_commands(ifname, want, text, notes=None):
+    """argv lists for mlnx_qos that bring the NIC from `text` (mlnx_qos -i IF) to `want`; each
+    difference is added to `notes` as (what, now, wanted) when a list is given."""
+    notes = [] if notes is None else notes
     have = _read_output(tools.parse_mlnx_qos, text)
     cmds = []
     if have["trust"] != want["trust"]:
         cmds.append(["mlnx_qos", "-i", ifname, "--trust", want["trust"]])
+        notes.append(("trust", str(have["trust"]), want["trust"]))
     for d in sorted(want["dscp_prio"]):
         if have["dscp_prio"].get(d) != want["dscp_prio"][d]:
             cmds.append(["mlnx_qos", "-i", ifname, "--dscp2prio", "set,%d,%d" % (d, want["dscp_prio"][d])])
+            notes.append(("dscp %d -> priority" % d, str(have["dscp_prio"].get(d)), str(want["dscp_prio"][d])))
     if have["pfc"] != want["pfc"]:
         cmds.append(["mlnx_qos", "-i", ifname, "--pfc", ",".join(str(v) for v in want["pfc"])])
+        notes.append(("pfc", _bits(have["pfc"]), _bits(want["pfc"])))
     ets = want["ets"] or {}
     for key, flag in (("prio_tc", "--prio_tc"), ("tc_tsa", "--tsa"), ("tc_bw", "--tcbw")):
         if key in ets and list(ets[key]) != have[key]:
             cmds.append(["mlnx_qos", "-i", ifname, flag, ",".join(str(v) for v in ets[key])])
+            notes.append(("ets %s" % key, _bits(have[key] or []), _bits(ets[key])))
     return cmds
 
 
@@ -201,13 +226,14 @@ def pick_backend(backend, driver, has_mlnx_qos):
 
 
 def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
-    """{"backend", "commands": [argv], "writes": [(path, value)], "ecn_unexposed", "buffer"} for
-    one interface ("buffer": buffer_plan's answer, or None when the plan states no buffers).
+    """{"backend", "commands": [argv], "writes": [(path, value)], "notes": [(what, now, wanted)],
+    "ecn_unexposed", "buffer"} for one interface ("buffer": buffer_plan's answer, or None when the
+    plan states no buffers; "notes": each difference, for the diff).
 
     `run(argv) -> (rc, out, err)`, `read(path) -> text or None`. Raises NotSupported when the
     NIC has no DCB, QosError when a tool fails otherwise.
     """
-    cmds = []
+    cmds, notes = [], []
     buffer_step = None
     if backend == "mlnx_qos":
         rc, out, err = run(["mlnx_qos", "-i", ifname])
@@ -215,7 +241,7 @@ def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
             if NOT_SUPPORTED in out + err:
                 raise NotSupported("DCB is not supported on %s (driver %s)" % (ifname, driver))
             raise QosError("mlnx_qos -i %s: %s" % (ifname, (err or out).strip().splitlines()[-1:] or rc))
-        cmds += mlnx_qos_commands(ifname, want, out)
+        cmds += mlnx_qos_commands(ifname, want, out, notes)
         if want.get("buffer"):
             buffer_step = buffer_plan(ifname, driver, backend, want, out, run)
     else:
@@ -228,7 +254,7 @@ def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
                                        % (ifname, driver, obj, NOT_SUPPORTED))
                 raise QosError("dcb %s show dev %s: %s" % (obj, ifname, (err or out).strip()))
             texts[obj] = out
-        cmds += dcb_commands(ifname, want, texts["pfc"], texts["app"], texts["ets"])
+        cmds += dcb_commands(ifname, want, texts["pfc"], texts["app"], texts["ets"], notes)
         if want.get("buffer"):
             buffer_step = buffer_plan(ifname, driver, backend, want, texts["pfc"], run)
     if pause_off:
@@ -236,10 +262,14 @@ def interface_plan(ifname, driver, backend, want, run, read, pause_off=True):
         pause = tools.parse_pause(out) if rc == 0 else {}
         if pause.get("rx") or pause.get("tx"):
             cmds.append(["ethtool", "-A", ifname, "rx", "off", "tx", "off"])
+            now = "rx %s tx %s" % ("on" if pause.get("rx") else "off", "on" if pause.get("tx") else "off")
+            notes.append(("global pause", now, "rx off tx off"))
     if buffer_step:
         # After PFC: the driver then sizes the headroom for the lossless priorities as planned.
         cmds += buffer_step["commands"]
-    return {"backend": backend, "commands": cmds, "writes": ecn_writes(ifname, want, read),
+    writes = ecn_writes(ifname, want, read)
+    notes += [(path, (read(path) or "").strip(), value) for path, value in writes]
+    return {"backend": backend, "commands": cmds, "writes": writes, "notes": notes,
             "ecn_unexposed": ecn_unexposed(ifname, want, read), "buffer": buffer_step}
 
 
@@ -352,57 +382,66 @@ def rdma_ports(interfaces, ib_root="/sys/class/infiniband"):
     return out
 
 
-def main(argv=None):
-    """Re-apply the settings at boot: every supported interface, report the others, exit 0
-    unless `required` is set and something could not be applied."""
-    args = sys.argv[1:] if argv is None else argv
+def reapply(args, out, err):
+    """Re-apply the settings at boot (rocetune_qos_reapply.py, the unit's command, calls it):
+    every supported interface, the others reported; 0 unless `required` is set and something
+    could not be applied, or the plan or the ETS setting cannot be used. `out` and `err` are the
+    streams the lines go to (the journal)."""
     if len(args) != 1:
-        print("usage: roce_qos_state.py SETTINGS.json", file=sys.stderr)
+        err.write("usage: rocetune_qos_reapply.py SETTINGS.json\n")
         return 2
     with open(args[0]) as fh:
         settings = json.load(fh)
     import yaml
     try:
         plan = load_plan(settings["plan_file"], yaml.safe_load)
+        ets = validate_ets(settings.get("ets"))
     except QosError as exc:
-        print("rocetune-qos: error: %s" % exc, file=sys.stderr)
+        err.write("rocetune-qos: error: %s\n" % exc)
         return 1
-    want = desired(plan, settings.get("ets"), settings.get("dcqcn", True))
+    except QosPlanError as exc:
+        err.write("rocetune-qos: error: %s\n" % exc.describe())
+        return 1
+    want = desired(plan, ets, settings.get("dcqcn", True))
     failures = 0
+
+    def say(line):
+        out.write("rocetune-qos: %s\n" % line)
+
     for ifname in settings["interfaces"]:
         driver = driver_of(ifname)
         backend = pick_backend(settings.get("backend", "auto"), driver, bool(_which("mlnx_qos")))
         try:
             step = interface_plan(ifname, driver, backend, want, _run, _read, settings.get("pause_off", True))
         except NotSupported as exc:
-            print("rocetune-qos: %s: skipped" % exc)
+            say("%s: skipped" % exc)
             failures += 1 if settings.get("required") else 0
             continue
         except QosError as exc:
-            print("rocetune-qos: error: %s" % exc, file=sys.stderr)
+            err.write("rocetune-qos: error: %s\n" % exc)
             failures += 1
             continue
         for cmd in step["commands"]:
-            rc, out, err = _run(cmd)
-            print("rocetune-qos: %s: %s" % (" ".join(cmd), "ok" if rc == 0 else (err or out).strip()))
+            rc, text, etext = _run(cmd)
+            say("%s: %s" % (" ".join(cmd), "ok" if rc == 0 else (etext or text).strip()))
             failures += rc != 0
         for path, value in step["writes"]:
             write_value(path, value)
-            print("rocetune-qos: %s = %s" % (path, value))
+            say("%s = %s" % (path, value))
         if step["ecn_unexposed"]:
-            print("rocetune-qos: %s" % step["ecn_unexposed"])
+            say(step["ecn_unexposed"])
         for message in (step["buffer"] or {}).get("not_supported", []):
-            print("rocetune-qos: %s" % message)
+            say(message)
             failures += 1 if settings.get("required") else 0
         if not step["commands"] and not step["writes"]:
-            print("rocetune-qos: %s (driver %s, %s): already as planned" % (ifname, driver, backend))
+            say("%s (driver %s, %s): already as planned" % (ifname, driver, backend))
     if settings.get("rdma_cm", True):
         for path, value in rdma_cm_writes(rdma_ports(settings["interfaces"]), traffic_class(plan), _read):
             try:
                 write_value(path, value)
-                print("rocetune-qos: %s = %s" % (path, value))
+                say("%s = %s" % (path, value))
             except OSError as exc:
-                print("rocetune-qos: %s: %s" % (path, exc), file=sys.stderr)
+                err.write("rocetune-qos: %s: %s\n" % (path, exc))
                 failures += 1
     return 1 if failures else 0
 
@@ -412,7 +451,3 @@ def _which(name):
         if os.access(os.path.join(d, name), os.X_OK):
             return os.path.join(d, name)
     return None
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,6 +24,11 @@ import subprocess
 import tempfile
 import zipfile
 
+try:  # as the collection's module_utils
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import directory_problem
+except ImportError:  # loaded alone, beside its siblings
+    from rocetune_files import directory_problem  # pylint: disable=import-error
+
 __metaclass__ = type
 
 STAMP = ".rocetune-agent.json"  # written last: a tree without it is incomplete
@@ -194,6 +199,9 @@ def write_launcher(path, text, mode):
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         raise TreeError("%s does not exist: the command's directory must" % directory)
+    why = directory_problem(directory)
+    if why:  # a launcher root runs must not sit where another user can swap it
+        raise TreeError("cannot write %s: %s" % (path, why))
     fd, tmp = tempfile.mkstemp(prefix=".rocetune-", dir=directory)
     try:
         with os.fdopen(fd, "w") as fh:

@@ -9,8 +9,15 @@ write, it could point anywhere), a device, a FIFO (reading it would hang), a soc
 directory is refused by plan_files, before anything changes, with a FileTargetError naming it.
 The old content is read without following a link, without blocking and only up to
 MAX_OLD_BYTES. The new content goes to a temporary file created with O_EXCL|O_NOFOLLOW beside the
-target, gets its mode (and, run as root, the old file's owner) on the open descriptor, is
-fsync'ed and renamed over the target.
+target, gets its mode and group on the open descriptor, is fsync'ed and renamed over the target.
+
+What root writes is root's, exactly as the package's writer (rocetune.fsutil) has it: the new
+file is the writer's own (the old file's group is kept only when the writer owned it), its mode
+never carries group/world write or set-id bits (KEPT_BITS), and run as root a target is refused
+at planning when another user could replace it after the write (directory_problem: a directory
+on its path that belongs to another user or that others may write without being root's sticky
+one, or a link on the path that another user owns). tests/unit/test_root_writers.py holds both
+writers to the same cases.
 
 Pure Python (2.7 and 3): unit-tested on a temporary directory."""
 
@@ -23,6 +30,7 @@ import stat
 __metaclass__ = type
 
 MAX_OLD_BYTES = 4 << 20  # a unit or a drop-in is a few KB; a larger target is not one of ours
+KEPT_BITS = 0o755  # what a written file may carry: no group/world write, no set-id or sticky bit
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _OPEN_OLD = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
@@ -58,6 +66,45 @@ def target_stat(path):
     if not stat.S_ISREG(st.st_mode):
         raise FileTargetError(path, "it is %s, not a regular file" % _kind(st.st_mode))
     return st
+
+
+def directory_problem(directory):
+    """Why root must not write a file in `directory` (which need not exist yet), or None: every
+    directory on the path, as given and as resolved, belongs to root and is writable by no one
+    else unless it is root's sticky directory (/tmp); a link on the path is root's. Nothing is
+    refused to any other user: the kernel's permissions are the boundary there."""
+    if os.geteuid() != 0:
+        return None
+    given = os.path.abspath(directory)
+    return _chain_problem(given, True) or _chain_problem(os.path.realpath(given), False)
+
+
+def _chain_problem(path, links):
+    parts = [p for p in path.split("/") if p]
+    for d in ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]:
+        try:
+            st = os.lstat(d)
+        except OSError:
+            return None  # the rest is missing: made by root under the directories checked
+        if stat.S_ISLNK(st.st_mode):
+            if links and st.st_uid != 0:
+                return "%s is a symbolic link of uid %d, who could point it elsewhere" % (d, st.st_uid)
+            continue
+        sticky = bool(st.st_mode & stat.S_ISVTX)
+        if st.st_uid != 0:
+            return ("%s belongs to uid %d, who could replace the file after root writes it" % (d, st.st_uid)
+                    + (" (a sticky bit keeps users from each other's files, not from its owner)" if sticky else ""))
+        if st.st_mode & 0o022 and not sticky:
+            who = "others" if st.st_mode & 0o002 else "its group"
+            return "%s is writable by %s and not sticky: they could replace the file after root writes it" % (d, who)
+    return None
+
+
+def check_directory(path):
+    """FileTargetError naming `path` when root must not write it there (directory_problem)."""
+    why = directory_problem(os.path.dirname(os.path.abspath(path)))
+    if why:
+        raise FileTargetError(path, why)
 
 
 def read_old(path, max_bytes=MAX_OLD_BYTES):
@@ -106,12 +153,14 @@ def plan_files(files, links, absent=()):
     regular file (files), a directory (links), or neither a file nor a link (absent)."""
     changes, diffs = [], []
     for f in files:
+        check_directory(f["path"])
         have, mode = read_old(f["path"])
-        if have != f["content"] or mode != int(f["mode"], 8):
+        if have != f["content"] or mode != int(f["mode"], 8) & KEPT_BITS or not _owned(f["path"]):
             changes.append(("file", f))
             diffs.append({"before": have or "", "after": f["content"],
                           "before_header": f["path"], "after_header": f["path"]})
     for link in links:
+        check_directory(link["path"])
         if os.path.islink(link["path"]):
             if os.readlink(link["path"]) == link["src"]:
                 continue
@@ -132,13 +181,19 @@ def plan_files(files, links, absent=()):
     return changes, diffs
 
 
+def _owned(path):
+    """Whether an existing target is the writer's own (as root, another user's file is replaced)."""
+    st = target_stat(path)
+    return st is None or os.geteuid() != 0 or st.st_uid == 0
+
+
 def _temp_name(path, n):
     return os.path.join(os.path.dirname(path), ".%s.rocetune-tmp-%d-%d" % (os.path.basename(path), os.getpid(), n))
 
 
 def _write_file(path, content, mode):
-    """content to a new temporary file beside `path`: mode (and the old file's owner, as root)
-    set on the descriptor, fsync'ed, renamed over `path`."""
+    """content to a new temporary file beside `path`: mode (less KEPT_BITS) and, when the writer
+    owned the old file, its group set on the descriptor, fsync'ed, renamed over `path`."""
     st = target_stat(path)
     data = content.encode("utf-8")
     for n in range(100):
@@ -153,9 +208,13 @@ def _write_file(path, content, mode):
         raise FileTargetError(path, "no free temporary name beside it")
     try:
         try:
-            os.fchmod(fd, mode)
-            if st is not None and os.geteuid() == 0:
-                os.fchown(fd, st.st_uid, st.st_gid)
+            os.fchmod(fd, mode & KEPT_BITS)
+            if st is not None and st.st_uid == os.geteuid() and st.st_gid != os.getegid():
+                try:
+                    os.fchown(fd, -1, st.st_gid)
+                except OSError as exc:
+                    if exc.errno != errno.EPERM:
+                        raise
             while data:
                 data = data[os.write(fd, data):]
             os.fsync(fd)

@@ -2,8 +2,9 @@
 # Copyright: rocetune contributors
 # Apache-2.0
 """Which interfaces carry the Ansible connection: the ones roce_net and roce_qos never change
-without an explicit opt-in. Pure functions over `ip -j addr` / `ip -j route` output, plus the
-resolution of the names Ansible connects by.
+without an explicit opt-in. Pure functions over `ip -j addr` (read by rocetune_ip_addr, the
+reader the agent shares) and `ip -j route` output, plus the resolution of the names Ansible
+connects by.
 
 No Ansible imports: unit-tested on recorded outputs."""
 
@@ -17,11 +18,16 @@ import socket
 
 __metaclass__ = type
 
+try:
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_ip_addr import interface_cidrs, parse_entries
+except ImportError:  # unit tests import the files as plain modules
+    from rocetune_ip_addr import interface_cidrs, parse_entries  # pylint: disable=import-error
+
 
 # A netdev name the kernel accepts (dev_valid_name() in net/core/dev.c: at most IFNAMSIZ-1 = 15
 # bytes, not "." or "..", no "/", ":" or whitespace), narrowed to the characters real names use:
 # it is also a path under /sys/class/net, a udev rule's NAME=="..." and a unit name.
-_IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+_IFNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}\Z")
 
 
 def interface_name_problems(names, var):
@@ -35,16 +41,11 @@ def interface_name_problems(names, var):
 
 
 def parse_ip_addr(text):
-    """`ip -j addr show` -> {ifname: ["198.19.0.11/24", ...]} (IPv4 and global IPv6)."""
-    out = {}
-    for link in json.loads(text or "[]"):
-        addrs = []
-        for a in link.get("addr_info", []):
-            if a.get("family") not in ("inet", "inet6") or a.get("scope") == "link":
-                continue
-            addrs.append("%s/%s" % (a["local"], a["prefixlen"]))
-        out[link["ifname"]] = addrs
-    return out
+    """`ip -j addr show` -> {ifname: ["198.19.0.11/24", ...]} (IPv4 and non-link-scope IPv6),
+    read by the one reader the agent shares (rocetune_ip_addr); ValueError when it is not JSON
+    or not a list of interfaces."""
+    links = parse_entries(json.loads(text or "[]"))
+    return dict((name, interface_cidrs(link)) for name, link in links.items())
 
 
 def parse_default_route_devs(text):
@@ -96,7 +97,10 @@ def read_connection_interfaces(module, given):
     rc, out, err = module.run_command([ip, "-j", "addr", "show"])
     if rc != 0:
         return None, "ip -j addr show: %s" % err.strip(), {}
-    addrs = parse_ip_addr(out)
+    try:
+        addrs = parse_ip_addr(out)
+    except ValueError as exc:
+        return None, "ip -j addr show: unreadable output (%s)" % exc, {}
     rc, out, dummy = module.run_command([ip, "-j", "route", "show", "default"])
     default_devs = parse_default_route_devs(out) if rc == 0 else []
     return connection_interfaces(addrs, connect_addresses(given), default_devs), None, addrs

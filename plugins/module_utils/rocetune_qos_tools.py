@@ -167,7 +167,7 @@ def parse_mlnx_qos(text):
             out["tc_tsa"][tc] = m.group(2)
             out["tc_bw"][tc] = int(m.group(3)) if m.group(3) else 0
             continue
-        m = re.match(r"priority:\s*([\d ]+)$", line)
+        m = re.match(r"priority:\s*([\d ]+)\Z", line)
         if m and tc is not None:
             for p in m.group(1).split():
                 if int(p) < PRIORITIES:
@@ -183,14 +183,14 @@ def parse_mlnx_qos_buffers(text):
     out = {"cable_length": None, "prio_buffer": None, "buffer_size": None, "total_size": None}
     for raw in (text or "").splitlines():
         line = raw.strip()
-        m = re.match(r"Receive buffer size \(bytes\):\s*([\d,]+?),?(?:(?:max_buffer_size|total_size)=(\d+))?$", line)
+        m = re.match(r"Receive buffer size \(bytes\):\s*([\d,]+?),?(?:(?:max_buffer_size|total_size)=(\d+))?\Z", line)
         if m:
             sizes = [int(v) for v in m.group(1).split(",") if v]
             if len(sizes) == PRIORITIES:
                 out["buffer_size"] = sizes
             out["total_size"] = int(m.group(2)) if m.group(2) else None
             continue
-        m = re.match(r"Cable len:\s*(\d+)$", line)
+        m = re.match(r"Cable len:\s*(\d+)\Z", line)
         if m:
             out["cable_length"] = int(m.group(1))
             continue
@@ -211,7 +211,7 @@ def parse_pause(text):
     """`ethtool -a IF` -> {"rx": bool, "tx": bool} (the lines it prints)."""
     out = {}
     for line in (text or "").splitlines():
-        m = re.match(r"^(RX|TX):\s+(on|off)\s*$", line.strip())
+        m = re.match(r"^(RX|TX):\s+(on|off)\s*\Z", line.strip())
         if m:
             out[m.group(1).lower()] = m.group(2) == "on"
     return out

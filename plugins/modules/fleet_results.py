@@ -12,13 +12,25 @@ DOCUMENTATION = r"""
 ---
 module: fleet_results
 short_description: Write each node's rocetune doctor result as DIR/<host>.json for rocetune fleet report
+version_added: "0.1.0"
 description:
   - Runs once on the controller for the whole play (C(run_once), C(delegate_to) localhost); writes
     C(<host>.json) in the format C(rocetune fleet report) reads (schema C(rocetune.fleet-host/1)),
     each atomically and only when its content differs.
   - A host whose command did not run (unreachable, failed before it) or did not answer with a
     JSON result gets a file whose C(error) says why, so the report names it.
-  - Supports check mode and diff.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: Each file that changes.
+  platform:
+    platforms: posix
+requirements:
+  - Runs on the controller (C(delegate_to) localhost).
 options:
   dir:
     description: The controller directory for the files (created when missing).
@@ -55,11 +67,13 @@ written:
   type: list
   elements: str
   returned: always
+  sample: [/home/ops/.local/share/rocetune/fleet/gpu-h100-001.json]
 failed_hosts:
   description: Hosts whose file records an error.
   type: list
   elements: str
   returned: always
+  sample: [gpu-h100-007]
 """
 
 import json
@@ -70,7 +84,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 
 SCHEMA = "rocetune.fleet-host/1"
-HOST_NAME = re.compile(r"^[A-Za-z0-9_.:-]+$")  # a file name, never a path
+HOST_NAME = re.compile(r"^[A-Za-z0-9_.:-]+\Z")  # a file name, never a path
 
 
 def ssh_reason(msg):
@@ -126,8 +140,11 @@ def main():
         module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
         apply_changes(changes)
-    module.exit_json(changed=bool(changes), diff=diffs, written=[c[1]["path"] for c in changes],
-                     failed_hosts=failed)
+    extra = {}
+    if module._diff:
+        extra["diff"] = diffs
+    module.exit_json(changed=bool(changes), written=[c[1]["path"] for c in changes],
+                     failed_hosts=failed, **extra)
 
 
 if __name__ == "__main__":

@@ -12,17 +12,36 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: host_tuning_sysctl
-short_description: Persist sysctls in a sysctl.d file and apply them, skipping keys absent or read-only here
+short_description: Persist sysctls in a sysctl.d file and apply them, checked before anything changes
+version_added: "0.1.0"
 description:
   - Checks every key and value first (a sysctl name, a one-line value); a bad one fails the
     call, naming it, before anything is changed.
-  - Reads each key under C(/proc/sys), writes the ones that differ, and reads them back; a
-    value the kernel refuses or clamps restores the ones already written and fails.
-  - Then writes I(file) (sorted keys, atomically, only when it differs; with a diff), with the
-    keys this node has and can set; an absent key is never persisted.
-  - Keys that are absent or read-only (network namespaces, containers) are returned in
-    C(unsupported) and named in a warning, or fail the host, as I(on_unsupported) says.
-  - Supports check mode.
+  - Checks the boot order (sysctl.d(5)) too; a file read after I(file) at boot that sets one of
+    the keys to another value (C(99-sysctl.conf), C(/etc/sysctl.conf), which C(sysctl --system)
+    reads last) fails the call, naming the file, line and key, before anything changes.
+  - Keys that are absent or read-only here (network namespaces, containers) are returned in
+    C(unsupported); I(on_unsupported) says whether they fail the call before anything changes,
+    are named in a warning, or only returned. An absent key is named with a close name beside it
+    where there is one (a misspelling).
+  - Then writes the values that differ under C(/proc/sys) and reads them back; a value the
+    kernel refuses or clamps restores the ones already written and fails. A key the kernel
+    refuses at write time is never persisted, and with I(on_unsupported=fail) it fails the call
+    after the values written were restored.
+  - Then writes I(file) (sorted keys, atomically, only when it differs) with the keys this node
+    has and took; a file that cannot be written restores the live values and fails.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The file, and the running kernel's values that change.
+  platform:
+    platforms: posix
+requirements:
+  - Linux (C(/proc/sys)) and Python 3.8 or newer on the node.
 options:
   sysctls:
     description: Key to value, e.g. C(net.ipv4.tcp_mtu_probing) to C(1).
@@ -37,14 +56,19 @@ options:
     type: bool
     default: true
   on_unsupported:
-    description: C(warn), C(ignore) or C(fail) for keys that are absent or read-only.
+    description: C(fail), C(warn) or C(ignore) for keys that are absent or read-only.
     type: str
     choices: [warn, ignore, fail]
-    default: warn
+    default: fail
   proc_sys:
     description: Where the sysctl tree is (tests point it elsewhere).
     type: path
     default: /proc/sys
+  config_root:
+    description: The root under which C(/etc/sysctl.d) and the other sysctl.d directories are read
+      for the boot order check (tests point it elsewhere).
+    type: path
+    default: /
 author: rocetune contributors (@rocetune)
 """
 
@@ -55,77 +79,38 @@ EXAMPLES = r"""
       net.core.rmem_max: 268435456
       net.core.wmem_max: 268435456
       net.ipv4.tcp_mtu_probing: 1
-    file: /etc/sysctl.d/90-rocetune.conf
-    on_unsupported: warn
+    file: /etc/sysctl.d/99-zz-rocetune-host-tuning.conf
+    on_unsupported: fail
 """
 
 RETURN = r"""
 sysctls:
-  description: One entry per key, with C(key), C(want), C(have) (before) and C(state).
+  description: One entry per key (empty when I(apply) is false), with C(key), C(want), C(have)
+    (before) and C(state) (C(changed), C(unchanged), C(absent), C(read-only)).
   type: list
+  elements: dict
   returned: always
+  sample: [{"key": "net.ipv4.tcp_mtu_probing", "want": "1", "have": "0", "state": "changed"}]
 written:
   description: The file written (or that would be, in check mode), else nothing.
   type: list
+  elements: str
   returned: always
+  sample: [/etc/sysctl.d/99-zz-rocetune-host-tuning.conf]
 unsupported:
   description: Keys that are absent or read-only here.
   type: list
+  elements: str
   returned: always
+  sample: [net.core.netdev_max_backlog]
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.host_tuning_sysctl_state import (
-    CHANGED, apply, file_content, invalid_entries, plan, unsupported_message
-)
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
+from ansible_collections.rocetune.fabric.plugins.module_utils.host_tuning_sysctl_run import ARGUMENT_SPEC, run
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            sysctls=dict(type="dict", required=True),
-            file=dict(type="path", default=""),
-            apply=dict(type="bool", default=True),
-            on_unsupported=dict(type="str", choices=["warn", "ignore", "fail"], default="warn"),
-            proc_sys=dict(type="path", default="/proc/sys"),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    problems = invalid_entries(p["sysctls"])
-    if problems:
-        module.fail_json(msg="host_tuning_sysctls: " + "; ".join(problems) + "; nothing was changed")
-    # Read everything first; apply live, and persist only what this node has and took.
-    items = plan(p["proc_sys"], p["sysctls"])
-    unsupported = [i["key"] for i in items if i["state"] not in (CHANGED, "unchanged")]
-    message = unsupported_message(items)
-    files = []
-    if p["file"]:
-        files = [{"path": p["file"], "content": file_content(p["sysctls"], items), "mode": "0644"}]
-    try:
-        changes, diffs = plan_files(files, [])
-    except FileTargetError as exc:
-        module.fail_json(msg=str(exc))
-    live = [i for i in items if p["apply"]]
-    changed = bool(changes) or any(i["state"] == CHANGED for i in live)
-    result = dict(changed=changed, sysctls=live, unsupported=unsupported,
-                  written=[c[1]["path"] for c in changes], diff=diffs)
-    if message and p["on_unsupported"] == "fail":
-        result.update(changed=False, written=[])
-        module.fail_json(msg=message + " (host_tuning_on_unsupported: fail); nothing was changed", **result)
-    if not module.check_mode:
-        try:
-            apply(p["proc_sys"], live)
-        except ValueError as exc:
-            result.update(changed=False, written=[])
-            module.fail_json(msg=str(exc) + "; the values written were restored and nothing was persisted",
-                             **result)
-        if changes:
-            apply_changes(changes)
-    if message and p["on_unsupported"] == "warn":
-        module.warn(message)
-    module.exit_json(**result)
+    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ DOCUMENTATION = r"""
 ---
 module: rdma_core_node
 short_description: Load and persist the RDMA kernel modules, set memlock, report missing packages
+version_added: "0.1.0"
 description:
   - Loads the modules that C(/sys/module) lacks with C(modprobe) (never unloads or reloads) and
     writes the modules-load.d file that loads them at boot.
@@ -22,10 +23,28 @@ description:
     unlimited memlock.
   - Reads which of the wanted packages are not installed (dpkg or rpm) and returns them in
     C(missing_packages), with the OS family that chose the list.
-  - Files are written only when they differ, atomically. Supports check mode and diff.
+  - Checks the module names and that every module to load exists for the running kernel
+    (C(modinfo)) before the first C(modprobe); a misspelt name loads nothing and writes nothing.
+  - Files are written only when they differ, atomically.
+  - Where systemd runs with another C(DefaultLimitMEMLOCK) than the drop-in's, returns
+    C(daemon_reexec_required), warns and writes I(reboot_marker); it never re-executes systemd.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The files, and the kernel modules loaded before and after.
+  platform:
+    platforms: posix
+requirements:
+  - Linux, C(modprobe) and C(modinfo) (kmod), and C(dpkg-query) or C(rpm) to read the packages.
 options:
   modules:
-    description: Kernel modules every RDMA node needs (empty manages no modules).
+    description:
+      - Kernel modules every RDMA node needs (empty manages no modules), each 1 to 55 of
+        C(A-Z a-z 0-9 _ -); anything else fails the call before anything changes.
     type: list
     elements: str
     default: []
@@ -57,6 +76,10 @@ options:
     description: Packages to check, per OS family (C(Debian), C(RedHat)); a list applies to any.
     type: raw
     default: []
+  reboot_marker:
+    description: The file written when systemd must be re-executed (or the node rebooted) for the memlock limit.
+    type: path
+    default: /run/reboot-required
 author: rocetune contributors (@rocetune)
 """
 
@@ -75,93 +98,46 @@ RETURN = r"""
 loaded:
   description: The modules this run loaded (or would load, in check mode).
   type: list
+  elements: str
   returned: always
+  sample: [ib_uverbs, rdma_ucm, mlx5_ib]
 builtin:
   description: The wanted modules that are built into the running kernel (nothing to load).
   type: list
+  elements: str
   returned: always
+  sample: []
 written:
   description: The files written (or that would be, in check mode).
   type: list
+  elements: str
   returned: always
+  sample: [/etc/modules-load.d/rocetune-rdma.conf]
 missing_packages:
   description: Wanted packages that are not installed.
   type: list
+  elements: str
   returned: always
+  sample: [perftest]
 os_family:
   description: The OS family as Ansible's facts name it.
   type: str
   returned: always
+  sample: Debian
+daemon_reexec_required:
+  description: systemd's manager still runs with another memlock limit than the drop-in's (C(systemctl
+    daemon-reexec) or a reboot applies it; C(/run/reboot-required) was written).
+  type: bool
+  returned: always
+  sample: false
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_node_state import (
-    PEERMEM_UNUSABLE, boot_modules, builtin_modules, missing_modules, wanted_files, wanted_modules
-)
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
-
-
-def peermem_installed(module):
-    """Whether nvidia_peermem is installed for the running kernel (modinfo finds its file)."""
-    modinfo = module.get_bin_path("modinfo")
-    if not modinfo:
-        return False
-    rc, dummy, dummy = module.run_command([modinfo, "-n", "nvidia_peermem"])
-    return rc == 0
+from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_node_run import ARGUMENT_SPEC, run
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            modules=dict(type="list", elements="str", default=[]),
-            nic_driver=dict(type="str", default=""),
-            nvidia_peermem=dict(type="str", choices=["auto", "true", "false"], default="auto"),
-            modules_load_file=dict(type="path", default=""),
-            limits_file=dict(type="path", default=""),
-            systemd_dropin=dict(type="path", default=""),
-            packages=dict(type="raw", default=[]),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    family, missing_pkgs = missing_packages(module, p["packages"], "rdma_core_packages")
-
-    installed = p["nvidia_peermem"] == "auto" and bool(p["modules"]) and peermem_installed(module)
-    modules = wanted_modules(p["modules"], p["nic_driver"], p["nvidia_peermem"], installed) if p["modules"] else []
-    builtin = builtin_modules(modules)
-    to_load = missing_modules(modules, builtin=builtin)
-    # The files' targets are checked before any module is loaded: a refused target changes nothing.
-    try:
-        plan_files(wanted_files(p["modules_load_file"] if modules else "", boot_modules(modules, builtin),
-                                p["limits_file"], p["systemd_dropin"]), [])
-    except FileTargetError as exc:
-        module.fail_json(msg=str(exc))
-    if to_load and not module.check_mode:
-        modprobe = module.get_bin_path("modprobe", required=True)
-        for name in list(to_load):
-            rc, out, err = module.run_command([modprobe, name])
-            if rc == 0:
-                continue
-            why = (err or out).strip() or "exit %d" % rc
-            if name == "nvidia_peermem" and p["nvidia_peermem"] == "auto":
-                module.warn(PEERMEM_UNUSABLE % why)
-                to_load.remove(name)
-                modules.remove(name)
-                continue
-            module.fail_json(msg="modprobe %s: %s" % (name, why), loaded=to_load[:to_load.index(name)])
-
-    files = wanted_files(p["modules_load_file"] if modules else "", boot_modules(modules, builtin),
-                         p["limits_file"], p["systemd_dropin"])
-    try:
-        changes, diffs = plan_files(files, [])
-    except FileTargetError as exc:
-        module.fail_json(msg=str(exc))
-    if changes and not module.check_mode:
-        apply_changes(changes)
-    module.exit_json(changed=bool(to_load or changes), loaded=to_load, builtin=builtin,
-                     written=[c[1]["path"] for c in changes],
-                     missing_packages=missing_pkgs, os_family=family, diff=diffs)
+    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
 
 
 if __name__ == "__main__":

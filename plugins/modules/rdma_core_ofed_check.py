@@ -12,6 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: rdma_core_ofed_check
 short_description: Fail clearly when the installed OFED does not match the running kernel
+version_added: "0.1.0"
 description:
   - Reads C(ofed_info -s), C(uname -r) and C(modinfo) of the NIC driver, and fails naming the
     kernel and the module file when the driver that would load is not OFED's build for the
@@ -21,6 +22,18 @@ description:
     returns C(driver_restart_required), with a warning, when they differ (OFED installed while
     the inbox driver ran).
   - Read-only; runs in check mode.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: It only reads.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+requirements:
+  - NVIDIA DOCA/MLNX OFED (C(ofed_info)) and C(modinfo) on the node.
 options:
   tarball:
     description:
@@ -50,18 +63,22 @@ ofed_version:
   description: The version C(ofed_info -s) reports, or null when OFED is not installed.
   type: str
   returned: always
+  sample: MLNX_OFED_LINUX-24.10-1.1.4.0
 summary:
   description: What matched.
   type: str
   returned: success
+  sample: mlx5_ib of MLNX_OFED_LINUX-24.10-1.1.4.0 built for 6.8.0-45-generic, the running kernel
 driver_restart_required:
   description: The loaded driver is not the installed one (OFED installed after the inbox driver loaded).
   type: bool
   returned: when OFED is installed
+  sample: false
 driver_restart:
   description: What to do about it, or null.
   type: str
   returned: when OFED is installed
+  sample: null
 """
 
 import os

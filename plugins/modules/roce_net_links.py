@@ -12,6 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: roce_net_links
 short_description: Fabric interface MTU and ARP isolation, all interfaces in one call
+version_added: "0.1.0"
 description:
   - Reads each interface's MTU from C(/sys/class/net/IF/mtu), sets the ones that differ with
     C(ip link set dev IF mtu N), and reports per interface what changed.
@@ -24,7 +25,18 @@ description:
     interface, sets the MTU in its connection profile.
   - Persists them (I(udev_rule_file), I(sysctl_file), and a drop-in for each interface
     systemd-networkd manages), each file only when it differs, atomically.
-  - Supports check mode and diff.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The interfaces' MTU (C(IF mtu 1500) to C(9000)), the ARP sysctls, NetworkManager profiles, and the files.
+  platform:
+    platforms: posix
+requirements:
+  - Linux and iproute2's C(ip) on the node; C(nmcli) where NetworkManager manages an interface.
 options:
   interfaces:
     description:
@@ -82,173 +94,38 @@ interfaces:
   description: Per interface C(mtu_before), C(mtu), C(action) (none, set, refused), C(addresses), C(changed).
   type: dict
   returned: always
+  sample: {"rtf0": {"interface": "rtf0", "mtu_before": 1500, "mtu": 9000, "action": "set", "reason": "",
+           "changed": true, "addresses": ["198.19.0.11/24"], "networkmanager": null, "networkd_file": null}}
 protected:
   description: Interfaces that carry the Ansible connection, with the reason.
   type: dict
   returned: always
+  sample: {"rtl0": "it holds 198.18.0.11, the address the Ansible connection uses"}
 arp_sysctls:
   description: The ARP isolation sysctls for the fabric interfaces (empty when not needed).
   type: dict
   returned: always
+  sample: {"net.ipv4.conf.ens4.arp_ignore": "1"}
 networkd_dropins:
   description: C(interface), C(path) and C(content) of the systemd-networkd drop-ins that keep the MTU.
   type: list
+  elements: dict
   returned: always
+  sample: []
 written:
   description: The files written (or that would be, in check mode).
   type: list
+  elements: str
   returned: always
+  sample: [/etc/udev/rules.d/81-rocetune-roce-net.rules]
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric import (
-    arp_sysctl_file, arp_sysctls, networkd_dropin, networkd_file, plan_links, udev_rule
-)
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import (
-    interface_name_problems, read_connection_interfaces
-)
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files, read_text
-
-SYS_NET = "/sys/class/net"
-MIN_ROCE_MTU = 4200  # RoCE's largest path MTU (4096) plus its headers
-PROC_CONF = "/proc/sys/net/ipv4/conf"
-
-
-def read(path):
-    text = read_text(path)
-    return None if text is None else text.strip()
-
-
-def nm_profile(module, ifname):
-    """(connection name, its configured MTU) when NetworkManager runs and manages ifname."""
-    nmcli = module.get_bin_path("nmcli")
-    if not nmcli:
-        return None, None
-    rc, out, dummy = module.run_command([nmcli, "-t", "-g", "RUNNING", "general"])
-    if rc != 0 or out.strip() != "running":
-        return None, None
-    rc, out, dummy = module.run_command([nmcli, "-g", "GENERAL.CONNECTION", "device", "show", ifname])
-    con = out.strip() if rc == 0 else ""
-    if not con:
-        return None, None
-    rc, out, dummy = module.run_command([nmcli, "-g", "802-3-ethernet.mtu", "connection", "show", con])
-    return con, out.strip() if rc == 0 else None
+from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_links_run import ARGUMENT_SPEC, run
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            interfaces=dict(type="list", elements="str", required=True),
-            mtu=dict(type="int", required=True),
-            allow_link_flap=dict(type="bool", default=False),
-            connection_addresses=dict(type="list", elements="str", default=[]),
-            arp_isolation=dict(type="str", choices=["auto", "on", "off"], default="auto"),
-            networkmanager=dict(type="bool", default=True),
-            udev_rule_file=dict(type="path", default=""),
-            sysctl_file=dict(type="path", default=""),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    problems = interface_name_problems(p["interfaces"], "roce_net_interfaces")
-    if p["mtu"] < MIN_ROCE_MTU:
-        problems.append("roce_net_mtu=%d is too small: RoCE runs at most a 4096-byte path MTU and needs a "
-                        "netdev MTU of at least %d for it (at 1500 it runs 1024-byte packets)"
-                        % (p["mtu"], MIN_ROCE_MTU))
-    if problems:
-        module.fail_json(msg="; ".join(problems) + "; nothing was changed")
-    ip = module.get_bin_path("ip", required=True)
-    protected, error, addrs = read_connection_interfaces(module, p["connection_addresses"])
-    if error:
-        module.fail_json(msg=error)
-
-    current = {}
-    for ifname in p["interfaces"]:
-        mtu = read(os.path.join(SYS_NET, ifname, "mtu"))
-        if mtu is not None:
-            current[ifname] = int(mtu)
-    plan = plan_links(p["interfaces"], p["mtu"], current, protected, p["allow_link_flap"])
-    # Every refusal and every missing interface fails here, before anything is changed or
-    # persisted: a refused interface must not reach the udev rule or a networkd drop-in either.
-    problems = [e["reason"] for e in plan if e["action"] in ("missing", "refused")]
-    if problems:
-        module.fail_json(msg="; ".join(problems) + "; nothing was changed", protected=protected, changed=False)
-
-    result = {"changed": False, "interfaces": {}, "protected": protected, "networkd_dropins": []}
-    nm_changes = []
-    for entry in plan:
-        ifname = entry["interface"]
-        changed = entry["action"] == "set"
-        nm_con = None
-        if p["networkmanager"]:
-            nm_con, nm_mtu = nm_profile(module, ifname)
-            if nm_con and nm_mtu != str(p["mtu"]):
-                changed = True
-                nm_changes.append(nm_con)
-        index = read(os.path.join(SYS_NET, ifname, "ifindex"))
-        net_file = networkd_file(read("/run/systemd/netif/links/%s" % index)) if index else None
-        if net_file:
-            path, content = networkd_dropin(net_file, p["mtu"])
-            result["networkd_dropins"].append({"interface": ifname, "path": path, "content": content})
-        result["changed"] |= changed
-        result["interfaces"][ifname] = dict(entry, changed=changed, addresses=addrs.get(ifname, []),
-                                            networkmanager=nm_con, networkd_file=net_file)
-
-    sysctls = arp_sysctls(p["interfaces"], addrs, p["arp_isolation"])
-    result["arp_sysctls"] = sysctls
-    sysctl_writes = []
-    for key, value in sorted(sysctls.items()):
-        parts = key.split(".")
-        path = os.path.join(PROC_CONF, parts[3].replace("/", "."), parts[4])
-        if read(path) != value:
-            sysctl_writes.append((key, path, value))
-    result["changed"] |= bool(sysctl_writes)
-
-    changes = []
-    result["written"], result["diff"] = [], []
-    if p["udev_rule_file"]:
-        files = [{"path": p["udev_rule_file"], "content": udev_rule(p["interfaces"], p["mtu"]), "mode": "0644"}]
-        files += [{"path": d["path"], "content": d["content"], "mode": "0644"} for d in result["networkd_dropins"]]
-        if p["sysctl_file"]:
-            files.append({"path": p["sysctl_file"], "content": arp_sysctl_file(sysctls), "mode": "0644"})
-        try:
-            changes, result["diff"] = plan_files(files, [])
-        except FileTargetError as exc:
-            module.fail_json(msg=str(exc))
-        result["written"] = [c[1]["path"] for c in changes]
-        result["changed"] |= bool(changes)
-
-    if module.check_mode:
-        for entry in result["interfaces"].values():
-            if entry["action"] == "set":
-                entry["mtu"] = entry["mtu_before"]  # what the interface has, for the path check
-        module.exit_json(**result)
-    apply_links(module, ip, p["mtu"], plan, nm_changes, sysctl_writes, result)
-    if changes:
-        apply_changes(changes)
-    module.exit_json(**result)
-
-
-def apply_links(module, ip, mtu, plan, nm_changes, sysctl_writes, result):
-    for entry in plan:
-        if entry["action"] == "set":
-            rc, dummy, err = module.run_command([ip, "link", "set", "dev", entry["interface"], "mtu", str(mtu)])
-            if rc != 0:
-                module.fail_json(msg="ip link set dev %s mtu %d: %s" % (entry["interface"], mtu, err.strip()),
-                                 **result)
-    for con in nm_changes:
-        nmcli = module.get_bin_path("nmcli")
-        rc, dummy, err = module.run_command([nmcli, "connection", "modify", con, "802-3-ethernet.mtu", str(mtu)])
-        if rc != 0:
-            module.fail_json(msg="nmcli connection modify %s: %s" % (con, err.strip()), **result)
-    for key, path, value in sysctl_writes:
-        try:
-            with open(path, "w") as fh:
-                fh.write(value + "\n")
-        except (IOError, OSError) as exc:
-            module.fail_json(msg="%s = %s: %s" % (key, value, exc), **result)
+    run(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True))
 
 
 if __name__ == "__main__":

@@ -12,12 +12,24 @@ DOCUMENTATION = r"""
 ---
 module: rocetune_env_features
 short_description: Write each node's Features document as DIR/<host>.json, all in one call
+version_added: "0.1.0"
 description:
   - Runs once on the controller for the whole play (C(run_once), C(delegate_to) localhost)
     instead of one delegated copy per node; writes C(<host>.json) for every host given, each
     only when its content differs, atomically.
   - The JSON is indented by 4 with sorted keys and ends with a newline.
-  - Supports check mode and diff.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: Each file that changes.
+  platform:
+    platforms: posix
+requirements:
+  - Runs on the controller (C(delegate_to) localhost).
 options:
   dir:
     description: The controller directory for the files (created when missing).
@@ -47,6 +59,7 @@ files:
   type: list
   elements: dict
   returned: always
+  sample: [{"path": "/home/ops/.local/share/rocetune/features/gpu-h100-001.json", "changed": true}]
 """
 
 import json
@@ -56,7 +69,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
 
-SAFE_NAME = re.compile(r"^[A-Za-z0-9_.@:-]+$")
+SAFE_NAME = re.compile(r"^[A-Za-z0-9_.@:-]+\Z")
 
 
 def render(features):
@@ -83,7 +96,8 @@ def main():
         apply_changes(changes)
     written = {c[1]["path"] for c in changes}
     results = [{"path": f["path"], "changed": f["path"] in written} for f in files]
-    module.exit_json(changed=bool(diffs), diff=diffs, files=results)
+    extra = {"diff": diffs} if module._diff else {}
+    module.exit_json(changed=bool(diffs), files=results, **extra)
 
 
 if __name__ == "__main__":

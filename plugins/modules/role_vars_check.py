@@ -12,6 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: role_vars_check
 short_description: Fail on variables with a role's prefix that are not options of the role
+version_added: "0.1.0"
 description:
   - Runs on the controller (an action plugin); nothing runs on the node.
   - Reads the role's C(meta/argument_specs.yml) and names every variable that starts with
@@ -19,6 +20,18 @@ description:
     vars) and every play host's inventory variables. Ansible ignores such a variable
     silently, leaving the default in force.
   - Use once per play with C(run_once) and C(any_errors_fatal).
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
 options:
   role:
     description: The role's name, which is also its variables' prefix.
@@ -51,9 +64,11 @@ unknown:
   type: list
   elements: str
   returned: always
+  sample: [roce_net_mtus]
 options:
   description: The role's options.
   type: list
   elements: str
   returned: always
+  sample: [roce_net_interfaces, roce_net_mtu]
 """

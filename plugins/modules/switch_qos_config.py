@@ -13,6 +13,7 @@ DOCUMENTATION = r"""
 ---
 module: switch_qos_config
 short_description: Write a switch's QoS configuration from the QoS plan, on the controller
+version_added: "0.1.0"
 description:
   - Runs C(rocetune --json qos render --os KIND [--ports P1,P2] [--qos FILE] [--CHOICE VALUE ...])
     on the controller (C(delegate_to) localhost, once per switch) and writes its output to I(dest),
@@ -23,7 +24,18 @@ description:
     knows. Loading the file onto the switch stays the operator's.
   - Checks every input first (the port names, I(dest) and its directory, the plan file, the
     command); any error fails the call, naming the input, before anything is written.
-  - Supports check mode and diff.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The configuration file.
+  platform:
+    platforms: posix
+requirements:
+  - The rocetune command on the controller (C(pip install rocetune)).
 options:
   kind:
     description:
@@ -85,24 +97,29 @@ dest:
   description: The file written (or that would be, in check mode).
   type: str
   returned: always
+  sample: /home/ops/.local/share/rocetune/switch-qos/leaf01.json
 assumes:
   description: What the configuration assumes of the switch (buffer model, platform family, release).
   type: list
   elements: str
   returned: success
+  sample: ["buffer_model: dynamic", "platform: mellanox"]
 binds:
   description: Exactly what the configuration binds, and to which ports.
   type: str
   returned: success
+  sample: "DSCP_TO_TC_MAP, PFC and the lossless queue on Ethernet0, Ethernet4"
 plan:
   description: The plan the configuration follows (a file, or C(built-in defaults)).
   type: str
   returned: success
+  sample: /srv/fabric/qos.yml
 ports:
   description: The ports the QoS is bound to.
   type: list
   elements: str
   returned: always
+  sample: [Ethernet0, Ethernet4]
 """
 
 import json
@@ -114,11 +131,11 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files imp
 
 # Ports as switch OSes name them (Ethernet0, swp1, Ethernet1/1, Ethernet3/1/1): the grammar
 # `rocetune qos render --ports` accepts, checked here first to name the variable.
-PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}$")
+PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}\Z")
 # An OS's choices: names and values as `rocetune qos render` takes them.
-CHOICE_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-CHOICE_VALUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-SUFFIX_RE = re.compile(r"^\.[A-Za-z0-9]{1,8}$")
+CHOICE_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}\Z")
+CHOICE_VALUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+SUFFIX_RE = re.compile(r"^\.[A-Za-z0-9]{1,8}\Z")
 
 
 def input_problems(p):
@@ -240,8 +257,10 @@ def main():
         apply_changes(changes)
     for warning in warnings:
         module.warn("rocetune qos render: %s" % warning)
-    result.update(changed=bool(changes), diff=diffs, plan=data.get("plan"), assumes=data.get("assumes") or [],
+    result.update(changed=bool(changes), plan=data.get("plan"), assumes=data.get("assumes") or [],
                   binds=data.get("binds") or "")
+    if module._diff:
+        result["diff"] = diffs
     module.exit_json(**result)
 
 

@@ -355,9 +355,10 @@ def _check_writable(path: str, make_dirs: bool = False, trial: bool = False) -> 
     """Refuse a target that cannot be written, before anything is; with `trial` (--check), a
     temporary file is made and removed in its directory, the only way to know a pseudo file
     system (/proc, /sys) refuses new files."""
-    from .fsutil import can_create_in, target_stat
+    from .fsutil import can_create_in, check_directory, target_stat
 
     target_stat(path)
+    check_directory(path)
     directory = os.path.dirname(os.path.abspath(path))
     while make_dirs and not os.path.isdir(directory) and not os.path.lexists(directory):
         directory = os.path.dirname(directory)  # the nearest existing one must be writable

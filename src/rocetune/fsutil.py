@@ -6,8 +6,18 @@ run as root would replace the device node), a FIFO (a reader would hang), a sock
 or a symlink (a link in a directory someone else owns could point anywhere) is refused with an
 OUTPUT error naming it, before anything is written. An existing target is read without
 following a link, without blocking, and only up to `MAX_OLD_BYTES`. The new content goes to a
-temporary file created with O_EXCL beside the target, gets its mode and owner on the open
-descriptor (an existing file keeps its own), is fsync'ed and renamed over the target.
+temporary file created with O_EXCL beside the target, gets its mode and group on the open
+descriptor, is fsync'ed and renamed over the target.
+
+What root writes is root's (docs/security.md). The new file is the writer's own: an existing
+file's permission bits are kept less group and world write and the set-id and sticky bits, and
+its group only when the writer owned it -- never the owner of a file another user put there first
+(in /tmp, that user would go on writing what root wrote). Run as root, a target is refused when
+another user could replace it after the write: a directory on its path that belongs to another
+user, that its group or others may write without being root's own sticky directory, or a link
+on the path that another user owns (`directory_problem`). The roles' writer
+(plugins/module_utils/rocetune_files.py) follows the same rules; tests/unit/test_root_writers.py
+holds both to them.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from typing import List, Optional, Sequence, Tuple
 from .errors import ExitCode, RocetuneError
 
 MAX_OLD_BYTES = 4 << 20  # an env file is a few KB; a larger target is not one of ours
+KEPT_BITS = 0o755  # what a written file may carry: no group/world write, no set-id or sticky bit
 TEMP_MARK = ".rocetune-tmp-"  # .NAME.rocetune-tmp-<pid>-<n>: ours, and which process made it
 _OPEN_OLD = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _OPEN_TEMP = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -36,10 +47,64 @@ class OutputError(RocetuneError):
         self.path = path
 
 
+UNSAFE_DIR_HINT = "write it in a directory only root may change, or run as the user who owns the directory"
+
+
+def directory_problem(directory: str) -> Optional[str]:
+    """Why root must not write a file in `directory` (which need not exist yet), or None.
+
+    Root's file must stay root's: every directory on the path, as given and as resolved, must
+    belong to root and be writable by no one else -- unless it is root's own sticky directory
+    (/tmp), where no other user may rename or remove a file root owns. A link on the path must
+    be root's (its owner could point it elsewhere between the check and the write). As any other
+    user, the kernel's permissions are the boundary and nothing is refused here."""
+    if os.geteuid() != 0:
+        return None
+    given = os.path.abspath(directory)
+    return _chain_problem(given, links=True) or _chain_problem(os.path.realpath(given), links=False)
+
+
+def _chain_problem(path: str, links: bool) -> Optional[str]:
+    parts = [p for p in path.split("/") if p]
+    prefixes = ["/"] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    for d in prefixes:
+        try:
+            st = os.lstat(d)
+        except OSError:
+            return None  # the rest is missing: made by root under the directories checked
+        if stat.S_ISLNK(st.st_mode):
+            if links and st.st_uid != 0:
+                return f"{d} is a symbolic link of uid {st.st_uid}, who could point it elsewhere"
+            continue  # its target's directories are checked on the resolved path
+        why = _dir_mode_problem(d, st)
+        if why:
+            return why
+    return None
+
+
+def _dir_mode_problem(d: str, st: os.stat_result) -> Optional[str]:
+    sticky = bool(st.st_mode & stat.S_ISVTX)
+    if st.st_uid != 0:
+        return (f"{d} belongs to uid {st.st_uid}, who could replace the file after root writes it"
+                + (" (a sticky bit keeps users from each other's files, not from its owner)" if sticky else ""))
+    if st.st_mode & 0o022 and not sticky:
+        who = "others" if st.st_mode & 0o002 else "its group"
+        return f"{d} is writable by {who} and not sticky: they could replace the file after root writes it"
+    return None
+
+
+def check_directory(path: str) -> None:
+    """OutputError naming `path` when root must not write it there (directory_problem)."""
+    why = directory_problem(os.path.dirname(os.path.abspath(path)))
+    if why:
+        raise OutputError(path, why, hint=UNSAFE_DIR_HINT)
+
+
 @dataclass
 class Target:
-    """One file of a set written together: `mode` (and `owner`, uid and gid, when root may give
-    it) for a new file; an existing one keeps its own mode and owner unless `keep_mode` is false."""
+    """One file of a set written together: `mode` for a new file; an existing one keeps its own
+    mode unless `keep_mode` is false (either less KEPT_BITS). `owner` (uid, gid) of an original
+    this file copies: its group is kept when the writer owned it."""
 
     path: str
     data: bytes
@@ -112,6 +177,7 @@ def read_old_text(path: str, max_bytes: int = MAX_OLD_BYTES) -> Optional[str]:
 def can_create_in(directory: str, path: str) -> None:
     """Whether a temporary file can be made in `directory` (what --check asks without writing):
     one is created and removed at once. OutputError naming `path` when it cannot."""
+    check_directory(path)
     try:
         fd, tmp = _make_temp(directory, os.path.basename(path), 0o600)
     except OSError as exc:
@@ -127,6 +193,8 @@ def write_files(targets: Sequence[Target]) -> None:
     (a refused target, ENOSPC) removes the temporary files and leaves every old file as it was:
     OutputError naming the target."""
     stats = [target_stat(t.path) for t in targets]
+    for t in targets:
+        check_directory(t.path)
     temps: List[str] = []
     current = ""
     try:
@@ -173,19 +241,12 @@ def _write_temp(t: Target, old: Optional[os.stat_result]) -> str:
         while view:
             view = view[os.write(fd, view):]
         if old is not None and t.keep_mode:
-            os.fchmod(fd, stat.S_IMODE(old.st_mode))
-            if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
-                try:
-                    os.fchown(fd, old.st_uid, old.st_gid)
-                except PermissionError:
-                    pass  # not root: the new file is ours, as any editor's would be
+            os.fchmod(fd, stat.S_IMODE(old.st_mode) & KEPT_BITS)
+            _keep_group(fd, old.st_uid, old.st_gid)
         else:
-            os.fchmod(fd, t.mode)
-            if t.owner is not None and t.owner != (os.geteuid(), os.getegid()):
-                try:
-                    os.fchown(fd, *t.owner)
-                except PermissionError:
-                    pass
+            os.fchmod(fd, t.mode & KEPT_BITS)
+            if t.owner is not None:
+                _keep_group(fd, *t.owner)
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -193,6 +254,16 @@ def _write_temp(t: Target, old: Optional[os.stat_result]) -> str:
         raise
     os.close(fd)
     return tmp
+
+
+def _keep_group(fd: int, uid: int, gid: int) -> None:
+    """The group of a file the writer itself owned; another user's file gives nothing."""
+    if uid != os.geteuid() or gid == os.getegid():
+        return
+    try:
+        os.fchown(fd, -1, gid)
+    except PermissionError:
+        pass  # not root, and not in that group: the new file has the writer's group
 
 
 def _make_temp(directory: str, name: str, mode: int):

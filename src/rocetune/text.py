@@ -1,26 +1,63 @@
-"""Text that is safe to show: control characters escaped, and aligned tables."""
+"""Text that is safe to show: control characters escaped, and aligned tables.
+
+The one output sanitizer (docs/security.md). A host name, a device name, a node's stderr, a log
+line: whatever a node or a file supplied may hold C0 or C1 control characters (ESC, CSI: escape
+sequences that move the cursor, rewrite a line, set the window title) or bidirectional overrides
+(U+202E and kin: text shown in another order than it reads). None reaches a terminal raw:
+`printable` escapes them in one value (a newline too); `terminal_text` in a whole rendered text,
+keeping only the renderer's own newlines and tabs (cli.main prints every human text, warning and
+error through them); `json_text` escapes in JSON what json's encoder leaves raw with
+ensure_ascii=False (C1 controls, DEL, the overrides, U+2028/9), so `--json` stays valid JSON
+whose strings are the values themselves.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, List, Optional, Sequence
+
+# Shown in another order than they read: the bidirectional embeddings, overrides and isolates,
+# the implicit marks, and the line/paragraph separators some terminals take as newlines.
+_FORMAT_CHARS = "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNSAFE_IN_VALUE = re.compile(f"[\x00-\x1f\x7f-\x9f{_FORMAT_CHARS}]")
+_UNSAFE_IN_TEXT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_FORMAT_CHARS}]")
+_UNSAFE_IN_JSON = re.compile(f"[\x7f-\x9f{_FORMAT_CHARS}]")  # json escapes C0 itself
 
 
 def _is_control(o: int) -> bool:
     return o < 0x20 or o == 0x7f or 0x80 <= o < 0xa0
 
 
+def _escape(ch: str) -> str:
+    o = ord(ch)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def _escape_match(m: "re.Match[str]") -> str:
+    return _escape(m.group())
+
+
 def printable(text: object) -> str:
-    """Escape control characters so a hostile value cannot drive the terminal."""
-    out = []
-    for ch in str(text):
-        o = ord(ch)
-        if ch == "\n":
-            out.append("\\n")
-        elif _is_control(o):
-            out.append(f"\\x{o:02x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    """Escape control characters and bidirectional overrides (a newline too) so a hostile value
+    cannot drive the terminal or reorder what it shows."""
+    text = str(text)
+    if text.isprintable() and text.isascii():
+        return text
+    return _UNSAFE_IN_VALUE.sub(_escape_match, text.replace("\n", "\\n"))
+
+
+def terminal_text(text: str) -> str:
+    """A whole rendered text with every control character but newline and tab, and every
+    bidirectional override, escaped (`printable`'s escapes)."""
+    return _UNSAFE_IN_TEXT.sub(_escape_match, text) if _UNSAFE_IN_TEXT.search(text) else text
+
+
+def json_text(text: str) -> str:
+    """JSON text written with ensure_ascii=False, its C1 controls, DEL and bidirectional
+    overrides written as \\uXXXX escapes (they can only be inside strings: still the same JSON)."""
+    if not _UNSAFE_IN_JSON.search(text):
+        return text
+    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def one_line(text: object) -> str:

@@ -66,12 +66,37 @@ def test_syntax_check_site_yml():
     assert proc.returncode == 0, proc.stdout
 
 
+def test_a_run_without_gpu_nodes_is_an_error_not_no_hosts_matched(tmp_path):
+    empty = tmp_path / "empty.yml"
+    empty.write_text("all:\n  hosts: {}\n")
+    proc = subprocess.run([tool("ansible-playbook"), "-i", str(empty), "site.yml"], cwd=REPO, env=env(),
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout
+    assert "No host in the inventory's gpu_nodes group" in " ".join(proc.stdout.split()), proc.stdout
+
+
 def test_ansible_lint_production_profile_is_clean():
-    targets = [t for t in ("roles", "playbooks", "site.yml") if (REPO / t).exists()]
-    proc = subprocess.run([tool("ansible-lint"), "--profile", "production", "--offline", "--nocolor", *targets],
+    """From the repository root, as a collection's CI runs it: galaxy.yml, meta/runtime.yml, the
+    changelog, the sanity ignore files, the roles, playbooks and inventories."""
+    proc = subprocess.run([tool("ansible-lint"), "--profile", "production", "--offline", "--nocolor"],
                           cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-6000:]
+
+
+def test_changelog_fragments_are_well_formed():
+    proc = subprocess.run([tool("antsibull-changelog"), "lint"], cwd=REPO, env=env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout
+
+
+def test_the_collection_ships_the_license_it_declares():
+    galaxy = load(REPO / "galaxy.yml")
+    assert galaxy["license"] == ["Apache-2.0"]
+    assert "Apache License\n                           Version 2.0" in (REPO / "LICENSE").read_text()
+    for key in ("repository", "documentation", "issues"):
+        assert galaxy[key].startswith("https://"), key
 
 
 def test_no_noqa_without_a_reason():

@@ -29,12 +29,16 @@ TEST_HOME = Path(os.path.expanduser("~/.cache/rocetune/ansible-test-home"))
 # interpreter's own ensurepip and installs what ansible-test asks for from the index.
 GET_PIP_OFFLINE = '''"""Stand-in for get-pip.py: ensurepip, then pip install (get-pip's own flags dropped)."""
 import ensurepip
+import os
 import subprocess
 import sys
 
+# ensurepip points PIP_CONFIG_FILE at os.devnull in this process to bootstrap in isolation; the
+# install that follows must see the site's pip configuration (its index, its CA bundle) again.
+environ = dict(os.environ)
 ensurepip.bootstrap(upgrade=True)
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
-sys.exit(subprocess.call([sys.executable, "-m", "pip", "install"] + args))
+sys.exit(subprocess.call([sys.executable, "-m", "pip", "install"] + args, env=environ))
 '''
 
 
@@ -64,15 +68,22 @@ def installed(tmp_path_factory):
     return dest, dest / "ansible_collections" / "rocetune" / "fabric"
 
 
-def test_the_built_collection_holds_the_roles_and_plugins_and_nothing_of_the_python_package(installed):
+def test_the_built_collection_holds_the_roles_plugins_and_the_agents_sources_only(installed):
     _, root = installed
     assert sorted(p.name for p in (root / "roles").iterdir()) == ROLES
     assert sorted(p.stem for p in (root / "plugins" / "modules").glob("*.py")) == MODULES
-    assert sorted(p.name for p in (root / "plugins" / "action").glob("*.py")) == ["role_vars_check.py"]
+    assert sorted(p.name for p in (root / "plugins" / "action").glob("*.py")) == [
+        "preflight.py", "roce_qos_apply.py", "rocetune_agent_install.py", "role_vars_check.py"]
+    # What the rocetune_agent role packs: the agent's sources, with the files the modules share
+    # (links in the repository) as files, and the license; no build leftovers.
+    assert (root / "src" / "rocetune" / "agentpack.py").is_file() and (root / "LICENSE").is_file()
+    shared = root / "src" / "rocetune" / "probe" / "parsers" / "ip_addr_json.py"
+    assert shared.read_text() == (REPO / "plugins" / "module_utils" / "rocetune_ip_addr.py").read_text()
+    assert not list((root / "src").glob("*.egg-info")) and not list(root.rglob("__pycache__"))
     assert sorted(p.name for p in (root / "plugins" / "filter").iterdir()) == [
         "systemd.py", "systemd_escape.yml", "systemd_exec.yml", "systemd_unit_names.yml"]
     assert (root / "playbooks" / "site.yml").is_file()
-    for absent in ("src", "bench", "docs", "inventories", "tests/unit", "tests/lab", "collections"):
+    for absent in ("bench", "docs", "inventories", "tests/unit", "tests/lab", "collections"):
         assert not (root / absent).exists(), absent
 
 
@@ -108,19 +119,35 @@ def _documentation(path: Path) -> dict:
 
 
 def _argument_spec(path: Path) -> dict:
-    """The argument_spec given to AnsibleModule, read from the source (literal dicts only); for a
-    documentation-only module, the arguments its action plugin of the same name accepts."""
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "AnsibleModule":
-            spec = next(k.value for k in node.keywords if k.arg == "argument_spec")
-            return {k.arg: {kk.arg: ast.literal_eval(kk.value) for kk in k.value.keywords} for k in spec.keywords}
-    action = REPO / "plugins" / "action" / path.name
-    assert action.is_file(), f"{path.name}: no AnsibleModule(argument_spec=...) and no action plugin"
-    for node in ast.walk(ast.parse(action.read_text())):
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_VALID_ARGS":
-            return {name: None for name in ast.literal_eval(node.value.args[0])}
-    raise AssertionError(f"{action.name}: no _VALID_ARGS")
+    """The argument_spec the module gives AnsibleModule (captured by running its main() with a
+    stand-in that stops there); for a documentation-only module, the arguments its action plugin
+    of the same name accepts."""
+    import importlib
+    from unittest import mock
+
+    if "AnsibleModule(" not in path.read_text():
+        action = REPO / "plugins" / "action" / path.name
+        assert action.is_file(), f"{path.name}: no AnsibleModule(argument_spec=...) and no action plugin"
+        for node in ast.walk(ast.parse(action.read_text())):
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_VALID_ARGS":
+                return {name: None for name in ast.literal_eval(node.value.args[0])}
+        raise AssertionError(f"{action.name}: no _VALID_ARGS")
+    if str(REPO / "collections") not in sys.path:
+        sys.path.insert(0, str(REPO / "collections"))
+    module = importlib.import_module(f"ansible_collections.rocetune.fabric.plugins.modules.{path.stem}")
+    captured: dict = {}
+
+    class Stop(Exception):
+        pass
+
+    def stand_in(argument_spec, **kwargs):
+        captured.update(argument_spec)
+        raise Stop
+
+    with mock.patch.object(module, "AnsibleModule", stand_in):
+        with pytest.raises(Stop):
+            module.main()
+    return captured
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -131,6 +158,8 @@ def test_documented_options_are_the_argument_spec(module):
     spec = _argument_spec(path)
     options = doc.get("options") or {}
     assert sorted(options) == sorted(spec), f"{module}: documented {sorted(options)} vs spec {sorted(spec)}"
+    assert doc.get("version_added"), f"{module}: no version_added"
+    assert "check_mode" in (doc.get("attributes") or {}) and "diff_mode" in doc["attributes"], f"{module}: attributes"
     for name, arg in spec.items():
         opt = options[name]
         if arg is None:  # an action plugin's argument: only its name is declared in code
@@ -143,7 +172,12 @@ def test_documented_options_are_the_argument_spec(module):
             assert opt.get("choices") == arg["choices"], f"{module}.{name}: choices"
     examples = yaml.safe_load(docs["EXAMPLES"])
     assert any(f"rocetune.fabric.{module}" in task for task in examples), f"{module}: no example uses it"
-    assert yaml.safe_load(docs["RETURN"]) is not None
+    returns = yaml.safe_load(docs["RETURN"])
+    assert returns is not None
+    for key, value in returns.items():
+        assert "sample" in value, f"{module}: return {key} has no sample"
+        if value.get("type") == "list":
+            assert "elements" in value, f"{module}: return {key} (a list) has no elements"
 
 
 def _ansible_test_pip_version() -> str:
@@ -168,12 +202,32 @@ def test_ansible_test_sanity_is_clean(installed):
                 shutil.rmtree(venv)
         (cache / f"get_pip_{_ansible_test_pip_version().replace('.', '_')}.py").write_text(GET_PIP_OFFLINE)
         # ansible-test wants the collection root as the working directory, inside a git tree or not.
+        # Everything Ansible loads is tested; src/ is the node agent's Python package, which the
+        # collection carries for the rocetune_agent role to pack (ruff, mypy and pytest test it).
+        targets = sorted(p.name + ("/" if p.is_dir() else "") for p in root.iterdir() if p.name != "src")
         proc = subprocess.run([tool("ansible-test"), "sanity", "--python", f"{sys.version_info[0]}.{sys.version_info[1]}",
-                               "--local", "--color", "no"],
+                               "--local", "--color", "no", *targets],
                               capture_output=True, text=True, cwd=root, timeout=900,
                               env=clean_env(HOME=str(TEST_HOME), PATH=f"{BIN}:{os.environ.get('PATH', '')}"))
     errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith(("ERROR", "FATAL"))]
     assert proc.returncode == 0, "\n".join(errors) or proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "src/" not in targets and {"plugins/", "roles/", "playbooks/", "meta/"} <= set(targets)
+
+
+def test_ansible_test_integration_targets_pass(installed):
+    """The modules' integration targets (tests/integration/targets), the way collections test
+    with ansible-test; they touch nothing of this machine (a directory plays /proc/sys, and the
+    QoS refusals come before any interface is read). tests/lab runs the modules on lab hosts."""
+    _, root = installed
+    targets = sorted(p.name for p in (root / "tests" / "integration" / "targets").iterdir())
+    assert targets == ["host_tuning_sysctl", "roce_qos_apply"]
+    proc = subprocess.run([tool("ansible-test"), "integration", "--local", "--color", "no",
+                           "--python", f"{sys.version_info[0]}.{sys.version_info[1]}", *targets],
+                          capture_output=True, text=True, cwd=root, timeout=600,
+                          env=clean_env(HOME=str(TEST_HOME), PATH=f"{BIN}:{os.environ.get('PATH', '')}"))
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    for target in targets:
+        assert f"Running {target} integration test role" in proc.stdout, proc.stdout[-3000:]
 
 
 def test_min_ansible_version_is_the_oldest_the_nodes_run():

@@ -145,10 +145,22 @@ def test_nic_firmware_refuses_bad_settings_naming_them(tmp_path):
 
 
 def test_nic_firmware_names_an_interface_without_a_pci_device(tmp_path):
-    result = play(tmp_path, "nic_firmware", {"nic_firmware_settings": {"PCI_WR_ORDERING": "force_relax"},
+    result = play(tmp_path, "nic_firmware", {"nic_firmware_settings": {"PCI_WR_ORDERING": "per_mkey"},
                                              "nic_firmware_interfaces": ["definitely-absent0"]})
     assert result.returncode != 0
     assert "definitely-absent0: no PCI device" in result.stdout, result.stdout
+
+
+def test_nic_firmware_refuses_force_relax_naming_the_risk_and_the_opt_in(tmp_path):
+    bin_dir = fake_mlxconfig(tmp_path, "mlxconfig-e-q-egrep-connectx6-shs-docs.txt")
+    result = play(tmp_path, "nic_firmware", {"nic_firmware_devices": ["0000:86:00.0"],
+                                             "nic_firmware_settings": {"PCI_WR_ORDERING": "force_relax"}},
+                  path_first=bin_dir)
+    assert result.returncode != 0
+    out = " ".join(result.stdout.split())
+    assert "refusing PCI_WR_ORDERING=force_relax" in out and "NVIDIA/nccl#531" in out, result.stdout
+    assert "nic_firmware_allow_forced_write_reordering: true" in out and "nothing was changed" in out
+    assert not (tmp_path / "calls").exists()  # refused before any device was read
 
 
 def test_nic_firmware_check_mode_shows_the_diff_and_sets_nothing(tmp_path):
@@ -169,6 +181,7 @@ def test_nic_firmware_reports_a_pending_reset_and_sets_nothing_again(tmp_path):
     marker = tmp_path / "reboot-required"
     result = play(tmp_path, "nic_firmware", {"nic_firmware_devices": ["0000:86:00.0"],
                                              "nic_firmware_settings": {"PCI_WR_ORDERING": "force_relax"},
+                                             "nic_firmware_allow_forced_write_reordering": True,
                                              "__nic_firmware_reboot_marker": str(marker)},
                   "-v", path_first=bin_dir)
     assert result.returncode == 0, result.stdout
@@ -178,6 +191,7 @@ def test_nic_firmware_reports_a_pending_reset_and_sets_nothing_again(tmp_path):
     assert "changed=1" in result.stdout  # the marker, nothing else
     rerun = play(tmp_path, "nic_firmware", {"nic_firmware_devices": ["0000:86:00.0"],
                                             "nic_firmware_settings": {"PCI_WR_ORDERING": "force_relax"},
+                                            "nic_firmware_allow_forced_write_reordering": True,
                                             "__nic_firmware_reboot_marker": str(marker)},
                  path_first=bin_dir)
     assert rerun.returncode == 0 and "changed=0" in rerun.stdout, rerun.stdout

@@ -72,7 +72,7 @@ def test_the_boot_units_run_exactly_the_inventory_values(tmp_path):
     assert setting(qos, "Wants") == ["network-online.target " + devices + " "]
     assert setting(qos, "After") == ["network-online.target systemd-modules-load.service rdma-hw.target " + devices + " "]
     assert [exec_argv(v) for v in setting(qos, "ExecStart")] == [
-        ["/usr/bin/python3", "/usr/local/lib/rocetune/roce_qos_state.py", "/etc/rocetune/roce_qos.json"]]
+        ["/usr/bin/python3", "/usr/local/lib/rocetune/rocetune_qos_reapply.py", "/etc/rocetune/roce_qos.json"]]
 
 
 def test_a_unit_name_or_program_that_would_inject_fails_the_render_naming_the_variable(tmp_path):

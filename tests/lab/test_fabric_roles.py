@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from tests.lab import fabric_net
+from tests.lab import fabric_net, lab
 from tests.lab.site_fixtures import run_playbook
 
 FABRIC_IF = fabric_net.FABRIC_IF
@@ -27,8 +27,10 @@ TAGS = ("--tags", "rdma_core,roce_net,roce_qos,host_tuning", "--skip-tags", "roc
 
 @pytest.fixture(scope="module")
 def fabric(lab4, tmp_path_factory):
-    """The four lab hosts with rtf0, and an inventory that names it as their fabric interface."""
+    """The four lab hosts, fresh (roots reset: another module may have converged them), with rtf0,
+    and an inventory that names it as their fabric interface."""
     fabric_net.remove(lab4)
+    lab.up(len(lab4.names))
     fabric_net.add(lab4)
     inv = tmp_path_factory.mktemp("fabric") / "fabric.yml"
     inv.write_text(fabric_net.inventory_text())
@@ -84,7 +86,7 @@ def test_host_tuning_applies_what_a_namespace_allows_and_names_the_rest(converge
     assert "absent here: net.core.netdev_max_backlog" in out, converged.explain()
     assert "net.core.rmem_max" in out.split("read-only here:", 1)[1].split("\n", 1)[0], converged.explain()
     assert run_on("node02", "cat /proc/sys/net/ipv4/tcp_rmem").stdout.split() == ["4096", "87380", "134217728"]
-    assert "net.ipv4.tcp_mtu_probing = 1" in run_on("node02", "cat /etc/sysctl.d/60-rocetune-host-tuning.conf").stdout
+    assert "net.ipv4.tcp_mtu_probing = 1" in run_on("node02", "cat /etc/sysctl.d/99-zz-rocetune-host-tuning.conf").stdout
 
 
 def test_drift_is_repaired_and_reported_then_the_third_run_is_clean(converged, fabric, run_on, tmp_path):
@@ -155,7 +157,8 @@ def test_a_bad_qos_plan_is_refused_before_it_is_installed(converged, fabric, run
 
 
 def test_the_qos_boot_unit_turned_off_is_removed_and_back_on_is_reinstalled(converged, fabric, run_on, tmp_path):
-    files = ("/etc/systemd/system/rocetune-qos.service", "/usr/local/lib/rocetune/roce_qos_state.py",
+    files = ("/etc/systemd/system/rocetune-qos.service", "/usr/local/lib/rocetune/rocetune_qos_reapply.py",
+             "/usr/local/lib/rocetune/roce_qos_state.py",
              "/usr/local/lib/rocetune/rocetune_qos_plan.py", "/usr/local/lib/rocetune/roce_qos_buffer.py",
              "/usr/local/lib/rocetune/rocetune_qos_tools.py",
              "/etc/rocetune/roce_qos.json")

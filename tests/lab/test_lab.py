@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -63,7 +64,9 @@ def _lab_leftovers() -> list:
         pid, st, args = line.split(None, 2)
         if int(pid) == os.getpid() or st.startswith("Z"):
             continue
-        if "rtlab" in args or str(lab.STATE_DIR) in args:
+        # The state directory as a path, not a prefix: /run/rocetune-lab.lock is the lock that
+        # another run waits on (tests/conftest.py), not a leftover.
+        if "rtlab" in args or re.search(re.escape(str(lab.STATE_DIR)) + r"(/|\s|$)", args):
             left.append(f"process {pid} {args[:80]}")
     for path in (lab.STATE_DIR, lab.INVENTORY):
         if path.exists():

@@ -159,7 +159,10 @@ def _agent(text):
     try:
         plan = load_text(text, "qos.yml")
     except RocetuneError as exc:
-        return ("refused", exc.message.split("QoS plan qos.yml: ", 1)[1])
+        message = exc.message.split("QoS plan qos.yml: ", 1)[1]
+        if exc.hint and not exc.hint.startswith("see docs/qos.md"):  # the role shows the hint in the line
+            message += f" ({exc.hint})"
+        return ("refused", message)
     return ("ok", {"trust": plan.trust, "data": [plan.data.dscp, plan.data.priority],
                    "cnp": [plan.cnp.dscp, plan.cnp.priority], "ecn": plan.ecn,
                    "lossless": list(plan.lossless_priorities), "cts": plan.cts_dscp,

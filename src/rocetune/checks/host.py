@@ -5,6 +5,7 @@ time: findings are not facts, so a saved Features document stays the host's fact
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Dict, Iterable, List, Optional
 
 from ..model.finding import Finding
@@ -306,3 +307,46 @@ def _addresses_by_name(f: dict) -> Dict[str, List[dict]]:
     for i in f["net"].get("interfaces") or []:
         out.setdefault(i["name"], i.get("addresses") or [])
     return out
+
+
+# Where a probe reads what the plan rests on. A denied path elsewhere -- another user's home in
+# the NCCL library search -- costs the system plan nothing (that user's library is that user's).
+_EVIDENCE_TREES = ("/sys/", "/proc/", "/etc/", "/dev/", "/run/", "/var/lib/rocetune/", "/commands/",
+                   "/recorded/")
+_DENIED = re.compile(r"cannot (?:read|list) (/\S*): Permission denied\Z")
+
+
+def unread_evidence(f: dict) -> List[str]:
+    """The host paths the probe may not read (permission denied) where the plan's evidence is."""
+    out = set()
+    for status in (f.get("sources") or {}).values():
+        for line in list(status.get("warnings") or []) + [status.get("reason") or ""]:
+            m = _DENIED.search(line)
+            if m and (m.group(1) == "/" or (m.group(1) + "/").startswith(_EVIDENCE_TREES)):
+                out.add(m.group(1))
+    return sorted(out)
+
+
+@host_check(Check(
+    "root-unreadable", "host", "error",
+    title="The probe could not read part of the host: the result is partial",
+    checks="Whether any file or directory the probe reads for the plan's evidence (under /sys, "
+           "/proc, /etc, /dev, /run, the recorded commands of a capture) was refused to the user "
+           "running it.",
+    reads="The sources' warnings in the Features (`sources.*.warnings`): each `cannot read` or "
+          "`cannot list` with `Permission denied`.",
+    why="A directory the probe may not list reads as empty: without /sys/class/infiniband a host "
+        "with four RDMA NICs plans as one without RDMA (4 variables instead of 9, NCCL over TCP). "
+        "The plan is then not the host's, and a capture of it replays the same gap anywhere.",
+    fix="run as root, or as a user who may read the whole root; `env -o` writes nothing meanwhile",
+    source="open(2)/getdents(2) EACCES; rocetune.hostfs.HostRoot turns it into a warning, never "
+           "into an empty answer taken as the host's.",
+))
+def root_unreadable(f: dict) -> Iterable[Finding]:
+    denied = unread_evidence(f)
+    if denied:
+        shown = ", ".join(denied[:4]) + (f" and {len(denied) - 4} more" if len(denied) > 4 else "")
+        yield finding("root-unreadable", "host",
+                      f"partial result: {len(denied)} path(s) the plan reads could not be read (permission "
+                      f"denied): {shown}; what they hold is missing from the plan",
+                      evidence={"file": denied[0], "value": denied})

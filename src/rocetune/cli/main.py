@@ -12,7 +12,7 @@ from typing import List, Optional, Sequence
 from .. import __version__
 from ..errors import ExitCode, RocetuneError
 from . import verbs
-from ..text import printable
+from ..text import printable, terminal_text
 from .result import Result, error_result
 
 
@@ -162,9 +162,12 @@ def _emit(result: Result, as_json: bool, quiet: bool) -> None:
         sys.stdout.flush()
         return
     if result.raw is not None:
-        sys.stdout.write(result.raw)
+        # An env file's bytes, for a file or a pipe exactly; on a terminal, shown like any text.
+        sys.stdout.write(terminal_text(result.raw) if _is_terminal(sys.stdout) else result.raw)
     elif result.human:
-        sys.stdout.write(result.human if result.human.endswith("\n") else result.human + "\n")
+        # Every renderer's text leaves here: whatever a node or a file put in it is escaped.
+        human = terminal_text(result.human)
+        sys.stdout.write(human if human.endswith("\n") else human + "\n")
     sys.stdout.flush()  # a full disk says so here, where it can be reported, not at exit
     if not quiet:
         for w in result.warnings:
@@ -173,6 +176,13 @@ def _emit(result: Result, as_json: bool, quiet: bool) -> None:
         sys.stderr.write(f"rocetune: error: {printable(e['message'])}\n")
         if e.get("hint"):
             sys.stderr.write(f"  hint: {printable(e['hint'])}\n")
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def _wants(argv: Sequence[str], flag: str) -> bool:

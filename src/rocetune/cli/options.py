@@ -90,7 +90,7 @@ class _Fallback:
 def nccl_release(text: str) -> str:
     import re
 
-    if not re.match(r"^\d+\.\d+\.\d+$", text):
+    if not re.match(r"^\d+\.\d+\.\d+\Z", text):
         raise argparse.ArgumentTypeError(f"expected an NCCL release like 2.21.5, got {text!r}")
     return text
 

@@ -57,8 +57,12 @@ class Result:
 
 
 def dumps(obj: Any) -> str:
-    """Deterministic JSON on one line (sorted keys; the C encoder, so large Features stay fast)."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n"
+    """Deterministic JSON on one line (sorted keys; the C encoder, so large Features stay fast),
+    with what a terminal would act on escaped (text.json_text) and no NaN or Infinity, which
+    are not JSON (a ValueError: the readers refuse them, so none reaches here)."""
+    from ..text import json_text
+
+    return json_text(json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False)) + "\n"
 
 
 def error_result(command: str, message: str, hint: Optional[str], code: ExitCode) -> Result:

@@ -1,7 +1,10 @@
 """The NIC counter baseline: the last snapshot, kept on the host so the next reading has rates.
 
 Stored as the snapshot itself (versioned JSON, rocetune.model.nic_counters), written atomically
-at `BASELINE_PATH` under the host root (the root is a directory, "/" on the host itself).
+at `BASELINE_PATH` under the host root (the root is a directory, "/" on the host itself). Read
+and written through the root (rocetune.hostfs.HostRoot): a link on the way resolves inside the
+root, never out of it, and the file is read as every host file is (a regular file, without
+blocking, capped).
 """
 
 from __future__ import annotations
@@ -10,14 +13,15 @@ import json
 import os
 from typing import Optional
 
-from ..errors import ExitCode, RocetuneError
+from ..errors import ExitCode, HostReadError, RocetuneError
 from ..fsutil import atomic_write
+from ..hostfs import HostRoot
 from ..model.jsonread import load_json
 from ..model.nic_counters import validate_snapshot
 
 BASELINE_PATH = "/var/lib/rocetune/counters.json"
-# A baseline is a few KB a port; anything far larger is not one.
-MAX_BASELINE_BYTES = 64 << 20
+# A baseline is a few KB a port (a 522-device host's: ~2 MB); anything far larger is not one.
+MAX_BASELINE_BYTES = 16 << 20
 
 
 def baseline_file(root: str = "/", path: str = BASELINE_PATH) -> str:
@@ -34,8 +38,12 @@ def save_baseline(snapshot: dict, root: str = "/", path: str = BASELINE_PATH) ->
     target = baseline_file(root, path)
     text = json.dumps(snapshot, sort_keys=True, indent=1) + "\n"
     try:
-        os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+        target = HostRoot(root).path_for_write(path)
         atomic_write(target, text, mode=0o644)
+    except HostReadError as exc:
+        raise RocetuneError(f"cannot write the NIC counter baseline {target}: {exc.reason}",
+                            hint="run as a user that may write there, or name another path",
+                            code=ExitCode.OUTPUT) from None
     except OSError as exc:
         raise RocetuneError(f"cannot write the NIC counter baseline {target}: {exc.strerror or exc}",
                             hint="run as a user that may write there, or name another path",
@@ -49,19 +57,15 @@ def load_baseline(root: str = "/", path: str = BASELINE_PATH) -> Optional[dict]:
     target = baseline_file(root, path)
     hint = f"remove {target}; the next reading saves a new baseline"
     try:
-        with open(target, "rb") as fh:
-            data = fh.read(MAX_BASELINE_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise RocetuneError(f"cannot read the NIC counter baseline {target}: {exc.strerror or exc}",
+        text = HostRoot(root).read_text(path, max_bytes=MAX_BASELINE_BYTES)
+    except HostReadError as exc:
+        raise RocetuneError(f"cannot read the NIC counter baseline {target}: {exc.reason}",
                             hint=hint, code=ExitCode.INPUT) from None
-    if len(data) > MAX_BASELINE_BYTES:
-        raise RocetuneError(f"NIC counter baseline {target}: larger than {MAX_BASELINE_BYTES} bytes",
-                            hint=hint, code=ExitCode.INPUT)
+    if text is None:
+        return None
     try:
-        snapshot = load_json(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        snapshot = load_json(text)
+    except ValueError as exc:
         raise RocetuneError(f"NIC counter baseline {target}: not JSON ({exc})", hint=hint,
                             code=ExitCode.INPUT) from None
     try:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _RULE_RE = re.compile(r"^\s*rule:\s*([A-Za-z0-9_.-]+)")
 
 

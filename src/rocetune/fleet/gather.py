@@ -4,7 +4,10 @@ write DIR/HOST.json (results.SCHEMA) atomically, with `error` saying why when th
 be gathered.
 
 Every host has one deadline for connect, authentication and the command, so a dead or slow
-host is reported as failed and never holds up the others beyond it.
+host is reported as failed and never holds up the others beyond it. What a node sends is bounded
+by what a result can honestly be (results.MAX_BYTES, and MAX_VALUES values counted before it is
+parsed), and at most PARSING outputs are parsed and written at once: sixteen hosts at a time
+never hold sixteen parsed documents.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional
 
 from ..fsutil import atomic_write
-from ..model.jsonread import load_json
+from ..model.jsonread import JsonError, load_json
 from . import ssh
 from .results import MAX_BYTES, SCHEMA
 from .targets import Target
 
 OK_EXITS = (0, 1, 5)  # ran: clean, error findings, warnings (docs/cli.md)
+PARSING = 2
+_parsing = threading.BoundedSemaphore(PARSING)  # gather: a node's output parsed and written
+_decoding = threading.BoundedSemaphore(PARSING)  # any caller of envelope_data (validate, preflight)
 
 
 @dataclass
@@ -64,27 +70,33 @@ def gather(targets: List[Target], out_dir: str, opts: Options,
 def _one(target: Target, out_dir: str, opts: Options, lock: threading.Lock) -> Outcome:
     doc = {"schema": SCHEMA, "host": target.name, "probe": None, "doctor": None,
            "gathered_at": _now(), "error": None}
+    # -v: doctor's whole data (qos check --hosts reads the Features), not only the verdict and facts
+    done, command = None, f"{opts.command} --json doctor -v --no-counters"
     try:
-        _collect(target, opts, lock, doc)
+        done = _collect(target, opts, lock, command)
     except ssh.Failure as exc:
         doc["error"] = str(exc)
     except Exception as exc:  # any other paramiko or socket failure is this host's, never the run's
         doc["error"] = f"ssh {ssh.where(target)}: {type(exc).__name__}: {str(exc)[:300]}"
     path = os.path.join(out_dir, f"{target.name}.json")
-    atomic_write(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    with _parsing:  # parsed, written and dropped before another host's output is parsed
+        if done is not None:
+            try:
+                doc["doctor"] = envelope_data(target, "doctor", command, done)
+            except ssh.Failure as exc:
+                doc["error"] = str(exc)
+            done = None
+        atomic_write(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return Outcome(target.name, path, doc["error"])
 
 
-def _collect(target: Target, opts: Options, lock: threading.Lock, doc: dict) -> None:
+def _collect(target: Target, opts: Options, lock: threading.Lock, command: str) -> ssh.Completed:
     deadline = ssh.Deadline(opts.timeout)
     client = ssh.connect(target, deadline, opts.known_hosts, opts.accept_new, lock)
     try:
         # doctor's data carries probe's Features and plan with its own findings: one process per
-        # host gives both (HOST.json's `probe` stays null; results.from_doc reads either). -v: the
-        # whole data (qos check --hosts reads the Features), not only the verdict and the facts.
-        command = f"{opts.command} --json doctor -v --no-counters"
-        done = ssh.run(client, target, command, "doctor", deadline, MAX_BYTES)
-        doc["doctor"] = envelope_data(target, "doctor", command, done)
+        # host gives both (HOST.json's `probe` stays null; results.from_doc reads either).
+        return ssh.run(client, target, command, "doctor", deadline, MAX_BYTES)
     finally:
         client.close()
 
@@ -97,11 +109,13 @@ def envelope_data(target: Target, verb: str, command: str, done: ssh.Completed) 
     if code == 127:
         raise ssh.Failure(f"{verb} on {target.name}: command not found: {shlex.split(command)[0]}{said}")
     try:
-        env = load_json(out.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        with _decoding:
+            env = load_json(out.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
         start = out[:80].decode("utf-8", "replace").strip()
-        raise ssh.Failure(f"{verb} on {target.name} exited {code} and printed no JSON "
-                          f"({start!r}){said}") from None
+        why = f": {exc}" if isinstance(exc, JsonError) and str(exc).startswith("more than") else ""
+        raise ssh.Failure(f"{verb} on {target.name} exited {code} and printed no JSON rocetune reads "
+                          f"({start[:40]!r}{why}){said}") from None
     if not isinstance(env, dict) or not isinstance(env.get("data"), dict):
         raise ssh.Failure(f"{verb} on {target.name}: the output is not a rocetune --json envelope")
     if code not in OK_EXITS or env.get("status") == "error":

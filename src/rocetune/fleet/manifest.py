@@ -25,6 +25,9 @@ from ..errors import ExitCode, RocetuneError
 from .facts import Fact
 
 
+MAX_MANIFEST_BYTES = 1 << 20  # a manifest is a few dozen lines
+
+
 @dataclass(frozen=True)
 class Check:
     fact: str
@@ -34,11 +37,14 @@ class Check:
 
 
 def load(path: str) -> List[Check]:
+    from ..errors import HostReadError
+    from ..hostfs import read_input
     from ..model.yamlread import YamlError, load_yaml
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = read_input(path, MAX_MANIFEST_BYTES).decode("utf-8")
+    except HostReadError as exc:
+        raise RocetuneError(f"--manifest {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
     except OSError as exc:
         raise RocetuneError(f"--manifest {path}: cannot read: {exc.strerror}", code=ExitCode.INPUT) from None
     except UnicodeDecodeError:
@@ -107,7 +113,7 @@ def _hcas(key, v):
 
 def _nccl(key, v):
     text = _str(key, v)
-    if not re.match(r"^\d+\.\d+\.\d+$", text):
+    if not re.match(r"^\d+\.\d+\.\d+\Z", text):
         raise ValueError(f"{key}: expected a release like 2.21.5, got {text!r}")
     return [_all_equal("nccl.versions", key, text)]
 
@@ -125,7 +131,7 @@ def _fw(key, v):
     return [_all_equal("nic.fw", key, _str(key, v))]
 
 
-_GTS = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:GT/s)?(?:\s*PCIe)?\s*$")
+_GTS = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:GT/s)?(?:\s*PCIe)?\s*\Z")
 
 
 def _link(key, v):
@@ -168,7 +174,7 @@ def _env(key, v):
         raise ValueError(f"{key}: expected a mapping of variable names to values (null: not set)")
     out = []
     for name, want in v.items():
-        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*\Z", name):
             raise ValueError(f"{key}: {name!r} is not a variable name")
         text: Optional[str] = None if want is None else _str(f"{key}.{name}", want)
         out.append(Check(f"env.{name}", "(unset)" if text is None else text,

@@ -96,7 +96,7 @@ class Perftest:
 
 
 _PERF_TABLE = re.compile(r"^\s*#bytes\s+#?iterations\s+BW peak\[(MB/sec|Gb/sec)\]\s+BW average\[(MB/sec|Gb/sec)\]")
-_PERF_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*$")
+_PERF_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*\Z")
 # Two "Key : value" pairs share a line, apart by tabs or by a run of spaces before the next key.
 _PERF_PAIRS = re.compile(r"(?:\t+|\s{3,})(?=[A-Za-z][^:]*:)")
 

@@ -102,13 +102,14 @@ def judge(host: str, code: int, text: str, plan_env: Dict[str, str], s: Settings
 
 def load_baseline(path: str) -> Dict[str, float]:
     """{host: busbw GB/s} from an earlier `fleet validate -o` file."""
-    import json
-
-    from ..errors import ExitCode, RocetuneError
+    from ..errors import ExitCode, HostReadError, RocetuneError
+    from ..hostfs import read_input
+    from ..model.jsonread import MAX_DOCUMENT_BYTES, load_json
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = load_json(read_input(path, MAX_DOCUMENT_BYTES))
+    except HostReadError as exc:
+        raise RocetuneError(f"--nccl-baseline {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
     except OSError as exc:
         raise RocetuneError(f"--nccl-baseline {path}: cannot read: {exc.strerror}", code=ExitCode.INPUT) from None
     except (ValueError, RecursionError) as exc:

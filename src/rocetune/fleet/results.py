@@ -2,9 +2,12 @@
 either the gathered form `{"schema", "host", "probe", "doctor", "gathered_at", "error"}`, or
 what `rocetune --json doctor` (or `probe`) printed on the host, as it is.
 
-A file comes from a node and travels by whatever gathered it: it is untrusted input. A file
-that cannot be read, is not JSON, or holds no usable Features is that host's failure, never the
-report's: the other hosts are still compared.
+A file comes from a node and travels by whatever gathered it: it is untrusted input, and so is
+the directory (docs put it in /tmp). Only regular files that belong to root or to the user
+running rocetune are read -- never through a link, never blocking on a FIFO, at most
+MAX_BYTES, their values counted before they are parsed (rocetune.hostfs.read_input,
+rocetune.model.jsonread). A file that cannot be read, is not JSON, or holds no usable Features
+is that host's failure, never the report's: the other hosts are still compared.
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..errors import ExitCode, RocetuneError
-from ..model.jsonread import load_json
+from ..errors import ExitCode, HostReadError, RocetuneError
+from ..hostfs import read_input, trusted_owners
+from ..model.jsonread import MAX_DOCUMENT_BYTES, load_json
 from ..model.vocab import natural_key
 
 SCHEMA = "rocetune.fleet-host/1"
 ENVELOPE = "rocetune.result/1"  # a verb's --json output (cli/result.py)
-MAX_BYTES = 64 * 1024 * 1024  # a 522-device host's probe and doctor together are ~10 MB
+# What a node may send and a result file may weigh: a 522-device host's doctor --json is 6.2 MB,
+# an 8-NIC host's 90 KB.
+MAX_BYTES = MAX_DOCUMENT_BYTES
 
 
 @dataclass
@@ -71,11 +77,14 @@ def load_dir(directory: str, keep_features: bool = True) -> List[HostResult]:
 
 def load_file(path: str, keep_features: bool = True) -> HostResult:
     host = os.path.basename(path)[:-5]
+    if not _utf8(host):  # a name no page or JSON can carry as it is: shown with U+FFFD, not read
+        shown = os.fsencode(host).decode("utf-8", "replace")
+        return HostResult(shown, error="result file name is not UTF-8: not read")
     try:
-        if os.path.getsize(path) > MAX_BYTES:
-            return HostResult(host, error=f"result file larger than {MAX_BYTES // (1024 * 1024)} MiB")
-        with open(path, encoding="utf-8") as fh:
-            doc = load_json(fh.read())
+        data = read_input(path, MAX_BYTES, follow=False, owners=trusted_owners())
+        doc = load_json(data.decode("utf-8"))
+    except HostReadError as exc:
+        return HostResult(host, error=f"result file not read: {exc.reason}")
     except OSError as exc:
         return HostResult(host, error=f"result file unreadable: {exc.strerror}")
     except ValueError as exc:
@@ -85,6 +94,14 @@ def load_file(path: str, keep_features: bool = True) -> HostResult:
         res.fleet_facts = res.node_facts()
         res.features = None
     return res
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.listdir's surrogate escapes of undecodable bytes
+        return False
+    return True
 
 
 def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:

@@ -4,6 +4,12 @@ deadline per host, commands whose output is drained as it comes.
 Host keys are checked strictly: a host whose key is not in known_hosts is refused (with its
 fingerprint and how to accept it), unless accept_new is set, which records an unknown key and
 never a changed one. A changed key is refused always (paramiko's BadHostKeyException).
+
+known_hosts is read as OpenSSH reads it, by this module rather than by paramiko (whose reader
+fails the whole file on one marker line): ~/.ssh/known_hosts, the system's
+/etc/ssh/ssh_known_hosts and --known-hosts. A `@revoked` key is refused for every host, with
+--accept-new too; a `@cert-authority` line is skipped (paramiko cannot check host certificates:
+a host known only through one is unknown here); a line paramiko cannot read is skipped.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import base64
 import hashlib
 import logging
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -20,6 +27,10 @@ from typing import Optional, Tuple
 from .targets import Target
 
 _POLL_S = 0.02
+SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
+MAX_KNOWN_HOSTS_BYTES = 16 << 20
+_parsed: dict = {}  # (path, mtime, size) -> (entries, revoked): parsed once for all hosts
+_parsed_lock = threading.Lock()
 
 
 class Failure(Exception):
@@ -77,10 +88,8 @@ def connect(target: Target, deadline: Deadline, known_hosts: Optional[str], acce
     import paramiko
 
     client = paramiko.SSHClient()
-    client.load_system_host_keys()  # ~/.ssh/known_hosts; a missing file is no error
-    if known_hosts and os.path.isfile(known_hosts):
-        client.get_host_keys().load(known_hosts)
-    client.set_missing_host_key_policy(_Policy(target, known_hosts, accept_new, lock))
+    revoked = load_known_hosts(client.get_host_keys(), known_hosts_files(known_hosts))
+    client.set_missing_host_key_policy(_Policy(target, known_hosts, accept_new, lock, revoked))
     left = deadline.left(target, "connect")
     try:
         client.connect(target.hostname, port=target.port or 22, username=target.user,
@@ -163,16 +172,115 @@ class _Unknown(Exception):
     pass
 
 
+def known_hosts_files(extra: Optional[str]) -> list:
+    """What OpenSSH reads for host keys (~/.ssh/known_hosts, the system's file), and --known-hosts."""
+    paths = [os.path.expanduser("~/.ssh/known_hosts"), SYSTEM_KNOWN_HOSTS]
+    return paths + [extra] if extra and extra not in paths else paths
+
+
+def load_known_hosts(host_keys, paths) -> set:
+    """Add every usable entry of `paths` to paramiko's HostKeys `host_keys`; returns the revoked
+    keys as (type, base64) pairs, which are never added. Missing or unreadable files add nothing."""
+    revoked: set = set()
+    entries: list = []
+    for path in paths:
+        got = _parse_known_hosts(path)
+        entries += got[0]
+        revoked |= got[1]
+    for names, key in entries:
+        if (key.get_name(), key.get_base64()) in revoked:
+            continue
+        for name in names:
+            host_keys.add(name, key.get_name(), key)
+    return revoked
+
+
+def _parse_known_hosts(path: str):
+    from ..errors import HostReadError
+    from ..hostfs import read_input
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [], set()
+    stamp = (path, st.st_mtime_ns, st.st_size)
+    with _parsed_lock:
+        if stamp in _parsed:
+            return _parsed[stamp]
+    try:
+        text = read_input(path, MAX_KNOWN_HOSTS_BYTES).decode("utf-8", "replace")
+    except (HostReadError, OSError):
+        return [], set()
+    entries, revoked = [], set()
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        marker = fields[0].lower() if fields[0].startswith("@") else None
+        if marker is not None:
+            fields = fields[1:]
+            if marker != "@revoked":
+                continue  # @cert-authority: host certificates are not checked by paramiko
+        key = _key(fields)
+        if key is None:
+            continue
+        if marker == "@revoked":
+            revoked.add((key.get_name(), key.get_base64()))
+        else:
+            entries.append((fields[0].split(","), key))
+    with _parsed_lock:
+        _parsed[stamp] = (entries, revoked)
+    return entries, revoked
+
+
+def _key(fields):
+    """The key of a known_hosts entry's fields (names, type, base64, ...), or None."""
+    from paramiko.hostkeys import HostKeyEntry
+
+    if len(fields) < 3:
+        return None
+    try:
+        entry = HostKeyEntry.from_line(" ".join(fields[:3]))
+    except Exception:  # paramiko raises several types for a key it cannot read
+        return None
+    return entry.key if entry is not None else None
+
+
+def _append(path: str, data: bytes) -> None:
+    """Append to a known_hosts file: never through a link, to a FIFO or device, or to a file
+    with another name elsewhere (a hard link to one of root's)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise _Unknown(f"cannot record the host key in {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise _Unknown(f"cannot record the host key in {path}: not a regular file of one name")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class _Policy:
     """Refuse an unknown host key, or record it when accept_new is set. A changed key never
     reaches a policy: paramiko refuses it before."""
 
-    def __init__(self, target: Target, known_hosts: Optional[str], accept_new: bool, lock: threading.Lock):
+    def __init__(self, target: Target, known_hosts: Optional[str], accept_new: bool, lock: threading.Lock,
+                 revoked: Optional[set] = None):
         self.target, self.known_hosts, self.accept_new, self.lock = target, known_hosts, accept_new, lock
+        self.revoked = revoked or set()
 
     def missing_host_key(self, client, hostname, key) -> None:
         fp = fingerprint(key)
         name = self.target.key_name
+        if (key.get_name(), key.get_base64()) in self.revoked:
+            raise _Unknown(f"host key of {name} ({key.get_name()} {fp}) is REVOKED in known_hosts; refused")
         if not self.accept_new:
             port = self.target.port or 22
             scan = f"ssh-keyscan{' -p ' + str(port) if port != 22 else ''} {self.target.hostname}"
@@ -182,8 +290,5 @@ class _Policy:
         line = f"{name} {key.get_name()} {key.get_base64()}\n"
         with self.lock:
             os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            _append(path, line.encode("utf-8"))
         client.get_host_keys().add(name, key.get_name(), key)

@@ -5,13 +5,19 @@ Precedence for each setting, highest first: the inventory's host and group vars 
 ansible_port, ansible_user, ansible_ssh_private_key_file, as Ansible itself applies them), the
 command line (--user, --port, --identity), ~/.ssh/config (HostName, Port, User, IdentityFile),
 then the defaults (port 22, the local user, the agent and ~/.ssh/id_* keys).
+
+`Match exec` in ~/.ssh/config runs a command while the config is read. Run as root with another
+user's HOME (`sudo -E`), that would be the user's command run as root: a config that is not
+root's own (its owner, or a directory on its path another user may change) has each such Match
+block skipped, with a warning; as any other user, a config of someone else's is treated alike.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
 from ..errors import ExitCode, RocetuneError
 
@@ -106,9 +112,11 @@ def _target(name: str, hvars: Dict, path: str) -> Target:
                   user=text("ansible_user"), identities=[os.path.expanduser(key)] if key else [])
 
 
-def complete(targets: List[Target], defaults: Defaults, ssh_config: Optional[str] = None) -> List[Target]:
+def complete(targets: List[Target], defaults: Defaults, ssh_config: Optional[str] = None,
+             warn: Optional[Callable[[str], None]] = None) -> List[Target]:
     """Fill what the inventory left open from the command line, then ~/.ssh/config."""
-    lookup = _ssh_config(ssh_config if ssh_config is not None else os.path.expanduser("~/.ssh/config"))
+    lookup = _ssh_config(ssh_config if ssh_config is not None else os.path.expanduser("~/.ssh/config"),
+                         warn or (lambda message: None))
     for t in targets:
         conf = lookup(t.hostname) if lookup else {}
         if t.hostname == t.name and conf.get("hostname"):
@@ -124,16 +132,63 @@ def complete(targets: List[Target], defaults: Defaults, ssh_config: Optional[str
     return targets
 
 
-def _ssh_config(path: str):
+MAX_SSH_CONFIG_BYTES = 1 << 20
+
+
+def _ssh_config(path: str, warn: Callable[[str], None]):
     if not os.path.isfile(path):
         return None
     import paramiko
 
+    from ..errors import HostReadError
+    from ..hostfs import read_input_stat
+
     try:
-        config = paramiko.SSHConfig.from_path(path)
+        data, st = read_input_stat(path, MAX_SSH_CONFIG_BYTES)
+    except HostReadError as exc:
+        raise RocetuneError(f"{path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
+    text = data.decode("utf-8", "replace")
+    why = _untrusted(path, st)
+    if why:
+        text = _without_match_exec(text, path, why, warn)
+    try:
+        config = paramiko.SSHConfig.from_text(text)
     except Exception as exc:  # paramiko raises several types for a config it cannot read
         raise RocetuneError(f"{path}: cannot read: {exc}", code=ExitCode.INPUT) from None
     return config.lookup
+
+
+def _untrusted(path: str, st: os.stat_result) -> Optional[str]:
+    """Why commands of the config at `path` must not run as this process, or None."""
+    from ..fsutil import directory_problem
+
+    euid = os.geteuid()
+    if st.st_uid not in ({0} if euid == 0 else {0, euid}):
+        return f"the file is uid {st.st_uid}'s and rocetune runs as uid {euid}"
+    return directory_problem(os.path.dirname(os.path.abspath(path)))
+
+
+_MATCH_LINE = re.compile(r"\s*match(?:\s*=\s*|\s+)(.*)", re.IGNORECASE)
+
+
+def _without_match_exec(text: str, path: str, why: str, warn: Callable[[str], None]) -> str:
+    """`text` with every Match block whose criteria run a command turned into one that matches
+    no host (its settings then apply to none)."""
+    import shlex
+
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        m = _MATCH_LINE.fullmatch(line)
+        if m:
+            try:
+                words = shlex.split(m.group(1))
+            except ValueError:
+                words = m.group(1).split()
+            if any(w.lower().lstrip("!") == "exec" for w in words):
+                warn(f"{path}:{number}: Match exec not run ({why}): its block is skipped")
+                line = "Host !*"
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def _port(value) -> Optional[int]:

@@ -78,13 +78,44 @@ class HostNames:
 Add = Callable[..., None]
 
 
-def _adder(out: List[Finding], name: str) -> Add:
-    """add(check id, severity (None: the check's), line, key, message, fix for this setting)"""
+# Findings of one check listed per file; the rest are counted in one more finding. A file of a
+# million unknown names is not an env file: its report stays the size of a real one's.
+MAX_LISTED = 100
+
+
+def _adder(out: List[Finding], name: str, unlisted: Optional[Dict[str, List]] = None) -> Add:
+    """add(check id, severity (None: the check's), line, key, message, fix for this setting);
+    past MAX_LISTED findings of a check, `unlisted[id]` counts them ([count, first line, worst
+    severity]) instead."""
+    listed: Dict[str, int] = {}
+
     def add(fid: str, sev: Optional[str], line: int, key: Optional[str], msg: str,
             fix: Optional[str] = None) -> None:
+        if unlisted is not None:
+            listed[fid] = listed.get(fid, 0) + 1
+            if listed[fid] > MAX_LISTED:
+                severity = sev or _registered_severity(fid)
+                seen = unlisted.setdefault(fid, [0, line, severity])
+                seen[0] += 1
+                if SEVERITIES.index(severity) < SEVERITIES.index(seen[2]):
+                    seen[2] = severity
+                return
         out.append(finding(fid, f"{name}:{line}", msg, severity=sev, fix=fix, file=name, line=line, key=key,
                            evidence={"file": name, "line": line}))
     return add
+
+
+def _registered_severity(fid: str) -> str:
+    from ..checks.registry import get
+
+    return get(fid).severity
+
+
+def _unlisted_findings(unlisted: Dict[str, List], name: str) -> List[Finding]:
+    return [finding(fid, f"{name}:{line}", f"{count} more {fid} finding(s) in this file from line {line} on, "
+                    f"not listed: only the first {MAX_LISTED} of each check are", severity=severity, file=name,
+                    line=line, evidence={"file": name, "line": line, "value": str(count)})
+            for fid, (count, line, severity) in sorted(unlisted.items())]
 
 
 def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = None,
@@ -93,7 +124,8 @@ def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = 
     cat = catalog or load_catalog()
     parsed = parse_text(text, fmt, name)
     out: List[Finding] = []
-    add = _adder(out, name)
+    unlisted: Dict[str, List] = {}
+    add = _adder(out, name, unlisted)
 
     for line, pid, msg in parsed.problems:
         add(pid, None, line, None, msg)
@@ -107,6 +139,7 @@ def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = 
             dialect.lint_value(a, add)
         _check_one(cat, a, add, qos, host)
     _check_file(parsed, add)
+    out += _unlisted_findings(unlisted, name)
     out.sort(key=lambda f: (f.line or 0, SEVERITIES.index(f.severity), f.id, f.key or ""))
     return parsed, out
 
@@ -490,13 +523,15 @@ def lint_paths(paths: Sequence[str], fmt: str = "auto", qos: Optional[QosPlan] =
 
 
 def read_file(path: str) -> str:
+    from ..errors import HostReadError
+    from ..hostfs import read_input
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except IsADirectoryError:
-        raise Unreadable("a directory") from None
-    if len(data) > MAX_BYTES:
-        raise Unreadable(f"larger than {MAX_BYTES >> 20} MiB: not an env file")
+        data = read_input(path, MAX_BYTES)
+    except HostReadError as exc:
+        if exc.reason.startswith("larger than"):
+            raise Unreadable(f"larger than {MAX_BYTES >> 20} MiB: not an env file") from None
+        raise Unreadable(exc.reason) from None
     if b"\x00" in data:
         raise Unreadable("a binary file (NUL bytes)")
     return data.decode("utf-8", "replace")

@@ -46,9 +46,14 @@ def with_nccl_version(features: dict, version: str, by: str = "--nccl-version") 
 
 
 def load(path: str) -> dict:
+    from ..errors import HostReadError
+    from ..hostfs import read_input
+    from .jsonread import MAX_DOCUMENT_BYTES
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = load_json(fh.read())
+        doc = load_json(read_input(path, MAX_DOCUMENT_BYTES))
+    except HostReadError as exc:
+        raise RocetuneError(f"cannot read features file {path}: {exc.reason}") from None
     except OSError as exc:
         raise RocetuneError(f"cannot read features file {path}: {exc.strerror}") from None
     except ValueError as exc:

@@ -5,6 +5,12 @@ document just inside it passes that depth on to every reader after it; an intege
 4300 digits raises a ValueError of its own. `load_json` refuses both with a JsonError (a
 ValueError, so a caller's `except ValueError` names the file as it does for any bad JSON), and
 refuses a document nested deeper than MAX_DEPTH: none of rocetune's goes past a dozen levels.
+
+Parsed, JSON takes up to 70 times its size in memory (a list of empty objects), so the values
+of a document are counted before any is built, and one of more than MAX_VALUES is refused: the
+largest document rocetune itself writes (`doctor --json` of a 522-device host: 6.2 MB, 363,000
+values) is well inside it, a hostile one costs no more than ~120 MB. NaN and Infinity, which
+Python's reader takes and JSON does not have, are refused.
 """
 
 from __future__ import annotations
@@ -14,15 +20,20 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 MAX_DEPTH = 100
+MAX_VALUES = 1_000_000
+# What a document rocetune reads may honestly weigh: a 522-device host's doctor --json is 6.2 MB.
+MAX_DOCUMENT_BYTES = 16 << 20
 
 
 class JsonError(ValueError):
     """The text is not JSON this reader accepts; the message says why."""
 
 
-def load_json(text: Union[str, bytes]) -> Any:
+def load_json(text: Union[str, bytes], max_values: int = MAX_VALUES) -> Any:
+    if count_values(text) > max_values:
+        raise JsonError(f"more than {max_values} values: larger than any document rocetune reads")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise JsonError(f"nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # JSONDecodeError, an integer past the digit limit, bad UTF-8
@@ -58,6 +69,18 @@ def text_depth(text: Union[str, bytes], limit: int = MAX_DEPTH) -> int:
             break
         depth += 1
     return depth
+
+
+def count_values(text: Union[str, bytes]) -> int:
+    """An upper bound of the values in a JSON text, without parsing it: every value after the
+    first follows a comma or opens a list or object (commas inside strings count too)."""
+    if isinstance(text, str):
+        return text.count(",") + text.count("[") + text.count("{") + 1
+    return text.count(b",") + text.count(b"[") + text.count(b"{") + 1
+
+
+def _no_constant(name: str) -> Any:
+    raise JsonError(f"{name} is not a JSON number")
 
 
 def check_depth(doc: Any, limit: int = MAX_DEPTH, max_nodes: Optional[int] = None) -> None:

@@ -24,7 +24,8 @@ from ..errors import ExitCode, RocetuneError
 from .finding import Finding
 from .qos import QosPlan
 
-KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_CONFIG_BYTES = 1 << 20  # an override file is a few lines
+KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass
@@ -190,7 +191,7 @@ class Overrides:
             if not line or line.startswith("#"):
                 continue
             origin = f"{source}:{lineno}"
-            m = re.match(r"^unset\s+(\S+)\s*(?:#.*)?$", line)
+            m = re.match(r"^unset\s+(\S+)\s*(?:#.*)?\Z", line)
             if m:
                 out.add_unset(m.group(1), origin)
                 continue
@@ -205,9 +206,13 @@ class Overrides:
 
     @classmethod
     def from_file(cls, path: str) -> "Overrides":
+        from ..errors import HostReadError
+        from ..hostfs import read_input
+
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            text = read_input(path, MAX_CONFIG_BYTES).decode("utf-8")
+        except HostReadError as exc:
+            raise RocetuneError(f"--config {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
         except OSError as exc:
             raise RocetuneError(f"--config {path}: cannot read: {exc.strerror or exc}",
                                 code=ExitCode.INPUT) from None

@@ -223,10 +223,17 @@ def load_text(text: str, source: str) -> QosPlan:
     return _from_doc(doc, source)
 
 
+MAX_PLAN_BYTES = 1 << 20  # a QoS plan is a few hundred bytes
+
+
 def load_file(path: str) -> QosPlan:
+    from ..errors import HostReadError
+    from ..hostfs import read_input_text
+
     try:
-        with open(path, "r", encoding="utf-8") as fh:
-            text = fh.read()
+        text = read_input_text(path, MAX_PLAN_BYTES)
+    except HostReadError as exc:
+        raise RocetuneError(f"--qos {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
     except FileNotFoundError:
         raise RocetuneError(f"--qos {path}: no such file",
                             hint=f"write one from docs/qos.md (default location {DEFAULT_PATH})",

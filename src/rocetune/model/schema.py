@@ -10,7 +10,8 @@ deep in a rule.
 The node agent has the standard library only, so the checker here implements the part of JSON
 Schema that file uses: `type` (a name or a list, "null" included), `properties`, `required`,
 `additionalProperties` (a schema, or false: no other key), `items`, `enum`, `minimum`/`maximum`, `format` ("ip-address":
-an IPv4 or IPv6 address) and `$ref` into `#/$defs/`. One deliberate difference: a number written
+an IPv4 or IPv6 address) and `$ref` into `#/$defs/`. NaN and Infinity are no number (JSON has
+none; a node that sends one fails the check). One deliberate difference: a number written
 with a fraction (1.0) is not an integer here, where JSON Schema would take it: a rule that counts
 or indexes with it would fail.
 """
@@ -18,6 +19,7 @@ or indexes with it would fail.
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -184,6 +186,8 @@ def _type_matcher(types: List[str]) -> Optional[Callable[[Any], bool]]:
 
     def matches(value: Any) -> bool:
         kind = type(value)
+        if kind is float and not math.isfinite(value):  # NaN and Infinity: no JSON number
+            return False
         return kind in exact or (kind is not bool and isinstance(value, classes))
 
     return matches

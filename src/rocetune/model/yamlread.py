@@ -3,7 +3,7 @@
 Refused, with the line: duplicate keys (PyYAML keeps the last one silently), and integers with a
 leading zero (`010` is 8 to YAML 1.1 readers such as PyYAML and Ansible, 10 to YAML 1.2 ones).
 Refused as well, as YamlError rather than whatever Python raises: a list or mapping used as a key,
-an integer longer than Python converts, a date that is no date, a document nested deeper than
+an integer longer than Python converts, a date that is no date, .nan or .inf (no JSON number), a document nested deeper than
 the reader's stack or than MAX_DEPTH, one that contains itself, and one whose aliases expand to
 more than MAX_VALUES values.
 PyYAML is imported on first use: a host without a QoS plan never needs it.
@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-_LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+$")
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+\Z")
 MAX_DEPTH = 100
 _MAX_INT_CHARS = 64
 MAX_VALUES = 1_000_000
@@ -65,7 +65,14 @@ def _loader():
 
     StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     StrictLoader.add_constructor("tag:yaml.org,2002:int", integer)
+    def floating(loader, node):
+        value = loader.construct_yaml_float(node)
+        if value != value or value in (float("inf"), float("-inf")):  # .nan, .inf: no JSON number
+            raise YamlError(f"line {line(node)}: {node.value} is not a number rocetune reads")
+        return value
+
     StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
+    StrictLoader.add_constructor("tag:yaml.org,2002:float", floating)
     return yaml, StrictLoader
 
 

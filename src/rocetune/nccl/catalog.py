@@ -24,7 +24,7 @@ class Catalog:
         self.plugin_prefixes: Dict[str, str] = doc["plugin_prefixes"]
         self.nccl_version: str = doc["source"].get("nccl_version") or "?"
         self._longest = max((len(v) for v in self.variables), default=0)
-        self._index: Optional[Dict[str, List[str]]] = None
+        self._index: Optional[Tuple[Dict[str, List[str]], Dict[str, Set[str]]]] = None
         self._suggested: Dict[str, Optional[Tuple[str, int]]] = {}
 
     def known(self, name: str) -> bool:
@@ -54,30 +54,45 @@ class Catalog:
         return got
 
     def _closest(self, name: str, limit: int) -> Optional[Tuple[str, int]]:
-        # Two names within `limit` edits (insert, delete, substitute, swap) both become one
-        # string after at most `limit` deletions each: only catalog names that share one of
-        # this name's deletion variants are measured, so a name costs the same whatever the
-        # catalog holds, and a name too long to be close to any costs nothing.
+        # Each edit (insert, delete, substitute, swap) removes at most three of a name's distinct
+        # two-letter pieces from the other name, so a catalog name within `limit` edits holds all
+        # but 3*limit of them. A name with more pieces than that found in no catalog name at all
+        # costs one set of its pieces and nothing more (most unknown names); the others are
+        # measured only against the names holding one of their rarest pieces, within reach of
+        # their length, holding enough of their pieces, and then with an edit distance that
+        # stops past `limit`. Exact: the same answer as measuring every catalog name.
         if len(name) > self._longest + limit:
             return None
-        index = self._deletion_index()
-        found = set()
-        for variant in deletion_variants(name, limit):
-            found.update(index.get(variant, ()))
+        index, pieces_of = self._bigram_index()
+        pieces = bigrams(name)
+        spare = 3 * limit - sum(1 for p in pieces if p not in index)
+        if spare < 0:
+            return None
+        need = len(pieces) - 3 * limit
+        if need > 0:
+            present = sorted((p for p in pieces if p in index), key=lambda p: (len(index[p]), p))
+            found: Set[str] = set()
+            for p in present[:spare + 1]:
+                found.update(index[p])
+        else:  # too short for the pieces to tell: every name of a length within reach
+            found = {c for c in self.variables if abs(len(c) - len(name)) <= limit}
         best: Optional[Tuple[int, str]] = None
         for cand in found:
-            d = edit_distance(name, cand)
+            if abs(len(cand) - len(name)) > limit or (need > 0 and len(pieces & pieces_of[cand]) < need):
+                continue
+            d = edit_distance(name, cand, limit)
             if d <= limit and (best is None or (d, cand) < best):
                 best = (d, cand)
         return None if best is None else (best[1], best[0])
 
-    def _deletion_index(self) -> Dict[str, List[str]]:
+    def _bigram_index(self) -> Tuple[Dict[str, List[str]], Dict[str, Set[str]]]:
         if self._index is None:
             index: Dict[str, List[str]] = {}
-            for cand in self.variables:
-                for variant in deletion_variants(cand, _MAX_SUGGEST_EDITS):
-                    index.setdefault(variant, []).append(cand)
-            self._index = index
+            pieces_of = {cand: bigrams(cand) for cand in self.variables}
+            for cand, pieces in sorted(pieces_of.items()):
+                for p in pieces:
+                    index.setdefault(p, []).append(cand)
+            self._index = (index, pieces_of)
         return self._index
 
     def describe_unknown(self, name: str) -> str:
@@ -99,6 +114,11 @@ def load_catalog() -> Catalog:
     return Catalog(package_json(__package__, _DATA))
 
 
+def bigrams(word: str) -> Set[str]:
+    """The distinct two-letter pieces of `word`."""
+    return {word[i:i + 2] for i in range(len(word) - 1)}
+
+
 def deletion_variants(word: str, most: int) -> Set[str]:
     """`word` with any 0 to `most` of its characters deleted."""
     out = {word}
@@ -109,16 +129,27 @@ def deletion_variants(word: str, most: int) -> Set[str]:
     return out
 
 
-def edit_distance(a: str, b: str) -> int:
-    """Optimal string alignment distance (insert, delete, substitute, swap neighbours)."""
+def edit_distance(a: str, b: str, limit: Optional[int] = None) -> int:
+    """Optimal string alignment distance (insert, delete, substitute, swap neighbours); with
+    `limit`, any distance past it is given as limit + 1, and only the cells within `limit` of
+    the diagonal are filled (an alignment that leaves them costs more than `limit`)."""
+    if limit is None:
+        limit = max(len(a), len(b))
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    big = limit + 1
     prev2: List[int] = []
-    prev = list(range(len(b) + 1))
+    prev = [j if j <= limit else big for j in range(len(b) + 1)]
     for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
+        cur = [big] * (len(b) + 1)
+        cur[0] = i if i <= limit else big
+        for j in range(max(1, i - limit), min(len(b), i + limit) + 1):
             cost = 0 if a[i - 1] == b[j - 1] else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
             if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
+                v = min(v, prev2[j - 2] + 1)
+            cur[j] = v if v <= limit else big
+        if min(cur) > limit:
+            return big
         prev2, prev = prev, cur
     return prev[len(b)]

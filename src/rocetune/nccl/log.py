@@ -37,15 +37,31 @@ def read_log(text: Union[str, bytes], source: str = "NCCL log") -> NcclLogReport
 
 
 def load_log(path: str) -> NcclLogReport:
-    """read_log on a file; an unreadable file is a RocetuneError naming it."""
+    """read_log on a file, streamed a line at a time (rocetune.hostfs.iter_input_lines: a line
+    past MAX_LINE is cut, so memory does not grow with the file or one endless line); a regular
+    file only, opened without blocking. An unreadable file is a RocetuneError naming it."""
+    import os
+
+    from ..errors import HostReadError
+    from ..hostfs import iter_input_lines, open_input
+
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except IsADirectoryError:
-        raise RocetuneError(f"{path}: is a directory, not an NCCL log", code=ExitCode.INPUT)
+        fd, _ = open_input(path)
+    except HostReadError as e:
+        if e.reason.startswith("a directory"):
+            raise RocetuneError(f"{path}: is a directory, not an NCCL log", code=ExitCode.INPUT) from None
+        raise RocetuneError(f"{path}: cannot read: {e.reason}", code=ExitCode.INPUT) from None
     except OSError as e:
-        raise RocetuneError(f"{path}: cannot read: {e.strerror or e}", code=ExitCode.INPUT)
-    return read_log(data, source=path)
+        raise RocetuneError(f"{path}: cannot read: {e.strerror or e}", code=ExitCode.INPUT) from None
+    reader = _Reader(path)
+    try:
+        for number, (raw, _) in enumerate(iter_input_lines(fd, L.MAX_LINE + 1), 1):
+            reader.line(number, raw)
+    except OSError as e:
+        raise RocetuneError(f"{path}: cannot read: {e.strerror or e}", code=ExitCode.INPUT) from None
+    finally:
+        os.close(fd)
+    return reader.finish()
 
 
 def _physical_lines(text: str) -> Iterator[Tuple[int, str]]:

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
-BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
+NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}\Z")
 GPU_CLASS = "0x030200"
 NIC_CLASS = "0x020000"
 BRIDGE_CLASS = "0x060400"
@@ -128,7 +128,7 @@ def _endpoint(ep: Endpoint, speed: str, width: int) -> TopoNode:
 
 def busid_key(text: Optional[str]) -> Optional[Tuple[int, int, int, int]]:
     """`0001:00:00.0`, `00000001:00:00.0` (NVML), upper or lower case -> comparable numbers."""
-    m = re.match(r"^\s*([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])\s*$", text or "")
+    m = re.match(r"^\s*([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])\s*\Z", text or "")
     if not m:
         return None
     return tuple(int(x, 16) for x in m.groups())  # type: ignore[return-value]

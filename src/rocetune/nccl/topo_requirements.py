@@ -65,7 +65,7 @@ def _known(value: str, table: List[str]) -> bool:
 
 
 def _int(value: Optional[str]) -> bool:
-    return value is not None and re.match(r"^\s*-?(0x[0-9a-fA-F]+|\d+)\s*$", value) is not None
+    return value is not None and re.match(r"^\s*-?(0x[0-9a-fA-F]+|\d+)\s*\Z", value) is not None
 
 
 def _applies(when: str, node: TopoNode, cpu_arch: Optional[str], cpu_vendor: Optional[str], tag: str) -> bool:
@@ -130,7 +130,7 @@ def _value_problem(r: dict, value: str, tag: str) -> Optional[str]:
         table = table_values(r["table"], tag)
         if r["table"] != "kvDictPciClass" and not _known(value, table):
             return f"is not in NCCL's {r['table']} (" + ", ".join(repr(s) for s in table) + ")"
-        if r["table"] == "kvDictPciClass" and not re.match(r"^0x[0-9a-fA-F]{6}$", value):
+        if r["table"] == "kvDictPciClass" and not re.match(r"^0x[0-9a-fA-F]{6}\Z", value):
             return "is not a PCI class (0xCCSSPP)"
         return None
     if attr == "busid":

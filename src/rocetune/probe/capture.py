@@ -64,6 +64,19 @@ def archived_mode(source_mode: Optional[int]) -> int:
     return 0o644 if source_mode is None else (source_mode & 0o644) | 0o400
 
 
+def archived_link(path: str, target: str) -> str:
+    """The target a link at host path `path` gets in the archive: what it names on the host (an
+    absolute target from the host's root, `..` stopping there, as the probe resolved it), made
+    relative to the link's directory. Unpacked anywhere, it points inside the unpacked tree --
+    never at the real /sys of the machine it is unpacked on, or above the tree. `path`'s
+    directory has no link in it (the recorder keys links by their real place)."""
+    where = os.path.dirname(os.path.normpath(path)) or "/"
+    named = os.path.normpath(os.path.join(where, target))  # an absolute target replaces `where`
+    if named.startswith("//"):
+        named = "/" + named.lstrip("/")
+    return os.path.relpath(named, where)
+
+
 def archive_mode(rec: Recorder) -> int:
     """The capture file's own mode: 0600 when any file in it was not readable by everyone."""
     return 0o600 if any(not m & 0o004 for m in rec.modes.values()) else 0o644
@@ -82,9 +95,7 @@ def build_tar(root: str, rec: Recorder) -> bytes:
             rel = os.path.dirname(rel)
 
     def add_link(path: str) -> None:
-        target = os.readlink(host.host_path(path))
-        if target.startswith("/") and not host.is_live:
-            target = os.path.relpath(target, os.path.dirname(host.host_path(path)))
+        target = archived_link(path, os.readlink(host.host_path(path)))
         add_dir(os.path.dirname(path))
         entries[path.strip("/")] = _info(path.strip("/"), tarfile.SYMTYPE, mode=0o777, link=target)
 

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..model.vocab import PATH_ORDER, natural_key, path_type
 
-_NV_RE = re.compile(r"^NV(\d+)$")
+_NV_RE = re.compile(r"^NV(\d+)\Z")
 
 
 def _gpu_bdfs(pci: dict, gpu: dict) -> Tuple[Dict[int, Optional[str]], List[str]]:

@@ -15,6 +15,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ..cli.result import dumps
+from ..text import json_text
 
 # Below this many rows the table is a small part of the document: json writes it.
 MIN_ROWS = 64
@@ -40,7 +41,7 @@ def envelope_text(envelope: Any) -> str:
     marker = json.dumps(token, ensure_ascii=False)
     if text.count(marker) != 1:
         return dumps(envelope)
-    return text.replace(marker, table, 1)
+    return json_text(text.replace(marker, table, 1))
 
 
 def _matrix_of(envelope: Any) -> Optional[dict]:

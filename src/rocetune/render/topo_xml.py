@@ -33,7 +33,7 @@ from typing import List
 
 from ..nccl.topo import TopologyError, TopoNode
 
-_VALUE = re.compile(r'^[^"<>&\t\n]{0,254}$')
+_VALUE = re.compile(r'^[^"<>&\t\n]{0,254}\Z')
 
 
 def render_topology(tree: TopoNode, comment: str = "") -> str:
@@ -50,7 +50,7 @@ def _element(node: TopoNode, depth: int) -> List[str]:
     pad = "  " * depth
     attrs = ""
     for key, value in node.attrs.items():
-        if not re.match(r"^[a-z_]{1,64}$", key) or not _VALUE.match(value):
+        if not re.match(r"^[a-z_]{1,64}\Z", key) or not _VALUE.match(value):
             raise TopologyError(f"<{node.tag}> {key}={value!r} cannot be written in NCCL's XML")
         attrs += f' {key}="{value}"'
     if not node.children:

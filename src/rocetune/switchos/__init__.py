@@ -19,7 +19,7 @@ from .base import Choice, SwitchOs
 _NOT_OS = ("base",)
 _FOUND: Dict[str, SwitchOs] = {}
 # Ports as switch OSes name them (Ethernet0, swp1, Ethernet1/1, Ethernet3/1/1, swp1s0).
-PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}$")
+PORT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9/_.:-]{0,63}\Z")
 
 
 def registry() -> Dict[str, SwitchOs]:
@@ -88,10 +88,15 @@ def ports_from(text: str) -> List[str]:
 
 def read_file(path: str, name: Optional[str] = None, flag: str = "FILE") -> SwitchQos:
     """A switch output file, read by the OS `name` names or the one that recognises it."""
+    from ..errors import HostReadError
+    from ..hostfs import read_input
+    from ..model.jsonread import MAX_DOCUMENT_BYTES
+
     os_ = get(name) if name is not None else None
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+    try:  # a regular file only, without blocking, capped (rocetune.hostfs.read_input)
+        raw = read_input(path, MAX_DOCUMENT_BYTES)
+    except HostReadError as exc:
+        raise RocetuneError(f"{flag} {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
     except FileNotFoundError:
         raise RocetuneError(f"{flag} {path}: no such file", code=ExitCode.INPUT) from None
     except OSError as exc:

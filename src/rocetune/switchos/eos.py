@@ -37,12 +37,12 @@ PROFILE = "ROCETUNE_ROCE"
 UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1000 ** 2}
 QUEUE_KEYWORD = {"strata": "uc-tx-queue", "jericho": "tx-queue"}
 _ECN_RE = re.compile(r"^random-detect ecn minimum-threshold (\d+) (\w+) maximum-threshold (\d+) (\w+)"
-                     r"(?: max-mark-probability (\d+))?(?: weight \d+)?$")
+                     r"(?: max-mark-probability (\d+))?(?: weight \d+)?\Z")
 _SECTION_RE = re.compile(r"^(interface|qos profile)\s+(\S+)")
-_QUEUE_RE = re.compile(r"^(uc-|mc-)?tx-queue\s+(\d+)$")
-_DSCP_MAP_RE = re.compile(r"^qos map dscp ([\d ]+) to traffic-class (\d+)(?: drop-precedence \d+)?$")
-_COS_MAP_RE = re.compile(r"^qos map cos ([\d ]+) to traffic-class (\d+)(?: drop-precedence \d+)?$")
-_TCQ_RE = re.compile(r"^qos map traffic-class ([\d ]+) to (?:uc-)?tx-queue (\d+)$")
+_QUEUE_RE = re.compile(r"^(uc-|mc-)?tx-queue\s+(\d+)\Z")
+_DSCP_MAP_RE = re.compile(r"^qos map dscp ([\d ]+) to traffic-class (\d+)(?: drop-precedence \d+)?\Z")
+_COS_MAP_RE = re.compile(r"^qos map cos ([\d ]+) to traffic-class (\d+)(?: drop-precedence \d+)?\Z")
+_TCQ_RE = re.compile(r"^qos map traffic-class ([\d ]+) to (?:uc-)?tx-queue (\d+)\Z")
 
 
 class Eos(SwitchOs):
@@ -178,7 +178,7 @@ def _queue_line(line: str, queue: Dict[str, Any], source: str) -> bool:
 
 
 def _section_line(line: str, section: _Section) -> None:
-    m = re.match(r"^qos trust (dscp|cos)$", line)
+    m = re.match(r"^qos trust (dscp|cos)\Z", line)
     if m:
         section.trust = "dscp" if m.group(1) == "dscp" else "pcp"
     elif line == "no qos trust":
@@ -187,7 +187,7 @@ def _section_line(line: str, section: _Section) -> None:
         section.pfc_on = True
     elif line in ("no priority-flow-control", "no priority-flow-control mode on", "priority-flow-control off"):
         section.pfc_on = False
-    elif re.match(r"^priority-flow-control priority \d+ (no-drop|drop)$", line):
+    elif re.match(r"^priority-flow-control priority \d+ (no-drop|drop)\Z", line):
         words = line.split()
         (section.no_drop if words[3] == "no-drop" else section.drop).append(int(words[2]))
     elif line == "priority-flow-control pause watchdog":

@@ -31,11 +31,11 @@ from .base import Choice, Rendered, SwitchOs, listed, refuse, template
 WHAT = "nv show qos roce"
 PROFILE = "default-global"
 _UNITS = {"bytes": 1, "byte": 1, "b": 1, "kb": 1024, "mb": 1024 ** 2, "gb": 1024 ** 3}
-_SIZE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)?$")
+_SIZE_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)?\Z")
 _MAPPING = "RoCE PCP/DSCP->SP mapping"
 _ETS = "RoCE SP->TC mapping"
 _POOLS = ("RoCE pool config", "RoCE Pool Status")
-_PROMPT_RE = re.compile(r"^\S+@\S+:\S*\$\s*(.*)$")
+_PROMPT_RE = re.compile(r"^\S+@\S+:\S*\$\s*(.*)\Z")
 # RoCE mode: data and CNPs keep these traffic classes whatever their switch priority (NVIDIA's
 # procedure for moving the lossless switch priority maps the new one to traffic class 3).
 ROCE_TC, CNP_TC = 3, 6
@@ -264,7 +264,7 @@ def _key_values(text: str) -> Tuple[Dict[str, str], Optional[str]]:
             continue
         if _MAPPING in line or _ETS in line:
             break
-        m = re.match(r"^\s*([a-z][a-z0-9-]*)\s{2,}(\S.*?)\s*$", line)
+        m = re.match(r"^\s*([a-z][a-z0-9-]*)\s{2,}(\S.*?)\s*\Z", line)
         if not m:
             continue
         fields = re.split(r"\s{2,}", m.group(2))

@@ -38,7 +38,7 @@ QOS_TABLES = ("DSCP_TO_TC_MAP", "DOT1P_TO_TC_MAP", "TC_TO_QUEUE_MAP", "PORT_QOS_
               "SCHEDULER", "WRED_PROFILE", "BUFFER_PG", "BUFFER_QUEUE")
 # WRED_PROFILE.ecn values that mark green packets (what an unpoliced RoCE packet is).
 _ECN_GREEN = ("ecn_green", "ecn_green_yellow", "ecn_green_red", "ecn_all")
-_REF_RE = re.compile(r"^\[([A-Z_]+)\|([^\]]*)\]$")
+_REF_RE = re.compile(r"^\[([A-Z_]+)\|([^\]]*)\]\Z")
 NAME = "ROCETUNE"  # map, scheduler and WRED names, beside the switch's own AZURE ones
 # The keys SONiC's buffer template (files/build_templates/buffers_config.j2) gives every active
 # port: lossless PG and queues 3-4, lossy PG 0 and queues 0-2 and 5-6.
@@ -150,6 +150,7 @@ def from_doc(doc: Dict[str, Any], source: str) -> SwitchQos:
     model = str((_table(db, "DEVICE_METADATA", source).get("localhost") or {}).get("buffer_model") or "")
     if not model and any(str(f.get("profile")) == "NULL" for p in pgs.values() for f in p.values()):
         model = "dynamic"  # only the dynamic model has PGs whose headroom buffermgrd computes (NULL)
+    _check_references(port_maps, source)
     bound = [p for p, f in port_maps.items() if p != "global" and isinstance(f, dict) and _binds(f)]
     if switch_ports:
         ports = sorted(bound, key=_natural)
@@ -180,6 +181,22 @@ class _Ctx:
     def __init__(self, db, source, warnings, model, has_pg, has_queue, any_runtime_pg):
         self.db, self.source, self.warnings, self.model = db, source, warnings, model
         self.has_pg, self.has_queue, self.any_runtime_pg = has_pg, has_queue, any_runtime_pg
+
+
+_REFERENCES = ("dscp_to_tc_map", "dot1p_to_tc_map", "tc_to_queue_map", "tc_to_pg_map", "pfc_to_queue_map",
+               "pfc_to_pg_map")
+
+
+def _check_references(port_maps: Dict[str, Any], source: str) -> None:
+    """A PORT_QOS_MAP field that names a map holds a name: anything else is an input error
+    naming the port and the field (it was a TypeError, exit 70)."""
+    for port, fields in port_maps.items():
+        if not isinstance(fields, dict):
+            continue
+        for field in _REFERENCES:
+            value = fields.get(field)
+            if value is not None and not isinstance(value, str):
+                raise ParseError(source, f"PORT_QOS_MAP|{port}.{field}: {str(value)[:60]!r} is not the name of a map")
 
 
 def _binds(fields: Dict[str, Any]) -> bool:
@@ -329,7 +346,10 @@ def _table(db, name, source) -> Dict[str, Any]:
 
 
 def _named(db, table, name, source, warnings: List[str]) -> Optional[Dict[str, Any]]:
-    """The entry a reference names; a warning (and None) when the output does not define it."""
+    """The entry a reference names; a warning (and None) when the output does not define it;
+    ParseError when the reference is no name at all (a list, an object, a number)."""
+    if not isinstance(name, str):
+        raise ParseError(source, f"a reference to {table} is {str(name)[:60]!r}, not the name of an entry")
     entry = _table(db, table, source).get(name)
     if isinstance(entry, dict):
         return entry

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from rocetune.envfiles.read import parse_text
-from rocetune.lint.checks import lint_text
+from rocetune.lint.checks import MAX_LISTED, lint_text
 from rocetune.nccl.catalog import Catalog, edit_distance, load_catalog
 
 MB = 1 << 20
@@ -56,14 +56,17 @@ def test_rocetune_header_is_found_and_a_long_first_line_is_not_one():
     assert parsed.detected != "rocetune's header"
 
 
-def test_twenty_thousand_unknown_names_each_get_one_finding():
+def test_twenty_thousand_unknown_names_are_each_counted_and_the_first_listed():
     n = 20000
     typo = "NCCL_IB_GID_INDX"
     text = "".join(f"NCCL_UNKNOWN_VAR_{i:06d}=1\n" for i in range(n)) + f"{typo}=3\n" * 2
     parsed, found = lint_text(text, "big.conf")
     assert len(parsed.assignments) == n + 2
     unknown = [f for f in found if f.id == "unknown-name"]
-    assert len(unknown) == n and unknown[0].key == "NCCL_UNKNOWN_VAR_000000"
+    listed, more = unknown[:MAX_LISTED], unknown[MAX_LISTED:]
+    assert [f.key for f in listed] == [f"NCCL_UNKNOWN_VAR_{i:06d}" for i in range(MAX_LISTED)]
+    assert len(more) == 1 and more[0].message.startswith(f"{n - MAX_LISTED} more unknown-name finding(s)")
+    assert more[0].line == MAX_LISTED + 1 and more[0].severity == "warning"
     misspelled = [f for f in found if f.id == "misspelled-name"]
     assert [(f.line, f.fix) for f in misspelled] == [(n + i, "did you mean NCCL_IB_GID_INDEX?") for i in (1, 2)]
 

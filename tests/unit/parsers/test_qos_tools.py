@@ -121,13 +121,16 @@ def test_the_boot_script_imports_it_from_the_files_installed_beside_it(tmp_path)
     # roles/roce_qos/vars/main.yml names what the role installs beside the script (and removes).
     boot = yaml.safe_load((REPO / "roles" / "roce_qos" / "vars" / "main.yml").read_text())["__roce_qos_boot"]
     names = [re.search(r"plugins/module_utils/(\w+\.py)", lib["content"]).group(1) for lib in boot["libs"]]
-    assert "rocetune_qos_tools.py" in names
-    for name in ["roce_qos_state.py"] + names:
+    assert {"rocetune_qos_tools.py", "roce_qos_state.py"} <= set(names)
+    script = REPO / "roles" / "roce_qos" / "files" / "rocetune_qos_reapply.py"
+    assert boot["script"]["path"].endswith("/" + script.name)
+    (tmp_path / script.name).write_text(script.read_text())
+    for name in names:
         (tmp_path / name).write_text((MODULE_UTILS / name).read_text())
     # -E -s: no PYTHONPATH or user site; the script's own directory is all it has, as at boot.
-    proc = subprocess.run([sys.executable, "-E", "-s", str(tmp_path / "roce_qos_state.py")], cwd="/",
+    proc = subprocess.run([sys.executable, "-E", "-s", str(tmp_path / script.name)], cwd="/",
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and proc.stderr.startswith("usage: roce_qos_state.py"), proc.stderr
+    assert proc.returncode == 2 and proc.stderr.startswith("usage: rocetune_qos_reapply.py"), proc.stderr
 
 
 # ---------------------------------------------------------------------------------------------

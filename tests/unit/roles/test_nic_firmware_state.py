@@ -100,3 +100,19 @@ def test_a_netdev_without_a_pci_device_is_named(tmp_path):
 def test_the_query_asks_only_for_the_wanted_parameters():
     assert F.query_argv("mstconfig", "0000:3b:00.0", {"CNP_DSCP_P1": 48, "ATS_ENABLED": 1}) == \
         ["mstconfig", "-d", "0000:3b:00.0", "-e", "q", "ATS_ENABLED", "CNP_DSCP_P1"]
+
+
+def test_force_relax_is_recognised_in_every_form_and_refused_without_the_opt_in():
+    for value in ("force_relax", "FORCE_RELAX", "force_relax(1)", 1, "1", True, "true"):  # true is set as 1
+        assert F.forces_relaxed_ordering("PCI_WR_ORDERING", value), value
+    for value in ("per_mkey", "per_mkey(0)", 0, False):
+        assert not F.forces_relaxed_ordering("PCI_WR_ORDERING", value), value
+    assert not F.forces_relaxed_ordering("ATS_ENABLED", 1)
+    # The query's columns read back through the same judgement (a NIC left at force_relax).
+    row = F.parse_query(CX6)["PCI_WR_ORDERING"]
+    assert F.forces_relaxed_ordering("PCI_WR_ORDERING", F.next_boot(row))
+    assert not F.forces_relaxed_ordering("PCI_WR_ORDERING", row["Current"])
+    refused = F.relaxed_ordering_problems({"PCI_WR_ORDERING": "force_relax"}, allowed=False)
+    assert len(refused) == 1 and "NVIDIA/nccl#531" in refused[0] and F.ALLOW_VAR in refused[0]
+    assert F.relaxed_ordering_problems({"PCI_WR_ORDERING": "force_relax"}, allowed=True) == []
+    assert F.relaxed_ordering_problems({"PCI_WR_ORDERING": "per_mkey"}, allowed=False) == []

@@ -186,7 +186,8 @@ def boot(tmp_path, monkeypatch, outputs, driver, required):
     monkeypatch.setattr(Q, "driver_of", lambda ifname: driver)
     monkeypatch.setattr(Q, "_which", lambda name: "/usr/sbin/" + name)
     monkeypatch.setattr(Q, "_read", lambda path: None)
-    return Q.main([str(settings)]), queries.calls
+    import sys
+    return Q.reapply([str(settings)], sys.stdout, sys.stderr), queries.calls
 
 
 def test_the_boot_script_reapplies_the_buffers(tmp_path, monkeypatch, capsys):

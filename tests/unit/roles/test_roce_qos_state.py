@@ -135,7 +135,7 @@ def test_backend_auto_picks_mlnx_qos_only_for_mlx5_with_the_tool():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("lossless_priorities: [8]\n", "lossless_priorities[]: 8 is out of range 0..7"),
+    ("lossless_priorities: [8]\n", "lossless_priorities[0]: 8 is out of range 0..7"),
     ("data: {dscp: af31}\n", "data.dscp: expected an integer 0..63, got 'af31'"),
     ("data: {dscp: 99}\n", "data.dscp: 99 is out of range 0..63"),
     ("version: 2\n", "version 2 is not supported"),

@@ -98,17 +98,19 @@ def test_mode_is_set_on_the_descriptor_whatever_the_umask(tmp_path):
     assert F.plan_files([want], []) == ([], [])
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives a file to another owner")
-def test_root_keeps_the_owner_of_the_file_it_replaces(tmp_path):
-    want = _unit(tmp_path, "[Unit]\nnew\n")
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root takes a file over from another owner")
+def test_root_takes_over_the_file_another_user_owns_even_with_the_same_content(tmp_path):
+    want = _unit(tmp_path, "[Unit]\nsame\n")
     with open(want["path"], "w") as fh:
-        fh.write("[Unit]\nold\n")
-    os.chown(want["path"], 4321, 4322)
-    F.apply_changes(F.plan_files([want], [])[0])
+        fh.write("[Unit]\nsame\n")
+    os.chmod(want["path"], 0o644)
+    os.chown(want["path"], 4321, 4322)  # the same bytes, but that user could still change them
+    changes = F.plan_files([want], [])[0]
+    assert [c[1]["path"] for c in changes] == [want["path"]]
+    F.apply_changes(changes)
     st = os.stat(want["path"])
-    assert (st.st_uid, st.st_gid) == (4321, 4322)
-    with open(want["path"]) as fh:
-        assert fh.read() == "[Unit]\nnew\n"
+    assert (st.st_uid, st.st_gid) == (0, 0)
+    assert F.plan_files([want], []) == ([], [])  # and then it is left alone
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):

@@ -28,7 +28,17 @@ def run(args: argparse.Namespace) -> Result:
         features, size = capture(args.root, args.out, also=lambda ctx, f: readings.read(ctx, f))
     except OSError as exc:
         raise RocetuneError(f"cannot write {args.out}: {exc.strerror or exc}", code=ExitCode.OUTPUT) from None
+    from ...checks import host_findings
+    from ..report import partial
+
     fp = fingerprint(features)
-    return Result(command=NAME, data={"path": args.out, "bytes": size, "features_fingerprint": fp},
-                  human=(f"wrote {args.out} ({size} bytes, features {fp})\n"
-                         f"replay: mkdir R && tar -xzf {args.out} -C R && rocetune probe --root R\n"))
+    lacking = partial(host_findings(features))
+    human = (f"wrote {args.out} ({size} bytes, features {fp})\n"
+             f"replay: mkdir R && tar -xzf {args.out} -C R && rocetune probe --root R\n")
+    if lacking:
+        human = f"PARTIAL capture: {lacking.id}: {lacking.message}\n" + human
+    data = {"path": args.out, "bytes": size, "features_fingerprint": fp,
+            "partial": lacking.to_dict() if lacking else None}
+    return Result(command=NAME, data=data, human=human,
+                  code=ExitCode.FINDINGS if lacking else ExitCode.OK,
+                  warnings=[f"{lacking.id}: {lacking.message}"] if lacking else [])

@@ -59,9 +59,16 @@ def run(args: argparse.Namespace) -> Result:
     env = options.plan_env_from_args(args, features, None if args.env_dir else first, fmts,
                                      env_dir=args.env_dir)
     warnings = report.stderr_lines(features, env.plan, findings_too=True)
-    findings = [f.to_dict() for f in report.all_findings(features, env.plan)]
+    found = report.all_findings(features, env.plan)
+    findings = [f.to_dict() for f in found]
     result = Result(command=NAME, data={"plan": env.plan.to_dict(), "features": features, "findings": findings},
                     warnings=warnings)
+    lacking = report.partial(found)
+    if lacking:  # the env of what could be read is not the host's: said, exit 1, never written
+        result.code = ExitCode.FINDINGS
+        if outs:
+            result.errors = [{"message": f"{lacking.message}; nothing was written", "hint": lacking.fix}]
+            return result
     if args.env_dir and not outs:
         result.data["env"] = {"formats": fmts, "dir": args.env_dir, "texts": env.texts,
                               "files": [{"path": f.path, "key": f.key, "content": f.content}

@@ -51,9 +51,14 @@ def _decisions_from_env(path: str) -> Tuple[List["Decision"], Optional[str]]:
     from ...envfiles.read import parse_text
     from ...model.plan import Decision
 
+    from ...errors import HostReadError
+    from ...hostfs import read_input_text
+    from ...lint.checks import MAX_BYTES
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = read_input_text(path, MAX_BYTES)
+    except HostReadError as exc:
+        raise RocetuneError(f"--env {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
     except OSError as exc:
         raise RocetuneError(f"--env {path}: cannot read: {exc.strerror or exc}", code=ExitCode.INPUT) from None
     parsed = parse_text(text, "auto", path)

@@ -223,7 +223,8 @@ def _targets(args: argparse.Namespace, verb: str):
                                                            if verb == "gather" else ""),
                             code=ExitCode.INPUT) from None
     found = tg.from_inventory(args.inventory, args.limit) if args.inventory else tg.from_names(args.hosts)
-    return tg.complete(found, tg.Defaults(args.user, args.port, args.identity))
+    args.ssh_warnings = []
+    return tg.complete(found, tg.Defaults(args.user, args.port, args.identity), warn=args.ssh_warnings.append)
 
 
 def _gather(args: argparse.Namespace) -> Result:
@@ -233,6 +234,11 @@ def _gather(args: argparse.Namespace) -> Result:
     from ...errors import ExitCode, RocetuneError
     from ...fleet.gather import Options, gather
 
+    from ...fsutil import UNSAFE_DIR_HINT, OutputError, directory_problem
+
+    why = directory_problem(args.out)  # before any host: root's results stay root's
+    if why:
+        raise OutputError(args.out, why, hint=UNSAFE_DIR_HINT)
     targets = _targets(args, "gather")
     try:
         os.makedirs(args.out, exist_ok=True)
@@ -251,7 +257,7 @@ def _gather(args: argparse.Namespace) -> Result:
     width = max(len(o.host) for o in outcomes)
     lines = [f"gathered {len(outcomes) - len(failed)} of {len(outcomes)} hosts into {args.out}"]
     lines += [f"  {o.host:<{width}}  {'FAILED: ' + o.error if o.error else 'ok'}" for o in outcomes]
-    return Result(command=NAME, data=data, human="\n".join(lines) + "\n",
+    return Result(command=NAME, data=data, human="\n".join(lines) + "\n", warnings=list(args.ssh_warnings),
                   code=ExitCode.FINDINGS if failed else ExitCode.OK)
 
 
@@ -308,7 +314,7 @@ def _validate(args: argparse.Namespace) -> Result:
         if preflight:
             human += ("preflight: GO\n" if doc["summary"]["passed"] else
                       "preflight: STOP -- leave out " + (", ".join(doc["summary"]["suspects"]) or "(see above)") + "\n")
-    notes = [f"{h}: {n}" for h, d in doc["hosts"].items() for n in d.get("notes", [])]
+    notes = list(args.ssh_warnings) + [f"{h}: {n}" for h, d in doc["hosts"].items() for n in d.get("notes", [])]
     return Result(command=NAME, data=doc, human=human, warnings=notes,
                   code=ExitCode.OK if doc["summary"]["passed"] else ExitCode.FINDINGS)
 
@@ -355,7 +361,9 @@ def _write(path: str, flag: str, text: str) -> None:
 def _say(line: str) -> None:
     import sys
 
-    sys.stderr.write(line + "\n")
+    from ...text import terminal_text
+
+    sys.stderr.write(terminal_text(line) + "\n")  # names and reasons a node supplied
     sys.stderr.flush()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from ...errors import ExitCode
 from .. import options, report
 from ..result import Result
 
@@ -38,9 +39,15 @@ def run(args: argparse.Namespace) -> Result:
     human = "" if args.json else _human(features, findings, args.verbose)
     result = Result(command=NAME, data=data, human=human,
                     warnings=report.stderr_lines(features, plan, findings_too=wants_env and not out))
+    lacking = report.partial(findings)
+    if lacking:
+        result.code = ExitCode.FINDINGS
     if not wants_env:
         return result
     fmt = fmts[0]
+    if out and lacking:
+        result.errors = [{"message": f"{lacking.message}; nothing was written to {out}", "hint": lacking.fix}]
+        return result
     if out:
         from ... import app
         from ...render.human import plan_text

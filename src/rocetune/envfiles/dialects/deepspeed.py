@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...model.plan import Plan
 
 NAME = "deepspeed"
-_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]*$")
+_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]*\Z")
 
 
 def render(plan: Plan, features: dict) -> str:

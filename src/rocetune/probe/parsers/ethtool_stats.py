@@ -16,8 +16,8 @@ from ._common import add_warning, as_text, clean, guarded, require_content, snip
 
 WHAT = "ethtool -S"
 
-_LINE_RE = re.compile(r"^\s*(\S(?:.{0,200}?\S)?)\s*:\s*(\d{1,20})\s*$")
-_HEADER_RE = re.compile(r"^\s*NIC statistics\s*:\s*$", re.IGNORECASE)
+_LINE_RE = re.compile(r"^\s*(\S(?:.{0,200}?\S)?)\s*:\s*(\d{1,20})\s*\Z")
+_HEADER_RE = re.compile(r"^\s*NIC statistics\s*:\s*\Z", re.IGNORECASE)
 _NO_STATS_RE = re.compile(r"no stats available", re.IGNORECASE)
 
 

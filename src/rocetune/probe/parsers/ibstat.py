@@ -29,10 +29,10 @@ from ._common import (add_warning, as_text, clean, first_line, guarded, leading_
 WHAT_IBSTAT = "ibstat"
 WHAT_IBSTATUS = "ibstatus"
 
-_CA_RE = re.compile(r"^\s*CA\s+'([^']{1,64})'\s*$")
-_PORT_RE = re.compile(r"^\s*Port\s+(\d{1,5})\s*:\s*$")
-_KV_RE = re.compile(r"^\s*([A-Za-z][A-Za-z _]{0,40}?)\s*:\s*(.*?)\s*$")
-_IBSTATUS_HEAD_RE = re.compile(r"^\s*Infiniband device\s+'([^']{1,64})'\s+port\s+(\d{1,5})\s+status\s*:\s*$")
+_CA_RE = re.compile(r"^\s*CA\s+'([^']{1,64})'\s*\Z")
+_PORT_RE = re.compile(r"^\s*Port\s+(\d{1,5})\s*:\s*\Z")
+_KV_RE = re.compile(r"^\s*([A-Za-z][A-Za-z _]{0,40}?)\s*:\s*(.*?)\s*\Z")
+_IBSTATUS_HEAD_RE = re.compile(r"^\s*Infiniband device\s+'([^']{1,64})'\s+port\s+(\d{1,5})\s+status\s*:\s*\Z")
 _STATE_NUM_RE = re.compile(r"^\d{1,3}:\s*")
 _NO_DEVICES_RE = re.compile(r"\bno (?:ib |infiniband |rdma )?(?:devices|cas?|hcas?)(?: were)? "
                             r"(?:found|present)|\bno (?:ib|infiniband|rdma) devices", re.IGNORECASE)

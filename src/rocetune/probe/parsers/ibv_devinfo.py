@@ -29,15 +29,15 @@ from ._common import add_warning, as_text, clean, first_line, guarded, require_c
 
 WHAT = "ibv_devinfo"
 
-_HCA_RE = re.compile(r"^\s*hca_id:\s*(\S{1,64})\s*$")
-_PORT_RE = re.compile(r"^\s*port:\s*(\d{1,5})\s*$")
-_GID_RE = re.compile(r"^\s*GID\[\s*(\d{1,6})\]:\s*([0-9A-Fa-f:]{2,64})\s*(?:,\s*(.*?))?\s*$")
-_KV_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]{0,40}):\s*(.*?)\s*$")
-_LIST_HEAD_RE = re.compile(r"^\s*(\d{1,5})\s+HCAs?\s+found:\s*$")
-_LIST_NAME_RE = re.compile(r"^\s+(\S{1,64})\s*$")
+_HCA_RE = re.compile(r"^\s*hca_id:\s*(\S{1,64})\s*\Z")
+_PORT_RE = re.compile(r"^\s*port:\s*(\d{1,5})\s*\Z")
+_GID_RE = re.compile(r"^\s*GID\[\s*(\d{1,6})\]:\s*([0-9A-Fa-f:]{2,64})\s*(?:,\s*(.*?))?\s*\Z")
+_KV_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]{0,40}):\s*(.*?)\s*\Z")
+_LIST_HEAD_RE = re.compile(r"^\s*(\d{1,5})\s+HCAs?\s+found:\s*\Z")
+_LIST_NAME_RE = re.compile(r"^\s+(\S{1,64})\s*\Z")
 _ERROR_RE = re.compile(r"^\s*(?:Failed to|Couldn't|Could not|Unable to|No IB devices found|"
                        r"IB device \S+ wasn't found|ibv_devinfo: )", re.IGNORECASE)
-_SUFFIX_RE = re.compile(r"\s*\(\d{1,4}\)\s*$")
+_SUFFIX_RE = re.compile(r"\s*\(\d{1,4}\)\s*\Z")
 _INT_RE = re.compile(r"^(\d{1,7})\b")
 
 _DEVICE_KEYS = ("transport", "fw_ver", "node_guid", "board_id")

@@ -24,8 +24,8 @@ from ._common import add_warning, as_text, clean, first_line, guarded, require_c
 
 WHAT = "nvidia-smi --query-gpu"
 
-_BUS_ID_RE = re.compile(r"^(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})\.([0-7])$")
-_INDEX_RE = re.compile(r"^\d{1,6}$")
+_BUS_ID_RE = re.compile(r"^(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})\.([0-7])\Z")
+_INDEX_RE = re.compile(r"^\d{1,6}\Z")
 _NO_DEVICES = "no devices were found"
 _NOT_AVAILABLE = {"", "[N/A]", "N/A", "[Not Supported]", "[Unknown Error]"}
 

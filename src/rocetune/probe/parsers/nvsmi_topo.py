@@ -49,14 +49,14 @@ WHAT = "nvidia-smi topo -m"
 KNOWN_PATHS = frozenset({"PIX", "PXB", "PHB", "NODE", "SYS"})
 LEGACY_PATHS = {"SOC": "SYS"}  # drivers before ~384 said SOC for the inter-socket path
 
-_GPU_RE = re.compile(r"^GPU(\d{1,6})$")
-_NIC_RE = re.compile(r"^NIC(\d{1,6})$")
-_NV_RE = re.compile(r"^NV(\d{1,4})$")
-_LABEL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:\-]{0,63}$")
-_NIC_LEGEND_RE = re.compile(r"^\s*(NIC\d{1,6})\s*:\s*(\S+)\s*$")
-_LEGEND_HEAD_RE = re.compile(r"^\s*Legend\s*:\s*$", re.IGNORECASE)
+_GPU_RE = re.compile(r"^GPU(\d{1,6})\Z")
+_NIC_RE = re.compile(r"^NIC(\d{1,6})\Z")
+_NV_RE = re.compile(r"^NV(\d{1,4})\Z")
+_LABEL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:\-]{0,63}\Z")
+_NIC_LEGEND_RE = re.compile(r"^\s*(NIC\d{1,6})\s*:\s*(\S+)\s*\Z")
+_LEGEND_HEAD_RE = re.compile(r"^\s*Legend\s*:\s*\Z", re.IGNORECASE)
 _LEGEND_LINE_RE = re.compile(r"^\s*\S{1,8}\s*=\s")
-_ATTR_VALUE_RE = re.compile(r"^(?:\d[\d,\-]*|N/A)$")
+_ATTR_VALUE_RE = re.compile(r"^(?:\d[\d,\-]*|N/A)\Z")
 _ATTR_NAMES_RE = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID")
 _ATTR_KEYS = {"CPU Affinity": "cpu_affinity", "NUMA Affinity": "numa_affinity", "GPU NUMA ID": "gpu_numa_id"}
 _HEADER_STOP = frozenset({"CPU", "NUMA", "GPU", "Affinity", "ID"})

@@ -22,7 +22,7 @@ RTF_GATEWAY = 0x2
 RTF_REJECT = 0x200
 RTF_LOCAL = 0x80000000
 
-_FIB_LEAF = re.compile(r"^\s*\|--\s+(\d+\.\d+\.\d+\.\d+)\s*$")
+_FIB_LEAF = re.compile(r"^\s*\|--\s+(\d+\.\d+\.\d+\.\d+)\s*\Z")
 _FIB_ENTRY = re.compile(r"^\s*/(\d+)\s+(\w+)\s+(\w+)")
 
 

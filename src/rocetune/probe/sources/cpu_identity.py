@@ -21,7 +21,7 @@ from typing import Dict, Optional
 
 from ...hostfs import ProbeContext
 
-_RELEASE_ARCH = re.compile(r"[.-](x86_64|aarch64|ppc64le|ppc64|s390x|riscv64)$")
+_RELEASE_ARCH = re.compile(r"[.-](x86_64|aarch64|ppc64le|ppc64|s390x|riscv64)\Z")
 
 
 def _first_block(text: str) -> Dict[str, str]:

@@ -43,7 +43,7 @@ VENDOR_TOPO_DIRS = (("/opt/microsoft", "topo.xml", "azure"),)
 RAIL_REACH = "/etc/rocetune/rail-reach.json"
 RAIL_REACH_SCHEMA = "rocetune.rail-reach/1"
 RAIL_REACH_VERDICTS = ("isolated", "routed", "partial")
-_EXPORT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_EXPORT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z")
 
 
 def script_values(text: str) -> Dict[str, str]:

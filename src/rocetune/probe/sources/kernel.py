@@ -26,7 +26,7 @@ CMDLINE_KEYS = ("iommu", "intel_iommu", "amd_iommu")
 NVIDIA_VERSION = "/proc/driver/nvidia/version"
 _NVRM_RE = re.compile(r"^NVRM version:\s+NVIDIA UNIX (Open )?Kernel Module for \S+\s+(\S+)", re.M)
 _NVRM_LEGACY_RE = re.compile(r"^NVRM version:.*Kernel Module\s+(\d[\d.]*)", re.M)
-_IBVERBS_RE = re.compile(r"^libibverbs\.so\.1\.(\d+)\.(\d+)\.\d+$")
+_IBVERBS_RE = re.compile(r"^libibverbs\.so\.1\.(\d+)\.(\d+)\.\d+\Z")
 NET_CONF = "/proc/sys/net/ipv4/conf"
 NET_CONF_KEYS = ("arp_ignore", "arp_announce", "rp_filter")
 

@@ -83,11 +83,11 @@ ELF_HEAD = 20             # e_ident (16 bytes) and e_type
 ET_DYN = 3
 PLUGIN_KINDS = ("net", "tuner", "profiler", "env", "gin")
 _EMPTY = "an empty file"
-_PLUGIN = re.compile(r"^libnccl-(net|tuner|profiler|env|gin)(?:-([A-Za-z0-9_+.-]+?))?\.so(?:\.(\d+(?:\.\d+)*))?$")
-_LIB = re.compile(r"^libnccl\.so(?:\.\d+)*$")
-_VERSIONED = re.compile(r"^libnccl\.so\.(\d+\.\d+\.\d+)$")
-_WHEEL = re.compile(r"^nvidia_nccl_(cu\d+)-([^-]+)\.dist-info$")
-_PYTHON_DIR = re.compile(r"^python3(?:\.\d+)?$")
+_PLUGIN = re.compile(r"^libnccl-(net|tuner|profiler|env|gin)(?:-([A-Za-z0-9_+.-]+?))?\.so(?:\.(\d+(?:\.\d+)*))?\Z")
+_LIB = re.compile(r"^libnccl\.so(?:\.\d+)*\Z")
+_VERSIONED = re.compile(r"^libnccl\.so\.(\d+\.\d+\.\d+)\Z")
+_WHEEL = re.compile(r"^nvidia_nccl_(cu\d+)-([^-]+)\.dist-info\Z")
+_PYTHON_DIR = re.compile(r"^python3(?:\.\d+)?\Z")
 _STRING_VERSION = re.compile(r"^NCCL version (\d+\.\d+\.\d+)")
 
 

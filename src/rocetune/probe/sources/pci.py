@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ...hostfs import ProbeContext
 
-BDF_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+BDF_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\Z")
 NVIDIA = "0x10de"
 PCI_DEVICES = "/sys/bus/pci/devices"
 

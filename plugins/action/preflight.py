@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""The site's preflight, controller side: for each role named, what it checks on the node
+(`__<role>_preflight` in the role's vars: its module, that module's arguments as the role passes
+them, the facts it sets, whether it runs every time), templated as the role's own tasks would
+(its role_path and search path); its variables checked against its meta/argument_specs.yml
+(the same validator Ansible runs when the role starts) and its misspelt
+`<role>_*` names (role_vars_check's rule), the QoS plan given from the controller loaded and
+checked here; then one module call on the node runs every role's module in check mode
+(rocetune.fabric.preflight), and a QoS plan file the node could not read is checked here. All
+errors of all roles are reported at once, each named by its role."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.rocetune.fabric.plugins.action.role_vars_check import unknown_names
+from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_apply_run import (
+    controller_args, controller_result
+)
+from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import QosError
+
+try:
+    import yaml
+except ImportError:  # ansible-core requires PyYAML; kept for a clear message
+    yaml = None
+
+ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(("roles",))
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        names = self._task.args.get("roles")
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise AnsibleActionFail("roles must be a list of the roles' names, in the order the site runs them")
+        if yaml is None:
+            raise AnsibleActionFail("PyYAML is needed to read the roles' argument specs")
+        refused, node_checks, checks = {}, [], []
+        for role in names:
+            templar = self._role_templar(role, task_vars)
+            name = "__%s_preflight" % role
+            if name not in task_vars:
+                raise AnsibleActionFail("%s is not defined: import the role %s (tasks_from: preflight) in this play"
+                                        % (name, role))
+            check = dict(templar.template(task_vars[name]), role=role)
+            checks.append(check)
+            problems = self._role_input_problems(role, check.get("outputs") or [], task_vars, templar)
+            args = check.get("args") or {}
+            if check.get("module") == "roce_qos_apply" and not problems:
+                try:
+                    args = controller_args(args, yaml.safe_load)
+                except QosError as exc:
+                    problems.append("QoS plan %s" % exc)
+            if problems:
+                refused[role] = "; ".join(problems)
+            elif check.get("module"):
+                node_checks.append({"role": role, "module": check["module"], "args": args})
+        answer = {"roles": {}}
+        if node_checks:
+            answer = self._execute_module(module_name="rocetune.fabric.preflight", module_args={"checks": node_checks},
+                                          task_vars=task_vars)
+            if answer.get("unreachable") or "roles" not in answer:  # no answer: no Python, a broken transfer
+                result.update(answer, refused=not answer.get("unreachable"))
+                return result
+        roles = answer["roles"]
+        for check in node_checks:
+            if check["module"] == "roce_qos_apply" and check["role"] in roles:
+                checked = controller_result(check["args"], dict(roles[check["role"]]["result"]), yaml.safe_load)
+                if checked.get("failed") and not roles[check["role"]]["failed"]:
+                    roles[check["role"]].update(failed=True, msg=checked["msg"])
+        out = {}
+        for check in checks:
+            role = check["role"]
+            answer_of = roles.get(role) or {"failed": False, "msg": "", "run": False, "warnings": [], "result": {},
+                                            "unchecked": "nothing to check on the node"}
+            if role in refused:
+                answer_of = dict(answer_of, failed=True, msg=refused[role])
+            # A role whose verification runs every time (`always`: roce_net's jumbo path check, OFED)
+            # runs even where its module has nothing to change.
+            answer_of["run"] = bool(answer_of.get("run")) or boolean(check.get("always") or False, strict=False)
+            out[role] = answer_of
+        errors = ["%s: %s" % (role, a["msg"]) for role, a in out.items() if a["failed"]]
+        result.update(changed=False, roles=out, run=[r for r, a in out.items() if a["run"]], refused=bool(errors))
+        if errors:
+            result.update(failed=True, msg="preflight refused this node, nothing was changed: " + " | ".join(errors))
+        return result
+
+    def _role_templar(self, role, task_vars):
+        """A templar that sees the variables as the role's own tasks do: its role_path, and its
+        directory first in the search path (its templates/ and files/ for lookups)."""
+        role_dir = os.path.realpath(os.path.join(ROLES_DIR, role))
+        templar = self._templar.copy_with_new_env()
+        templar.available_variables = dict(task_vars, role_path=role_dir,
+                                           ansible_search_path=[role_dir] + list(task_vars.get("ansible_search_path") or []))
+        return templar
+
+    def _role_input_problems(self, role, outputs, task_vars, templar):
+        """The role's variables checked against its argument spec, and its misspelt names."""
+        path = os.path.join(ROLES_DIR, role, "meta", "argument_specs.yml")
+        try:
+            with open(path) as fh:
+                options = yaml.safe_load(fh)["argument_specs"]["main"]["options"]
+        except (IOError, OSError, KeyError, TypeError, yaml.YAMLError) as exc:
+            raise AnsibleActionFail("cannot read the options of role %s (%s): %s" % (role, path, exc))
+        provided = {}
+        for name in options:
+            if name in task_vars:
+                provided[name] = templar.template(task_vars[name])
+        spec = dict((name, _spec(opt)) for name, opt in options.items())
+        problems = list(ArgumentSpecValidator(spec).validate(provided).error_messages)
+        unknown = unknown_names(role, set(options) | set(outputs), task_vars, hosts=())
+        if unknown:
+            problems.append("unknown variable(s) %s: not options of the %s role (misspelt?)" % (", ".join(unknown), role))
+        return problems
+
+
+def _spec(option):
+    """An argument_specs.yml option as ArgumentSpecValidator takes it (docs keys dropped)."""
+    keep = ("type", "elements", "choices", "required", "default", "options", "no_log")
+    out = dict((k, v) for k, v in option.items() if k in keep)
+    out.pop("default", None)  # the roles' defaults are already among the variables
+    if "options" in out:
+        out["options"] = dict((k, _spec(v)) for k, v in out["options"].items())
+    return out

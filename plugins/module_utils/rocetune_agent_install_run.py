@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""The rocetune_agent_install module's body: its argument spec and run(module), here so that
+the preflight runs the very same code in check mode (rocetune_preflight).
+
+Without `src` it only looks: is the agent with this sha256 unpacked and compiled for this
+Python, is the launcher in place. When the agent is missing it says so (needs_content) and
+changes nothing on the node; the module's action plugin then transfers the zip and calls it
+again with `src`."""
+
+from __future__ import absolute_import, division, print_function
+
+import hashlib
+import os
+
+__metaclass__ = type
+
+try:
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_agent_tree import (
+        TreeError, add_cache_tag, find_tree, launcher_text, launcher_tree, python_facts, read_stamp,
+        read_text, remove_tree, unpack, write_launcher
+    )
+except ImportError:  # unit tests import the files as plain modules
+    from rocetune_agent_tree import (  # pylint: disable=import-error
+        TreeError, add_cache_tag, find_tree, launcher_text, launcher_tree, python_facts, read_stamp,
+        read_text, remove_tree, unpack, write_launcher
+    )
+
+ARGUMENT_SPEC = dict(
+    dest=dict(type="path", required=True),
+    sha256=dict(type="str", required=True),
+    python=dict(type="path", required=True),
+    lib_dir=dict(type="path", required=True),
+    mode=dict(type="str", default="0755"),
+    src=dict(type="path"),
+)
+
+
+def sha256_of(path):
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except (IOError, OSError):
+        return None
+    return digest.hexdigest()
+
+
+def _describe(text, path):
+    if text is not None:
+        return text
+    return "" if not os.path.lexists(path) else "(the agent as one zip file, sha256 %s)\n" % sha256_of(path)
+
+
+def run(module):
+    p = module.params
+    diff_mode = getattr(module, "_diff", False)
+    try:
+        mode = int(p["mode"], 8)
+    except ValueError:
+        module.fail_json(msg="mode %r: an octal mode such as 0755" % p["mode"])
+    try:
+        facts = python_facts(p["python"])
+    except TreeError as exc:
+        module.fail_json(msg="rocetune_agent_python: %s" % exc)
+    if not os.path.isdir(os.path.dirname(p["dest"]) or "."):
+        module.fail_json(msg="rocetune_agent_command: %s does not exist on this node (the command's directory "
+                             "must); nothing was changed" % os.path.dirname(p["dest"]))
+    tree = find_tree(p["lib_dir"], p["sha256"])
+    changes = []
+    if tree is None:
+        if not p["src"]:
+            # The zip must come over first; nothing is made on the node until it does.
+            result = dict(changed=bool(module.check_mode), needs_content=True,
+                          msg="the agent sha256 %s is not installed in %s" % (p["sha256"], p["lib_dir"]))
+            if module.check_mode and diff_mode:
+                result["diff"] = {"before_header": p["dest"], "after_header": p["dest"], "before": "",
+                                  "after": "rocetune agent sha256 %s, unpacked into %s and compiled\n"
+                                           % (p["sha256"], p["lib_dir"])}
+            module.exit_json(**result)
+        if sha256_of(p["src"]) != p["sha256"]:
+            module.fail_json(msg="the transferred agent %s does not have sha256 %s" % (p["src"], p["sha256"]))
+        made_lib_dir = not os.path.isdir(p["lib_dir"])
+        try:
+            tree = unpack(p["src"], p["lib_dir"], p["sha256"], p["python"], facts["cache_tag"])
+        except (TreeError, OSError, IOError) as exc:
+            module.fail_json(msg="cannot install the agent in %s: %s" % (p["lib_dir"], exc), changed=made_lib_dir)
+        changes.append("unpacked and compiled in %s" % tree)
+    stamp = read_stamp(tree)
+    if facts["cache_tag"] not in stamp.get("compiled", []):
+        if not module.check_mode:
+            stamp = add_cache_tag(p["python"], tree, stamp, facts["cache_tag"])
+        changes.append("compiled in %s for %s" % (tree, facts["cache_tag"]))
+    want = launcher_text(p["python"], tree, facts, stamp)
+    have = read_text(p["dest"])
+    result = dict(needs_content=False, tree=tree)
+    if have != want:
+        if diff_mode:
+            result["diff"] = {"before_header": p["dest"], "after_header": p["dest"],
+                              "before": _describe(have, p["dest"]), "after": want}
+        changes.append("launcher %s written" % p["dest"])
+    else:
+        st = os.stat(p["dest"])
+        owner = (0, 0) if os.geteuid() == 0 else (os.geteuid(), os.getegid())  # root: root's
+        if (st.st_mode & 0o7777, st.st_uid, st.st_gid) != (mode,) + owner:
+            changes.append("owner and mode %s set on %s" % (p["mode"], p["dest"]))
+    if changes and not module.check_mode:
+        try:
+            write_launcher(p["dest"], want, mode)
+        except (TreeError, OSError, IOError) as exc:
+            module.fail_json(msg="cannot write %s: %s" % (p["dest"], exc), changed=True)
+        old = launcher_tree(have)
+        if old and os.path.normpath(old) != os.path.normpath(tree) and remove_tree(p["lib_dir"], old):
+            changes.append("%s removed" % old)
+    module.exit_json(changed=bool(changes), msg="; ".join(changes) or "up to date", **result)

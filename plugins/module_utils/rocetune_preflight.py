@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: rocetune contributors
+# Apache-2.0
+"""The site's preflight on a node: every role's module run in check mode, in one process, with
+the very code the role runs later (each module's body lives in module_utils as run(module)).
+Nothing changes on the node; what each role would change, and every input or node state it
+refuses, comes back in one answer (rocetune.fabric.preflight).
+
+CheckOnly stands in for AnsibleModule: check mode on, no diff, the module's real run_command and
+get_bin_path, and exit_json/fail_json turned into a result instead of the process ending."""
+
+from __future__ import absolute_import, division, print_function
+
+import traceback
+
+__metaclass__ = type
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.rocetune.fabric.plugins.module_utils import (
+    host_tuning_sysctl_run, nic_firmware_apply_run, rdma_core_node_run, roce_net_links_run, roce_qos_apply_run,
+    rocetune_agent_install_run, rocetune_env_run
+)
+
+# The modules a site's roles run on a node, by name: their argument spec and body.
+MODULES = {
+    "rdma_core_node": rdma_core_node_run,
+    "roce_net_links": roce_net_links_run,
+    "roce_qos_apply": roce_qos_apply_run,
+    "nic_firmware_apply": nic_firmware_apply_run,
+    "host_tuning_sysctl": host_tuning_sysctl_run,
+    "rocetune_agent_install": rocetune_agent_install_run,
+    "rocetune_env": rocetune_env_run,
+}
+# A result that means the role has something to do on this node (or to tell: a pending reboot).
+RUN_KEYS = ("changed", "pending", "needs_content", "daemon_reexec_required", "reboot_required")
+# Big or node-private parts of a result the controller does not need back.
+DROP_KEYS = ("diff", "features", "findings", "env", "plan", "sysctls", "invocation")
+# Modules whose check depends on what the roles before them change (the agent plans from the
+# node as those roles leave it): with an earlier role pending, they are not run ahead.
+AFTER_THE_OTHERS = ("rocetune_env",)
+
+
+class _Done(Exception):
+    def __init__(self, result):
+        Exception.__init__(self, "exit_json")
+        self.result = result
+
+
+class _Failed(Exception):
+    def __init__(self, msg, result):
+        Exception.__init__(self, msg)
+        self.msg = msg
+        self.result = result
+
+
+class CheckOnly(object):
+    """An AnsibleModule for one module's body, in check mode."""
+
+    check_mode = True
+    _diff = False
+
+    def __init__(self, module, params):
+        self._module = module
+        self.params = params
+        self.warnings = []
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def run_command(self, *args, **kwargs):
+        return self._module.run_command(*args, **kwargs)
+
+    def get_bin_path(self, arg, required=False, opt_dirs=None):
+        path = self._module.get_bin_path(arg, required=False, opt_dirs=opt_dirs)
+        if required and not path:
+            self.fail_json(msg="Failed to find required executable %s in paths" % arg)
+        return path
+
+    def warn(self, warning):
+        self.warnings.append(warning)
+
+    def exit_json(self, **kwargs):
+        raise _Done(kwargs)
+
+    def fail_json(self, msg, **kwargs):
+        raise _Failed(msg, kwargs)
+
+
+def check_one(module, name, args):
+    """{failed, msg, run, warnings, result} of one module's body in check mode."""
+    body = MODULES.get(name)
+    if body is None:
+        return {"failed": True, "msg": "no preflight for module %s" % name, "run": True, "warnings": [], "result": {}}
+    validated = ArgumentSpecValidator(body.ARGUMENT_SPEC).validate(dict(args or {}))
+    if validated.error_messages:
+        return {"failed": True, "msg": "%s: %s" % (name, "; ".join(validated.error_messages)), "run": True,
+                "warnings": [], "result": {}}
+    stand_in = CheckOnly(module, validated.validated_parameters)
+    try:
+        body.run(stand_in)
+    except _Done as done:
+        result = done.result
+        return {"failed": False, "msg": "", "warnings": stand_in.warnings, "result": _small(result),
+                "run": any(result.get(k) for k in RUN_KEYS)}
+    except _Failed as failed:
+        return {"failed": True, "msg": failed.msg, "run": True, "warnings": stand_in.warnings,
+                "result": _small(failed.result)}
+    except Exception as exc:  # a fault in a module's body must not end the preflight  # pylint: disable=broad-except
+        return {"failed": True, "msg": "%s: %s: %s" % (name, type(exc).__name__, exc), "run": True,
+                "warnings": stand_in.warnings, "result": {"exception": traceback.format_exc()}}
+    return {"failed": True, "msg": "%s ended without a result" % name, "run": True, "warnings": [], "result": {}}
+
+
+def check_all(module, checks):
+    """{role: answer} for [{role, module, args}] in order (check_one's answers; a module in
+    AFTER_THE_OTHERS is not run while a role before it has something to do)."""
+    out = {}
+    for check in checks:
+        role, name = check["role"], check["module"]
+        waiting = [r for r, a in out.items() if a["run"]]
+        if name in AFTER_THE_OTHERS and waiting:
+            out[role] = {"failed": False, "msg": "", "run": True, "warnings": [], "result": {},
+                         "deferred": "checked when it runs, after %s" % ", ".join(waiting)}
+            continue
+        out[role] = check_one(module, name, check.get("args"))
+    return out
+
+
+def _small(result):
+    return dict((k, v) for k, v in result.items() if k not in DROP_KEYS)

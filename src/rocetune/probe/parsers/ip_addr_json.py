@@ -1,0 +1,1 @@
+../../../../plugins/module_utils/rocetune_ip_addr.py
