@@ -52,12 +52,35 @@ LABELS: Dict[str, str] = {
 }
 
 
+# Facts that exist only where a host has the reading (the Features' lldp, nic_firmware, phy and
+# nvlink sections): not in LABELS, so FEATURE_KEYS (what every result carries) leaves them out.
+BELOW_LABELS: Dict[str, str] = {
+    "phy.speed": "link speed of the compute ports (mlxlink)",
+    "phy.fec": "FEC of the compute ports",
+    "nvlink.fabric": "NVLink fabric state/status of the GPUs",
+    "nvlink.active": "active NVLinks per GPU",
+}
+
+
 def label(key: str) -> str:
     if key.startswith("env."):
         return f"env {key[4:]}"
     if key.startswith(WARNING_PREFIX):
         return f"doctor warning {key[len(WARNING_PREFIX):]}"
+    m = _RAIL_KEY.match(key)
+    if m:
+        return f"rail {m.group(1)}: the switch its cable reaches (LLDP)"
+    if key.startswith("fw."):
+        return f"NIC firmware {key[3:]}"
+    if key in BELOW_LABELS:
+        return BELOW_LABELS[key]
     return LABELS.get(key, key)
+
+
+_RAIL_KEY = re.compile(r"^rail\.(\d+)\.switch$")
+# The Features-derived facts whose keys depend on the host (a rail's switch, a firmware
+# parameter) or exist only where the host has the reading: carried by doctor beside FEATURE_KEYS.
+_BELOW_KEY = re.compile(r"^(?:rail\.\d+\.switch|fw\.[A-Z0-9_]+|phy\.(?:speed|fec)|nvlink\.(?:fabric|active))$")
 
 
 # One fact per warning id doctor gave on some host: whether this host has it. Per id, so that a
@@ -122,7 +145,79 @@ def features_facts(features: dict, plan_env: Optional[Dict[str, str]]) -> Dict[s
     if not ports:
         for key in ("mtu", "gid_index", "rdma.rate_gbps", "pcie.nic", "nic.driver", "nic.fw"):
             facts[key] = Fact(None, known=False, detail="no compute HCA port")
+    facts.update(rail_switches(features, ports))
+    facts.update(below_facts(features, ports))
     return facts
+
+
+def rail_switches(features: dict, ports) -> Dict[str, Fact]:
+    """`rail.I.switch`: the LLDP neighbour (SysName) of each compute port's interface, rail I being
+    the I-th compute port in natural order (validate's rail numbering). None where LLDP heard
+    nothing on it; nothing at all where the host has no LLDP reading (lldpctl not installed)."""
+    lldp = features.get("lldp")
+    if not isinstance(lldp, dict):
+        return {}
+    out = {}
+    for i, p in enumerate(sorted(ports, key=lambda p: natural_key(p.name))):
+        where = f"{p.name} ({p.netdev or 'no netdev'})"
+        if lldp.get("error"):
+            out[f"rail.{i}.switch"] = Fact(None, known=False, detail=f"{where}: {lldp['error']}")
+            continue
+        heard = (lldp.get("interfaces") or {}).get(p.netdev or "") or []
+        if not heard:
+            out[f"rail.{i}.switch"] = Fact(None, detail=f"{where}: no LLDP neighbour")
+        else:
+            n = heard[0]
+            detail = f"{where} -> {n.get('chassis')} port {n.get('port')}"
+            out[f"rail.{i}.switch"] = Fact(n.get("chassis"), detail=detail)
+    return out
+
+
+# The NIC firmware parameters whose value must agree across a fleet (fw.<PARAM>).
+FW_FACTS = ("PCI_WR_ORDERING", "ATS_ENABLED", "USER_PROGRAMMABLE_CC", "ADVANCED_PCI_SETTINGS", "MAX_ACC_OUT_READ",
+            "ROCE_CC_PRIO_MASK_P1", "CNP_DSCP_P1", "CNP_802P_PRIO_P1")
+
+
+def below_facts(features: dict, ports) -> Dict[str, Fact]:
+    """What lies below NCCL, each only where the host has the reading: `fw.PARAM` (each compute
+    card's firmware value: Current, else Next Boot), `phy.speed` and `phy.fec` (each compute port's
+    link as mlxlink or ethtool read it), `nvlink.fabric` (the GPUs' fabric state/status) and
+    `nvlink.active` (active NVLinks per GPU)."""
+    out: Dict[str, Fact] = {}
+    fw = features.get("nic_firmware")
+    if isinstance(fw, dict):
+        from ..probe.parsers.nic_firmware import FirmwareError, first_function
+
+        cards = set()
+        for p in ports:
+            try:
+                if p.pci:
+                    cards.add(first_function(p.pci))
+            except FirmwareError:
+                continue
+        devices = {b: d for b, d in (fw.get("devices") or {}).items() if b in cards}
+        for param in FW_FACTS:
+            rows = {b: (d.get("params") or {}).get(param) for b, d in devices.items() if not d.get("error")}
+            if any(rows.values()):
+                out[f"fw.{param}"] = _distinct({b: (r or {}).get("current", (r or {}).get("next_boot"))
+                                                for b, r in rows.items()})
+    phy = features.get("phy")
+    if isinstance(phy, dict):
+        entries = {p.name: (phy.get("ports") or {}).get(p.name) or {} for p in ports}
+        out["phy.speed"] = _distinct({n: (e.get("link") or {}).get("speed") for n, e in entries.items()})
+        out["phy.fec"] = _distinct({n: (e.get("link") or {}).get("fec") or (e.get("fec") or {}).get("active")
+                                    for n, e in entries.items()})
+    nv = features.get("nvlink")
+    if isinstance(nv, dict):
+        fabric = nv.get("fabric") or {}
+        out["nvlink.fabric"] = _distinct({b: f"{f.get('state') or 'N/A'}/{f.get('status') or 'N/A'}"
+                                          for b, f in fabric.items()}) if fabric else \
+            Fact(None, known=False, detail="; ".join(f"{k}: {v}" for k, v in (nv.get("errors") or {}).items()) or None)
+        links = nv.get("links")
+        if links is not None:
+            out["nvlink.active"] = _distinct({f"GPU{g}": sum(1 for v in x.get("links", {}).values() if v != "inactive")
+                                              for g, x in links.items()}) if links else Fact([0])
+    return out
 
 
 def to_json(facts: Dict[str, Fact]) -> Dict[str, Any]:
@@ -135,12 +230,14 @@ MAX_DETAIL = 2000
 
 def from_json(doc: Any) -> Dict[str, Fact]:
     """The facts a result file carries (`to_json`'s form), checked: ValueError naming the key
-    when one is not of that form. Keys other than FEATURE_KEYS are left out: the report computes
-    the others from the findings and the plan itself."""
+    when one is not of that form. Besides FEATURE_KEYS, the per-rail switch and the below-NCCL
+    facts (rail.I.switch, fw.PARAM, phy.*, nvlink.*) are kept where the node sent them; other keys
+    are left out: the report computes them from the findings and the plan itself."""
     if not isinstance(doc, dict):
         raise ValueError("fleet_facts: expected a mapping")
     out: Dict[str, Fact] = {}
-    for key in FEATURE_KEYS:
+    keys = list(FEATURE_KEYS) + sorted(k for k in doc if isinstance(k, str) and _BELOW_KEY.match(k))
+    for key in keys:
         entry = doc.get(key)
         if entry is None:
             out[key] = Fact(None, known=False, detail="not in the result")

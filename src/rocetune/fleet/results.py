@@ -35,6 +35,8 @@ class HostResult:
     gathered_at: Optional[str] = None
     features: Optional[dict] = None
     plan_env: Optional[Dict[str, str]] = None  # None: no plan in the result
+    plan_ranks: Optional[List[dict]] = None  # the plan's local ranks: GPU, its bus id, its NIC
+    plan_reports: Optional[dict] = None  # the plan's reports (gpudirect-rdma: the GDR route)
     doctor_findings: Optional[List[dict]] = None  # None: no doctor run in the result
     warnings: List[str] = field(default_factory=list)
     fleet_facts: Optional[Dict[str, Any]] = None  # the Features' facts (fleet.facts), once known
@@ -131,6 +133,10 @@ def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
     env = plan.get("env") if isinstance(plan, dict) else (doctor or {}).get("env")
     if isinstance(env, dict):
         res.plan_env = {str(k): str(v) for k, v in env.items()}
+    if isinstance(plan, dict) and isinstance(plan.get("ranks"), list):
+        res.plan_ranks = [r for r in plan["ranks"] if isinstance(r, dict)]
+    if isinstance(plan, dict) and isinstance(plan.get("reports"), dict):
+        res.plan_reports = plan["reports"]
     if doctor is not None and isinstance(doctor.get("findings"), list):
         res.doctor_findings = [f for f in doctor["findings"] if isinstance(f, dict)]
     expect = (doctor or {}).get("expect")

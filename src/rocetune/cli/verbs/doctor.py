@@ -22,6 +22,9 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="save this reading of the NIC counters as the baseline the next run judges "
                         "rates against (/var/lib/rocetune/counters.json under --root)")
     p.add_argument("--no-counters", action="store_true", help="leave the NIC counters out")
+    p.add_argument("--since", metavar="TIME", type=_since,
+                   help="read the kernel log from TIME on (journalctl/dmesg syntax: '-2h', '2026-11-27 10:00'); "
+                        "default: since boot")
     p.add_argument("--skip", metavar="ID=REASON", action="append", default=[],
                    help="do not grade check ID on this run, for REASON (repeatable; shown in the "
                         "report); /etc/rocetune/doctor.yml keeps such rules on the node")
@@ -57,6 +60,16 @@ def _register_gate(p: argparse.ArgumentParser) -> None:
                    help="with --gate health-check: judge and exit, but leave the node's state to others")
     g.add_argument("--scontrol", metavar="PATH", help="with --gate: Slurm's scontrol (default: found on PATH "
                                                       "or in /usr/bin, /usr/sbin, /usr/local/bin ...)")
+
+
+def _since(text: str) -> str:
+    """What journalctl and dmesg both take: `-2h`/`-30min`/`-1d`, `today`, `yesterday`, or a
+    date `YYYY-MM-DD` with an optional `HH:MM[:SS]`."""
+    import re
+
+    if re.match(r"^(-\d+(s|min|h|d)|today|yesterday|\d{4}-\d\d-\d\d( \d\d:\d\d(:\d\d)?)?)$", text):
+        return text
+    raise argparse.ArgumentTypeError(f"expected -2h, -30min, today or 'YYYY-MM-DD HH:MM', got {text!r}")
 
 
 def run(args: argparse.Namespace) -> Result:
@@ -97,7 +110,7 @@ def _checks(args: argparse.Namespace):
     features = report.collect(args)
     findings, data = app.doctor(features, options.plan_request(args), nccl_log=args.nccl_log,
                                 counters=not args.no_counters, save_baseline=args.save_baseline,
-                                config=config)
+                                config=config, since=args.since)
     findings = doctor_report.ordered(findings)
     host = features["host"].get("hostname") or args.root
     if args.write_expect:

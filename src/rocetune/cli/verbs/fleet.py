@@ -90,17 +90,19 @@ def _register_validate(sub) -> None:
 def _add_tests(v, default_tests: str, default_seconds: int) -> None:
     v.add_argument("-o", "--out", metavar="FILE", help="also write the results (JSON) here")
     v.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page here")
-    v.add_argument("--mode", choices=("pairwise", "ring"), default="pairwise",
-                   help="every pair once (default), or each host to the next")
+    v.add_argument("--mode", choices=("auto", "pairwise", "ring", "fabric"), default="auto",
+                   help="pairwise: every pair once (N-1 rounds); ring: each host to the next (2 rounds); "
+                        "fabric: a ring sorted by leaf, then pairs across leaves from the LLDP cabling -- every "
+                        "host, rail and leaf-to-leaf path in a few rounds; auto (default): pairwise up to 16 "
+                        "hosts, fabric beyond")
+    from ...fleet import tests as registry
+
+    listed = "; ".join(f"{t.name}: {t.summary}" for t in registry.all_tests())
     v.add_argument("--tests", default=default_tests, metavar="LIST",
-                   help=f"any of rdma, tcp (pair tests) and nccl (NCCL on each node), comma-separated "
-                        f"(default {default_tests})")
-    v.add_argument("--nccl-env-file", default="/etc/rocetune/nccl.env", metavar="FILE",
-                   help="with nccl: the env file the job sources on the nodes (default /etc/rocetune/nccl.env)")
-    v.add_argument("--nccl-python", default="python3", metavar="PY",
-                   help="with nccl: the python on the nodes that has PyTorch (default python3)")
-    v.add_argument("--nccl-baseline", metavar="FILE",
-                   help="with nccl: an earlier `validate -o` result; a node below --fraction of its figure fails")
+                   help=f"the tests to run, comma-separated (default {default_tests}): {listed}")
+    for test in registry.all_tests():
+        if test.add_arguments:
+            test.add_arguments(v.add_argument_group(f"{test.name} test options"))
     v.add_argument("--op", choices=("write", "read"), default="write", help="perftest's RDMA operation (default write)")
     v.add_argument("--seconds", type=int, default=default_seconds, metavar="S",
                    help=f"length of each test (default {default_seconds})")
@@ -264,11 +266,13 @@ def _validate(args: argparse.Namespace) -> Result:
 
     from ...errors import ExitCode, RocetuneError
     from ...fleet import pairtest
+    from ...fleet import tests as registry
     from ...fleet.validate import Options, validate
 
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
-    if not tests or set(tests) - {"rdma", "tcp", "nccl"}:
-        raise RocetuneError(f"--tests {args.tests}: give any of rdma, tcp, nccl (comma-separated)",
+    known = registry.names()
+    if not tests or set(tests) - set(known):
+        raise RocetuneError(f"--tests {args.tests}: give any of {', '.join(known)} (comma-separated)",
                             code=ExitCode.USAGE)
     for name, value, ok in (("--seconds", args.seconds, 1 <= args.seconds <= 3600),
                             ("--size", args.size, 1 <= args.size <= 1 << 30),
@@ -284,21 +288,16 @@ def _validate(args: argparse.Namespace) -> Result:
         args.hosts = _slurm_nodes()
     if preflight and not args.budget > 0:
         raise RocetuneError(f"--budget {args.budget}: must be above 0", code=ExitCode.USAGE)
-    nccl = None
-    if "nccl" in tests:
-        from ...fleet import nccl_check
-
-        baseline = nccl_check.load_baseline(args.nccl_baseline) if args.nccl_baseline else None
-        nccl = nccl_check.Settings(env_file=args.nccl_env_file, python=args.nccl_python,
-                                   fraction=args.fraction, baseline=baseline)
+    chosen = registry.selected(tests)
+    test_settings = {t.name: t.settings(args) for t in chosen if t.settings}
     targets = _targets(args, verb)
-    if len(targets) < 2 and not preflight and tests != ("nccl",):
+    if len(targets) < 2 and not preflight and any(t.needs_pairs for t in chosen):
         raise RocetuneError("fleet validate needs at least two hosts for pair tests", code=ExitCode.USAGE)
     settings = pairtest.Settings(rdma_op=args.op, seconds=args.seconds, size=args.size,
                                  fraction=args.fraction, line_rate_gbps=args.line_rate)
     opts = Options(command=args.command, mode=args.mode, tests=tests, settings=settings, timeout=args.timeout,
                    known_hosts=args.known_hosts, accept_new=args.accept_new, forks=args.forks,
-                   doctor=preflight, budget=args.budget if preflight else None, nccl=nccl)
+                   doctor=preflight, budget=args.budget if preflight else None, test_settings=test_settings)
     progress = _say if sys.stderr.isatty() and not args.quiet else None
     doc = validate(targets, opts, progress=progress)
     if args.out:
