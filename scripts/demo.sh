@@ -10,7 +10,10 @@
 #      host probed, /etc/rocetune/nccl.env and /etc/nccl.conf written, Features fetched
 #   5. one host's env file, and `rocetune explain` of it from the fetched Features
 #   6. a Gloo all_reduce job across the hosts that sources the env file on each
-#   7. the lab torn down (also on failure or Ctrl-C); --keep leaves it up to poke at:
+#   7. the Slurm gate: slurmctld and a slurmd per host, `rocetune doctor --gate health-check` as
+#      HealthCheckProgram; one host's rail broken on purpose is drained with rocetune's reason,
+#      named by `rocetune fleet report`, repaired and resumed (docs/gate.md)
+#   8. the lab torn down (also on failure or Ctrl-C); --keep leaves it up to poke at:
 #        .venv/bin/python tests/lab/lab.py ssh node01        # a shell on a host
 #        .venv/bin/python tests/lab/lab.py down              # when done
 set -euo pipefail
@@ -32,7 +35,7 @@ done
 step=0
 banner() {
   step=$((step + 1))
-  printf '\n\033[1m==> [%d/7] %s\033[0m\n' "$step" "$*"
+  printf '\n\033[1m==> [%d/8] %s\033[0m\n' "$step" "$*"
 }
 run() { printf '\033[2m$ %s\033[0m\n' "$*"; "$@"; }
 
@@ -96,5 +99,48 @@ PY
 )
 run examples/jobs/gloo_allreduce.sh --ssh "$SSH" --python "$REPO/.venv/bin/python" --timeout 300 \
   "${TARGETS[@]}" -- --size-mb 32 --iters 5
+
+banner "The Slurm gate: a rail broken on purpose, drained, named, repaired, resumed"
+# The lab has no RDMA: each host's rocetune (the agent site.yml installed) reads a copy of the
+# bundled 8-rail H100 host, and node02's copy gets one rail at MTU 1500. Slurm is real.
+GATE_START=$SECONDS
+GATE="$REPO/artifacts/demo-gate"
+RAIL=sys/class/net/enp64s0np0/mtu   # mlx5_3's netdev, one of the eight rails
+mapfile -t NAMES < <(.venv/bin/python -c 'from tests.lab import lab; print("\n".join(lab.current().names))')
+rm -rf "$GATE" && mkdir -p "$GATE" "$TMP/fleet"
+for h in "${NAMES[@]}"; do
+  cp -a "$FIXTURE" "$GATE/$h"
+  printf '#!/bin/sh\nPATH=/usr/local/bin:/usr/bin:/bin\nexec /usr/local/bin/rocetune doctor --gate health-check --root %s --no-counters --timeout 20\n' \
+    "$GATE/$h" | .venv/bin/python tests/lab/lab.py ssh "$h" \
+    'mkdir -p /etc/rocetune-demo && cat > /etc/rocetune-demo/health-check && chmod 0755 /etc/rocetune-demo/health-check'
+done
+run sh -c "echo 1500 > $GATE/node02/$RAIL"
+run .venv/bin/python tests/lab/slurm.py start --health-check /etc/rocetune-demo/health-check --interval 3
+slurm() { .venv/bin/python tests/lab/slurm.py run "$@"; }
+wait_for() {  # NODE STATE: until sinfo shows it (a health check runs every 3 s)
+  for _ in $(seq 60); do
+    [ "$(slurm sinfo --noheader --nodes "$1" --format %T)" = "$2" ] && return 0
+    sleep 0.5
+  done
+  echo "demo: $1 did not become $2" >&2; return 1
+}
+wait_for node02 drained
+run slurm sinfo -R --format '%8n %E'
+run slurm srun -N$((${#NAMES[@]} - 1)) -l hostname
+echo
+echo "Each node's own \`rocetune --json doctor\`, as it is, compared by \`rocetune fleet report\`:"
+for h in "${NAMES[@]}"; do
+  .venv/bin/python tests/lab/lab.py ssh "$h" /usr/local/bin/rocetune --json doctor --no-counters --root "$GATE/$h" \
+    > "$TMP/fleet/$h.json" || true   # exit 1 (a failure) or 5 (warnings) is its verdict
+done
+run .venv/bin/rocetune fleet report "$TMP/fleet" || true   # exit 1: a host differs
+echo
+echo "Repair node02's rail; its next health check resumes it:"
+run sh -c "echo 9000 > $GATE/node02/$RAIL"
+wait_for node02 idle
+run slurm sinfo -R --format '%8n %E'
+run slurm srun -w node02 hostname
+run .venv/bin/python tests/lab/slurm.py stop
+echo "(the gate took $((SECONDS - GATE_START)) s)"
 
 banner "Done: the lab comes down next (unless --keep)"

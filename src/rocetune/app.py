@@ -389,7 +389,7 @@ def _check_writable(path: str, make_dirs: bool = False, trial: bool = False) -> 
 
 
 def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None, counters: bool = True,
-           save_baseline: bool = False, config=None):
+           save_baseline: bool = False, config=None, since: Optional[str] = None):
     """Check a node (live, or a capture under `root`) against its plan and the pitfalls:
     -> (findings, data). The host's findings, the plan's, and doctor's own checks, as the node's
     check configuration (`config`, rocetune.model.check_config) grades them: what it skips is in
@@ -403,7 +403,7 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
     declared_qos = qos_plan(root, request.qos_path, fallback=False)
     env = plan_env(features, tuple(readings.ENV_FILES), env_dir=readings.ENV_DIR, request=request)
     ctx = ProbeContext(host, runner_for(host))
-    read = readings.read(ctx, features)
+    read = readings.read(ctx, features, since=since)
     view = HostView(features)
     named = deployed_ports(read["env_files"]) | set(_expected_names(env.plan))
     found = checks.run_checks(checks.DoctorInput(features, read, view, env.texts, declared_qos, named))

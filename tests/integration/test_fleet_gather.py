@@ -28,10 +28,10 @@ def keys():
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    """The envelopes of `--json probe` and `--json doctor --no-counters` on the fixture host."""
+    """The envelopes of `--json probe` and `--json doctor -v --no-counters` on the fixture host."""
     d = tmp_path_factory.mktemp("recorded")
     codes = {}
-    for verb, extra in (("probe", []), ("doctor", ["--no-counters"])):
+    for verb, extra in (("probe", []), ("doctor", ["-v", "--no-counters"])):
         proc = rocetune("--json", verb, *extra, "--root", FIXTURE)
         assert json.loads(proc.stdout)["status"] != "error", proc.stdout[:500]
         (d / f"{verb}.json").write_text(proc.stdout, encoding="utf-8")
@@ -117,7 +117,7 @@ def test_two_hosts_gathered_and_reported(site):
     assert _errors(env) == {"gpu01": None, "gpu02": None}
     # --user beats ~/.ssh/config's User; the config gives HostName and Port
     assert a.logins == ["admin"] and b.logins == ["admin"]
-    assert a.commands == ["rocetune --json doctor --no-counters"]  # probe's Features and plan come with it
+    assert a.commands == ["rocetune --json doctor -v --no-counters"]  # -v: probe's Features and plan come with it
     doc = site.result("gpu01")
     assert doc["schema"] == "rocetune.fleet-host/1" and doc["host"] == "gpu01" and doc["error"] is None
     assert doc["probe"] is None and doc["doctor"]["features"]["schema_version"] and "findings" in doc["doctor"]

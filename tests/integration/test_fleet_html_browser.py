@@ -169,28 +169,53 @@ def test_validate_page_in_a_browser_shows_the_verdict_and_the_heat_map(probe_env
     assert bytes.fromhex("f4a0a0") in colours  # gpu03's pairs: no figure, failed
 
 
+def _doctor_envelope(root: Path) -> str:
+    proc = rocetune("--json", "doctor", "--no-counters", "--root", str(root))
+    assert json.loads(proc.stdout)["status"] != "error", proc.stdout[:300]
+    return proc.stdout
+
+
 @needs_browser
-def test_report_page_in_a_browser_highlights_the_odd_host(tmp_path):
-    _, probe = rocetune_json("probe", "--root", str(FIXTURES / "hosts" / "dgx-h100-roce"))
-    base = {"schema": "rocetune.fleet-host/1", "probe": probe["data"], "doctor": None,
-            "gathered_at": "2026-11-25T12:00:00Z", "error": None}
+def test_report_page_of_a_thousand_hosts_puts_the_verdict_and_odd_hosts_first(tmp_path):
+    """1,000 hosts' `rocetune --json doctor` files, five of them odd (a rail at MTU 1500, a rail
+    gone, 8 MiB memlock on three) and one that could not be gathered: the page's first screen is
+    the verdict and those hosts; only the facts that differ are listed; agreed facts fold away."""
+    roots = {}
+    for name in ("good", "mtu", "rail", "memlock"):
+        roots[name] = tmp_path / "roots" / name
+        shutil.copytree(FIXTURES / "hosts" / "dgx-h100-roce", roots[name], symlinks=True)
+    (roots["mtu"] / "sys/class/net/enp64s0np0/mtu").write_text("1500\n")
+    (roots["rail"] / "sys/class/infiniband/mlx5_4").unlink()
+    for rel, text in (("etc/systemd/system.conf", "[Manager]\nDefaultLimitMEMLOCK=8M\n"),
+                      ("etc/security/limits.conf", "* soft memlock 8192\n* hard memlock 8192\n")):
+        (roots["memlock"] / rel).parent.mkdir(parents=True, exist_ok=True)
+        (roots["memlock"] / rel).write_text(text)
+    envelopes = {name: _doctor_envelope(root) for name, root in roots.items()}
+    odd = {"gpu0137": "mtu", "gpu0420": "rail", "gpu0777": "memlock", "gpu0778": "memlock", "gpu0779": "memlock"}
     results = tmp_path / "r"
     results.mkdir()
-    for i in range(1, 5):
-        doc = copy.deepcopy(base)
-        doc["host"] = f"gpu{i:02d}"
-        if i == 2:
-            for d in doc["probe"]["features"]["rdma"]["devices"]:
-                for p in d["ports"]:
-                    p["netdev_mtu"] = 1500
-        (results / f"gpu{i:02d}.json").write_text(json.dumps(doc), encoding="utf-8")
+    for i in range(1, 1001):
+        host = f"gpu{i:04d}"
+        (results / f"{host}.json").write_text(envelopes[odd.get(host, "good")], encoding="utf-8")
+    (results / "gpu<1001>.json").write_text(json.dumps({"host": "gpu<1001>", "error": "ssh: No route to host"}),
+                                            encoding="utf-8")
     page = tmp_path / "report.html"
     proc = rocetune("fleet", "report", str(results), "--html", str(page))
     assert proc.returncode == 1, proc.stderr
-    shot = tmp_path / "report.png"
+    html = page.read_text(encoding="utf-8")
+    assert len(html) < 60_000, len(html)  # no column or row per agreeing host
+    shot = tmp_path / "fleet-report-1000.png"
     dom = _browser(page, shot)
     _keep(shot)
-    assert '<th class="oddhost">gpu02</th>' in dom and "<h2>Differs</h2>" in dom
+    assert 'class="verdict verdict-fail">FAIL</span> 6 of 1001 host(s) need a look: 1 failed, 5 differ' in dom
+    look = dom.index("Look first at")
+    assert "gpu&lt;1001&gt;,gpu[0137,0420,0777-0779]" in dom[look:look + 200]
+    assert "gpu&lt;1001&gt;" in dom and "<1001>" not in dom.replace("gpu&lt;1001&gt;", "")
+    assert dom.index("<h2>Failed</h2>") < dom.index("<h2>Hosts that differ</h2>") < dom.index("<h2>Facts that differ")
+    assert "missing mlx5_4:1" in dom and "1500, 9000" in dom
+    differ = dom[dom.index("<h2>Facts that differ"):dom.index("<details><summary>Agreed")]
+    assert "kernel release" not in differ and "kernel release" in dom  # agreed: folded, not listed
+    assert "<strong>yes</strong> on 3: <span class=\"hosts\">gpu[0777-0779]</span>" in differ
     width, height, rows, bpp = _png_pixels(shot.read_bytes())
-    colours = {rows[y][x * bpp:x * bpp + 3] for y in range(0, height, 3) for x in range(0, width, 3)}
-    assert bytes.fromhex("ff9999") in colours  # the odd host's column head (th.oddhost #f99)
+    top = {rows[y][x * bpp:x * bpp + 3] for y in range(0, min(height, 400), 2) for x in range(0, width, 2)}
+    assert bytes.fromhex("f4a0a0") in top  # the FAIL verdict, on the first screen

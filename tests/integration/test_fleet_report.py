@@ -77,7 +77,8 @@ def test_the_odd_host_and_value_are_named(tmp_path, base):
     assert drift[("gpu04", "hca.count")]["value"] == 7
     assert "mlx5_11:1" not in drift[("gpu04", "hca.names")]["value"]
     assert drift[("gpu05", "nccl.versions")]["reasons"][0] == {
-        "kind": "majority", "expected": ["2.21.5"], "hosts": 4, "of": 5}
+        "kind": "majority", "expected": ["2.21.5"], "hosts": 4, "of": 5, "missing": ["2.21.5"], "extra": ["2.18.3"]}
+    assert drift[("gpu04", "hca.names")]["reasons"][0]["missing"] == ["mlx5_11:1"]
 
     proc = rocetune("fleet", "report", str(d))
     assert proc.returncode == 1 and no_traceback(proc)

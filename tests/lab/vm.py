@@ -78,6 +78,10 @@ class VMInfo:
     image: str
     boot_seconds: Dict[str, float]
     state_dir: Path = STATE_DIR
+    # "pc" (the default) or "q35": a PCIe machine with an emulated IOMMU (intel-iommu,
+    # intel_iommu=on) and the fabric NICs, plus a virtio-rng standing in for a GPU, each behind
+    # its own pcie-root-port -- ports whose ACS the guest kernel turns on (pcie_p2p's VM test).
+    machine: str = "pc"
     controller_ip: str = CONTROLLER_IP
 
     @property
@@ -327,7 +331,7 @@ def _probe_kvm(img: vm_image.Image) -> Tuple[str, str]:
 # up
 
 
-def up(n: int, timeout: Optional[float] = None, accel: Optional[str] = None) -> VMInfo:
+def up(n: int, timeout: Optional[float] = None, accel: Optional[str] = None, machine: str = "pc") -> VMInfo:
     """Bring up n VMs (vm01..vmNN), wait for ssh and a settled systemd; return a VMInfo.
 
     A VM lab that is up is taken down first; a namespace lab may stay up (other addresses).
@@ -355,7 +359,7 @@ def up(n: int, timeout: Optional[float] = None, accel: Optional[str] = None) -> 
                       fabric={vm_name(i): [fabric_ip(i, r) for r in range(len(FABRIC_IFS))]
                               for i in range(1, n + 1)},
                       accel=accel, accel_reason=reason, image=img.key,
-                      boot_seconds={})
+                      boot_seconds={}, machine=machine)
         try:
             _prepare(info)
             _build_network(info)
@@ -390,7 +394,7 @@ def _check_addresses_free() -> None:
 
 def _write_state(info: VMInfo, phase: str) -> None:
     data = {"phase": phase, "accel": info.accel, "accel_reason": info.accel_reason,
-            "image": info.image, "controller_ip": info.controller_ip,
+            "image": info.image, "controller_ip": info.controller_ip, "machine": info.machine,
             "hosts": [{"name": n, "ip": ip, "fabric": info.fabric[n],
                        "boot_seconds": info.boot_seconds.get(n)} for n, ip in info.hosts]}
     lab._write(STATE_DIR / "lab.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
@@ -408,7 +412,8 @@ def current() -> Optional[VMInfo]:
                   fabric={h["name"]: h["fabric"] for h in state["hosts"]},
                   accel=state["accel"], accel_reason=state["accel_reason"],
                   image=state["image"],
-                  boot_seconds={h["name"]: h["boot_seconds"] for h in state["hosts"]})
+                  boot_seconds={h["name"]: h["boot_seconds"] for h in state["hosts"]},
+                  machine=state.get("machine", "pc"))
 
 
 def _prepare(info: VMInfo) -> None:
@@ -529,30 +534,41 @@ def _start_repo_server(img: vm_image.Image) -> None:
 TCG_CPU = "qemu64,+ssse3,+sse4.1,+sse4.2,+popcnt,+cx16"
 
 
+# q35: the stand-in GPU (virtio-rng, 1af4:1044) and the fabric NICs each behind a root port.
+Q35_GPU_ID = "1af4:1044"
+Q35_ROOT_PORTS = {"gpu": 0x10, "rail0": 0x11, "rail1": 0x12}
+
+
 def qemu_argv(info: VMInfo, img: vm_image.Image, i: int, name: str) -> List[str]:
     d = STATE_DIR / name
     cpu = "host" if info.accel == "kvm" else TCG_CPU
+    q35 = info.machine == "q35"
+    append = "console=ttyS0 root=LABEL=rtvroot rw panic=-1 loglevel=4 systemd.show_status=1"
     argv = ["qemu-system-x86_64", "-name", f"rtvlab-{name},process=rtvlab-{name}",
-            "-machine", "pc", "-accel", info.accel, "-cpu", cpu, "-smp", "1",
+            "-machine", "q35" if q35 else "pc", "-accel", info.accel, "-cpu", cpu, "-smp", "1",
             "-m", str(MEMORY_MIB), "-nodefaults", "-display", "none", "-no-reboot",
             "-serial", f"file:{d / 'console.log'}",
             "-kernel", str(img.kernel), "-initrd", str(img.initrd),
-            "-append", "console=ttyS0 root=LABEL=rtvroot rw panic=-1 loglevel=4 "
-                       "systemd.show_status=1",
+            "-append", append + (" intel_iommu=on" if q35 else ""),
             "-drive", f"file={img.disk},format=raw,if=none,id=root,snapshot=on,cache=unsafe",
             "-device", "virtio-blk-pci,drive=root,serial=rtvroot,addr=0x6",
             "-drive", f"file={d / 'seed.tar'},format=raw,if=none,id=seed,readonly=on",
             "-device", "virtio-blk-pci,drive=seed,serial=rtvseed,addr=0x7",
             "-pidfile", str(d / "qemu.pid"), "-daemonize",
             "-qmp", f"unix:{d / 'qmp.sock'},server=on,wait=off"]  # reboot(): set-action
+    if q35:
+        argv[argv.index("-nodefaults"):argv.index("-nodefaults")] = ["-device", "intel-iommu"]
+        for port, (role, slot) in enumerate(Q35_ROOT_PORTS.items(), start=1):
+            argv += ["-device", f"pcie-root-port,id=rp-{role},chassis={port},port={port},addr={slot:#x}"]
+        argv += ["-device", "virtio-rng-pci,bus=rp-gpu"]
     for slot, (serial, path) in enumerate(img.data_disks, start=0x8):
         argv += ["-drive", f"file={path},format=raw,if=none,id={serial},readonly=on",
                  "-device", f"virtio-blk-pci,drive={serial},serial={serial},addr={slot:#x}"]
     nics = [(0x3, 1, 0)] + [(0x4 + r, 2, r) for r in range(len(FABRIC_IFS))]
     for (tap, _, _), (slot, net, rail) in zip(_taps(i), nics):
+        where = f"bus=rp-rail{rail}" if q35 and net == 2 else f"addr={slot:#x}"
         argv += ["-netdev", f"tap,id={tap},ifname={tap},script=no,downscript=no",
-                 "-device", f"virtio-net-pci,netdev={tap},mac={_mac(net, rail, i)},"
-                            f"addr={slot:#x}"]
+                 "-device", f"virtio-net-pci,netdev={tap},mac={_mac(net, rail, i)},{where}"]
     return argv
 
 

@@ -320,7 +320,41 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         _stdout_to_devnull()
         _say_error(_stdout_problem(exc))
         return int(ExitCode.OUTPUT)
+    gate = _gate_mode(argv)
+    if result.errors and gate:
+        return _tool_error_at_the_gate(result, gate)
     return int(result.code)
+
+
+def _gate_mode(argv: Sequence[str]) -> Optional[str]:
+    """The mode of `doctor --gate MODE` on the command line, however the rest of it parsed."""
+    for a, b in zip(argv, list(argv[1:]) + [""]):
+        if a.startswith("--gate="):
+            return a[len("--gate="):]
+        if a == "--gate":
+            return b
+    return None
+
+
+def _tool_error_at_the_gate(result: Result, gate: str) -> int:
+    """rocetune's own error (a bad option, an unreadable root, a bug) is not the node's: said as
+    such on stderr and to syslog, and as a Prolog it exits 0, since a Prolog's non-zero exit
+    drains the node (slurm.conf(5), Prolog); as a HealthCheckProgram its code stands (slurmd only
+    logs it)."""
+    spared = gate == "prolog"
+    line = f"rocetune: TOOL ERROR, node not judged: {printable(result.errors[0]['message'])}"
+    if spared:
+        line += f" (exit {int(result.code)} withheld: a prolog's non-zero exit would drain the node)"
+    sys.stderr.write(line + "\n")
+    try:
+        import syslog
+
+        syslog.openlog("rocetune", syslog.LOG_PID, syslog.LOG_DAEMON)
+        syslog.syslog(syslog.LOG_ERR, line)
+        syslog.closelog()
+    except (ImportError, OSError):
+        pass
+    return int(ExitCode.OK) if spared else int(result.code)
 
 
 def _stdout_to_devnull() -> None:

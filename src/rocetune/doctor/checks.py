@@ -453,6 +453,8 @@ def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding
 
 
 def run_checks(d: DoctorInput) -> List[Finding]:
+    from . import below_checks  # noqa: F401  (registers the checks below NCCL)
+
     out: List[Finding] = []
     for run in CHECKS.values():
         out.extend(run(d))

@@ -16,7 +16,7 @@ from ..hostfs import ProbeContext
 from ..probe.parsers.lspci_acs import parse_acs
 
 LSPCI_ARGV = ("lspci", "-D", "-vvv")
-UNITS = ("rocetune-env.service", "rocetune-qos.service")
+UNITS = ("rocetune-env.service", "rocetune-qos.service", "rocetune-pcie-p2p.service")
 UNIT_DIR = "/etc/systemd/system"
 # systemd's manager configuration: the main file, then drop-ins from these directories, sorted by
 # file name with a later directory's file of the same name replacing an earlier one
@@ -31,7 +31,9 @@ ENV_DIR = "/etc/rocetune"
 ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", "/etc/nccl.conf")}
 
 
-def read(ctx: ProbeContext, features: dict) -> dict:
+def read(ctx: ProbeContext, features: dict, since: Optional[str] = None) -> dict:
+    from . import kernel_log
+
     netdevs = sorted({p["netdev"] for d in features["rdma"]["devices"] for p in d["ports"]
                       if p.get("netdev") and p.get("link_layer") == "Ethernet"})
     return {
@@ -43,6 +45,8 @@ def read(ctx: ProbeContext, features: dict) -> dict:
         "units": units(ctx),
         "env_refused": env_refused(ctx),
         "modules_load": modules_load(ctx),
+        "kernel_log": kernel_log.read(ctx, since),
+        "pcie_p2p": pcie_p2p(ctx),
         "warnings": ctx.status.warnings,
     }
 
@@ -163,3 +167,46 @@ def units(ctx: ProbeContext) -> Dict[str, Optional[dict]]:
         if props.get("Id") in shown:
             shown[props["Id"]] = {k: v for k, v in props.items() if k != "Id"}
     return shown
+
+
+# The pcie_p2p role's boot unit, its script and its boot loader drop-in.
+PCIE_P2P_UNIT = f"{UNIT_DIR}/rocetune-pcie-p2p.service"
+PCIE_P2P_SCRIPT = "/usr/local/lib/rocetune/rocetune_pcie_p2p.py"
+PCIE_P2P_DROPIN = "/etc/default/grub.d/rocetune-pcie-p2p.cfg"
+
+
+def pcie_p2p(ctx: ProbeContext) -> Optional[dict]:
+    """What the pcie_p2p role left on the node, checked: its script run read-only (`--check`) with
+    the unit's own arguments says, per bridge, whether the ACS bits it clears are clear now; the
+    drop-in says what the boot loader was given. None where the role never ran."""
+    import shlex
+
+    unit = ctx.text(PCIE_P2P_UNIT)
+    dropin = ctx.text(PCIE_P2P_DROPIN)
+    if unit is None and dropin is None:
+        return None
+    out: dict = {"unit": unit is not None, "dropin": dropin, "bridges": {}, "unreadable": [], "error": None}
+    if unit is None:
+        return out
+    line = next((ln.split("=", 1)[1] for ln in unit.splitlines() if ln.startswith("ExecStart=")), "")
+    argv = shlex.split(line)
+    if argv[:2] != ["/usr/bin/python3", PCIE_P2P_SCRIPT]:
+        out["error"] = f"unexpected ExecStart in {PCIE_P2P_UNIT}: {line[:200]}"
+        return out
+    res = ctx.runner.run(argv + ["--check"])
+    if not res.found:
+        out["error"] = f"{PCIE_P2P_SCRIPT} did not run ({res.reason})"
+        return out
+    for text in res.stdout.splitlines():
+        bdf, sep, rest = text.partition(": ")
+        if not sep:
+            continue
+        if rest.startswith("ACS would clear"):
+            out["bridges"][bdf] = {"state": "redirect on", "said": rest}
+        elif rest.startswith("ACS already clear"):
+            out["bridges"][bdf] = {"state": "clear", "said": rest}
+        elif "not readable" in rest:
+            out["unreadable"].append(bdf)
+    if res.returncode != 0 and not out["bridges"]:
+        out["error"] = (res.stderr or res.stdout).strip()[:300] or f"exit {res.returncode}"
+    return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..model.vocab import natural_key
-from .facts import UNKNOWN, Fact, env_fact, fact_order, host_facts, label
+from .facts import Fact, fact_order, host_facts, label, missing_fact
 from .manifest import Check
 from .results import HostResult
 
@@ -86,13 +86,26 @@ class Report:
 def reasons(row: Row, cell: Cell) -> List[Dict[str, Any]]:
     out: List[Dict[str, Any]] = []
     if cell.status == "odd":
-        out.append({"kind": "majority", "expected": row.reference, "hosts": row.holders, "of": row.known})
+        reason = {"kind": "majority", "expected": row.reference, "hosts": row.holders, "of": row.known}
+        reason.update(list_difference(row.reference, cell.fact.value))
+        out.append(reason)
     elif cell.status == "split":
         out.append({"kind": "split", "hosts": row.known})
     elif cell.status == "failing":
         out.append({"kind": "doctor", "expected": []})
     out.extend({"kind": "manifest", "key": c.source, "expected": c.desired} for c in cell.missed)
     return out
+
+
+def list_difference(reference: Any, value: Any) -> Dict[str, List[Any]]:
+    """What a list value lacks and has beyond the reference list (`missing`, `extra`, each
+    only when not empty); {} unless both are lists."""
+    if not isinstance(reference, list) or not isinstance(value, list):
+        return {}
+    ref, got = [_canon(v) for v in reference], [_canon(v) for v in value]
+    out = {"missing": [v for v, c in zip(reference, ref) if c not in got],
+           "extra": [v for v, c in zip(value, got) if c not in ref]}
+    return {k: v for k, v in out.items() if v}
 
 
 def compare(results: Sequence[HostResult], checks: Sequence[Check] = ()) -> Report:
@@ -106,7 +119,7 @@ def compare(results: Sequence[HostResult], checks: Sequence[Check] = ()) -> Repo
         for r in ok:
             fact = facts[r.host].get(key)
             if fact is None:
-                fact = env_fact(r, key[4:]) if key.startswith("env.") else UNKNOWN
+                fact = missing_fact(r, key)
             row.cells[r.host] = Cell(fact)
         _vote(row)
         for cell in row.cells.values():
@@ -155,6 +168,8 @@ def show(value: Any, known: bool = True) -> str:
         return "unknown"
     if value is None:
         return "(unset)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, list):
         return ", ".join(str(v) for v in value) if value else "none"
     return str(value)
@@ -164,7 +179,13 @@ def expected_text(reasons_: List[Dict[str, Any]]) -> str:
     parts = []
     for r in reasons_:
         if r["kind"] == "majority":
-            parts.append(f"{show(r['expected'])} on {r['hosts']} of {r['of']} hosts")
+            diff = [f"{word} {show(r[key])}" for key, word in (("missing", "missing"), ("extra", "extra"))
+                    if r.get(key)]
+            held = f"{show(r['expected'])} on {r['hosts']} of {r['of']} hosts"
+            if diff:
+                held = held if len(show(r["expected"])) <= 40 else f"the list of {r['hosts']} of {r['of']} hosts"
+                held = f"{'; '.join(diff)} (against {held})"
+            parts.append(held)
         elif r["kind"] == "split":
             parts.append(f"no value held by most of the {r['hosts']} hosts")
         elif r["kind"] == "doctor":

@@ -1,5 +1,5 @@
 """Gather the fleet's results over SSH (paramiko, fleet.ssh), for sites without Ansible: on each
-host run `COMMAND --json doctor --no-counters` (its data holds probe's Features and plan too), and
+host run `COMMAND --json doctor -v --no-counters` (with -v its data holds probe's Features and plan too), and
 write DIR/HOST.json (results.SCHEMA) atomically, with `error` saying why when the host could not
 be gathered.
 
@@ -70,7 +70,8 @@ def gather(targets: List[Target], out_dir: str, opts: Options,
 def _one(target: Target, out_dir: str, opts: Options, lock: threading.Lock) -> Outcome:
     doc = {"schema": SCHEMA, "host": target.name, "probe": None, "doctor": None,
            "gathered_at": _now(), "error": None}
-    done, command = None, f"{opts.command} --json doctor --no-counters"
+    # -v: doctor's whole data (qos check --hosts reads the Features), not only the verdict and facts
+    done, command = None, f"{opts.command} --json doctor -v --no-counters"
     try:
         done = _collect(target, opts, lock, command)
     except ssh.Failure as exc:

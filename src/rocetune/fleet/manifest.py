@@ -11,6 +11,7 @@ nic_driver: mlx5_core
 nic_fw: 28.39.1002
 link: {speed: 32, width: 16, rate_gbps: 400}   # PCIe GT/s and lanes of NICs and GPUs; RDMA port rate
 env: {NCCL_IB_HCA: "=mlx5_0:1", NCCL_IB_GID_INDEX: null}   # null: the plan must not set it
+rails: [leaf-r0, leaf-r1]   # the switch (LLDP SysName) rail 0, 1, ... of every host reaches
 ```
 """
 
@@ -181,7 +182,15 @@ def _env(key, v):
     return out
 
 
+def _rails(key, v):
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
+        raise ValueError(f"{key}: expected a list of switch names (LLDP SysName), rail 0 first")
+    return [Check(f"rail.{i}.switch", name, lambda f, n=name: f.known and f.value == n, f"{key}[{i}]")
+            for i, name in enumerate(v)]
+
+
 _KEYS: Dict[str, Callable[[str, Any], List[Check]]] = {
     "mtu": _mtu, "gid_index": _gid, "hca_count": _hca_count, "hcas": _hcas, "nccl_version": _nccl,
     "kernel": _kernel, "nic_driver": _driver, "nic_fw": _fw, "link": _link, "env": _env,
+    "rails": _rails,
 }

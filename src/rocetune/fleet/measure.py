@@ -173,10 +173,11 @@ class NcclRow:
     size: int
     count: int
     type: str
-    redop: str
-    root: int
-    out_of_place: Dict[str, Any]  # time_us, algbw, busbw, wrong
+    redop: Optional[str]  # None: a release or a test that prints none (alltoall before 2.10)
+    root: Optional[int]  # None: releases before the `root` column (2.10)
+    out_of_place: Dict[str, Any]  # time_us, algbw, busbw, wrong (+ i_min_us, i_max_us, i_p99_us, i_cv_pct with -I 1)
     in_place: Dict[str, Any]
+    timestamp: Optional[str] = None  # with -S 1 (nccl-tests 2.18.5 and later): "%Y-%m-%d %H:%M:%S"
 
 
 @dataclass
@@ -185,6 +186,7 @@ class NcclTests:
     avg_bus_bandwidth: Optional[float]  # GB/s, as the tool prints it
     out_of_bounds: Optional[int] = None
     ranks: List[str] = field(default_factory=list)  # the "# Rank N ... on HOST device D" lines
+    per_iteration: bool = False  # -I 1: each half carries the per-iteration min, max, p99 and CV
 
     @property
     def peak_busbw(self) -> float:
@@ -196,10 +198,18 @@ class NcclTests:
         return self.peak_busbw * 8
 
 
-_NCCL_ROW = re.compile(
-    r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)"
-    r"\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+(\S+)"
-    r"\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+(\S+)\s*$")
+# A result row (nccl-tests src/util.cu): writeBenchmarkLinePreamble "%12li  %12li  %8s  %6s  %6s"
+# (size, count, type, redop, root), then per half writeBenchmarkLineBody "  %7s  %6s  %6s  %6g"
+# (time, algbw, busbw, #wrong; "N/A" without -c), with -I 1 writePerIterReport "  %7s  %7s  %7s
+# %7s" (i_min, i_max, i_p99 in us, i_cv%) after each half (2.19.2 on), with -S 1 writeTimestamp
+# "%21s" after the in-place half (2.18.5 on). Releases before 2.10 print no root column, and
+# older alltoall no redop; older ones print #wrong as %g of a double ("0e+00").
+_NUM = r"-?[0-9.]+(?:e[+-]?\d+)?|-?nan|-?inf"
+_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<stdout>:|\d+: |\[\d+\] )")  # mpirun --tag-output, srun -l, torchrun
+_STAMP = re.compile(r"\s+(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s*$")
+_HEAD = re.compile(r"^\s*(\d+)\s+(\d+)\s+([A-Za-z]\w*)((?:\s+[A-Za-z]\w*)?)\s+(.*)$")
+_NUMBER = re.compile(rf"^(?:{_NUM})$")
+_WRONG = re.compile(rf"^(?:{_NUM}|N/A)$")
 _NCCL_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _NCCL_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)")
 
@@ -208,13 +218,13 @@ def parse_nccl_tests(text: str) -> NcclTests:
     rows: List[NcclRow] = []
     avg = oob = None
     ranks: List[str] = []
+    per_iter = False
     for raw in text.splitlines():
-        line = re.sub(r"^\[\d+,\d+\]<stdout>:", "", raw)  # mpirun --tag-output
-        m = _NCCL_ROW.match(line)
-        if m:
-            g = m.groups()
-            rows.append(NcclRow(int(g[0]), int(g[1]), g[2], g[3], int(g[4]),
-                                _half(g[5:9]), _half(g[9:13])))
+        line = _PREFIX.sub("", raw)
+        row = _row(line)
+        if row is not None:
+            rows.append(row)
+            per_iter = per_iter or "i_min_us" in row.out_of_place
             continue
         m = _NCCL_AVG.match(line)
         if m:
@@ -227,10 +237,39 @@ def parse_nccl_tests(text: str) -> NcclTests:
             ranks.append(line.lstrip("# ").rstrip())
     if not rows:
         raise ParseError("nccl-tests output", "no result row (size count type redop root time algbw busbw ...)")
-    return NcclTests(rows, avg, oob, ranks)
+    return NcclTests(rows, avg, oob, ranks, per_iter)
+
+
+def _row(line: str) -> Optional[NcclRow]:
+    if line.lstrip().startswith("#"):
+        return None
+    stamp = _STAMP.search(line)
+    body = line[:stamp.start()] if stamp else line
+    m = _HEAD.match(body)
+    if not m:
+        return None
+    values = m.group(5).split()
+    root: Optional[int] = None
+    if len(values) in (9, 17) and re.match(r"^-?\d+$", values[0]):
+        root, values = int(values[0]), values[1:]
+    width = {8: 4, 16: 8}.get(len(values))
+    if width is None:
+        return None
+    halves = [values[:width], values[width:]]
+    if not all(_NUMBER.match(v) for h in halves for i, v in enumerate(h) if i != 3) or \
+            not all(_WRONG.match(h[3]) for h in halves):
+        return None
+    redop = m.group(4).strip() or None
+    return NcclRow(int(m.group(1)), int(m.group(2)), m.group(3), redop, root, _half(halves[0]), _half(halves[1]),
+                   stamp.group(1) if stamp else None)
 
 
 def _half(g) -> Dict[str, Any]:
-    wrong = g[3]
-    return {"time_us": float(g[0]), "algbw": float(g[1]), "busbw": float(g[2]),
-            "wrong": int(wrong) if wrong.isdigit() else wrong}
+    wrong: Any = g[3]
+    if wrong != "N/A" and wrong.lower().lstrip("-") not in ("nan", "inf"):
+        value = float(wrong)  # "%6g" of a count; releases before 2.10 printed the largest error, "7e-03"
+        wrong = int(value) if value.is_integer() else value
+    doc: Dict[str, Any] = {"time_us": float(g[0]), "algbw": float(g[1]), "busbw": float(g[2]), "wrong": wrong}
+    if len(g) == 8:
+        doc.update(i_min_us=float(g[4]), i_max_us=float(g[5]), i_p99_us=float(g[6]), i_cv_pct=float(g[7]))
+    return doc

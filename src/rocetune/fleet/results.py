@@ -1,5 +1,6 @@
 """The per-host result files of a fleet directory (docs/fleet.md): one `HOST.json` per host,
-`{"schema", "host", "probe", "doctor", "gathered_at", "error"}`.
+either the gathered form `{"schema", "host", "probe", "doctor", "gathered_at", "error"}`, or
+what `rocetune --json doctor` (or `probe`) printed on the host, as it is.
 
 A file comes from a node and travels by whatever gathered it: it is untrusted input, and so is
 the directory (docs put it in /tmp). Only regular files that belong to root or to the user
@@ -21,6 +22,7 @@ from ..model.jsonread import MAX_DOCUMENT_BYTES, load_json
 from ..model.vocab import natural_key
 
 SCHEMA = "rocetune.fleet-host/1"
+ENVELOPE = "rocetune.result/1"  # a verb's --json output (cli/result.py)
 # What a node may send and a result file may weigh: a 522-device host's doctor --json is 6.2 MB,
 # an 8-NIC host's 90 KB.
 MAX_BYTES = MAX_DOCUMENT_BYTES
@@ -33,16 +35,32 @@ class HostResult:
     gathered_at: Optional[str] = None
     features: Optional[dict] = None
     plan_env: Optional[Dict[str, str]] = None  # None: no plan in the result
+    plan_ranks: Optional[List[dict]] = None  # the plan's local ranks: GPU, its bus id, its NIC
+    plan_reports: Optional[dict] = None  # the plan's reports (gpudirect-rdma: the GDR route)
     doctor_findings: Optional[List[dict]] = None  # None: no doctor run in the result
     warnings: List[str] = field(default_factory=list)
+    fleet_facts: Optional[Dict[str, Any]] = None  # the Features' facts (fleet.facts), once known
+    expect_facts: Optional[dict] = None  # doctor's data.expect.facts (model.expect.NodeFacts), raw
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
+    def node_facts(self) -> Dict[str, Any]:
+        """The facts read from the Features (fleet.facts.FEATURE_KEYS): the node's own copy,
+        else computed here from the Features as they are now."""
+        if self.fleet_facts is not None:
+            return self.fleet_facts
+        from .facts import features_facts
 
-def load_dir(directory: str) -> List[HostResult]:
-    """Every `*.json` of `directory`, in natural host order."""
+        return features_facts(self.features or {}, self.plan_env)
+
+
+def load_dir(directory: str, keep_features: bool = True) -> List[HostResult]:
+    """Every `*.json` of `directory`, in natural host order. Without `keep_features` each result
+    keeps only its facts (what a fleet report compares), not its Features: a result carrying the
+    node's own facts is not even checked against the Features schema, and one that holds only
+    Features has its facts computed as it is read, so a thousand hosts never sit in memory."""
     if not os.path.isdir(directory):
         raise RocetuneError(f"{directory}: not a directory", hint="give the directory of HOST.json results",
                             code=ExitCode.INPUT)
@@ -54,10 +72,10 @@ def load_dir(directory: str) -> List[HostResult]:
         raise RocetuneError(f"{directory}: no HOST.json result in it",
                             hint="docs/fleet.md describes the result files", code=ExitCode.INPUT)
     names.sort(key=lambda n: natural_key(n[:-5]))
-    return [load_file(os.path.join(directory, n)) for n in names]
+    return [load_file(os.path.join(directory, n), keep_features) for n in names]
 
 
-def load_file(path: str) -> HostResult:
+def load_file(path: str, keep_features: bool = True) -> HostResult:
     host = os.path.basename(path)[:-5]
     if not _utf8(host):  # a name no page or JSON can carry as it is: shown with U+FFFD, not read
         shown = os.fsencode(host).decode("utf-8", "replace")
@@ -71,7 +89,11 @@ def load_file(path: str) -> HostResult:
         return HostResult(host, error=f"result file unreadable: {exc.strerror}")
     except ValueError as exc:
         return HostResult(host, error=f"result file is not JSON: {str(exc)[:200]}")
-    return from_doc(host, doc)
+    res = from_doc(host, doc, need_features=keep_features)
+    if res.ok and not keep_features:
+        res.fleet_facts = res.node_facts()
+        res.features = None
+    return res
 
 
 def _utf8(name: str) -> bool:
@@ -82,10 +104,16 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def from_doc(host: str, doc: Any) -> HostResult:
-    """The result of `host` from its parsed file."""
+def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
+    """The result of `host` from its parsed file: the gathered form, or a verb's --json output
+    (doctor or probe) as it is. Without `need_features`, a doctor result's own facts stand in
+    for its Features."""
     if not isinstance(doc, dict):
         return HostResult(host, error="result file is not a JSON object")
+    if doc.get("schema") == ENVELOPE:
+        doc = _from_envelope(doc)
+        if isinstance(doc, str):
+            return HostResult(host, error=doc)
     res = HostResult(host, gathered_at=_text(doc.get("gathered_at")))
     schema = doc.get("schema", SCHEMA)
     if schema != SCHEMA:
@@ -101,18 +129,53 @@ def from_doc(host: str, doc: Any) -> HostResult:
     if probe is None and doctor is None:
         res.error = "result holds neither a probe nor a doctor run"
         return res
+    plan = (probe or {}).get("plan") or (doctor or {}).get("plan")
+    env = plan.get("env") if isinstance(plan, dict) else (doctor or {}).get("env")
+    if isinstance(env, dict):
+        res.plan_env = {str(k): str(v) for k, v in env.items()}
+    if isinstance(plan, dict) and isinstance(plan.get("ranks"), list):
+        res.plan_ranks = [r for r in plan["ranks"] if isinstance(r, dict)]
+    if isinstance(plan, dict) and isinstance(plan.get("reports"), dict):
+        res.plan_reports = plan["reports"]
+    if doctor is not None and isinstance(doctor.get("findings"), list):
+        res.doctor_findings = [f for f in doctor["findings"] if isinstance(f, dict)]
+    expect = (doctor or {}).get("expect")
+    if isinstance(expect, dict) and isinstance(expect.get("facts"), dict):
+        res.expect_facts = expect["facts"]
     features = (probe or {}).get("features") or (doctor or {}).get("features")
+    carried = (doctor or {}).get("fleet_facts") if not (probe or {}).get("features") else None
+    if carried is not None and (not need_features or features is None):
+        from .facts import from_json
+
+        try:
+            res.fleet_facts = from_json(carried)
+        except ValueError as exc:
+            res.error = f"doctor's fleet facts not valid: {str(exc)[:300]}"
+        if res.error or not need_features:
+            return res
+    if features is None and carried is not None:
+        res.error = ("the result holds doctor's facts but no Features (rocetune --json doctor -v "
+                     "gives them)")
+        return res
     problem = _features_problem(features)
     if problem:
         res.error = problem
         return res
     res.features = features
-    plan = (probe or {}).get("plan") or (doctor or {}).get("plan")
-    if isinstance(plan, dict) and isinstance(plan.get("env"), dict):
-        res.plan_env = {str(k): str(v) for k, v in plan["env"].items()}
-    if doctor is not None and isinstance(doctor.get("findings"), list):
-        res.doctor_findings = [f for f in doctor["findings"] if isinstance(f, dict)]
     return res
+
+
+def _from_envelope(doc: dict) -> Any:
+    """A verb's --json output as the gathered form, or why it cannot be used (text)."""
+    command = doc.get("command")
+    if command not in ("doctor", "probe"):
+        return f"a rocetune {str(command)[:40]!r} result: fleet report reads doctor's or probe's"
+    if doc.get("status") == "error" or not isinstance(doc.get("data"), dict):
+        listed = doc.get("errors")
+        errors: List[Any] = listed if isinstance(listed, list) else []
+        why = next((str(e.get("message"))[:300] for e in errors if isinstance(e, dict) and e.get("message")), "")
+        return f"{command} failed on the host (exit {doc.get('exit_code')}){': ' + why if why else ''}"
+    return {"schema": SCHEMA, command: doc["data"]}
 
 
 def _data(part: Any) -> Optional[dict]:
@@ -129,7 +192,7 @@ def _features_problem(features: Any) -> Optional[str]:
     from ..model.schema import check
 
     if not isinstance(features, dict):
-        return "result holds no Features (probe data.features)"
+        return "result holds no Features (probe data.features) and no doctor facts"
     if features.get("schema_version") != SCHEMA_VERSION:
         return f"Features schema_version {features.get('schema_version')!r}, this rocetune reads {SCHEMA_VERSION}"
     problem = check(features)

@@ -1,15 +1,13 @@
 """`rocetune fleet validate`: prove the fabric moves data between the hosts before a job does.
 
 Each host is probed over SSH (`COMMAND --json probe`) for the RDMA ports and socket interfaces
-its plan hands NCCL (fleet.endpoints). The hosts are then paired by fleet.schedule (every pair
-once in the fewest rounds, or a ring), each round's pairs at once. A pair's test runs every
-rail at the same time, rail i of one host to rail i of the other, with perftest, reading the
-sender's counters before and after to show which port carried it; then the socket path with
-iperf3 between the NCCL_SOCKET_IFNAME addresses. fleet.pairtest judges each result against
-the line rate.
+its plan hands NCCL (fleet.endpoints). Then the tests asked for run, each one module of
+fleet.tests found by its registry: their node steps on every host at once; their pair steps on
+the pairs of fleet.schedule (every pair once in the fewest rounds, or a ring), each round's pairs
+at once; their fleet steps once over everything (fleet/tests/__init__.py).
 
-A host that cannot be reached or probed is reported and left out of the pairs; a pair whose
-tool is missing or fails is that pair's error, never the run's.
+A host that cannot be reached or probed is reported and left out of the pairs; a test whose
+tool is missing or fails is that test's error on that host or pair, never the run's.
 """
 
 from __future__ import annotations
@@ -19,23 +17,24 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from . import nccl_check, pairtest, schedule, ssh
-from .endpoints import HostEndpoints, endpoints
+from . import tests as registry
+from .endpoints import endpoints
 from .results import MAX_BYTES, from_doc
 from .targets import Target
 
 SCHEMA = "rocetune.validate/1"
+AUTO_PAIRWISE = 16  # up to this many hosts `auto` tests every pair (15 rounds); beyond, the fabric schedule
 OUTPUT_CAP = 4 * 1024 * 1024
 SERVER_SETTLE_S = 1.0
-CONNECT_RETRIES = 5
 
 
 @dataclass
 class Options:
     command: str = "rocetune"
-    mode: str = "pairwise"  # or "ring"
+    mode: str = "pairwise"  # or "ring", "fabric", "auto" (pairwise up to AUTO_PAIRWISE hosts, else fabric)
     tests: Tuple[str, ...] = ("rdma", "tcp")
     settings: pairtest.Settings = field(default_factory=pairtest.Settings)
     timeout: float = 60.0  # per host: connect and probe
@@ -44,7 +43,15 @@ class Options:
     forks: int = 16
     doctor: bool = False  # preflight: run doctor too; a host with error findings is not paired
     budget: Optional[float] = None  # seconds for the whole run; rounds that would pass it are skipped
-    nccl: Optional[nccl_check.Settings] = None  # also run NCCL on each node (fleet.nccl_check)
+    nccl: Optional["nccl_check.Settings"] = None  # the nccl test's settings (it runs when "nccl" is in tests)
+    test_settings: Dict[str, object] = field(default_factory=dict)  # each test's own, by name
+
+    def settings_of(self, test: "registry.FleetTest"):
+        if test.name in self.test_settings:
+            return self.test_settings[test.name]
+        if test.name == "nccl" and self.nccl is not None:
+            return self.nccl
+        return test.defaults()
 
 
 class SshRemote:
@@ -80,50 +87,99 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
     ssh.quiet_paramiko()
     opener = opener or open_ssh(opts, threading.Lock())
     started = time.monotonic()
+    chosen = registry.selected(opts.tests)
     hosts: Dict[str, dict] = {}
-    remotes: Dict[str, Any] = {}
-    ends: Dict[str, Optional[HostEndpoints]] = {}
-    plans: Dict[str, Dict[str, str]] = {}
+    ready: Dict[str, registry.HostContext] = {}
+    pairs: List[dict] = []
+    fleet: Dict[str, dict] = {}
+    plan: List = []
+    mode, kinds = opts.mode, []
     with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
-        for name, remote, ep, doc in pool.map(lambda t: _prepare(t, opts, opener), targets):
+        for name, ctx, doc in pool.map(lambda t: _prepare(t, opts, opener), targets):
             hosts[name] = doc
-            if remote is not None:
-                remotes[name], ends[name] = remote, ep
-                plans[name] = doc.pop("plan_env")
-        if opts.nccl is not None:
-            names = list(remotes)
-            nccl_settings = opts.nccl
-            checked = pool.map(lambda n: nccl_check.run_on(remotes[n], plans[n], nccl_settings), names)
-            for name, result in zip(names, checked):
-                hosts[name]["nccl"] = result
+            if ctx is not None:
+                ready[name] = ctx
+        try:
+            for test in (t for t in chosen if t.node):
+                settings = opts.settings_of(test)
+                names = list(ready)
+                done = pool.map(lambda n, t=test, st=settings: _step(t, "node", t.node, registry.NodeContext(
+                    ready[n], opts, st)), names)
+                for name, result in zip(names, done):
+                    hosts[name][test.name] = ready[name].results[test.name] = result
+            pair_tests = [t for t in chosen if t.pair]
+            usable = [t.name for t in targets if t.name in ready] if pair_tests else []
+            mode, plan, kinds = _schedule(opts.mode, usable, ready)
+            for number, pairing in enumerate(plan, 1):
+                if opts.budget is not None and time.monotonic() - started + _round_s(opts, pair_tests) > opts.budget:
+                    pairs += [{"a": a, "b": b, "round": number, "tests": [], "status": "skipped",
+                               "schedule": kinds[number - 1],
+                               "why": f"not run: the {opts.budget:g} s budget would be passed"} for a, b in pairing]
+                    continue
+                if progress:
+                    progress(f"round {number}/{len(plan)}: " + ", ".join(f"{a}-{b}" for a, b in pairing))
+                with ThreadPoolExecutor(max_workers=max(1, len(pairing))) as round_pool:
+                    done = list(round_pool.map(lambda ab, n=number: _pair(ab, n, ready, pair_tests, opts), pairing))
+                for p in done:
+                    p["schedule"] = kinds[number - 1]
+                pairs += done
+            down = sorted(h for h, d in hosts.items() if d.get("error"))
+            for test in (t for t in chosen if t.fleet):
+                whole = registry.FleetContext(ready, pairs, down, opts, opts.settings_of(test))
+                fleet[test.name] = _step(test, "fleet", test.fleet, whole)
+        finally:
+            for ctx in ready.values():
+                ctx.remote.close()
+    doc = _document(targets, hosts, plan, pairs, fleet, chosen, opts, time.monotonic() - started)
+    doc["mode"] = mode
+    doc["round_kinds"] = kinds
+    ran = [(p["a"], p["b"]) for p in pairs if p["status"] != "skipped"]
+    doc["coverage"] = None
+    if any(t.pair for t in chosen):
+        doc["coverage"] = schedule.coverage(list(ready), ran, {n: host_leaves(c) for n, c in ready.items()},
+                                            {n: len(c.endpoints.rdma) for n, c in ready.items()})
+    return doc
+
+
+def host_leaves(ctx: "registry.HostContext") -> Tuple[Optional[str], ...]:
+    """The switch each of the host's rails reaches, from its probe's LLDP reading (None: unknown)."""
+    lldp = (ctx.features or {}).get("lldp")
+    heard = (lldp or {}).get("interfaces") or {} if isinstance(lldp, dict) and not lldp.get("error") else {}
+    return tuple(((heard.get(p.netdev or "") or [{}])[0].get("chassis") for p in ctx.endpoints.rdma))
+
+
+def _schedule(mode: str, usable: List[str], ready) -> Tuple[str, List, List[str]]:
+    if mode == "auto":
+        mode = "pairwise" if len(usable) <= AUTO_PAIRWISE else "fabric"
+    if mode == "fabric":
+        plan = schedule.fabric(usable, {n: host_leaves(ready[n]) for n in usable})
+        return mode, plan.rounds, plan.kinds
+    rounds = schedule.ring(usable) if mode == "ring" else schedule.pairwise(usable)
+    return mode, rounds, [mode] * len(rounds)
+
+
+def _step(test: "registry.FleetTest", what: str, fn, ctx) -> dict:
+    """One step of a test: its result, or its error when it raised (never the run's)."""
     try:
-        usable = [t.name for t in targets if t.name in ends] if _pair_tests(opts) else []
-        plan = schedule.ring(usable) if opts.mode == "ring" else schedule.pairwise(usable)
-        pairs: List[dict] = []
-        for number, pairing in enumerate(plan, 1):
-            if opts.budget is not None and time.monotonic() - started + _round_s(opts) > opts.budget:
-                pairs += [{"a": a, "b": b, "round": number, "tests": [], "status": "skipped",
-                           "why": f"not run: the {opts.budget:g} s budget would be passed"} for a, b in pairing]
-                continue
-            if progress:
-                progress(f"round {number}/{len(plan)}: " + ", ".join(f"{a}-{b}" for a, b in pairing))
-            with ThreadPoolExecutor(max_workers=max(1, len(pairing))) as pool:
-                pairs += pool.map(lambda ab, n=number: _pair(ab, n, remotes, ends, opts), pairing)
-    finally:
-        for remote in remotes.values():
-            remote.close()
-    return _document(targets, hosts, plan, pairs, opts, time.monotonic() - started)
+        result = fn(ctx)
+    except ssh.Failure as exc:
+        return {"status": "error", "error": str(exc)}
+    except Exception as exc:  # a test's own bug or an odd host is that test's error, said in one line
+        return {"status": "error", "error": f"{test.name} {what} step: {type(exc).__name__}: {str(exc)[:300]}"}
+    if not isinstance(result, dict) or result.get("status") not in registry.STATUSES:
+        return {"status": "error", "error": f"{test.name} {what} step gave no status"}
+    return result
 
 
-def _prepare(target: Target, opts: Options, opener) -> Tuple[str, object, Optional[HostEndpoints], dict]:
+def _prepare(target: Target, opts: Options, opener) -> Tuple[str, Optional["registry.HostContext"], dict]:
     from .gather import envelope_data
 
     try:
         remote = opener(target)
     except ssh.Failure as exc:
-        return target.name, None, None, {"error": str(exc)}
+        return target.name, None, {"error": str(exc)}
     except Exception as exc:  # any other paramiko or socket failure is this host's
-        return target.name, None, None, {"error": f"ssh {ssh.where(target)}: {type(exc).__name__}: {str(exc)[:300]}"}
+        return target.name, None, {"error": f"ssh {ssh.where(target)}: {type(exc).__name__}: {str(exc)[:300]}"}
     command = f"{opts.command} --json probe"
     try:
         done = remote.run(command, "probe", opts.timeout)
@@ -132,22 +188,24 @@ def _prepare(target: Target, opts: Options, opener) -> Tuple[str, object, Option
         result = from_doc(target.name, {"probe": envelope_data(target, "probe", command, done)})
     except ssh.Failure as exc:
         remote.close()
-        return target.name, None, None, {"error": str(exc)}
+        return target.name, None, {"error": str(exc)}
     if result.error:
         remote.close()
-        return target.name, None, None, {"error": result.error}
+        return target.name, None, {"error": result.error}
     ep = endpoints(result)
     doctor = _doctor(target, remote, opts) if opts.doctor else None
     if doctor and doctor["errors"]:
         remote.close()
         names = ", ".join(sorted({f["id"] for f in doctor["errors"]}))
-        return target.name, None, None, {"error": f"doctor: {len(doctor['errors'])} error finding(s): {names}",
-                                         "doctor": doctor}
-    doc = {"error": None, "notes": ep.notes, "doctor": doctor, "plan_env": result.plan_env or {},
+        return target.name, None, {"error": f"doctor: {len(doctor['errors'])} error finding(s): {names}",
+                                   "doctor": doctor}
+    doc = {"error": None, "notes": ep.notes, "doctor": doctor,
            "rdma": [{"port": p.name, "gid_index": p.gid_index, "rate_gbps": p.rate_gbps, "netdev": p.netdev,
                      "ipv4": p.ipv4} for p in ep.rdma],
            "socket": [{"ifname": s.ifname, "ipv4": s.ipv4, "speed_gbps": s.speed_gbps} for s in ep.socket]}
-    return target.name, remote, ep, doc
+    plan = {"ranks": result.plan_ranks or [], "reports": result.plan_reports or {}}
+    return target.name, registry.HostContext(target.name, remote, ep, result.plan_env or {}, result.features or {},
+                                             plan=plan), doc
 
 
 def _doctor(target: Target, remote, opts: Options) -> dict:
@@ -165,161 +223,55 @@ def _doctor(target: Target, remote, opts: Options) -> dict:
     return {"errors": errors, "warnings": sum(f.get("severity") == "warning" for f in findings)}
 
 
-def _pair_tests(opts: Options) -> bool:
-    return "rdma" in opts.tests or "tcp" in opts.tests
+def _round_s(opts: Options, pair_tests) -> float:
+    """What one round costs at most: each pair test's length, the servers' settling, the counters."""
+    return sum(t.round_seconds(opts) for t in pair_tests)
 
 
-def _round_s(opts: Options) -> float:
-    """What one round costs at most: each test's length, the servers' settling, the counters."""
-    tests = ("rdma" in opts.tests) + ("tcp" in opts.tests)
-    return tests * (opts.settings.seconds + SERVER_SETTLE_S + 2)
-
-
-def _pair(ab: Tuple[str, str], round_no: int, remotes, ends, opts: Options) -> dict:
+def _pair(ab: Tuple[str, str], round_no: int, ready, pair_tests, opts: Options) -> dict:
     a, b = ab
-    doc: Dict[str, Any] = {"a": a, "b": b, "round": round_no, "tests": []}
-    if "rdma" in opts.tests:
-        doc["tests"] += _rdma(remotes[a], remotes[b], ends[a], ends[b], opts.settings)
-    if "tcp" in opts.tests:
-        doc["tests"].append(_tcp(remotes[a], remotes[b], ends[a], ends[b], opts.settings))
-    doc["status"] = _worst(t["status"] for t in doc["tests"])
+    tests: List[dict] = []
+    doc: dict = {"a": a, "b": b, "round": round_no, "tests": tests}
+    for test in pair_tests:
+        ctx = registry.PairContext(ready[a], ready[b], round_no, opts, opts.settings_of(test))
+        try:
+            entries = test.pair(ctx)
+        except ssh.Failure as exc:
+            entries = [{"kind": test.name, "status": "error", "path": "", "error": str(exc)}]
+        except Exception as exc:  # one test's failure is this pair's, said in one line
+            entries = [{"kind": test.name, "status": "error", "path": "",
+                        "error": f"{test.name}: {type(exc).__name__}: {str(exc)[:300]}"}]
+        tests += entries
+    doc["status"] = registry.worst(t["status"] for t in tests)
     return doc
 
 
-def _rdma(ra, rb, ea: HostEndpoints, eb: HostEndpoints, s: pairtest.Settings) -> List[dict]:
-    rails = list(zip(ea.rdma, eb.rdma))
-    if not rails:
-        return [{"kind": "rdma", "status": "error",
-                 "error": f"no RDMA port to test on {ra.name if not ea.rdma else rb.name}"}]
-    extra = [{"kind": "rdma", "status": "error", "error": f"{h.host} has {len(h.rdma)} RDMA ports, "
-              f"its peer {len(ea.rdma) + len(eb.rdma) - len(h.rdma)}: rails beyond the shorter list untested"}
-             for h in (ea, eb) if len(h.rdma) > len(rails)]
-    step_s = s.seconds + 60
-    sent = [a for a, _ in rails] if s.rdma_op == "write" else [b for _, b in rails]
-    sender = ra if s.rdma_op == "write" else rb
-    before = _counters(sender, sent, step_s)
-    with ThreadPoolExecutor(max_workers=len(rails)) as pool:
-        runs = list(pool.map(lambda i: _perftest(ra, rb, rails[i], i, s, step_s), range(len(rails))))
-    after = _counters(sender, sent, step_s)
-    out = []
-    for i, ((pa, pb), (client, server)) in enumerate(zip(rails, runs)):
-        test = {"kind": "rdma", "rail": i, "a_port": pa.name, "b_port": pb.name, "op": s.rdma_op,
-                "command": pairtest.command(pairtest.perftest_argv(pa, s, pairtest.PERFTEST_BASE_PORT + i, "SERVER"))}
-        if client.code != 0:
-            test.update(status="error", error="client " + _failed(client, server, pa.device))
-        elif server.code != 0:
-            test.update(status="error", error="server " + _failed(server, client, pb.device))
-        else:
-            port = sent[i]
-            moved, counter = pairtest.rail_moved((before or {}).get(port.name, {}), (after or {}).get(port.name, {}),
-                                                 send=True)
-            test.update(pairtest.judge_rdma(client.out.decode("utf-8", "replace"),
-                                            pa if s.rdma_op == "write" else pb,
-                                            pb if s.rdma_op == "write" else pa, s, moved, counter))
-        if test["status"] in ("fail", "error"):
-            test["evidence"] = _evidence(client, server)
-        out.append(test)
-    return out + extra
-
-
-def _perftest(ra, rb, rail, i: int, s: pairtest.Settings, step_s: float):
-    pa, pb = rail
-    tcp_port = pairtest.PERFTEST_BASE_PORT + i
-    server = rb.start(pairtest.command(pairtest.perftest_argv(pb, s, tcp_port)), "perftest server", step_s)
-    client = None
-    for _attempt in range(CONNECT_RETRIES):
-        time.sleep(SERVER_SETTLE_S)
-        client = ra.run(pairtest.command(pairtest.perftest_argv(pa, s, tcp_port, rb.target.hostname)),
-                        "perftest client", step_s)
-        if client.code == 0 or b"Couldn't connect" not in client.out + client.err:
-            break
-    try:
-        server_done = rb.finish(server, "perftest server")
-    except ssh.Failure as exc:
-        server_done = ssh.Completed(-1, b"", str(exc).encode())
-    return client, server_done
-
-
-def _tcp(ra, rb, ea: HostEndpoints, eb: HostEndpoints, s: pairtest.Settings) -> dict:
-    if not ea.socket or not eb.socket:
-        who = ea.host if not ea.socket else eb.host
-        return {"kind": "tcp", "status": "error", "error": f"{who}: no socket interface to test (see its notes)"}
-    a, b = ea.socket[0], eb.socket[0]
-    step_s = s.seconds + 60
-    test: Dict[str, Any] = {"kind": "tcp", "a_if": a.ifname, "b_if": b.ifname,
-            "command": pairtest.command(pairtest.iperf3_client_argv(a, b, s))}
-    server = rb.start(pairtest.command(pairtest.iperf3_server_argv(b)), "iperf3 server", step_s)
-    time.sleep(SERVER_SETTLE_S)
-    client = ra.run(test["command"], "iperf3 client", step_s)
-    try:
-        server_done = rb.finish(server, "iperf3 server")
-    except ssh.Failure as exc:
-        server_done = ssh.Completed(-1, b"", str(exc).encode())
-    if client.code != 0 and not client.out.strip().startswith(b"{"):
-        test.update(status="error", error="client " + _failed(client, server_done, "iperf3"))
-    elif server_done.code != 0:
-        test.update(status="error", error="server " + _failed(server_done, client, "iperf3"))
-    else:
-        test.update(pairtest.judge_tcp(client.out.decode("utf-8", "replace"), a, b, s))
-    if test["status"] in ("fail", "error"):
-        test["evidence"] = _evidence(client, server_done)
-    return test
-
-
-def _counters(remote, ports, step_s: float) -> Optional[Dict[str, Dict[str, Optional[int]]]]:
-    try:
-        done = remote.run(pairtest.counters_command(ports), "counters", step_s)
-    except ssh.Failure:
-        return None
-    return pairtest.parse_counters(ports, done.out.decode("utf-8", "replace"))
-
-
-def _failed(this: ssh.Completed, other: ssh.Completed, tool: str) -> str:
-    """Why `this` side failed, in one line (the client's words, else the other side's)."""
-    if this.code == 127:
-        return f"{tool}: command not found (install perftest / iperf3)"
-    said = this.first_err_line() or _last_line(this.out) or other.first_err_line() or _last_line(other.out)
-    return f"exited {this.code}" + (f": {said[:300]}" if said else "")
-
-
-def _evidence(client: ssh.Completed, server: ssh.Completed) -> dict:
-    def tail(b: bytes) -> List[str]:
-        return b.decode("utf-8", "replace").splitlines()[-12:]
-    return {"client_exit": client.code, "client": tail(client.out) + tail(client.err),
-            "server_exit": server.code, "server": tail(server.out) + tail(server.err)}
-
-
-def _last_line(b: bytes) -> str:
-    lines = [ln.strip() for ln in b.decode("utf-8", "replace").splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
-
-
-_RANK = {"pass": 0, "unjudged": 1, "skipped": 1, "fail": 2, "error": 3}
-
-
-def _worst(statuses) -> str:
-    return max(statuses, key=lambda s: _RANK[s], default="error")
-
-
-def _document(targets, hosts, plan, pairs, opts: Options, seconds: float) -> dict:
-    failed = [p for p in pairs if p["status"] in ("fail", "error")]
+def _document(targets, hosts, plan, pairs, fleet, chosen, opts: Options, seconds: float) -> dict:
+    failed = [p for p in pairs if registry.failed(p["status"])]
     down = sorted(h for h, d in hosts.items() if d.get("error"))
-    nccl_bad = sorted(h for h, d in hosts.items() if (d.get("nccl") or {}).get("status") in ("fail", "error"))
+    node_failed = {t.name: sorted(h for h, d in hosts.items() if registry.failed((d.get(t.name) or {}).get("status")))
+                   for t in chosen if t.node}
+    fleet_failed = sorted(name for name, r in fleet.items() if registry.failed(r.get("status")))
+    named = sorted({h for r in fleet.values() if registry.failed(r.get("status")) for h in r.get("suspects") or []})
+    bad_hosts = sorted({h for hs in node_failed.values() for h in hs} | set(named))
     skipped = sum(p["status"] == "skipped" for p in pairs)
-    return {"schema": SCHEMA, "mode": opts.mode, "tests": list(opts.tests),
+    pair_tests = any(t.pair for t in chosen)
+    tested = bool(pairs) or not pair_tests or (opts.doctor and len(targets) == 1)
+    return {"schema": SCHEMA, "mode": opts.mode, "tests": [t.name for t in chosen],
             "settings": {"rdma_op": opts.settings.rdma_op, "seconds": opts.settings.seconds,
                          "size": opts.settings.size, "fraction": opts.settings.fraction,
                          "line_rate_gbps": opts.settings.line_rate_gbps},
             "validated_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "seconds": round(seconds, 1), "hosts": {t.name: hosts[t.name] for t in targets},
-            "rounds": [[list(p) for p in r] for r in plan], "pairs": pairs,
+            "rounds": [[list(p) for p in r] for r in plan], "pairs": pairs, "fleet": fleet,
             "budget_s": opts.budget,
             "summary": {"hosts": len(targets), "unreachable": down, "pairs": len(pairs),
-                        "failed_pairs": len(failed), "skipped_pairs": skipped, "nccl_failed": nccl_bad,
-                        "suspects": suspects(pairs, down + nccl_bad),
+                        "failed_pairs": len(failed), "skipped_pairs": skipped,
+                        "nccl_failed": node_failed.get("nccl", []), "failed_nodes": node_failed,
+                        "failed_fleet_tests": fleet_failed,
+                        "suspects": suspects(pairs, down + bad_hosts),
                         # one node's preflight is its doctor alone: no pair to test
-                        "passed": not failed and not down and not nccl_bad
-                        and (bool(pairs) or not _pair_tests(opts) or (opts.doctor and len(targets) == 1))}}
+                        "passed": not failed and not down and not bad_hosts and not fleet_failed and tested}}
 
 
 def suspects(pairs: List[dict], down: List[str]) -> List[str]:
@@ -330,7 +282,7 @@ def suspects(pairs: List[dict], down: List[str]) -> List[str]:
     from collections import Counter
 
     out = set(down)
-    left = [(p["a"], p["b"]) for p in pairs if p["status"] in ("fail", "error")]
+    left = [(p["a"], p["b"]) for p in pairs if registry.failed(p["status"])]
     while left:
         count = Counter(h for ab in left for h in ab)
         top = max(count.values())

@@ -16,6 +16,7 @@ Python's reader takes and JSON does not have, are refused.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 MAX_DEPTH = 100
@@ -37,7 +38,8 @@ def load_json(text: Union[str, bytes], max_values: int = MAX_VALUES) -> Any:
         raise JsonError(f"nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # JSONDecodeError, an integer past the digit limit, bad UTF-8
         raise JsonError(str(exc)) from None
-    check_depth(doc)
+    if text_depth(text) > MAX_DEPTH:
+        raise JsonError(f"nested deeper than {MAX_DEPTH} levels")
     return doc
 
 
@@ -51,6 +53,34 @@ def count_values(text: Union[str, bytes]) -> int:
 
 def _no_constant(name: str) -> Any:
     raise JsonError(f"{name} is not a JSON number")
+
+
+# What text_depth keeps of a JSON text: brackets and quotes (UTF-8 never puts these bytes
+# inside a multi-byte character).
+_KEEP = b'[]{}"'
+_DELETE = bytes(c for c in range(256) if c not in _KEEP)
+_PAIR = re.compile(rb"\[\]|\{\}")
+
+
+def text_depth(text: Union[str, bytes], limit: int = MAX_DEPTH) -> int:
+    """How deep the lists and objects of a valid JSON text nest (at most `limit` + 1: deeper is
+    not measured further). The same number `check_depth` finds on the parsed document, read off
+    the text with C-speed passes instead of a Python step per value (a 95 KB doctor result:
+    under half a millisecond, about what json.loads takes): the escapes that could hide a quote go (`\\\\` first, then `\\"`,
+    left to right as JSON reads them), every byte but brackets and quotes goes, the strings go
+    (with any bracket in them), and each pass then removes the innermost `[]` and `{}` pairs.
+    JSON has no shared or self-containing values, so the depth is all there is to measure."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    # quotes now pair up exactly: the text between an odd quote and the next is a string's
+    brackets = b"".join(data.translate(None, _DELETE).split(b'"')[0::2])
+    depth = 0
+    while brackets and depth <= limit:
+        brackets, removed = _PAIR.subn(b"", brackets)
+        if not removed:  # not balanced: not valid JSON, which json.loads refused already
+            break
+        depth += 1
+    return depth
 
 
 def check_depth(doc: Any, limit: int = MAX_DEPTH, max_nodes: Optional[int] = None) -> None:

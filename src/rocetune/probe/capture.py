@@ -7,10 +7,10 @@ import io
 import os
 import re
 import tarfile
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 from ..fsutil import atomic_write_bytes
-from ..hostfs import RECORDED_DIR, HostRoot, LiveRunner, RecordedRunner, Recorder, recording_name
+from ..hostfs import RECORDED_DIR, HostRoot, LiveRunner, ProbeContext, Recorder, RecordedRunner, recording_name
 from .collect import collect_features
 from .sources.verbs import IBV_DEVINFO_ARGV
 
@@ -29,14 +29,17 @@ class _RecordingReplay:
         return result
 
 
-def record(root: str = "/") -> Tuple[dict, Recorder]:
-    """Probe `root` and return the Features plus everything the probe touched."""
+def record(root: str = "/", also: Optional[Callable[[ProbeContext, dict], object]] = None) -> Tuple[dict, Recorder]:
+    """Probe `root` and return the Features plus everything the probe touched; `also(ctx,
+    features)` reads more through the same recording root and runner (doctor's readings)."""
     rec = Recorder()
     host_root = HostRoot(root, recorder=rec)
     runner = LiveRunner(recorder=rec) if host_root.is_live else _RecordingReplay(host_root, rec)
     features = collect_features(root, recorder=rec, runner=runner)
     # A live probe reads ports with pyverbs; its command-line twin is what a replay reads.
     runner.run(IBV_DEVINFO_ARGV)
+    if also is not None:
+        also(ProbeContext(host_root, runner), features)
     return features, rec
 
 
@@ -167,8 +170,8 @@ class _Tree:
                 self.add_file(f"/commands/{name}.err", result.stderr.encode("utf-8"))
 
 
-def capture(root: str, out_path: str) -> Tuple[dict, int]:
-    features, rec = record(root)
+def capture(root: str, out_path: str, also: Optional[Callable[[ProbeContext, dict], object]] = None) -> Tuple[dict, int]:
+    features, rec = record(root, also)
     data = build_tar(root, rec)
     # A new archive, never the old one's mode: a capture of root-only files is root-only.
     atomic_write_bytes(out_path, data, archive_mode(rec), keep_mode=False)

@@ -12,7 +12,11 @@ from .sources import declared as declared_source
 from .sources import gpu as gpu_source
 from .sources import host as host_source
 from .sources import kernel as kernel_source
+from .sources import lldp as lldp_source
 from .sources import net as net_source
+from .sources import nic_firmware as nic_firmware_source
+from .sources import nvlink as nvlink_source
+from .sources import phy as phy_source
 from .sources import pci as pci_source
 from .sources import qos as qos_source
 from .sources import rdma as rdma_source
@@ -76,6 +80,20 @@ def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
     kernel = _run("kernel", ctx, st, kernel_source.probe) or _empty("kernel")
     declared = _run("declared", ctx, st, declared_source.probe) or _empty("declared")
     qos = _run("qos", ctx, st, qos_source.probe, rdma) or _empty("qos")
+    # Only where lldpctl is installed: elsewhere neither the section nor its source status exist.
+    lldp_status: Dict[str, dict] = {}
+    lldp = _run("lldp", ctx, lldp_status, lldp_source.probe)
+    if lldp is not None:
+        st["lldp"] = lldp_status["lldp"]
+    # Each only where its tools answered (below the NCCL layer: firmware, PHY, NVLink fabric).
+    below: Dict[str, Optional[dict]] = {}
+    for name, fn, args in (("nic_firmware", nic_firmware_source.probe, (rdma, pci)),
+                           ("phy", phy_source.probe, (rdma, pci)),
+                           ("nvlink", nvlink_source.probe, (pci,))):
+        status: Dict[str, dict] = {}
+        below[name] = _run(name, ctx, status, fn, *args)
+        if below[name] is not None:
+            st[name] = status[name]
     gpus, topology, warnings = derive_topology(pci, rdma, gpu, host)
     st["gpu"]["warnings"] = sorted(set(st["gpu"]["warnings"]) | set(warnings))
     host["virtualization"] = virtualization(host, pci, gpus, topology)
@@ -96,4 +114,7 @@ def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
         "declared": declared,
         "qos": qos,
     }
+    if lldp is not None:
+        features["lldp"] = lldp
+    features.update({name: doc for name, doc in below.items() if doc is not None})
     return features

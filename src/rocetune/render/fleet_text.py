@@ -34,3 +34,19 @@ def report_text(report: Report, verbose: int = 0) -> str:
         lines += ["  " + line for line in table(
             [[r.label, ", ".join(h for h, c in r.cells.items() if not c.fact.known)] for r in unknown])]
     return "\n".join(lines) + "\n"
+
+
+def expect_text(fe, path: str) -> str:
+    """What --write-expect wrote: how many hosts voted, the fields left out, who dissented."""
+    lines = ["", f"EXPECTATIONS written to {printable(path)}: the majority of {len(fe.hosts)} host(s)"]
+    if fe.majority.undecided:
+        lines.append("  left out (no value held by most hosts): " + ", ".join(fe.majority.undecided))
+    for path_, values in sorted(fe.dissent().items()):
+        if path_ in fe.majority.undecided:
+            continue
+        for value, hosts in sorted(values.items()):
+            shown = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
+            lines.append(f"  {path_}: {printable(value)} on {shown}")
+    for host, why in sorted(fe.left_out.items()):
+        lines.append(f"  did not vote: {printable(host)}: {printable(why)}")
+    return "\n".join(lines) + "\n"

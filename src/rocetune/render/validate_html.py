@@ -45,19 +45,12 @@ def validate_html(doc: dict, title: str = "rocetune fleet validate") -> str:
         out += ["<h2>Not tested</h2>", "<table>", "<tr><th>host</th><th>why</th></tr>"]
         out += [f'<tr class="bad"><td>{_e(h)}</td><td>{_e(why)}</td></tr>' for h, why in down]
         out.append("</table>")
-    nccl = [(h, d["nccl"]) for h, d in doc["hosts"].items() if d.get("nccl")]
-    if nccl:
-        out += ["<h2>NCCL on each node</h2>", "<table>",
-                "<tr><th>host</th><th>status</th><th>bus bandwidth</th><th>network, devices</th><th>why</th></tr>"]
-        for h, n in nccl:
-            nets = ", ".join(sorted({p["network"] for p in n.get("processes", []) if p.get("network")}))
-            devs = ", ".join(sorted({d["name"] for p in n.get("processes", []) for d in p.get("devices", [])}))
-            bad = n["status"] in ("fail", "error")
-            out.append(f'<tr class="{"bad" if bad else "ok"}"><td>{_e(h)}</td><td>{_e(n["status"])}</td>'
-                       f'<td>{_e(str(n["busbw_gbs"]) + " GB/s") if "busbw_gbs" in n else ""}</td>'
-                       f'<td>{_e(nets)}{" on " + _e(devs) if devs else ""}</td>'
-                       f'<td>{_e(n.get("why") or n.get("error") or "")}</td></tr>')
-        out.append("</table>")
+    out += _node_tests(doc) + _fleet_tests(doc)
+    from .validate_text import coverage_lines
+
+    covered = coverage_lines(doc.get("coverage"))
+    if covered:
+        out += ["<h2>Coverage of the pairs that ran</h2>", "<ul>"] + [f"<li>{_e(c)}</li>" for c in covered] + ["</ul>"]
     svg = heat_map(doc)
     if svg:
         out += ["<h2>Pair bandwidth (slowest RDMA rail, share of line rate)</h2>", svg]
@@ -66,8 +59,7 @@ def validate_html(doc: dict, title: str = "rocetune fleet validate") -> str:
     failing = []
     for p in doc["pairs"]:
         for t in p["tests"]:
-            path = (f"rail {t['rail']}: {t['a_port']} to {t['b_port']}" if "rail" in t
-                    else f"{t.get('a_if', '')} to {t.get('b_if', '')}")
+            path = t.get("path") or ""
             bad = t["status"] in ("fail", "error")
             out.append(f'<tr class="{"bad" if bad else "ok"}"><td>{_e(p["a"])} - {_e(p["b"])}</td>'
                        f'<td>{_e(t["kind"])}</td><td>{_e(path)}</td><td>{_e(t.get("measured_gbps", ""))}</td>'
@@ -86,6 +78,40 @@ def validate_html(doc: dict, title: str = "rocetune fleet validate") -> str:
             out += [f"<h3>{_e(p['a'])} - {_e(p['b'])} {_e(t['kind'])} {_e(path)}</h3>", f"<pre>{_e(text)}</pre>"]
     out += ["</body>", "</html>"]
     return "\n".join(out) + "\n"
+
+
+def _node_tests(doc: dict) -> List[str]:
+    """A table per node test (NCCL on each node, LLDP neighbours, ...), as its module words a row."""
+    from ..fleet import tests as registry
+
+    out: List[str] = []
+    for test in registry.all_tests():
+        found = [(h, d[test.name]) for h, d in doc["hosts"].items() if test.node and isinstance(d.get(test.name), dict)]
+        if not found:
+            continue
+        out += [f"<h2>{_e(test.name)} on each node</h2>", f"<p>{_e(test.summary)}</p>", "<table>",
+                "<tr><th>host</th><th>status</th><th colspan=\"2\">result</th><th>why</th></tr>"]
+        for h, n in found:
+            cells = (test.node_row(n) if test.node_row else []) + ["", ""]
+            bad = n.get("status") in ("fail", "error")
+            out.append(f'<tr class="{"bad" if bad else "ok"}"><td>{_e(h)}</td><td>{_e(n.get("status", ""))}</td>'
+                       f'<td>{_e(cells[0])}</td><td>{_e(cells[1])}</td>'
+                       f'<td>{_e(n.get("why") or n.get("error") or "")}</td></tr>')
+        out.append("</table>")
+    return out
+
+
+def _fleet_tests(doc: dict) -> List[str]:
+    from ..fleet import tests as registry
+
+    out: List[str] = []
+    for name, result in (doc.get("fleet") or {}).items():
+        test = registry.get(name) if name in registry.names() else None
+        lines = test.fleet_lines(result) if test and test.fleet_lines else []
+        why = result.get("why") or result.get("error") or ""
+        out += [f"<h2>{_e(name)} across the fleet: {_e(result.get('status', ''))}</h2>",
+                f"<pre>{_e(chr(10).join(lines + ([why] if why else [])))}</pre>"]
+    return out
 
 
 def heat_map(doc: dict) -> str:

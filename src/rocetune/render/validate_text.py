@@ -1,5 +1,6 @@
 """`rocetune fleet validate` for people: hosts that could not be tested, every pair test with
-its figure and verdict (failures marked `!`, with why), the pair matrix and the suspects."""
+its figure and verdict (failures marked `!`, with why), each node test per host and each fleet
+test's lines (as the test module words them, fleet.tests), the pair matrix and the suspects."""
 
 from __future__ import annotations
 
@@ -11,10 +12,15 @@ MARK = {"pass": " ", "unjudged": "?", "skipped": "-", "fail": "!", "error": "!"}
 
 
 def validate_text(doc: dict, verbose: int = 0) -> str:
+    from ..fleet import tests as registry
+
     s = doc["summary"]
+    node_failed = s.get("failed_nodes") or {"nccl": s.get("nccl_failed") or []}
     lines = [f"validate: {s['hosts']} host(s), {s['pairs']} pair(s) in {len(doc['rounds'])} round(s) "
              f"({doc['mode']}), {s['failed_pairs']} failed, {len(s['unreachable'])} not tested"
-             + (f", NCCL failed on {len(s['nccl_failed'])}" if s.get("nccl_failed") else "")
+             + "".join(f", {_label(name)} failed on {len(hosts)}"
+                       for name, hosts in sorted(node_failed.items()) if hosts)
+             + "".join(f", {name} failed" for name in s.get("failed_fleet_tests") or [])
              + f" -- {'PASS' if s['passed'] else 'FAIL'}"]
     down = [["!", h, printable(d["error"])] for h, d in doc["hosts"].items() if d.get("error")]
     if down:
@@ -23,8 +29,7 @@ def validate_text(doc: dict, verbose: int = 0) -> str:
     whys: List[str] = []
     for p in doc["pairs"]:
         for t in p["tests"]:
-            path = (f"rail {t['rail']} {t['a_port']} -> {t['b_port']}" if t["kind"] == "rdma" and "rail" in t
-                    else f"{t.get('a_if', '')} -> {t.get('b_if', '')}" if t["kind"] == "tcp" else "")
+            path = t.get("path") or ""
             figure = f"{t['measured_gbps']:g} Gb/s" if "measured_gbps" in t else ""
             need = f"need {t['verdict']['needed_gbps']:g}" if "verdict" in t else ""
             rows.append([MARK[t["status"]], f"{p['a']} - {p['b']}", t["kind"], path, figure, need,
@@ -39,13 +44,29 @@ def validate_text(doc: dict, verbose: int = 0) -> str:
         lines += ["", "PAIRS (round by round)"] + ["  " + ln for ln in table(rows)]
     if whys:
         lines += ["", "WHY"] + ["  " + w for w in whys]
-    nccl = [(h, d["nccl"]) for h, d in doc["hosts"].items() if d.get("nccl")]
-    if nccl:
-        lines += ["", "NCCL ON EACH NODE (two ranks, the node's env)"]
-        lines += ["  " + ln for ln in table([[MARK[n["status"]], h, n["status"].upper(),
-                                              f"{n['busbw_gbs']:g} GB/s" if "busbw_gbs" in n else "",
-                                              _networks(n), printable(n.get("why") or n.get("error") or "")]
-                                             for h, n in nccl])]
+    for test in registry.all_tests():
+        if not test.node:
+            continue
+        found = [(h, d[test.name]) for h, d in doc["hosts"].items() if isinstance(d.get(test.name), dict)]
+        if not found:
+            continue
+        lines += ["", f"{test.name.upper()} ON EACH NODE ({test.summary})"]
+        rows_ = []
+        for h, n in found:
+            cells = test.node_row(n) if test.node_row else []
+            rows_.append([MARK.get(n.get("status"), "!"), h, str(n.get("status", "?")).upper()] + cells
+                         + [printable(n.get("why") or n.get("error") or "")])
+        lines += ["  " + ln for ln in table(rows_)]
+    for name, result in (doc.get("fleet") or {}).items():
+        owner = registry.get(name) if name in registry.names() else None
+        lines += ["", f"{name.upper()} ACROSS THE FLEET: {str(result.get('status', '?')).upper()}"]
+        body = owner.fleet_lines(result) if owner and owner.fleet_lines else []
+        why = result.get("why") or result.get("error")
+        lines += ["  " + printable(ln) for ln in body] + ([f"  {MARK.get(result.get('status'), '!')} {printable(why)}"]
+                                                         if why else [])
+    covered = coverage_lines(doc.get("coverage"))
+    if covered:
+        lines += ["", "COVERAGE (the pairs that ran)"] + ["  " + ln for ln in covered]
     matrix = _matrix(doc)
     if matrix:
         lines += ["", "SLOWEST RDMA RAIL PER PAIR (Gb/s; ! failed)"] + ["  " + ln for ln in table(matrix)]
@@ -54,10 +75,26 @@ def validate_text(doc: dict, verbose: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _networks(n: dict) -> str:
-    nets = sorted({p["network"] for p in n.get("processes", []) if p.get("network")})
-    devs = sorted({d["name"] for p in n.get("processes", []) for d in p.get("devices", [])})
-    return ("network " + "/".join(nets) if nets else "") + (f" on {','.join(devs)}" if devs else "")
+def coverage_lines(cov) -> List[str]:
+    """What the pairs that ran reached: hosts, rails, leaf-to-leaf paths per rail, host pairs."""
+    if not cov:
+        return []
+    out = [f"hosts {cov['hosts']['reached']}/{cov['hosts']['of']}"
+           + (f", rails {cov['rails']['reached']}/{cov['rails']['of']}" if cov.get("rails") else "")
+           + f", host pairs {cov['host_pairs']['reached']}/{cov['host_pairs']['of']}"]
+    if cov.get("leaf_pairs") is None:
+        out.append("leaf-to-leaf paths: unknown (no LLDP cabling in the hosts' probes)")
+        return out
+    for r in cov["leaf_pairs"]:
+        line = f"rail {r['rail']}: leaf-to-leaf paths {r['reached']}/{r['of']} ({r['leaves']} leaves)"
+        if r["missing"]:
+            line += " -- not reached: " + ", ".join(r["missing"][:5]) + (" ..." if len(r["missing"]) > 5 else "")
+        out.append(line)
+    return out
+
+
+def _label(name: str) -> str:
+    return "NCCL" if name == "nccl" else name
 
 
 def _matrix(doc: dict) -> List[List[str]]:

@@ -17,7 +17,13 @@ Evidence, in the order it counts:
   IPv4 table (Features net.routes) is read: a route on one rail's interface toward another rail's
   subnet (or a default route on a rail interface) means an inter-rail path exists; none means none
   in the main table (policy-routing tables are not read); no routes in the Features means unknown.
-  The reason says which, and never claims isolation that was not seen.
+  The reason says which, and never claims isolation that was not seen;
+* measured reachability, where the node has it (`declared.rail_reach`, from
+  /etc/rocetune/rail-reach.json that `fleet validate --tests cross-rail --rail-reach-out` writes):
+  pings bound to each rail toward the other rails of other hosts. It replaces the inference from
+  routes. `isolated` or `partial` (some rail cannot reach another) sets 0 whatever the addressing
+  or the fabric plan says -- a ring that crosses such rails cannot connect; `routed` is reported
+  as the rails' reach, and the addressing decides as above.
 
 What NCCL makes of two ports of one adapter (two PCI functions of one card) depends on the release:
 
@@ -122,6 +128,19 @@ def merging(ctx, version, groups: Dict[str, List[str]]) -> Tuple[Optional[bool],
     return True, f"NCCL {vt} fuses the ports of one adapter into one NET device ({where})"
 
 
+def measured_reach(features: dict) -> Optional[dict]:
+    """The rail reachability fleet validate measured, when the node has a readable one."""
+    reach = (features.get("declared") or {}).get("rail_reach")
+    return reach if isinstance(reach, dict) and reach.get("verdict") else None
+
+
+def _measured_text(reach: dict) -> str:
+    when = f" at {reach['measured_at']}" if reach.get("measured_at") else ""
+    hosts = f" over {reach['hosts']} hosts" if reach.get("hosts") else ""
+    return (f"measured by `fleet validate --tests cross-rail`{when}{hosts} ({reach['path']}): "
+            f"{reach['reached']} of {reach['tested']} rail-to-other-rail paths answered ({reach['verdict']})")
+
+
 def rule(features: dict, ctx) -> List[Decision]:
     sel = ctx.host.selection()
     ports = sel.roce
@@ -129,6 +148,15 @@ def rule(features: dict, ctx) -> List[Decision]:
         return []
     fabric = ctx.qos.fabric
     rail_optimised = fabric.rail_optimised if fabric is not None else None
+    reach = measured_reach(features)
+    if reach is not None and reach["verdict"] in ("isolated", "partial"):
+        told = (f"; the fabric plan ({ctx.qos.source}) says the fabric is not rail-optimised, the measurement "
+                "shows otherwise" if rail_optimised is False else "")
+        return [ctx.decision("NCCL_CROSS_NIC", 0, (
+            f"{_measured_text(reach)}: a ring or tree that leaves one node on a rail and enters the next on "
+            f"another could not connect; 0 keeps every channel on one rail{told}"),
+            rails=[{"port": p.name, "netdev": p.netdev} for p in ports], measured=reach,
+            fabric=fabric.to_dict() if fabric else None)]
     if rail_optimised is False:
         ctx.note(f"the fabric plan ({ctx.qos.source}) says the fabric is not rail-optimised: "
                  "NCCL_CROSS_NIC left at NCCL's default (2)")
@@ -158,24 +186,27 @@ def rule(features: dict, ctx) -> List[Decision]:
     evidence = {"rails": [{"port": p.name, "netdev": p.netdev, "subnet": str(nets[p.name]),
                            "pci_bus": adapter_of(p)} for p in ports],
                 "fabric": fabric.to_dict() if fabric else None, "nccl": defaults.text(version)}
-    if routes is None:
-        reach = "routes between the rail subnets are unknown (the Features carry no routing table)"
+    if reach is not None:
+        reach_text = _measured_text(reach) + ": the rails reach each other, through the fabric"
+        evidence["measured"] = reach
+    elif routes is None:
+        reach_text = "routes between the rail subnets are unknown (the Features carry no routing table)"
         evidence["inter_rail_routes"] = None
     elif routes:
-        reach = ("the rails can reach each other: " + "; ".join(
+        reach_text = ("the rails can reach each other: " + "; ".join(
             f"{r['route']} on {r['interface']}" + (f" via {r['gateway']}" if r["gateway"] else "")
             + f" covers {', '.join(r['reaches'])}" for r in routes))
         evidence["inter_rail_routes"] = routes
     else:
-        reach = ("no route in the main IPv4 table joins the rail subnets (no rail interface has a "
-                 "route to another rail's subnet; policy-routing tables were not read)")
+        reach_text = ("no route in the main IPv4 table joins the rail subnets (no rail interface has a "
+                      "route to another rail's subnet; policy-routing tables were not read)")
         evidence["inter_rail_routes"] = []
     if rail_optimised:
         basis = f"the fabric plan ({ctx.qos.source}) says the fabric is rail-optimised"
     else:
         basis = "no fabric description: rail addressing is the only evidence of rails"
     reason = (f"each of the {len(ports)} compute ports has a subnet of its own (rail addressing); {basis}; "
-              f"{reach}. 0 keeps a channel on one rail from node to node, as NCCL's docs advise for rails "
+              f"{reach_text}. 0 keeps a channel on one rail from node to node, as NCCL's docs advise for rails "
               "with a slow inter-rail connection")
     if shared:
         pairs = ", ".join("+".join(v) for v in shared.values())

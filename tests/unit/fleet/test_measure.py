@@ -92,3 +92,53 @@ def test_verdict_boundary_is_inclusive():
     assert verdict(90, 100).passed and not verdict(89.99, 100).passed
     assert verdict(90, 100).to_dict() == {"measured_gbps": 90, "line_rate_gbps": 100, "fraction": 0.9,
                                           "needed_gbps": 90.0, "passed": True}
+
+
+# --- the forms of nccl-tests' result rows ---------------------------------------------------------
+def test_rows_without_root_without_redop_and_with_mpirun_tags():
+    old = parse_nccl_tests(_read("nccl-tests-all_reduce_perf-256gpu-2.8.4-no-root-issue78-first-rows.txt"))
+    assert len(old.rows) == 6 and old.rows[-1].root is None and old.rows[-1].redop == "sum"
+    assert old.rows[-1].out_of_place == {"time_us": 29896.0, "algbw": 35.92, "busbw": 71.55, "wrong": "N/A"}
+    tagged = parse_nccl_tests(_read("nccl-tests-alltoall-tag-output-no-redop-tutel172-first-rows.txt"))
+    assert [r.size for r in tagged.rows] == [1024 << i for i in range(7)] and tagged.rows[0].redop is None
+    assert tagged.rows[1].in_place["wrong"] == 0.007 and tagged.rows[0].in_place["wrong"] == 1
+    new = parse_nccl_tests(_read("nccl-tests-2.20.0-all_reduce_perf-gb10-spark-first-rows.txt"))
+    assert len(new.rows) == 4 and new.rows[0].root == -1 and new.peak_busbw == 1.01 and len(new.ranks) == 2
+
+
+def _float_str(value, width):
+    """nccl-tests' getFloatStr (src/util.cu): %.2f, else %.1f, else %.0f, else %e, in `width`."""
+    for spec in (f"%{width}.2f", f"%{width}.1f", f"%{width}.0f"):
+        text = spec % value
+        if len(text) <= width:
+            return text
+    return (f"%{width}.1e" if width >= 7 else f"%{width}.0e") % value
+
+
+def _rendered_row(size, count, t_us, algbw, busbw, per_iter=None, stamp=None):
+    """A row as writeBenchmarkLinePreamble/Body, writePerIterReport and writeTimestamp print it
+    (src/util.cu of nccl-tests at a0b82b2, 2.19.x). No public run with -I 1 or -S 1 was found:
+    these rows follow the tool's format strings, not a recorded run."""
+    line = "%12li  %12li  %8s  %6s  %6s" % (size, count, "float", "sum", "%6i" % -1)
+    for _ in range(2):  # out-of-place, then in-place
+        line += "  %7s  %6s  %6s  %6g" % (_float_str(t_us, 7), _float_str(algbw, 6), _float_str(busbw, 6), 0)
+        if per_iter:
+            line += "  %7s  %7s  %7s  %7s" % tuple(_float_str(v, 7) for v in per_iter)
+    if stamp:
+        line += "%21s" % stamp
+    return line
+
+
+def test_rows_with_per_iteration_timing_and_timestamps():
+    text = "\n".join([
+        _rendered_row(1048576, 262144, 412.5, 2.54, 4.76, per_iter=(398.2, 455.1, 450.0, 3.1)),
+        _rendered_row(2097152, 524288, 20300.0, 103.31, 193.71, per_iter=(20010.0, 22987.0, 22900.5, 2.25),
+                      stamp="2026-07-09 16:03:21"),
+        _rendered_row(4194304, 1048576, 1612.0, 2.6, 4.88, stamp="2026-07-09 16:03:22"),
+    ])
+    r = parse_nccl_tests(text)
+    assert [row.size for row in r.rows] == [1048576, 2097152, 4194304] and r.per_iteration
+    assert r.rows[0].out_of_place["i_max_us"] == 455.1 and r.rows[0].in_place["i_cv_pct"] == 3.1
+    assert r.rows[1].out_of_place["time_us"] == 20300.0 and r.rows[1].timestamp == "2026-07-09 16:03:21"
+    assert r.rows[2].timestamp == "2026-07-09 16:03:22" and "i_min_us" not in r.rows[2].out_of_place
+    assert r.peak_busbw == 193.71

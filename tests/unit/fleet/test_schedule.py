@@ -41,3 +41,46 @@ def test_duplicate_hosts_are_refused():
         pairwise(["a", "b", "a"])
     with pytest.raises(ValueError):
         ring(["a", "a"])
+
+
+# --- the fabric schedule -------------------------------------------------------------------------
+from rocetune.fleet.schedule import coverage, fabric  # noqa: E402
+
+
+def cabled(n, per_leaf, rails=8):
+    """n hosts in scalable units of `per_leaf`, rail r of unit u on leaf su<u>-r<r>."""
+    hosts = [f"gpu{i:04d}" for i in range(n)]
+    return hosts, {h: tuple(f"su{i // per_leaf}-r{r}" for r in range(rails)) for i, h in enumerate(hosts)}
+
+
+@pytest.mark.parametrize("n, per_leaf", [(2, 1), (5, 2), (64, 8), (100, 32), (1000, 32), (1000, 16)])
+def test_fabric_covers_every_host_rail_and_leaf_pair_in_few_rounds(n, per_leaf):
+    hosts, leaves = cabled(n, per_leaf)
+    plan = fabric(hosts, leaves)
+    for r in plan.rounds:
+        busy = [h for p in r for h in p]
+        assert len(busy) == len(set(busy))
+    assert plan.kinds[:len(ring(hosts))] == ["ring"] * len(ring(hosts))
+    cov = coverage(hosts, [p for r in plan.rounds for p in r], leaves, {h: 8 for h in hosts})
+    assert cov["hosts"] == {"reached": n, "of": n} and cov["rails"] == {"reached": 8 * n, "of": 8 * n}
+    assert all(r["reached"] == r["of"] and not r["missing"] for r in cov["leaf_pairs"]), cov["leaf_pairs"][0]
+    # The ring's 2-3 rounds, then as many as the smallest group of hosts behind the same leaves
+    # needs to meet every other group once (pairwise would take n - 1: 999 at 1,000 hosts).
+    groups = -(-n // per_leaf)
+    smallest = n - (groups - 1) * per_leaf
+    assert len(plan.rounds) <= 3 + -(-(groups - 1) // smallest)
+
+
+def test_a_ring_alone_misses_leaf_pairs_and_coverage_names_them():
+    hosts, leaves = cabled(64, 8, rails=1)
+    cov = coverage(hosts, [p for r in ring(hosts) for p in r], leaves)
+    (rail,) = cov["leaf_pairs"]
+    assert rail["leaves"] == 8 and rail["of"] == 8 * 7 // 2 + 8 and rail["reached"] == 8 + 8
+    assert rail["missing"][0] == "su0-r0-su2-r0"
+
+
+def test_without_cabling_the_fabric_schedule_is_a_ring_and_leaf_coverage_is_unknown():
+    hosts = [f"h{i}" for i in range(10)]
+    plan = fabric(hosts)
+    assert plan.rounds == ring(hosts) and plan.kinds == ["ring", "ring"]
+    assert coverage(hosts, [p for r in plan.rounds for p in r])["leaf_pairs"] is None

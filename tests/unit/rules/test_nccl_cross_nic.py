@@ -129,3 +129,34 @@ def test_rail_id_note_only_for_unfused_siblings_on_2_30():
     plain = plan_of(rail_host(2, nccl="2.30.7").build())
     assert plain.env["NCCL_CROSS_NIC"] == "0" and not any("#2097" in str(n) or "rail ids" in str(n)
                                                           for n in plain.notes)
+
+
+# --- measured reachability (fleet validate --tests cross-rail, /etc/rocetune/rail-reach.json) ----
+def measured(features, verdict, reached, tested=12):
+    features.setdefault("declared", {"files": [], "topology_files": []})["rail_reach"] = {
+        "path": "/etc/rocetune/rail-reach.json", "verdict": verdict, "reached": reached, "tested": tested,
+        "measured_at": "2026-11-27T20:00:00Z", "hosts": 4, "error": None}
+    return features
+
+
+def test_measured_isolation_sets_0_even_on_one_subnet_and_against_the_fabric_plan():
+    d = plan_of(measured(one_subnet_host().build(), "isolated", 0)).get("NCCL_CROSS_NIC")
+    assert d.value == "0" and "0 of 12 rail-to-other-rail paths answered (isolated)" in d.reason
+    assert "at 2026-11-27T20:00:00Z over 4 hosts" in d.reason and d.evidence["measured"]["verdict"] == "isolated"
+    d = plan_of(measured(rail_host(4).build(), "partial", 5), qos=NOT_RAILS).get("NCCL_CROSS_NIC")
+    assert d.value == "0" and "(partial)" in d.reason and "the measurement shows otherwise" in d.reason
+
+
+def test_measured_reach_replaces_the_inference_from_routes():
+    d = plan_of(measured(rail_host(4).build(), "routed", 12)).get("NCCL_CROSS_NIC")
+    assert d.value == "0" and "12 of 12 rail-to-other-rail paths answered (routed)" in d.reason
+    assert "routes between the rail subnets are unknown" not in d.reason and "inter_rail_routes" not in d.evidence
+    assert "NCCL_CROSS_NIC" not in plan_of(measured(one_subnet_host().build(), "routed", 12)).env
+
+
+def test_an_unreadable_measurement_is_no_evidence():
+    f = rail_host(4).build()
+    f["declared"] = {"files": [], "topology_files": [], "rail_reach": {
+        "path": "/etc/rocetune/rail-reach.json", "verdict": None, "error": "not JSON"}}
+    d = plan_of(f).get("NCCL_CROSS_NIC")
+    assert "routes between the rail subnets are unknown" in d.reason

@@ -1,4 +1,5 @@
-"""rocetune capture: snapshot what the probe reads, for `rocetune probe --root` anywhere."""
+"""rocetune capture: snapshot what the probe and doctor read, for `rocetune probe --root` and
+`rocetune doctor --root` anywhere."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from ..result import Result
 
 NAME = "capture"
 ORDER = 30
-HELP = "write the files and command outputs the probe reads into a tar.gz (a replayable root)"
+HELP = "write the files and command outputs probe and doctor read into a tar.gz (a replayable root)"
 EXAMPLE = "rocetune capture -o \"$(hostname)\".tar.gz"
 EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
     0: "the capture was written",
@@ -21,11 +22,14 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
+    from ...doctor import readings
     from ...model.features import fingerprint
     from ...probe.capture import capture
 
     try:
-        features, size = capture(args.root, args.out)
+        # doctor's readings too (lspci's ACS bits, the kernel log's fabric lines, the NIC
+        # firmware settings, the PHY, ...): a replayed root answers doctor as the host did
+        features, size = capture(args.root, args.out, also=lambda ctx, f: readings.read(ctx, f))
     except OSError as exc:
         raise RocetuneError(f"cannot write {args.out}: {exc.strerror or exc}", code=ExitCode.OUTPUT) from None
     from ...checks import host_findings

@@ -28,6 +28,9 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="save this reading of the NIC counters as the baseline the next run judges "
                         "rates against (/var/lib/rocetune/counters.json under --root)")
     p.add_argument("--no-counters", action="store_true", help="leave the NIC counters out")
+    p.add_argument("--since", metavar="TIME", type=_since,
+                   help="read the kernel log from TIME on (journalctl/dmesg syntax: '-2h', '2026-11-27 10:00'); "
+                        "default: since boot")
     p.add_argument("--skip", metavar="ID=REASON", action="append", default=[],
                    help="do not grade check ID on this run, for REASON (repeatable; shown in the "
                         "report); /etc/rocetune/doctor.yml keeps such rules on the node")
@@ -43,9 +46,63 @@ def register(p: argparse.ArgumentParser) -> None:
                         "node; docs/expect.md): its GPUs, rails, GPUDirect, versions, QoS plan, "
                         "traffic class")
     options.add_plan_arguments(p)
+    _register_gate(p)
+
+
+def _register_gate(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scheduler gate (docs/gate.md)")
+    g.add_argument("--gate", choices=("health-check", "prolog"),
+                   help="run as Slurm's HealthCheckProgram (drain the node with one line of reason, resume "
+                        "it when rocetune drained it and it is healthy again) or as a Prolog (exit non-zero "
+                        "only for a node that must not run jobs); prints one line")
+    g.add_argument("--timeout", type=float, metavar="S",
+                   help="with --gate: the whole run's deadline in seconds (default 45 for health-check, 30 "
+                        "for prolog); checks still running then count as a failure")
+    g.add_argument("--node", metavar="NAME",
+                   help="with --gate: the node's Slurm name (default $SLURMD_NODENAME, else the host name)")
+    g.add_argument("--drain-on-warnings", action="store_true",
+                   help="with --gate: warnings fail the node too (by default only failures do)")
+    g.add_argument("--no-drain", action="store_true",
+                   help="with --gate health-check: judge and exit, but leave the node's state to others")
+    g.add_argument("--scontrol", metavar="PATH", help="with --gate: Slurm's scontrol (default: found on PATH "
+                                                      "or in /usr/bin, /usr/sbin, /usr/local/bin ...)")
+
+
+def _since(text: str) -> str:
+    """What journalctl and dmesg both take: `-2h`/`-30min`/`-1d`, `today`, `yesterday`, or a
+    date `YYYY-MM-DD` with an optional `HH:MM[:SS]`."""
+    import re
+
+    if re.match(r"^(-\d+(s|min|h|d)|today|yesterday|\d{4}-\d\d-\d\d( \d\d:\d\d(:\d\d)?)?)$", text):
+        return text
+    raise argparse.ArgumentTypeError(f"expected -2h, -30min, today or 'YYYY-MM-DD HH:MM', got {text!r}")
 
 
 def run(args: argparse.Namespace) -> Result:
+    if args.gate:
+        return _gate(args)
+    for flag, value in (("--timeout", args.timeout), ("--node", args.node), ("--scontrol", args.scontrol),
+                        ("--drain-on-warnings", args.drain_on_warnings), ("--no-drain", args.no_drain)):
+        if value:
+            from ...errors import ExitCode, RocetuneError
+
+            raise RocetuneError(f"{flag} goes with --gate health-check|prolog", code=ExitCode.USAGE)
+    findings, data, features, host, code = _checks(args)
+    return Result(command=NAME, data=data, code=code,
+                  human="" if args.json else _text(findings, host, args, data))
+
+
+def _text(findings, host: str, args: argparse.Namespace, data: dict) -> str:
+    from ...doctor import report as doctor_report
+
+    # what NCCL used comes first; the differences from the plan follow among the findings
+    used = (data.get("nccl_log") or {}).get("used") or []
+    return "".join(line + "\n" for line in used) + ("\n" if used else "") + \
+        doctor_report.text(findings, host, args.verbose, data["check_config"]["rules"])
+
+
+def _checks(args: argparse.Namespace):
+    """doctor's run: (findings ordered, data as --json prints it, Features, host name, exit code)."""
     from ... import app
     from ...doctor import report as doctor_report
 
@@ -59,7 +116,7 @@ def run(args: argparse.Namespace) -> Result:
     features = report.collect(args)
     findings, data = app.doctor(features, options.plan_request(args), nccl_log=args.nccl_log,
                                 counters=not args.no_counters, save_baseline=args.save_baseline,
-                                config=config)
+                                config=config, since=args.since)
     findings = doctor_report.ordered(findings)
     host = features["host"].get("hostname") or args.root
     if args.write_expect:
@@ -68,13 +125,132 @@ def run(args: argparse.Namespace) -> Result:
     code = doctor_report.exit_code(findings)
     if args.metrics:
         data["metrics"] = _write_metrics(args.metrics, findings, data, int(code))
-    human = ""
-    if not args.json:
-        # what NCCL used comes first; the differences from the plan follow among the findings
-        used = (data.get("nccl_log") or {}).get("used") or []
-        human = "".join(line + "\n" for line in used) + ("\n" if used else "") + \
-            doctor_report.text(findings, host, args.verbose, data["check_config"]["rules"])
-    return Result(command=NAME, data=data, code=code, human=human)
+    if args.json:
+        from ...fleet.facts import features_facts, to_json
+
+        data["summary"] = doctor_report.summary(findings, host, int(code))
+        data["fleet_facts"] = to_json(features_facts(features, data["plan"].get("env")))
+        if not args.verbose:
+            data = doctor_report.compact(data)
+    return findings, data, features, host, code
+
+
+def _gate(args: argparse.Namespace) -> Result:
+    """doctor as Slurm's HealthCheckProgram or Prolog (rocetune.doctor.gate): never a traceback and
+    never an exit status that drains a node for a fault of rocetune's own."""
+    import os
+
+    from ...doctor import gate
+
+    # slurmd runs a HealthCheckProgram with no PATH at all: the tools doctor runs need one.
+    os.environ.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    node = args.node or os.environ.get("SLURMD_NODENAME") or _short_hostname()
+    try:
+        doc = _gate_run(args, node)
+    except Exception as exc:  # noqa: BLE001 - the gate's own failure is a tool error, loudly
+        outcome = gate.tool_error(f"unexpected {type(exc).__name__}: {exc}", 70)
+        doc = {"mode": args.gate, "node": node, "outcome": outcome, "action": None, "note": ""}
+    return _gate_result(args, doc)
+
+
+def _short_hostname() -> str:
+    import socket
+
+    return socket.gethostname().split(".")[0]
+
+
+def _gate_run(args: argparse.Namespace, node: str) -> dict:
+    import time
+
+    from ...doctor import deadline, gate
+    from ...doctor.slurm_node import Scontrol, SlurmError
+
+    start = time.monotonic()
+    mode = args.gate
+    timeout = args.timeout if args.timeout is not None else gate.DEFAULT_TIMEOUT[mode]
+    doc = {"mode": mode, "node": node, "timeout_s": timeout, "action": None, "note": ""}
+    if not 0 < timeout <= 3600:
+        doc["outcome"] = gate.tool_error(f"--timeout {timeout:g}: give 0 < S <= 3600 seconds", 2)
+        return doc
+    talks_to_slurm = mode == "health-check" and not args.no_drain
+    budget = timeout - (min(gate.SLURM_RESERVE, timeout / 4) if talks_to_slurm else 0.0)
+
+    def work() -> dict:
+        findings, _data, _features, host, _code = _checks(args)
+        return {"host": host, "findings": [f.to_dict() for f in findings]}
+
+    done = deadline.run(work, budget)
+    doc["checks_s"] = round(done.elapsed, 3)
+    if done.timed_out:
+        outcome = gate.timed_out(budget)
+    elif done.error is not None:
+        outcome = gate.tool_error(done.error, done.code)
+    else:
+        findings = [_finding(d) for d in done.value["findings"]]
+        outcome = gate.judge(findings, args.drain_on_warnings)
+        doc["findings"] = done.value["findings"]
+    doc["outcome"] = outcome
+    if talks_to_slurm and outcome.status != gate.TOOL_ERROR:
+        left = lambda: max(0.5, timeout - (time.monotonic() - start))  # noqa: E731
+        try:
+            scontrol = Scontrol(args.scontrol)
+            state = scontrol.node(node, timeout=left() / 2)
+            action = gate.node_action(outcome, state)
+            if action.kind == "drain":
+                scontrol.drain(node, gate.drain_reason(outcome), timeout=left())
+            elif action.kind == "resume":
+                scontrol.resume(node, timeout=left())
+            doc["action"] = action
+            doc["was"] = {"state": state.text, "reason": state.reason}
+        except SlurmError as exc:
+            doc["note"] = f"Slurm not told: {exc}"
+    return doc
+
+
+def _finding(d: dict):
+    """A Finding back from its to_dict() (what the checks' process sent)."""
+    from ...model.finding import Finding
+
+    text = {k: str(d.get(k) or "") for k in ("id", "severity", "subject", "message", "kind", "source", "fix")}
+    return Finding(**text, evidence=d.get("evidence"), rule=d.get("rule"), file=d.get("file"),
+                   line=d.get("line"), key=d.get("key"), graded=d.get("graded"))
+
+
+def _gate_result(args: argparse.Namespace, doc: dict) -> Result:
+    from ...doctor import gate
+    from ...errors import ExitCode
+
+    outcome, action, note = doc["outcome"], doc.get("action"), doc.get("note") or ""
+    code = gate.exit_code(doc["mode"], outcome)
+    if note and outcome.status in (gate.HEALTHY, gate.WARNINGS) and doc["mode"] == "health-check":
+        code = int(ExitCode.INTERNAL)  # a node that should be resumed and is not: slurmd logs it
+    text = gate.line(doc["mode"], doc["node"], outcome, action, note)
+    _syslog(outcome, action, note, text)
+    data = {"gate": {"mode": doc["mode"], "node": doc["node"], "status": outcome.status, "reason": outcome.reason,
+                     "exit_code": code, "timeout_s": doc.get("timeout_s"), "checks_s": doc.get("checks_s"),
+                     "action": {"kind": action.kind, "why": action.why} if action else None,
+                     "was": doc.get("was"), "note": note or None, "line": text},
+            "findings": doc.get("findings") or []}
+    return Result(command=NAME, data=data, code=ExitCode(code), human=text + "\n")
+
+
+def _syslog(outcome, action, note: str, text: str) -> None:
+    """What an operator must hear about even when Slurm keeps the output nowhere (a prolog that
+    exits 0): a broken tool, a timeout, a drain, a resume, Slurm not answering. To syslog (the
+    journal), where the node has one."""
+    from ...doctor import gate
+
+    loud = outcome.status in (gate.TOOL_ERROR, gate.TIMEOUT) or note or (action and action.kind != "none")
+    if not loud:
+        return
+    try:
+        import syslog
+
+        syslog.openlog("rocetune", syslog.LOG_PID, syslog.LOG_DAEMON)
+        syslog.syslog(syslog.LOG_ERR if outcome.status != gate.HEALTHY else syslog.LOG_NOTICE, text)
+        syslog.closelog()
+    except (ImportError, OSError):
+        pass
 
 
 def _write_expect(path: str, facts: dict, host: str) -> str:

@@ -34,6 +34,9 @@ def register(p: argparse.ArgumentParser) -> None:
                      help="desired state (YAML: mtu, gid_index, hca_count, hcas, nccl_version, kernel, "
                           "nic_driver, nic_fw, link: {speed, width, rate_gbps}, env: {NAME: value})")
     rep.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page here")
+    rep.add_argument("--write-expect", metavar="FILE",
+                     help="write the expectations document most hosts agree on (each host's from "
+                          "doctor's facts; a field no value wins is left out; docs/expect.md)")
     _register_gather(sub)
     _register_validate(sub)
     _register_preflight(sub)
@@ -43,7 +46,7 @@ def _register_gather(sub) -> None:
     from ..main import _add_common
 
     g = sub.add_parser("gather", help="run probe and doctor on each host over SSH, one HOST.json each in DIR",
-                       description="run `COMMAND --json doctor --no-counters` (probe's Features and plan, and "
+                       description="run `COMMAND --json doctor -v --no-counters` (probe's Features and plan, and "
                                    "doctor's findings) on each host over SSH (strict host keys) and write "
                                    "DIR/HOST.json; for sites "
                                    "without Ansible (docs/fleet.md). Exit 1 when a host could not be gathered")
@@ -92,17 +95,19 @@ def _register_validate(sub) -> None:
 def _add_tests(v, default_tests: str, default_seconds: int) -> None:
     v.add_argument("-o", "--out", metavar="FILE", help="also write the results (JSON) here")
     v.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page here")
-    v.add_argument("--mode", choices=("pairwise", "ring"), default="pairwise",
-                   help="every pair once (default), or each host to the next")
+    v.add_argument("--mode", choices=("auto", "pairwise", "ring", "fabric"), default="auto",
+                   help="pairwise: every pair once (N-1 rounds); ring: each host to the next (2 rounds); "
+                        "fabric: a ring sorted by leaf, then pairs across leaves from the LLDP cabling -- every "
+                        "host, rail and leaf-to-leaf path in a few rounds; auto (default): pairwise up to 16 "
+                        "hosts, fabric beyond")
+    from ...fleet import tests as registry
+
+    listed = "; ".join(f"{t.name}: {t.summary}" for t in registry.all_tests())
     v.add_argument("--tests", default=default_tests, metavar="LIST",
-                   help=f"any of rdma, tcp (pair tests) and nccl (NCCL on each node), comma-separated "
-                        f"(default {default_tests})")
-    v.add_argument("--nccl-env-file", default="/etc/rocetune/nccl.env", metavar="FILE",
-                   help="with nccl: the env file the job sources on the nodes (default /etc/rocetune/nccl.env)")
-    v.add_argument("--nccl-python", default="python3", metavar="PY",
-                   help="with nccl: the python on the nodes that has PyTorch (default python3)")
-    v.add_argument("--nccl-baseline", metavar="FILE",
-                   help="with nccl: an earlier `validate -o` result; a node below --fraction of its figure fails")
+                   help=f"the tests to run, comma-separated (default {default_tests}): {listed}")
+    for test in registry.all_tests():
+        if test.add_arguments:
+            test.add_arguments(v.add_argument_group(f"{test.name} test options"))
     v.add_argument("--op", choices=("write", "read"), default="write", help="perftest's RDMA operation (default write)")
     v.add_argument("--seconds", type=int, default=default_seconds, metavar="S",
                    help=f"length of each test (default {default_seconds})")
@@ -148,17 +153,42 @@ def run(args: argparse.Namespace) -> Result:
     from ...fleet.compare import compare, data
 
     checks = manifest.load(args.manifest) if args.manifest else []
-    report = compare(results.load_dir(args.dir), checks)
+    found = results.load_dir(args.dir, keep_features=False)
+    report = compare(found, checks)
+    doc = data(report, args.manifest)
+    expect = _write_expect(args.write_expect, found) if args.write_expect else None
+    if expect is not None:
+        doc["expect"] = dict(expect.to_dict(), written=args.write_expect)
     if args.html:
         _write_html(args.html, report)
     human = ""
     if not args.json:
-        from ...render.fleet_text import report_text
+        from ...render.fleet_text import expect_text, report_text
 
-        human = report_text(report, args.verbose)
+        human = report_text(report, args.verbose) + (expect_text(expect, args.write_expect) if expect else "")
     warnings = [w for h in report.hosts for w in h.warnings]
-    return Result(command=NAME, data=data(report, args.manifest), human=human, warnings=warnings,
+    return Result(command=NAME, data=doc, human=human, warnings=warnings,
                   code=ExitCode.OK if report.clean else ExitCode.FINDINGS)
+
+
+def _write_expect(path: str, found):
+    from ... import __version__
+    from ...errors import ExitCode, RocetuneError
+    from ...fleet.expect import fleet_expectations, header
+    from ...fsutil import atomic_write
+    from ...model.expect import dump
+
+    fe = fleet_expectations(found)
+    if not fe.hosts:
+        raise RocetuneError(f"--write-expect {path}: no host's result holds doctor's facts to vote with",
+                            hint="gather with `fleet gather` or playbooks/fleet.yml, or give `rocetune --json "
+                                 "doctor` files", code=ExitCode.INPUT)
+    try:
+        atomic_write(path, dump(fe.majority.document, header(fe, __version__)), mode=0o644)
+    except OSError as exc:
+        raise RocetuneError(f"--write-expect {path}: cannot write: {exc.strerror or exc}",
+                            code=ExitCode.OUTPUT) from None
+    return fe
 
 
 def _write_html(path: str, report) -> None:
@@ -241,11 +271,13 @@ def _validate(args: argparse.Namespace) -> Result:
 
     from ...errors import ExitCode, RocetuneError
     from ...fleet import pairtest
+    from ...fleet import tests as registry
     from ...fleet.validate import Options, validate
 
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
-    if not tests or set(tests) - {"rdma", "tcp", "nccl"}:
-        raise RocetuneError(f"--tests {args.tests}: give any of rdma, tcp, nccl (comma-separated)",
+    known = registry.names()
+    if not tests or set(tests) - set(known):
+        raise RocetuneError(f"--tests {args.tests}: give any of {', '.join(known)} (comma-separated)",
                             code=ExitCode.USAGE)
     for name, value, ok in (("--seconds", args.seconds, 1 <= args.seconds <= 3600),
                             ("--size", args.size, 1 <= args.size <= 1 << 30),
@@ -261,21 +293,16 @@ def _validate(args: argparse.Namespace) -> Result:
         args.hosts = _slurm_nodes()
     if preflight and not args.budget > 0:
         raise RocetuneError(f"--budget {args.budget}: must be above 0", code=ExitCode.USAGE)
-    nccl = None
-    if "nccl" in tests:
-        from ...fleet import nccl_check
-
-        baseline = nccl_check.load_baseline(args.nccl_baseline) if args.nccl_baseline else None
-        nccl = nccl_check.Settings(env_file=args.nccl_env_file, python=args.nccl_python,
-                                   fraction=args.fraction, baseline=baseline)
+    chosen = registry.selected(tests)
+    test_settings = {t.name: t.settings(args) for t in chosen if t.settings}
     targets = _targets(args, verb)
-    if len(targets) < 2 and not preflight and tests != ("nccl",):
+    if len(targets) < 2 and not preflight and any(t.needs_pairs for t in chosen):
         raise RocetuneError("fleet validate needs at least two hosts for pair tests", code=ExitCode.USAGE)
     settings = pairtest.Settings(rdma_op=args.op, seconds=args.seconds, size=args.size,
                                  fraction=args.fraction, line_rate_gbps=args.line_rate)
     opts = Options(command=args.command, mode=args.mode, tests=tests, settings=settings, timeout=args.timeout,
                    known_hosts=args.known_hosts, accept_new=args.accept_new, forks=args.forks,
-                   doctor=preflight, budget=args.budget if preflight else None, nccl=nccl)
+                   doctor=preflight, budget=args.budget if preflight else None, test_settings=test_settings)
     progress = _say if sys.stderr.isatty() and not args.quiet else None
     doc = validate(targets, opts, progress=progress)
     if args.out:

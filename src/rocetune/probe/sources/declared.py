@@ -13,6 +13,11 @@ Read through the root, never executed:
   missing one, src/graph/xml.cc). An existing one is parsed (rocetune.nccl.topo_read: size cap,
   no entities) into `nodes`, or `read_error` says why it could not be.
 
+* the measured reachability between the rails (`/etc/rocetune/rail-reach.json`, written by
+  `rocetune fleet validate --tests cross-rail --rail-reach-out FILE`): its verdict (isolated,
+  routed, partial), what was tested and when, as `rail_reach` -- the nccl-cross-nic rule's evidence.
+  Absent file, absent key.
+
 A file that is absent is silent; one that cannot be read is a warning of this source.
 """
 
@@ -35,6 +40,9 @@ ENV_SCRIPTS = (
     ("/var/lib/tcpxo/lib64/nccl-env-profile.sh", "gcp-tcpxo"),
 )
 VENDOR_TOPO_DIRS = (("/opt/microsoft", "topo.xml", "azure"),)
+RAIL_REACH = "/etc/rocetune/rail-reach.json"
+RAIL_REACH_SCHEMA = "rocetune.rail-reach/1"
+RAIL_REACH_VERDICTS = ("isolated", "routed", "partial")
 _EXPORT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z")
 
 
@@ -105,7 +113,44 @@ def probe(ctx: ProbeContext) -> dict:
     for entry in topo:
         if entry["exists"]:
             entry.update(_layout(ctx, entry["path"]))
-    return {"files": files, "topology_files": topo}
+    out: dict = {"files": files, "topology_files": topo}
+    reach = rail_reach(ctx)
+    if reach is not None:
+        out["rail_reach"] = reach
+    return out
+
+
+def rail_reach(ctx: ProbeContext) -> Optional[dict]:
+    """The measured rail reachability, or None without the file; a file that is not what
+    `fleet validate` writes keeps its path and says why (`error`), with no verdict."""
+    from ...model.jsonread import load_json
+
+    text = ctx.text(RAIL_REACH)
+    if text is None:
+        return None
+    out = {"path": RAIL_REACH, "verdict": None, "reached": None, "tested": None, "measured_at": None,
+           "hosts": None, "error": None}
+    try:
+        doc = load_json(text)
+    except ValueError as exc:
+        out["error"] = f"not JSON: {str(exc)[:200]}"
+        return out
+    ints = ("reached", "tested")
+    if not isinstance(doc, dict) or doc.get("schema") != RAIL_REACH_SCHEMA:
+        out["error"] = f"not a {RAIL_REACH_SCHEMA} document (written by fleet validate --rail-reach-out)"
+    elif doc.get("verdict") not in RAIL_REACH_VERDICTS:
+        out["error"] = f"verdict {str(doc.get('verdict'))[:40]!r} is none of {', '.join(RAIL_REACH_VERDICTS)}"
+    elif not all(isinstance(doc.get(k), int) and not isinstance(doc.get(k), bool) and doc[k] >= 0 for k in ints) \
+            or doc["reached"] > doc["tested"] or not doc["tested"]:
+        out["error"] = "reached/tested are not counts of the paths tested"
+    else:
+        hosts = doc.get("hosts")
+        out.update(verdict=doc["verdict"], reached=doc["reached"], tested=doc["tested"],
+                   measured_at=str(doc.get("measured_at"))[:40] if doc.get("measured_at") else None,
+                   hosts=len(hosts) if isinstance(hosts, list) else None)
+    if out["error"]:
+        ctx.warn(f"{RAIL_REACH}: {out['error']}")
+    return out
 
 
 def _layout(ctx: ProbeContext, path: str) -> dict:

@@ -1,0 +1,45 @@
+"""What the kernel said about the fabric since boot (or since `--since`): read from /dev/kmsg
+through `dmesg --kernel` (the ring buffer, there for root on every host), else from the journal
+(`journalctl -k -b`, bounded to its last JOURNAL_LINES kernel lines: what a user in the
+systemd-journal group may read where dmesg is restricted), and classified by parsers/kernel_log.py (NIC firmware health, firmware command
+failures, link down/up, PCIe AER, transceiver events, GPU Xid).
+
+Only the lines that classify as one of those are kept -- also in a capture (`rocetune capture`
+records the filtered output in place of the command's whole output): a live host's kernel log
+changes by the second, its fabric events do not, and a capture replays to the same reading.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from ..hostfs import CommandResult, ProbeContext, recording_name
+from ..probe.parsers.kernel_log import classify, relevant_lines
+
+JOURNAL_LINES = 50000
+JOURNAL_ARGV = ("journalctl", "-k", "-b", "-o", "short-monotonic", "--no-pager", "-q", "-n", str(JOURNAL_LINES))
+DMESG_ARGV = ("dmesg", "--kernel")
+MAX_EVENTS = 2000
+
+
+def argvs(since: Optional[str]) -> List[List[str]]:
+    """The commands tried, in order: the kernel ring buffer, then the journal."""
+    journal = list(JOURNAL_ARGV) + (["--since", since] if since else [])
+    dmesg = list(DMESG_ARGV) + (["--since", since] if since else [])
+    return [dmesg, journal]
+
+
+def read(ctx: ProbeContext, since: Optional[str] = None) -> Optional[dict]:
+    """{"source", "since", "events", "lines", "dropped"}; None when neither tool answered."""
+    for argv in argvs(since):
+        result = ctx.runner.run(argv)
+        if not result.found or result.returncode != 0:  # dmesg_restrict, no journal access
+            continue
+        kept = relevant_lines(result.stdout)
+        recorder = getattr(ctx.runner, "recorder", None)
+        if recorder is not None:  # a capture keeps the fabric's lines only (see above)
+            recorder.commands[recording_name(argv)] = CommandResult(argv, True, 0, kept, "")
+        doc = classify(kept, limit=MAX_EVENTS)
+        doc.update(source=" ".join(argv), since=since or "boot")
+        return doc
+    return None

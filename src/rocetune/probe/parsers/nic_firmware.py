@@ -1,0 +1,1 @@
+../../../../plugins/module_utils/nic_firmware_state.py

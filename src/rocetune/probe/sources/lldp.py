@@ -1,0 +1,46 @@
+"""LLDP source: what lldpd heard on each interface (`lldpctl -f json`), the switch and port each
+cable ends on.
+
+Present in the Features only where lldpctl is installed (a host without it is no different from
+before, and its Features hash the same); `error` holds lldpctl's own words where it is but did
+not answer (lldpd not running). The output is read by parsers/lldpctl.py, which takes both of
+lldpd's JSON forms.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ...errors import ParseError
+from ...hostfs import ProbeContext
+from ..parsers.lldpctl import parse_lldpctl_json
+
+LLDPCTL_ARGV = ("lldpctl", "-f", "json")
+# lldpd's control socket (its compile-time default; Debian, EL and Ubuntu build it so). Without
+# it lldpctl only logs that it cannot connect, with a timestamp that would differ per run.
+SOCKETS = ("/run/lldpd.socket", "/var/run/lldpd.socket")
+BIN_DIRS = ("/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin", "/bin")
+_LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\s+")
+
+
+def probe(ctx: ProbeContext) -> Optional[dict]:
+    doc = {"tool": " ".join(LLDPCTL_ARGV), "error": None, "interfaces": {}}
+    running = any(ctx.root.exists(s) for s in SOCKETS)
+    res = ctx.runner.run(list(LLDPCTL_ARGV)) if running or not ctx.root.is_live else None
+    if res is None or not res.found:
+        # Not run (no daemon) or not recorded: installed but idle is said, absent is silence.
+        if not any(ctx.root.exists(f"{d}/{LLDPCTL_ARGV[0]}") for d in BIN_DIRS):
+            return None
+        doc["error"] = f"lldpd is not running (no {SOCKETS[0]})"
+        return doc
+    if res.returncode != 0:
+        said = next((ln.strip() for ln in (res.stderr or res.stdout or "").splitlines() if ln.strip()),
+                    res.reason or f"exit {res.returncode}")
+        doc["error"] = f"exit {res.returncode}: {_LOG_STAMP.sub('', said)[:300]}"
+        return doc
+    try:
+        doc["interfaces"] = parse_lldpctl_json(res.stdout)
+    except ParseError as exc:
+        doc["error"] = str(exc)[:300]
+    return doc

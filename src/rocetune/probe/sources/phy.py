@@ -1,0 +1,98 @@
+"""PHY source: each RDMA port's physical layer -- the speed and FEC it runs, the bit error rate
+before and after FEC, the link tool's own recommendation, and the transceiver's temperature and
+optical power -- from `mlxlink -d BDF -p PORT -m -c` (NVIDIA MFT; `mstlink` from mstflint where
+MFT is absent) on ConnectX ports, and `ethtool --show-fec IF` / `ethtool -m IF` on every netdev.
+
+Read only: mlxlink's -m/-c are queries (no `--port_state`, no counter clear). Present in the
+Features only where one of the tools answered; each port keeps what each tool said or why it did
+not (`errors`), e.g. a virtio or veth netdev's `Operation not supported`.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from ...errors import ParseError
+from ...hostfs import ProbeContext, start_commands
+from ..parsers.phy import parse_mlxlink, parse_module_info, parse_show_fec
+
+LINK_TOOLS = ("mlxlink", "mstlink")
+MELLANOX = "0x15b3"
+
+
+def ports(rdma: dict, pci: dict) -> List[dict]:
+    """One entry per RDMA port: netdev (RoCE) or device/port (IB), and the PCI function mlxlink
+    reads when it is a ConnectX one."""
+    vendors = {d["bdf"]: d.get("vendor") for d in pci.get("devices", []) if d.get("bdf")}
+    out = []
+    for dev in rdma.get("devices", []):
+        for p in dev.get("ports", []):
+            bdf = dev.get("pci") if dev.get("function") == "pci" else None
+            out.append({"name": f"{dev['name']}:{p['port']}", "netdev": p.get("netdev"), "port": p["port"],
+                        "pci": bdf if bdf and vendors.get(bdf) == MELLANOX else None})
+    return out
+
+
+def _link_argv(tool: str, bdf: str, port: int) -> List[str]:
+    return [tool, "-d", bdf, "-p", str(port), "-m", "-c"]
+
+
+def _said(result) -> str:
+    line = next((ln.strip() for ln in (result.stderr or result.stdout or "").splitlines() if ln.strip()),
+                result.reason or "")
+    return f"exit {result.returncode}: {line[:200]}".rstrip(": ")
+
+
+def probe(ctx: ProbeContext, rdma: dict, pci: dict) -> Optional[dict]:
+    todo = ports(rdma, pci)
+    if not todo:
+        return None
+    link_tool: Optional[str] = None
+    first = next((p for p in todo if p["pci"]), None)
+    if first is not None:
+        for name in LINK_TOOLS:
+            if ctx.runner.run(_link_argv(name, first["pci"], first["port"])).found:
+                link_tool = name
+                break
+    argvs: List[Tuple[str, List[str]]] = []
+    for p in todo:
+        if link_tool and p["pci"]:
+            argvs.append((p["name"], _link_argv(link_tool, p["pci"], p["port"])))
+        if p["netdev"]:
+            argvs.append((p["name"], ["ethtool", "--show-fec", p["netdev"]]))
+            argvs.append((p["name"], ["ethtool", "-m", p["netdev"]]))
+    start_commands(ctx.runner, [a for _, a in argvs])
+    answered = False
+    out: Dict[str, dict] = {}
+    for p in todo:
+        entry = {"netdev": p["netdev"], "pci": p["pci"], "link": None, "fec": None, "module": None, "errors": {}}
+        if link_tool and p["pci"]:
+            res = ctx.runner.run(_link_argv(link_tool, p["pci"], p["port"]))
+            answered |= res.found
+            if res.found and res.returncode == 0:
+                try:
+                    entry["link"] = parse_mlxlink(res.stdout)
+                except ParseError as exc:
+                    entry["errors"][link_tool] = exc.message
+            elif res.found:
+                entry["errors"][link_tool] = _said(res)
+        if p["netdev"]:
+            for key, argv, parse in (("fec", ["ethtool", "--show-fec", p["netdev"]], parse_show_fec),
+                                     ("module", ["ethtool", "-m", p["netdev"]], parse_module_info)):
+                res = ctx.runner.run(argv)
+                answered |= res.found
+                if res.found and res.returncode == 0:
+                    try:
+                        entry[key] = parse(res.stdout)
+                    except ParseError as exc:
+                        entry["errors"][" ".join(argv[:2])] = exc.message
+                elif res.found:
+                    entry["errors"][" ".join(argv[:2])] = _said(res)
+        if entry["module"] is None and entry["link"] and entry["link"].get("module"):
+            entry["module"] = entry["link"]["module"]
+        if entry["link"] is not None:
+            entry["link"].pop("module", None)
+        out[p["name"]] = entry
+    if not answered:
+        return None
+    return {"link_tool": link_tool, "ports": out}

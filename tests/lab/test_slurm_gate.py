@@ -1,0 +1,144 @@
+"""rocetune doctor as Slurm's gate, on a real Slurm: Debian's slurmctld and one slurmd per lab host
+(tests/lab/slurm.py), with `rocetune doctor --gate health-check` as HealthCheckProgram and
+`--gate prolog` as Prolog.
+
+Each host runs rocetune against a host root of its own (a copy of a real 8-rail H100 RoCE
+fixture host in artifacts/, which the lab hosts see): the lab has no RDMA, so the rails are the
+fixture's, while Slurm, its drains, the health-check runs and the prologs are real. The fixture
+host has one warning (GPUDirect not detected by its NCCL), so every node also shows that
+warnings never drain.
+
+- node02's rail enp64s0np0 is at MTU 1500: drained by its health check with rocetune's reason
+  (sinfo -R), while the others stay idle and run a job; the rail is repaired and the node is
+  resumed by the next health check.
+- node03 is drained by an operator: rocetune never resumes a drain that is not its own.
+- node04's rocetune is broken (its root does not exist): no drain, slurmd logs the tool error,
+  and its prolog lets jobs run.
+- Prologs: a failing node's prolog drains it (Slurm's "Prolog error") with rocetune's line in
+  slurmd's log; and plain `rocetune doctor` as a prolog drains a node that has only warnings
+  (exit 5): Slurm drains on any non-zero prolog exit.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.lab import lab, slurm
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "hosts" / "dgx-h100-roce"
+ROOTS = REPO / "artifacts" / "slurm-lab"
+RAIL_MTU = "sys/class/net/enp64s0np0/mtu"  # mlx5_3's netdev, one of the 8 rails
+INTERVAL = 3  # HealthCheckInterval (s)
+HC, PROLOG = "/etc/rocetune-lab/health-check", "/etc/rocetune-lab/prolog"
+ROCETUNE = f"PYTHONPATH={REPO / 'src'} exec {sys.executable} -m rocetune"
+
+
+def script(body: str) -> str:
+    # slurmd gives a HealthCheckProgram no PATH at all, and a Prolog its own small environment
+    return f"#!/bin/sh\n{body}\n"
+
+
+def gate(mode: str, root: Path, *extra: str) -> str:
+    return script(f"{ROCETUNE} doctor --gate {mode} --root {root} --no-counters --timeout 20 {' '.join(extra)}")
+
+
+def set_mtu(root: Path, mtu: int) -> None:
+    (root / RAIL_MTU).write_text(f"{mtu}\n")
+
+
+@pytest.fixture(scope="module")
+def cluster(lab4):
+    shutil.rmtree(ROOTS, ignore_errors=True)
+    roots = {}
+    for host in lab4.names:
+        roots[host] = ROOTS / host
+        shutil.copytree(FIXTURE, roots[host], symlinks=True)
+    set_mtu(roots["node02"], 1500)
+    for host in lab4.names:
+        root = roots[host] if host != "node04" else ROOTS / "no-such-root"
+        slurm.write_file(host, HC, gate("health-check", root), 0o755)
+        slurm.write_file(host, PROLOG, gate("prolog", root), 0o755)
+    started = time.monotonic()
+    c = slurm.start(lab4, health_check=HC, health_check_interval=INTERVAL, prolog=PROLOG)
+    print(f"slurm up in {time.monotonic() - started:.1f}s")
+    try:
+        yield c, roots
+    finally:
+        slurm.stop()
+        shutil.rmtree(ROOTS, ignore_errors=True)
+
+
+def drained_by_rocetune(node: str):
+    return lambda s: "drain" in s[node]["state"] and s[node]["reason"].startswith("rocetune:")
+
+
+def test_health_check_drains_the_broken_rail_and_resumes_it_once_repaired(cluster):
+    c, roots = cluster
+    # slurmd runs its health check when it starts, before it registers: node02 comes up drained
+    states = c.wait("node02 drained by its health check", drained_by_rocetune("node02"), timeout=30)
+    reason = states["node02"]["reason"]
+    assert reason.startswith("rocetune: doctor-rail-mtu-mismatch enp64s0np0: enp64s0np0 has MTU 1500"), reason
+    assert len(reason) <= 220 and "\n" not in reason
+    assert states["node01"]["state"] == "idle" and states["node04"]["state"] == "idle", states
+    sinfo_r = c.run(["sinfo", "-R", "--noheader", "--format", "%n|%E"]).stdout
+    assert "node02|rocetune: doctor-rail-mtu-mismatch" in sinfo_r, sinfo_r
+
+    # an operator's drain is not rocetune's to undo
+    c.run(["scontrol", "update", "NodeName=node03", "State=DRAIN", "Reason=maintenance: fan swap"])
+
+    # the good hosts run a job (their prologs pass: warnings do not drain, a broken tool does not
+    # either); the drained one is not given it
+    job = c.srun(["-N2", "--immediate=30", "hostname"])
+    assert sorted(job.stdout.split()) == ["node01", "node04"], job.stdout + job.stderr
+    refused = c.srun(["-N1", "-w", "node02", "--immediate=3", "true"], check=False)
+    assert refused.returncode != 0
+    # a job launched from inside a node, as a user's sbatch script would (the harness's promise)
+    inside = lab.run_on("node01", "srun -N2 -l --immediate=30 hostname")
+    assert sorted(line.split(": ")[1] for line in inside.stdout.split("\n") if line) == ["node01", "node04"]
+
+    # node04's rocetune cannot run: not drained, and slurmd says why
+    log04 = c.slurmd_log("node04")
+    assert "health_check failed: rc:3" in log04 and "TOOL ERROR, node not judged" in log04, log04[-2000:]
+    assert c.node("node04")["state"] == "idle"
+
+    set_mtu(roots["node02"], 9000)
+    repaired = time.monotonic()
+    states = c.wait("node02 resumed after the repair", lambda s: s["node02"]["state"] == "idle", timeout=8 * INTERVAL)
+    print(f"node02 resumed {time.monotonic() - repaired:.1f}s after the repair")
+    assert states["node02"]["reason"] == ""
+    time.sleep(2 * INTERVAL)  # node03's own health checks found it healthy, and left it drained
+    node03 = c.node("node03")
+    assert "drain" in node03["state"] and node03["reason"] == "maintenance: fan swap", node03
+    job = c.srun(["-w", "node02", "--immediate=30", "hostname"])
+    assert job.stdout.strip() == "node02"
+
+
+def test_a_prolog_drains_only_for_a_failure_and_any_non_zero_exit_drains(cluster):
+    c, roots = cluster
+    c.run(["scontrol", "update", "NodeName=node03", "State=RESUME"])
+    c.wait("node01 and node03 idle", lambda s: s["node01"]["state"] == s["node03"]["state"] == "idle", timeout=30)
+    # node01's health check stands aside (judges, drains nothing), so its prolog meets the broken rail
+    slurm.write_file("node01", HC, gate("health-check", roots["node01"], "--no-drain"), 0o755)
+    time.sleep(INTERVAL)
+    set_mtu(roots["node01"], 1500)
+    failed = c.srun(["-N1", "-w", "node01", "--immediate=30", "true"], check=False)
+    assert failed.returncode != 0
+    states = c.wait("node01 drained by its prolog", lambda s: "drain" in s["node01"]["state"], timeout=30)
+    assert states["node01"]["reason"] == "Prolog error", states["node01"]
+    log01 = c.slurmd_log("node01")
+    assert "prolog failed: rc:1 output:rocetune: FAIL node01: doctor-rail-mtu-mismatch" in log01, log01[-2000:]
+
+    # the old advice: `rocetune doctor` itself as a prolog exits 5 on a node with warnings only,
+    # and Slurm drains it for that
+    slurm.write_file("node03", PROLOG, script(f"{ROCETUNE} doctor --root {roots['node03']} --no-counters"), 0o755)
+    failed = c.srun(["-N1", "-w", "node03", "--immediate=30", "true"], check=False)
+    assert failed.returncode != 0
+    states = c.wait("node03 drained by plain doctor", lambda s: "drain" in s["node03"]["state"], timeout=30)
+    assert states["node03"]["reason"] == "Prolog error"
+    assert "prolog failed: rc:5" in c.slurmd_log("node03")

@@ -1,0 +1,252 @@
+"""Doctor's firmware, PHY and NVLink checks on the Features sections the sources build from
+recorded real outputs (tests/fixtures/outputs/SOURCES.md, tests/unit/roles/fixtures/PROVENANCE.md):
+each judged for the ports and cards that carry the job, against the QoS plan where one applies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rocetune.analysis.hostview import HostView
+from rocetune.doctor import below_checks as bc
+from rocetune.doctor.checks import DoctorInput
+from rocetune.model.qos import QosPlan, TrafficClass
+from rocetune.probe.parsers.nic_firmware import parse_query
+from rocetune.probe.parsers.nvsmi_nvlink import parse_fabric_query, parse_nvlink_errors, parse_nvlink_status
+from rocetune.probe.parsers.phy import parse_mlxlink, parse_module_info
+from rocetune.probe.sources import nic_firmware
+
+from tests.unit.rules.featurekit import Host
+
+OUT = Path(__file__).resolve().parents[2] / "fixtures" / "outputs"
+ROLES = Path(__file__).resolve().parents[2] / "unit" / "roles" / "fixtures"
+
+
+def text(*parts: str) -> str:
+    return (OUT.joinpath(*parts)).read_text()
+
+
+def host():
+    h = Host().iface("eth0", "10.0.0.5/24", default=True)
+    h.gpu(0, bdf="0000:18:00.0")
+    h.rdma("mlx5_0", netdev="eth2", ipv4="192.168.0.5/24", pci="0000:3b:00.0", paths={0: "PIX"})
+    h.rdma("mlx5_1", netdev="eth3", ipv4="192.168.1.5/24", pci="0000:3b:00.1", paths={0: "PIX"})
+    return h.build()
+
+
+def run(features, *checks, qos=None):
+    d = DoctorInput(features, {}, HostView(features), {}, qos)
+    return [f for fn in checks for f in fn(d)]
+
+
+def card(query_text: str) -> dict:
+    rows = parse_query(query_text)
+    return {"error": None, "params": {k: {nic_firmware._COLUMNS[c]: v for c, v in r.items()}
+                                      for k, r in rows.items() if k in nic_firmware.WATCHED}}
+
+
+# --- firmware -----------------------------------------------------------------------------------
+def test_force_relax_pending_at_next_boot_is_a_warning_and_a_pending_reset():
+    f = host()
+    f["nic_firmware"] = {"tool": "mlxconfig", "devices": {
+        "0000:3b:00.0": card((ROLES / "mlxconfig-e-q-egrep-connectx6-shs-docs.txt").read_text())}}
+    found = run(f, bc.fw_wr_ordering, bc.fw_pending)
+    assert [(x.id, x.severity) for x in found] == [("doctor-fw-pci-wr-ordering", "warning"),
+                                                      ("doctor-fw-pending-reset", "info")]
+    assert "force_relax (next boot)" in found[0].message and "per_mkey(0)" in found[0].message
+    assert "PCI_WR_ORDERING per_mkey(0) -> force_relax(1)" in found[1].message
+
+
+def test_the_defaults_of_a_connectx4_lx_against_the_plan():
+    f = host()
+    f["nic_firmware"] = {"tool": "mlxconfig", "devices": {
+        "0000:3b:00.0": card(text("mlxconfig", "mlxconfig-q-connectx4lx-xtremeownage.txt"))}}
+    checks = (bc.fw_wr_ordering, bc.fw_cc_mask, bc.fw_cnp, bc.fw_user_cc, bc.fw_ats, bc.fw_pending)
+    # mask 255 covers priority 3; CNP 48/6 is the default plan's class; per_mkey: nothing to say
+    assert run(f, *checks) == []
+    other = QosPlan(data=TrafficClass(26, 3), cnp=TrafficClass(46, 5), source="plan.yml")
+    found = run(f, *checks, qos=other)
+    assert sorted(x.message.split(": ", 1)[1].split(" is ")[0] for x in found) == [
+        "CNP_802P_PRIO_P1", "CNP_802P_PRIO_P2", "CNP_DSCP_P1", "CNP_DSCP_P2"]
+    assert "the plan's CNP DSCP is 46 (plan.yml)" in " ".join(x.message for x in found)
+
+
+def test_a_mask_without_the_data_priority_and_a_user_programmable_cc():
+    f = host()
+    f["nic_firmware"] = {"tool": "mstconfig", "devices": {"0000:3b:00.0": {"error": None, "params": {
+        "ROCE_CC_PRIO_MASK_P1": {"current": "16", "next_boot": "16"},
+        "USER_PROGRAMMABLE_CC": {"current": "True(1)", "next_boot": "True(1)"},
+        "ATS_ENABLED": {"next_boot": "True(1)"}}}}}
+    found = run(f, bc.fw_cc_mask, bc.fw_user_cc, bc.fw_ats)
+    assert [x.id for x in found] == ["doctor-fw-cc-prio-mask", "doctor-fw-user-cc", "doctor-fw-ats"]
+    assert "without bit 8 of the data priority 3 (the built-in QoS defaults)" in found[0].message
+    assert found[2].severity == "info"
+
+
+def test_an_unread_card_is_not_checked_in_the_tool_s_words():
+    f = host()
+    f["nic_firmware"] = {"tool": "mlxconfig", "devices": {
+        "0000:3b:00.0": {"error": "exit 3: -E- Failed to open the device", "params": {}}}}
+    found = run(f, bc.fw_unread)
+    assert [x.severity for x in found] == ["info"] and "-E- Failed to open the device" in found[0].message
+
+
+# --- PHY ----------------------------------------------------------------------------------------
+def phy_port(link=None, fec=None, module=None, errors=None, netdev="eth2"):
+    return {"netdev": netdev, "pci": "0000:3b:00.0", "link": link, "fec": fec, "module": module,
+            "errors": errors or {}}
+
+
+def test_a_healthy_100g_rs_fec_link_passes_and_the_cable_speed_recommendation_is_said():
+    f = host()
+    good = parse_mlxlink(text("mlxlink", "mlxlink-c-connectx4-100gbe-rsfec-nvidia-forum.txt"))
+    sdr = parse_mlxlink(text("mlxlink", "mlxlink-connectx5-ib-sdr-bluebanquise.txt"))
+    f["phy"] = {"link_tool": "mlxlink", "ports": {"mlx5_0:1": phy_port(good),
+                                                  "mlx5_1:1": phy_port(sdr, netdev="eth3")}}
+    checks = (bc.phy_speed, bc.phy_fec, bc.phy_ber, bc.phy_recommendation, bc.phy_module)
+    found = run(f, *checks)
+    rec = [x for x in found if x.id == "doctor-phy-recommendation"]
+    assert [(x.subject, x.severity) for x in rec] == [("mlx5_1:1", "warning")]
+    assert "Cable speed not enabled (status opcode 25)" in rec[0].message
+    # and the two compute ports run at different speeds (100 vs 10 Gb/s)
+    assert any(x.id == "doctor-phy-speed" and x.subject == "mlx5_1:1" for x in found)
+    assert not any(x.subject == "mlx5_0:1" and x.id in ("doctor-phy-ber", "doctor-phy-fec") for x in found)
+
+
+def test_no_fec_at_100g_and_errors_past_fec_and_a_thin_raw_ber():
+    f = host()
+    link = parse_mlxlink(text("mlxlink", "mlxlink-c-connectx4-100gbe-rsfec-nvidia-forum.txt"))
+    f["phy"] = {"link_tool": "mlxlink", "ports": {
+        "mlx5_0:1": phy_port(dict(link, effective_errors=42, effective_ber=1e-12)),
+        "mlx5_1:1": phy_port(dict(link, fec="No FEC", raw_ber=3e-9), netdev="eth3",
+                             fec={"configured": ["Off"], "active": "None"})}}
+    found = run(f, bc.phy_fec, bc.phy_ber)
+    assert [(x.id, x.subject, x.severity) for x in found] == [
+        ("doctor-phy-fec", "mlx5_1:1", "warning"), ("doctor-phy-ber", "mlx5_0:1", "error"),
+        ("doctor-phy-ber", "mlx5_1:1", "warning")]
+    assert "42 error(s) got past FEC" in found[1].message and "3e-09 is above 1e-12 (no FEC)" in found[2].message
+
+
+def test_a_module_with_its_rx_power_low_alarm_on():
+    f = host()
+    mod = parse_module_info(text("ethtool", "ethtool-m-sfp-10gbase-sr-rx-los-csdn-first-rows.txt"))
+    f["phy"] = {"link_tool": None, "ports": {"mlx5_0:1": phy_port(module=mod)}}
+    found = run(f, bc.phy_module)
+    assert [x.severity for x in found] == ["warning"]
+    assert "Laser rx power low alarm, Laser rx power low warning on" in found[0].message
+    assert "FINISAR CORP. FTLX8571D3BCL-HD" in found[0].message
+
+
+def test_a_virtio_netdev_without_fec_or_module_is_not_checked():
+    f = host()
+    f["phy"] = {"link_tool": None, "ports": {"mlx5_0:1": phy_port(errors={
+        "ethtool --show-fec": "exit 1: netlink error: Operation not supported"})}}
+    assert [x.severity for x in run(f, bc.phy_unread)] == ["info"]
+
+
+# --- NVLink -------------------------------------------------------------------------------------
+def nvlink_section(**kw):
+    q = parse_fabric_query(text("nvlink", "nvidia-smi-q-hgx-h100-sxm-x8-fabric-completed-thamada.txt"))
+    fabric = {b: {"state": v.get("state"), "status": v.get("status")} for b, v in q.items()}
+    doc = {"nvswitches": 4, "fabric": fabric,
+           "links": parse_nvlink_status(text("nvlink", "nvidia-smi-nvlink-s-a100-sxm4-gpud.txt")),
+           "link_errors": parse_nvlink_errors(text("nvlink", "nvidia-smi-nvlink-e-gb300-srt-slurm307-first-link.txt")),
+           "services": {"nvidia-fabricmanager.service": {"LoadState": "loaded", "ActiveState": "active",
+                                                         "SubState": "running", "Result": "success"}},
+           "errors": {}}
+    doc.update(kw)
+    return doc
+
+
+def test_a_registered_fabric_with_every_link_up_passes():
+    f = host()
+    f["nvlink"] = nvlink_section()
+    assert run(f, bc.nvlink_fabric, bc.nvlink_service, bc.nvlink_links, bc.nvlink_errors) == []
+
+
+def test_gpus_in_progress_and_fabric_manager_failed_are_errors():
+    f = host()
+    sec = nvlink_section()
+    sec["fabric"]["0000:18:00.0"] = {"state": "In Progress", "status": None}
+    sec["services"]["nvidia-fabricmanager.service"] = {"LoadState": "loaded", "ActiveState": "failed",
+                                                       "SubState": "failed", "Result": "exit-code"}
+    f["nvlink"] = sec
+    found = run(f, bc.nvlink_fabric, bc.nvlink_service)
+    assert [(x.id, x.severity) for x in found] == [("doctor-nvlink-fabric", "error"),
+                                                      ("doctor-nvlink-service", "error")]
+    assert "1 of 8 GPU(s) not registered" in found[0].message and "In Progress/N/A x1" in found[0].message
+
+
+def test_an_inactive_link_and_growing_error_counters():
+    f = host()
+    sec = nvlink_section()
+    sec["links"]["3"]["links"]["7"] = "inactive"
+    sec["link_errors"]["0"]["0"]["Replay Errors"] = 12
+    f["nvlink"] = sec
+    found = run(f, bc.nvlink_links, bc.nvlink_errors)
+    assert [(x.id, x.subject) for x in found] == [("doctor-nvlink-links", "GPU3"), ("doctor-nvlink-errors", "GPU0")]
+    assert "11 active NVLink(s), the node's other GPUs up to 12; inactive: link 7" in found[0].message
+
+
+def test_a_pcie_node_without_nvswitch_or_fabric_state_says_nothing():
+    f = host()
+    f["nvlink"] = nvlink_section(nvswitches=0, fabric={"0000:18:00.0": {"state": None, "status": None}},
+                                 services={"nvidia-fabricmanager.service": {"LoadState": "not-found",
+                                                                            "ActiveState": "inactive"}})
+    assert run(f, bc.nvlink_fabric, bc.nvlink_service) == []
+
+
+# --- the pcie_p2p role ----------------------------------------------------------------------------
+UNIT = ("[Service]\nType=oneshot\nExecStart=/usr/bin/python3 /usr/local/lib/rocetune/rocetune_pcie_p2p.py "
+        "--scope gpu_nic --clear ReqRedir,CmpltRedir,EgressCtrl --gpu-id 1af4:1044\n")
+ARGV = ["/usr/bin/python3", "/usr/local/lib/rocetune/rocetune_pcie_p2p.py", "--scope", "gpu_nic", "--clear",
+        "ReqRedir,CmpltRedir,EgressCtrl", "--gpu-id", "1af4:1044", "--check"]
+
+
+def p2p_root(tmp_path, check_out, rc=0, dropin=None):
+    from rocetune.hostfs import recording_name
+
+    from tests.unit.treekit import make
+
+    name = recording_name(ARGV)
+    files = {"etc/systemd/system/rocetune-pcie-p2p.service": UNIT, f"commands/{name}.txt": check_out}
+    if rc:
+        files[f"commands/{name}.rc"] = f"{rc}\n"
+    if dropin:
+        files["etc/default/grub.d/rocetune-pcie-p2p.cfg"] = dropin
+    return make(tmp_path, files)
+
+
+def test_the_role_s_script_run_read_only_finds_redirect_back_on_a_bridge(tmp_path):
+    from rocetune.doctor import readings
+    from rocetune.hostfs import HostRoot, ProbeContext
+
+    out = ("0000:00:02.0: ACS would clear (SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- "
+           "DirectTrans- -> SrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-) for "
+           "0000:01:00.0-0000:02:00.0\n"
+           "0000:00:03.0: ACS already clear (SrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- "
+           "DirectTrans- -> SrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-) for "
+           "0000:01:00.0-0000:02:00.0\n")
+    reading = readings.pcie_p2p(ProbeContext(HostRoot(str(p2p_root(tmp_path, out, dropin="x iommu=pt\n")))))
+    assert reading["bridges"]["0000:00:03.0"]["state"] == "clear"
+    f = host()
+    f["kernel"]["cmdline"]["iommu"] = None
+    d = DoctorInput(f, {"pcie_p2p": reading}, HostView(f), {}, None)
+    found = bc.pcie_p2p_acs(d) + bc.pcie_p2p_iommu(d)
+    assert [(x.id, x.subject, x.severity) for x in found] == [
+        ("doctor-pcie-p2p-acs", "0000:00:02.0", "error"), ("doctor-pcie-p2p-iommu", "host", "warning")]
+    assert "ACS redirect is on again (SrcValid+ TransBlk- ReqRedir+" in found[0].message
+
+
+def test_all_clear_and_iommu_applied_say_nothing_and_no_role_no_reading(tmp_path):
+    from rocetune.doctor import readings
+    from rocetune.hostfs import HostRoot, ProbeContext
+
+    out = "0000:00:03.0: ACS already clear (SrcValid+ -> SrcValid+) for 0000:01:00.0-0000:02:00.0\n"
+    reading = readings.pcie_p2p(ProbeContext(HostRoot(str(p2p_root(tmp_path, out, dropin="iommu=pt\n")))))
+    f = host()
+    f["kernel"]["cmdline"]["iommu"] = "pt"
+    d = DoctorInput(f, {"pcie_p2p": reading}, HostView(f), {}, None)
+    assert bc.pcie_p2p_acs(d) + bc.pcie_p2p_iommu(d) == []
+    from tests.unit.treekit import make
+
+    assert readings.pcie_p2p(ProbeContext(HostRoot(str(make(tmp_path / "none", {"etc/hostname": "n\n"}))))) is None

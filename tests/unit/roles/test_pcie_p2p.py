@@ -1,0 +1,138 @@
+"""The pcie_p2p role's reader and writer (plugins/module_utils/rocetune_pcie_p2p.py) on sysfs trees:
+the bridges between each GPU and its nearest NIC found from the PCI hierarchy, their ACS Control
+register found by walking the extended capabilities of the configuration space, the redirect
+bits cleared and read back, and nothing else touched."""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins" / "module_utils"))
+import rocetune_pcie_p2p as p2p  # noqa: E402
+
+REDIRECTED = 0x001D  # SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+: what Linux sets with an IOMMU on
+
+
+def config(acs_ctl=None, before=None):
+    """4 KiB of config space: a capability chain at 0x100 (AER first where `before`), ACS last."""
+    data = bytearray(4096)
+    struct.pack_into("<HH", data, 0, 0x8086, 0x1234)
+    offset = 0x100
+    if before is not None:
+        struct.pack_into("<I", data, offset, 0x0001 | (1 << 16) | (0x148 << 20))  # AER, next 0x148
+        offset = 0x148
+    if acs_ctl is not None:
+        struct.pack_into("<I", data, offset, p2p.ACS_CAP_ID | (1 << 16))
+        struct.pack_into("<HH", data, offset + 4, 0x005F, acs_ctl)
+    return bytes(data)
+
+
+def tree(tmp_path, devices):
+    """devices: [(path below pci0000:00, vendor, class, config bytes)]."""
+    bus = tmp_path / "sys/bus/pci/devices"
+    bus.mkdir(parents=True)
+    for rel, vendor, cls, cfg in devices:
+        d = tmp_path / "sys/devices/pci0000:00" / rel
+        d.mkdir(parents=True)
+        (d / "vendor").write_text(vendor + "\n")
+        (d / "device").write_text("0x1234\n")
+        (d / "class").write_text(cls + "\n")
+        (d / "config").write_bytes(cfg)
+        os.symlink(d, bus / d.name)
+    return p2p.Sysfs(str(tmp_path))
+
+
+def hgx(tmp_path, extra=()):
+    """A root port, a PCIe switch (upstream 01:00.0, downstream 02:00.0 and 02:01.0), a GPU and a
+    ConnectX behind it, and a front-end NIC on another root port."""
+    rp, sw = "0000:00:01.0", "0000:00:01.0/0000:01:00.0"
+    return tree(tmp_path, [
+        (rp, "0x8086", "0x060400", config(REDIRECTED)),
+        (sw, "0x1000", "0x060400", config(REDIRECTED, before=True)),
+        (f"{sw}/0000:02:00.0", "0x1000", "0x060400", config(REDIRECTED)),
+        (f"{sw}/0000:02:01.0", "0x1000", "0x060400", config(REDIRECTED)),
+        (f"{sw}/0000:02:00.0/0000:03:00.0", "0x10de", "0x030200", config()),
+        (f"{sw}/0000:02:01.0/0000:04:00.0", "0x15b3", "0x020000", config()),
+        ("0000:00:02.0", "0x8086", "0x060400", config(REDIRECTED)),
+        ("0000:00:02.0/0000:05:00.0", "0x14e4", "0x020000", config()),
+        *extra])
+
+
+def test_the_bridges_between_a_gpu_and_the_nic_beside_it(tmp_path):
+    fs = hgx(tmp_path)
+    assert p2p.path_bridges(fs) == {b: ["0000:03:00.0-0000:04:00.0"]
+                                    for b in ("0000:01:00.0", "0000:02:00.0", "0000:02:01.0")}
+
+
+def test_the_capability_chain_is_walked_to_acs():
+    assert p2p.acs_offset(config(REDIRECTED, before=True)) == 0x148
+    assert p2p.acs_offset(config(REDIRECTED)) == 0x100
+    assert p2p.acs_offset(config()) is None
+    assert p2p.acs_offset(config(REDIRECTED)[:256]) is None  # not root: 256 bytes only
+
+
+def test_redirect_cleared_and_read_back_other_bits_kept(tmp_path):
+    fs = hgx(tmp_path)
+    steps, unreadable = p2p.plan(fs)
+    assert unreadable == [] and [s["bdf"] for s in steps] == ["0000:01:00.0", "0000:02:00.0", "0000:02:01.0"]
+    assert {s["after"] for s in steps} == {0x0011}  # SrcValid+ UpstreamFwd+ stay
+    assert p2p.apply(fs, steps) == [s["bdf"] for s in steps]
+    again, _ = p2p.plan(fs)
+    assert {s["before"] for s in again} == {0x0011} and p2p.apply(fs, again) == []
+    # the root ports and the front-end NIC's port were not touched
+    for bdf in ("0000:00:01.0", "0000:00:02.0"):
+        assert struct.unpack_from("<H", fs.config(bdf), 0x106)[0] == REDIRECTED
+
+
+def test_scope_all_clears_every_acs_function_like_deepops(tmp_path):
+    fs = hgx(tmp_path)
+    steps, _ = p2p.plan(fs, scope="all", clear=list(p2p.BITS))
+    assert len(steps) == 5 and {s["after"] for s in steps} == {0}
+
+
+def test_gpus_on_different_root_ports_clear_both_root_ports(tmp_path):
+    fs = tree(tmp_path, [
+        ("0000:00:01.0", "0x8086", "0x060400", config(REDIRECTED)),
+        ("0000:00:01.0/0000:01:00.0", "0x10de", "0x030200", config()),
+        ("0000:00:02.0", "0x8086", "0x060400", config(REDIRECTED)),
+        ("0000:00:02.0/0000:02:00.0", "0x15b3", "0x020700", config()),
+    ])
+    assert sorted(p2p.path_bridges(fs)) == ["0000:00:01.0", "0000:00:02.0"]
+
+
+def test_named_devices_ids_and_the_main_entry(tmp_path, capsys):
+    fs = hgx(tmp_path)
+    steps, _ = p2p.plan(fs, scope="none", extra=["0000:00:02.0"])
+    assert [s["bdf"] for s in steps] == ["0000:00:02.0"]
+    with pytest.raises(p2p.P2PError, match="not a PCI address"):
+        p2p.plan(fs, scope="none", extra=["02.0"])
+    with pytest.raises(p2p.P2PError, match="unknown ACS bit"):
+        p2p.plan(fs, clear=["ReqRedirect"])
+    assert p2p.main(["--check"], root=str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "0000:01:00.0: ACS would clear (SrcValid+ TransBlk- ReqRedir+ CmpltRedir+" in out
+    assert p2p.main([], root=str(tmp_path)) == 0
+    assert "cleared" in capsys.readouterr().out
+    assert p2p.main([], root=str(tmp_path)) == 0
+    assert "already clear" in capsys.readouterr().out
+
+
+def test_an_unreadable_extended_space_is_said(tmp_path):
+    rp = "0000:00:01.0"
+    fs = tree(tmp_path, [(rp, "0x8086", "0x060400", config(REDIRECTED)[:256]),
+                         (f"{rp}/0000:01:00.0", "0x10de", "0x030200", config()),
+                         ("0000:00:02.0", "0x8086", "0x060400", config(REDIRECTED)),
+                         ("0000:00:02.0/0000:02:00.0", "0x15b3", "0x020000", config())])
+    steps, unreadable = p2p.plan(fs)
+    assert unreadable == ["0000:00:01.0"] and [s["bdf"] for s in steps] == ["0000:00:02.0"]
+
+
+def test_the_grub_dropin_appends_iommu_pt():
+    assert p2p.grub_dropin().endswith('GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} iommu=pt"\n')
+    assert p2p.cmdline_has("BOOT_IMAGE=/vmlinuz ro iommu=pt quiet", "iommu=pt")
+    assert not p2p.cmdline_has("ro intel_iommu=on", "iommu=pt")
