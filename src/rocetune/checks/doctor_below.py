@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from .registry import Check, declare
 
-_NOT_CHECKED = "info when the node lacks what the check reads (said as 'not checked: ...')"
 KERNEL_LOG = ("The kernel log since boot (or `doctor --since`): `journalctl -k -b`, else `dmesg --kernel` "
               "(/dev/kmsg), its last 50,000 lines.")
 

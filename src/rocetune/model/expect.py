@@ -56,7 +56,6 @@ CHECK_OF_SECTION = {"gpus": "expect-gpus", "gpudirect": "expect-gpudirect", "ver
                     "qos": "expect-qos-plan", "env": "expect-env"}
 CHECK_RAILS = "expect-rails"
 CHECK_RAIL_LINK = "expect-rail-link"
-_RAIL_LINK_FIELDS = ("link_layer", "speed_gbps", "mtu", "pcie_speed_gts", "pcie_width")
 
 
 class ExpectError(RocetuneError):

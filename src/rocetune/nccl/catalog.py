@@ -12,7 +12,6 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from ..pkgdata import package_json
 
 _DATA = "data/nccl_vars.json"  # package data, read through the package's loader (a zip too)
-_MAX_SUGGEST_EDITS = 2  # a suggestion is at most this many edits away
 _SUGGEST_CACHE = 1 << 16  # answers kept per catalog (distinct names), then forgotten at once
 
 

@@ -43,7 +43,6 @@ NAME = "ROCETUNE"  # map, scheduler and WRED names, beside the switch's own AZUR
 # The keys SONiC's buffer template (files/build_templates/buffers_config.j2) gives every active
 # port: lossless PG and queues 3-4, lossy PG 0 and queues 0-2 and 5-6.
 TEMPLATE_LOSSLESS = (3, 4)
-TEMPLATE_PG = {"0": "lossy", "3-4": "lossless"}
 TEMPLATE_QUEUE = {"0-2": "lossy", "3-4": "lossless", "5-6": "lossy"}
 TEMPLATE_QUEUES = tuple(range(7))
 # The buffer profiles those templates define on every platform (buffers_defaults_*.j2).
