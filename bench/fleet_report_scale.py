@@ -116,7 +116,7 @@ def run_report(directory: Path, page: Path) -> tuple:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "rocetune", "--json", "fleet", "report", str(directory),
-                           "--html", str(page)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           "--html", str(page)], capture_output=True,
                           env=dict(os.environ, PYTHONPATH=str(ROOT / "src")), check=False)
     wall = time.monotonic() - start
     rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss

@@ -21,10 +21,10 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
-
 from ansible_collections.rocetune.fabric.plugins.action.role_vars_check import unknown_names
 from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_apply_run import (
-    controller_args, controller_result
+    controller_args,
+    controller_result,
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import QosError
 
@@ -41,7 +41,7 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(("roles",))
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         names = self._task.args.get("roles")
         if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
@@ -103,8 +103,8 @@ class ActionModule(ActionBase):
         directory first in the search path (its templates/ and files/ for lookups)."""
         role_dir = os.path.realpath(os.path.join(ROLES_DIR, role))
         templar = self._templar.copy_with_new_env()
-        templar.available_variables = dict(task_vars, role_path=role_dir,
-                                           ansible_search_path=[role_dir] + list(task_vars.get("ansible_search_path") or []))
+        search = [role_dir] + list(task_vars.get("ansible_search_path") or [])
+        templar.available_variables = dict(task_vars, role_path=role_dir, ansible_search_path=search)
         return templar
 
     def _role_input_problems(self, role, outputs, task_vars, templar):
@@ -113,8 +113,8 @@ class ActionModule(ActionBase):
         try:
             with open(path) as fh:
                 options = yaml.safe_load(fh)["argument_specs"]["main"]["options"]
-        except (IOError, OSError, KeyError, TypeError, yaml.YAMLError) as exc:
-            raise AnsibleActionFail("cannot read the options of role %s (%s): %s" % (role, path, exc))
+        except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
+            raise AnsibleActionFail("cannot read the options of role %s (%s): %s" % (role, path, exc)) from exc
         provided = {}
         for name in options:
             if name in task_vars:
@@ -123,7 +123,8 @@ class ActionModule(ActionBase):
         problems = list(ArgumentSpecValidator(spec).validate(provided).error_messages)
         unknown = unknown_names(role, set(options) | set(outputs), task_vars, hosts=())
         if unknown:
-            problems.append("unknown variable(s) %s: not options of the %s role (misspelt?)" % (", ".join(unknown), role))
+            problems.append("unknown variable(s) %s: not options of the %s role (misspelt?)"
+                            % (", ".join(unknown), role))
         return problems
 
 

@@ -11,9 +11,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
-
 from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_apply_run import (
-    NOTHING, controller_args, controller_result
+    NOTHING,
+    controller_args,
+    controller_result,
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import QosError
 
@@ -24,7 +25,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         import yaml
 
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result = super().run(tmp, task_vars)
         try:
             args = controller_args(self._task.args, yaml.safe_load)
         except QosError as exc:

@@ -21,7 +21,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = True
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result = super().run(tmp, task_vars)
         args = dict(self._task.args)
         package = args.pop("package", None)
         first = self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)

@@ -17,16 +17,34 @@ __metaclass__ = type
 
 try:
     from ansible_collections.rocetune.fabric.plugins.module_utils.host_tuning_sysctl_state import (
-        CHANGED, UNCHANGED, apply, boot_overrides, file_content, invalid_entries, plan, refused, restore,
-        unsupported_message
+        CHANGED,
+        UNCHANGED,
+        apply,
+        boot_overrides,
+        file_content,
+        invalid_entries,
+        plan,
+        refused,
+        restore,
+        unsupported_message,
     )
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
-        FileTargetError, apply_changes, plan_files
+        FileTargetError,
+        apply_changes,
+        plan_files,
     )
 except ImportError:  # unit tests import the files as plain modules
     from host_tuning_sysctl_state import (  # pylint: disable=import-error
-        CHANGED, UNCHANGED, apply, boot_overrides, file_content, invalid_entries, plan, refused, restore,
-        unsupported_message
+        CHANGED,
+        UNCHANGED,
+        apply,
+        boot_overrides,
+        file_content,
+        invalid_entries,
+        plan,
+        refused,
+        restore,
+        unsupported_message,
     )
     from rocetune_files import FileTargetError, apply_changes, plan_files  # pylint: disable=import-error
 
@@ -82,7 +100,7 @@ def run(module):
         changes, diffs = plan_files(_files(p, items), [])
         try:
             apply_changes(changes)
-        except (IOError, OSError, FileTargetError) as exc:
+        except (OSError, FileTargetError) as exc:
             restore(p["proc_sys"], live)
             module.fail_json(msg="cannot write %s: %s; the live values were restored%s" % (p["file"], exc, NOTHING),
                              **result)

@@ -33,7 +33,7 @@ READ_ONLY = "read-only"
 _KEY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_:/-]+)+\Z")
 # What cannot be in a one-line value: control characters (a newline or NUL above all; a tab is
 # whitespace, which the kernel splits fields on) and Unicode line separators.
-_VALUE_BAD_RE = re.compile(u"[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
+_VALUE_BAD_RE = re.compile("[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
 
 
 def invalid_entries(desired):
@@ -77,7 +77,7 @@ def plan(proc_sys, desired):
         path = key_path(proc_sys, key)
         try:
             have = read_value(path)
-        except (IOError, OSError) as exc:
+        except OSError as exc:
             state = ABSENT if exc.errno == errno.ENOENT else READ_ONLY
             out.append({"key": key, "want": want, "have": None, "state": state})
             continue
@@ -112,7 +112,7 @@ def restore(proc_sys, items):
         try:
             with open(key_path(proc_sys, item["key"]), "w") as fh:
                 fh.write(item["have"] + "\n")
-        except (IOError, OSError):
+        except OSError:
             pass
         item["written"] = False
 
@@ -130,12 +130,12 @@ def _write_all(proc_sys, items):
         try:
             with open(path, "w") as fh:
                 fh.write(item["want"] + "\n")
-        except (IOError, OSError) as exc:
+        except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
                 item["state"] = READ_ONLY
                 item["error"] = os.strerror(exc.errno)
                 continue
-            raise ValueError("%s = %s: %s" % (item["key"], item["want"], os.strerror(exc.errno)))
+            raise ValueError("%s = %s: %s" % (item["key"], item["want"], os.strerror(exc.errno))) from exc
         item["written"] = True
         have = read_value(path)
         if have != item["want"]:
@@ -216,7 +216,7 @@ def read_settings(path):
     try:
         with open(path) as fh:
             lines = fh.read(MAX_CONF_BYTES).splitlines()
-    except (IOError, OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError):
         return out
     for n, line in enumerate(lines, 1):
         line = line.strip()

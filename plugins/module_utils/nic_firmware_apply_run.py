@@ -9,19 +9,31 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 try:
+    from ansible_collections.rocetune.fabric.plugins.module_utils.nic_firmware_state import (
+        FirmwareError,
+        check_settings,
+        device_plan,
+        devices_of,
+        diff_lines,
+        query_argv,
+        relaxed_ordering_problems,
+        set_argv,
+    )
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_signals import mark_reboot_required
-    from ansible_collections.rocetune.fabric.plugins.module_utils.nic_firmware_state import (
-        FirmwareError, check_settings, device_plan, devices_of, diff_lines, query_argv, relaxed_ordering_problems,
-        set_argv
-    )
 except ImportError:  # unit tests import the files as plain modules
+    from nic_firmware_state import (  # pylint: disable=import-error
+        FirmwareError,
+        check_settings,
+        device_plan,
+        devices_of,
+        diff_lines,
+        query_argv,
+        relaxed_ordering_problems,
+        set_argv,
+    )
     from rocetune_packages import missing_packages  # pylint: disable=import-error
     from rocetune_signals import mark_reboot_required  # pylint: disable=import-error
-    from nic_firmware_state import (  # pylint: disable=import-error
-        FirmwareError, check_settings, device_plan, devices_of, diff_lines, query_argv, relaxed_ordering_problems,
-        set_argv
-    )
 
 ARGUMENT_SPEC = dict(
     settings=dict(type="dict", required=True),
@@ -118,5 +130,5 @@ def run(module):
 def write_marker(module, marker, result):
     try:
         result["changed"] |= mark_reboot_required(marker)
-    except (IOError, OSError) as exc:
+    except OSError as exc:
         module.fail_json(msg="%s: %s" % (marker, exc), **result)

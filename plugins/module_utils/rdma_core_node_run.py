@@ -17,18 +17,32 @@ __metaclass__ = type
 
 try:
     from ansible_collections.rocetune.fabric.plugins.module_utils.rdma_core_node_state import (
-        PEERMEM_UNUSABLE, boot_modules, builtin_modules, memlock_pending, missing_modules, module_name_problems,
-        wanted_files, wanted_modules
+        PEERMEM_UNUSABLE,
+        boot_modules,
+        builtin_modules,
+        memlock_pending,
+        missing_modules,
+        module_name_problems,
+        wanted_files,
+        wanted_modules,
     )
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
-        FileTargetError, apply_changes, plan_files
+        FileTargetError,
+        apply_changes,
+        plan_files,
     )
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_signals import mark_reboot_required
 except ImportError:  # unit tests import the files as plain modules
     from rdma_core_node_state import (  # pylint: disable=import-error
-        PEERMEM_UNUSABLE, boot_modules, builtin_modules, memlock_pending, missing_modules, module_name_problems,
-        wanted_files, wanted_modules
+        PEERMEM_UNUSABLE,
+        boot_modules,
+        builtin_modules,
+        memlock_pending,
+        missing_modules,
+        module_name_problems,
+        wanted_files,
+        wanted_modules,
     )
     from rocetune_files import FileTargetError, apply_changes, plan_files  # pylint: disable=import-error
     from rocetune_packages import missing_packages  # pylint: disable=import-error
@@ -130,7 +144,7 @@ def run(module):
         if not module.check_mode:
             try:
                 result["changed"] |= mark_reboot_required(p["reboot_marker"])
-            except (IOError, OSError) as exc:
+            except OSError as exc:
                 module.fail_json(msg="%s: %s" % (p["reboot_marker"], exc), **result)
     if getattr(module, "_diff", False):
         result["diff"] = diffs + ([{"before_header": "kernel modules loaded", "after_header": "kernel modules loaded",

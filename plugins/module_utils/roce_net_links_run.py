@@ -17,20 +17,27 @@ __metaclass__ = type
 
 try:
     from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric import (
-        arp_sysctl_file, arp_sysctls, networkd_dropin, networkd_file, plan_links, udev_rule
-    )
-    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import (
-        interface_name_problems, read_connection_interfaces
+        arp_sysctl_file,
+        arp_sysctls,
+        networkd_dropin,
+        networkd_file,
+        plan_links,
+        udev_rule,
     )
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
-        FileTargetError, apply_changes, plan_files, read_text
+        FileTargetError,
+        apply_changes,
+        plan_files,
+        read_text,
+    )
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import (
+        interface_name_problems,
+        read_connection_interfaces,
     )
 except ImportError:  # unit tests import the files as plain modules
-    from roce_net_fabric import (  # pylint: disable=import-error
-        arp_sysctl_file, arp_sysctls, networkd_dropin, networkd_file, plan_links, udev_rule
-    )
-    from rocetune_links import interface_name_problems, read_connection_interfaces  # pylint: disable=import-error
+    from roce_net_fabric import arp_sysctl_file, arp_sysctls, networkd_dropin, networkd_file, plan_links, udev_rule  # pylint: disable=import-error
     from rocetune_files import FileTargetError, apply_changes, plan_files, read_text  # pylint: disable=import-error
+    from rocetune_links import interface_name_problems, read_connection_interfaces  # pylint: disable=import-error
 
 ARGUMENT_SPEC = dict(
     interfaces=dict(type="list", elements="str", required=True),
@@ -69,13 +76,27 @@ def nm_profile(module, ifname):
     return con, out.strip() if rc == 0 else None
 
 
-def run(module):
-    p = module.params
+def _input_problems(p):
     problems = interface_name_problems(p["interfaces"], "roce_net_interfaces")
     if p["mtu"] < MIN_ROCE_MTU:
         problems.append("roce_net_mtu=%d is too small: RoCE runs at most a 4096-byte path MTU and needs a "
                         "netdev MTU of at least %d for it (at 1500 it runs 1024-byte packets)"
                         % (p["mtu"], MIN_ROCE_MTU))
+    return problems
+
+
+def _current_mtus(interfaces):
+    current = {}
+    for ifname in interfaces:
+        mtu = read(os.path.join(SYS_NET, ifname, "mtu"))
+        if mtu is not None:
+            current[ifname] = int(mtu)
+    return current
+
+
+def run(module):
+    p = module.params
+    problems = _input_problems(p)
     if problems:
         module.fail_json(msg="; ".join(problems) + "; nothing was changed")
     ip = module.get_bin_path("ip", required=True)
@@ -83,11 +104,7 @@ def run(module):
     if error:
         module.fail_json(msg=error)
 
-    current = {}
-    for ifname in p["interfaces"]:
-        mtu = read(os.path.join(SYS_NET, ifname, "mtu"))
-        if mtu is not None:
-            current[ifname] = int(mtu)
+    current = _current_mtus(p["interfaces"])
     plan = plan_links(p["interfaces"], p["mtu"], current, protected, p["allow_link_flap"])
     # Every refusal and every missing interface fails here, before anything is changed or
     # persisted: a refused interface must not reach the udev rule or a networkd drop-in either.
@@ -168,7 +185,7 @@ def apply_links(module, ip, mtu, plan, nm_changes, sysctl_writes, result):
         try:
             with open(path, "w") as fh:
                 fh.write(value + "\n")
-        except (IOError, OSError) as exc:
+        except OSError as exc:
             module.fail_json(msg="%s = %s: %s" % (key, value, exc), **result)
 
 

@@ -19,29 +19,54 @@ import os
 __metaclass__ = type
 
 try:
+    from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import (
+        NotSupported,
+        QosError,
+        desired,
+        driver_of,
+        interface_plan,
+        load_plan,
+        parse_plan,
+        pick_backend,
+        plan_from_doc,
+        rdma_cm_writes,
+        rdma_ports,
+        traffic_class,
+        write_value,
+    )
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
-        FileTargetError, apply_changes, plan_files
+        FileTargetError,
+        apply_changes,
+        plan_files,
     )
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import read_text as read
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_links import (
-        interface_name_problems, read_connection_interfaces
+        interface_name_problems,
+        read_connection_interfaces,
     )
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_qos_plan import QosPlanError, validate_ets
-    from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import (
-        NotSupported, QosError, desired, driver_of, interface_plan, load_plan, parse_plan, pick_backend,
-        plan_from_doc, rdma_cm_writes, rdma_ports, traffic_class, write_value
-    )
 except ImportError:  # unit tests import the files as plain modules
+    from roce_qos_state import (  # pylint: disable=import-error
+        NotSupported,
+        QosError,
+        desired,
+        driver_of,
+        interface_plan,
+        load_plan,
+        parse_plan,
+        pick_backend,
+        plan_from_doc,
+        rdma_cm_writes,
+        rdma_ports,
+        traffic_class,
+        write_value,
+    )
     from rocetune_files import FileTargetError, apply_changes, plan_files  # pylint: disable=import-error
     from rocetune_files import read_text as read  # pylint: disable=import-error
     from rocetune_links import interface_name_problems, read_connection_interfaces  # pylint: disable=import-error
     from rocetune_packages import missing_packages  # pylint: disable=import-error
     from rocetune_qos_plan import QosPlanError, validate_ets  # pylint: disable=import-error
-    from roce_qos_state import (  # pylint: disable=import-error
-        NotSupported, QosError, desired, driver_of, interface_plan, load_plan, parse_plan, pick_backend,
-        plan_from_doc, rdma_cm_writes, rdma_ports, traffic_class, write_value
-    )
 
 ARGUMENT_SPEC = dict(
     plan_content=dict(type="str", default=""),
@@ -86,7 +111,7 @@ def controller_args(args, yaml_load):
         try:
             doc = yaml_load(content) if content.strip() else None
         except yaml.YAMLError as exc:
-            raise QosError("%s: not valid YAML: %s" % (plan_source(args), " ".join(str(exc).split())))
+            raise QosError("%s: not valid YAML: %s" % (plan_source(args), " ".join(str(exc).split()))) from exc
         plan_from_doc(doc, plan_source(args))
         args["plan_doc"] = doc
     return args
@@ -103,8 +128,9 @@ def controller_result(args, result, yaml_load):
     except QosError as exc:
         return dict(result, failed=True, changed=False, msg="QoS plan %s%s" % (exc, NOTHING))
     except Exception as exc:  # a YAML error, named with the file  # pylint: disable=broad-except
+        said = " ".join(str(exc).split())
         return dict(result, failed=True, changed=False,
-                    msg="QoS plan %s: not valid YAML: %s%s" % (args.get("plan_file"), " ".join(str(exc).split()), NOTHING))
+                    msg="QoS plan %s: not valid YAML: %s%s" % (args.get("plan_file"), said, NOTHING))
     return result
 
 
@@ -131,7 +157,7 @@ def read_plan(module, p):
                 return parse_plan(p["plan_content"], yaml.safe_load, source), None
             return load_plan(p["plan_file"], yaml.safe_load), None
         except yaml.YAMLError as exc:
-            raise QosError("%s: not valid YAML: %s" % (source, " ".join(str(exc).split())))
+            raise QosError("%s: not valid YAML: %s" % (source, " ".join(str(exc).split()))) from exc
     except QosError as exc:
         module.fail_json(msg="QoS plan %s%s" % (exc, NOTHING))
 
@@ -176,14 +202,21 @@ def install(module, wanted, result, unit=None):
     result["changed"] |= bool(changes)
 
 
-def run(module):
-    p = module.params
-    result = dict(changed=False, written=[], diff=[], missing_packages=[], pending=False, interfaces={})
+def _checked_input(p):
+    """(the problems with the module's own input, the validated ETS setting)."""
     problems = interface_name_problems(p["interfaces"], "roce_qos_interfaces")
+    ets = None
     try:
         ets = validate_ets(p["ets"], "roce_qos_ets")
     except QosPlanError as exc:
         problems.append(exc.describe())
+    return problems, ets
+
+
+def run(module):
+    p = module.params
+    result = dict(changed=False, written=[], diff=[], missing_packages=[], pending=False, interfaces={})
+    problems, ets = _checked_input(p)
     if problems:
         module.fail_json(msg="; ".join(problems) + NOTHING)
     # The plan (the one about to be installed, not the one on disk) is checked before the tools
@@ -320,12 +353,12 @@ def apply_steps(module, run_tool, steps, cm_writes, result):
         for path, value in step["writes"]:
             try:
                 write_value(path, value)
-            except (IOError, OSError) as exc:
+            except OSError as exc:
                 errors.append("%s: %s" % (path, exc))
     for path, value in cm_writes:
         try:
             write_value(path, value)
-        except (IOError, OSError) as exc:
+        except OSError as exc:
             errors.append("%s: %s (is configfs mounted and rdma_cm loaded?)" % (path, exc))
     if errors:
         module.fail_json(msg="; ".join(errors), **result)

@@ -20,15 +20,18 @@ import json
 import os
 
 try:  # as the collection's module_utils
-    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_qos_plan import (
-        QosPlanError, traffic_class, validate, validate_ets
-    )
     from ansible_collections.rocetune.fabric.plugins.module_utils import roce_qos_buffer as buffers
     from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_qos_tools as tools
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_qos_plan import (
+        QosPlanError,
+        traffic_class,
+        validate,
+        validate_ets,
+    )
 except ImportError:  # as the boot-time script, with the three files installed beside it
-    from rocetune_qos_plan import QosPlanError, traffic_class, validate, validate_ets  # pylint: disable=import-error
     import roce_qos_buffer as buffers  # pylint: disable=import-error
     import rocetune_qos_tools as tools  # pylint: disable=import-error
+    from rocetune_qos_plan import QosPlanError, traffic_class, validate, validate_ets  # pylint: disable=import-error
 
 __metaclass__ = type
 
@@ -68,7 +71,7 @@ def plan_from_doc(doc, source):
     try:
         plan = validate(doc)
     except QosPlanError as exc:
-        raise QosError("%s: %s" % (source, exc.describe()))
+        raise QosError("%s: %s" % (source, exc.describe())) from exc
     plan["source"] = source
     return plan
 
@@ -99,7 +102,7 @@ def _read_output(reader, text):
     try:
         return reader(text)
     except tools.QosOutputError as exc:
-        raise QosError(str(exc))
+        raise QosError(str(exc)) from exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +185,8 @@ def ecn_unexposed(ifname, want, read, sys_net="/sys/class/net"):
     if read(probe) is not None:
         return None
     return ("%s: the driver exposes no ECN (DCQCN) settings (%s): enable/CNP DSCP/CNP priority were not set, "
-            "the NIC firmware's defaults apply (MLNX OFED's driver has them)" % (ifname, os.path.join(sys_net, ifname, "ecn")))
+            "the NIC firmware's defaults apply (MLNX OFED's driver has them)"
+            % (ifname, os.path.join(sys_net, ifname, "ecn")))
 
 
 def ecn_writes(ifname, want, read, sys_net="/sys/class/net"):
@@ -297,7 +301,7 @@ def buffer_plan(ifname, driver, backend, want, text, run):
             try:
                 have = tools.parse_dcb_buffer(out)
             except tools.QosOutputError as exc:
-                raise QosError("%s: %s" % (ifname, exc))
+                raise QosError("%s: %s" % (ifname, exc)) from exc
             have["cable_length"] = tools.dcb_pfc_delay(text)
     if have is None:
         return {"commands": [], "before": "", "after": "",
@@ -311,7 +315,7 @@ def buffer_plan(ifname, driver, backend, want, text, run):
     try:
         buffers.check(plan, have, want["pfc"])
     except buffers.BufferError as exc:
-        raise QosError("%s: %s" % (ifname, exc))
+        raise QosError("%s: %s" % (ifname, exc)) from exc
     change = buffers.changes(plan, have, cable_ok)
     if backend == "mlnx_qos":
         cmds = buffers.mlnx_qos_commands(ifname, change, want["pfc"])
@@ -329,7 +333,7 @@ def buffer_plan(ifname, driver, backend, want, text, run):
 def _run(argv):
     import subprocess
     try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60,
                               check=False)
     except OSError as exc:
         return 127, "", str(exc)
@@ -341,7 +345,7 @@ def _read(path):
     try:
         with open(path) as fh:
             return fh.read()
-    except (IOError, OSError):
+    except OSError:
         return None
 
 

@@ -18,13 +18,31 @@ __metaclass__ = type
 
 try:
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_agent_tree import (
-        TreeError, add_cache_tag, find_tree, launcher_text, launcher_tree, python_facts, read_stamp,
-        read_text, remove_tree, unpack, write_launcher
+        TreeError,
+        add_cache_tag,
+        find_tree,
+        launcher_text,
+        launcher_tree,
+        python_facts,
+        read_stamp,
+        read_text,
+        remove_tree,
+        unpack,
+        write_launcher,
     )
 except ImportError:  # unit tests import the files as plain modules
     from rocetune_agent_tree import (  # pylint: disable=import-error
-        TreeError, add_cache_tag, find_tree, launcher_text, launcher_tree, python_facts, read_stamp,
-        read_text, remove_tree, unpack, write_launcher
+        TreeError,
+        add_cache_tag,
+        find_tree,
+        launcher_text,
+        launcher_tree,
+        python_facts,
+        read_stamp,
+        read_text,
+        remove_tree,
+        unpack,
+        write_launcher,
     )
 
 ARGUMENT_SPEC = dict(
@@ -43,7 +61,7 @@ def sha256_of(path):
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
-    except (IOError, OSError):
+    except OSError:
         return None
     return digest.hexdigest()
 
@@ -85,7 +103,7 @@ def run(module):
         made_lib_dir = not os.path.isdir(p["lib_dir"])
         try:
             tree = unpack(p["src"], p["lib_dir"], p["sha256"], p["python"], facts["cache_tag"])
-        except (TreeError, OSError, IOError) as exc:
+        except (TreeError, OSError) as exc:
             module.fail_json(msg="cannot install the agent in %s: %s" % (p["lib_dir"], exc), changed=made_lib_dir)
         changes.append("unpacked and compiled in %s" % tree)
     stamp = read_stamp(tree)
@@ -109,7 +127,7 @@ def run(module):
     if changes and not module.check_mode:
         try:
             write_launcher(p["dest"], want, mode)
-        except (TreeError, OSError, IOError) as exc:
+        except (TreeError, OSError) as exc:
             module.fail_json(msg="cannot write %s: %s" % (p["dest"], exc), changed=True)
         old = launcher_tree(have)
         if old and os.path.normpath(old) != os.path.normpath(tree) and remove_tree(p["lib_dir"], old):

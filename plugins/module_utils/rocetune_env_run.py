@@ -17,7 +17,9 @@ __metaclass__ = type
 
 try:
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
-        FileTargetError, apply_changes, plan_files
+        FileTargetError,
+        apply_changes,
+        plan_files,
     )
 except ImportError:  # unit tests import the files as plain modules
     from rocetune_files import FileTargetError, apply_changes, plan_files  # pylint: disable=import-error
@@ -84,8 +86,10 @@ def run_agent(module, argv, timeout):
 
 def run_agent_named(module, argv, timeout, given):
     """run_agent, with the private copies named in any message as the variables they hold."""
-    names = {path: "%s (the role's %s)" % (option.lstrip("-").replace("-", "_"),
-                                           "rocetune_env_expect" if option == "--expect" else "rocetune_env_doctor_config")
+    def role_var(option):
+        return "rocetune_env_expect" if option == "--expect" else "rocetune_env_doctor_config"
+
+    names = {path: "%s (the role's %s)" % (option.lstrip("-").replace("-", "_"), role_var(option))
              for option, path in given.items() if path != os.devnull}
     real_fail = module.fail_json
 
@@ -140,7 +144,7 @@ def managed_file(path, content):
     try:
         with open(path, "rb") as fh:
             ours = fh.read(len(MANAGED_HEADER)).decode("utf-8", "replace") == MANAGED_HEADER
-    except (IOError, OSError):
+    except OSError:
         ours = False
     return [], [], [path] if ours else []
 

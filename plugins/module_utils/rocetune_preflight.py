@@ -16,10 +16,14 @@ import traceback
 __metaclass__ = type
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-
 from ansible_collections.rocetune.fabric.plugins.module_utils import (
-    host_tuning_sysctl_run, nic_firmware_apply_run, rdma_core_node_run, roce_net_links_run, roce_qos_apply_run,
-    rocetune_agent_install_run, rocetune_env_run
+    host_tuning_sysctl_run,
+    nic_firmware_apply_run,
+    rdma_core_node_run,
+    roce_net_links_run,
+    roce_qos_apply_run,
+    rocetune_agent_install_run,
+    rocetune_env_run,
 )
 
 # The modules a site's roles run on a node, by name: their argument spec and body.

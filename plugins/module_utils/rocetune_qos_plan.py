@@ -83,7 +83,8 @@ class _Errors:
         extra = sorted(str(k) for k in node if k not in known)
         if extra:
             self.add("%sunknown key(s) %s" % (where + ": " if where else "", ", ".join(extra)),
-                     hint="known keys%s: %s%s" % (" of " + where if where else "", ", ".join(sorted(known)), hint_extra))
+                     hint="known keys%s: %s%s"
+                     % (" of " + where if where else "", ", ".join(sorted(known)), hint_extra))
         return bool(extra)
 
     def int_in(self, value, lo, hi, what):

@@ -101,7 +101,13 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_pcie_p2p import (
-    P2PError, Sysfs, apply, cmdline_has, flags, grub_dropin, plan
+    P2PError,
+    Sysfs,
+    apply,
+    cmdline_has,
+    flags,
+    grub_dropin,
+    plan,
 )
 
 _MARKER = "*** System restart required ***\n"
@@ -112,7 +118,7 @@ def _read(path):
     try:
         with open(path) as fh:
             return fh.read()
-    except (IOError, OSError):
+    except OSError:
         return None
 
 
@@ -212,7 +218,7 @@ def main():
     if not module.check_mode:
         try:
             apply(fs, steps)
-        except (P2PError, IOError, OSError) as exc:
+        except (P2PError, OSError) as exc:
             module.fail_json(msg="clearing ACS: %s" % exc, **result)
     set_iommu(module, p, result)
     module.exit_json(**result)
@@ -224,7 +230,7 @@ def write_marker(module, marker, result):
     try:
         with open(marker, "w") as fh:
             fh.write(_MARKER)
-    except (IOError, OSError) as exc:
+    except OSError as exc:
         module.warn("could not write %s: %s" % (marker, exc))
 
 

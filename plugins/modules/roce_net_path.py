@@ -131,7 +131,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric import (
-    outside_peer, pair_message, path_pairs, ping_size, ping_verdict
+    outside_peer,
+    pair_message,
+    path_pairs,
+    ping_size,
+    ping_verdict,
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_ip_addr import parse_entries
 
@@ -142,7 +146,8 @@ def outside_peers(entries, interfaces):
     for entry in entries:
         name = str(entry.get("item") or "?")
         if entry.get("unreachable") or entry.get("rc") != 0 or entry.get("skipped"):
-            why = "unreachable" if entry.get("unreachable") else (entry.get("stderr") or entry.get("msg") or "no answer")
+            why = "unreachable" if entry.get("unreachable") else (
+                entry.get("stderr") or entry.get("msg") or "no answer")
             unread.append("%s (outside this run): not checked: %s" % (name, " ".join(str(why).split())[:200]))
             continue
         try:

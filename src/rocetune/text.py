@@ -33,7 +33,7 @@ def _escape(ch: str) -> str:
     return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
 
 
-def _escape_match(m: "re.Match[str]") -> str:
+def _escape_match(m: re.Match[str]) -> str:
     return _escape(m.group())
 
 

@@ -156,9 +156,8 @@ def _argument_spec(path: Path) -> dict:
         captured.update(argument_spec)
         raise Stop
 
-    with mock.patch.object(module, "AnsibleModule", stand_in):
-        with pytest.raises(Stop):
-            module.main()
+    with mock.patch.object(module, "AnsibleModule", stand_in), pytest.raises(Stop):
+        module.main()
     return captured
 
 

@@ -9,7 +9,6 @@ perftest server fails."""
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import struct
@@ -24,7 +23,7 @@ from rocetune.fleet.targets import Target
 from rocetune.fleet.validate import Options, validate
 from rocetune.render.validate_html import validate_html
 
-from .clirun import rocetune, rocetune_json
+from .clirun import rocetune
 
 pytestmark = pytest.mark.slow  # starts headless chromium
 

@@ -531,7 +531,8 @@ SWITCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 def test_a_sonic_map_reference_that_is_no_name_is_an_input_error(tmp_path, field, name):
     import json
 
-    doc = json.load(open(SWITCH))
+    with open(SWITCH) as fh:
+        doc = json.load(fh)
     for binding in doc["PORT_QOS_MAP"].values():
         binding[field] = name
     bad = tmp_path / "config_db.json"
@@ -627,7 +628,6 @@ def open_dir():
     """A directory every user may enter (pytest's own are root's alone), removed after."""
     import shutil
     import tempfile
-
     from pathlib import Path
 
     d = tempfile.mkdtemp(prefix="rocetune-test-")

@@ -55,7 +55,7 @@ def _ip(*args: str) -> None:
 
 
 class Rails:
-    def __init__(self, info: "lab.LabInfo"):
+    def __init__(self, info: lab.LabInfo):
         self.info = info
         self.switch_lldpd: List[subprocess.Popen] = []
         # The switches' lldpd sockets: lldpcli drops to lldpd's user, which may not enter the
@@ -117,7 +117,7 @@ class Rails:
                 subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"], check=True)
         else:
             subprocess.run(["ip", "-n", ns0, "link", "del", ROUTER_IF], stderr=subprocess.DEVNULL)
-            for r, ns in enumerate((ns0, ns1)):
+            for ns in (ns0, ns1):
                 subprocess.run(["ip", "-n", ns, "addr", "flush", "dev", BRIDGE], stderr=subprocess.DEVNULL)
         # The other rail's subnet through this rail's gateway, below its connected route (metric
         # 100): what a socket bound to this rail's interface -- a RoCE QP's GID -- is routed by.
@@ -190,5 +190,5 @@ class Rails:
         shutil.rmtree(self.state, ignore_errors=True)
 
 
-def straight(info: "lab.LabInfo") -> Dict[str, Dict[str, str]]:
+def straight(info: lab.LabInfo) -> Dict[str, Dict[str, str]]:
     return {name: {ifname: LEAF.format(r) for r, ifname in enumerate(HOST_IFS)} for name in info.names}

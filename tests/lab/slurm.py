@@ -104,8 +104,8 @@ class Cluster:
             input: Optional[str] = None) -> subprocess.CompletedProcess:
         """A Slurm client command (sinfo, scontrol, srun, sbatch ...) on the machine, the submit
         host; with ``check`` a non-zero exit raises SlurmError with its last line."""
-        proc = subprocess.run(list(argv), env=self.env, input=input, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, timeout=timeout)
+        proc = subprocess.run(list(argv), env=self.env, input=input, capture_output=True,
+                              text=True, timeout=timeout)
         if check and proc.returncode != 0:
             raise SlurmError(f"`{shlex.join(argv)}` exited {proc.returncode}: "
                              f"{lab._last_line(proc.stderr) or lab._last_line(proc.stdout)}")

@@ -77,7 +77,7 @@ def rocetune(info, tmp: Path, *args: str, timeout: float = 300):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), HOME=str(tmp))
     proc = subprocess.run([sys.executable, "-m", "rocetune", "--json", "fleet", *args, "--identity", str(info.key),
                            "--known-hosts", str(info.known_hosts), "--user", "root", "--command", WRAPPER],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+                          env=env, capture_output=True, text=True, timeout=timeout)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 

@@ -47,7 +47,7 @@ def validate(info, tmp: Path, *args: str):
                            *[ip for _, ip in info.hosts], "--tests", "nccl-multi", "--nccl-python", sys.executable,
                            "--nccl-env-file", ENV_FILE, "--identity", str(info.key), "--known-hosts",
                            str(info.known_hosts), "--user", "root", "--command", WRAPPER, *args],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+                          env=env, capture_output=True, text=True, timeout=600)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(proc.stdout)["data"], {ip: name for name, ip in info.hosts}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -69,7 +70,7 @@ def test_results_of_another_owner_or_behind_a_link_are_not_read(tmp_path):
     os.symlink("/etc/hostname", link)
     with pytest.raises(HostReadError, match="a symbolic link, not a regular file: not followed"):
         read_input(str(link), 100, follow=False, owners=trusted_owners())
-    assert read_input(str(link), 4096) == open("/etc/hostname", "rb").read()  # an operator's link is
+    assert read_input(str(link), 4096) == Path("/etc/hostname").read_bytes()  # an operator's link is
 
 
 def test_an_input_larger_than_its_cap_is_refused_unread(tmp_path):

@@ -18,13 +18,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Callable, List
-
-import pytest
 
 from rocetune.errors import ExitCode, RocetuneError
 from rocetune.probe.parsers._common import BUG_PREFIX
@@ -94,14 +91,14 @@ def _read(paths) -> List[bytes]:
 
 # --- seeds made once ------------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
+@cache
 def features_of(host: str) -> dict:
     from rocetune.probe import collect_features
 
     return collect_features(root_of(host))
 
 
-@lru_cache(maxsize=None)
+@cache
 def plan_env_of(host: str) -> dict:
     from rocetune import app
 
@@ -140,9 +137,9 @@ def test_fleet_result_files_report_and_switch_host_check(tmp_path):
     from rocetune.fleet.compare import data as report_data
     from rocetune.lint.switch_hosts import compare_hosts
     from rocetune.model.qos import default_plan
-    from rocetune.switchos import read_file as read_switch
     from rocetune.render.fleet_html import report_html
     from rocetune.render.fleet_text import report_text
+    from rocetune.switchos import read_file as read_switch
 
     good = {h: {"schema": results.SCHEMA, "host": h, "gathered_at": "2026-01-01T00:00:00Z", "error": None,
                 "probe": None, "doctor": {"features": features_of(h), "plan": {"env": plan_env_of(h)},
@@ -260,8 +257,17 @@ PARSER_SEEDS = {
 
 def test_recorded_command_outputs_through_every_parser():
     from rocetune.fleet import measure
-    from rocetune.probe.parsers import (ethtool_stats, ibstat, ibv_devinfo, ip_addr, lspci_acs, nvsmi_query,
-                                        nvsmi_topo, proc_net, qos_tools)
+    from rocetune.probe.parsers import (
+        ethtool_stats,
+        ibstat,
+        ibv_devinfo,
+        ip_addr,
+        lspci_acs,
+        nvsmi_query,
+        nvsmi_topo,
+        proc_net,
+        qos_tools,
+    )
 
     hosts = [h for h in os.listdir(FIXTURES / "hosts") if (FIXTURES / "hosts" / h / "commands").is_dir()][:4]
     seeds = [p.read_bytes() for h in hosts for p in sorted((FIXTURES / "hosts" / h / "commands").glob("*.txt"))]

@@ -12,7 +12,6 @@ from pathlib import Path
 from rocetune.hostfs import HostRoot, ProbeContext, recording_name
 from rocetune.probe.capture import build_tar, record
 from rocetune.probe.sources import nic_firmware, nvlink, phy
-
 from tests.unit.treekit import make
 
 OUT = Path(__file__).resolve().parents[1] / "fixtures" / "outputs"

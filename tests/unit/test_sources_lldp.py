@@ -9,7 +9,6 @@ from pathlib import Path
 from rocetune.hostfs import HostRoot, ProbeContext
 from rocetune.probe.capture import build_tar, record
 from rocetune.probe.sources import lldp
-
 from tests.unit.treekit import make
 
 LLDP = Path(__file__).resolve().parents[1] / "fixtures" / "outputs" / "lldp"

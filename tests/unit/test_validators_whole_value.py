@@ -29,7 +29,7 @@ def _plugin(kind: str, name: str):
 def _raises(call, *exc_types) -> bool:
     try:
         call()
-    except exc_types or (Exception,):
+    except tuple(exc_types) or (Exception,):  # noqa: B030 - a tuple of exception classes either way
         return False
     return True
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
 """rocetune-qos.service's command: re-apply the RoCE QoS of the fabric NICs from the plan at
@@ -8,7 +7,6 @@ installed beside this file).
     python3 rocetune_qos_reapply.py /etc/rocetune/roce_qos.json
 """
 
-from __future__ import absolute_import, division, print_function
 
 import os
 import sys

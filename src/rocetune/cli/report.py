@@ -4,7 +4,7 @@ the rules' -- in one list, most severe first, each once."""
 from __future__ import annotations
 
 import argparse
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 from ..model.finding import Finding, severity_rank
 

@@ -86,7 +86,8 @@ def _child(work: Callable[[], Any], write_end: int) -> None:  # pragma: no cover
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        sys.stdout = sys.stderr = open(os.devnull, "w")  # also where they were not fds 1 and 2
+        # also where they were not fds 1 and 2; the child exits without closing it
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         try:
             payload = {"value": work()}

@@ -1,8 +1,9 @@
 """What the kernel said about the fabric since boot (or since `--since`): read from /dev/kmsg
 through `dmesg --kernel` (the ring buffer, there for root on every host), else from the journal
 (`journalctl -k -b`, bounded to its last JOURNAL_LINES kernel lines: what a user in the
-systemd-journal group may read where dmesg is restricted), and classified by parsers/kernel_log.py (NIC firmware health, firmware command
-failures, link down/up, PCIe AER, transceiver events, GPU Xid).
+systemd-journal group may read where dmesg is restricted), and classified by
+parsers/kernel_log.py (NIC firmware health, firmware command failures, link down/up, PCIe AER,
+transceiver events, GPU Xid).
 
 Only the lines that classify as one of those are kept -- also in a capture (`rocetune capture`
 records the filtered output in place of the command's whole output): a live host's kernel log

@@ -82,8 +82,8 @@ class Scontrol:
     def _run(self, args: Sequence[str], timeout: Optional[float] = None) -> str:
         argv: List[str] = [self.program, *args]
         try:
-            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  timeout=max(0.5, timeout if timeout is not None else self.timeout), check=False)
+            limit = max(0.5, timeout if timeout is not None else self.timeout)
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=limit, check=False)
         except subprocess.TimeoutExpired:
             raise SlurmError(f"scontrol {args[0]} did not answer within {timeout or self.timeout:g}s") from None
         except OSError as exc:

@@ -19,7 +19,7 @@ import shlex
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..fsutil import atomic_write
 from ..model.jsonread import JsonError, load_json
@@ -68,7 +68,7 @@ def gather(targets: List[Target], out_dir: str, opts: Options,
 
 
 def _one(target: Target, out_dir: str, opts: Options, lock: threading.Lock) -> Outcome:
-    doc = {"schema": SCHEMA, "host": target.name, "probe": None, "doctor": None,
+    doc: Dict[str, Any] = {"schema": SCHEMA, "host": target.name, "probe": None, "doctor": None,
            "gathered_at": _now(), "error": None}
     # -v: doctor's whole data (qos check --hosts reads the Features), not only the verdict and facts
     done, command = None, f"{opts.command} --json doctor -v --no-counters"

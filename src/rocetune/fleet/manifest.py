@@ -24,7 +24,6 @@ from typing import Any, Callable, Dict, List, Optional
 from ..errors import ExitCode, RocetuneError
 from .facts import Fact
 
-
 MAX_MANIFEST_BYTES = 1 << 20  # a manifest is a few dozen lines
 
 

@@ -45,7 +45,7 @@ def hostnames(nodelist):
 
     try:
         out = subprocess.run(["scontrol", "show", "hostnames", nodelist], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, universal_newlines=True, timeout=20).stdout.split()
+                             stderr=subprocess.DEVNULL, text=True, timeout=20).stdout.split()
         if out:
             return out
     except (OSError, subprocess.SubprocessError):

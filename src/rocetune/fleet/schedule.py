@@ -118,10 +118,11 @@ def _sort_key(leaves: Leaves) -> Tuple:
 
 def _leaf_pairs(a: Leaves, b: Leaves) -> List[Tuple[int, str, str]]:
     """(rail, leaf, leaf) for each rail both hosts reach a known switch on, the leaves sorted."""
-    out = []
+    out: List[Tuple[int, str, str]] = []
     for rail, (x, y) in enumerate(zip(a, b)):
         if x is not None and y is not None:
-            out.append((rail,) + tuple(sorted((x, y))))  # type: ignore[arg-type]
+            low, high = sorted((x, y))
+            out.append((rail, low, high))
     return out
 
 
@@ -151,7 +152,8 @@ def coverage(hosts: Sequence[Any], tested: Sequence[Tuple[Any, Any]], leaves: Op
     doc: dict = {"hosts": {"reached": sum(h in seen for h in hs), "of": len(hs)},
                  "host_pairs": {"reached": len({frozenset(p) for p in tested}), "of": len(hs) * (len(hs) - 1) // 2}}
     if rails is not None:
-        doc["rails"] = {"reached": sum(rails.get(h, 0) for h in hs if h in seen), "of": sum(rails.get(h, 0) for h in hs)}
+        doc["rails"] = {"reached": sum(rails.get(h, 0) for h in hs if h in seen),
+                        "of": sum(rails.get(h, 0) for h in hs)}
     width = max((len(v) for v in cabling.values()), default=0)
     if not any(s for v in cabling.values() for s in v):
         doc["leaf_pairs"] = None  # no cabling known: leaf-to-leaf coverage cannot be stated

@@ -89,7 +89,8 @@ def connect(target: Target, deadline: Deadline, known_hosts: Optional[str], acce
 
     client = paramiko.SSHClient()
     revoked = load_known_hosts(client.get_host_keys(), known_hosts_files(known_hosts))
-    client.set_missing_host_key_policy(_Policy(target, known_hosts, accept_new, lock, revoked))
+    policy = _Policy(target, known_hosts, accept_new, lock, revoked)
+    client.set_missing_host_key_policy(policy)  # type: ignore[arg-type]  # duck-typed: paramiko loads lazily
     left = deadline.left(target, "connect")
     try:
         client.connect(target.hostname, port=target.port or 22, username=target.user,

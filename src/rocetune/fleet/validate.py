@@ -43,10 +43,10 @@ class Options:
     forks: int = 16
     doctor: bool = False  # preflight: run doctor too; a host with error findings is not paired
     budget: Optional[float] = None  # seconds for the whole run; rounds that would pass it are skipped
-    nccl: Optional["nccl_check.Settings"] = None  # the nccl test's settings (it runs when "nccl" is in tests)
+    nccl: Optional[nccl_check.Settings] = None  # the nccl test's settings (it runs when "nccl" is in tests)
     test_settings: Dict[str, object] = field(default_factory=dict)  # each test's own, by name
 
-    def settings_of(self, test: "registry.FleetTest"):
+    def settings_of(self, test: registry.FleetTest):
         if test.name in self.test_settings:
             return self.test_settings[test.name]
         if test.name == "nccl" and self.nccl is not None:
@@ -93,7 +93,8 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
     pairs: List[dict] = []
     fleet: Dict[str, dict] = {}
     plan: List = []
-    mode, kinds = opts.mode, []
+    mode = opts.mode
+    kinds: List[str] = []
     with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
         for name, ctx, doc in pool.map(lambda t: _prepare(t, opts, opener), targets):
             hosts[name] = doc
@@ -103,9 +104,9 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
             for test in (t for t in chosen if t.node):
                 settings = opts.settings_of(test)
                 names = list(ready)
-                done = pool.map(lambda n, t=test, st=settings: _step(t, "node", t.node, registry.NodeContext(
+                stepped = pool.map(lambda n, t=test, st=settings: _step(t, "node", t.node, registry.NodeContext(
                     ready[n], opts, st)), names)
-                for name, result in zip(names, done):
+                for name, result in zip(names, stepped):
                     hosts[name][test.name] = ready[name].results[test.name] = result
             pair_tests = [t for t in chosen if t.pair]
             usable = [t.name for t in targets if t.name in ready] if pair_tests else []
@@ -141,11 +142,11 @@ def validate(targets: List[Target], opts: Options, opener: Optional[Callable] = 
     return doc
 
 
-def host_leaves(ctx: "registry.HostContext") -> Tuple[Optional[str], ...]:
+def host_leaves(ctx: registry.HostContext) -> Tuple[Optional[str], ...]:
     """The switch each of the host's rails reaches, from its probe's LLDP reading (None: unknown)."""
     lldp = (ctx.features or {}).get("lldp")
     heard = (lldp or {}).get("interfaces") or {} if isinstance(lldp, dict) and not lldp.get("error") else {}
-    return tuple(((heard.get(p.netdev or "") or [{}])[0].get("chassis") for p in ctx.endpoints.rdma))
+    return tuple((heard.get(p.netdev or "") or [{}])[0].get("chassis") for p in ctx.endpoints.rdma)
 
 
 def _schedule(mode: str, usable: List[str], ready) -> Tuple[str, List, List[str]]:
@@ -158,7 +159,7 @@ def _schedule(mode: str, usable: List[str], ready) -> Tuple[str, List, List[str]
     return mode, rounds, [mode] * len(rounds)
 
 
-def _step(test: "registry.FleetTest", what: str, fn, ctx) -> dict:
+def _step(test: registry.FleetTest, what: str, fn, ctx) -> dict:
     """One step of a test: its result, or its error when it raised (never the run's)."""
     try:
         result = fn(ctx)
@@ -171,7 +172,7 @@ def _step(test: "registry.FleetTest", what: str, fn, ctx) -> dict:
     return result
 
 
-def _prepare(target: Target, opts: Options, opener) -> Tuple[str, Optional["registry.HostContext"], dict]:
+def _prepare(target: Target, opts: Options, opener) -> Tuple[str, Optional[registry.HostContext], dict]:
     from .gather import envelope_data
 
     try:

@@ -66,9 +66,10 @@ def text_depth(text: Union[str, bytes], limit: int = MAX_DEPTH) -> int:
     """How deep the lists and objects of a valid JSON text nest (at most `limit` + 1: deeper is
     not measured further). The same number `check_depth` finds on the parsed document, read off
     the text with C-speed passes instead of a Python step per value (a 95 KB doctor result:
-    under half a millisecond, about what json.loads takes): the escapes that could hide a quote go (`\\\\` first, then `\\"`,
-    left to right as JSON reads them), every byte but brackets and quotes goes, the strings go
-    (with any bracket in them), and each pass then removes the innermost `[]` and `{}` pairs.
+    under half a millisecond, about what json.loads takes): the escapes that could hide a quote
+    go (`\\\\` first, then `\\"`, left to right as JSON reads them), every byte but brackets and
+    quotes goes, the strings go (with any bracket in them), and each pass then removes the
+    innermost `[]` and `{}` pairs.
     JSON has no shared or self-containing values, so the depth is all there is to measure."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
     data = data.replace(b"\\\\", b"").replace(b'\\"', b"")

@@ -205,7 +205,7 @@ class Overrides:
         return out
 
     @classmethod
-    def from_file(cls, path: str) -> "Overrides":
+    def from_file(cls, path: str) -> Overrides:
         from ..errors import HostReadError
         from ..hostfs import read_input
 

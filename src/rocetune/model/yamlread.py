@@ -3,9 +3,9 @@
 Refused, with the line: duplicate keys (PyYAML keeps the last one silently), and integers with a
 leading zero (`010` is 8 to YAML 1.1 readers such as PyYAML and Ansible, 10 to YAML 1.2 ones).
 Refused as well, as YamlError rather than whatever Python raises: a list or mapping used as a key,
-an integer longer than Python converts, a date that is no date, .nan or .inf (no JSON number), a document nested deeper than
-the reader's stack or than MAX_DEPTH, one that contains itself, and one whose aliases expand to
-more than MAX_VALUES values.
+an integer longer than Python converts, a date that is no date, .nan or .inf (no JSON number), a
+document nested deeper than the reader's stack or than MAX_DEPTH, one that contains itself, and
+one whose aliases expand to more than MAX_VALUES values.
 PyYAML is imported on first use: a host without a QoS plan never needs it.
 """
 

@@ -10,7 +10,7 @@ import tarfile
 from typing import Callable, Dict, Optional, Tuple
 
 from ..fsutil import atomic_write_bytes
-from ..hostfs import RECORDED_DIR, HostRoot, LiveRunner, ProbeContext, Recorder, RecordedRunner, recording_name
+from ..hostfs import RECORDED_DIR, HostRoot, LiveRunner, ProbeContext, RecordedRunner, Recorder, recording_name
 from .collect import collect_features
 from .sources.verbs import IBV_DEVINFO_ARGV
 
@@ -170,7 +170,8 @@ class _Tree:
                 self.add_file(f"/commands/{name}.err", result.stderr.encode("utf-8"))
 
 
-def capture(root: str, out_path: str, also: Optional[Callable[[ProbeContext, dict], object]] = None) -> Tuple[dict, int]:
+def capture(root: str, out_path: str,
+            also: Optional[Callable[[ProbeContext, dict], object]] = None) -> Tuple[dict, int]:
     features, rec = record(root, also)
     data = build_tar(root, rec)
     # A new archive, never the old one's mode: a capture of root-only files is root-only.

@@ -16,8 +16,8 @@ from .sources import lldp as lldp_source
 from .sources import net as net_source
 from .sources import nic_firmware as nic_firmware_source
 from .sources import nvlink as nvlink_source
-from .sources import phy as phy_source
 from .sources import pci as pci_source
+from .sources import phy as phy_source
 from .sources import qos as qos_source
 from .sources import rdma as rdma_source
 from .sources import verbs as verbs_source

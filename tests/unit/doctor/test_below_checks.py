@@ -14,7 +14,6 @@ from rocetune.probe.parsers.nic_firmware import parse_query
 from rocetune.probe.parsers.nvsmi_nvlink import parse_fabric_query, parse_nvlink_errors, parse_nvlink_status
 from rocetune.probe.parsers.phy import parse_mlxlink, parse_module_info
 from rocetune.probe.sources import nic_firmware
-
 from tests.unit.rules.featurekit import Host
 
 OUT = Path(__file__).resolve().parents[2] / "fixtures" / "outputs"
@@ -204,7 +203,6 @@ ARGV = ["/usr/bin/python3", "/usr/local/lib/rocetune/rocetune_pcie_p2p.py", "--s
 
 def p2p_root(tmp_path, check_out, rc=0, dropin=None):
     from rocetune.hostfs import recording_name
-
     from tests.unit.treekit import make
 
     name = recording_name(ARGV)

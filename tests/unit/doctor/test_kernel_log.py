@@ -12,9 +12,8 @@ import pytest
 from rocetune.analysis.hostview import HostView
 from rocetune.doctor import below_checks, kernel_log
 from rocetune.doctor.checks import DoctorInput
-from rocetune.hostfs import HostRoot, ProbeContext, Recorder, RecordedRunner
+from rocetune.hostfs import HostRoot, ProbeContext, RecordedRunner, Recorder
 from rocetune.probe.parsers.kernel_log import classify
-
 from tests.unit.rules.featurekit import Host
 from tests.unit.treekit import make
 
@@ -48,7 +47,7 @@ def findings(features, text, since=None):
 def test_a_compute_nic_s_firmware_health_failure_is_an_error_and_elsewhere_info():
     found = findings(host(), log("mlx5-health-compromised-dmesg.txt"))
     ours = [f for f in found if f.subject == "0000:0d:00.0"]
-    assert [f.severity for f in ours] == ["error"] and f"2 firmware health message(s) since boot" in ours[0].message
+    assert [f.severity for f in ours] == ["error"] and "2 firmware health message(s) since boot" in ours[0].message
     assert "first at 445.937186: device's health compromised - reached miss count" in ours[0].message
     # 0d:00.1-.4 are other functions of the same card: the card carries the job
     assert {f.subject for f in found} == {f"0000:0d:00.{i}" for i in range(5)}

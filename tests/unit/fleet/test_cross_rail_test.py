@@ -14,7 +14,6 @@ from rocetune.fleet.tests import FleetContext, HostContext, PairContext, get
 from rocetune.fleet.tests.cross_rail import parse_answers, probe_command
 from rocetune.hostfs import HostRoot, ProbeContext
 from rocetune.probe.sources.declared import rail_reach
-
 from tests.unit.treekit import make
 
 TEST = get("cross-rail")

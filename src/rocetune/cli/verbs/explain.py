@@ -51,11 +51,10 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def _decisions_from_env(path: str) -> Tuple[List[Decision], Optional[str]]:
     from ...envfiles.read import parse_text
-    from ...model.plan import Decision
-
     from ...errors import HostReadError
     from ...hostfs import read_input_text
     from ...lint.checks import MAX_BYTES
+    from ...model.plan import Decision
 
     try:
         text = read_input_text(path, MAX_BYTES)

@@ -238,7 +238,6 @@ def _gather(args: argparse.Namespace) -> Result:
 
     from ...errors import ExitCode, RocetuneError
     from ...fleet.gather import Options, gather
-
     from ...fsutil import UNSAFE_DIR_HINT, OutputError, directory_problem
 
     why = directory_problem(args.out)  # before any host: root's results stay root's

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import pairtest, steps
+from ..endpoints import RdmaPort
 from ..measure import parse_perftest, verdict
 from . import FleetTest, HostContext, NodeContext, PairContext
 
@@ -42,7 +43,7 @@ NO_DMABUF = "DMA-BUF is not supported on this GPU"
 _GPU_NAME = re.compile(r"device name = \[([^\]]*)\]")
 
 
-def gpu_pairs(host: HostContext) -> List[Tuple[int, str, object]]:
+def gpu_pairs(host: HostContext) -> List[Tuple[int, str, RdmaPort]]:
     """(GPU index, its PCI address, the RDMA port the plan pairs with it) per local rank."""
     ports = {p.name: p for p in host.endpoints.rdma}
     out = []
@@ -116,7 +117,7 @@ def _entry(path: str, memory: str, client, server, text: str, server_text: str, 
         return {"kind": "gpu", "path": path, "status": "skipped", "why": skip}
     if client.code != 0 or server.code != 0:
         who, out = ("client", text) if client.code != 0 else ("server", server_text)
-        doc = {"kind": "gpu", "path": path, "status": "error",
+        doc: Dict[str, Any] = {"kind": "gpu", "path": path, "status": "error",
                "error": f"{who} exited {client.code if who == 'client' else server.code}: {_reason(out)}"}
     else:
         doc = {"kind": "gpu", "path": path, **judge(text, sender, receiver, s, memory)}

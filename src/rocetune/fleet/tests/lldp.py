@@ -55,8 +55,8 @@ def run_node(ctx: NodeContext) -> dict:
 
 def run_fleet(ctx: FleetContext) -> dict:
     named: List[str] = ctx.settings or []
-    tables = {h: (c.results.get("lldp") or {}).get("rails") for h, c in ctx.hosts.items()}
-    tables = {h: t for h, t in tables.items() if t}
+    traced = {h: (c.results.get("lldp") or {}).get("rails") for h, c in ctx.hosts.items()}
+    tables: Dict[str, list] = {h: t for h, t in traced.items() if t}
     if not tables:
         return {"status": "skipped", "why": "no host's rails could be traced"}
     width = max(len(t) for t in tables.values())

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ...errors import HostReadError
 from ...hostfs import ProbeContext
@@ -128,7 +128,7 @@ def rail_reach(ctx: ProbeContext) -> Optional[dict]:
     text = ctx.text(RAIL_REACH)
     if text is None:
         return None
-    out = {"path": RAIL_REACH, "verdict": None, "reached": None, "tested": None, "measured_at": None,
+    out: Dict[str, Any] = {"path": RAIL_REACH, "verdict": None, "reached": None, "tested": None, "measured_at": None,
            "hosts": None, "error": None}
     try:
         doc = load_json(text)

@@ -10,7 +10,7 @@ lldpd's JSON forms.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Dict, Optional
 
 from ...errors import ParseError
 from ...hostfs import ProbeContext
@@ -25,7 +25,7 @@ _LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\s+")
 
 
 def probe(ctx: ProbeContext) -> Optional[dict]:
-    doc = {"tool": " ".join(LLDPCTL_ARGV), "error": None, "interfaces": {}}
+    doc: Dict[str, Any] = {"tool": " ".join(LLDPCTL_ARGV), "error": None, "interfaces": {}}
     running = any(ctx.root.exists(s) for s in SOCKETS)
     res = ctx.runner.run(list(LLDPCTL_ARGV)) if running or not ctx.root.is_live else None
     if res is None or not res.found:

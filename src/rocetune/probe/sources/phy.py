@@ -10,7 +10,7 @@ not (`errors`), e.g. a virtio or veth netdev's `Operation not supported`.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ...errors import ParseError
 from ...hostfs import ProbeContext, start_commands
@@ -47,47 +47,26 @@ def probe(ctx: ProbeContext, rdma: dict, pci: dict) -> Optional[dict]:
     todo = ports(rdma, pci)
     if not todo:
         return None
-    link_tool: Optional[str] = None
-    first = next((p for p in todo if p["pci"]), None)
-    if first is not None:
-        for name in LINK_TOOLS:
-            if ctx.runner.run(_link_argv(name, first["pci"], first["port"])).found:
-                link_tool = name
-                break
-    argvs: List[Tuple[str, List[str]]] = []
+    link_tool = _link_tool(ctx, todo)
+    argvs: List[List[str]] = []
     for p in todo:
         if link_tool and p["pci"]:
-            argvs.append((p["name"], _link_argv(link_tool, p["pci"], p["port"])))
+            argvs.append(_link_argv(link_tool, p["pci"], p["port"]))
         if p["netdev"]:
-            argvs.append((p["name"], ["ethtool", "--show-fec", p["netdev"]]))
-            argvs.append((p["name"], ["ethtool", "-m", p["netdev"]]))
-    start_commands(ctx.runner, [a for _, a in argvs])
+            argvs.append(["ethtool", "--show-fec", p["netdev"]])
+            argvs.append(["ethtool", "-m", p["netdev"]])
+    start_commands(ctx.runner, argvs)
     answered = False
     out: Dict[str, dict] = {}
     for p in todo:
         entry = {"netdev": p["netdev"], "pci": p["pci"], "link": None, "fec": None, "module": None, "errors": {}}
         if link_tool and p["pci"]:
-            res = ctx.runner.run(_link_argv(link_tool, p["pci"], p["port"]))
-            answered |= res.found
-            if res.found and res.returncode == 0:
-                try:
-                    entry["link"] = parse_mlxlink(res.stdout)
-                except ParseError as exc:
-                    entry["errors"][link_tool] = exc.message
-            elif res.found:
-                entry["errors"][link_tool] = _said(res)
+            answered |= _read_into(ctx, entry, "link", _link_argv(link_tool, p["pci"], p["port"]), parse_mlxlink,
+                                   link_tool)
         if p["netdev"]:
             for key, argv, parse in (("fec", ["ethtool", "--show-fec", p["netdev"]], parse_show_fec),
                                      ("module", ["ethtool", "-m", p["netdev"]], parse_module_info)):
-                res = ctx.runner.run(argv)
-                answered |= res.found
-                if res.found and res.returncode == 0:
-                    try:
-                        entry[key] = parse(res.stdout)
-                    except ParseError as exc:
-                        entry["errors"][" ".join(argv[:2])] = exc.message
-                elif res.found:
-                    entry["errors"][" ".join(argv[:2])] = _said(res)
+                answered |= _read_into(ctx, entry, key, argv, parse, " ".join(argv[:2]))
         if entry["module"] is None and entry["link"] and entry["link"].get("module"):
             entry["module"] = entry["link"]["module"]
         if entry["link"] is not None:
@@ -96,3 +75,26 @@ def probe(ctx: ProbeContext, rdma: dict, pci: dict) -> Optional[dict]:
     if not answered:
         return None
     return {"link_tool": link_tool, "ports": out}
+
+
+def _link_tool(ctx: ProbeContext, todo: List[dict]) -> Optional[str]:
+    """The first of LINK_TOOLS the host has, tried on the first port with a PCI address."""
+    first = next((p for p in todo if p["pci"]), None)
+    if first is None:
+        return None
+    return next((name for name in LINK_TOOLS
+                 if ctx.runner.run(_link_argv(name, first["pci"], first["port"])).found), None)
+
+
+def _read_into(ctx: ProbeContext, entry: dict, key: str, argv: List[str], parse, label: str) -> bool:
+    """Run `argv` and put its parsed output at entry[key], or why not in entry["errors"][label];
+    whether the command was there at all."""
+    res = ctx.runner.run(argv)
+    if res.found and res.returncode == 0:
+        try:
+            entry[key] = parse(res.stdout)
+        except ParseError as exc:
+            entry["errors"][label] = exc.message
+    elif res.found:
+        entry["errors"][label] = _said(res)
+    return bool(res.found)
