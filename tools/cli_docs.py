@@ -117,7 +117,7 @@ def man_page(p: argparse.ArgumentParser) -> str:
 def completion(p: argparse.ArgumentParser, shell: str) -> str:
     import shtab
 
-    return shtab.complete(p, shell=shell)
+    return shtab.complete(p, shell=shell).rstrip("\n") + "\n"  # one final newline, as pre-commit keeps files
 
 
 def wanted() -> Dict[Path, str]:
