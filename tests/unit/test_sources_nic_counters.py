@@ -190,3 +190,39 @@ def test_infiniband_port_has_no_netdev_and_unreadable_gid_netdevs_are_silent(tmp
     assert s["ports"]["mlx5_ib0/1"]["netdev"] is None and s["ports"]["mlx5_ib0/1"]["counters"] == {"symbol_error": 7}
     assert s["ports"]["mlx5_2/1"]["netdev"] is None
     assert s["warnings"] == [] and s["netdevs"] == {}
+
+
+class _LiveRoot:
+    """A root that says it is this machine's own, for the psutil branch (nothing reads it)."""
+
+    is_live = True
+
+
+def test_without_psutil_the_netdev_counters_come_from_sysfs(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psutil", None)  # `import psutil` raises ImportError
+    ctx = ProbeContext(_LiveRoot(), runner=object())
+    assert nic_counters._io_counters(ctx, None) == {}
+    assert ctx.status.warnings == []
+
+
+def test_psutil_is_read_once_for_every_nic_and_its_failure_is_a_warning(monkeypatch):
+    import sys
+    import types
+
+    class Stats:
+        bytes_recv, bytes_sent, errin, errout, dropin, dropout = 10, 20, 1, 2, 3, 4
+
+    fake = types.ModuleType("psutil")
+    fake.net_io_counters = lambda pernic: {"eth03": Stats()}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "psutil", fake)
+    ctx = ProbeContext(_LiveRoot(), runner=object())
+    assert nic_counters._io_counters(ctx, None) == {"eth03": (10, 20, 1, 2, 3, 4)}
+
+    def broken(pernic):
+        raise OSError("odd /proc/net/dev")
+
+    fake.net_io_counters = broken  # type: ignore[attr-defined]
+    assert nic_counters._io_counters(ctx, None) == {}
+    assert ctx.status.warnings == ["psutil.net_io_counters failed (OSError): reading sysfs instead"]
