@@ -35,6 +35,9 @@ def env() -> dict:
     e["PATH"] = f"{BIN}{os.pathsep}{e.get('PATH', '')}"
     e["ANSIBLE_CONFIG"] = str(REPO / "ansible.cfg")
     e.setdefault("ANSIBLE_LOCAL_TEMP", f"/tmp/.ansible-static-{os.getuid()}")  # per user: a shared one is not writable
+    # The modules' temp directory (ansible_remote_tmp, `~/.ansible/tmp`): ansible expands `~` to the
+    # account's home, not $HOME, so an account whose home is missing or read-only needs this one.
+    e.setdefault("ANSIBLE_REMOTE_TMP", f"/tmp/.ansible-remote-{os.getuid()}")
     e["NO_COLOR"] = "1"
     return e
 
