@@ -91,8 +91,12 @@ def _text(findings, host: str, args: argparse.Namespace, data: dict) -> str:
 
     # what NCCL used comes first; the differences from the plan follow among the findings
     used = (data.get("nccl_log") or {}).get("used") or []
+    expect_file, metrics_file = (data.get("expect") or {}).get("written"), data.get("metrics")
+    written = [f"expectations written to {expect_file}"] if expect_file else []
+    written += [f"metrics written to {metrics_file}"] if metrics_file else []
     return "".join(line + "\n" for line in used) + ("\n" if used else "") + \
-        doctor_report.text(findings, host, args.verbose, data["check_config"]["rules"])
+        doctor_report.text(findings, host, args.verbose, data["check_config"]["rules"]) + \
+        "".join(line + "\n" for line in written)
 
 
 def _checks(args: argparse.Namespace):
