@@ -117,3 +117,25 @@ def test_deadline_child_output_never_reaches_the_callers_stdout(capfd):
     assert deadline.run(noisy, 10).value == 1
     out, err = capfd.readouterr()
     assert "noise" not in out and "noise" not in err
+
+
+def test_what_slurm_may_not_keep_goes_to_syslog(monkeypatch, tmp_path, capsys):
+    """A prolog that exits 0 leaves its output nowhere: a tool error is said to syslog
+    (daemon.err, tagged rocetune[pid]); a verdict with nothing to do is not."""
+    import syslog
+    from pathlib import Path
+
+    from rocetune.cli.main import main
+
+    sent = []
+    monkeypatch.setattr(syslog, "openlog", lambda *a: sent.append(("open", *a)))
+    monkeypatch.setattr(syslog, "syslog", lambda *a: sent.append(("log", *a)))
+    monkeypatch.setattr(syslog, "closelog", lambda: None)
+    assert main(["doctor", "--gate", "prolog", "--node", "n1", "--root", str(tmp_path / "nope")]) == 0
+    assert sent[0] == ("open", "rocetune", syslog.LOG_PID, syslog.LOG_DAEMON)
+    assert sent[1][:2] == ("log", syslog.LOG_ERR)
+    assert sent[1][2].startswith("rocetune: TOOL ERROR, node not judged: ") and "nope" in sent[1][2]
+    sent.clear()
+    warns = Path(__file__).resolve().parents[2] / "fixtures" / "hosts" / "dgx-h100-roce"
+    assert main(["doctor", "--gate", "prolog", "--node", "n1", "--root", str(warns), "--no-counters"]) == 0
+    assert sent == [] and capsys.readouterr().out.startswith("rocetune: OK with warnings n1: ")
