@@ -61,6 +61,13 @@ def test_node_actions(outcome, state, kind):
     assert gate.node_action(outcome, state).kind == kind
 
 
+def test_the_line_names_skipped_checks_before_what_was_done():
+    line = gate.line("health-check", "n1", FAILING, gate.node_action(FAILING, IDLE), skipped=["b", "a", "b"])
+    assert line.startswith("rocetune: FAIL n1: doctor-rail-mtu-mismatch s: m")
+    assert line.endswith(" [skipped by the check configuration: a, b] [drained]"), line
+    assert "skipped" not in gate.line("prolog", "n1", HEALTHY)
+
+
 def test_drain_reason_matches_what_scontrol_gives_back():
     assert gate.drain_reason(FAILING) == OURS.reason
 
