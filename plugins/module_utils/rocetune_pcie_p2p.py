@@ -228,7 +228,8 @@ def main(argv=None, root="/"):
     """The boot unit: clear the ACS bits on the targeted bridges, one journal line each."""
     import argparse
 
-    ap = argparse.ArgumentParser(description="Clear ACS redirect on the PCIe bridges between GPUs and NICs")
+    ap = argparse.ArgumentParser(description="Clear ACS redirect on the PCIe bridges between GPUs and NICs",
+                                 allow_abbrev=False)
     ap.add_argument("--scope", default="gpu_nic", choices=["gpu_nic", "all", "none"])
     ap.add_argument("--clear", default=",".join(DEFAULT_CLEAR), help="ACS bits to clear, comma-separated")
     ap.add_argument("--device", action="append", default=[], help="a bridge to clear as well (DDDD:BB:DD.F)")
