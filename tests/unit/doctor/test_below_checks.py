@@ -187,6 +187,20 @@ def test_an_inactive_link_and_growing_error_counters():
     assert "11 active NVLink(s), the node's other GPUs up to 12; inactive: link 7" in found[0].message
 
 
+def test_imex_down_is_a_warning_and_no_fabric_manager_beside_nvswitches_an_error():
+    f = host()
+    sec = nvlink_section()
+    sec["services"] = {"nvidia-fabricmanager.service": {"LoadState": "not-found", "ActiveState": "inactive"},
+                       "nvidia-imex.service": {"LoadState": "loaded", "ActiveState": "inactive",
+                                               "SubState": "dead", "Result": "success"}}
+    f["nvlink"] = sec
+    found = run(f, bc.nvlink_service)
+    assert [(x.subject, x.severity) for x in found] == [("nvidia-fabricmanager.service", "error"),
+                                                          ("nvidia-imex.service", "warning")]
+    assert "not installed on a node with 4 NVSwitch" in found[0].message
+    assert "nvidia-imex.service is inactive (dead, result success)" in found[1].message
+
+
 def test_a_pcie_node_without_nvswitch_or_fabric_state_says_nothing():
     f = host()
     f["nvlink"] = nvlink_section(nvswitches=0, fabric={"0000:18:00.0": {"state": None, "status": None}},
