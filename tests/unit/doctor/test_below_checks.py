@@ -210,9 +210,9 @@ def test_a_pcie_node_without_nvswitch_or_fabric_state_says_nothing():
 
 
 # --- the pcie_p2p role ----------------------------------------------------------------------------
-UNIT = ("[Service]\nType=oneshot\nExecStart=/usr/bin/python3 /usr/local/lib/rocetune/rocetune_pcie_p2p.py "
+UNIT = ("[Service]\nType=oneshot\nExecStart=/usr/bin/python3 /usr/local/lib/rocetune/rocetune_pcie_p2p_boot.py "
         "--scope gpu_nic --clear ReqRedir,CmpltRedir,EgressCtrl --gpu-id 1af4:1044\n")
-ARGV = ["/usr/bin/python3", "/usr/local/lib/rocetune/rocetune_pcie_p2p.py", "--scope", "gpu_nic", "--clear",
+ARGV = ["/usr/bin/python3", "/usr/local/lib/rocetune/rocetune_pcie_p2p_boot.py", "--scope", "gpu_nic", "--clear",
         "ReqRedir,CmpltRedir,EgressCtrl", "--gpu-id", "1af4:1044", "--check"]
 
 
