@@ -62,7 +62,7 @@ def acs_offset(config):
     """Offset of the ACS extended capability in a config space (bytes), or None: none, or only
     the first 256 bytes readable (not root)."""
     offset, seen = EXT_CAP_START, set()
-    while EXT_CAP_START <= offset and offset + 4 <= len(config) and offset not in seen:
+    while offset >= EXT_CAP_START and offset + 4 <= len(config) and offset not in seen:
         seen.add(offset)
         header = struct.unpack_from("<I", config, offset)[0]
         if header in (0, 0xFFFFFFFF):
@@ -89,7 +89,7 @@ class Sysfs(object):
         try:
             with open(os.path.join(self.base, bdf, name)) as fh:
                 return fh.read().strip().lower()
-        except (IOError, OSError):
+        except OSError:
             return None
 
     def parents(self, bdf):
@@ -182,7 +182,7 @@ def plan(fs, scope="gpu_nic", clear=DEFAULT_CLEAR, extra=(), gpu_ids=(), nic_ids
     for bdf in sorted(targets):
         try:
             config = fs.config(bdf)
-        except (IOError, OSError):
+        except OSError:
             unreadable.append(bdf)
             continue
         if len(config) <= EXT_CAP_START:
@@ -247,7 +247,7 @@ def run(argv, out, err, root="/"):
             out.write("%s: extended config space not readable (run as root); ACS not checked\n" % bdf)
         if not args.check:
             apply(fs, steps)
-    except (P2PError, IOError, OSError) as exc:
+    except (P2PError, OSError) as exc:
         err.write("rocetune-pcie-p2p: %s\n" % exc)
         return 1
     for s in steps:

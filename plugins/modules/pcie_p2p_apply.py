@@ -126,10 +126,18 @@ unreadable:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
-    FileTargetError, apply_changes, plan_files
+    FileTargetError,
+    apply_changes,
+    plan_files,
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_pcie_p2p import (
-    P2PError, Sysfs, apply, cmdline_has, flags, grub_dropin, plan
+    P2PError,
+    Sysfs,
+    apply,
+    cmdline_has,
+    flags,
+    grub_dropin,
+    plan,
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_signals import mark_reboot_required
 
@@ -140,7 +148,7 @@ def _read(path):
     try:
         with open(path) as fh:
             return fh.read()
-    except (IOError, OSError):
+    except OSError:
         return None
 
 
@@ -240,7 +248,7 @@ def main():
     if not module.check_mode:
         try:
             apply(fs, steps)
-        except (P2PError, IOError, OSError) as exc:
+        except (P2PError, OSError) as exc:
             module.fail_json(msg="clearing ACS: %s" % exc, **result)
     set_iommu(module, p, result)
     module.exit_json(**result)
@@ -249,7 +257,7 @@ def main():
 def write_marker(module, marker, result):
     try:
         mark_reboot_required(marker)
-    except (IOError, OSError) as exc:
+    except OSError as exc:
         module.warn("could not write %s: %s" % (marker, exc))
 
 

@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
 """rocetune-pcie-p2p.service's command: clear ACS redirect on the PCIe bridges between GPUs and
@@ -8,7 +7,6 @@ this file). `--check` changes nothing and says what it would clear (what doctor 
     python3 rocetune_pcie_p2p_boot.py --scope gpu_nic --clear ReqRedir,CmpltRedir,EgressCtrl
 """
 
-from __future__ import absolute_import, division, print_function
 
 import os
 import sys

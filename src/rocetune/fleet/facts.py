@@ -398,7 +398,7 @@ def _skipped_ids(result: HostResult) -> Fact:
     if result.doctor_findings is None:
         return Fact(None, known=False, detail="no doctor run in the result")
     ids = sorted({str(f.get("id")) for f in result.doctor_skipped})
-    reasons = {}
+    reasons: Dict[str, str] = {}
     for f in result.doctor_skipped:
         reasons.setdefault(str(f.get("id")), str((f.get("graded") or {}).get("reason") or "")[:160])
     return Fact(ids, detail="; ".join(f"{i}: {reasons[i]}" for i in ids[:20]) or None)

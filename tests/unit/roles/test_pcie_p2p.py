@@ -141,7 +141,7 @@ def test_the_unit_s_script_runs_the_module_utils_installed_beside_it(tmp_path):
     shutil.copy(ROLE / "files" / "rocetune_pcie_p2p_boot.py", lib)
     shutil.copy(Path(p2p.__file__), lib)
     proc = subprocess.run([sys.executable, str(lib / "rocetune_pcie_p2p_boot.py"), "--scope", "bogus"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path))
+                          capture_output=True, text=True, cwd=str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.startswith("usage: rocetune_pcie_p2p_boot.py"), proc.stderr
 
 
