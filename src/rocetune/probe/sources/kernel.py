@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Set
 
+from ... import nics
 from ...hostfs import ProbeContext
 from ...nccl.defaults import PEER_MEMORY_PATHS
 from . import nccl_libs
 from .nccl_libs import NCCL_LIB_DIRS
 
-MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "nvidia",
-           "nvidia_peermem", "nv_peer_mem", "bnxt_re", "irdma", "efa")
+# The RDMA core, the GPU's, then each NIC driver's own (rocetune.nics: watched_modules).
+MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "nvidia", "nvidia_peermem", "nv_peer_mem",
+           *nics.watched_modules())
 # Every path some NCCL release checks for a peer-memory module (which release checks which:
 # nccl/defaults.py PEER_MEMORY_CHECKS); the rules decide which one counts for the NCCL found.
 PEER_PATHS = PEER_MEMORY_PATHS
