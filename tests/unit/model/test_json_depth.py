@@ -21,7 +21,7 @@ def tree_depth(doc) -> int:
 
 
 tricky = st.text(alphabet='[]{}"\\,: ab\u00e9\n\t', max_size=12)
-scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | tricky
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | tricky
 documents = st.recursive(scalars, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(tricky, kids, max_size=4),
                          max_leaves=40)
 
