@@ -192,7 +192,7 @@ def can_create_in(directory: str, path: str) -> None:
         fd, tmp = _make_temp(directory, os.path.basename(path), 0o600)
     except OSError as exc:
         raise FileTargetError(path, exc.strerror or str(exc),
-                            hint="check that the directory exists and is writable") from None
+                              hint="check that the directory exists and is writable") from None
     os.close(fd)
     _unlink(tmp)
 
@@ -221,7 +221,7 @@ def write_files(targets: Sequence[Target]) -> None:
                 _unlink(tmp)
         changed = "" if all(temps) else " (the files before it in the set were written)"
         raise FileTargetError(current, (exc.strerror or str(exc)) + changed,
-                          hint="check that the directory exists and is writable, and has room") from None
+                              hint="check that the directory exists and is writable, and has room") from None
     except BaseException:
         for tmp in temps:
             if tmp:
