@@ -13,6 +13,7 @@ DOCUMENTATION = r"""
 ---
 module: pcie_p2p_apply
 short_description: ACS redirect cleared between GPUs and NICs, iommu=pt through the boot loader
+version_added: "0.1.0"
 description:
   - Finds the PCIe bridges between each GPU and its nearest NIC from sysfs (or every ACS-capable
     function, or the addresses named), reads each one's ACS Control register from its
