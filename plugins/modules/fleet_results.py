@@ -79,8 +79,16 @@ failed_hosts:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_fleet_doc import HOST_NAME, dumps, from_registered
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
+    FileTargetError,
+    apply_changes,
+    plan_files,
+)
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_fleet_doc import (
+    HOST_NAME,
+    dumps,
+    from_registered,
+)
 
 
 def main():

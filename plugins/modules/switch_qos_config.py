@@ -127,7 +127,12 @@ import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import FileTargetError, apply_changes, plan_files, read_current
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
+    FileTargetError,
+    apply_changes,
+    plan_files,
+    read_current,
+)
 
 # Ports as switch OSes name them (Ethernet0, swp1, Ethernet1/1, Ethernet3/1/1): the grammar
 # `rocetune qos render --ports` accepts, checked here first to name the variable.

@@ -205,7 +205,7 @@ def test_they_read_it_with_the_same_code():
     with open(copy) as fh:
         head, body = fh.read().split("\n", 1)
     with open(qos_plan.__file__) as fh:  # the role's file is the generated copy of the agent's
-        assert body == fh.read() and head.endswith("from src/rocetune/model/qos_plan.py: edit that file, then run the tool.")
+        assert body == fh.read() and head.endswith("from src/rocetune/model/qos_plan.py; edit that file.")
     assert {_agent(t)[0] for t in PLANS} == {"ok", "refused"}  # the corpus exercises both outcomes
 
 
