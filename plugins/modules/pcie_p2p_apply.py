@@ -22,6 +22,16 @@ description:
     --args) or a C(/etc/default/grub.d) drop-in and C(update-grub); where the running command
     line lacks it, returns C(reboot_required), warns and writes C(/run/reboot-required).
   - Supports check mode and diff.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: Each bridge's ACS Control before and after, and the boot loader drop-in.
+  platform:
+    platforms: posix
 options:
   acs_scope:
     description: C(gpu_nic), C(all) or C(none).
@@ -88,14 +98,19 @@ acs:
   description: Per bridge, its ACS Control before and after (lspci's flags) and the GPU-NIC pairs it is between.
   type: dict
   returned: always
+  sample: {"0000:15:01.0": {"before": "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-",
+                            "after": "SrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-",
+                            "between": ["0000:18:00.0-0000:19:00.0"]}}
 iommu:
   description: The IOMMU word wanted, whether the running and the configured command lines have it, the boot loader used.
   type: dict
   returned: always
+  sample: {"word": "iommu=pt", "running": false, "configured": true, "boot_loader": "grubby"}
 reboot_required:
   description: True when the configured command line waits for a reboot.
   type: bool
   returned: always
+  sample: true
 """
 
 import os
