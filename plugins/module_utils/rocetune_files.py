@@ -290,7 +290,7 @@ def clean_stale_temps(directory: str, name: str) -> List[str]:
     """Remove the temporary files a killed writer of `name` left in `directory`: ours by name,
     regular files owned by this user, made by a process that is gone. Returns what was removed."""
     prefix = f".{name}{TEMP_MARK}"
-    removed = []
+    removed: List[str] = []
     try:
         entries = [e for e in os.listdir(directory) if e.startswith(prefix)]
     except OSError:
