@@ -30,9 +30,10 @@ def dumps(doc: dict) -> str:
 
 
 def ssh_reason(msg: Any) -> str:
-    """ssh's own words, on one line: its banner of @ signs dropped (a changed host key)."""
+    """ssh's own words, on one line: its banner of @ signs dropped (a changed host key), rows
+    and the signs that frame its lines alike."""
     text = re.sub(r"@{3,}", " ", str(msg or "no reason given"))
-    words = " ".join(ln.strip() for ln in text.splitlines() if ln.strip())
+    words = " ".join(ln.strip(" \t@") for ln in text.splitlines() if ln.strip(" \t@"))
     return words[:400]
 
 
