@@ -58,7 +58,7 @@ def gather_strings(dist, torch, world: int, fields: list) -> list:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--size-mb", type=float, default=32.0, help="buffer size in MiB (default 32)")
     p.add_argument("--iters", type=int, default=5, help="timed all_reduce calls (default 5)")
     p.add_argument("--warmup", type=int, default=1, help="untimed calls first (default 1)")

@@ -13,9 +13,10 @@ reads each one's ACS Control register from its PCI configuration space
 redirect bits -- what NVIDIA's DeepOps `nvidia-acs-disable` does for every ACS-capable function
 with `setpci ECAP_ACS+0x6.w=0`, here limited to the GPU-NIC paths by default.
 
-Pure Python 2.7/3 with no dependency: the pcie_p2p_apply module uses it, the role installs it as
-the boot script the rocetune-pcie-p2p unit runs at every boot (`python3 THIS --scope gpu_nic`),
-and the unit tests run it on sysfs trees of recorded topologies.
+Pure Python 2.7/3 with no dependency: the pcie_p2p_apply module uses it, the role installs it
+beside the boot script the rocetune-pcie-p2p unit runs at every boot
+(roles/pcie_p2p/files/rocetune_pcie_p2p_boot.py, which calls run()), and the unit tests run it
+on sysfs trees of recorded topologies.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,7 +24,6 @@ from __future__ import absolute_import, division, print_function
 import os
 import re
 import struct
-import sys
 
 __metaclass__ = type
 
@@ -224,11 +224,14 @@ def grub_dropin(word="iommu=pt"):
             'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} %s"\n' % word)
 
 
-def main(argv=None, root="/"):
-    """The boot unit: clear the ACS bits on the targeted bridges, one journal line each."""
+def run(argv, out, err, root="/"):
+    """The boot unit's command (roles/pcie_p2p/files/rocetune_pcie_p2p_boot.py): clear the ACS
+    bits on the targeted bridges, one line each to `out` (the journal); returns the exit status."""
     import argparse
 
-    ap = argparse.ArgumentParser(description="Clear ACS redirect on the PCIe bridges between GPUs and NICs")
+    ap = argparse.ArgumentParser(prog="rocetune_pcie_p2p_boot.py",
+                                 description="Clear ACS redirect on the PCIe bridges between GPUs and NICs",
+                                 allow_abbrev=False)
     ap.add_argument("--scope", default="gpu_nic", choices=["gpu_nic", "all", "none"])
     ap.add_argument("--clear", default=",".join(DEFAULT_CLEAR), help="ACS bits to clear, comma-separated")
     ap.add_argument("--device", action="append", default=[], help="a bridge to clear as well (DDDD:BB:DD.F)")
@@ -241,20 +244,17 @@ def main(argv=None, root="/"):
         steps, unreadable = plan(fs, args.scope, [c for c in args.clear.split(",") if c], args.device,
                                  args.gpu_id, args.nic_id)
         for bdf in unreadable:
-            print("%s: extended config space not readable (run as root); ACS not checked" % bdf)
+            out.write("%s: extended config space not readable (run as root); ACS not checked\n" % bdf)
         if not args.check:
             apply(fs, steps)
     except (P2PError, IOError, OSError) as exc:
-        print("rocetune-pcie-p2p: %s" % exc, file=sys.stderr)
+        err.write("rocetune-pcie-p2p: %s\n" % exc)
         return 1
     for s in steps:
         state = ("would clear" if args.check else "cleared") if s["after"] != s["before"] else "already clear"
         between = ", ".join(s["why"])
-        print("%s: ACS %s (%s -> %s) for %s" % (s["bdf"], state, flags(s["before"]), flags(s["after"]), between))
+        out.write("%s: ACS %s (%s -> %s) for %s\n" % (s["bdf"], state, flags(s["before"]), flags(s["after"]),
+                                                      between))
     if not steps:
-        print("no bridge with ACS between a GPU and a NIC")
+        out.write("no bridge with ACS between a GPU and a NIC\n")
     return 1 if unreadable and not steps else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,17 +21,20 @@ description:
   - With I(iommu=pt), puts C(iommu=pt) on the kernel command line with C(grubby --update-kernel=ALL
     --args) or a C(/etc/default/grub.d) drop-in and C(update-grub); where the running command
     line lacks it, returns C(reboot_required), warns and writes C(/run/reboot-required).
-  - Supports check mode and diff.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
+    details: Reads the bridges and the boot loader's state; writes nothing.
   diff_mode:
     support: full
-    details: Each bridge's ACS Control before and after, and the boot loader drop-in.
+    details: Each bridge's ACS Control before and wanted, and the drop-in's text.
   platform:
     platforms: posix
+requirements:
+  - Root (the extended PCI configuration space under C(/sys/bus/pci/devices)); C(grubby) or C(update-grub)
+    for I(iommu=pt).
 options:
   acs_scope:
     description: C(gpu_nic), C(all) or C(none).
@@ -98,29 +101,38 @@ acs:
   description: Per bridge, its ACS Control before and after (lspci's flags) and the GPU-NIC pairs it is between.
   type: dict
   returned: always
-  sample: {"0000:15:01.0": {"before": "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-",
-                            "after": "SrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-",
-                            "between": ["0000:18:00.0-0000:19:00.0"]}}
+  sample:
+    "0000:00:10.0":
+      before: "SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-"
+      after: "SrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-"
+      between: ["0000:01:00.0-0000:02:00.0"]
 iommu:
   description: The IOMMU word wanted, whether the running and the configured command lines have it, the boot loader used.
   type: dict
   returned: always
-  sample: {"word": "iommu=pt", "running": false, "configured": true, "boot_loader": "grubby"}
+  sample: {word: iommu=pt, running: false, configured: true, boot_loader: update-grub}
 reboot_required:
   description: True when the configured command line waits for a reboot.
   type: bool
   returned: always
   sample: true
+unreadable:
+  description: Bridges whose extended configuration space could not be read (the module then fails, changing nothing).
+  type: list
+  elements: str
+  returned: always
+  sample: []
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
+    FileTargetError, apply_changes, plan_files
+)
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_pcie_p2p import (
     P2PError, Sysfs, apply, cmdline_has, flags, grub_dropin, plan
 )
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_signals import mark_reboot_required
 
-_MARKER = "*** System restart required ***\n"
 WORD = "iommu=pt"
 
 
@@ -166,17 +178,17 @@ def set_iommu(module, p, result):
     elif tool == "update-grub":
         text = grub_dropin(WORD)
         have = _read(p["grub_dropin"])
-        info["configured"] = have == text
-        if have != text:
+        try:  # root's file, written atomically, never through a link (rocetune_files' rule)
+            changes, dummy = plan_files([{"path": p["grub_dropin"], "content": text, "mode": "0644"}], [])
+        except FileTargetError as exc:
+            module.fail_json(msg="grub_dropin: %s" % exc, **result)
+        info["configured"] = not changes
+        if changes:
             result["changed"] = True
             result["diff"]["before"] += "%s:\n%s" % (p["grub_dropin"], have or "")
             result["diff"]["after"] += "%s:\n%s" % (p["grub_dropin"], text)
             if not module.check_mode:
-                directory = os.path.dirname(p["grub_dropin"])
-                if not os.path.isdir(directory):
-                    os.makedirs(directory, 0o755)
-                with open(p["grub_dropin"], "w") as fh:
-                    fh.write(text)
+                apply_changes(changes)
                 rc, out, err = module.run_command([module.get_bin_path("update-grub")])
                 if rc != 0:
                     module.fail_json(msg="update-grub failed: %s" % (err or out).strip(), **result)
@@ -235,11 +247,8 @@ def main():
 
 
 def write_marker(module, marker, result):
-    if os.path.exists(marker):
-        return
     try:
-        with open(marker, "w") as fh:
-            fh.write(_MARKER)
+        mark_reboot_required(marker)
     except (IOError, OSError) as exc:
         module.warn("could not write %s: %s" % (marker, exc))
 

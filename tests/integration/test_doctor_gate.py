@@ -125,6 +125,14 @@ def test_gate_json(broken, tmp_path):
     assert g["reason"].startswith("doctor-rail-mtu-mismatch") and doc["data"]["findings"]
 
 
+def test_a_skipped_check_is_named_on_the_gates_line(broken):
+    proc = rocetune("--json", "doctor", "--gate", "prolog", "--root", str(broken), "--no-counters", "--node", "n9",
+                    "--skip", "doctor-rail-mtu-mismatch=rail recabled tonight")
+    g = json.loads(proc.stdout)["data"]["gate"]
+    assert proc.returncode == 0 and g["status"] == "warnings" and g["skipped"] == ["doctor-rail-mtu-mismatch"]
+    assert g["line"].endswith(" [skipped by the check configuration: doctor-rail-mtu-mismatch]"), g["line"]
+
+
 def test_gate_options_need_gate():
     proc = rocetune("doctor", "--root", str(WARNS), "--timeout", "5")
     assert proc.returncode == 2 and "--gate" in proc.stderr

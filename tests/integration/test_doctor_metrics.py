@@ -85,6 +85,7 @@ def test_node_exporter_serves_what_doctor_wrote_and_promtool_accepts_it(exporter
     proc = rocetune("--root", str(root), "doctor", "--no-counters", "--metrics", str(prom),
                     "--skip", "doctor-acs-redirect=no lspci in this capture")
     assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines()[-1] == f"metrics written to {prom}"
     assert sorted(os.listdir(textdir)) == ["rocetune.prom"]  # no temporary file left beside it
     check = subprocess.run([PROMTOOL, "check", "metrics"], input=prom.read_text(), capture_output=True,
                            text=True, timeout=60)

@@ -101,6 +101,21 @@ def test_warnings_differ_list_facts_name_what_is_missing(tmp_path, envelopes):
     assert "missing mlx5_4:1" in line
 
 
+def test_a_host_that_skips_a_check_the_others_run_is_named_with_the_reason(tmp_path, envelopes):
+    d = _fleet(tmp_path, envelopes, {f"gpu{i:02d}": "good" for i in range(1, 5)})
+    proc = rocetune("--json", "doctor", "--root", str(envelopes["roots"]["good"]),
+                    "--skip", "gdr-not-detected=peer memory checked by the job's own test")
+    (d / "gpu05.json").write_text(proc.stdout, encoding="utf-8")
+    code, env = rocetune_json("fleet", "report", str(d))
+    assert code == 1
+    hosts = {h["host"]: h for h in env["data"]["hosts"]}
+    assert hosts["gpu05"]["status"] == "differs" and "doctor.skipped" in hosts["gpu05"]["differs"]
+    assert env["data"]["facts"]["doctor.skipped"]["reference"] == []
+    drift = {(e["host"], e["fact"]): e for e in env["data"]["drift"]}
+    skipped = drift[("gpu05", "doctor.skipped")]
+    assert skipped["value"] == ["gdr-not-detected"] and "peer memory checked by the job's own test" in skipped["detail"]
+
+
 def test_a_failed_or_foreign_envelope_is_that_hosts_failure(tmp_path, envelopes):
     d = _fleet(tmp_path, envelopes, {"gpu01": "good", "gpu02": "good"})
     (d / "gpu03.json").write_text(json.dumps({

@@ -87,7 +87,7 @@ class Cluster:
         self.doctor.write_text(proc.stdout, encoding="utf-8")
         self.servers, self.ports = [], {}
 
-    def host(self, name: str, perftest: bool = True, doctor_error: str = "") -> None:
+    def host(self, name: str, perftest: bool = True, doctor_error: str = "", probe: Path = None) -> None:
         bin_dir = self.tmp / "bin" / name
         doctor = self.doctor
         if doctor_error:  # this node's doctor finds an error (as on a node whose peer memory is missing)
@@ -96,7 +96,7 @@ class Cluster:
                                             "message": "nvidia-peermem is not loaded", "fix": "modprobe nvidia-peermem"})
             doctor = self.tmp / f"doctor-{name}.json"
             doctor.write_text(json.dumps(env), encoding="utf-8")
-        _bin(bin_dir, self.probe, perftest, doctor)
+        _bin(bin_dir, probe or self.probe, perftest, doctor)
         srv = SSHServer(self.host_key, self.client_key, bin_dir)
         self.servers.append(srv)
         self.ports[name] = srv.port
@@ -219,6 +219,30 @@ def test_preflight_skips_the_rounds_its_budget_cannot_hold_and_one_node_is_docto
     assert code == 0 and all(d["doctor"] is not None for d in doc["hosts"].values())
     code, env = cluster.validate("n1", verb="preflight")
     assert code == 0 and env["data"]["summary"]["passed"] and env["data"]["pairs"] == []
+
+
+def test_the_fabric_schedule_crosses_the_leaves_lldp_reports_and_states_its_coverage(cluster, tmp_path):
+    # Four hosts, each alone behind its own leaf on every rail (as each host's LLDP reports it): the
+    # ring reaches 4 of the 6 leaf pairs, a cross-leaf round the other two.
+    env = json.loads(cluster.probe.read_text(encoding="utf-8"))
+    netdev = {d["name"]: d["ports"][0]["netdev"] for d in env["data"]["features"]["rdma"]["devices"]}
+    netdevs = [netdev[hca.split(":")[0]] for hca in env["data"]["plan"]["env"]["NCCL_IB_HCA"].lstrip("=").split(",")]
+    for i, name in enumerate(("n1", "n2", "n3", "n4")):
+        env["data"]["features"]["lldp"] = {"tool": "lldpctl -f json", "error": None, "interfaces": {
+            nd: [{"chassis": f"leaf{i}-r{rail}", "port": f"swp{i}"}] for rail, nd in enumerate(netdevs)}}
+        probe = tmp_path / f"probe-{name}.json"
+        probe.write_text(json.dumps(env), encoding="utf-8")
+        cluster.host(name, probe=probe)
+    code, out = cluster.validate("n1", "n2", "n3", "n4", "--mode", "fabric", "--tests", "rdma", "--line-rate", "0.05")
+    doc = out["data"]
+    assert code == 0 and doc["mode"] == "fabric", json.dumps(doc["pairs"])[:3000]
+    assert doc["round_kinds"] == ["ring", "ring", "cross-leaf"]
+    crossed = sorted(tuple(sorted((p["a"], p["b"]))) for p in doc["pairs"] if p["schedule"] == "cross-leaf")
+    assert crossed == [("n1", "n3"), ("n2", "n4")]
+    cov = doc["coverage"]
+    assert cov["hosts"] == {"reached": 4, "of": 4} and cov["rails"] == {"reached": 32, "of": 32}
+    assert [(r["rail"], r["reached"], r["of"], r["missing"]) for r in cov["leaf_pairs"]] == \
+        [(rail, 6, 6, []) for rail in range(8)]
 
 
 def test_slurm_node_list_is_expanded_by_scontrol(tmp_path):

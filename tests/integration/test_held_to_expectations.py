@@ -105,6 +105,13 @@ def test_a_known_good_node_written_down_meets_its_own_expectations(expected, tmp
     assert found[("expect-unchecked", "expectations")]["message"].endswith("leaves them out): qos.plan_required")
 
 
+def test_the_report_names_the_document_it_wrote(expected, tmp_path):
+    out = tmp_path / "again.yml"
+    proc = rocetune("--root", str(HOST), "doctor", "--no-counters", "--write-expect", str(out))
+    assert proc.returncode in (0, 5) and proc.stdout.splitlines()[-1] == f"expectations written to {out}"
+    assert out.read_text() == expected.read_text()  # the same node kind gives the same bytes
+
+
 @pytest.mark.parametrize("declared", [False, True], ids=["no-expectations", "expectations"])
 def test_a_lost_rail_fails_after_the_env_is_rewritten(expected, tmp_path, declared):
     root = _copy(tmp_path / "root")

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.vm
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = "vm01"
-READER = "/root/rocetune_pcie_p2p.py"
+READER = "/root/rocetune_pcie_p2p_boot.py"  # the unit's script, with the module_utils beside it
 GPU = vm.Q35_GPU_ID
 STAND_IN_UPDATE_GRUB = """#!/bin/sh
 # lab stand-in: QEMU boots this VM's kernel directly (no GRUB); record the run and what it read
@@ -79,6 +79,7 @@ def q35(tmp_path_factory):
     TIMINGS["boot"] = round(time.monotonic() - started)
     try:
         vm.copy_to(HOST, REPO / "plugins" / "module_utils" / "rocetune_pcie_p2p.py", "/root")
+        vm.copy_to(HOST, REPO / "roles" / "pcie_p2p" / "files" / "rocetune_pcie_p2p_boot.py", "/root")
         agent = tmp_path_factory.mktemp("agent")
         packed = json.loads(subprocess.run(
             [sys.executable, "-m", "rocetune.agentpack", "--out-dir", str(agent / "build"), "--python",

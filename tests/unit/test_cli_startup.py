@@ -115,12 +115,17 @@ def test_long_options_are_never_abbreviated_and_a_typo_gets_the_one_meant(argv, 
 
 
 def test_every_parser_in_the_package_refuses_abbreviations():
+    """The CLI, and every other command a user or a node runs: the boot units' scripts under
+    plugins/ and the example jobs."""
     import re
 
-    for path in (REPO / "src" / "rocetune").rglob("*.py"):
+    paths = [p for d in ("src/rocetune", "plugins", "roles", "examples") for p in (REPO / d).rglob("*.py")]
+    assert any(p.name == "rocetune_pcie_p2p.py" for p in paths)
+    for path in paths:
         text = path.read_text(encoding="utf-8")
         for m in re.finditer(r"argparse\.ArgumentParser\(", text):
-            call = text[m.start():text.index("\n\n", m.start())]
+            end = text.find("\n\n", m.start())
+            call = text[m.start():end if end >= 0 else len(text)]
             assert "allow_abbrev=False" in call, f"{path}: argparse.ArgumentParser without allow_abbrev=False"
     from rocetune.cli.main import build_parser
 

@@ -273,7 +273,7 @@ _declare("doctor-nvlink-errors", "warning",
 
 # --- the pcie_p2p role: ACS and the IOMMU as it set them --------------------------------------------
 P2P = ("What the pcie_p2p role left: its unit /etc/systemd/system/rocetune-pcie-p2p.service, whose "
-       "script (/usr/local/lib/rocetune/rocetune_pcie_p2p.py) doctor runs read-only with `--check` and the "
+       "script (/usr/local/lib/rocetune/rocetune_pcie_p2p_boot.py) doctor runs read-only with `--check` and the "
        "unit's own arguments, and the drop-in /etc/default/grub.d/rocetune-pcie-p2p.cfg; /proc/cmdline.")
 _declare("doctor-pcie-p2p-acs", "error", also=("info",),
          note="info when the script cannot read the bridges' extended configuration space (not root) or "

@@ -605,7 +605,7 @@ def pcie_p2p_acs(d: DoctorInput) -> List[Finding]:
     out = [_finding("doctor-pcie-p2p-acs", "error", bdf,
                     f"{bdf}: ACS redirect is on again ({b['said'].split('(', 1)[1].split(')')[0]}) although "
                     "rocetune-pcie-p2p clears it at boot: GPUDirect RDMA goes through the root complex",
-                    {"rocetune_pcie_p2p.py --check": b["said"]})
+                    {"rocetune_pcie_p2p_boot.py --check": b["said"]})
            for bdf, b in sorted(r["bridges"].items()) if b["state"] == "redirect on"]
     if r.get("unreadable"):
         out.append(_finding("doctor-pcie-p2p-acs", "info", "host",

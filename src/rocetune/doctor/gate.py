@@ -22,7 +22,7 @@ node in a given state); doctor's CLI runs the checks and scontrol.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import ExitCode
 from .slurm_node import NodeState
@@ -114,13 +114,17 @@ def node_action(outcome: Outcome, state: NodeState) -> Action:
     return Action("none", "in service")
 
 
-def line(mode: str, node: str, outcome: Outcome, action: Optional[Action] = None, note: str = "") -> str:
-    """The one line the gate prints (slurmd logs it with a non-zero exit status)."""
+def line(mode: str, node: str, outcome: Outcome, action: Optional[Action] = None, note: str = "",
+         skipped: Sequence[str] = ()) -> str:
+    """The one line the gate prints (slurmd logs it with a non-zero exit status). The checks the
+    node's configuration skipped are named: a verdict reached without them says so."""
     words = {HEALTHY: "OK", WARNINGS: "OK with warnings", FAILING: "FAIL", TIMEOUT: "FAIL",
              TOOL_ERROR: "TOOL ERROR, node not judged"}[outcome.status]
     text = f"{PREFIX} {words} {node}"
     if outcome.reason:
         text += f": {outcome.reason}"
+    if skipped:
+        text += f" [skipped by the check configuration: {', '.join(sorted(set(skipped)))}]"
     if action is not None and action.kind != "none":
         text += f" [{'drained' if action.kind == 'drain' else 'resumed'}]"
     if note:

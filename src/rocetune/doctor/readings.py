@@ -171,7 +171,7 @@ def units(ctx: ProbeContext) -> Dict[str, Optional[dict]]:
 
 # The pcie_p2p role's boot unit, its script and its boot loader drop-in.
 PCIE_P2P_UNIT = f"{UNIT_DIR}/rocetune-pcie-p2p.service"
-PCIE_P2P_SCRIPT = "/usr/local/lib/rocetune/rocetune_pcie_p2p.py"
+PCIE_P2P_SCRIPT = "/usr/local/lib/rocetune/rocetune_pcie_p2p_boot.py"
 PCIE_P2P_DROPIN = "/etc/default/grub.d/rocetune-pcie-p2p.cfg"
 
 

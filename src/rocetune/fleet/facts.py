@@ -48,6 +48,7 @@ LABELS: Dict[str, str] = {
     "nccl.plugins": "NCCL plugins NCCL loads",
     "kernel": "kernel release",
     "doctor.errors": "doctor findings of error severity",
+    "doctor.skipped": "doctor checks skipped (check configuration)",
     "envfile.stale": "deployed env files that differ from the plan",
 }
 
@@ -99,6 +100,7 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
     """Every fact of a host whose result could be used."""
     facts = dict(result.node_facts())
     facts["doctor.errors"] = _doctor_ids(result.doctor_findings, "error")
+    facts["doctor.skipped"] = _skipped_ids(result)
     facts["envfile.stale"] = _env_stale(result.doctor_findings)
     for f in result.doctor_findings or ():
         if f.get("severity") == "warning" and f.get("id") not in OWN_FACT:
@@ -112,7 +114,7 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
 
 # The facts read from the Features (and the plan's GID index): what doctor carries for the report.
 # The others come from doctor's findings, read in the report.
-FINDING_KEYS = ("doctor.errors", "envfile.stale")
+FINDING_KEYS = ("doctor.errors", "doctor.skipped", "envfile.stale")
 FEATURE_KEYS = tuple(k for k in LABELS if k not in FINDING_KEYS)
 
 
@@ -388,6 +390,18 @@ def _env_stale(findings: Optional[List[dict]]) -> Fact:
     files = sorted({str(f.get("subject")) for f in stale})
     detail = "; ".join(str(f.get("message"))[:200] for f in stale) or None
     return Fact(files, detail=detail)
+
+
+def _skipped_ids(result: HostResult) -> Fact:
+    """The checks the node's check configuration skipped (doctor.yml, --skip), each with its
+    reason: a host that skips what the others check is odd, however well it looks."""
+    if result.doctor_findings is None:
+        return Fact(None, known=False, detail="no doctor run in the result")
+    ids = sorted({str(f.get("id")) for f in result.doctor_skipped})
+    reasons = {}
+    for f in result.doctor_skipped:
+        reasons.setdefault(str(f.get("id")), str((f.get("graded") or {}).get("reason") or "")[:160])
+    return Fact(ids, detail="; ".join(f"{i}: {reasons[i]}" for i in ids[:20]) or None)
 
 
 def _doctor_ids(findings: Optional[List[dict]], severity: str) -> Fact:

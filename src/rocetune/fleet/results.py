@@ -38,6 +38,7 @@ class HostResult:
     plan_ranks: Optional[List[dict]] = None  # the plan's local ranks: GPU, its bus id, its NIC
     plan_reports: Optional[dict] = None  # the plan's reports (gpudirect-rdma: the GDR route)
     doctor_findings: Optional[List[dict]] = None  # None: no doctor run in the result
+    doctor_skipped: List[dict] = field(default_factory=list)  # what the node's check configuration skipped
     warnings: List[str] = field(default_factory=list)
     fleet_facts: Optional[Dict[str, Any]] = None  # the Features' facts (fleet.facts), once known
     expect_facts: Optional[dict] = None  # doctor's data.expect.facts (model.expect.NodeFacts), raw
@@ -139,6 +140,8 @@ def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
         res.plan_reports = plan["reports"]
     if doctor is not None and isinstance(doctor.get("findings"), list):
         res.doctor_findings = [f for f in doctor["findings"] if isinstance(f, dict)]
+        skipped = doctor.get("skipped")
+        res.doctor_skipped = [f for f in skipped if isinstance(f, dict)] if isinstance(skipped, list) else []
     expect = (doctor or {}).get("expect")
     if isinstance(expect, dict) and isinstance(expect.get("facts"), dict):
         res.expect_facts = expect["facts"]

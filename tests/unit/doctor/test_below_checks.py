@@ -187,6 +187,20 @@ def test_an_inactive_link_and_growing_error_counters():
     assert "11 active NVLink(s), the node's other GPUs up to 12; inactive: link 7" in found[0].message
 
 
+def test_imex_down_is_a_warning_and_no_fabric_manager_beside_nvswitches_an_error():
+    f = host()
+    sec = nvlink_section()
+    sec["services"] = {"nvidia-fabricmanager.service": {"LoadState": "not-found", "ActiveState": "inactive"},
+                       "nvidia-imex.service": {"LoadState": "loaded", "ActiveState": "inactive",
+                                               "SubState": "dead", "Result": "success"}}
+    f["nvlink"] = sec
+    found = run(f, bc.nvlink_service)
+    assert [(x.subject, x.severity) for x in found] == [("nvidia-fabricmanager.service", "error"),
+                                                          ("nvidia-imex.service", "warning")]
+    assert "not installed on a node with 4 NVSwitch" in found[0].message
+    assert "nvidia-imex.service is inactive (dead, result success)" in found[1].message
+
+
 def test_a_pcie_node_without_nvswitch_or_fabric_state_says_nothing():
     f = host()
     f["nvlink"] = nvlink_section(nvswitches=0, fabric={"0000:18:00.0": {"state": None, "status": None}},
@@ -196,9 +210,9 @@ def test_a_pcie_node_without_nvswitch_or_fabric_state_says_nothing():
 
 
 # --- the pcie_p2p role ----------------------------------------------------------------------------
-UNIT = ("[Service]\nType=oneshot\nExecStart=/usr/bin/python3 /usr/local/lib/rocetune/rocetune_pcie_p2p.py "
+UNIT = ("[Service]\nType=oneshot\nExecStart=/usr/bin/python3 /usr/local/lib/rocetune/rocetune_pcie_p2p_boot.py "
         "--scope gpu_nic --clear ReqRedir,CmpltRedir,EgressCtrl --gpu-id 1af4:1044\n")
-ARGV = ["/usr/bin/python3", "/usr/local/lib/rocetune/rocetune_pcie_p2p.py", "--scope", "gpu_nic", "--clear",
+ARGV = ["/usr/bin/python3", "/usr/local/lib/rocetune/rocetune_pcie_p2p_boot.py", "--scope", "gpu_nic", "--clear",
         "ReqRedir,CmpltRedir,EgressCtrl", "--gpu-id", "1af4:1044", "--check"]
 
 

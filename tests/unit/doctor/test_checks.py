@@ -142,6 +142,19 @@ def test_a_rail_the_env_or_expectations_name_is_checked_though_the_plan_drops_it
     assert "a rail the expectations or the deployed env name" in found[0].message
 
 
+def test_a_down_port_without_an_address_is_a_rail_only_where_it_is_named():
+    """An unaddressed RoCE port that is down may be a NIC's spare port: silent, unless the
+    expectations or the deployed env name it, when it is a lost rail."""
+    h = rail_host(2)
+    h.rdma("mlx5_2", netdev="ens2np0", paths={2: "PIX"}, state="DOWN")
+    h.gpu(2)
+    f = h.build()
+    assert "doctor-port-down" not in ids(run(f))
+    found = [x for x in run(f, named={"mlx5_2"}) if x.id == "doctor-port-down"]
+    assert [(x.subject, x.severity) for x in found] == [("mlx5_2:1", "error")]
+    assert "is DOWN, not ACTIVE (a rail the expectations or the deployed env name)" in found[0].message
+
+
 def test_qos_not_reported_by_any_tool_is_said_not_checked():
     found = run(rail_host(1).build(), qos=default_plan())
     assert [(x.id, x.severity) for x in found] == [("doctor-qos-mismatch", "info")]

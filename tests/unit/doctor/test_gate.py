@@ -61,6 +61,13 @@ def test_node_actions(outcome, state, kind):
     assert gate.node_action(outcome, state).kind == kind
 
 
+def test_the_line_names_skipped_checks_before_what_was_done():
+    line = gate.line("health-check", "n1", FAILING, gate.node_action(FAILING, IDLE), skipped=["b", "a", "b"])
+    assert line.startswith("rocetune: FAIL n1: doctor-rail-mtu-mismatch s: m")
+    assert line.endswith(" [skipped by the check configuration: a, b] [drained]"), line
+    assert "skipped" not in gate.line("prolog", "n1", HEALTHY)
+
+
 def test_drain_reason_matches_what_scontrol_gives_back():
     assert gate.drain_reason(FAILING) == OURS.reason
 
@@ -117,3 +124,25 @@ def test_deadline_child_output_never_reaches_the_callers_stdout(capfd):
     assert deadline.run(noisy, 10).value == 1
     out, err = capfd.readouterr()
     assert "noise" not in out and "noise" not in err
+
+
+def test_what_slurm_may_not_keep_goes_to_syslog(monkeypatch, tmp_path, capsys):
+    """A prolog that exits 0 leaves its output nowhere: a tool error is said to syslog
+    (daemon.err, tagged rocetune[pid]); a verdict with nothing to do is not."""
+    import syslog
+    from pathlib import Path
+
+    from rocetune.cli.main import main
+
+    sent = []
+    monkeypatch.setattr(syslog, "openlog", lambda *a: sent.append(("open", *a)))
+    monkeypatch.setattr(syslog, "syslog", lambda *a: sent.append(("log", *a)))
+    monkeypatch.setattr(syslog, "closelog", lambda: None)
+    assert main(["doctor", "--gate", "prolog", "--node", "n1", "--root", str(tmp_path / "nope")]) == 0
+    assert sent[0] == ("open", "rocetune", syslog.LOG_PID, syslog.LOG_DAEMON)
+    assert sent[1][:2] == ("log", syslog.LOG_ERR)
+    assert sent[1][2].startswith("rocetune: TOOL ERROR, node not judged: ") and "nope" in sent[1][2]
+    sent.clear()
+    warns = Path(__file__).resolve().parents[2] / "fixtures" / "hosts" / "dgx-h100-roce"
+    assert main(["doctor", "--gate", "prolog", "--node", "n1", "--root", str(warns), "--no-counters"]) == 0
+    assert sent == [] and capsys.readouterr().out.startswith("rocetune: OK with warnings n1: ")

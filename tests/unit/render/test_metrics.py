@@ -51,3 +51,19 @@ def test_counter_rates_since_the_baseline():
     assert rates(None, now) == []
     rebooted = dict(now, boot_id="another")
     assert rates(base, rebooted) == []
+
+
+def test_env_drift_is_counted_per_file_rocetune_wrote():
+    from rocetune.doctor.readings import ENV_FILES
+
+    by_path = {path: fmt for fmt, path in ENV_FILES.items()}
+    sh_path, conf_path = "/etc/rocetune/nccl.env", "/etc/nccl.conf"
+    sh, conf = by_path[sh_path], by_path[conf_path]
+    drift = checks.finding("doctor-env-drift", sh_path, "differs", severity="warning",
+                           evidence={"file": sh_path, "changes": ["NCCL_IB_TC 106 -> unset", "NCCL_IB_HCA a -> b"]})
+    env_files = {sh: "# rocetune 0.1.0\nexport NCCL_IB_TC=106\n", conf: "NCCL_IB_HCA=site's own\n"}
+    text = textfile([drift], _data(readings={"env_files": env_files, "env_refused": None}), [], 5, "0.1.0")
+    assert f'rocetune_env_drift_variables{{file="{sh_path}"}} 2\n' in text
+    assert conf_path not in text  # the site's own file is not rocetune's to hold to the plan
+    clean = textfile([], _data(readings={"env_files": env_files, "env_refused": None}), [], 0, "0.1.0")
+    assert f'rocetune_env_drift_variables{{file="{sh_path}"}} 0\n' in clean and "rocetune_env_refused 0\n" in clean

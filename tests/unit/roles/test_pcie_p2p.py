@@ -5,8 +5,11 @@ bits cleared and read back, and nothing else touched."""
 
 from __future__ import annotations
 
+import io
 import os
+import shutil
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +17,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins" / "module_utils"))
 import rocetune_pcie_p2p as p2p  # noqa: E402
+
+ROLE = Path(__file__).resolve().parents[3] / "roles" / "pcie_p2p"
 
 REDIRECTED = 0x001D  # SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+: what Linux sets with an IOMMU on
 
@@ -105,7 +110,13 @@ def test_gpus_on_different_root_ports_clear_both_root_ports(tmp_path):
     assert sorted(p2p.path_bridges(fs)) == ["0000:00:01.0", "0000:00:02.0"]
 
 
-def test_named_devices_ids_and_the_main_entry(tmp_path, capsys):
+def boot(argv, root):
+    """The boot unit's command, as run() gives it: (status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    return p2p.run(argv, out, err, root=str(root)), out.getvalue(), err.getvalue()
+
+
+def test_named_devices_ids_and_the_boot_entry(tmp_path):
     fs = hgx(tmp_path)
     steps, _ = p2p.plan(fs, scope="none", extra=["0000:00:02.0"])
     assert [s["bdf"] for s in steps] == ["0000:00:02.0"]
@@ -113,13 +124,25 @@ def test_named_devices_ids_and_the_main_entry(tmp_path, capsys):
         p2p.plan(fs, scope="none", extra=["02.0"])
     with pytest.raises(p2p.P2PError, match="unknown ACS bit"):
         p2p.plan(fs, clear=["ReqRedirect"])
-    assert p2p.main(["--check"], root=str(tmp_path)) == 0
-    out = capsys.readouterr().out
-    assert "0000:01:00.0: ACS would clear (SrcValid+ TransBlk- ReqRedir+ CmpltRedir+" in out
-    assert p2p.main([], root=str(tmp_path)) == 0
-    assert "cleared" in capsys.readouterr().out
-    assert p2p.main([], root=str(tmp_path)) == 0
-    assert "already clear" in capsys.readouterr().out
+    code, out, _ = boot(["--check"], tmp_path)
+    assert code == 0 and "0000:01:00.0: ACS would clear (SrcValid+ TransBlk- ReqRedir+ CmpltRedir+" in out
+    code, out, _ = boot([], tmp_path)
+    assert code == 0 and "cleared" in out
+    code, out, _ = boot([], tmp_path)
+    assert code == 0 and "already clear" in out
+    code, _, err = boot(["--device", "02.0"], tmp_path)
+    assert code == 1 and err.startswith("rocetune-pcie-p2p: ") and "not a PCI address" in err
+
+
+def test_the_unit_s_script_runs_the_module_utils_installed_beside_it(tmp_path):
+    """As the role installs them: the script and rocetune_pcie_p2p.py in one directory."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shutil.copy(ROLE / "files" / "rocetune_pcie_p2p_boot.py", lib)
+    shutil.copy(Path(p2p.__file__), lib)
+    proc = subprocess.run([sys.executable, str(lib / "rocetune_pcie_p2p_boot.py"), "--scope", "bogus"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.startswith("usage: rocetune_pcie_p2p_boot.py"), proc.stderr
 
 
 def test_an_unreadable_extended_space_is_said(tmp_path):

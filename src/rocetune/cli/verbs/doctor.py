@@ -91,8 +91,12 @@ def _text(findings, host: str, args: argparse.Namespace, data: dict) -> str:
 
     # what NCCL used comes first; the differences from the plan follow among the findings
     used = (data.get("nccl_log") or {}).get("used") or []
+    expect_file, metrics_file = (data.get("expect") or {}).get("written"), data.get("metrics")
+    written = [f"expectations written to {expect_file}"] if expect_file else []
+    written += [f"metrics written to {metrics_file}"] if metrics_file else []
     return "".join(line + "\n" for line in used) + ("\n" if used else "") + \
-        doctor_report.text(findings, host, args.verbose, data["check_config"]["rules"])
+        doctor_report.text(findings, host, args.verbose, data["check_config"]["rules"]) + \
+        "".join(line + "\n" for line in written)
 
 
 def _checks(args: argparse.Namespace):
@@ -170,8 +174,9 @@ def _gate_run(args: argparse.Namespace, node: str) -> dict:
     budget = timeout - (min(gate.SLURM_RESERVE, timeout / 4) if talks_to_slurm else 0.0)
 
     def work() -> dict:
-        findings, _data, _features, host, _code = _checks(args)
-        return {"host": host, "findings": [f.to_dict() for f in findings]}
+        findings, data, _features, host, _code = _checks(args)
+        return {"host": host, "findings": [f.to_dict() for f in findings],
+                "skipped": [f["id"] for f in data.get("skipped") or []]}
 
     done = deadline.run(work, budget)
     doc["checks_s"] = round(done.elapsed, 3)
@@ -182,7 +187,7 @@ def _gate_run(args: argparse.Namespace, node: str) -> dict:
     else:
         findings = [_finding(d) for d in done.value["findings"]]
         outcome = gate.judge(findings, args.drain_on_warnings)
-        doc["findings"] = done.value["findings"]
+        doc["findings"], doc["skipped"] = done.value["findings"], done.value["skipped"]
     doc["outcome"] = outcome
     if talks_to_slurm and outcome.status != gate.TOOL_ERROR:
         left = lambda: max(0.5, timeout - (time.monotonic() - start))  # noqa: E731
@@ -218,12 +223,13 @@ def _gate_result(args: argparse.Namespace, doc: dict) -> Result:
     code = gate.exit_code(doc["mode"], outcome)
     if note and outcome.status in (gate.HEALTHY, gate.WARNINGS) and doc["mode"] == "health-check":
         code = int(ExitCode.INTERNAL)  # a node that should be resumed and is not: slurmd logs it
-    text = gate.line(doc["mode"], doc["node"], outcome, action, note)
+    text = gate.line(doc["mode"], doc["node"], outcome, action, note, doc.get("skipped") or ())
     _syslog(outcome, action, note, text)
     data = {"gate": {"mode": doc["mode"], "node": doc["node"], "status": outcome.status, "reason": outcome.reason,
                      "exit_code": code, "timeout_s": doc.get("timeout_s"), "checks_s": doc.get("checks_s"),
                      "action": {"kind": action.kind, "why": action.why} if action else None,
-                     "was": doc.get("was"), "note": note or None, "line": text},
+                     "was": doc.get("was"), "note": note or None, "skipped": doc.get("skipped") or [],
+                     "line": text},
             "findings": doc.get("findings") or []}
     return Result(command=NAME, data=data, code=ExitCode(code), human=text + "\n")
 
