@@ -10,6 +10,14 @@ from __future__ import absolute_import, division, print_function
 import os
 import re
 
+try:  # as the collection's module_utils
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_modules_builtin import (
+        parse_modules_builtin,
+        sysfs_says_builtin,
+    )
+except ImportError:  # loaded alone, beside its siblings (unit tests)
+    from rocetune_modules_builtin import parse_modules_builtin, sysfs_says_builtin  # pylint: disable=import-error
+
 __metaclass__ = type
 
 # A kernel module name as modprobe takes it: at most MODULE_NAME_LEN - 1 = 55 bytes (include/linux/
@@ -58,19 +66,15 @@ def builtin_modules(names, sys_module="/sys/module", modules_builtin=None):
     modules_builtin: that file's path; None reads /lib/modules/<release>/modules.builtin."""
     if modules_builtin is None:
         modules_builtin = "/lib/modules/%s/modules.builtin" % os.uname()[2]
-    listed = set()
     try:
         with open(modules_builtin) as fh:
-            for line in fh:
-                name = line.strip().rsplit("/", 1)[-1]
-                if name.endswith(".ko"):
-                    listed.add(name[:-3].replace("-", "_"))
+            listed = parse_modules_builtin(fh.read())
     except OSError:
-        pass
+        listed = set()
     out = []
     for n in names:
         base = os.path.join(sys_module, n)
-        if n in listed or (os.path.isdir(base) and not os.path.exists(os.path.join(base, "initstate"))):
+        if n in listed or sysfs_says_builtin(os.path.isdir(base), os.path.exists(os.path.join(base, "initstate"))):
             out.append(n)
     return out
 

@@ -76,9 +76,7 @@ failed_hosts:
   sample: [gpu-h100-007]
 """
 
-import json
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
@@ -86,38 +84,11 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files imp
     apply_changes,
     plan_files,
 )
-
-SCHEMA = "rocetune.fleet-host/1"
-HOST_NAME = re.compile(r"^[A-Za-z0-9_.:-]+\Z")  # a file name, never a path
-
-
-def ssh_reason(msg):
-    """ssh's own words, on one line: its banner of @ signs dropped (a changed host key)."""
-    text = re.sub(r"@{3,}", " ", str(msg or "no reason given"))
-    words = " ".join(ln.strip() for ln in text.splitlines() if ln.strip())
-    return words[:400]
-
-
-def host_doc(host, registered, gathered_at):
-    doc = {"schema": SCHEMA, "host": host, "gathered_at": gathered_at, "error": None}
-    if isinstance(registered, dict) and registered.get("unreachable"):
-        doc["error"] = "unreachable: " + ssh_reason(registered.get("msg"))
-        return doc
-    if not isinstance(registered, dict) or "rc" not in registered:
-        doc["error"] = "rocetune doctor did not run on this host (a task before it failed)"
-        return doc
-    try:
-        envelope = json.loads(registered.get("stdout") or "")
-    except ValueError:
-        envelope = None
-    if registered.get("rc") not in (0, 1, 5) or not isinstance(envelope, dict) \
-            or not isinstance(envelope.get("data"), dict) or envelope.get("errors"):
-        lines = [ln for ln in (registered.get("stderr") or registered.get("stdout") or "").splitlines() if ln.strip()]
-        doc["error"] = "rocetune doctor exited %s without a result: %s" % (
-            registered.get("rc"), lines[-1][:300] if lines else "no output")
-        return doc
-    doc["doctor"] = envelope
-    return doc
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_fleet_doc import (
+    HOST_NAME,
+    dumps,
+    from_registered,
+)
 
 
 def main():
@@ -133,11 +104,11 @@ def main():
         module.fail_json(msg="results: host names that cannot be file names: %s" % ", ".join(bad))
     files, failed = [], []
     for host in sorted(p["results"]):
-        doc = host_doc(host, p["results"][host], p["gathered_at"])
+        doc = from_registered(host, p["results"][host], p["gathered_at"])
         if doc["error"]:
             failed.append(host)
         files.append({"path": os.path.join(p["dir"], host + ".json"), "mode": "0644",
-                      "content": json.dumps(doc, indent=1, sort_keys=True) + "\n"})
+                      "content": dumps(doc)})
     try:
         changes, diffs = plan_files(files, [])
     except FileTargetError as exc:

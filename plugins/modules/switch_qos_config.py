@@ -131,7 +131,7 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files imp
     FileTargetError,
     apply_changes,
     plan_files,
-    read_old,
+    read_current,
 )
 
 # Ports as switch OSes name them (Ethernet0, swp1, Ethernet1/1, Ethernet3/1/1): the grammar
@@ -253,7 +253,7 @@ def main():
     if dest_problems:
         module.fail_json(msg="; ".join(dest_problems) + "; nothing was written", **result)
     try:  # a link, FIFO or device at dest is refused here, before it is read or written
-        have, have_mode = read_old(dest)
+        have, have_mode = read_current(dest)
         mode = "%04o" % have_mode if have is not None else "0644"
         changes, diffs = plan_files([{"path": dest, "content": data["text"], "mode": mode}], [])
     except FileTargetError as exc:

@@ -76,11 +76,14 @@ def test_the_built_collection_holds_the_roles_plugins_and_the_agents_sources_onl
     assert sorted(p.stem for p in (root / "plugins" / "modules").glob("*.py")) == MODULES
     assert sorted(p.name for p in (root / "plugins" / "action").glob("*.py")) == [
         "preflight.py", "roce_qos_apply.py", "rocetune_agent_install.py", "role_vars_check.py"]
-    # What the rocetune_agent role packs: the agent's sources, with the files the modules share
-    # (links in the repository) as files, and the license; no build leftovers.
+    # What the rocetune_agent role packs: the agent's sources and the license; the modules' copies
+    # of the core files (tools/sync_module_utils.py) as the repository has them; no build leftovers.
     assert (root / "src" / "rocetune" / "agentpack.py").is_file() and (root / "LICENSE").is_file()
     shared = root / "src" / "rocetune" / "probe" / "parsers" / "ip_addr_json.py"
-    assert shared.read_text() == (REPO / "plugins" / "module_utils" / "rocetune_ip_addr.py").read_text()
+    assert shared.read_text() == (REPO / "src" / "rocetune" / "probe" / "parsers" / "ip_addr_json.py").read_text()
+    copy = root / "plugins" / "module_utils" / "rocetune_ip_addr.py"
+    assert copy.read_text() == (REPO / "plugins" / "module_utils" / "rocetune_ip_addr.py").read_text()
+    assert not [p for p in root.rglob("*") if p.is_symlink()]
     assert not list((root / "src").glob("*.egg-info")) and not list(root.rglob("__pycache__"))
     assert sorted(p.name for p in (root / "plugins" / "filter").iterdir()) == [
         "systemd.py", "systemd_escape.yml", "systemd_exec.yml", "systemd_unit_names.yml"]

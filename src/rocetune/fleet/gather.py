@@ -1,6 +1,6 @@
 """Gather the fleet's results over SSH (paramiko, fleet.ssh), for sites without Ansible: on each
 host run `COMMAND --json doctor -v --no-counters` (with -v its data holds probe's Features and plan too), and
-write DIR/HOST.json (results.SCHEMA) atomically, with `error` saying why when the host could not
+write DIR/HOST.json (fleet.hostdoc) atomically, with `error` saying why when the host could not
 be gathered.
 
 Every host has one deadline for connect, authentication and the command, so a dead or slow
@@ -13,21 +13,20 @@ never hold sixteen parsed documents.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import shlex
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Callable, List, Optional
 
 from ..fsutil import atomic_write
 from ..model.jsonread import JsonError, load_json
 from . import ssh
-from .results import MAX_BYTES, SCHEMA
+from .hostdoc import OK_EXITS, dumps, new_doc
+from .results import MAX_BYTES
 from .targets import Target
 
-OK_EXITS = (0, 1, 5)  # ran: clean, error findings, warnings (docs/cli.md)
 PARSING = 2
 _parsing = threading.BoundedSemaphore(PARSING)  # gather: a node's output parsed and written
 _decoding = threading.BoundedSemaphore(PARSING)  # any caller of envelope_data (validate, preflight)
@@ -68,8 +67,7 @@ def gather(targets: List[Target], out_dir: str, opts: Options,
 
 
 def _one(target: Target, out_dir: str, opts: Options, lock: threading.Lock) -> Outcome:
-    doc: Dict[str, Any] = {"schema": SCHEMA, "host": target.name, "probe": None, "doctor": None,
-           "gathered_at": _now(), "error": None}
+    doc = new_doc(target.name, _now())
     # -v: doctor's whole data (qos check --hosts reads the Features), not only the verdict and facts
     done, command = None, f"{opts.command} --json doctor -v --no-counters"
     try:
@@ -86,7 +84,7 @@ def _one(target: Target, out_dir: str, opts: Options, lock: threading.Lock) -> O
             except ssh.Failure as exc:
                 doc["error"] = str(exc)
             done = None
-        atomic_write(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        atomic_write(path, dumps(doc))
     return Outcome(target.name, path, doc["error"])
 
 
@@ -127,3 +125,5 @@ def envelope_data(target: Target, verb: str, command: str, done: ssh.Completed) 
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+

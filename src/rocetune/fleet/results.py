@@ -20,8 +20,8 @@ from ..errors import ExitCode, HostReadError, RocetuneError
 from ..hostfs import read_input, trusted_owners
 from ..model.jsonread import MAX_DOCUMENT_BYTES, load_json
 from ..model.vocab import natural_key
+from .hostdoc import SCHEMA
 
-SCHEMA = "rocetune.fleet-host/1"
 ENVELOPE = "rocetune.result/1"  # a verb's --json output (cli/result.py)
 # What a node may send and a result file may weigh: a 522-device host's doctor --json is 6.2 MB,
 # an 8-NIC host's 90 KB.

@@ -16,10 +16,10 @@ the override readers (`--set`, `--config`).
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from .. import nics
 from ..checks import finding
 from ..envfiles import dialects
 from ..envfiles.dialects import nccl_conf
@@ -34,9 +34,8 @@ from ..nccl.versions import parse_version
 
 _WATCHED = ("NCCL_", "UCX_", "GLOO_", "TORCH_NCCL_", "OMPI_MCA_btl_tcp_")
 MAX_BYTES = 16 << 20
-# Names RDMA drivers give their devices: UCX wants them as device:port.
-_RDMA_NAME = re.compile(r"^(mlx\d_|mlx5_|irdma|bnxt_re|efa_|efa\d|rxe|siw|qedr|hfi1_|ionic_|erdma_|hns_|"
-                        r"cxgb4_|ocrdma|vmw_pvrdma|i40iw|usnic_|mana_)")
+# Names RDMA drivers give their devices (rocetune.nics): UCX wants them as device:port.
+_RDMA_NAME = nics.device_name_re()
 
 def finding_text(f: Finding) -> str:
     """`file:line: severity id: message (fix: ...)`, the line lint prints per finding."""

@@ -19,5 +19,6 @@ def load_module_utils(role: str, name: str):
         sys.path.append(str(path.parent))
     spec = importlib.util.spec_from_file_location(f"rocetune_role_{role}_{name}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
     spec.loader.exec_module(module)
     return module

@@ -122,7 +122,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     def no_space(fd):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(F.os, "fsync", no_space)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(F.FileTargetError, match="rocetune-qos.service: No space left"):
         F.apply_changes(changes)
     with open(want["path"]) as fh:
         assert fh.read() == "[Unit]\nold\n"

@@ -2,6 +2,6 @@
 
 Every parser takes the tool's output as text and either returns plain data (dicts, lists, str,
 int, None) or raises :class:`rocetune.errors.ParseError`; no other exception leaves a parser.
-qos_tools raises its own QosOutputError instead: it is a link to the roce_qos role's
-plugins/module_utils/rocetune_qos_tools.py, which the role's boot script runs without rocetune.
+qos_tools raises its own QosOutputError instead: the roce_qos role's boot script runs its copy
+(plugins/module_utils/rocetune_qos_tools.py) without rocetune.
 """

@@ -12,8 +12,8 @@ that is not an IP address, prefix length out of range) are skipped with a warnin
 versions emit ``{}`` for filtered entries: those are skipped silently.
 
 ParseError when the text is not JSON or not a JSON list. Pass a list as ``warnings`` to collect
-the warnings. The reading itself is ip_addr_json (plugins/module_utils/rocetune_ip_addr.py), the
-one the collection's modules use too.
+the warnings. The reading itself is ip_addr_json (copied to plugins/module_utils/rocetune_ip_addr.py),
+the one the collection's modules use too.
 """
 
 from __future__ import annotations

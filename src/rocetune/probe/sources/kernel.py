@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Set
 
+from ... import nics
 from ...hostfs import ProbeContext
 from ...nccl.defaults import PEER_MEMORY_PATHS
+from ..parsers.modules_builtin import parse_modules_builtin, sysfs_says_builtin
 from . import nccl_libs
 from .nccl_libs import NCCL_LIB_DIRS
 
-MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "nvidia",
-           "nvidia_peermem", "nv_peer_mem", "bnxt_re", "irdma", "efa")
+# The RDMA core, the GPU's, then each NIC driver's own (rocetune.nics: watched_modules).
+MODULES = ("ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "nvidia", "nvidia_peermem", "nv_peer_mem",
+           *nics.watched_modules())
 # Every path some NCCL release checks for a peer-memory module (which release checks which:
 # nccl/defaults.py PEER_MEMORY_CHECKS); the rules decide which one counts for the NCCL found.
 PEER_PATHS = PEER_MEMORY_PATHS
@@ -51,17 +54,13 @@ def _builtin_modules(ctx: ProbeContext, loaded: Set[str]) -> List[str]:
     for m in MODULES:
         base = f"/sys/module/{m}"
         # exists() first: a capture keeps what it saw (the directory, not its files)
-        if m not in loaded and ctx.root.exists(base) and ctx.root.is_dir(base) and \
-                not ctx.root.exists(f"{base}/initstate"):
+        if m not in loaded and ctx.root.exists(base) and \
+                sysfs_says_builtin(ctx.root.is_dir(base), ctx.root.exists(f"{base}/initstate")):
             found.add(m)
     release = ctx.attr("/proc/sys/kernel/osrelease")
     if release and "/" not in release:
-        for line in (ctx.text(f"/lib/modules/{release}/modules.builtin") or "").splitlines():
-            name = line.strip().rsplit("/", 1)[-1]
-            if name.endswith(".ko"):
-                name = name[:-3].replace("-", "_")
-                if name in MODULES and name not in loaded:
-                    found.add(name)
+        listed = parse_modules_builtin(ctx.text(f"/lib/modules/{release}/modules.builtin") or "")
+        found.update(m for m in MODULES if m in listed and m not in loaded)
     return sorted(found)
 
 

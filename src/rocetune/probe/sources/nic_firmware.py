@@ -2,8 +2,8 @@
 read back with `mlxconfig -d BDF -e q` (NVIDIA MFT) or `mstconfig` (mstflint) -- read only, never
 a `set`.
 
-The query is parsed by the nic_firmware role's own reader (plugins/module_utils/
-nic_firmware_state.py, linked as probe.parsers.nic_firmware): one reader for what the role sets
+The query is parsed by probe.parsers.nic_firmware, which the nic_firmware role runs as its copy
+plugins/module_utils/nic_firmware_state.py: one reader for what the role sets
 and what doctor and fleet read back. Only the parameters RoCE depends on are kept, each with its
 Default / Current / Next Boot; a card whose Next Boot differs from Current has a firmware reset
 pending.
@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ... import nics
 from ...hostfs import ProbeContext, start_commands
 from ..parsers.nic_firmware import FirmwareError, first_function, parse_query, query_argv
 
 TOOLS = ("mlxconfig", "mstconfig")
-MELLANOX = "0x15b3"
+FIRMWARE_VENDORS = nics.vendors_read_by("mlxconfig")  # the PCI vendors whose NVCONFIG mlxconfig reads
 # The parameters a RoCE fabric depends on (the nic_firmware role's README says why each matters).
 WATCHED = (
     "PCI_WR_ORDERING", "ATS_ENABLED", "USER_PROGRAMMABLE_CC", "ADVANCED_PCI_SETTINGS", "MAX_ACC_OUT_READ",
@@ -38,7 +39,8 @@ def cards(rdma: dict, pci: dict) -> List[str]:
     out = set()
     for dev in rdma.get("devices", []):
         bdf = dev.get("pci")
-        if not bdf or dev.get("function") == "software" or vendors.get(bdf) not in (MELLANOX, None):
+        vendor = vendors.get(bdf) if bdf else None
+        if not bdf or dev.get("function") == "software" or vendor not in (*FIRMWARE_VENDORS, None):
             continue
         try:
             out.add(first_function(bdf))

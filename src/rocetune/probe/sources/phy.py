@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ... import nics
 from ...errors import ParseError
 from ...hostfs import ProbeContext, start_commands
 from ..parsers.phy import parse_mlxlink, parse_module_info, parse_show_fec
 
 LINK_TOOLS = ("mlxlink", "mstlink")
-MELLANOX = "0x15b3"
+LINK_TOOL_VENDORS = nics.vendors_read_by("mlxlink")  # the PCI vendors whose NICs mlxlink reads
 
 
 def ports(rdma: dict, pci: dict) -> List[dict]:
@@ -29,7 +30,7 @@ def ports(rdma: dict, pci: dict) -> List[dict]:
         for p in dev.get("ports", []):
             bdf = dev.get("pci") if dev.get("function") == "pci" else None
             out.append({"name": f"{dev['name']}:{p['port']}", "netdev": p.get("netdev"), "port": p["port"],
-                        "pci": bdf if bdf and vendors.get(bdf) == MELLANOX else None})
+                        "pci": bdf if bdf and vendors.get(bdf) in LINK_TOOL_VENDORS else None})
     return out
 
 

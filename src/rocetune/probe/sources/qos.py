@@ -4,8 +4,8 @@ Read with `mlnx_qos -i IF` (MLNX_OFED / mstflint tools on ConnectX), else with i
 `dcb -N app show dev IF dscp-prio` and `dcb pfc show dev IF`. A netdev where neither tool
 answers is simply absent (most hosts have no QoS tooling, and virtual NICs no DCB).
 
-The outputs are read by parsers/qos_tools.py, a link to the roce_qos role's
-plugins/module_utils/rocetune_qos_tools.py: the role configures the NICs from the same reading.
+The outputs are read by parsers/qos_tools.py, which the roce_qos role reads the NICs with too
+(its generated copy plugins/module_utils/rocetune_qos_tools.py): one reading for both.
 
 Per netdev: {"tool", "trust" ("dscp" | "pcp" | None), "dscp_prio" {"26": 3, ...},
 "pfc_enabled" [priorities with PFC on]}.
