@@ -67,7 +67,9 @@ options:
     choices: [pt, keep]
     default: pt
   boot_loader:
-    description: C(auto), C(grubby), C(update-grub) or C(none).
+    description:
+      - C(auto), C(grubby), C(update-grub) or C(none).
+      - A tool named here that is not installed fails the task before anything changes.
     type: str
     choices: [auto, grubby, update-grub, none]
     default: auto
