@@ -101,8 +101,10 @@ def test_a_known_good_node_written_down_meets_its_own_expectations(expected, tmp
     code, found, data = _doctor(root)
     assert code in (0, 5) and not _failures(found) and data["expect"]["verdict"] == "met"
     assert data["expect"]["source"].endswith("etc/rocetune/expect.yml")
-    # the node has no QoS plan, so its document does not require one: the one field left out
-    assert found[("expect-unchecked", "expectations")]["message"].endswith("leaves them out): qos.plan_required")
+    # the node has no QoS plan, so its document does not require one, and no mlxconfig to read its
+    # firmware with: the two fields left out
+    assert found[("expect-unchecked", "expectations")]["message"].endswith(
+        "leaves them out): qos.plan_required, firmware")
 
 
 def test_the_report_names_the_document_it_wrote(expected, tmp_path):
