@@ -67,7 +67,9 @@ options:
     choices: [pt, keep]
     default: pt
   boot_loader:
-    description: C(auto), C(grubby), C(update-grub) or C(none).
+    description:
+      - C(auto), C(grubby), C(update-grub) or C(none).
+      - A tool named here that is not installed fails the task before anything changes.
     type: str
     choices: [auto, grubby, update-grub, none]
     default: auto
@@ -124,6 +126,9 @@ unreadable:
   sample: []
 """
 
+import os
+import re
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import (
     FileTargetError,
@@ -137,11 +142,19 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_pcie_p2p 
     cmdline_has,
     flags,
     grub_dropin,
+    mask_of,
     plan,
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_signals import mark_reboot_required
 
 WORD = "iommu=pt"
+_ID = re.compile(r"^(0x)?[0-9a-f]{4}(:(0x)?[0-9a-f]{4})?\Z", re.IGNORECASE)
+_BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")  # as sysfs names it: lower case
+
+
+class InputError(Exception):
+    """One input or node state that stops the module before it changes anything; the message
+    names the input."""
 
 
 def _read(path):
@@ -159,40 +172,88 @@ def boot_loader(module, wanted):
         return "update-grub"
     if wanted == "none":
         return "none"
+    if wanted != "auto":
+        raise InputError("boot_loader: %s is not installed on this node (give auto, or none to leave the "
+                         "command line alone)" % wanted)
     return None
 
 
-def set_iommu(module, p, result):
-    running = cmdline_has(_read("/proc/cmdline") or "", WORD)
+def check_inputs(p):
+    """The arguments the options' types do not check: ids, addresses and ACS bit names."""
+    for name in ("gpu_ids", "nic_ids"):
+        for value in p[name]:
+            if not _ID.match(value.strip()):
+                raise InputError("%s: %r is not a vendor[:device] PCI id (hex, e.g. 10de or 15b3:101d)"
+                                 % (name, value))
+    for value in p["acs_devices"]:
+        if not _BDF.match(value):
+            raise InputError("acs_devices: %r is not a PCI address as sysfs names it (dddd:bb:dd.f, lower case)"
+                             % (value,))
+    try:
+        mask_of(p["acs_clear"])
+    except P2PError as exc:
+        raise InputError("acs_clear: %s" % exc)
+
+
+def _writable_parent(path):
+    """Why a file cannot be created at `path` (its directory, or the nearest one that exists, is
+    not a writable directory), or None."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return "%s is not a directory" % parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return "%s is not writable" % parent
+    return None
+
+
+def plan_iommu(module, p, cmdline_path="/proc/cmdline"):
+    """What the boot loader needs, read only: (info, action); action is None, ("grubby",) or
+    ("dropin", changes, before, text). InputError for a boot loader or drop-in it cannot use."""
+    running = cmdline_has(_read(cmdline_path) or "", WORD)
     info = {"word": WORD, "running": running, "configured": running, "boot_loader": None}
-    result["iommu"] = info
     if p["iommu"] == "keep":
-        return
+        return info, None
     tool = boot_loader(module, p["boot_loader"])
     info["boot_loader"] = tool
     if tool == "grubby":
         rc, out, err = module.run_command([module.get_bin_path("grubby"), "--info=ALL"])
+        if rc != 0:
+            raise InputError("boot_loader: grubby --info=ALL failed: %s" % (err or out).strip()[:300])
         args = [ln.split("=", 1)[1].strip('"').split() for ln in out.splitlines() if ln.startswith("args=")]
         info["configured"] = bool(args) and all(WORD in words for words in args)
-        if not info["configured"]:
-            result["changed"] = True
+        return info, (None if info["configured"] else ("grubby",))
+    if tool == "update-grub":
+        why = _writable_parent(p["grub_dropin"])
+        if why:
+            raise InputError("grub_dropin: %s: %s" % (p["grub_dropin"], why))
+        text = grub_dropin(WORD)
+        try:  # root's file, written atomically, never through a link (rocetune_files' rule)
+            changes, dummy = plan_files([{"path": p["grub_dropin"], "content": text, "mode": "0644"}], [])
+        except FileTargetError as exc:
+            raise InputError("grub_dropin: %s" % exc)
+        info["configured"] = not changes
+        return info, (("dropin", changes, _read(p["grub_dropin"]), text) if changes else None)
+    if tool is None:
+        module.warn("no boot loader tool (grubby, update-grub) on this node: put %s on the kernel command "
+                    "line where its boot loader is configured" % WORD)
+    return info, None
+
+
+def set_iommu(module, p, info, action, result):
+    result["iommu"] = info
+    if action is not None:
+        result["changed"] = True
+        if action[0] == "grubby":
             if not module.check_mode:
                 rc, out, err = module.run_command([module.get_bin_path("grubby"), "--update-kernel=ALL",
                                                    "--args=" + WORD])
                 if rc != 0:
                     module.fail_json(msg="grubby --update-kernel=ALL --args=%s failed: %s"
                                      % (WORD, (err or out).strip()), **result)
-            info["configured"] = True
-    elif tool == "update-grub":
-        text = grub_dropin(WORD)
-        have = _read(p["grub_dropin"])
-        try:  # root's file, written atomically, never through a link (rocetune_files' rule)
-            changes, dummy = plan_files([{"path": p["grub_dropin"], "content": text, "mode": "0644"}], [])
-        except FileTargetError as exc:
-            module.fail_json(msg="grub_dropin: %s" % exc, **result)
-        info["configured"] = not changes
-        if changes:
-            result["changed"] = True
+        else:
+            dummy, changes, have, text = action
             result["diff"]["before"] += "%s:\n%s" % (p["grub_dropin"], have or "")
             result["diff"]["after"] += "%s:\n%s" % (p["grub_dropin"], text)
             if not module.check_mode:
@@ -200,45 +261,45 @@ def set_iommu(module, p, result):
                 rc, out, err = module.run_command([module.get_bin_path("update-grub")])
                 if rc != 0:
                     module.fail_json(msg="update-grub failed: %s" % (err or out).strip(), **result)
-            info["configured"] = True
-    elif tool is None:
-        module.warn("no boot loader tool (grubby, update-grub) on this node: put %s on the kernel command "
-                    "line where its boot loader is configured" % WORD)
-    if not running and info["configured"]:
+        info["configured"] = True
+    if not info["running"] and info["configured"] and p["iommu"] != "keep":
         result["reboot_required"] = True
         module.warn("%s takes effect at the next reboot; nothing was rebooted" % WORD)
         if not module.check_mode:
             write_marker(module, p["reboot_marker"], result)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            acs_scope=dict(type="str", choices=["gpu_nic", "all", "none"], default="gpu_nic"),
-            acs_clear=dict(type="list", elements="str", default=["ReqRedir", "CmpltRedir", "EgressCtrl"]),
-            acs_devices=dict(type="list", elements="str", default=[]),
-            gpu_ids=dict(type="list", elements="str", default=[]),
-            nic_ids=dict(type="list", elements="str", default=[]),
-            iommu=dict(type="str", choices=["pt", "keep"], default="pt"),
-            boot_loader=dict(type="str", choices=["auto", "grubby", "update-grub", "none"], default="auto"),
-            grub_dropin=dict(type="path", default="/etc/default/grub.d/rocetune-pcie-p2p.cfg"),
-            reboot_marker=dict(type="path", default="/run/reboot-required"),
-        ),
-        supports_check_mode=True,
-    )
+ARGUMENT_SPEC = dict(
+    acs_scope=dict(type="str", choices=["gpu_nic", "all", "none"], default="gpu_nic"),
+    acs_clear=dict(type="list", elements="str", default=["ReqRedir", "CmpltRedir", "EgressCtrl"]),
+    acs_devices=dict(type="list", elements="str", default=[]),
+    gpu_ids=dict(type="list", elements="str", default=[]),
+    nic_ids=dict(type="list", elements="str", default=[]),
+    iommu=dict(type="str", choices=["pt", "keep"], default="pt"),
+    boot_loader=dict(type="str", choices=["auto", "grubby", "update-grub", "none"], default="auto"),
+    grub_dropin=dict(type="path", default="/etc/default/grub.d/rocetune-pcie-p2p.cfg"),
+    reboot_marker=dict(type="path", default="/run/reboot-required"),
+)
+
+
+def converge(module, fs, cmdline_path="/proc/cmdline"):
+    """Reads and validates every input and the node's state (bridges, boot loader, drop-in)
+    first; on any error fails naming the input, having changed nothing. Then clears ACS and
+    configures the boot loader."""
     p = module.params
     result = dict(changed=False, acs={}, iommu={}, reboot_required=False, unreadable=[],
                   diff={"before": "", "after": "", "before_header": "ACS control and boot loader",
                         "after_header": "wanted"})
-    fs = Sysfs("/")
     try:
+        check_inputs(p)
         steps, result["unreadable"] = plan(fs, p["acs_scope"], p["acs_clear"], p["acs_devices"], p["gpu_ids"],
                                            p["nic_ids"])
-    except P2PError as exc:
+        if result["unreadable"]:
+            raise InputError("cannot read the extended configuration space of %s (run as root)"
+                             % ", ".join(result["unreadable"]))
+        info, action = plan_iommu(module, p, cmdline_path)
+    except (InputError, P2PError) as exc:
         module.fail_json(msg="%s; nothing was changed" % exc, **result)
-    if result["unreadable"]:
-        module.fail_json(msg="cannot read the extended configuration space of %s (run as root); nothing was "
-                             "changed" % ", ".join(result["unreadable"]), **result)
     for s in steps:
         result["acs"][s["bdf"]] = {"before": flags(s["before"]), "after": flags(s["after"]), "between": s["why"]}
         if s["after"] != s["before"]:
@@ -250,8 +311,13 @@ def main():
             apply(fs, steps)
         except (P2PError, OSError) as exc:
             module.fail_json(msg="clearing ACS: %s" % exc, **result)
-    set_iommu(module, p, result)
+    set_iommu(module, p, info, action, result)
     module.exit_json(**result)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    converge(module, Sysfs("/"))
 
 
 def write_marker(module, marker, result):

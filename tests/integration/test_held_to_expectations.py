@@ -103,8 +103,10 @@ def test_a_known_good_node_written_down_meets_its_own_expectations(expected, tmp
     code, found, data = _doctor(root)
     assert code in (0, 5) and not _failures(found) and data["expect"]["verdict"] == "met"
     assert data["expect"]["source"].endswith("etc/rocetune/expect.yml")
-    # the node has no QoS plan, so its document does not require one: the one field left out
-    assert found[("expect-unchecked", "expectations")]["message"].endswith("leaves them out): qos.plan_required")
+    # the node has no QoS plan, so its document does not require one, and no mlxconfig to read its
+    # firmware with: the two fields left out
+    assert found[("expect-unchecked", "expectations")]["message"].endswith(
+        "leaves them out): qos.plan_required, firmware")
 
 
 def test_the_report_names_the_document_it_wrote(expected, tmp_path):
@@ -264,3 +266,45 @@ def test_the_nodes_check_configuration_is_honoured_by_doctor_and_the_boot_units_
     # the command line's rule replaces the file's for the same id, for this run
     assert [r["source"] for r in data["check_config"]["rules"]] == ["--skip"]
     assert data["check_config"]["sources"] == [str(root / "etc/rocetune/doctor.yml"), "--skip"]
+
+
+# The rails' cards as mlxconfig reads them: the recorded real query of a ConnectX-4 Lx (its defaults:
+# mask 255, CNP DSCP 48 / 802.1p 6, per_mkey; tests/fixtures/outputs/SOURCES.md) stands in for each
+# card of this host, which was captured without MFT installed.
+CX4LX_QUERY = HOSTS.parent / "outputs" / "mlxconfig" / "mlxconfig-q-connectx4lx-xtremeownage.txt"
+
+
+def _with_mlxconfig(root: Path) -> Path:
+    from rocetune.hostfs import recording_name
+
+    cards = sorted({os.path.basename(os.path.realpath(d / "device")).rsplit(".", 1)[0] + ".0"
+                    for d in (root / "sys/class/infiniband").iterdir()})
+    for bdf in cards:
+        name = recording_name(["mlxconfig", "-d", bdf, "-e", "q"])
+        shutil.copy(CX4LX_QUERY, root / "commands" / f"{name}.txt")
+    return root
+
+
+def test_firmware_written_down_is_held_and_unread_firmware_is_said(tmp_path):
+    root = _with_mlxconfig(_copy(tmp_path / "root"))
+    out = tmp_path / "expect.yml"
+    code, found, data = _doctor(root, "--write-expect", str(out))
+    text = out.read_text()
+    assert "firmware:\n  CNP_802P_PRIO_P1: 6\n" in text and "  PCI_WR_ORDERING: per_mkey(0)\n" in text, text
+    shutil.copy(out, root / "etc/rocetune/expect.yml")
+    code, found, data = _doctor(root)
+    assert data["expect"]["verdict"] == "met" and not [k for k in found if k[0] == "expect-firmware"], found
+    # another CNP class declared for every rail: each rail's card falls short
+    (root / "etc/rocetune/expect.yml").write_text(text.replace("CNP_DSCP_P1: 48", "CNP_DSCP_P1: 26"))
+    code, found, data = _doctor(root)
+    short = sorted(k[1] for k, f in found.items() if k[0] == "expect-firmware" and f["severity"] == "error")
+    assert code == 1 and data["expect"]["verdict"] == "short" and len(short) == 8, short
+    assert "CNP_DSCP_P1 is 48 (next boot; the query has no Current column), expected 26" in \
+        found[("expect-firmware", short[0])]["message"]
+    # the same expectations on the node as captured (no mlxconfig): said on the summary line, not passed
+    proc = rocetune("--root", str(HOST), "doctor", "--no-counters", "--expect", str(out))
+    assert "not checked: " in proc.stdout.splitlines()[-1] and \
+        "declared firmware (neither mlxconfig nor mstconfig answered)" in proc.stdout.splitlines()[-1], proc.stdout
+    code, found, data = _doctor(HOST, "--expect", str(out))
+    assert found[("expect-firmware", "firmware")]["severity"] == "info"
+    assert found[("expect-firmware", "firmware")]["message"].startswith("not checked: neither mlxconfig")

@@ -10,7 +10,7 @@ as on a GPU server.
    enabled, iommu=pt goes to the boot loader's drop-in (update-grub stood in by a script that
    records its run: the lab VM has no GRUB, QEMU boots its kernel directly), the node is marked
    reboot-required. doctor (the agent zip on the VM) says the iommu=pt waits for a reboot and
-   finds no redirect.
+   finds no redirect. A second run and a `--check --diff` run on the converged node: changed=0.
 3. Reboot: the kernel turns redirect on again, the unit clears it before multi-user; doctor
    agrees. Redirect put back by hand: doctor reports the port.
 4. A rail's carrier taken away through QEMU (set_link off/on): the kernel log's real `set down`
@@ -117,6 +117,21 @@ def test_the_role_clears_it_now_and_marks_iommu_pt_for_the_next_boot(q35):
     TIMINGS["doctor"] = round(time.monotonic() - started)
     ids = {f["id"] for f in found}
     assert "doctor-pcie-p2p-iommu" in ids and "doctor-pcie-p2p-acs" not in ids, found
+
+
+def test_a_rerun_and_a_check_diff_run_on_the_converged_node_change_nothing(q35):
+    grub_ran = sh("stat -c %Y /run/update-grub-ran")
+    proc, recap, took = playbook()
+    assert proc.returncode == 0 and recap[HOST]["failed"] == 0, proc.stdout[-4000:]
+    assert recap[HOST]["changed"] == 0, proc.stdout[-4000:]
+    TIMINGS["rerun"] = round(took)
+    proc, recap, took = playbook("--check", "--diff")
+    assert proc.returncode == 0 and recap[HOST]["failed"] == 0, proc.stdout[-4000:]
+    assert recap[HOST]["changed"] == 0, proc.stdout[-4000:]
+    assert "ACSCtl:" not in proc.stdout and "GRUB_CMDLINE_LINUX" not in proc.stdout, proc.stdout[-4000:]
+    TIMINGS["check_diff"] = round(took)
+    assert sh("stat -c %Y /run/update-grub-ran") == grub_ran  # the boot loader was not run again
+    assert all("already clear" in line for line in acs_check().values())
 
 
 def test_after_a_reboot_the_unit_clears_it_again_and_doctor_sees_it_put_back(q35):

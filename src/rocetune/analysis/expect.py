@@ -46,7 +46,32 @@ def node_facts(features: dict, plan: Any = None, *, qos_source: Optional[str] = 
         qos_plan=qos_source,
         env=dict(plan.env) if plan is not None else {},
         rdma_known=sel.rdma_visible,
+        firmware=_firmware(features, {p.device for p in sel.chosen}),
     )
+
+
+def _firmware(features: dict, rail_devices: set) -> Optional[Dict[str, Any]]:
+    """The Features' NVCONFIG read-back per card, with the card's RDMA devices and whether a rail
+    is on it; None where neither mlxconfig nor mstconfig answered."""
+    from ..probe.parsers.nic_firmware import FirmwareError, first_function
+
+    sec = features.get("nic_firmware")
+    if not isinstance(sec, dict):
+        return None
+    devices: Dict[str, List[str]] = {}
+    for dev in (features.get("rdma") or {}).get("devices", []):
+        try:
+            card = first_function(dev["pci"]) if dev.get("pci") else None
+        except FirmwareError:
+            card = None
+        if card:
+            devices.setdefault(card, []).append(dev["name"])
+    cards = {}
+    for bdf, read in sorted((sec.get("devices") or {}).items()):
+        names = sorted(devices.get(bdf, []), key=natural_key)
+        cards[bdf] = {"devices": names, "rail": any(n in rail_devices for n in names),
+                      "error": read.get("error"), "params": read.get("params") or {}}
+    return {"tool": sec.get("tool") or "mlxconfig", "cards": cards}
 
 
 def _named(port: Port, names: List[str]) -> bool:

@@ -72,6 +72,25 @@ _expect("expect-qos-plan", "error",
         why="Without the plan no check holds the NICs' PFC, trust and ECN, and no traffic class is "
             "planned from it: RoCE may go out lossy with nothing to say so.",
         fix="install the plan with the roce_qos role")
+_expect("expect-firmware", "error", also=("warning", "info"),
+        note="warning when Current is as expected but Next Boot is not (a reset would change it); info "
+             "when a declared value cannot be read (mlxconfig absent, a card it cannot query, a parameter "
+             "the card does not show): not checked, never passed",
+        title="A NIC firmware setting is not the one expected",
+        checks="firmware: each NVCONFIG parameter (PCI_WR_ORDERING, ATS_ENABLED, USER_PROGRAMMABLE_CC, "
+               "ROCE_CC_PRIO_MASK_Pn, CNP_DSCP_Pn, CNP_802P_PRIO_Pn ...) against the Current column of the "
+               "card of every rail, and firmware.devices.DEV against the card of that RDMA device.",
+        reads="The expectations, and the Features' `nic_firmware` section: `mlxconfig -d BDF -e q` (or "
+              "`mstconfig`) of the first function of each ConnectX card, read only, parsed by the "
+              "nic_firmware role's reader.",
+        why="These settings live in the NIC's flash and survive reinstalls: one card with forced relaxed "
+            "ordering, a congestion-control mask without the data priority or CNPs in another class "
+            "behaves unlike its peers while every NCCL variable matches. doctor's doctor-fw-* checks "
+            "judge them against the QoS plan; this holds them to what the fleet declared.",
+        fix="`mlxconfig -d BDF set NAME=VALUE` (the nic_firmware role's nic_firmware_settings), then a "
+            "firmware reset (`mlxfwreset -d BDF reset`) or a reboot; or correct the expectations",
+        source="NVIDIA MFT mlxconfig (-e q: Default, Current, Next Boot); docs/expect.md; "
+               "roles/nic_firmware/README.md")
 _expect("expect-env", "error",
         title="The plan does not set a variable as expected",
         checks="env: each NAME the plan must set, with its value (or any value for null).",
@@ -91,5 +110,6 @@ _expect("expect-unchecked", "info",
 
 def findings_of(differences: List[Difference]) -> List[Finding]:
     return [finding(d.check, d.subject, d.message, severity=d.severity,
-                    evidence={"field": d.field, "expected": d.expected, "actual": d.actual})
+                    evidence=dict({"field": d.field, "expected": d.expected, "actual": d.actual},
+                                  **({"not_checked": d.not_checked} if d.not_checked else {})))
             for d in differences]

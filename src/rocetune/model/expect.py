@@ -4,7 +4,8 @@ A node re-derives its plan from what it shows now; without a declaration, a node
 plans for seven rails and looks consistent. The expectations document (`/etc/rocetune/expect.yml`,
 the rocetune_env role's `rocetune_env_expect`, or `--expect FILE`) says what the node should be:
 its GPUs, its compute rails, GPUDirect, versions, whether a QoS plan is required, variables the
-plan must set. Every field is optional; a field left out checks nothing (and `-v` says which).
+plan must set, the NICs' persistent firmware settings. Every field is optional; a field left out
+checks nothing (and `-v` says which).
 
 The document is YAML read by PyYAML's safe loader (rocetune.model.yamlread), checked against the
 JSON Schema shipped beside this module (data/expect.schema.json, `version: 1`).
@@ -45,15 +46,20 @@ SECTIONS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("gpudirect", ()),
     ("versions", ("nvidia_driver", "rdma_core", "nic_firmware", "nccl", "kernel")),
     ("qos", ("plan_required",)),
+    ("firmware", ()),
     ("env", ()),
 )
 # Variables a known-good node's document holds the plan to: the traffic class decides whether
 # RoCE is lossless on every rail, and nothing on a healthy node moves it (a GID index does).
 TRAFFIC_CLASS_VARS = ("NCCL_IB_TC", "NCCL_IB_SL", "NCCL_IB_FIFO_TC", "UCX_IB_TRAFFIC_CLASS")
+# NVCONFIG parameters a known-good node's document holds every rail's card to: the ones RoCE's
+# ordering, congestion control and CNP class rest on (doctor's doctor-fw-* checks say why each).
+FIRMWARE_HELD = ("PCI_WR_ORDERING", "ATS_ENABLED", "USER_PROGRAMMABLE_CC", "ROCE_CC_PRIO_MASK_P1",
+                 "ROCE_CC_PRIO_MASK_P2", "CNP_DSCP_P1", "CNP_DSCP_P2", "CNP_802P_PRIO_P1", "CNP_802P_PRIO_P2")
 
 # The check each field is held by (declared in rocetune.checks.expect, a page each).
 CHECK_OF_SECTION = {"gpus": "expect-gpus", "gpudirect": "expect-gpudirect", "versions": "expect-versions",
-                    "qos": "expect-qos-plan", "env": "expect-env"}
+                    "qos": "expect-qos-plan", "env": "expect-env", "firmware": "expect-firmware"}
 CHECK_RAILS = "expect-rails"
 CHECK_RAIL_LINK = "expect-rail-link"
 
@@ -110,7 +116,31 @@ def validate(doc: Any, where: str = "expectations") -> Dict[str, Any]:
     for entry in (out.get("rails") or {}).get("devices") or []:
         if not entry.strip():
             raise ExpectError(f"{where}: rails.devices: an empty name")
+    _check_firmware(out.get("firmware") or {}, where)
     return out
+
+
+def _check_firmware(spec: Dict[str, Any], where: str) -> None:
+    from ..probe.parsers.nic_firmware import FirmwareError, wanted_value  # the one NVCONFIG reader
+
+    for field_, param, value in _firmware_values(spec):
+        try:
+            wanted_value(param, value)
+        except FirmwareError as exc:
+            raise ExpectError(f"{where}: {field_}: {exc}") from None
+    for device in spec.get("devices") or {}:
+        if not device.strip():
+            raise ExpectError(f"{where}: firmware.devices: an empty name")
+
+
+def _firmware_values(spec: Dict[str, Any]):
+    """(field, parameter, value) of every firmware value, the common ones first."""
+    for param, value in sorted(spec.items()):
+        if param != "devices":
+            yield f"firmware.{param}", param, value
+    for device, params in sorted((spec.get("devices") or {}).items()):
+        for param, value in sorted((params or {}).items()):
+            yield f"firmware.devices.{device}.{param}", param, value
 
 
 def load_text(text: str, where: str) -> Dict[str, Any]:
@@ -174,7 +204,9 @@ def dump(doc: Dict[str, Any], header: Sequence[str] = ()) -> str:
         if leaves:
             value = {k: value[k] for k in leaves if value.get(k) is not None}
         elif isinstance(value, dict):
-            value = {k: value[k] for k in sorted(value)}
+            value = {k: (value[k] if not isinstance(value[k], dict) else
+                         {d: dict(sorted(v.items())) for d, v in sorted(value[k].items())})
+                     for k in sorted(value, key=lambda k: (k == "devices", k))}
         ordered[section] = value
 
     class _Dumper(yaml.SafeDumper):
@@ -223,6 +255,9 @@ class NodeFacts:
     qos_plan: Optional[str] = None                               # where the plan came from
     env: Dict[str, str] = field(default_factory=dict)
     rdma_known: bool = True
+    # The NVCONFIG read back (None: neither mlxconfig nor mstconfig answered): {"tool", "cards":
+    # {first function's address: {"devices", "rail", "error", "params": {NAME: {"current", "next_boot"}}}}}
+    firmware: Optional[Dict[str, Any]] = None
 
     @property
     def rails(self) -> List[PortFacts]:
@@ -272,10 +307,37 @@ def document_of(facts: NodeFacts) -> Dict[str, Any]:
         doc["versions"] = versions
     if facts.qos_plan:
         doc["qos"] = {"plan_required": True}
+    firmware = _firmware_of(facts)
+    if firmware:
+        doc["firmware"] = firmware
     env = {k: facts.env[k] for k in TRAFFIC_CLASS_VARS if k in facts.env}
     if env:
         doc["env"] = env
     return validate(doc, "the node's expectations")
+
+
+def _firmware_of(facts: NodeFacts) -> Dict[str, Any]:
+    """The FIRMWARE_HELD values every rail's card shows (Current), where each card was read."""
+    from ..probe.parsers.nic_firmware import parse_value
+
+    cards = [c for c in ((facts.firmware or {}).get("cards") or {}).values() if c.get("rail")]
+    if not cards or any(c.get("error") for c in cards):
+        return {}
+    out: Dict[str, Any] = {}
+    for param in FIRMWARE_HELD:
+        shown = _same([_shown((c.get("params") or {}).get(param))[1] for c in cards])
+        if shown is not None:
+            name, num = parse_value(shown)
+            out[param] = num if name is None and num is not None else shown.strip()
+    return out
+
+
+def _shown(row: Optional[Dict[str, str]]) -> Tuple[str, Optional[str]]:
+    """(column, value) a parameter is held by: Current, or Next Boot where the query has only that."""
+    if not row:
+        return "current", None
+    column = "current" if "current" in row else "next_boot"
+    return column, row.get(column)
 
 
 def _same(values: List[Any]) -> Any:
@@ -299,10 +361,11 @@ class Difference:
     check: str          # the check id (docs/checks/<check>.md)
     field: str          # the document's field: rails.devices, versions.nccl ...
     subject: str        # what it is about: mlx5_4:1, GPU2, versions.nccl
-    severity: str       # error (short of it) | warning (other than it, not short)
+    severity: str       # error (short of it) | warning (other than it, not short) | info (not read)
     message: str
     expected: Any = None
     actual: Any = None
+    not_checked: Optional[str] = None  # info: what was declared and could not be read (doctor's summary)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -319,6 +382,7 @@ def evaluate(expected: Optional[Dict[str, Any]], facts: NodeFacts) -> List[Diffe
     out += _gpudirect(expected.get("gpudirect"), facts)
     out += _versions(expected.get("versions") or {}, facts)
     out += _qos(expected.get("qos") or {}, facts)
+    out += _firmware(expected.get("firmware") or {}, facts)
     out += _env(expected.get("env") or {}, facts)
     return sorted(out, key=lambda d: (d.severity != "error", d.check, natural_key(d.subject), d.field))
 
@@ -472,6 +536,69 @@ def _qos(spec: Dict[str, Any], facts: NodeFacts) -> List[Difference]:
     return []
 
 
+def _firmware(spec: Dict[str, Any], facts: NodeFacts) -> List[Difference]:
+    """Each declared NVCONFIG value against the Current column of the card it applies to; a value
+    that could not be read is said (info, `not checked`), never passed."""
+    if not spec:
+        return []
+    from ..probe.parsers.nic_firmware import same, wanted_value
+
+    check = CHECK_OF_SECTION["firmware"]
+    fw = facts.firmware
+    if fw is None:
+        if not facts.rails and not spec.get("devices"):
+            return []  # no rail to hold (expect-rails says why)
+        fields = [f for f, _, _ in _firmware_values(spec)]
+        return [Difference(check, "firmware", "firmware", "info",
+                           "not checked: neither mlxconfig (NVIDIA MFT) nor mstconfig (mstflint) answered, as root: "
+                           f"{', '.join(fields[:6])}{' ...' if len(fields) > 6 else ''} declared but not read",
+                           fields, None, "declared firmware (neither mlxconfig nor mstconfig answered)")]
+    out: List[Difference] = []
+    cards = fw.get("cards") or {}
+    tool = fw.get("tool") or "mlxconfig"
+    targets: Dict[str, Dict[str, Tuple[Any, str]]] = {}
+    for field_, param, value in _firmware_values(spec):
+        if not field_.startswith("firmware.devices."):
+            for bdf, card in cards.items():
+                if card.get("rail"):
+                    targets.setdefault(bdf, {})[param] = (value, field_)
+            continue
+        device = field_[len("firmware.devices."):].rsplit(".", 1)[0]
+        bdf = next((b for b, c in sorted(cards.items()) if device in (c.get("devices") or [])), None)
+        if bdf is None:
+            out.append(Difference(check, field_, device, "info",
+                                  f"not checked: {tool} read no card of {device} (no ConnectX RDMA device of "
+                                  "that name)", value, None, f"declared {field_}"))
+        else:
+            targets.setdefault(bdf, {})[param] = (value, field_)
+    for bdf, wanted in sorted(targets.items()):
+        card = cards[bdf]
+        where = f"{bdf} ({', '.join(card.get('devices') or [])})" if card.get("devices") else bdf
+        if card.get("error"):
+            out.append(Difference(check, "firmware", bdf, "info",
+                                  f"not checked: {tool} could not read {where}: {card['error']}",
+                                  sorted(f for _, f in wanted.values()), None, f"declared firmware of {bdf}"))
+            continue
+        for param, (want, field_) in sorted(wanted.items()):
+            row = (card.get("params") or {}).get(param)
+            column, shown = _shown(row)
+            if shown is None:
+                out.append(Difference(check, field_, bdf, "info",
+                                      f"not checked: {tool} shows no {param} for {where} (not this card's)",
+                                      want, None, f"declared {field_} on {bdf}"))
+                continue
+            goal = wanted_value(param, want)
+            if not same(goal, shown):
+                when = " (next boot; the query has no Current column)" if column == "next_boot" else ""
+                out.append(Difference(check, field_, bdf, "error",
+                                      f"{where}: {param} is {shown}{when}, expected {want}", want, shown))
+            elif column == "current" and row.get("next_boot") is not None and not same(goal, row["next_boot"]):
+                out.append(Difference(check, field_, bdf, "warning",
+                                      f"{where}: {param} is {shown} now, {row['next_boot']} after the next firmware "
+                                      f"reset or reboot, expected {want}", want, row["next_boot"]))
+    return out
+
+
 def _env(spec: Dict[str, Optional[str]], facts: NodeFacts) -> List[Difference]:
     out = []
     for key, want in sorted(spec.items()):
@@ -535,11 +662,11 @@ def _leaves(doc: Dict[str, Any]):
         value = doc.get(section)
         if value is None:
             continue
-        if not leaves and section != "env":
+        if not leaves and section not in ("env", "firmware"):
             yield section, value
-        elif section == "env":
+        elif section in ("env", "firmware"):
             for key, v in value.items():
-                yield f"env.{key}", v
+                yield f"{section}.{key}", v
         else:
             for leaf in leaves:
                 if value.get(leaf) is not None:
