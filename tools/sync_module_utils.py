@@ -32,7 +32,7 @@ COPIES: Dict[str, str] = {
     "rocetune_ip_addr": "rocetune.probe.parsers.ip_addr_json",
     "rocetune_qos_plan": "rocetune.model.qos_plan",
     "rocetune_qos_tools": "rocetune.probe.parsers.qos_tools",
-    "nic_firmware_state": "rocetune.probe.parsers.nic_firmware",
+    "nic_firmware_state": "rocetune.nvconfig",
     "rocetune_fleet_doc": "rocetune.fleet.hostdoc",
     "rocetune_modules_builtin": "rocetune.probe.parsers.modules_builtin",
 }

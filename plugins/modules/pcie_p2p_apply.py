@@ -192,7 +192,7 @@ def check_inputs(p):
     try:
         mask_of(p["acs_clear"])
     except P2PError as exc:
-        raise InputError("acs_clear: %s" % exc)
+        raise InputError("acs_clear: %s" % exc) from None
 
 
 def _writable_parent(path):
@@ -232,7 +232,7 @@ def plan_iommu(module, p, cmdline_path="/proc/cmdline"):
         try:  # root's file, written atomically, never through a link (rocetune_files' rule)
             changes, dummy = plan_files([{"path": p["grub_dropin"], "content": text, "mode": "0644"}], [])
         except FileTargetError as exc:
-            raise InputError("grub_dropin: %s" % exc)
+            raise InputError("grub_dropin: %s" % exc) from None
         info["configured"] = not changes
         return info, (("dropin", changes, _read(p["grub_dropin"]), text) if changes else None)
     if tool is None:

@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Dict, List, Optional, Set, Tuple
 
 from ..model.finding import Finding
-from .checks import DoctorInput, _finding, check
+from .base import DoctorInput, _finding, check
 
 # Xids NVIDIA's catalog says need a GPU reset, a node reboot or a repair.
 SEVERE_XIDS = {48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 149}
@@ -204,7 +204,7 @@ def gpu_xid(d: DoctorInput) -> List[Finding]:
 # --- NIC firmware read back -------------------------------------------------------------------------
 def _fw_cards(d: DoctorInput) -> Dict[str, Set[int]]:
     """First function of each compute card -> the port numbers (1 = function .0) the job uses."""
-    from ..probe.parsers.nic_firmware import FirmwareError, first_function
+    from ..nvconfig import FirmwareError, first_function
 
     out: Dict[str, Set[int]] = {}
     for p in d.view.selection().chosen:
@@ -223,7 +223,7 @@ def _fw(d: DoctorInput) -> Optional[Dict[str, dict]]:
 
 
 def _value(row: dict, column: str) -> Tuple[Optional[str], Optional[int]]:
-    from ..probe.parsers.nic_firmware import parse_value
+    from ..nvconfig import parse_value
 
     text = row.get(column)
     return (None, None) if text is None else parse_value(text)

@@ -8,43 +8,11 @@ checks only a node-side look at the running state can make.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Set
+from typing import Dict, List, Optional
 
-from ..analysis.hostview import HostView, Port
-from ..checks import finding, get
+from ..analysis.hostview import Port
 from ..model.finding import Finding
-from ..model.qos import QosPlan
-
-
-@dataclass
-class DoctorInput:
-    features: dict
-    readings: dict                      # doctor/readings.py
-    view: HostView
-    planned: Dict[str, str]             # env dialect -> the text the plan gives now
-    qos: Optional[QosPlan]              # the node's QoS plan (None: no plan file, no --qos)
-    # Ports the expectations or the deployed env name (`mlx5_4:1`, or a device for all its
-    # ports): rails whatever the plan of the node as it is now keeps.
-    named: Set[str] = field(default_factory=set)
-
-
-Run = Callable[[DoctorInput], List[Finding]]
-CHECKS: Dict[str, Run] = {}
-
-
-def check(check_id: str):
-    """Bind a function to a doctor check declared in rocetune.checks.doctor."""
-    get(check_id)  # declared, with its page
-
-    def register(fn: Run) -> Run:
-        CHECKS[check_id] = fn
-        return fn
-    return register
-
-
-def _finding(check_id: str, severity: str, subject: str, message: str, evidence: Optional[dict] = None) -> Finding:
-    return finding(check_id, subject, message, severity=severity, evidence=evidence)
+from .base import CHECKS, DoctorInput, Run, _finding, check  # noqa: F401  (DoctorInput, Run: this module's face)
 
 
 def _compute_ports(d: DoctorInput) -> List[Port]:

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ..model.vocab import natural_key
-from .results import HostResult
+
+if TYPE_CHECKING:  # results.py reads facts through this module
+    from .results import HostResult
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,7 @@ def below_facts(features: dict, ports) -> Dict[str, Fact]:
     out: Dict[str, Fact] = {}
     fw = features.get("nic_firmware")
     if isinstance(fw, dict):
-        from ..probe.parsers.nic_firmware import FirmwareError, first_function
+        from ..nvconfig import FirmwareError, first_function
 
         cards = set()
         for p in ports:

@@ -121,7 +121,7 @@ def validate(doc: Any, where: str = "expectations") -> Dict[str, Any]:
 
 
 def _check_firmware(spec: Dict[str, Any], where: str) -> None:
-    from ..probe.parsers.nic_firmware import FirmwareError, wanted_value  # the one NVCONFIG reader
+    from ..nvconfig import FirmwareError, wanted_value  # the one NVCONFIG reader
 
     for field_, param, value in _firmware_values(spec):
         try:
@@ -318,7 +318,7 @@ def document_of(facts: NodeFacts) -> Dict[str, Any]:
 
 def _firmware_of(facts: NodeFacts) -> Dict[str, Any]:
     """The FIRMWARE_HELD values every rail's card shows (Current), where each card was read."""
-    from ..probe.parsers.nic_firmware import parse_value
+    from ..nvconfig import parse_value
 
     cards = [c for c in ((facts.firmware or {}).get("cards") or {}).values() if c.get("rail")]
     if not cards or any(c.get("error") for c in cards):
@@ -541,7 +541,7 @@ def _firmware(spec: Dict[str, Any], facts: NodeFacts) -> List[Difference]:
     that could not be read is said (info, `not checked`), never passed."""
     if not spec:
         return []
-    from ..probe.parsers.nic_firmware import same, wanted_value
+    from ..nvconfig import same, wanted_value
 
     check = CHECK_OF_SECTION["firmware"]
     fw = facts.firmware
@@ -592,7 +592,7 @@ def _firmware(spec: Dict[str, Any], facts: NodeFacts) -> List[Difference]:
                 when = " (next boot; the query has no Current column)" if column == "next_boot" else ""
                 out.append(Difference(check, field_, bdf, "error",
                                       f"{where}: {param} is {shown}{when}, expected {want}", want, shown))
-            elif column == "current" and row.get("next_boot") is not None and not same(goal, row["next_boot"]):
+            elif column == "current" and row and row.get("next_boot") is not None and not same(goal, row["next_boot"]):
                 out.append(Difference(check, field_, bdf, "warning",
                                       f"{where}: {param} is {shown} now, {row['next_boot']} after the next firmware "
                                       f"reset or reboot, expected {want}", want, row["next_boot"]))

@@ -12,9 +12,8 @@ import pytest
 
 from rocetune.analysis.expect import node_facts
 from rocetune.model import expect as e
-from rocetune.probe.parsers.nic_firmware import parse_query
+from rocetune.nvconfig import parse_query
 from rocetune.probe.sources import nic_firmware
-
 from tests.unit.rules.featurekit import Host
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -2,7 +2,7 @@
 read back with `mlxconfig -d BDF -e q` (NVIDIA MFT) or `mstconfig` (mstflint) -- read only, never
 a `set`.
 
-The query is parsed by probe.parsers.nic_firmware, which the nic_firmware role runs as its copy
+The query is parsed by rocetune.nvconfig, which the nic_firmware role runs as its copy
 plugins/module_utils/nic_firmware_state.py: one reader for what the role sets
 and what doctor and fleet read back. Only the parameters RoCE depends on are kept, each with its
 Default / Current / Next Boot; a card whose Next Boot differs from Current has a firmware reset
@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 
 from ... import nics
 from ...hostfs import ProbeContext, start_commands
-from ..parsers.nic_firmware import FirmwareError, first_function, parse_query, query_argv
+from ...nvconfig import FirmwareError, first_function, parse_query, query_argv
 
 TOOLS = ("mlxconfig", "mstconfig")
 FIRMWARE_VENDORS = nics.vendors_read_by("mlxconfig")  # the PCI vendors whose NVCONFIG mlxconfig reads
