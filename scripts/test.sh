@@ -12,5 +12,14 @@ trap "$LAB_DOWN" EXIT
 eval "$LAB_DOWN"
 
 .venv/bin/python -m compileall -q src >/dev/null
-# The slowest tests are listed at the end: the lab tiers dominate the run.
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 "$@"
+PYTEST=(.venv/bin/python -m pytest -q -p no:cacheprovider)
+if [ "$#" -gt 0 ]; then
+    "${PYTEST[@]}" --durations=20 "$@"
+    exit 0
+fi
+# Every test, in two runs: the unit and integration tests on every core (pytest-xdist), then
+# the lab tiers, one at a time (one lab on a machine). The slowest are listed after each.
+status=0
+"${PYTEST[@]}" -n auto -m "not lab" --durations=10 || status=$?
+"${PYTEST[@]}" -m lab --durations=20 || status=$?
+exit "$status"
