@@ -133,14 +133,19 @@ class Rails:
         Path("/run/lldpd").mkdir(exist_ok=True)  # lldpd's privilege-separation chroot
         for r in range(RAILS):
             sock = self.state / f"lldpd-rail{r}.sock"
+            # The switch's name from lldpd's start (-O: what lldpcli runs before lldpd sends its
+            # first frame): a name set afterwards leaves the hosts with the machine's own hostname
+            # until that first frame's TTL (120 s) runs out, should the update not reach them.
+            conf = self.state / f"lldpd-rail{r}.conf"
+            conf.write_text(f"configure system hostname {LEAF.format(r)}\n"
+                            "configure lldp portidsubtype ifname\nconfigure lldp tx-interval 1\n")
             proc = subprocess.Popen(["ip", "netns", "exec", SWITCH_NS.format(r), "lldpd", "-dd", "-u", str(sock),
-                                     "-p", str(self.state / f"lldpd-rail{r}.pid"), "-I", "n*"],
+                                     "-p", str(self.state / f"lldpd-rail{r}.pid"), "-O", str(conf), "-I", "n*"],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.switch_lldpd.append(proc)
         for r in range(RAILS):
             sock = str(self.state / f"lldpd-rail{r}.sock")
-            self._lldpcli(sock, "configure system hostname " + LEAF.format(r),
-                          "configure lldp portidsubtype ifname", "configure lldp tx-interval 1")
+            self._lldpcli(sock, "show configuration")  # lldpd is up and answers on its socket
         for name, _ in self.info.hosts:
             lab.run_on(name, f"mkdir -p /run/lldpd && lldpd -p {HOST_PIDFILE} -I {','.join(HOST_IFS)} && "
                              "sleep 0.5 && lldpcli configure lldp tx-interval 1 >/dev/null")
