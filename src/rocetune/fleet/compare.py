@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..model.vocab import natural_key
-from .facts import Fact, fact_order, host_facts, label, missing_fact
+from .facts import Fact, fact_order, label
+from .host_facts import host_facts, missing_fact
 from .manifest import Check
 from .results import HostResult
 

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..model.vocab import natural_key
-
-if TYPE_CHECKING:  # results.py reads facts through this module
-    from .results import HostResult
 
 
 @dataclass(frozen=True)
@@ -96,22 +93,6 @@ OWN_FACT = {"doctor-env-drift"}  # warnings a fact of their own already compares
 def fact_order(key: str) -> Tuple[int, Any]:
     keys = list(LABELS)
     return (keys.index(key), ()) if key in LABELS else (len(keys), natural_key(key))
-
-
-def host_facts(result: HostResult) -> Dict[str, Fact]:
-    """Every fact of a host whose result could be used."""
-    facts = dict(result.node_facts())
-    facts["doctor.errors"] = _doctor_ids(result.doctor_findings, "error")
-    facts["doctor.skipped"] = _skipped_ids(result)
-    facts["envfile.stale"] = _env_stale(result.doctor_findings)
-    for f in result.doctor_findings or ():
-        if f.get("severity") == "warning" and f.get("id") not in OWN_FACT:
-            key = WARNING_PREFIX + str(f.get("id"))
-            if key not in facts:
-                facts[key] = Fact(True, detail=f"{f.get('subject')}: {str(f.get('message'))[:200]}")
-    if result.plan_env is not None:
-        facts.update({f"env.{k}": Fact(v) for k, v in result.plan_env.items()})
-    return facts
 
 
 # The facts read from the Features (and the plan's GID index): what doctor carries for the report.
@@ -261,26 +242,6 @@ def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def missing_fact(result: HostResult, key: str) -> Fact:
-    """The value of a fact another host has and this one's result does not list: an env
-    variable its plan does not set, a warning doctor did not give; unknown when it cannot tell."""
-    if key.startswith("env."):
-        return env_fact(result, key[4:])
-    if key.startswith(WARNING_PREFIX):
-        if result.doctor_findings is None:
-            return Fact(None, known=False, detail="no doctor run in the result")
-        return Fact(False)
-    return UNKNOWN
-
-
-def env_fact(result: HostResult, name: str) -> Fact:
-    """An env variable another host's plan sets and this one's does not: unset, or unknown
-    when the result has no plan."""
-    if result.plan_env is None:
-        return Fact(None, known=False, detail="no plan in the result")
-    return Fact(result.plan_env.get(name))
-
-
 def _distinct(values: Dict[str, Any]) -> Fact:
     """The sorted distinct values of {port or device: value}; which holds which, when they differ."""
     known = {k: v for k, v in values.items() if v is not None}
@@ -381,36 +342,3 @@ def _nccl_plugins(features: dict) -> Fact:
 
 def _version_key(text: str) -> Tuple:
     return tuple(int(x) if x.isdigit() else -1 for x in text.split("."))
-
-
-def _env_stale(findings: Optional[List[dict]]) -> Fact:
-    """The env files doctor found written by rocetune but no longer what the plan gives (an older
-    plan, a hand edit): doctor-env-drift warnings."""
-    if findings is None:
-        return Fact(None, known=False, detail="no doctor run in the result")
-    stale = [f for f in findings if f.get("id") == "doctor-env-drift" and f.get("severity") == "warning"]
-    files = sorted({str(f.get("subject")) for f in stale})
-    detail = "; ".join(str(f.get("message"))[:200] for f in stale) or None
-    return Fact(files, detail=detail)
-
-
-def _skipped_ids(result: HostResult) -> Fact:
-    """The checks the node's check configuration skipped (doctor.yml, --skip), each with its
-    reason: a host that skips what the others check is odd, however well it looks."""
-    if result.doctor_findings is None:
-        return Fact(None, known=False, detail="no doctor run in the result")
-    ids = sorted({str(f.get("id")) for f in result.doctor_skipped})
-    reasons: Dict[str, str] = {}
-    for f in result.doctor_skipped:
-        reasons.setdefault(str(f.get("id")), str((f.get("graded") or {}).get("reason") or "")[:160])
-    return Fact(ids, detail="; ".join(f"{i}: {reasons[i]}" for i in ids[:20]) or None)
-
-
-def _doctor_ids(findings: Optional[List[dict]], severity: str) -> Fact:
-    """The ids of doctor's findings of one severity (sorted, each once), with their messages."""
-    if findings is None:
-        return Fact(None, known=False, detail="no doctor run in the result")
-    found = [f for f in findings if f.get("severity") == severity]
-    ids = sorted({str(f.get("id")) for f in found})
-    detail = "; ".join(f"{f.get('id')}: {str(f.get('message'))[:160]}" for f in found[:20]) or None
-    return Fact(ids, detail=detail)
