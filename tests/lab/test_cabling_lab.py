@@ -25,13 +25,9 @@ from tests.lab.rails_net import HOST_IFS, LEAF, Rails, rail_ip, straight
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
-# Host roots must be where the lab hosts see the repository (their /tmp is their own).
-ROOTS = REPO / "artifacts" / "cabling-lab"
-# Quarantined: these pass when the module runs alone from a checkout's own tree, and failed in
-# full lab sessions and from a fresh clone (rail 0's switch heard under the machine's hostname past
-# the deadline; a gathered report naming no crossed cable). Run, never required, until the lab's
-# LLDP setup is made independent of what ran before and of where the checkout lies.
-pytestmark = pytest.mark.xfail(reason="LLDP cabling lab: not yet reliable outside a lone run", strict=False)
+# The hosts' replay roots, where every host sees them and writes its own lldpctl output into its
+# overlay: not under the checkout, which a host sees read-only when it lies under /tmp (lab.py).
+ROOTS = Path("/var/tmp/rocetune-cabling-lab")
 CROSSED = "node03"
 WRAPPER = "/etc/rocetune-lab/rocetune-rails"
 
@@ -66,7 +62,8 @@ def rails(lab4):
     agent = f"env PYTHONPATH={REPO / 'src'} {sys.executable} -m rocetune"
     for name, root in roots.items():
         # lldpctl's live output into the root (private to the host: its overlay), then the agent.
-        script = (f"#!/bin/sh\nlldpctl -f json > {root}/commands/lldpctl_-f_json.txt 2>/dev/null "
+        script = (f"#!/bin/sh\n[ -w {root}/commands ] || {{ echo '{root}/commands is not writable' >&2; exit 3; }}\n"
+                  f"lldpctl -f json > {root}/commands/lldpctl_-f_json.txt 2>/dev/null "
                   f"&& : > {root}/run/lldpd.socket\nexec {agent} --root {root} \"$@\"\n")
         lab.run_on(name, f"mkdir -p /etc/rocetune-lab && cat > {WRAPPER} && chmod 0755 {WRAPPER}", input=script)
     net = Rails(lab4)
