@@ -73,6 +73,7 @@ def rails(lab4):
         yield lab4, net, roots
     finally:
         net.remove()
+        shutil.rmtree(ROOTS, ignore_errors=True)
 
 
 def rocetune(info, tmp: Path, *args: str, timeout: float = 300):
