@@ -125,5 +125,3 @@ def envelope_data(target: Target, verb: str, command: str, done: ssh.Completed) 
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-

@@ -57,4 +57,3 @@ def vendors_read_by(tool: str) -> Tuple[str, ...]:
 def by_netdev_driver(name: Optional[str]) -> Optional[NicDriver]:
     """The driver whose Ethernet side is `name` (mlx5_core -> mlx5), or None."""
     return next((d for d in drivers().values() if name and name in d.netdev_drivers), None)
-
