@@ -95,6 +95,21 @@ class Perftest:
         return max(self.gbps(r.average) for r in self.rows)
 
 
+# perftest's src/get_clock.c fits cycles against gettimeofday() to learn the CPU clock; below an
+# r^2 of 0.9 (a loaded host, a VM) it prints this line and get_cpu_mhz() returns 0, and every
+# rate in the report, which is cycles turned into seconds, comes out 0: no measurement at all.
+_CLOCK_UNCALIBRATED = re.compile(r"Correlation coefficient r\^2: (\S+) < 0\.9")
+
+
+def clock_uncalibrated(text: str) -> Optional[str]:
+    """Why perftest's figures are not a measurement, where its clock calibration failed."""
+    m = _CLOCK_UNCALIBRATED.search(text)
+    if not m:
+        return None
+    return (f"perftest could not calibrate the CPU clock (r^2 {m.group(1)} < 0.9; a loaded host or a VM), "
+            "so its rates read 0: not a measurement")
+
+
 _PERF_TABLE = re.compile(r"^\s*#bytes\s+#?iterations\s+BW peak\[(MB/sec|Gb/sec)\]\s+BW average\[(MB/sec|Gb/sec)\]")
 _PERF_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*\Z")
 # Two "Key : value" pairs share a line, apart by tabs or by a run of spaces before the next key.

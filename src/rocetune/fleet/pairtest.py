@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ParseError
 from .endpoints import RdmaPort, SocketIf
-from .measure import DEFAULT_FRACTION, parse_iperf3, parse_perftest, verdict
+from .measure import DEFAULT_FRACTION, clock_uncalibrated, parse_iperf3, parse_perftest, verdict
 
 PERFTEST_BASE_PORT = 18515  # perftest's own default; rail i uses BASE + i
 IPERF3_PORT = 5201
@@ -108,6 +108,9 @@ def rail_moved(before: Dict[str, Optional[int]], after: Dict[str, Optional[int]]
 def judge_rdma(client_out: str, sender: RdmaPort, receiver: RdmaPort, s: Settings,
                moved: Optional[int], counter: str) -> dict:
     """The result of one rail's perftest from the client's output and the sender's counter."""
+    unmeasured = clock_uncalibrated(client_out)
+    if unmeasured:
+        return {"status": "error", "error": unmeasured}
     try:
         run = parse_perftest(client_out)
     except ParseError as exc:

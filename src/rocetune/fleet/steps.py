@@ -1,6 +1,7 @@
 """What the fleet tests share when they run tools on the hosts: a server and its client (perftest,
-iperf3) with the retries a server that is not yet listening needs, the counters of the ports
-that carry a test, and the lines that say why a tool failed."""
+iperf3) with the retries a server that is not yet listening needs, perftest run again where its
+clock calibration failed, the counters of the ports that carry a test, and the lines that say why
+a tool failed."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import pairtest, ssh
 from .endpoints import RdmaPort
+from .measure import clock_uncalibrated
 
 CONNECT_RETRIES = 5
+CLOCK_RETRIES = 2  # perftest runs again while its clock calibration fails (measure.clock_uncalibrated)
 
 
 def server_and_client(server_remote, server_cmd: str, client_remote, client_cmd: str, step_s: float,
@@ -30,6 +33,24 @@ def server_and_client(server_remote, server_cmd: str, client_remote, client_cmd:
         server_done = ssh.Completed(-1, b"", str(exc).encode())
     assert client is not None
     return client, server_done
+
+
+def perftest_pair(server_remote, server_cmd: str, client_remote, client_cmd: str, step_s: float,
+                  settle_s: float, tool: str = "perftest") -> Tuple[ssh.Completed, ssh.Completed, int]:
+    """server_and_client for perftest, run again (up to CLOCK_RETRIES times) while the client could
+    not calibrate its clock; the last run and how many were made."""
+    attempts = 0
+    while True:
+        attempts += 1
+        client, server = server_and_client(server_remote, server_cmd, client_remote, client_cmd, step_s,
+                                           settle_s, tool)
+        if attempts > CLOCK_RETRIES or client.code != 0 or not clock_uncalibrated(text(client)):
+            return client, server, attempts
+
+
+def text(done: ssh.Completed) -> str:
+    """A tool's stdout then stderr, as one text."""
+    return (done.out + done.err).decode("utf-8", "replace")
 
 
 def counters(remote, ports: Sequence[RdmaPort], step_s: float) -> Optional[Dict[str, Dict[str, Optional[int]]]]:

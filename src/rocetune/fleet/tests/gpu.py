@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .. import pairtest, steps
 from ..endpoints import RdmaPort
-from ..measure import parse_perftest, verdict
+from ..measure import clock_uncalibrated, parse_perftest, verdict
 from . import FleetTest, HostContext, NodeContext, PairContext
 
 BASE_PORT = pairtest.PERFTEST_BASE_PORT + 100  # clear of the rdma test's ports
@@ -69,6 +69,9 @@ def cuda_argv(port, s, tcp_port: int, bus_id: str, use_dmabuf: bool, server: Opt
 def judge(client_out: str, sender, receiver, s, memory: str) -> dict:
     from ...errors import ParseError
 
+    unmeasured = clock_uncalibrated(client_out)
+    if unmeasured:
+        return {"status": "error", "error": unmeasured}
     try:
         run = parse_perftest(client_out)
     except ParseError:
@@ -105,10 +108,9 @@ def _reason(text: str) -> str:
 
 
 def _one(server_remote, server_cmd, client_remote, client_cmd, step_s, settle, what: str):
-    client, server = steps.server_and_client(server_remote, server_cmd, client_remote, client_cmd, step_s, settle)
-    text = (client.out + client.err).decode("utf-8", "replace")
-    server_text = (server.out + server.err).decode("utf-8", "replace")
-    return client, server, text, server_text
+    client, server, _ = steps.perftest_pair(server_remote, server_cmd, client_remote, client_cmd, step_s, settle,
+                                              what)
+    return client, server, steps.text(client), steps.text(server)
 
 
 def _entry(path: str, memory: str, client, server, text: str, server_text: str, sender, receiver, s) -> dict:
