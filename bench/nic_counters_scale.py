@@ -35,7 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from rocetune.doctor.nic_health import judge  # noqa: E402
-from rocetune.hostfs import HostRoot, ProbeContext, Recorder  # noqa: E402
+from rocetune.hostfs.context import ProbeContext  # noqa: E402
+from rocetune.hostfs.recorder import Recorder  # noqa: E402
+from rocetune.hostfs.root import HostRoot  # noqa: E402
 from rocetune.probe.sources import nic_counters  # noqa: E402
 
 LISTING = ROOT / "tests/fixtures/nic_counters/show_counters_mlx5_bond_0.txt"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from .envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
 from .errors import ExitCode, RocetuneError
-from .hostfs import HostRoot
+from .hostfs.root import HostRoot
 from .model.features import load as load_features_file
 from .model.plan import Overrides, Plan
 from .model.qos import DEFAULT_PATH as QOS_DEFAULT_PATH
@@ -396,7 +396,9 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
     data["skipped"], its rules (with how many findings each matched) in data["check_config"]."""
     from .analysis.hostview import HostView
     from .doctor import checks, readings
-    from .hostfs import HostRoot, ProbeContext, runner_for
+    from .hostfs.context import ProbeContext
+    from .hostfs.root import HostRoot
+    from .hostfs.runners import runner_for
 
     root = request.root
     host = HostRoot(root or "/")

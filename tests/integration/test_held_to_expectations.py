@@ -275,7 +275,7 @@ CX4LX_QUERY = HOSTS.parent / "outputs" / "mlxconfig" / "mlxconfig-q-connectx4lx-
 
 
 def _with_mlxconfig(root: Path) -> Path:
-    from rocetune.hostfs import recording_name
+    from rocetune.hostfs.command import recording_name
 
     cards = sorted({os.path.basename(os.path.realpath(d / "device")).rsplit(".", 1)[0] + ".0"
                     for d in (root / "sys/class/infiniband").iterdir()})

@@ -2,7 +2,8 @@
 
 import pytest
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.sources import verbs
 
 

@@ -1,5 +1,5 @@
 """Reads of what others control cost what a real input costs: the one input reader
-(rocetune.hostfs.read_input / open_input / iter_input_lines) and the readers built on it."""
+(rocetune.hostfs.inputs: read_input / open_input / iter_input_lines) and the readers built on it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rocetune.errors import HostReadError, RocetuneError
-from rocetune.hostfs import iter_input_lines, read_input, trusted_owners
+from rocetune.hostfs.inputs import iter_input_lines, read_input, trusted_owners
 from rocetune.model.jsonread import JsonError, load_json
 
 

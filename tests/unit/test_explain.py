@@ -9,7 +9,7 @@ import pytest
 import rocetune.cli.verbs as verbs
 from rocetune.cli.main import main
 from rocetune.envfiles.write import render
-from rocetune.hostfs import HostRoot
+from rocetune.hostfs.root import HostRoot
 from rocetune.model.qos import load_text
 from rocetune.nccl.conf import conf_values, effective
 from rocetune.nccl.conf import layers as effective_layers

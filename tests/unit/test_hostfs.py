@@ -3,7 +3,11 @@ import os
 import pytest
 
 from rocetune.errors import HostReadError
-from rocetune.hostfs import HostRoot, ProbeContext, RecordedRunner, Recorder, recording_name
+from rocetune.hostfs.command import recording_name
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.recorder import Recorder
+from rocetune.hostfs.root import HostRoot
+from rocetune.hostfs.runners import RecordedRunner
 from tests.unit.treekit import Dir, Link, make
 
 

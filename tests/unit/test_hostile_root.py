@@ -10,7 +10,8 @@ import stat
 import pytest
 
 from rocetune.errors import HostReadError
-from rocetune.hostfs import HostRoot, RecordedRunner
+from rocetune.hostfs.root import HostRoot
+from rocetune.hostfs.runners import RecordedRunner
 from rocetune.probe.collect import collect_features
 from tests.unit.treekit import Dir, Link, make
 

@@ -7,7 +7,10 @@ import time
 
 import pytest
 
-from rocetune.hostfs import HostRoot, LiveRunner, RecordedRunner, Recorder, close_runner, recording_name, start_commands
+from rocetune.hostfs.command import recording_name
+from rocetune.hostfs.recorder import Recorder
+from rocetune.hostfs.root import HostRoot
+from rocetune.hostfs.runners import LiveRunner, RecordedRunner, close_runner, start_commands
 from rocetune.probe.sources import gpu
 
 SLOW = 0.4
@@ -102,7 +105,7 @@ def test_at_most_parallel_run_at_once_and_the_rest_start_as_earlier_ones_are_rea
 
 
 def test_the_qos_source_starts_every_ports_tool_together(tools):
-    from rocetune.hostfs import ProbeContext
+    from rocetune.hostfs.context import ProbeContext
     from rocetune.probe.sources import qos
 
     (tools / "mlnx_qos").write_text("#!/bin/sh\nsleep 0.3\nexit 1\n")
@@ -117,7 +120,7 @@ def test_the_qos_source_starts_every_ports_tool_together(tools):
 def test_which_finds_what_shutil_finds(tools, tmp_path, monkeypatch):
     import shutil
 
-    from rocetune.hostfs import which
+    from rocetune.hostfs.runners import which
 
     (tools / "not-executable").write_text("#!/bin/sh\n")
     (tools / "a-directory").mkdir()

@@ -9,7 +9,9 @@ import io
 import tarfile
 from pathlib import Path
 
-from rocetune.hostfs import HostRoot, ProbeContext, recording_name
+from rocetune.hostfs.command import recording_name
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.capture import build_tar, record
 from rocetune.probe.sources import nic_firmware, nvlink, phy
 from tests.unit.treekit import make

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.nccl.topo_cpu import cpu_attrs, nccl_family_id
 from rocetune.probe.sources.cpu_identity import cpu_identity
 from tests.unit.treekit import make

@@ -6,7 +6,8 @@ from __future__ import annotations
 import struct
 import tarfile
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.capture import build_tar, record
 from rocetune.probe.sources import host as host_source
 from tests.fixtures.roots import root_of

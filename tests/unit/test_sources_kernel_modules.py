@@ -1,7 +1,8 @@
 """Kernel modules: loaded ones from /proc/modules, built-in ones from /sys/module (a directory
 without initstate) or modules.builtin; both are present, only loaded ones are in /proc/modules."""
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.sources import kernel
 from tests.unit.treekit import Dir, make
 

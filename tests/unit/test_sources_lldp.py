@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.capture import build_tar, record
 from rocetune.probe.sources import lldp
 from tests.unit.treekit import make

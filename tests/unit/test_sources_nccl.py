@@ -6,7 +6,8 @@ import io
 import os
 import tarfile
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.capture import build_tar, record
 from rocetune.probe.parsers.ld_so_cache import build as build_cache
 from rocetune.probe.sources import nccl_libs

@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.collect import collect_features
 from rocetune.probe.sources import net
 from tests.fixtures.roots import root_of

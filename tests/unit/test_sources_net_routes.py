@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.sources.net import ipv4_routes
 
 from .treekit import make

@@ -10,7 +10,10 @@ values stated here. The rxe tree uses the names of drivers/infiniband/sw/rxe/rxe
 import shutil
 from pathlib import Path
 
-from rocetune.hostfs import HostRoot, ProbeContext, RecordedRunner, Recorder
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.recorder import Recorder
+from rocetune.hostfs.root import HostRoot
+from rocetune.hostfs.runners import RecordedRunner
 from rocetune.model.nic_counters import HW_COUNTERS, SNAPSHOT_KIND, validate_snapshot
 from rocetune.probe.sources import nic_counters
 from tests.unit.treekit import Dir, make

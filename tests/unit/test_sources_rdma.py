@@ -1,6 +1,7 @@
 import pytest
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.sources import rdma
 from tests.unit.treekit import Link, make
 

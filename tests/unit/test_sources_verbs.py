@@ -1,6 +1,7 @@
 """Verbs source against a labelled stand-in for pyverbs device objects, and the sysfs cross-check."""
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.sources import verbs
 
 

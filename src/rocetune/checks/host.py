@@ -339,7 +339,7 @@ def unread_evidence(f: dict) -> List[str]:
         "with four RDMA NICs plans as one without RDMA (4 variables instead of 9, NCCL over TCP). "
         "The plan is then not the host's, and a capture of it replays the same gap anywhere.",
     fix="run as root, or as a user who may read the whole root; `env -o` writes nothing meanwhile",
-    source="open(2)/getdents(2) EACCES; rocetune.hostfs.HostRoot turns it into a warning, never "
+    source="open(2)/getdents(2) EACCES; rocetune.hostfs.root.HostRoot turns it into a warning, never "
            "into an empty answer taken as the host's.",
 ))
 def root_unreadable(f: dict) -> Iterable[Finding]:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ..hostfs import CommandResult, ProbeContext, recording_name
+from ..hostfs.command import CommandResult, recording_name
+from ..hostfs.context import ProbeContext
 from ..probe.parsers.kernel_log import classify, relevant_lines
 
 JOURNAL_LINES = 50000

@@ -2,7 +2,7 @@
 
 Stored as the snapshot itself (versioned JSON, rocetune.model.nic_counters), written atomically
 at `BASELINE_PATH` under the host root (the root is a directory, "/" on the host itself). Read
-and written through the root (rocetune.hostfs.HostRoot): a link on the way resolves inside the
+and written through the root (rocetune.hostfs.root.HostRoot): a link on the way resolves inside the
 root, never out of it, and the file is read as every host file is (a regular file, without
 blocking, capped).
 """
@@ -15,7 +15,7 @@ from typing import Optional
 
 from ..errors import ExitCode, HostReadError, RocetuneError
 from ..fsutil import atomic_write
-from ..hostfs import HostRoot
+from ..hostfs.root import HostRoot
 from ..model.jsonread import load_json
 from ..model.nic_counters import validate_snapshot
 

@@ -12,7 +12,7 @@ import os
 from typing import Dict, List, Optional
 
 from ..envfiles import dialects
-from ..hostfs import ProbeContext
+from ..hostfs.context import ProbeContext
 from ..probe.parsers.lspci_acs import parse_acs
 
 LSPCI_ARGV = ("lspci", "-D", "-vvv")

@@ -37,7 +37,7 @@ class Check:
 
 def load(path: str) -> List[Check]:
     from ..errors import HostReadError
-    from ..hostfs import read_input
+    from ..hostfs.inputs import read_input
     from ..model.yamlread import YamlError, load_yaml
 
     try:

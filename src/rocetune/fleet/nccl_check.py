@@ -102,7 +102,7 @@ def judge(host: str, code: int, text: str, plan_env: Dict[str, str], s: Settings
 def load_baseline(path: str) -> Dict[str, float]:
     """{host: busbw GB/s} from an earlier `fleet validate -o` file."""
     from ..errors import ExitCode, HostReadError, RocetuneError
-    from ..hostfs import read_input
+    from ..hostfs.inputs import read_input
     from ..model.jsonread import MAX_DOCUMENT_BYTES, load_json
 
     try:

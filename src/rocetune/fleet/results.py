@@ -5,7 +5,7 @@ what `rocetune --json doctor` (or `probe`) printed on the host, as it is.
 A file comes from a node and travels by whatever gathered it: it is untrusted input, and so is
 the directory (docs put it in /tmp). Only regular files that belong to root or to the user
 running rocetune are read -- never through a link, never blocking on a FIFO, at most
-MAX_BYTES, their values counted before they are parsed (rocetune.hostfs.read_input,
+MAX_BYTES, their values counted before they are parsed (rocetune.hostfs.inputs.read_input,
 rocetune.model.jsonread). A file that cannot be read, is not JSON, or holds no usable Features
 is that host's failure, never the report's: the other hosts are still compared.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..errors import ExitCode, HostReadError, RocetuneError
-from ..hostfs import read_input, trusted_owners
+from ..hostfs.inputs import read_input, trusted_owners
 from ..model.jsonread import MAX_DOCUMENT_BYTES, load_json
 from ..model.vocab import natural_key
 from .hostdoc import SCHEMA

@@ -199,7 +199,7 @@ def load_known_hosts(host_keys, paths) -> set:
 
 def _parse_known_hosts(path: str):
     from ..errors import HostReadError
-    from ..hostfs import read_input
+    from ..hostfs.inputs import read_input
 
     try:
         st = os.stat(path)

@@ -141,7 +141,7 @@ def _ssh_config(path: str, warn: Callable[[str], None]):
     import paramiko
 
     from ..errors import HostReadError
-    from ..hostfs import read_input_stat
+    from ..hostfs.inputs import read_input_stat
 
     try:
         data, st = read_input_stat(path, MAX_SSH_CONFIG_BYTES)

@@ -553,7 +553,7 @@ def lint_paths(paths: Sequence[str], fmt: str = "auto", qos: Optional[QosPlan] =
 
 def read_file(path: str) -> str:
     from ..errors import HostReadError
-    from ..hostfs import read_input
+    from ..hostfs.inputs import read_input
 
     try:
         data = read_input(path, MAX_BYTES)

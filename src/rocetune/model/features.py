@@ -47,7 +47,7 @@ def with_nccl_version(features: dict, version: str, by: str = "--nccl-version") 
 
 def load(path: str) -> dict:
     from ..errors import HostReadError
-    from ..hostfs import read_input
+    from ..hostfs.inputs import read_input
     from .jsonread import MAX_DOCUMENT_BYTES
 
     try:

@@ -207,7 +207,7 @@ class Overrides:
     @classmethod
     def from_file(cls, path: str) -> Overrides:
         from ..errors import HostReadError
-        from ..hostfs import read_input
+        from ..hostfs.inputs import read_input
 
         try:
             text = read_input(path, MAX_CONFIG_BYTES).decode("utf-8")

@@ -228,7 +228,7 @@ MAX_PLAN_BYTES = 1 << 20  # a QoS plan is a few hundred bytes
 
 def load_file(path: str) -> QosPlan:
     from ..errors import HostReadError
-    from ..hostfs import read_input_text
+    from ..hostfs.inputs import read_input_text
 
     try:
         text = read_input_text(path, MAX_PLAN_BYTES)

@@ -13,7 +13,7 @@ import os
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..errors import RocetuneError
-from ..hostfs import HostRoot
+from ..hostfs.root import HostRoot
 
 SYSTEM_CONF = "/etc/nccl.conf"
 ENVIRONMENT = "process environment"

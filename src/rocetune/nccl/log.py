@@ -37,13 +37,13 @@ def read_log(text: Union[str, bytes], source: str = "NCCL log") -> NcclLogReport
 
 
 def load_log(path: str) -> NcclLogReport:
-    """read_log on a file, streamed a line at a time (rocetune.hostfs.iter_input_lines: a line
+    """read_log on a file, streamed a line at a time (rocetune.hostfs.inputs.iter_input_lines: a line
     past MAX_LINE is cut, so memory does not grow with the file or one endless line); a regular
     file only, opened without blocking. An unreadable file is a RocetuneError naming it."""
     import os
 
     from ..errors import HostReadError
-    from ..hostfs import iter_input_lines, open_input
+    from ..hostfs.inputs import iter_input_lines, open_input
 
     try:
         fd, _ = open_input(path)

@@ -10,7 +10,11 @@ import tarfile
 from typing import Callable, Dict, Optional, Tuple
 
 from ..fsutil import atomic_write_bytes
-from ..hostfs import RECORDED_DIR, HostRoot, LiveRunner, ProbeContext, RecordedRunner, Recorder, recording_name
+from ..hostfs.command import recording_name
+from ..hostfs.context import ProbeContext
+from ..hostfs.recorder import Recorder
+from ..hostfs.root import RECORDED_DIR, HostRoot
+from ..hostfs.runners import LiveRunner, RecordedRunner
 from .collect import collect_features
 from .sources.verbs import IBV_DEVINFO_ARGV
 
@@ -151,7 +155,7 @@ class _Tree:
 
     def add_recorded(self) -> None:
         """Not host files: what the probe found inside a file too large to copy, the owners and
-        environment variables it judged or read (hostfs.HostRoot.scan and .environ replay
+        environment variables it judged or read (hostfs.root.HostRoot.scan and .environ replay
         them), and the commands it ran."""
         rec = self.rec
         for path, found in rec.strings.items():

@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 from .. import __version__
-from ..hostfs import HostRoot, ProbeContext, Recorder, close_runner, runner_for, start_commands
+from ..hostfs.context import ProbeContext
+from ..hostfs.recorder import Recorder
+from ..hostfs.root import HostRoot
+from ..hostfs.runners import close_runner, runner_for, start_commands
 from ..model.features import SCHEMA_VERSION
 from ..model.schema import empty, section_schema
 from .sources import declared as declared_source

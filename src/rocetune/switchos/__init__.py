@@ -89,11 +89,11 @@ def ports_from(text: str) -> List[str]:
 def read_file(path: str, name: Optional[str] = None, flag: str = "FILE") -> SwitchQos:
     """A switch output file, read by the OS `name` names or the one that recognises it."""
     from ..errors import HostReadError
-    from ..hostfs import read_input
+    from ..hostfs.inputs import read_input
     from ..model.jsonread import MAX_DOCUMENT_BYTES
 
     os_ = get(name) if name is not None else None
-    try:  # a regular file only, without blocking, capped (rocetune.hostfs.read_input)
+    try:  # a regular file only, without blocking, capped (rocetune.hostfs.inputs.read_input)
         raw = read_input(path, MAX_DOCUMENT_BYTES)
     except HostReadError as exc:
         raise RocetuneError(f"{flag} {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None

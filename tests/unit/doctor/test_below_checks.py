@@ -216,7 +216,7 @@ ARGV = ["/usr/bin/python3", "/usr/local/lib/rocetune/rocetune_pcie_p2p_boot.py",
 
 
 def p2p_root(tmp_path, check_out, rc=0, dropin=None):
-    from rocetune.hostfs import recording_name
+    from rocetune.hostfs.command import recording_name
     from tests.unit.treekit import make
 
     name = recording_name(ARGV)
@@ -230,7 +230,8 @@ def p2p_root(tmp_path, check_out, rc=0, dropin=None):
 
 def test_the_role_s_script_run_read_only_finds_redirect_back_on_a_bridge(tmp_path):
     from rocetune.doctor import readings
-    from rocetune.hostfs import HostRoot, ProbeContext
+    from rocetune.hostfs.context import ProbeContext
+    from rocetune.hostfs.root import HostRoot
 
     out = ("0000:00:02.0: ACS would clear (SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- "
            "DirectTrans- -> SrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-) for "
@@ -251,7 +252,8 @@ def test_the_role_s_script_run_read_only_finds_redirect_back_on_a_bridge(tmp_pat
 
 def test_all_clear_and_iommu_applied_say_nothing_and_no_role_no_reading(tmp_path):
     from rocetune.doctor import readings
-    from rocetune.hostfs import HostRoot, ProbeContext
+    from rocetune.hostfs.context import ProbeContext
+    from rocetune.hostfs.root import HostRoot
 
     out = "0000:00:03.0: ACS already clear (SrcValid+ -> SrcValid+) for 0000:01:00.0-0000:02:00.0\n"
     reading = readings.pcie_p2p(ProbeContext(HostRoot(str(p2p_root(tmp_path, out, dropin="iommu=pt\n")))))

@@ -285,7 +285,9 @@ def test_a_deployed_env_naming_a_device_the_node_lacks_is_a_failure():
 def test_pause_is_read_with_the_roce_qos_roles_own_reader(tmp_path):
     """doctor reads `ethtool -a` with the parser the roce_qos role uses (one reader)."""
     from rocetune.doctor import readings
-    from rocetune.hostfs import HostRoot, ProbeContext, RecordedRunner
+    from rocetune.hostfs.context import ProbeContext
+    from rocetune.hostfs.root import HostRoot
+    from rocetune.hostfs.runners import RecordedRunner
 
     (tmp_path / "commands").mkdir()
     (tmp_path / "commands" / "ethtool_-a_ens0np0.txt").write_text(

@@ -12,7 +12,10 @@ import pytest
 from rocetune.analysis.hostview import HostView
 from rocetune.doctor import below_checks, kernel_log
 from rocetune.doctor.checks import DoctorInput
-from rocetune.hostfs import HostRoot, ProbeContext, RecordedRunner, Recorder
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.recorder import Recorder
+from rocetune.hostfs.root import HostRoot
+from rocetune.hostfs.runners import RecordedRunner
 from rocetune.probe.parsers.kernel_log import classify
 from tests.unit.rules.featurekit import Host
 from tests.unit.treekit import make

@@ -12,7 +12,8 @@ from rocetune.fleet import ssh
 from rocetune.fleet.endpoints import HostEndpoints, RdmaPort
 from rocetune.fleet.tests import FleetContext, HostContext, PairContext, get
 from rocetune.fleet.tests.cross_rail import parse_answers, probe_command
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.sources.declared import rail_reach
 from tests.unit.treekit import make
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.probe.sources import declared, qos
 
 from .featurekit import plan_of, rail_host

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rocetune.hostfs import HostRoot, ProbeContext
+from rocetune.hostfs.context import ProbeContext
+from rocetune.hostfs.root import HostRoot
 from rocetune.nccl.topo_read import parse_topology, to_nodes
 from rocetune.probe.sources import declared
 from tests.fixtures.roots import root_of

@@ -52,7 +52,7 @@ def register(p: argparse.ArgumentParser) -> None:
 def _decisions_from_env(path: str) -> Tuple[List[Decision], Optional[str]]:
     from ...envfiles.read import parse_text
     from ...errors import HostReadError
-    from ...hostfs import read_input_text
+    from ...hostfs.inputs import read_input_text
     from ...lint.checks import MAX_BYTES
     from ...model.plan import Decision
 
@@ -76,7 +76,7 @@ def _decisions_from_env(path: str) -> Tuple[List[Decision], Optional[str]]:
 def run(args: argparse.Namespace) -> Result:
     from ... import app
     from ...analysis.hostview import HostView
-    from ...hostfs import HostRoot
+    from ...hostfs.root import HostRoot
     from ...nccl.conf import layers as nccl_layers
 
     plan: Optional[Plan] = None

@@ -51,7 +51,7 @@ def register(p: argparse.ArgumentParser) -> None:
 def host_names(args: argparse.Namespace):
     """(HostNames or None, where they came from) as --features, --root and --host-check say."""
     from ... import app
-    from ...hostfs import HostRoot
+    from ...hostfs.root import HostRoot
     from ...lint.checks import HostNames
 
     if args.host_check == "no":

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional
 
-from ...hostfs import ProbeContext
+from ...hostfs.context import ProbeContext
 
 _RELEASE_ARCH = re.compile(r"[.-](x86_64|aarch64|ppc64le|ppc64|s390x|riscv64)\Z")
 

@@ -28,7 +28,7 @@ import shlex
 from typing import Any, Dict, List, Optional
 
 from ...errors import HostReadError
-from ...hostfs import ProbeContext
+from ...hostfs.context import ProbeContext
 from ...nccl.conf import SYSTEM_CONF, conf_values
 from ...nccl.topo_read import MAX_BYTES, TopoReadError, parse_topology, to_nodes
 

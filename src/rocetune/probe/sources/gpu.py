@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from ...errors import ParseError
-from ...hostfs import ProbeContext, start_commands
+from ...hostfs.context import ProbeContext
+from ...hostfs.runners import start_commands
 from ..parsers.nvsmi_query import parse_gpu_query
 from ..parsers.nvsmi_topo import parse_topo_matrix
 

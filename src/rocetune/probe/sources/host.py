@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ...errors import HostReadError
-from ...hostfs import ProbeContext
+from ...hostfs.context import ProbeContext
 from .cpu_identity import cpu_identity
 
 NODES = "/sys/devices/system/node"

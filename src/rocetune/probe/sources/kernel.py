@@ -6,7 +6,7 @@ import re
 from typing import Dict, List, Optional, Set
 
 from ... import nics
-from ...hostfs import ProbeContext
+from ...hostfs.context import ProbeContext
 from ...nccl.defaults import PEER_MEMORY_PATHS
 from ..parsers.modules_builtin import parse_modules_builtin, sysfs_says_builtin
 from . import nccl_libs

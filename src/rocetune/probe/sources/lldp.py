@@ -13,7 +13,7 @@ import re
 from typing import Any, Dict, Optional
 
 from ...errors import ParseError
-from ...hostfs import ProbeContext
+from ...hostfs.context import ProbeContext
 from ..parsers.lldpctl import parse_lldpctl_json
 
 LLDPCTL_ARGV = ("lldpctl", "-f", "json")

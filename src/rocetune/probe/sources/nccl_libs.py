@@ -59,7 +59,7 @@ import time
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ...errors import HostReadError, ParseError
-from ...hostfs import ProbeContext
+from ...hostfs.context import ProbeContext
 from ...nccl.versions import plan_version
 from ..parsers import ld_so_cache
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...errors import ParseError
-from ...hostfs import HostReadError, ProbeContext
+from ...errors import HostReadError, ParseError
+from ...hostfs.context import ProbeContext
 from ..parsers.ip_addr import parse_ip_addr
 from ..parsers.proc_net import parse_fib_trie, parse_if_inet6, parse_ipv6_route, parse_route
 from .pci import BDF_RE

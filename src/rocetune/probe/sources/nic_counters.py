@@ -18,8 +18,10 @@ from __future__ import annotations
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
-from ...errors import ParseError
-from ...hostfs import HostReadError, HostRoot, ProbeContext, close_runner, runner_for, start_commands
+from ...errors import HostReadError, ParseError
+from ...hostfs.context import ProbeContext
+from ...hostfs.root import HostRoot
+from ...hostfs.runners import close_runner, runner_for, start_commands
 from ...model.nic_counters import (
     HW_COUNTERS,
     NETDEV_CARRIER,

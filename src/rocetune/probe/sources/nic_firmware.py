@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from ... import nics
-from ...hostfs import ProbeContext, start_commands
+from ...hostfs.context import ProbeContext
+from ...hostfs.runners import start_commands
 from ...nvconfig import FirmwareError, first_function, parse_query, query_argv
 
 TOOLS = ("mlxconfig", "mstconfig")

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 from ...errors import ParseError
-from ...hostfs import ProbeContext, start_commands
+from ...hostfs.context import ProbeContext
+from ...hostfs.runners import start_commands
 from ..parsers.nvsmi_nvlink import parse_fabric_csv, parse_fabric_query, parse_nvlink_errors, parse_nvlink_status
 
 FABRIC_CSV_ARGV = ["nvidia-smi", "--query-gpu=pci.bus_id,fabric.state,fabric.status", "--format=csv,noheader"]

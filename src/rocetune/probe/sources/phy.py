@@ -14,7 +14,8 @@ from typing import Dict, List, Optional
 
 from ... import nics
 from ...errors import ParseError
-from ...hostfs import ProbeContext, start_commands
+from ...hostfs.context import ProbeContext
+from ...hostfs.runners import start_commands
 from ..parsers.phy import parse_mlxlink, parse_module_info, parse_show_fec
 
 LINK_TOOLS = ("mlxlink", "mstlink")

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ...hostfs import ProbeContext, start_commands
+from ...hostfs.context import ProbeContext
+from ...hostfs.runners import start_commands
 from ..parsers import qos_tools
 
 

@@ -7,7 +7,7 @@ import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...errors import ParseError
-from ...hostfs import ProbeContext
+from ...hostfs.context import ProbeContext
 from ...model.vocab import natural_key
 from .pci import BDF_RE
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from ...errors import ParseError
-from ...hostfs import ProbeContext
+from ...hostfs.context import ProbeContext
 from ..parsers.ibv_devinfo import parse_ibv_devinfo
 
 IBV_DEVINFO_ARGV = ["ibv_devinfo"]
