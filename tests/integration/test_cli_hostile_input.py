@@ -80,7 +80,7 @@ def test_a_value_of_thousands_of_digits_is_checked_as_nccl_reads_it(files):
     _one_error(proc, 2, "NCCL_IB_TIMEOUT=", "0..31")  # a bad --set is a usage error
     proc = rocetune("lint", files["config.conf"])
     assert proc.returncode == 1 and no_traceback(proc), proc.stderr
-    assert "NCCL_IB_TIMEOUT" in proc.stdout and "error" in proc.stdout
+    assert "NCCL_IB_TIMEOUT" in proc.stdout and "FAIL  out-of-range" in proc.stdout
 
 
 def test_json_and_yaml_env_files_nested_too_deep_are_findings(tmp_path):

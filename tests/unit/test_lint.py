@@ -177,7 +177,9 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     capsys.readouterr()
     assert main(["--root", str(root), "lint", str(bad)]) == 1
     out, _ = capsys.readouterr()
-    assert "bad.sh:1: error misspelled-name" in out and "NCCL_IB_RETRY_CNT" in out
+    head = next(line for line in out.splitlines() if "misspelled-name" in line).split()
+    assert head[:2] == ["FAIL", "misspelled-name"] and head[2].endswith("bad.sh:1") and "NCCL_IB_RETRY_CNT" in out
+    assert out.splitlines()[-1].startswith("1 file(s): 1 failure(s), 0 warning(s)")
     assert main(["--root", str(root), "--json", "lint", str(bad), str(good)]) == 1
     env = json.loads(capsys.readouterr()[0])
     assert env["data"]["counts"]["error"] == 1 and env["exit_code"] == 1

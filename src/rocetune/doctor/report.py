@@ -6,10 +6,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence
 
 from ..errors import ExitCode
-from ..model.finding import Finding, severity_rank
+from ..model.finding import Finding, counts_text, finding_lines, severity_rank, shown
 from ..text import printable
-
-LABELS = {"error": "FAIL", "warning": "WARN", "info": "info"}
 
 
 def ordered(findings: List[Finding]) -> List[Finding]:
@@ -37,16 +35,7 @@ def not_checked(findings: List[Finding]) -> List[str]:
 def text(findings: List[Finding], host: str, verbose: int = 0, rules: Sequence[dict] = ()) -> str:
     """Failures, warnings, (with -v) notes; then every rule of the node's check configuration,
     with its reason and what it matched, whether or not anything did; then the summary."""
-    shown = [f for f in findings if f.severity != "info" or verbose]
-    lines = []
-    for f in shown:
-        lines.append(f"{LABELS.get(f.severity, f.severity):4}  {f.id:28} {printable(f.subject)}")
-        lines.append(f"      {printable(f.message)}")
-        if f.graded:
-            lines.append(f"      graded {f.graded['from']} -> {f.severity} by {printable(f.graded['by'])}: "
-                         f"{printable(f.graded['reason'])}")
-        if f.fix and f.severity != "info":
-            lines.append(f"      fix: {printable(f.fix)}")
+    lines = [line for f in shown(findings, verbose) for line in finding_lines(f, verbose)]
     if rules:
         if lines:
             lines.append("")
@@ -55,12 +44,7 @@ def text(findings: List[Finding], host: str, verbose: int = 0, rules: Sequence[d
             only = f" ({', '.join(r['subjects'])})" if r["subjects"] else ""
             lines.append(f"{what} {r['id']}{only}: {printable(r['reason'])} [{printable(r['source'])}; "
                          f"{r['matched']} finding(s)]")
-    errors = sum(f.severity == "error" for f in findings)
-    warnings = sum(f.severity == "warning" for f in findings)
-    infos = len(findings) - errors - warnings
-    summary = f"doctor {printable(host)}: {errors} failure(s), {warnings} warning(s)"
-    if infos and not verbose:
-        summary += f", {infos} note(s) (-v shows them)"
+    summary = f"doctor {printable(host)}: {counts_text(findings, verbose)}"
     gaps = not_checked(findings)
     if gaps:
         summary += "; not checked: " + ", ".join(printable(g) for g in gaps)

@@ -37,11 +37,6 @@ MAX_BYTES = 16 << 20
 # Names RDMA drivers give their devices (rocetune.nics): UCX wants them as device:port.
 _RDMA_NAME = nics.device_name_re()
 
-def finding_text(f: Finding) -> str:
-    """`file:line: severity id: message (fix: ...)`, the line lint prints per finding."""
-    fix = f" (fix: {f.fix})" if f.fix else ""
-    return f"{f.subject}: {f.severity} {f.id}: {f.message}{fix}"
-
 
 @dataclass
 class HostNames:

@@ -6,9 +6,10 @@ an id shares (its fix when the producer has no better one, its source, its kind)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 SEVERITIES = ("error", "warning", "info")
+LABELS = {"error": "FAIL", "warning": "WARN", "info": "info"}
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,41 @@ class Finding:
                 out[name] = value
         return out
 
-    def text(self) -> str:
-        return f"[{self.severity}] {self.id}: {self.message}"
 
 
 def severity_rank(severity: str) -> int:
     return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+
+
+# --- the one way findings read as text (probe, doctor, qos check, lint) ------------------------
+def finding_lines(f: Finding, verbose: int = 0) -> List[str]:
+    """`LABEL  id  subject`, then the message, how the node's check configuration re-graded it,
+    and the fix (an error's and a warning's; with -v a note's too, and the check's page)."""
+    from ..text import printable
+
+    lines = [f"{LABELS.get(f.severity, f.severity):4}  {f.id:28} {printable(f.subject)}",
+             f"      {printable(f.message)}"]
+    if f.graded:
+        lines.append(f"      graded {f.graded['from']} -> {f.severity} by {printable(f.graded['by'])}: "
+                     f"{printable(f.graded['reason'])}")
+    if f.fix and (f.severity != "info" or verbose):
+        lines.append(f"      fix: {printable(f.fix)}")
+    if verbose:
+        lines.append(f"      page: docs/checks/{f.id}.md")
+    return lines
+
+
+def shown(findings: Sequence[Finding], verbose: int = 0) -> List[Finding]:
+    """What a text shows: notes only with -v."""
+    return [f for f in findings if f.severity != "info" or verbose]
+
+
+def counts_text(findings: Sequence[Finding], verbose: int = 0) -> str:
+    """`E failure(s), W warning(s)[, N note(s)]`, counting every finding whether shown or not."""
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = sum(f.severity == "warning" for f in findings)
+    notes = len(findings) - errors - warnings
+    text = f"{errors} failure(s), {warnings} warning(s)"
+    if notes:
+        text += f", {notes} note(s)" + ("" if verbose else " (-v shows them)")
+    return text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from ..model.finding import Finding
+from ..model.finding import Finding, counts_text, finding_lines, shown
 from ..model.plan import Plan
 from ..text import printable, table
 
@@ -108,11 +108,9 @@ def host_summary(f: dict, verbose: int = 0) -> str:
 
 
 def findings_text(findings: Sequence[Finding], verbose: int = 0) -> str:
-    """One line per finding, most severe first (the caller sorts); nothing when there are none.
-    Verbose: each with its fix and its page."""
-    out = []
-    for f in findings:
-        out.append(printable(f.text()))
-        if verbose:
-            out.append(printable(f"    fix: {f.fix} (docs/checks/{f.id}.md)"))
-    return "".join(line + "\n" for line in out)
+    """The findings, most severe first (the caller sorts), as every verb shows them
+    (model.finding.finding_lines), then their counts; nothing when there are none."""
+    if not findings:
+        return ""
+    lines = [line for f in shown(findings, verbose) for line in finding_lines(f, verbose)]
+    return "".join(line + "\n" for line in lines) + f"findings: {counts_text(findings, verbose)}\n"

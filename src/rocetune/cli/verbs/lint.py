@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> Result:
 
 
 def _human(report, qos, host_source: Optional[str], verbose: int) -> str:
-    from ...lint.checks import finding_text
+    from ...model.finding import counts_text, finding_lines, shown
     from ...text import printable
 
     lines: List[str] = []
@@ -104,12 +104,9 @@ def _human(report, qos, host_source: Optional[str], verbose: int) -> str:
             how = "forced by --format" if f["detected"] == "forced" else f["detected"]
             lines.append(printable(f"{f['path']}: read as {f['format']} ({how}), "
                                    f"{f['assignments']} setting(s)"))
-        lines += [printable("  " + finding_text(x)) for x in report.findings
-                  if x.file == f["path"] and (x.severity != "info" or verbose)]
-    counts = report.counts()
-    hidden = counts["info"] if not verbose else 0
-    summary = (f"{len(report.files)} file(s): {counts['error']} error(s), {counts['warning']} warning(s), "
-               f"{counts['info']} note(s)" + (" (-v shows the notes)" if hidden else ""))
+        lines += ["  " + line for x in shown(report.findings, verbose) if x.file == f["path"]
+                  for line in finding_lines(x, verbose)]
+    summary = f"{len(report.files)} file(s): {counts_text(report.findings, verbose)}"
     summary += "; no QoS plan, traffic classes not checked" if qos is None else ""
     summary += f"; names checked against the {host_source}" if host_source else ""
     lines.append(summary)
