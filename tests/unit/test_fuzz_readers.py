@@ -204,7 +204,8 @@ def test_nccl_logs_and_the_comparison_with_a_plan():
 def test_env_files_in_every_dialect_lint_explain_and_changes():
     from rocetune.envfiles.changes import env_changes
     from rocetune.envfiles.read import parse_text
-    from rocetune.lint.checks import HostNames, lint_text
+    from rocetune.lint.checks import lint_text
+    from rocetune.lint.host import HostNames
 
     seeds = _read(sorted(GOLDEN.glob("*/*"))[:8] + sorted((FIXTURES / "expert").glob("*/*nccl.conf"))[:3])
     names = ["env.sh", "nccl.conf", ".deepspeed_env", "rocetune.env", "env.json", "cm.yaml", "Dockerfile",

@@ -13,7 +13,8 @@ import pytest
 import rocetune.cli.verbs as verbs
 from rocetune.cli.main import main
 from rocetune.envfiles.write import render
-from rocetune.lint.checks import HostNames, lint_text
+from rocetune.lint.checks import lint_text
+from rocetune.lint.host import HostNames
 from rocetune.model.qos import default_plan
 from rocetune.planner import build_plan
 

@@ -61,13 +61,13 @@ def test_a_module_without_its_driver_is_refused(tmp_path, monkeypatch):
 
 
 def test_lint_the_probe_and_the_readers_ask_the_registry():
-    from rocetune.lint import checks as lint_checks
+    from rocetune.lint import setting as lint_setting
     from rocetune.probe.sources import kernel, nic_firmware, phy
 
     for name in ("mlx5_0", "mlx5_bond_0", "irdma0", "bnxt_re1", "ionic_0", "rxe0", "efa_0", "efa0", "siw0"):
-        assert lint_checks._RDMA_NAME.match(name), name
+        assert lint_setting.RDMA_NAME.match(name), name
     for name in ("eth0", "ens1f0np0", "ib0", "lo"):
-        assert not lint_checks._RDMA_NAME.match(name), name
+        assert not lint_setting.RDMA_NAME.match(name), name
     assert set(nics.watched_modules()) <= set(kernel.MODULES)
     assert {"mlx5_core", "mlx5_ib", "bnxt_re", "irdma", "efa"} <= set(kernel.MODULES)
     assert phy.LINK_TOOL_VENDORS == nic_firmware.FIRMWARE_VENDORS == ("0x15b3",)

@@ -15,11 +15,9 @@ the override readers (`--set`, `--config`).
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .. import nics
 from ..checks import finding
 from ..envfiles import dialects
 from ..envfiles.dialects import nccl_conf
@@ -29,47 +27,13 @@ from ..model.finding import SEVERITIES, Finding
 from ..model.qos import QosPlan
 from ..nccl import releases
 from ..nccl.catalog import Catalog, load_catalog
-from ..nccl.syntax import list_entries, strtoll
-from ..nccl.versions import parse_version
+from ..nccl.syntax import strtoll
+from .host import HostNames, check_host
+from .setting import Add, check_name, check_value
+from .traffic_class import check_qos
 
 _WATCHED = ("NCCL_", "UCX_", "GLOO_", "TORCH_NCCL_", "OMPI_MCA_btl_tcp_")
 MAX_BYTES = 16 << 20
-# Names RDMA drivers give their devices (rocetune.nics): UCX wants them as device:port.
-_RDMA_NAME = nics.device_name_re()
-
-
-@dataclass
-class HostNames:
-    """RDMA devices with their ports and network interfaces of the target host, from its
-    Features document (a saved `rocetune probe --json`, or a probe of --root). None: not known,
-    so not checked."""
-
-    ib: Optional[Dict[str, List[int]]] = None
-    net: Optional[List[str]] = None
-    nccl: Optional[Tuple[int, int, int]] = None  # the NCCL release the host's jobs load (kernel.nccl.version)
-
-    @classmethod
-    def from_features(cls, features: dict, check_rdma: bool = True, check_netdevs: bool = True) -> HostNames:
-        sources = features.get("sources") or {}
-        ib = net = None
-        if check_rdma and (sources.get("rdma") or {}).get("ok", True) and features.get("rdma", {}).get("devices"):
-            ib = {d["name"]: sorted(p["port"] for p in d.get("ports", [])) for d in features["rdma"]["devices"]}
-        if check_netdevs and (sources.get("net") or {}).get("ok", True) and features.get("net", {}).get("interfaces"):
-            net = sorted(i["name"] for i in features["net"]["interfaces"])
-        lib = (features.get("kernel") or {}).get("nccl")
-        nccl = parse_version(lib.get("version")) if isinstance(lib, dict) else None
-        return cls(ib, net, nccl)
-
-    @property
-    def empty(self) -> bool:
-        return self.ib is None and self.net is None and self.nccl is None
-
-    @property
-    def nccl_text(self) -> str:
-        return ".".join(str(x) for x in self.nccl) if self.nccl else "of unknown release"
-
-
-Add = Callable[..., None]
 
 
 # Findings of one check listed per file; the rest are counted in one more finding. A file of a
@@ -142,7 +106,7 @@ def _check_one(cat: Catalog, a: Assignment, add: Add, qos: Optional[QosPlan] = N
                host: Optional[HostNames] = None) -> None:
     """The checks of one setting: its name, then its value (when known statically)."""
     if a.key.startswith("NCCL_"):
-        if not _check_name(cat, a, add):
+        if not check_name(cat, a, add):
             return
         if host is not None and host.nccl is not None and releases.reads(a.key, host.nccl) is False:
             add("var-not-in-release", "warning", a.line, a.key,
@@ -155,11 +119,11 @@ def _check_one(cat: Catalog, a: Assignment, add: Add, qos: Optional[QosPlan] = N
             add("dynamic-value", "info", a.line, a.key,
                 f"{a.key}={a.raw}: value comes from a {what}; not checked")
         return
-    _check_value(cat, a, add)
+    check_value(cat, a, add)
     if qos is not None:
-        _check_qos(qos, a, add)
+        check_qos(qos, a, add)
     if host is not None:
-        _check_host(host, a, add)
+        check_host(host, a, add)
 
 
 def check_assignment(key: str, value: str, catalog: Optional[Catalog] = None) -> List[Finding]:
@@ -204,260 +168,7 @@ def _check_dialect(parsed: ParsedFile, text: str, add: Add, host: Optional[HostN
             "convert the file to LF line endings (dos2unix)")
 
 
-# --- checks ---------------------------------------------------------------------------------------
 
-def _check_name(cat: Catalog, a: Assignment, add) -> bool:
-    key = a.key
-    if cat.known(key):
-        return True
-    r = cat.retired(key)
-    if r:
-        repl = r.get("replacement")
-        status = r["status"]
-        fix = f"use {repl}" if repl else "remove it"
-        if status == "removed":
-            add("removed-name", "error", a.line, key,
-                f"{key} was removed from NCCL ({r['note']}); it has no effect", fix)
-        elif status == "misspelled":
-            add("misspelled-name", "error", a.line, key, f"{key} does not exist ({r['note']}); NCCL ignores it",
-                f"rename it {repl}")
-        elif status == "pytorch":
-            add("pytorch-name", "warning", a.line, key,
-                f"{key} is {r['note']}; current PyTorch reads {repl}", f"rename it {repl}")
-        else:
-            add("nonexistent-name", "error", a.line, key, f"{key} is not an NCCL variable: {r['note']}", fix)
-        return False
-    plugin = cat.plugin(key)
-    if plugin:
-        add("plugin-name", "info", a.line, key, f"{key} is read by the {plugin}, not by libnccl")
-        return False
-    s = cat.suggest(key)
-    if s:
-        add("misspelled-name", "error", a.line, key,
-            f"{key} is not an NCCL variable; NCCL ignores it", f"did you mean {s[0]}?")
-        return False
-    add("unknown-name", "warning", a.line, key,
-        f"{key} is not read by NCCL {cat.nccl_version} (a plugin's, an older or newer release's, "
-        "or a typo)", "check the name against the NCCL documentation")
-    return False
-
-
-def _check_value(cat: Catalog, a: Assignment, add) -> None:
-    key, v = a.key, a.value or ""
-    if key == "GLOO_SOCKET_IFNAME" and v[:1] in ("=", "^"):
-        add("gloo-ifname-syntax", "error", a.line, key,
-            f"Gloo takes exact interface names: {v!r} names an interface called {v.split(',')[0]!r}",
-            f"write {v.lstrip('^=')}")
-        return
-    if key == "UCX_NET_DEVICES":
-        bare = [e for e in v.split(",") if e and ":" not in e and _RDMA_NAME.match(e)]
-        if bare:
-            add("ucx-port-missing", "warning", a.line, key,
-                f"{', '.join(bare)} looks like an RDMA device without its port: UCX lists RDMA devices "
-                f"as device:port ({bare[0]}:1), so a bare name selects only a network interface of "
-                "that name", f"write {bare[0]}:1 (with --features or --root the ports are checked)")
-    info = cat.info(key)
-    if info is None:
-        return
-    if v == "":
-        add("empty-value", "warning", a.line, key, f"{key} is empty: NCCL treats it as unset",
-            "remove it or give a value")
-        return
-    if _check_kind(info, a, key, v, add):
-        _check_list_syntax(a, key, v, add)
-
-
-def _check_kind(info: dict, a: Assignment, key: str, v: str, add) -> bool:
-    """The value against the catalog's kind (int, enum, path level); False when a finding about
-    the number makes the checks of its syntax moot."""
-    kind = info.get("kind")
-    if kind == "int":
-        n, whole = strtoll(v)
-        if not whole:
-            add("not-a-number", "error", a.line, key,
-                f"{key}={v!r} is not an integer: NCCL reads it as {n}", "write a plain integer (0x.. for hex)")
-            return False
-        lo, hi = info.get("min"), info.get("max")
-        if lo is not None and hi is not None and not lo <= n <= hi:
-            add("out-of-range", "error", a.line, key, f"{key}={n} is outside {lo}..{hi}",
-                f"use a value in {lo}..{hi}")
-            return False
-        if key == "NCCL_IB_TIMEOUT" and n == 0:
-            add("out-of-range", "warning", a.line, key,
-                "NCCL_IB_TIMEOUT=0 disables the transport timeout: a lost peer hangs the job forever",
-                "use NCCL's default 20 (about 4 s) or more")
-    elif kind == "enum" and info.get("choices"):
-        choices = info["choices"]
-        ok = v in choices if info.get("case_sensitive") else v.upper() in [c.upper() for c in choices]
-        if not ok:
-            fallback = " (NCCL silently uses AF_INET)" if "FAMILY" in key else ""
-            add("bad-value", "error", a.line, key, f"{key}={v!r} is not one of {', '.join(choices)}{fallback}",
-                f"use one of {', '.join(choices)}")
-    elif kind == "path-level":
-        if v.upper() in info["choices"]:
-            pass
-        else:
-            n, whole = strtoll(v)
-            if whole and 0 <= n <= info.get("max_legacy_int", 5):
-                level = ["LOC", "PIX", "PXB", "PHB", "SYS", "SYS"][n]
-                add("legacy-level", "info", a.line, key, f"{key}={v} is a legacy number meaning {level}",
-                    f"write {level}")
-            else:
-                add("bad-value", "error", a.line, key,
-                    f"{key}={v!r} is not a path level ({', '.join(info['choices'])})", "use a level name")
-    return True
-
-
-def _check_list_syntax(a: Assignment, key: str, v: str, add) -> None:
-    """NCCL's address range, interface and device lists: what NCCL ignores or reads as prefixes."""
-    if key == "NCCL_IB_ADDR_RANGE":
-        try:
-            if "/" not in v:
-                raise ValueError
-            ipaddress.ip_network(v, strict=False)
-        except ValueError:
-            add("bad-value", "error", a.line, key,
-                f"NCCL_IB_ADDR_RANGE={v!r} is not a CIDR range; NCCL ignores a value without '/'",
-                "write it like 10.0.0.0/16")
-    elif key == "NCCL_SOCKET_IFNAME":
-        if len(v) <= 1:
-            add("ifname-ignored", "error", a.line, key,
-                f"NCCL ignores NCCL_SOCKET_IFNAME values of one character ({v!r})", "give the full interface name")
-        else:
-            excl, exact, _ = list_entries(v)
-            if not exact and not excl:
-                first = v.split(",")[0]
-                add("prefix-match", "info", a.line, key,
-                    f"interface names are prefixes: {first!r} also selects {first}.100, {first}1 ... "
-                    "if they exist", f"write ={v} for exact names")
-    elif key == "NCCL_IB_HCA":
-        excl, exact, entries = list_entries(v)
-        if not exact and not excl and entries:
-            first = entries[0].split(":")[0]
-            add("prefix-match", "info", a.line, key,
-                f"device names are prefixes: {first!r} also selects every device whose name starts "
-                f"with it ({first}0, {first}1 ... if they exist)", f"write ={v} for exact names")
-    elif key in ("NCCL_ALGO", "NCCL_PROTO"):
-        add("forced-algorithm", "info", a.line, key,
-            f"{key}={v} applies to every collective and message size; NCCL otherwise tunes per size",
-            "keep it only if a benchmark on this fabric shows a gain")
-    elif key == "NCCL_IB_GID_INDEX":
-        add("gid-index-pinned", "info", a.line, key,
-            f"GID index pinned to {v}: right while every node's GID table has that layout (per-pod "
-            "tables in Kubernetes differ); NCCL >= 2.21.5 selects the IPv4 RoCE v2 GID itself")
-
-
-def _check_qos(qos: QosPlan, a: Assignment, add) -> None:
-    key, v = a.key, a.value or ""
-    if key not in ("NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS", "NCCL_IB_FIFO_TC", "NCCL_IB_SL", "NCCL_GIN_IB_TC"):
-        return
-    n, whole = strtoll(v)
-    if not whole or v.lower() == "auto":
-        return
-    if key == "NCCL_GIN_IB_TC" and n == -1:
-        return  # -1: GIN takes NCCL_IB_TC's class (v2.30.7-1 src/transport/net_ib/gin.cc:191, 283)
-    src = f"the QoS plan ({qos.source})"
-    if key in ("NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS", "NCCL_GIN_IB_TC"):
-        if n >> 2 != qos.data.dscp:
-            add("tc-contradicts-qos", "error", a.line, key,
-                f"{key}={n} sends DSCP {n >> 2}; {src} has RoCE data on DSCP {qos.data.dscp}",
-                f"set {key}={qos.traffic_class}")
-        elif n & 3 != qos.ecn:
-            add("tc-ecn-differs", "warning", a.line, key,
-                f"{key}={n} marks ECN {n & 3}, {src} uses {qos.ecn} ({qos.ecn_text})",
-                f"set {key}={qos.traffic_class}")
-    elif key == "NCCL_IB_FIFO_TC" and qos.cts_dscp is not None and n >> 2 != qos.cts_dscp:
-        add("tc-contradicts-qos", "error", a.line, key,
-            f"NCCL_IB_FIFO_TC={n} sends DSCP {n >> 2}; {src} puts credit messages on DSCP {qos.cts_dscp}",
-            f"set NCCL_IB_FIFO_TC={qos.fifo_traffic_class}")
-    elif key == "NCCL_IB_SL" and qos.trust == "pcp" and (n & 7) != qos.data.priority:
-        add("tc-contradicts-qos", "error", a.line, key,
-            f"NCCL_IB_SL={n} gives VLAN priority {n & 7}; {src} trusts PCP with data on priority "
-            f"{qos.data.priority}", f"set NCCL_IB_SL={qos.data.priority}")
-
-
-def _check_host(host: HostNames, a: Assignment, add) -> None:
-    key, v = a.key, a.value or ""
-    if key == "NCCL_IB_HCA" and host.nccl is not None:
-        railed = [e for e in list_entries(v)[2] if e.count(":") >= 2]
-        if railed and releases.gate("rail-ids-in-ib-hca", host.nccl) is False:
-            add("hca-rail-ids-ignored", "info", a.line, key,
-                f"{', '.join(railed[:3])}{' ...' if len(railed) > 3 else ''}: rail and plane ids after the port "
-                f"are read from NCCL 2.30.7; NCCL {host.nccl_text}, the host's, skips them, so NCCL_CROSS_NIC=0 "
-                "tells rails apart by asic and port alone (NVIDIA/nccl#2097)",
-                "keep them for 2.30.7 and later, or upgrade NCCL")
-    if key == "NCCL_IB_HCA" and host.ib is not None:
-        _check_host_hca(host, a, key, v, add)
-    elif key == "UCX_NET_DEVICES" and v.lower() != "all":
-        _check_host_ucx(host, a, key, v, add)
-    elif key in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "OMPI_MCA_btl_tcp_if_include") \
-            and host.net is not None:
-        _check_host_ifnames(host, a, key, v, add)
-
-
-def _check_host_hca(host, a: Assignment, key: str, v: str, add) -> None:
-    """NCCL_IB_HCA's devices and ports against the host's RDMA devices."""
-    excl, exact, entries = list_entries(v)
-    names = sorted(host.ib)
-    for e in entries:
-        parts = e.split(":")
-        dev = parts[0]
-        port = parts[1] if len(parts) > 1 and parts[1] else None
-        matches = [n for n in names if (n == dev if exact else n.startswith(dev))]
-        sev = "warning" if excl else "error"
-        if not matches:
-            add("hca-not-found", sev, a.line, key,
-                f"no RDMA device {'named' if exact else 'starting with'} {dev!r} on this host "
-                f"(has {', '.join(names) or 'none'})", "use a device the host has ('rocetune topo' lists them)")
-            continue
-        if not exact and len(matches) > 1 and dev in matches:
-            extra = [m for m in matches if m != dev]
-            add("prefix-match", "warning", a.line, key,
-                f"{dev!r} also selects {', '.join(extra)} on this host", f"write ={v.lstrip('^=')}")
-        if port is not None and port.isdigit():
-            for m in matches:
-                if int(port) not in host.ib[m]:
-                    add("hca-port-not-found", sev, a.line, key,
-                        f"{m} has no port {port} (ports {host.ib[m]})", "fix the port number")
-
-
-def _check_host_ucx(host, a: Assignment, key: str, v: str, add) -> None:
-    """UCX_NET_DEVICES's device:port entries and interfaces against the host."""
-    for e in [x for x in v.split(",") if x]:
-        dev, _, port = e.partition(":")
-        if not port and host.ib is not None and dev in host.ib:
-            add("ucx-port-missing", "error", a.line, key,
-                f"UCX_NET_DEVICES names the RDMA device {dev!r} without its port: UCX lists RDMA "
-                f"devices as device:port, so {dev!r} selects nothing",
-                f"write {', '.join(f'{dev}:{p}' for p in host.ib[dev]) or dev + ':1'}")
-        elif host.ib is not None and port:
-            if dev not in host.ib:
-                add("ucx-device-not-found", "error", a.line, key,
-                    f"UCX_NET_DEVICES names {dev!r}, not an RDMA device here "
-                    f"(has {', '.join(sorted(host.ib)) or 'none'})",
-                    "use device:port of a device the host has")
-            elif port.isdigit() and int(port) not in host.ib[dev]:
-                add("ucx-device-not-found", "error", a.line, key, f"{dev} has no port {port}", "fix the port")
-        elif not port and host.net is not None and dev not in host.net:
-            add("ifname-not-found", "error", a.line, key, f"no interface {dev!r} on this host",
-                f"use one of {_few(host.net)}")
-
-
-def _check_host_ifnames(host, a: Assignment, key: str, v: str, add) -> None:
-    """Socket interface lists (NCCL, Gloo, Open MPI's TCP BTL) against the host's interfaces."""
-    excl, exact, entries = list_entries(v) if key == "NCCL_SOCKET_IFNAME" else (False, True, v.split(","))
-    if excl:
-        return
-    for e in [x.split(":")[0] for x in entries if x]:
-        ok = e in host.net if exact else any(n.startswith(e) for n in host.net)
-        if not ok:
-            add("ifname-not-found", "error", a.line, key,
-                f"no interface {'named' if exact else 'starting with'} {e!r} on this host",
-                f"use one of {_few(host.net)}")
-
-
-def _few(names: List[str], n: int = 8) -> str:
-    return ", ".join(names[:n]) + (f" ... ({len(names)} in all)" if len(names) > n else "")
 
 
 def _check_file(parsed: ParsedFile, add) -> None:

@@ -3,7 +3,8 @@ CRLF that 2.30.3+ drops, and NCCL_GIN_IB_TC against the QoS plan like NCCL_IB_TC
 
 from __future__ import annotations
 
-from rocetune.lint.checks import HostNames, lint_text
+from rocetune.lint.checks import lint_text
+from rocetune.lint.host import HostNames
 from rocetune.model.qos import default_plan
 
 

@@ -52,7 +52,7 @@ def host_names(args: argparse.Namespace):
     """(HostNames or None, where they came from) as --features, --root and --host-check say."""
     from ... import app
     from ...hostfs.root import HostRoot
-    from ...lint.checks import HostNames
+    from ...lint.host import HostNames
 
     if args.host_check == "no":
         return None, None

@@ -1,0 +1,36 @@
+"""Lint's check of a traffic class or service level against the fabric's QoS plan."""
+
+from __future__ import annotations
+
+from ..envfiles.parsed import Assignment
+from ..model.qos import QosPlan
+from ..nccl.syntax import strtoll
+
+
+def check_qos(qos: QosPlan, a: Assignment, add) -> None:
+    key, v = a.key, a.value or ""
+    if key not in ("NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS", "NCCL_IB_FIFO_TC", "NCCL_IB_SL", "NCCL_GIN_IB_TC"):
+        return
+    n, whole = strtoll(v)
+    if not whole or v.lower() == "auto":
+        return
+    if key == "NCCL_GIN_IB_TC" and n == -1:
+        return  # -1: GIN takes NCCL_IB_TC's class (v2.30.7-1 src/transport/net_ib/gin.cc:191, 283)
+    src = f"the QoS plan ({qos.source})"
+    if key in ("NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS", "NCCL_GIN_IB_TC"):
+        if n >> 2 != qos.data.dscp:
+            add("tc-contradicts-qos", "error", a.line, key,
+                f"{key}={n} sends DSCP {n >> 2}; {src} has RoCE data on DSCP {qos.data.dscp}",
+                f"set {key}={qos.traffic_class}")
+        elif n & 3 != qos.ecn:
+            add("tc-ecn-differs", "warning", a.line, key,
+                f"{key}={n} marks ECN {n & 3}, {src} uses {qos.ecn} ({qos.ecn_text})",
+                f"set {key}={qos.traffic_class}")
+    elif key == "NCCL_IB_FIFO_TC" and qos.cts_dscp is not None and n >> 2 != qos.cts_dscp:
+        add("tc-contradicts-qos", "error", a.line, key,
+            f"NCCL_IB_FIFO_TC={n} sends DSCP {n >> 2}; {src} puts credit messages on DSCP {qos.cts_dscp}",
+            f"set NCCL_IB_FIFO_TC={qos.fifo_traffic_class}")
+    elif key == "NCCL_IB_SL" and qos.trust == "pcp" and (n & 7) != qos.data.priority:
+        add("tc-contradicts-qos", "error", a.line, key,
+            f"NCCL_IB_SL={n} gives VLAN priority {n & 7}; {src} trusts PCP with data on priority "
+            f"{qos.data.priority}", f"set NCCL_IB_SL={qos.data.priority}")
