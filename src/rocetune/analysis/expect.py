@@ -10,7 +10,8 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from ..model.expect import NodeFacts, PortFacts
 from ..model.vocab import natural_key
-from .hostview import HostView, Port
+from .hostview import HostView
+from .ports import Port
 
 
 def node_facts(features: dict, plan: Any = None, *, qos_source: Optional[str] = None,

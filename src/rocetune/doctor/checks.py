@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from ..analysis.hostview import Port
+from ..analysis.ports import Port
 from ..model.finding import Finding
 from .base import CHECKS, DoctorInput, Run, _finding, check  # noqa: F401  (DoctorInput, Run: this module's face)
 
