@@ -415,8 +415,8 @@ def apply_changes(changes: Sequence[Tuple[str, dict]]) -> None:
             os.unlink(path)
             continue
         parent = os.path.dirname(path)
-        if not os.path.isdir(parent):
-            os.makedirs(parent, 0o755)
+        # exist_ok: hosts of one play write into one controller folder at once (switch configs)
+        os.makedirs(parent, 0o755, exist_ok=True)
         if kind == "link":
             tmp = os.path.join(parent, f".{os.path.basename(path)}{TEMP_MARK}{os.getpid()}-link")
             if os.path.lexists(tmp):
