@@ -1,8 +1,8 @@
 """One registry of check ids: every finding produced anywhere is a declared check, with the
 severity, fix and source its declaration gives."""
 
+import ast
 import os
-import re
 
 import pytest
 
@@ -13,13 +13,45 @@ from rocetune.model.finding import SEVERITIES
 from rocetune.rules import RULES
 
 SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "rocetune")
-# How code names the check it produces: ctx.finding("id", ...), finding("id", ...), lint's
-# add("id", ...), a parser's problems.append((line, "id", ...)), and a dialect's ids for the
-# values its consumer takes verbatim (quoted="id", spaced="id").
-_PRODUCED = (re.compile(r'\b(?:_?finding|add)\(\s*"([a-z0-9-]+)"'),
-             re.compile(r'\bcheck_id(?::\s*str)?\s*=\s*"([a-z0-9-]+)"'),  # a selection doubt's check
-             re.compile(r'problems\.append\(\([^,()]*(?:\([^()]*\)[^,()]*)*,\s*"([a-z0-9-]+)"'),
-             re.compile(r'\b(?:quoted|spaced)="([a-z0-9-]+)"'))
+_MAKERS = {"finding", "_finding", "add"}  # ctx.finding("id", ...), finding("id", ...), lint's add("id", ...)
+_ID_KEYWORDS = {"check_id", "quoted", "spaced"}  # a selection doubt's check; a dialect's verbatim-value ids
+
+
+def _text(node):
+    """A string constant shaped like a check id (lower-case words joined by '-'), else None."""
+    ok = isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value
+    return node.value if ok and all(c.islower() or c.isdigit() or c == "-" for c in node.value) else None
+
+
+def _ids_in(tree):
+    """The check ids a module names where it makes a finding, read from its syntax tree."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in _MAKERS and node.args and _text(node.args[0]):
+                yield _text(node.args[0])
+            # a parser's problems.append((line, "id", message))
+            owner = getattr(func, "value", None)  # problems.append(...) or out.problems.append(...)
+            if (name == "append" and "problems" in (getattr(owner, "id", None), getattr(owner, "attr", None))
+                    and node.args and isinstance(node.args[0], ast.Tuple) and len(node.args[0].elts) > 1
+                    and _text(node.args[0].elts[1])):
+                yield _text(node.args[0].elts[1])
+            for kw in node.keywords:
+                if kw.arg in _ID_KEYWORDS and _text(kw.value):
+                    yield _text(kw.value)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):  # check_id: str = "id" (a field's default)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(getattr(t, "id", None) == "check_id" for t in targets) and node.value is not None \
+                    and _text(node.value):
+                yield _text(node.value)
+        elif isinstance(node, ast.FunctionDef):  # def doubt(..., check_id: str = "id")
+            args = node.args.args + node.args.kwonlyargs
+            defaults = [None] * (len(node.args.args) - len(node.args.defaults)) + node.args.defaults \
+                + node.args.kw_defaults
+            for arg, default in zip(args, defaults):
+                if arg.arg == "check_id" and default is not None and _text(default):
+                    yield _text(default)
 
 
 def produced_ids():
@@ -31,11 +63,9 @@ def produced_ids():
             if name.endswith(".py"):
                 path = os.path.join(base, name)
                 with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-                for rx in _PRODUCED:
-                    for m in rx.finditer(text):
-                        for fid in m.groups():
-                            found.setdefault(fid, os.path.relpath(path, SRC))
+                    tree = ast.parse(fh.read(), path)
+                for fid in _ids_in(tree):
+                    found.setdefault(fid, os.path.relpath(path, SRC))
     return found
 
 
