@@ -80,7 +80,7 @@ def index() -> str:
         "(what was read: a file, a command, a value), `fix`, `source` and `kind`, and `rule` when "
         "a rule left it (in JSON: `data.findings` of `probe`, `env` and `lint`)."),
              "", _sentence(
-        "In text, `probe`, `doctor`, `qos check` and `lint` print a finding the same way: "
+        "In text, `probe`, `doctor`, `qos check`, `lint` and `explain` print a finding the same way: "
         "`FAIL`, `WARN` or `info`, the id and the subject on one line, then the message, how the "
         "node's check configuration re-graded it, and the fix; notes and each check's page with "
         "-v. The summary line counts every finding, shown or not."),

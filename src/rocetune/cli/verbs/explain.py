@@ -309,11 +309,19 @@ def _human_one(data: Dict[str, Any]) -> str:
         lines.append(printable(f"  effective: {val}{where}: {eff['status']}"))
         lines.append(printable("  NCCL reads, first wins: " + " > ".join(eff["layers"] or ["(nothing found)"])))
     lines += ["  " + x for x in _paths_line(data.get("gpu_nic_paths"))]
-    for f in data.get("findings", []):
-        lines.append(printable(f"  finding: [{f['severity']}] {f['id']}: {f['message']}"))
-        lines.append(printable(f"    fix: {f['fix']} ({f['doc']})"))
+    lines += ["  " + line for f in data.get("findings", []) for line in _finding_lines(f)]
     lines.append(printable(f"  source: {data['source']}"))
     return "\n".join(lines) + "\n"
+
+
+def _finding_lines(doc: Dict[str, Any]) -> List[str]:
+    """A finding of the JSON document, as every verb shows one (with its fix and page)."""
+    import dataclasses
+
+    from ...model.finding import Finding, finding_lines
+
+    fields = {f.name for f in dataclasses.fields(Finding)}
+    return finding_lines(Finding(**{k: v for k, v in doc.items() if k in fields}), verbose=1)
 
 
 def _default_text(nccl: Dict[str, Any]) -> str:
