@@ -7,10 +7,10 @@ Everything is read from the host's view (`View`: HostView), which caches the ans
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Protocol, Tuple
 
 from ..model.frontend import FrontEnd
+from ..model.record import Record
 from ..model.vocab import natural_key
 from .ports import VERBS_LINK_LAYERS, Doubt, Port, Selection
 
@@ -36,12 +36,18 @@ class View(Protocol):
     def mgmt_subnet_reason(self, port: Port) -> Optional[str]: ...
 
 
-@dataclass
-class _Verdicts:
+class _Verdicts(Record):
     """What the selection's stages say: ports left out (with why), doubts, notes."""
-    excluded: List[Tuple[Port, str]] = field(default_factory=list)
-    doubts: List[Doubt] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
+    excluded: List[Tuple[Port, str]]
+    doubts: List[Doubt]
+    notes: List[str]
+    _fields = ("excluded", "doubts", "notes")
+
+    def __init__(self, excluded: Optional[List[Tuple[Port, str]]] = None,
+                 doubts: Optional[List[Doubt]] = None, notes: Optional[List[str]] = None) -> None:
+        self.excluded = [] if excluded is None else excluded
+        self.doubts = [] if doubts is None else doubts
+        self.notes = [] if notes is None else notes
 
     def doubt(self, text: str, check_id: str = "compute-ports-uncertain", subject: str = "compute ports",
               severity: str = "warning") -> None:

@@ -3,16 +3,15 @@ with the `Doubt`s it leaves)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..model.record import FrozenRecord, Record
 from ..model.vocab import GPU_LOCAL
 
 VERBS_LINK_LAYERS = ("Ethernet", "InfiniBand")
 
 
-@dataclass
-class Port:
+class Port(Record):
     device: str
     port: Optional[int]  # None: a device named without its ports (nvidia-smi topo -m's legend)
     link_layer: Optional[str]
@@ -23,11 +22,34 @@ class Port:
     gids: List[dict]
     v4_gids: List[int]
     v6_gids: List[int]
-    iface: Optional[dict] = None
-    best_path: Optional[str] = None
-    local_gpus: List[int] = field(default_factory=list)
-    function: str = "pci"  # pci | auxiliary (a sub-function below a PCI function) | software
-    auxiliary: Optional[str] = None
+    iface: Optional[dict]
+    best_path: Optional[str]
+    local_gpus: List[int]
+    function: str  # pci | auxiliary (a sub-function below a PCI function) | software
+    auxiliary: Optional[str]
+    _fields = ("device", "port", "link_layer", "state", "rate_gbps", "netdev", "pci", "gids",
+               "v4_gids", "v6_gids", "iface", "best_path", "local_gpus", "function", "auxiliary")
+
+    def __init__(self, device: str, port: Optional[int], link_layer: Optional[str], state: Optional[str],
+                 rate_gbps: Optional[float], netdev: Optional[str], pci: Optional[str], gids: List[dict],
+                 v4_gids: List[int], v6_gids: List[int], iface: Optional[dict] = None,
+                 best_path: Optional[str] = None, local_gpus: Optional[List[int]] = None,
+                 function: str = "pci", auxiliary: Optional[str] = None) -> None:
+        self.device = device
+        self.port = port
+        self.link_layer = link_layer
+        self.state = state
+        self.rate_gbps = rate_gbps
+        self.netdev = netdev
+        self.pci = pci
+        self.gids = gids
+        self.v4_gids = v4_gids
+        self.v6_gids = v6_gids
+        self.iface = iface
+        self.best_path = best_path
+        self.local_gpus = [] if local_gpus is None else local_gpus
+        self.function = function
+        self.auxiliary = auxiliary
 
     @property
     def name(self) -> str:
@@ -59,8 +81,7 @@ class Port:
                 "best_gpu_path": self.best_path}
 
 
-@dataclass(frozen=True)
-class Doubt:
+class Doubt(FrozenRecord):
     """A doubt about the choice, as the finding it becomes (rocetune.checks.plan): the check id,
     its severity, what it is about and the text."""
 
@@ -68,20 +89,39 @@ class Doubt:
     severity: str
     subject: str
     text: str
+    _fields = ("check_id", "severity", "subject", "text")
+
+    def __init__(self, check_id: str, severity: str, subject: str, text: str) -> None:
+        self._set(check_id, severity, subject, text)
 
 
-@dataclass
-class Selection:
+class Selection(Record):
     chosen: List[Port]
     excluded: List[Tuple[Port, str]]
     doubts: List[Doubt]
     notes: List[str]
     rdma_visible: bool
-    hidden_reason: Optional[str] = None
-    locality_used: bool = False
-    names_only: bool = False  # whole devices named by nvidia-smi topo -m; ports, link layer unknown
+    hidden_reason: Optional[str]
+    locality_used: bool
+    names_only: bool  # whole devices named by nvidia-smi topo -m; ports, link layer unknown
     # front-end ports chosen because no other RDMA port is usable (NCCL takes them then)
-    converged: List[Tuple[Port, str]] = field(default_factory=list)
+    converged: List[Tuple[Port, str]]
+    _fields = ("chosen", "excluded", "doubts", "notes", "rdma_visible", "hidden_reason",
+               "locality_used", "names_only", "converged")
+
+    def __init__(self, chosen: List[Port], excluded: List[Tuple[Port, str]], doubts: List[Doubt],
+                 notes: List[str], rdma_visible: bool, hidden_reason: Optional[str] = None,
+                 locality_used: bool = False, names_only: bool = False,
+                 converged: Optional[List[Tuple[Port, str]]] = None) -> None:
+        self.chosen = chosen
+        self.excluded = excluded
+        self.doubts = doubts
+        self.notes = notes
+        self.rdma_visible = rdma_visible
+        self.hidden_reason = hidden_reason
+        self.locality_used = locality_used
+        self.names_only = names_only
+        self.converged = [] if converged is None else converged
 
     @property
     def uncertain(self) -> List[str]:

@@ -3,7 +3,6 @@ matches is skipped (kept aside, with the reason) or takes the rule's severity (a
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 from dataclasses import dataclass
 from typing import Dict, List, Optional
@@ -62,10 +61,10 @@ def apply(findings: List[Finding], config: Optional[CheckConfig]) -> Applied:
         counts[id(rule)] = counts.get(id(rule), 0) + 1
         note = {"action": rule.action, "from": f.severity, "reason": rule.reason, "by": rule.source}
         if rule.severity is None:
-            skipped.append(dataclasses.replace(f, graded=note))
+            skipped.append(f.replace(graded=note))
         elif rule.severity == f.severity:
             kept.append(f)
         else:
-            kept.append(dataclasses.replace(f, severity=rule.severity, graded=note))
+            kept.append(f.replace(severity=rule.severity, graded=note))
     rules = [{**r.to_dict(), "matched": counts.get(id(r), 0)} for r in config.rules]
     return Applied(kept, skipped, rules)

@@ -7,10 +7,10 @@ doctor's -- is made here from a registered id; an id nobody declared is a progra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..model.finding import SEVERITIES, Finding
+from ..model.record import FrozenRecord
 
 KINDS = ("host", "rule", "lint", "doctor", "switch", "expect")
 
@@ -19,8 +19,7 @@ class UnknownCheck(LookupError):
     """A finding for an id no check declares, or with a severity its check does not take."""
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(FrozenRecord):
     """`severity` is the usual one; `also` the others it takes, and `severity_note` says when.
     `by` names the rules (kind rule) that leave it. Its page is docs/checks/<id>.md
     (tools/check_docs.py writes it from these fields)."""
@@ -34,9 +33,16 @@ class Check:
     why: str
     fix: str
     source: str
-    also: Tuple[str, ...] = ()
-    severity_note: str = ""
-    by: Tuple[str, ...] = ()
+    also: Tuple[str, ...]
+    severity_note: str
+    by: Tuple[str, ...]
+    _fields = ("id", "kind", "severity", "title", "checks", "reads", "why", "fix", "source", "also",
+               "severity_note", "by")
+
+    def __init__(self, id: str, kind: str, severity: str, title: str, checks: str, reads: str, why: str,
+                 fix: str, source: str, also: Tuple[str, ...] = (), severity_note: str = "",
+                 by: Tuple[str, ...] = ()) -> None:
+        self._set(id, kind, severity, title, checks, reads, why, fix, source, also, severity_note, by)
 
     @property
     def severities(self) -> Tuple[str, ...]:

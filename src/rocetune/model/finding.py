@@ -5,15 +5,15 @@ an id shares (its fix when the producer has no better one, its source, its kind)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
+
+from .record import FrozenRecord
 
 SEVERITIES = ("error", "warning", "info")
 LABELS = {"error": "FAIL", "warning": "WARN", "info": "info"}
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(FrozenRecord):
     """`id` is a registered check (docs/checks/<id>.md); `subject` names what it is about (a
     device, a file:line); `evidence` what was read (a file, a command, a Features field, the
     value); `fix` what to do; `source` the reference behind the check (an NCCL release and file,
@@ -31,14 +31,24 @@ class Finding:
     kind: str
     source: str
     fix: str
-    evidence: Optional[Dict[str, Any]] = None
-    rule: Optional[str] = None
-    file: Optional[str] = None
-    line: Optional[int] = None
-    key: Optional[str] = None
+    evidence: Optional[Dict[str, Any]]
+    rule: Optional[str]
+    file: Optional[str]
+    line: Optional[int]
+    key: Optional[str]
     # Set when the node's check configuration skipped or re-graded it: {"action": skip|grade,
     # "from": the check's severity, "reason", "by": the file or --skip} (rocetune.checks.config).
-    graded: Optional[Dict[str, Any]] = None
+    graded: Optional[Dict[str, Any]]
+
+    _fields = ("id", "severity", "subject", "message", "kind", "source", "fix", "evidence", "rule",
+               "file", "line", "key", "graded")
+
+    def __init__(self, id: str, severity: str, subject: str, message: str, kind: str, source: str,
+                 fix: str, evidence: Optional[Dict[str, Any]] = None, rule: Optional[str] = None,
+                 file: Optional[str] = None, line: Optional[int] = None, key: Optional[str] = None,
+                 graded: Optional[Dict[str, Any]] = None) -> None:
+        self._set(id, severity, subject, message, kind, source, fix, evidence, rule, file, line, key,
+                  graded)
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"id": self.id, "severity": self.severity, "subject": self.subject,

@@ -13,16 +13,24 @@ Features written before `net.default_routes` existed carry only `default_route_i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import List
+from typing import List, Optional
+
+from .record import Record
 
 
-@dataclass
-class FrontEnd:
+class FrontEnd(Record):
     interfaces: List[str]
     why: str
-    doubts: List[str] = field(default_factory=list)  # the choice may be wrong: warn
-    notes: List[str] = field(default_factory=list)  # default routes that were not taken, and why
+    doubts: List[str]  # the choice may be wrong: warn
+    notes: List[str]  # default routes that were not taken, and why
+    _fields = ("interfaces", "why", "doubts", "notes")
+
+    def __init__(self, interfaces: List[str], why: str, doubts: Optional[List[str]] = None,
+                 notes: Optional[List[str]] = None) -> None:
+        self.interfaces = interfaces
+        self.why = why
+        self.doubts = [] if doubts is None else doubts
+        self.notes = [] if notes is None else notes
 
 
 def front_end(net: dict) -> FrontEnd:

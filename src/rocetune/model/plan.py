@@ -17,42 +17,52 @@ expanded (write `KEY=a b` for a value with a space). Command-line options win ov
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ExitCode, RocetuneError
 from .finding import Finding
 from .qos import QosPlan
+from .record import Record
 
 MAX_CONFIG_BYTES = 1 << 20  # an override file is a few lines
 KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-@dataclass
-class Decision:
+class Decision(Record):
     """One variable: its value, the rule that chose it, a one-line reason and the evidence."""
 
     key: str
     value: str
     rule_id: str
-    reason: str = ""
-    evidence: Dict[str, Any] = field(default_factory=dict)
+    reason: str
+    evidence: Dict[str, Any]
+    _fields = ("key", "value", "rule_id", "reason", "evidence")
 
-    def __post_init__(self) -> None:
-        if not KEY_RE.match(self.key):
-            raise ValueError(f"not an environment variable name: {self.key!r}")
-        if not isinstance(self.value, str):
-            raise TypeError(f"{self.key}: values are strings, got {type(self.value).__name__}")
+    def __init__(self, key: str, value: str, rule_id: str, reason: str = "",
+                 evidence: Optional[Dict[str, Any]] = None) -> None:
+        if not KEY_RE.match(key):
+            raise ValueError(f"not an environment variable name: {key!r}")
+        if not isinstance(value, str):
+            raise TypeError(f"{key}: values are strings, got {type(value).__name__}")
+        self.key = key
+        self.value = value
+        self.rule_id = rule_id
+        self.reason = reason
+        self.evidence = {} if evidence is None else evidence
 
     def to_dict(self) -> Dict[str, Any]:
         return {"key": self.key, "value": self.value, "rule_id": self.rule_id,
                 "reason": self.reason, "evidence": self.evidence}
 
 
-@dataclass
-class Message:
+class Message(Record):
     rule_id: str
     message: str
+    _fields = ("rule_id", "message")
+
+    def __init__(self, rule_id: str, message: str) -> None:
+        self.rule_id = rule_id
+        self.message = message
 
     def to_dict(self) -> Dict[str, str]:
         return {"rule_id": self.rule_id, "message": self.message}
@@ -61,8 +71,7 @@ class Message:
         return f"{self.rule_id}: {self.message}"
 
 
-@dataclass
-class PlanFile:
+class PlanFile(Record):
     """A file the env points at (the NCCL topology XML): `key` names it, `data` is what a
     renderer turns into its content, `kind` says which renderer."""
 
@@ -71,29 +80,56 @@ class PlanFile:
     data: Any
     key: str  # the variable that points at it
     rule_id: str
+    _fields = ("name", "kind", "data", "key", "rule_id")
+
+    def __init__(self, name: str, kind: str, data: Any, key: str, rule_id: str) -> None:
+        self.name = name
+        self.kind = kind
+        self.data = data
+        self.key = key
+        self.rule_id = rule_id
 
     def to_dict(self) -> Dict[str, str]:
         return {"name": self.name, "kind": self.kind, "key": self.key, "rule_id": self.rule_id}
 
 
-@dataclass
-class Plan:
+class Plan(Record):
     """The decisions, and what the planner found while making them: every warning is a finding
     of a registered check (`findings`); `warnings` is the same findings as one line each."""
 
-    decisions: List[Decision] = field(default_factory=list)
-    notes: List[Message] = field(default_factory=list)
-    findings: List[Finding] = field(default_factory=list)
-    ranks: List[Dict[str, Any]] = field(default_factory=list)
-    files: List[PlanFile] = field(default_factory=list)
-    unset: List[Dict[str, Optional[str]]] = field(default_factory=list)
-    rules_run: List[str] = field(default_factory=list)
-    reports: Dict[str, Any] = field(default_factory=dict)
-    qos: Optional[QosPlan] = None
-    local_rank: Optional[int] = None
+    decisions: List[Decision]
+    notes: List[Message]
+    findings: List[Finding]
+    ranks: List[Dict[str, Any]]
+    files: List[PlanFile]
+    unset: List[Dict[str, Optional[str]]]
+    rules_run: List[str]
+    reports: Dict[str, Any]
+    qos: Optional[QosPlan]
+    local_rank: Optional[int]
     # The expectations the plan was held to: {"source", "document", "facts" (NodeFacts)}; None
     # when the node has none.
-    expect: Optional[Dict[str, Any]] = None
+    expect: Optional[Dict[str, Any]]
+    _fields = ("decisions", "notes", "findings", "ranks", "files", "unset", "rules_run", "reports",
+               "qos", "local_rank", "expect")
+
+    def __init__(self, decisions: Optional[List[Decision]] = None, notes: Optional[List[Message]] = None,
+                 findings: Optional[List[Finding]] = None, ranks: Optional[List[Dict[str, Any]]] = None,
+                 files: Optional[List[PlanFile]] = None, unset: Optional[List[Dict[str, Optional[str]]]] = None,
+                 rules_run: Optional[List[str]] = None, reports: Optional[Dict[str, Any]] = None,
+                 qos: Optional[QosPlan] = None, local_rank: Optional[int] = None,
+                 expect: Optional[Dict[str, Any]] = None) -> None:
+        self.decisions = [] if decisions is None else decisions
+        self.notes = [] if notes is None else notes
+        self.findings = [] if findings is None else findings
+        self.ranks = [] if ranks is None else ranks
+        self.files = [] if files is None else files
+        self.unset = [] if unset is None else unset
+        self.rules_run = [] if rules_run is None else rules_run
+        self.reports = {} if reports is None else reports
+        self.qos = qos
+        self.local_rank = local_rank
+        self.expect = expect
 
     def get(self, key: str) -> Optional[Decision]:
         for d in self.decisions:
@@ -138,12 +174,17 @@ class Plan:
 
 # --- overrides ------------------------------------------------------------------------------
 
-@dataclass
-class Overrides:
+class Overrides(Record):
     """User choices that win over every rule. `origin` says where each came from."""
 
-    set: Dict[str, Tuple[str, str]] = field(default_factory=dict)    # key -> (value, origin)
-    unset: Dict[str, str] = field(default_factory=dict)              # key -> origin
+    set: Dict[str, Tuple[str, str]]    # key -> (value, origin)
+    unset: Dict[str, str]              # key -> origin
+    _fields = ("set", "unset")
+
+    def __init__(self, set: Optional[Dict[str, Tuple[str, str]]] = None,
+                 unset: Optional[Dict[str, str]] = None) -> None:
+        self.set = {} if set is None else set
+        self.unset = {} if unset is None else unset
 
     @property
     def empty(self) -> bool:

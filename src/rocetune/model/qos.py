@@ -18,11 +18,11 @@ the plan is refused rather than read one way here and another way elsewhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import ExitCode, RocetuneError
 from . import qos_plan
+from .record import FrozenRecord, Record
 from .yamlread import YamlError, load_yaml
 
 DEFAULT_PATH = "/etc/rocetune/qos.yml"
@@ -33,19 +33,26 @@ TRUST_MODES = qos_plan.TRUST_MODES
 MAX_TIERS = qos_plan.MAX_TIERS
 
 
-@dataclass(frozen=True)
-class TrafficClass:
+class TrafficClass(FrozenRecord):
     dscp: int
     priority: int
+    _fields = ("dscp", "priority")
+
+    def __init__(self, dscp: int, priority: int) -> None:
+        self._set(dscp, priority)
 
 
-@dataclass(frozen=True)
-class Fabric:
+class Fabric(FrozenRecord):
     """The fabric's shape as the plan states it; None where the plan says nothing."""
 
-    tiers: Optional[int] = None            # switch tiers: 1 one switch layer, 2 leaf-spine, 3 ...
-    rail_optimised: Optional[bool] = None  # NIC i of every node on rail i's own switch (and subnet)
-    ecmp: Optional[bool] = None            # flows between nodes hashed over equal-cost paths
+    tiers: Optional[int]            # switch tiers: 1 one switch layer, 2 leaf-spine, 3 ...
+    rail_optimised: Optional[bool]  # NIC i of every node on rail i's own switch (and subnet)
+    ecmp: Optional[bool]            # flows between nodes hashed over equal-cost paths
+    _fields = ("tiers", "rail_optimised", "ecmp")
+
+    def __init__(self, tiers: Optional[int] = None, rail_optimised: Optional[bool] = None,
+                 ecmp: Optional[bool] = None) -> None:
+        self._set(tiers, rail_optimised, ecmp)
 
     @property
     def hashes_flows(self) -> Optional[bool]:
@@ -70,14 +77,18 @@ class Fabric:
         return ", ".join(parts) or "nothing stated"
 
 
-@dataclass(frozen=True)
-class PfcBuffer:
+class PfcBuffer(FrozenRecord):
     """The NIC's lossless receive buffers as the plan states them; None where it says nothing.
     The roce_qos role applies them (docs/qos.md); the agent only carries them."""
 
-    cable_length: Optional[int] = None                # metres: mlx5 sizes the PFC headroom from it
-    prio_buffer: Optional[Tuple[int, ...]] = None     # the buffer of each priority 0..7
-    buffer_size: Optional[Tuple[int, ...]] = None     # bytes per buffer 0..7
+    cable_length: Optional[int]                # metres: mlx5 sizes the PFC headroom from it
+    prio_buffer: Optional[Tuple[int, ...]]     # the buffer of each priority 0..7
+    buffer_size: Optional[Tuple[int, ...]]     # bytes per buffer 0..7
+    _fields = ("cable_length", "prio_buffer", "buffer_size")
+
+    def __init__(self, cable_length: Optional[int] = None, prio_buffer: Optional[Tuple[int, ...]] = None,
+                 buffer_size: Optional[Tuple[int, ...]] = None) -> None:
+        self._set(cable_length, prio_buffer, buffer_size)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"cable_length": self.cable_length,
@@ -85,37 +96,67 @@ class PfcBuffer:
                 "buffer_size": None if self.buffer_size is None else list(self.buffer_size)}
 
 
-@dataclass(frozen=True)
-class EcnMarking:
+class EcnMarking(FrozenRecord):
     """Where the switches mark ECN on the RoCE data queue: queue depth in bytes where marking
     starts (min) and where it reaches `probability` percent (max). docs/switch-qos.md."""
 
-    min_threshold: int = qos_plan.ECN_MARKING_DEFAULTS["min_threshold"]
-    max_threshold: int = qos_plan.ECN_MARKING_DEFAULTS["max_threshold"]
-    probability: int = qos_plan.ECN_MARKING_DEFAULTS["probability"]
+    min_threshold: int
+    max_threshold: int
+    probability: int
+    _fields = ("min_threshold", "max_threshold", "probability")
+
+    def __init__(self, min_threshold: int = qos_plan.ECN_MARKING_DEFAULTS["min_threshold"],
+                 max_threshold: int = qos_plan.ECN_MARKING_DEFAULTS["max_threshold"],
+                 probability: int = qos_plan.ECN_MARKING_DEFAULTS["probability"]) -> None:
+        self._set(min_threshold, max_threshold, probability)
 
     def to_dict(self) -> Dict[str, Any]:
         return {"min_threshold": self.min_threshold, "max_threshold": self.max_threshold,
                 "probability": self.probability}
 
 
-@dataclass
-class QosPlan:
+_DATA = TrafficClass(26, 3)
+_CNP = TrafficClass(48, 6)
+
+
+class QosPlan(Record):
     """The fabric's QoS policy as the hosts must follow it."""
 
-    data: TrafficClass = TrafficClass(26, 3)
-    cnp: TrafficClass = TrafficClass(48, 6)
-    ecn: int = 2  # ECT(0): what UCX uses by default (106 = 26 << 2 | 2)
-    trust: str = "dscp"
-    lossless_priorities: Tuple[int, ...] = (3,)
-    cts_dscp: Optional[int] = None  # NCCL_IB_FIFO_TC: CTS/credit messages, when they get their own class
-    cts_priority: Optional[int] = None  # the class of cts_dscp (the data priority unless stated)
-    fabric: Optional[Fabric] = None  # the fabric's shape, when the plan states it
-    buffer: Optional[PfcBuffer] = None  # the NICs' lossless buffers, when the plan states them
-    ecn_marking: Optional[EcnMarking] = None  # the switches' ECN thresholds, when the plan states them
-    classes_stated: bool = False     # the file states a QoS key (not only version/fabric)
-    source: str = "built-in defaults"
-    warnings: List[str] = field(default_factory=list)
+    data: TrafficClass
+    cnp: TrafficClass
+    ecn: int  # ECT(0) by default: what UCX uses (106 = 26 << 2 | 2)
+    trust: str
+    lossless_priorities: Tuple[int, ...]
+    cts_dscp: Optional[int]  # NCCL_IB_FIFO_TC: CTS/credit messages, when they get their own class
+    cts_priority: Optional[int]  # the class of cts_dscp (the data priority unless stated)
+    fabric: Optional[Fabric]  # the fabric's shape, when the plan states it
+    buffer: Optional[PfcBuffer]  # the NICs' lossless buffers, when the plan states them
+    ecn_marking: Optional[EcnMarking]  # the switches' ECN thresholds, when the plan states them
+    classes_stated: bool     # the file states a QoS key (not only version/fabric)
+    source: str
+    warnings: List[str]
+    _fields = ("data", "cnp", "ecn", "trust", "lossless_priorities", "cts_dscp", "cts_priority",
+               "fabric", "buffer", "ecn_marking", "classes_stated", "source", "warnings")
+
+    def __init__(self, data: TrafficClass = _DATA, cnp: TrafficClass = _CNP, ecn: int = 2,
+                 trust: str = "dscp", lossless_priorities: Tuple[int, ...] = (3,),
+                 cts_dscp: Optional[int] = None, cts_priority: Optional[int] = None,
+                 fabric: Optional[Fabric] = None, buffer: Optional[PfcBuffer] = None,
+                 ecn_marking: Optional[EcnMarking] = None, classes_stated: bool = False,
+                 source: str = "built-in defaults", warnings: Optional[List[str]] = None) -> None:
+        self.data = data
+        self.cnp = cnp
+        self.ecn = ecn
+        self.trust = trust
+        self.lossless_priorities = lossless_priorities
+        self.cts_dscp = cts_dscp
+        self.cts_priority = cts_priority
+        self.fabric = fabric
+        self.buffer = buffer
+        self.ecn_marking = ecn_marking
+        self.classes_stated = classes_stated
+        self.source = source
+        self.warnings = [] if warnings is None else warnings
 
     @property
     def traffic_class(self) -> int:

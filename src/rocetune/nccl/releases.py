@@ -17,10 +17,10 @@ so a release boundary is written once, with its source.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..model.record import FrozenRecord
 from ..pkgdata import package_json
 from .versions import parse_version
 
@@ -28,13 +28,16 @@ Version = Tuple[int, int, int]
 _VAR_RELEASES = "data/nccl_var_releases.json"
 
 
-@dataclass(frozen=True)
-class ReleaseFact:
+class ReleaseFact(FrozenRecord):
     id: str
-    first: Version               # the first release it holds for ((0, 0, 0): every release before `until`)
-    until: Optional[Version]     # the first release it no longer holds for; None: still holds
+    first: Version  # the first release it holds for ((0, 0, 0): every release before `until`)
+    until: Optional[Version]  # the first release it no longer holds for; None: still holds
     what: str
     source: str
+    _fields = ("id", "first", "until", "what", "source")
+
+    def __init__(self, id: str, first: Version, until: Optional[Version], what: str, source: str) -> None:
+        self._set(id, first, until, what, source)
 
     def span(self) -> str:
         start = "every release" if self.first == (0, 0, 0) else _text(self.first)

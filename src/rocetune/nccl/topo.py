@@ -9,8 +9,9 @@ and rocetune.render.topo_xml writes the text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
+
+from ..model.record import Record
 
 BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,200}\Z")
@@ -22,13 +23,19 @@ DEFAULT_LINK_WIDTH = 16
 _NCCL_SPEEDS = {2.5: "2.5 GT/s PCIe", 5.0: "5.0 GT/s PCIe", 8.0: "8.0 GT/s PCIe",
                 16.0: "16.0 GT/s PCIe", 32.0: "32.0 GT/s PCIe", 64.0: "64.0 GT/s PCIe"}
 
-@dataclass
-class TopoNode:
+class TopoNode(Record):
     """One element of the file: its tag, its attributes in writing order, its children."""
 
     tag: str
-    attrs: Dict[str, str] = field(default_factory=dict)
-    children: List[TopoNode] = field(default_factory=list)
+    attrs: Dict[str, str]
+    children: List[TopoNode]
+    _fields = ("tag", "attrs", "children")
+
+    def __init__(self, tag: str, attrs: Optional[Dict[str, str]] = None,
+                 children: Optional[List[TopoNode]] = None) -> None:
+        self.tag = tag
+        self.attrs = {} if attrs is None else attrs
+        self.children = [] if children is None else children
 
     def walk(self, parents: Tuple[TopoNode, ...] = ()) -> Iterator[Tuple[TopoNode, Tuple[TopoNode, ...]]]:
         """Every node with its ancestors (nearest last), this one first."""
@@ -40,22 +47,38 @@ class TopoNode:
         return [c for c in self.children if c.tag == tag]
 
 
-@dataclass
-class Endpoint:
+class Endpoint(Record):
     bdf: str
     pci_class: str
-    link_speed: Optional[str] = None
-    link_width: Optional[int] = None
-    nets: List[str] = field(default_factory=list)
+    link_speed: Optional[str]
+    link_width: Optional[int]
+    nets: List[str]
+    _fields = ("bdf", "pci_class", "link_speed", "link_width", "nets")
+
+    def __init__(self, bdf: str, pci_class: str, link_speed: Optional[str] = None,
+                 link_width: Optional[int] = None, nets: Optional[List[str]] = None) -> None:
+        self.bdf = bdf
+        self.pci_class = pci_class
+        self.link_speed = link_speed
+        self.link_width = link_width
+        self.nets = [] if nets is None else nets
 
 
-@dataclass
-class Group:
+class Group(Record):
     numa: int
     gpus: List[Endpoint]
     nics: List[Endpoint]
-    link_speed: str = DEFAULT_LINK_SPEED
-    link_width: int = DEFAULT_LINK_WIDTH
+    link_speed: str
+    link_width: int
+    _fields = ("numa", "gpus", "nics", "link_speed", "link_width")
+
+    def __init__(self, numa: int, gpus: List[Endpoint], nics: List[Endpoint],
+                 link_speed: str = DEFAULT_LINK_SPEED, link_width: int = DEFAULT_LINK_WIDTH) -> None:
+        self.numa = numa
+        self.gpus = gpus
+        self.nics = nics
+        self.link_speed = link_speed
+        self.link_width = link_width
 
 
 class TopologyError(ValueError):

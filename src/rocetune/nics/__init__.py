@@ -8,10 +8,10 @@ its QoS facts. docs/nic-drivers.md shows a worked example.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import re
 from typing import Dict, Optional, Pattern, Tuple
 
+from ..pkgdata import submodules
 from .base import NicDriver
 
 __all__ = ["NicDriver", "by_netdev_driver", "device_name_re", "drivers", "vendors_read_by", "watched_modules"]
@@ -25,14 +25,14 @@ def drivers() -> Dict[str, NicDriver]:
     whose DRIVER names another module, is a programming error (ValueError naming it)."""
     if not _cache:
         found = {}
-        for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-            if info.name in _NOT_DRIVERS or info.name.startswith("_"):
+        for name in submodules(__path__):
+            if name in _NOT_DRIVERS or name.startswith("_"):
                 continue
-            module = importlib.import_module(f"{__name__}.{info.name}")
+            module = importlib.import_module(f"{__name__}.{name}")
             driver = getattr(module, "DRIVER", None)
-            if not isinstance(driver, NicDriver) or driver.name != info.name:
-                raise ValueError(f"rocetune.nics.{info.name}: DRIVER must be a NicDriver named {info.name!r}")
-            found[info.name] = driver
+            if not isinstance(driver, NicDriver) or driver.name != name:
+                raise ValueError(f"rocetune.nics.{name}: DRIVER must be a NicDriver named {name!r}")
+            found[name] = driver
         _cache.update(found)
     return dict(_cache)
 

@@ -8,12 +8,12 @@ is one new module here and its tests.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import re
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import ExitCode, RocetuneError
 from ..model.switch_qos import SwitchQos
+from ..pkgdata import submodules
 from .base import Choice, SwitchOs
 
 _NOT_OS = ("base",)
@@ -26,10 +26,10 @@ def registry() -> Dict[str, SwitchOs]:
     """name -> OS, in listing order; the package's modules are imported once."""
     if not _FOUND:
         found = []
-        for info in pkgutil.iter_modules(__path__):
-            if info.name.startswith("_") or info.name in _NOT_OS:
+        for name in submodules(__path__):
+            if name.startswith("_") or name in _NOT_OS:
                 continue
-            module = importlib.import_module(f"{__name__}.{info.name}")
+            module = importlib.import_module(f"{__name__}.{name}")
             os_ = getattr(module, "OS", None)
             if isinstance(os_, SwitchOs):
                 found.append(os_)

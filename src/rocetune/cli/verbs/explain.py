@@ -316,12 +316,9 @@ def _human_one(data: Dict[str, Any]) -> str:
 
 def _finding_lines(doc: Dict[str, Any]) -> List[str]:
     """A finding of the JSON document, as every verb shows one (with its fix and page)."""
-    import dataclasses
-
     from ...model.finding import Finding, finding_lines
 
-    fields = {f.name for f in dataclasses.fields(Finding)}
-    return finding_lines(Finding(**{k: v for k, v in doc.items() if k in fields}), verbose=1)
+    return finding_lines(Finding(**{k: v for k, v in doc.items() if k in Finding._fields}), verbose=1)
 
 
 def _default_text(nccl: Dict[str, Any]) -> str:

@@ -10,11 +10,11 @@ reading takes the content's word first (envfiles.detect).
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from fnmatch import fnmatchcase
 from typing import Dict, Optional, Tuple
 
 from ...errors import ExitCode, RocetuneError
+from ...pkgdata import submodules
 from .base import Dialect
 
 _REGISTRY: Dict[str, Dialect] = {}
@@ -23,8 +23,8 @@ _REGISTRY: Dict[str, Dialect] = {}
 def _load() -> Dict[str, Dialect]:
     if not _REGISTRY:
         found = []
-        for info in pkgutil.iter_modules(__path__):
-            module = importlib.import_module(f"{__name__}.{info.name}")
+        for name in submodules(__path__):
+            module = importlib.import_module(f"{__name__}.{name}")
             dialect = getattr(module, "DIALECT", None)
             if isinstance(dialect, Dialect):
                 found.append(dialect)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
+
+from ...pkgdata import submodules
 
 STATUSES = ("pass", "unjudged", "skipped", "fail", "error")
 _RANK = {"pass": 0, "unjudged": 1, "skipped": 1, "fail": 2, "error": 3}
@@ -105,10 +106,10 @@ def discover(force: bool = False) -> None:
     """Import every module of this package (its `TEST` registers it)."""
     if _DISCOVERED[0] and not force:
         return
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
+    for name in submodules(__path__):
+        if name.startswith("_"):
             continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+        module = importlib.import_module(f"{__name__}.{name}")
         test = getattr(module, "TEST", None)
         if isinstance(test, FleetTest):
             register(test)
