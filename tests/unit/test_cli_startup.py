@@ -53,6 +53,9 @@ def test_json_probe_imports_neither_other_verbs_nor_the_human_renderer():
     assert "rocetune.render.human" not in modules
     assert "rocetune.lint" not in modules and "rocetune.probe.capture" not in modules
     assert "rocetune.envfiles.dialects" not in modules  # --format's choices are asked for lazily
+    # the types a probe builds are plain classes (rocetune.model.record): no dataclass machinery,
+    # no inspect/ast/dis it brings in, no pkgutil listing the registries
+    assert not {"dataclasses", "inspect", "ast", "pkgutil"} & set(modules)
 
 
 def test_the_whole_parser_still_answers_help_and_errors(capsys):

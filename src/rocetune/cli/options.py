@@ -1,4 +1,4 @@
-"""Options shared by several verbs, and the Result parts they produce.
+"""Options shared by several verbs, and their mapping onto the requests the app layer serves.
 
 Words that cannot be mixed up: `--json` picks the result format (the JSON envelope), `--format FMT`
 the env dialect, `-o/--out FILE` the file to write.
@@ -10,10 +10,9 @@ import argparse
 from typing import TYPE_CHECKING, Iterator, List, Optional
 
 from ..errors import ExitCode, RocetuneError
-from ..text import printable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..app import EnvResult, PlanRequest
+    from ..app import PlanRequest
 
 _RESULT_WORDS = ("json", "human")
 
@@ -161,36 +160,3 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
 
     return PlanRequest(root=args.root, config=args.config, sets=tuple(args.set), unsets=tuple(args.unset),
                        qos_path=args.qos, local_rank=args.local_rank, expect_path=getattr(args, "expect", None))
-
-
-def env_data(env: EnvResult, formats: List[str], out: Optional[str], diff: bool = False) -> dict:
-    """The env part of a verb's JSON result: the texts (nothing written), or each file written
-    (`writes`, with before/after texts under `diff`)."""
-    first = env.env_writes[0] if env.env_writes else None
-    return {"formats": formats, "path": first.path if first else None,
-            "texts": None if out else env.texts,
-            "files": [{"path": f.path, "key": f.key} for f in env.files] if out else [],
-            "written": env.written, "unchanged": env.unchanged,
-            "changes": first.changes if first else [], "backup": first.backup if first else None,
-            "writes": [w.to_dict(diff) for w in env.writes]}
-
-
-def write_lines(env: EnvResult, check: bool = False) -> List[str]:
-    """One line per file: written (with the variables that changed), unchanged, or (with
-    `check`) would be written. With -q this is all -o prints, a line per file for a journal:
-    `rocetune env -q -o FILE` in a boot unit."""
-    n = len(env.plan.decisions)
-    verb = "would write" if check else "wrote"
-    lines = []
-    for w in env.env_writes:
-        if not w.changed:
-            lines.append(f"unchanged {w.path} ({w.fmt}, {n} variables)")
-        elif w.changes:
-            lines.append(f"{verb} {w.path} ({w.fmt}, {n} variables): changed " + ", ".join(w.changes))
-        else:
-            lines.append(f"{verb} {w.path} ({w.fmt}, {n} variables)")
-        if w.backup:
-            kept = "would keep" if check else "kept"
-            lines.append(f"{kept} the previous {w.path}, which rocetune did not write, as {w.backup}")
-    lines += [f"{verb if w.changed else 'unchanged'} {w.path}" for w in env.writes if w.fmt is None]
-    return [printable(line) for line in lines]

@@ -4,9 +4,11 @@ the rules' -- in one list, most severe first, each once."""
 from __future__ import annotations
 
 import argparse
-from typing import List, Optional
+from typing import List
 
-from ..model.finding import Finding, severity_rank
+from ..model.finding import Finding, partial, severity_rank
+
+__all__ = ["all_findings", "collect", "partial", "source_warnings", "stderr_lines"]
 
 
 def collect(args: argparse.Namespace) -> dict:
@@ -28,12 +30,6 @@ def all_findings(features: dict, plan) -> List[Finding]:
         found += plan.findings
     unique = {(f.id, f.subject, f.message): f for f in found}
     return sorted(unique.values(), key=lambda f: (severity_rank(f.severity), f.id, f.subject))
-
-
-def partial(findings) -> Optional[Finding]:
-    """The root-unreadable finding among `findings` (the probe could not read part of the plan's
-    evidence): a verb that reads a host exits 1 with it and writes no env file."""
-    return next((f for f in findings if f.id == "root-unreadable"), None)
 
 
 def stderr_lines(features: dict, plan, findings_too: bool) -> List[str]:

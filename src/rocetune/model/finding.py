@@ -62,6 +62,12 @@ class Finding(FrozenRecord):
 
 
 
+def partial(findings: Sequence[Finding]) -> Optional[Finding]:
+    """The root-unreadable finding among `findings` (the probe could not read part of the plan's
+    evidence): a verb that reads a host exits 1 with it and writes no env file."""
+    return next((f for f in findings if f.id == "root-unreadable"), None)
+
+
 def severity_rank(severity: str) -> int:
     return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
 

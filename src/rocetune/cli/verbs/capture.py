@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ...errors import ExitCode, RocetuneError
+from ...errors import ExitCode
 from ..result import Result
 
 NAME = "capture"
@@ -22,26 +22,15 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
-    from ...doctor import readings
-    from ...model.features import fingerprint
-    from ...probe.capture import capture
+    from ...app.capture import CaptureRequest, capture
 
-    try:
-        # doctor's readings too (lspci's ACS bits, the kernel log's fabric lines, the NIC
-        # firmware settings, the PHY, ...): a replayed root answers doctor as the host did
-        features, size = capture(args.root, args.out, also=lambda ctx, f: readings.read(ctx, f))
-    except OSError as exc:
-        raise RocetuneError(f"cannot write {args.out}: {exc.strerror or exc}", code=ExitCode.OUTPUT) from None
-    from ...checks import host_findings
-    from ..report import partial
-
-    fp = fingerprint(features)
-    lacking = partial(host_findings(features))
-    human = (f"wrote {args.out} ({size} bytes, features {fp})\n"
-             f"replay: mkdir R && tar -xzf {args.out} -C R && rocetune probe --root R\n")
+    done = capture(CaptureRequest(args.root, args.out))
+    lacking = done.partial
+    human = (f"wrote {done.path} ({done.size} bytes, features {done.fingerprint})\n"
+             f"replay: mkdir R && tar -xzf {done.path} -C R && rocetune probe --root R\n")
     if lacking:
         human = f"PARTIAL capture: {lacking.id}: {lacking.message}\n" + human
-    data = {"path": args.out, "bytes": size, "features_fingerprint": fp,
+    data = {"path": done.path, "bytes": done.size, "features_fingerprint": done.fingerprint,
             "partial": lacking.to_dict() if lacking else None}
     return Result(command=NAME, data=data, human=human,
                   code=ExitCode.FINDINGS if lacking else ExitCode.OK,

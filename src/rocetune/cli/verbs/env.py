@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> Result:
         return result
     if not outs:
         result.raw = env.texts[fmts[0]]
-        result.data["env"] = options.env_data(env, fmts, None)
+        result.data["env"] = env.data(fmts, None)
         return result
     if args.fail_on_warnings and warnings:
         result.code = ExitCode.FINDINGS
@@ -97,14 +97,14 @@ def run(args: argparse.Namespace) -> Result:
         from ...envfiles.degrade import clear_record
 
         clear_record(args.root, [path for _, path in outputs])
-    lines = options.write_lines(env, check=args.check)
+    lines = env.write_lines(check=args.check)
     if args.quiet:
         result.human = "\n".join(lines) + "\n"
     else:
         from ...render.human import plan_text  # the human summary only: not for --json agents
 
         result.human = plan_text(env.plan, args.verbose) + "\n".join(lines) + "\n"
-    result.data["env"] = options.env_data(env, fmts, first, diff=args.diff)
+    result.data["env"] = env.data(fmts, first, diff=args.diff)
     result.data["env"]["check"] = args.check
     return result
 

@@ -100,12 +100,12 @@ def _add_tests(v, default_tests: str, default_seconds: int) -> None:
                         "fabric: a ring sorted by leaf, then pairs across leaves from the LLDP cabling -- every "
                         "host, rail and leaf-to-leaf path in a few rounds; auto (default): pairwise up to 16 "
                         "hosts, fabric beyond")
-    from ...fleet import tests as registry
+    from ...app.fleet import all_tests
 
-    listed = "; ".join(f"{t.name}: {t.summary}" for t in registry.all_tests())
+    listed = "; ".join(f"{t.name}: {t.summary}" for t in all_tests())
     v.add_argument("--tests", default=default_tests, metavar="LIST",
                    help=f"the tests to run, comma-separated (default {default_tests}): {listed}")
-    for test in registry.all_tests():
+    for test in all_tests():
         if test.add_arguments:
             test.add_arguments(v.add_argument_group(f"{test.name} test options"))
     v.add_argument("--op", choices=("write", "read"), default="write", help="perftest's RDMA operation (default write)")
@@ -149,111 +149,37 @@ def run(args: argparse.Namespace) -> Result:
     if action != "report":
         raise RocetuneError("fleet needs an action: gather HOSTS... -o DIR, report DIR, or validate HOSTS...",
                             hint="see 'rocetune fleet --help'", code=ExitCode.USAGE)
-    from ...fleet import manifest, results
-    from ...fleet.compare import compare, data
+    from ...app.fleet import ReportRequest, report
 
-    checks = manifest.load(args.manifest) if args.manifest else []
-    found = results.load_dir(args.dir, keep_features=False)
-    report = compare(found, checks)
-    doc = data(report, args.manifest)
-    expect = _write_expect(args.write_expect, found) if args.write_expect else None
-    if expect is not None:
-        doc["expect"] = dict(expect.to_dict(), written=args.write_expect)
-    if args.html:
-        _write_html(args.html, report)
+    done = report(ReportRequest(args.dir, args.manifest, args.write_expect, args.html))
     human = ""
     if not args.json:
         from ...render.fleet_text import expect_text, report_text
 
-        human = report_text(report, args.verbose) + (expect_text(expect, args.write_expect) if expect else "")
-    warnings = [w for h in report.hosts for w in h.warnings]
-    return Result(command=NAME, data=doc, human=human, warnings=warnings,
-                  code=ExitCode.OK if report.clean else ExitCode.FINDINGS)
+        human = report_text(done.report, args.verbose)
+        human += expect_text(done.expect, args.write_expect) if done.expect else ""
+    return Result(command=NAME, data=done.doc, human=human, warnings=done.warnings,
+                  code=ExitCode.OK if done.report.clean else ExitCode.FINDINGS)
 
 
-def _write_expect(path: str, found):
-    from ... import __version__
-    from ...errors import ExitCode, RocetuneError
-    from ...fleet.expect import fleet_expectations, header
-    from ...fsutil import atomic_write
-    from ...model.expect import dump
+def _ssh(args: argparse.Namespace):
+    from ...app.fleet import SshRequest
 
-    fe = fleet_expectations(found)
-    if not fe.hosts:
-        raise RocetuneError(f"--write-expect {path}: no host's result holds doctor's facts to vote with",
-                            hint="gather with `fleet gather` or playbooks/fleet.yml, or give `rocetune --json "
-                                 "doctor` files", code=ExitCode.INPUT)
-    try:
-        atomic_write(path, dump(fe.majority.document, header(fe, __version__)), mode=0o644)
-    except OSError as exc:
-        raise RocetuneError(f"--write-expect {path}: cannot write: {exc.strerror or exc}",
-                            code=ExitCode.OUTPUT) from None
-    return fe
-
-
-def _write_html(path: str, report) -> None:
-    from ...errors import ExitCode, RocetuneError
-    from ...fsutil import atomic_write
-    from ...render.fleet_html import report_html
-
-    try:
-        atomic_write(path, report_html(report))
-    except OSError as exc:
-        raise RocetuneError(f"--html {path}: cannot write: {exc.strerror}", code=ExitCode.OUTPUT) from None
-
-
-def _targets(args: argparse.Namespace, verb: str):
-    """The hosts the command line names, checked, with the SSH defaults filled in."""
-    import os
-
-    from ...errors import ExitCode, RocetuneError
-    from ...fleet import targets as tg
-
-    if bool(args.hosts) == bool(args.inventory):
-        raise RocetuneError(f"fleet {verb} needs hosts or --inventory FILE (one of them)", code=ExitCode.USAGE)
-    if args.limit and not args.inventory:
-        raise RocetuneError("--limit needs --inventory", code=ExitCode.USAGE)
-    for name, value, low in (("--forks", args.forks, 1), ("--timeout", args.timeout, 0.001)):
-        if not value >= low:
-            raise RocetuneError(f"{name} {value}: must be at least {low:g}", code=ExitCode.USAGE)
-    if args.port is not None and not 0 < args.port < 65536:
-        raise RocetuneError(f"--port {args.port}: not a port", code=ExitCode.USAGE)
-    if args.identity and not os.path.isfile(os.path.expanduser(args.identity)):
-        raise RocetuneError(f"--identity {args.identity}: no such file", code=ExitCode.INPUT)
-    try:
-        import paramiko  # noqa: F401
-    except ImportError:
-        raise RocetuneError(f"fleet {verb} needs paramiko, and it cannot be imported",
-                            hint="pip install paramiko" + (", or gather with the collection's play"
-                                                           if verb == "gather" else ""),
-                            code=ExitCode.INPUT) from None
-    found = tg.from_inventory(args.inventory, args.limit) if args.inventory else tg.from_names(args.hosts)
-    args.ssh_warnings = []
-    return tg.complete(found, tg.Defaults(args.user, args.port, args.identity), warn=args.ssh_warnings.append)
+    return SshRequest(tuple(args.hosts or ()), args.inventory, args.limit, args.user, args.port, args.identity,
+                      args.forks, args.timeout, args.known_hosts, args.accept_new)
 
 
 def _gather(args: argparse.Namespace) -> Result:
-    import os
     import sys
 
-    from ...errors import ExitCode, RocetuneError
-    from ...fleet.gather import Options, gather
-    from ...fsutil import UNSAFE_DIR_HINT, OutputError, directory_problem
+    from ...app.fleet import GatherRequest, gather
+    from ...errors import ExitCode
 
-    why = directory_problem(args.out)  # before any host: root's results stay root's
-    if why:
-        raise OutputError(args.out, why, hint=UNSAFE_DIR_HINT)
-    targets = _targets(args, "gather")
-    try:
-        os.makedirs(args.out, exist_ok=True)
-    except OSError as exc:
-        raise RocetuneError(f"-o {args.out}: cannot create: {exc.strerror}", code=ExitCode.OUTPUT) from None
-    opts = Options(command=args.command, timeout=args.timeout, known_hosts=args.known_hosts,
-                   accept_new=args.accept_new, forks=args.forks)
     progress = _progress_line if sys.stderr.isatty() and not args.quiet else None
-    outcomes = gather(targets, args.out, opts, progress)
+    done = gather(GatherRequest(_ssh(args), args.out, args.command), progress)
     if progress:
         sys.stderr.write("\n")
+    outcomes = done.outcomes
     failed = [o for o in outcomes if o.error]
     data = {"dir": args.out,
             "hosts": [{"host": o.host, "file": o.path, "error": o.error} for o in outcomes],
@@ -261,113 +187,32 @@ def _gather(args: argparse.Namespace) -> Result:
     width = max(len(o.host) for o in outcomes)
     lines = [f"gathered {len(outcomes) - len(failed)} of {len(outcomes)} hosts into {args.out}"]
     lines += [f"  {o.host:<{width}}  {'FAILED: ' + o.error if o.error else 'ok'}" for o in outcomes]
-    return Result(command=NAME, data=data, human="\n".join(lines) + "\n", warnings=list(args.ssh_warnings),
+    return Result(command=NAME, data=data, human="\n".join(lines) + "\n", warnings=done.warnings,
                   code=ExitCode.FINDINGS if failed else ExitCode.OK)
 
 
 def _validate(args: argparse.Namespace) -> Result:
     import sys
 
-    from ...errors import ExitCode, RocetuneError
-    from ...fleet import pairtest
-    from ...fleet import tests as registry
-    from ...fleet.validate import Options, validate
+    from ...app.fleet import ValidateRequest, validate
+    from ...errors import ExitCode
 
-    tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
-    known = registry.names()
-    if not tests or set(tests) - set(known):
-        raise RocetuneError(f"--tests {args.tests}: give any of {', '.join(known)} (comma-separated)",
-                            code=ExitCode.USAGE)
-    for name, value, ok in (("--seconds", args.seconds, 1 <= args.seconds <= 3600),
-                            ("--size", args.size, 1 <= args.size <= 1 << 30),
-                            ("--fraction", args.fraction, 0 < args.fraction <= 1),
-                            ("--line-rate", args.line_rate, args.line_rate is None or 0 < args.line_rate < 1e6)):
-        if not ok:
-            raise RocetuneError(f"{name} {value}: out of range", code=ExitCode.USAGE)
     verb = args.fleet_action
-    preflight = verb == "preflight"
-    if preflight and args.slurm:
-        if args.hosts or args.inventory:
-            raise RocetuneError("--slurm takes the job's nodes: give no hosts or --inventory", code=ExitCode.USAGE)
-        args.hosts = _slurm_nodes()
-    if preflight and not args.budget > 0:
-        raise RocetuneError(f"--budget {args.budget}: must be above 0", code=ExitCode.USAGE)
-    chosen = registry.selected(tests)
-    test_settings = {t.name: t.settings(args) for t in chosen if t.settings}
-    targets = _targets(args, verb)
-    if len(targets) < 2 and not preflight and any(t.needs_pairs for t in chosen):
-        raise RocetuneError("fleet validate needs at least two hosts for pair tests", code=ExitCode.USAGE)
-    settings = pairtest.Settings(rdma_op=args.op, seconds=args.seconds, size=args.size,
-                                 fraction=args.fraction, line_rate_gbps=args.line_rate)
-    opts = Options(command=args.command, mode=args.mode, tests=tests, settings=settings, timeout=args.timeout,
-                   known_hosts=args.known_hosts, accept_new=args.accept_new, forks=args.forks,
-                   doctor=preflight, budget=args.budget if preflight else None, test_settings=test_settings)
-    progress = _say if sys.stderr.isatty() and not args.quiet else None
-    doc = validate(targets, opts, progress=progress)
-    if args.out:
-        _write(args.out, "-o", _json_text(doc))
-    if args.html:
-        from ...render.validate_html import validate_html
-
-        _write(args.html, "--html", validate_html(doc))
+    request = ValidateRequest(_ssh(args), verb, args.tests, args, args.command, args.mode, args.op, args.seconds,
+                              args.size, args.fraction, args.line_rate, getattr(args, "budget", 0.0),
+                              slurm=bool(getattr(args, "slurm", False)), out=args.out, html=args.html)
+    done = validate(request, progress=_say if sys.stderr.isatty() and not args.quiet else None)
+    doc = done.doc
     human = ""
     if not args.json:
         from ...render.validate_text import validate_text
 
         human = validate_text(doc, args.verbose)
-        if preflight:
-            human += ("preflight: GO\n" if doc["summary"]["passed"] else
+        if verb == "preflight":
+            human += ("preflight: GO\n" if done.passed else
                       "preflight: STOP -- leave out " + (", ".join(doc["summary"]["suspects"]) or "(see above)") + "\n")
-    notes = list(args.ssh_warnings) + [f"{h}: {n}" for h, d in doc["hosts"].items() for n in d.get("notes", [])]
-    return Result(command=NAME, data=doc, human=human, warnings=notes,
-                  code=ExitCode.OK if doc["summary"]["passed"] else ExitCode.FINDINGS)
-
-
-def _slurm_nodes() -> list:
-    """The job's nodes, expanded by Slurm's own scontrol (its hostlist syntax: gpu[01-04,07])."""
-    import os
-    import subprocess
-
-    from ...errors import ExitCode, RocetuneError
-
-    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
-    if not nodelist:
-        raise RocetuneError("--slurm: SLURM_JOB_NODELIST is not set (not inside a Slurm job)",
-                            hint="run it in the job (srun -N1 -n1 ...) or name the nodes", code=ExitCode.INPUT)
-    try:
-        proc = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
-                              text=True, timeout=30, check=False)
-    except FileNotFoundError:
-        raise RocetuneError("--slurm: scontrol is not in PATH, so the job's node list "
-                            f"({nodelist}) cannot be expanded",
-                            hint="run it where Slurm's client commands are installed (the job's own "
-                                 "nodes, or a login node), or name the nodes: fleet preflight HOST...",
-                            code=ExitCode.INPUT) from None
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RocetuneError(f"--slurm: cannot run scontrol: {exc}",
-                            hint="check that Slurm's scontrol runs here, or name the nodes",
-                            code=ExitCode.INPUT) from None
-    nodes = proc.stdout.split()
-    if proc.returncode != 0 or not nodes:
-        said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise RocetuneError(f"--slurm: scontrol show hostnames {nodelist}: {said}", code=ExitCode.INPUT)
-    return nodes
-
-
-def _json_text(doc: dict) -> str:
-    import json
-
-    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
-
-
-def _write(path: str, flag: str, text: str) -> None:
-    from ...errors import ExitCode, RocetuneError
-    from ...fsutil import atomic_write
-
-    try:
-        atomic_write(path, text)
-    except OSError as exc:
-        raise RocetuneError(f"{flag} {path}: cannot write: {exc.strerror}", code=ExitCode.OUTPUT) from None
+    return Result(command=NAME, data=doc, human=human, warnings=done.warnings,
+                  code=ExitCode.OK if done.passed else ExitCode.FINDINGS)
 
 
 def _say(line: str) -> None:

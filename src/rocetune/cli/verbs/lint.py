@@ -17,8 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import List, Optional
 
-from ...envfiles import dialects
-from ...errors import ExitCode, RocetuneError
+from ...errors import ExitCode
 from ..result import Result
 
 NAME = "lint"
@@ -32,8 +31,10 @@ EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
 
 
 def register(p: argparse.ArgumentParser) -> None:
+    from ...app.lint import formats
+
     p.add_argument("files", nargs="+", metavar="FILE", help="files to check")
-    p.add_argument("--format", choices=("auto",) + dialects.names(), default="auto",
+    p.add_argument("--format", choices=formats(), default="auto",
                    help="read every FILE in this dialect (default auto: each file as its content "
                         "shows, its name breaking ties)")
     p.add_argument("--qos", metavar="FILE",
@@ -48,48 +49,19 @@ def register(p: argparse.ArgumentParser) -> None:
                         "live host too, and fail when there is nothing to check against)")
 
 
-def host_names(args: argparse.Namespace):
-    """(HostNames or None, where they came from) as --features, --root and --host-check say."""
-    from ... import app
-    from ...hostfs.root import HostRoot
-    from ...lint.host import HostNames
-
-    if args.host_check == "no":
-        return None, None
-    live = not args.features and HostRoot(args.root).is_live
-    features = app.host_features(args.root, args.features)
-    source = f"features {args.features}" if args.features else f"probe of {args.root}"
-    host = HostNames.from_features(features, check_netdevs=not live or args.host_check == "yes")
-    if host.empty:
-        if args.host_check == "yes":
-            raise RocetuneError(f"--host-check yes: the {source} shows no RDMA device and no network "
-                                "interface to check names against",
-                                hint="give the target host's Features with --features FILE",
-                                code=ExitCode.INPUT)
-        return None, None
-    return host, source
-
-
 def run(args: argparse.Namespace) -> Result:
-    from ... import app
-    from ...lint.checks import lint_paths
+    from ...app.lint import LintRequest, lint
 
-    qos = app.qos_plan(args.root, args.qos, fallback=False)
-    host, host_source = host_names(args)
-    report = lint_paths(args.files, args.format, qos, host)
-    if not report.read:
-        first = report.files[0]
-        raise RocetuneError(f"{first['path']}: cannot read it: {first['unreadable']}"
-                            + (f" (nor {len(args.files) - 1} other file(s))" if len(args.files) > 1 else ""),
-                            hint="check the paths; nothing was linted", code=ExitCode.INPUT)
+    done = lint(LintRequest(tuple(args.files), args.format, args.root, args.qos, args.features, args.host_check))
+    report, qos, host = done.report, done.qos, done.host
     data = report.to_dict()
     data["qos"] = qos.source if qos else None
     data["host"] = None if host is None else {
-        "source": host_source,
+        "source": done.host_source,
         "rdma_devices": None if host.ib is None else len(host.ib),
         "interfaces": None if host.net is None else len(host.net)}
     code = ExitCode.FINDINGS if report.errors else ExitCode.OK
-    return Result(command=NAME, data=data, human=_human(report, qos, host_source, args.verbose), code=code)
+    return Result(command=NAME, data=data, human=_human(report, qos, done.host_source, args.verbose), code=code)
 
 
 def _human(report, qos, host_source: Optional[str], verbose: int) -> str:

@@ -60,10 +60,10 @@ def run(args: argparse.Namespace) -> Result:
 
         app.write_env(env, [(fmt, out)])
         result.human = (human.rstrip("\n") + "\n\n" + plan_text(plan, args.verbose)
-                        + "\n".join(options.write_lines(env)) + "\n")
+                        + "\n".join(env.write_lines()) + "\n")
     else:
         result.raw = env.texts[fmt]
-    data["env"] = options.env_data(env, fmts, out)
+    data["env"] = env.data(fmts, out)
     return result
 
 

@@ -14,7 +14,7 @@ verb), `render --switch OS` (now --os), `check --switch FILE` (now the argument)
 from __future__ import annotations
 
 import argparse
-from typing import Dict, List, Optional
+from typing import List, Optional, Tuple
 
 from ..result import Result
 
@@ -37,10 +37,10 @@ _OLD = {
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    from ... import switchos
+    from ...app.qos import os_choices, os_names, os_registry
     from ..main import _add_common, _Parser
 
-    oses = "|".join(switchos.names())
+    oses = "|".join(os_names())
     sub = p.add_subparsers(dest="qos_action", metavar="ACTION", parser_class=_Parser)
     r = sub.add_parser("render", help="write the switch QoS configuration the plan asks for",
                        description="write a switch's QoS configuration from the QoS plan, for the switch OS "
@@ -52,7 +52,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="the RoCE-facing ports to bind the QoS to, as the switch names them (without them only "
                         "switch-wide settings are bound)")
     _plan_options(r)
-    for name, users in sorted(switchos.choices().items()):
+    for name, users in sorted(os_choices().items()):
         values = sorted({v for _, c in users for v in c.values})
         r.add_argument(users[0][1].flag, dest=f"choice_{name}", metavar="|".join(values),
                        help="; ".join(c.help for _, c in users))
@@ -60,7 +60,7 @@ def register(p: argparse.ArgumentParser) -> None:
     c = sub.add_parser("check", help="compare a switch's running QoS with the plan",
                        description="compare a switch's running QoS with the plan; exit 1 on a disagreement "
                                    "that loses packets, 5 on warnings only. FILE: "
-                                   + "; ".join(f"{o.title}: {o.reads}" for o in switchos.registry().values()))
+                                   + "; ".join(f"{o.title}: {o.reads}" for o in os_registry().values()))
     _add_common(c, top=False)
     c.add_argument("file", nargs="?", metavar="FILE", help="the switch's output, saved to a file")
     c.add_argument("--os", metavar=oses, help="what FILE is (default: recognised from its content)")
@@ -105,92 +105,48 @@ def _one(new: Optional[str], old: Optional[str], new_flag: str, old_flag: str, n
     return old
 
 
-def _plan(args: argparse.Namespace, notes: List[str]):
-    from ... import app
+def _given_choices(args: argparse.Namespace) -> Tuple[Tuple[str, str], ...]:
+    from ...app.qos import os_choices
 
-    path = _one(args.qos, args.old_plan, "--qos", "--plan", _OLD["plan"], notes)
-    return app.qos_plan(args.root, path, fallback=True)
+    return tuple((name, value) for name in os_choices()
+                 if (value := getattr(args, f"choice_{name}", None)) is not None)
 
 
 def _render(args: argparse.Namespace) -> Result:
-    from ... import switchos
+    from ...app.qos import QosRenderRequest, os_names, render
     from ...errors import ExitCode, RocetuneError
-    from ...fsutil import atomic_write
-    from ...model.switch_qos import SwitchIntent
 
     notes: List[str] = []
     name = _one(args.os, args.old_switch, "--os", "--switch", _OLD["render_switch"], notes)
     if name is None:
-        raise RocetuneError("qos render needs the switch OS: --os " + "|".join(switchos.names()),
+        raise RocetuneError("qos render needs the switch OS: --os " + "|".join(os_names()),
                             code=ExitCode.USAGE)
-    os_ = switchos.get(name)
-    chosen = _chosen(args, os_)
-    plan = _plan(args, notes)
-    ports = switchos.ports_from(args.ports)
-    rendered = os_.render(SwitchIntent.from_plan(plan), ports, chosen)
-    text = rendered.text if rendered.text.endswith("\n") else rendered.text + "\n"
-    warnings = notes + list(plan.warnings) + rendered.warnings
-    if not ports:
-        warnings.append(f"no --ports: {os_.title} output binds {rendered.bound}")
-    if not os_.comments and rendered.assumes:
-        warnings.append(f"the {os_.title} configuration assumes: " + "; ".join(rendered.assumes))
-    data = {"os": os_.name, "switch": os_.name, "plan": plan.source, "ports": ports, "out": args.out,
-            "suffix": os_.suffix, "choices": chosen, "assumes": rendered.assumes, "binds": rendered.bound}
+    qos_path = _one(args.qos, args.old_plan, "--qos", "--plan", _OLD["plan"], notes)
+    done = render(QosRenderRequest(name, args.root, qos_path, args.ports, _given_choices(args), args.out))
+    os_, rendered = done.os, done.rendered
+    warnings = notes + done.warnings
+    data = {"os": os_.name, "switch": os_.name, "plan": done.plan.source, "ports": done.ports, "out": args.out,
+            "suffix": os_.suffix, "choices": done.chosen, "assumes": rendered.assumes, "binds": rendered.bound}
     if args.out:
-        try:
-            atomic_write(args.out, text)
-        except OSError as exc:
-            raise RocetuneError(f"-o {args.out}: cannot write: {exc.strerror or exc}", code=ExitCode.OUTPUT) from None
         return Result(command=NAME, data=data, human=f"wrote {args.out} ({os_.name})", warnings=warnings)
-    data["text"] = text
-    return Result(command=NAME, data=data, raw=None if args.json else text, warnings=warnings)
-
-
-def _chosen(args: argparse.Namespace, os_) -> Dict[str, str]:
-    """The OS choices given on the command line; one another OS takes and this one does not is refused."""
-    from ... import switchos
-    from ...errors import ExitCode, RocetuneError
-
-    own = {c.name for c in os_.choices}
-    chosen: Dict[str, str] = {}
-    for name, users in switchos.choices().items():
-        value = getattr(args, f"choice_{name}", None)
-        if value is None:
-            continue
-        if name not in own:
-            others = ", ".join(o.name for o, _ in users)
-            raise RocetuneError(f"{users[0][1].flag} is a choice of {others}, not of {os_.name}",
-                                code=ExitCode.USAGE)
-        chosen[name] = value
-    return chosen
+    data["text"] = done.text
+    return Result(command=NAME, data=data, raw=None if args.json else done.text, warnings=warnings)
 
 
 def _check(args: argparse.Namespace) -> Result:
-    from ... import switchos
-    from ...doctor import report as doctor_report
+    from ...app.qos import QosCheckRequest, check
     from ...errors import ExitCode, RocetuneError
-    from ...lint.switch_qos import compare
 
     notes: List[str] = []
     path = _one(args.file, args.old_switch, "FILE", "--switch", _OLD["check_switch"], notes)
     if path is None:
         raise RocetuneError("qos check needs the switch's output: qos check FILE", code=ExitCode.USAGE)
     kind = _one(args.os, args.old_switch_kind, "--os", "--switch-kind", _OLD["switch_kind"], notes)
-    plan = _plan(args, notes)
-    switch = switchos.read_file(path, kind)
-    found = compare(plan, switch)
-    host_notes: list = []
-    if args.hosts:
-        from ...fleet import results
-        from ...lint.switch_hosts import compare_hosts
-
-        host_found, host_notes = compare_hosts(plan, switch, results.load_dir(args.hosts))
-        found += host_found
-    findings = doctor_report.ordered(found)
-    data = {"file": path, "switch": path, "kind": switch.kind, "form": switch.form, "plan": plan.source,
+    qos_path = _one(args.qos, args.old_plan, "--qos", "--plan", _OLD["plan"], notes)
+    done = check(QosCheckRequest(path, kind, args.root, qos_path, args.hosts))
+    switch = done.switch
+    data = {"file": path, "switch": path, "kind": switch.kind, "form": switch.form, "plan": done.plan.source,
             "groups": [{"ports": g.ports} for g in switch.groups], "unbound_ports": switch.unbound_ports,
-            "hosts": args.hosts, "findings": [f.to_dict() for f in findings]}
-    human = "" if args.json else doctor_report.text(findings, f"{path} ({switch.kind})", args.verbose).replace(
-        "doctor ", "qos check ", 1)
-    return Result(command=NAME, data=data, human=human, code=doctor_report.exit_code(findings),
-                  warnings=notes + list(plan.warnings) + switch.warnings + host_notes)
+            "hosts": args.hosts, "findings": [f.to_dict() for f in done.findings]}
+    human = "" if args.json else done.text(args.verbose)
+    return Result(command=NAME, data=data, human=human, code=done.exit_code, warnings=notes + done.warnings)

@@ -8,23 +8,23 @@ The CLI verbs and the node agent's Ansible module both call these; neither plans
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
-from .envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
-from .errors import ExitCode, RocetuneError
-from .hostfs.root import HostRoot
-from .model.features import load as load_features_file
-from .model.plan import Overrides, Plan
-from .model.qos import DEFAULT_PATH as QOS_DEFAULT_PATH
-from .model.qos import QosPlan, default_plan, load_file, load_text
-from .probe import collect_features
-from .rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
+from ..envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
+from ..errors import ExitCode, RocetuneError
+from ..hostfs.root import HostRoot
+from ..model.features import load as load_features_file
+from ..model.plan import Overrides, Plan
+from ..model.qos import DEFAULT_PATH as QOS_DEFAULT_PATH
+from ..model.qos import QosPlan, default_plan, load_file, load_text
+from ..model.record import FrozenRecord, Record
+from ..probe import collect_features
+from ..rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
 
 DEFAULT_ENV_DIR = os.path.dirname(DEFAULT_TOPO_PATH)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .model.expect import Expectations
+    from ..model.expect import Expectations
 
 # NCCL's config file that rocetune did not write is kept once under this suffix.
 BACKUP_SUFFIX = ".rocetune-orig"
@@ -48,7 +48,7 @@ def host_features(root: str, features_path: Optional[str] = None) -> dict:
 def nccl_topology(features: dict) -> Optional[dict]:
     """The NCCL topology file a plan gives NCCL on this host and the GPU-NIC paths NCCL sees
     through it (rocetune.analysis.topofile); None when no file is planned or it cannot be read."""
-    from .analysis.hostview import HostView
+    from ..analysis.hostview import HostView
 
     plan = HostView(features).topology().plan
     if plan is None or plan.tree is None:
@@ -74,17 +74,17 @@ def qos_plan(root: str, path: Optional[str] = None, fallback: bool = True) -> Op
 
 def expectations(root: str, path: Optional[str] = None) -> Optional[Expectations]:
     """--expect FILE, else /etc/rocetune/expect.yml under the root, else None (nothing declared)."""
-    from .model import EXPECT_PATH
+    from ..model import EXPECT_PATH
 
     if path:
-        from .model import expect
+        from ..model import expect
 
         return expect.Expectations(expect.load_file(path), path)
     host = HostRoot(root or "/")
     text = host.read_text(EXPECT_PATH)
     if text is None:
         return None
-    from .model import expect
+    from ..model import expect
 
     where = EXPECT_PATH if host.is_live else host.host_path(EXPECT_PATH)
     return expect.Expectations(expect.load_text(text, where), where)
@@ -93,8 +93,8 @@ def expectations(root: str, path: Optional[str] = None) -> Optional[Expectations
 def check_config(root: str, path: Optional[str] = None, skips: Sequence[str] = ()):
     """The node's check configuration: --doctor-config FILE, else /etc/rocetune/doctor.yml under
     the root when present, then --skip ID=REASON on top; every id checked against the registry."""
-    from .checks.config import check_ids
-    from .model import check_config as cc
+    from ..checks.config import check_ids
+    from ..model import check_config as cc
 
     if path:
         config = cc.load_file(path)
@@ -124,8 +124,8 @@ def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[
     import sys
 
     # lint's checks (and the env file readers under them) only when there is a value to check
-    from .lint.checks import check_assignment
-    from .text import printable
+    from ..lint.checks import check_assignment
+    from ..text import printable
 
     def stderr_warning(message: str) -> None:
         sys.stderr.write(f"rocetune: warning: {printable(message)}\n")
@@ -144,18 +144,23 @@ def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[
     return merged
 
 
-@dataclass(frozen=True)
-class PlanRequest:
+class PlanRequest(FrozenRecord):
     """What a verb (or the agent) asks to plan: the host root (where its QoS plan file lives) and
     the user's choices. Every verb maps its options onto one of these; nothing plans otherwise."""
 
-    root: str = "/"
-    config: Optional[str] = None
-    sets: Tuple[str, ...] = ()
-    unsets: Tuple[str, ...] = ()
-    qos_path: Optional[str] = None
-    local_rank: Optional[int] = None
-    expect_path: Optional[str] = None
+    root: str
+    config: Optional[str]
+    sets: Tuple[str, ...]
+    unsets: Tuple[str, ...]
+    qos_path: Optional[str]
+    local_rank: Optional[int]
+    expect_path: Optional[str]
+    _fields = ("root", "config", "sets", "unsets", "qos_path", "local_rank", "expect_path")
+
+    def __init__(self, root: str = "/", config: Optional[str] = None, sets: Tuple[str, ...] = (),
+                 unsets: Tuple[str, ...] = (), qos_path: Optional[str] = None,
+                 local_rank: Optional[int] = None, expect_path: Optional[str] = None) -> None:
+        self._set(root, config, sets, unsets, qos_path, local_rank, expect_path)
 
     def user(self, warn=None) -> Optional[Overrides]:
         return overrides(self.config, self.sets, self.unsets, warn)
@@ -171,31 +176,45 @@ class PlanRequest:
 
 def plan_host(features: dict, request: PlanRequest) -> Plan:
     """The plan alone (no env text, no file): what probe and explain show."""
-    from .planner import build_plan
+    from ..planner import build_plan
 
     return build_plan(features, request.user(), request.qos(), local_rank=request.local_rank,
                       expect=request.expect())
 
 
-@dataclass
-class PlannedFile:
+class PlannedFile(Record):
     """A file the env points at: where it goes and what it holds."""
 
     path: str
     key: str
     content: str
+    _fields = ("path", "key", "content")
+
+    def __init__(self, path: str, key: str, content: str) -> None:
+        self.path = path
+        self.key = key
+        self.content = content
 
 
-@dataclass
-class FileWrite:
+class FileWrite(Record):
     """One file `write_env` wrote, or would write: its content before and after."""
 
-    path: str                                  # absolute
+    path: str  # absolute
     content: str
-    before: Optional[str]                      # None: the file did not exist
-    fmt: Optional[str] = None                  # the env dialect; None for a file the env points at
-    changes: List[str] = field(default_factory=list)  # "KEY old -> new", env files only
-    backup: Optional[str] = None               # where an unmanaged nccl.conf was (or would be) kept
+    before: Optional[str]  # None: the file did not exist
+    fmt: Optional[str]  # the env dialect; None for a file the env points at
+    changes: List[str]  # "KEY old -> new", env files only
+    backup: Optional[str]  # where an unmanaged nccl.conf was (or would be) kept
+    _fields = ("path", "content", "before", "fmt", "changes", "backup")
+
+    def __init__(self, path: str, content: str, before: Optional[str], fmt: Optional[str] = None,
+                 changes: Optional[List[str]] = None, backup: Optional[str] = None) -> None:
+        self.path = path
+        self.content = content
+        self.before = before
+        self.fmt = fmt
+        self.changes = [] if changes is None else changes
+        self.backup = backup
 
     @property
     def changed(self) -> bool:
@@ -209,12 +228,19 @@ class FileWrite:
         return out
 
 
-@dataclass
-class EnvResult:
+class EnvResult(Record):
     plan: Plan
-    texts: Dict[str, str]                      # format -> env text
-    files: List[PlannedFile] = field(default_factory=list)
-    writes: List[FileWrite] = field(default_factory=list)  # what write_env did, files first
+    texts: Dict[str, str]  # format -> env text
+    files: List[PlannedFile]
+    writes: List[FileWrite]  # what write_env did, files first
+    _fields = ("plan", "texts", "files", "writes")
+
+    def __init__(self, plan: Plan, texts: Dict[str, str], files: Optional[List[PlannedFile]] = None,
+                 writes: Optional[List[FileWrite]] = None) -> None:
+        self.plan = plan
+        self.texts = texts
+        self.files = [] if files is None else files
+        self.writes = [] if writes is None else writes
 
     @property
     def env_writes(self) -> List[FileWrite]:
@@ -229,19 +255,53 @@ class EnvResult:
     def unchanged(self) -> List[str]:
         return [w.path for w in self.writes if not w.changed]
 
+    def data(self, formats: List[str], out: Optional[str], diff: bool = False) -> dict:
+        """The env part of a verb's JSON result: the texts (nothing written), or each file written
+        (`writes`, with before/after texts under `diff`)."""
+        first = self.env_writes[0] if self.env_writes else None
+        return {"formats": formats, "path": first.path if first else None,
+                "texts": None if out else self.texts,
+                "files": [{"path": f.path, "key": f.key} for f in self.files] if out else [],
+                "written": self.written, "unchanged": self.unchanged,
+                "changes": first.changes if first else [], "backup": first.backup if first else None,
+                "writes": [w.to_dict(diff) for w in self.writes]}
+
+    def write_lines(self, check: bool = False) -> List[str]:
+        """One line per file: written (with the variables that changed), unchanged, or (with
+        `check`) would be written. With -q this is all -o prints, a line per file for a journal:
+        `rocetune env -q -o FILE` in a boot unit."""
+        from ..text import printable
+
+        n = len(self.plan.decisions)
+        verb = "would write" if check else "wrote"
+        lines = []
+        for w in self.env_writes:
+            if not w.changed:
+                lines.append(f"unchanged {w.path} ({w.fmt}, {n} variables)")
+            elif w.changes:
+                lines.append(f"{verb} {w.path} ({w.fmt}, {n} variables): changed " + ", ".join(w.changes))
+            else:
+                lines.append(f"{verb} {w.path} ({w.fmt}, {n} variables)")
+            if w.backup:
+                kept = "would keep" if check else "kept"
+                lines.append(f"{kept} the previous {w.path}, which rocetune did not write, as {w.backup}")
+        lines += [f"{verb if w.changed else 'unchanged'} {w.path}" for w in self.writes if w.fmt is None]
+        return [printable(line) for line in lines]
+
 
 def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] = None,
-             request: PlanRequest = PlanRequest(), files_will_be_written: bool = True) -> EnvResult:
+             request: Optional[PlanRequest] = None, files_will_be_written: bool = True) -> EnvResult:
     """Plan the env of one host and render it in `formats`.
 
     `env_dir` is where the env file and the files it points at will live. When those files will
     not be written (an env printed to stdout), a variable that points at one is kept only if the
     file already holds exactly that content; otherwise it is dropped with a warning.
     """
-    from .envfiles.write import render
-    from .planner import build_plan
-    from .render.files import render_file
+    from ..envfiles.write import render
+    from ..planner import build_plan
+    from ..render.files import render_file
 
+    request = request or PlanRequest()
     topo_path = os.path.join(env_dir, TOPO_FILE_NAME) if env_dir else None
     plan = build_plan(features, request.user(), request.qos(), local_rank=request.local_rank,
                       topo_path=topo_path, expect=request.expect())
@@ -250,7 +310,7 @@ def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] =
         path = os.path.join(env_dir or DEFAULT_ENV_DIR, f.name)
         content = render_file(f)
         if not files_will_be_written and not _holds(path, content):
-            from .checks import finding
+            from ..checks import finding
 
             plan.drop(f.key, finding(
                 "env-file-left-out", f.key, f"{f.key} left out: it would point at {path}, which is written "
@@ -273,7 +333,7 @@ def plan_env_for(features: dict, formats: Sequence[str], request: PlanRequest, o
 
 
 def _holds(path: str, content: str) -> bool:
-    from .fsutil import read_old
+    from ..fsutil import read_old
 
     try:
         return read_old(path) == content.encode("utf-8")
@@ -296,8 +356,8 @@ def write_env(result: EnvResult, outputs: Sequence[Tuple[str, str]], *, check: b
     config file that rocetune did not write (no managed marker) is kept once as
     FILE.rocetune-orig, with the original's mode and owner. With `check`, nothing is written and
     the result says what would be; `make_dirs` creates missing directories."""
-    from .envfiles import dialects
-    from .fsutil import read_old_text
+    from ..envfiles import dialects
+    from ..fsutil import read_old_text
 
     paths = [os.path.abspath(p) for _, p in outputs]
     if len(set(paths)) != len(paths):
@@ -324,9 +384,9 @@ def degradation(result: EnvResult, outputs: Sequence[Tuple[str, str]], config=No
     unit): each way the plan falls short of the expectations (as the node's check configuration
     grades them), and what it would lose against each env file rocetune wrote before
     (rocetune.envfiles.degrade). [] when it is not short."""
-    from .checks.config import apply
-    from .envfiles.degrade import shortfalls, values_of
-    from .fsutil import read_old_text
+    from ..checks.config import apply
+    from ..envfiles.degrade import shortfalls, values_of
+    from ..fsutil import read_old_text
 
     graded = apply(result.plan.findings, config).findings
     reasons = [f"{f.message} ({f.id})" for f in graded if f.kind == "expect" and f.severity == "error"]
@@ -339,7 +399,7 @@ def degradation(result: EnvResult, outputs: Sequence[Tuple[str, str]], config=No
 
 
 def _write_all(writes: List[FileWrite], make_dirs: bool) -> None:
-    from .fsutil import Target, target_stat, write_files
+    from ..fsutil import Target, target_stat, write_files
 
     targets = []
     for w in writes:
@@ -371,7 +431,7 @@ def _check_writable(path: str, make_dirs: bool = False, trial: bool = False) -> 
     """Refuse a target that cannot be written, before anything is; with `trial` (--check), a
     temporary file is made and removed in its directory, the only way to know a pseudo file
     system (/proc, /sys) refuses new files."""
-    from .fsutil import can_create_in, check_directory, target_stat
+    from ..fsutil import can_create_in, check_directory, target_stat
 
     target_stat(path)
     check_directory(path)
@@ -394,11 +454,11 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
     -> (findings, data). The host's findings, the plan's, and doctor's own checks, as the node's
     check configuration (`config`, rocetune.model.check_config) grades them: what it skips is in
     data["skipped"], its rules (with how many findings each matched) in data["check_config"]."""
-    from .analysis.hostview import HostView
-    from .doctor import checks, readings
-    from .hostfs.context import ProbeContext
-    from .hostfs.root import HostRoot
-    from .hostfs.runners import runner_for
+    from ..analysis.hostview import HostView
+    from ..doctor import checks, readings
+    from ..hostfs.context import ProbeContext
+    from ..hostfs.root import HostRoot
+    from ..hostfs.runners import runner_for
 
     root = request.root
     host = HostRoot(root or "/")
@@ -409,7 +469,7 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
     view = HostView(features)
     named = deployed_ports(read["env_files"]) | set(_expected_names(env.plan))
     found = checks.run_checks(checks.DoctorInput(features, read, view, env.texts, declared_qos, named))
-    from .checks import host_findings
+    from ..checks import host_findings
 
     findings = host_findings(features) + env.plan.findings + found
     expect_data, unchecked = _expect_data(features, env.plan, declared_qos, named, view)
@@ -420,12 +480,12 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
         results, data["counters"] = nic_counters(root, read, save_baseline)
         findings += results
     if nccl_log:
-        from .render.nccl_log import summary_lines
+        from ..render.nccl_log import summary_lines
 
         report, differences = nccl_log_against(nccl_log, env.plan.env, plan_facts(features, env.plan))
         data["nccl_log"] = dict(report.to_dict(), used=summary_lines(report))
         findings += differences
-    from .checks.config import apply
+    from ..checks.config import apply
 
     applied = apply(findings, config)
     data["skipped"] = [f.to_dict() for f in applied.skipped]
@@ -434,7 +494,7 @@ def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None,
 
 
 def _expected_names(plan: Plan) -> List[str]:
-    from .analysis.expect import exact_names
+    from ..analysis.expect import exact_names
 
     return exact_names(plan.expect["document"]) if plan.expect else []
 
@@ -442,8 +502,8 @@ def _expected_names(plan: Plan) -> List[str]:
 def deployed_ports(env_files: Dict[str, Optional[str]]) -> set:
     """The RDMA ports (`mlx5_0:1`) and devices the deployed env files' NCCL_IB_HCA name: rails
     the node had when its env was written, whatever it shows now."""
-    from .envfiles.read import parse_text
-    from .nccl.syntax import ib_hca_entries
+    from ..envfiles.read import parse_text
+    from ..nccl.syntax import ib_hca_entries
 
     out: Set[str] = set()
     for fmt, text in env_files.items():
@@ -462,8 +522,8 @@ def _expect_data(features: dict, plan: Plan, qos: Optional[QosPlan], named: set,
     """doctor's `data.expect` -- where the expectations came from, the document, the verdict
     (met, short, none), the differences, and the node's facts (NodeFacts.to_dict(): what
     `--write-expect` and a fleet's majority are made from) -- and the expect-unchecked finding."""
-    from .analysis.expect import node_facts
-    from .doctor.checks import expect_unchecked as unchecked
+    from ..analysis.expect import node_facts
+    from ..doctor.checks import expect_unchecked as unchecked
 
     if plan.expect is not None:
         facts = plan.expect["facts"]
@@ -481,8 +541,8 @@ def _expect_data(features: dict, plan: Plan, qos: Optional[QosPlan], named: set,
 def nic_counters(root: str, readings: dict, save: bool):
     """(findings, data) from the NIC counters judged as rates against the saved baseline (lifetime
     counts only, as info, without one); with `save`, this reading becomes the baseline."""
-    from .doctor import nic_baseline, nic_health
-    from .probe.sources.nic_counters import take_snapshot
+    from ..doctor import nic_baseline, nic_health
+    from ..probe.sources.nic_counters import take_snapshot
 
     snapshot = take_snapshot(root, netdevs=sorted(readings.get("pause") or {}))
     previous = nic_baseline.load_baseline(root)
@@ -498,8 +558,8 @@ def nic_counters(root: str, readings: dict, save: bool):
 def plan_facts(features: dict, plan):
     """What a log is held to beyond the plan's env (rocetune.nccl.log_compare.PlanFacts): the NCCL
     release the plan was made for, whether it expects GPUDirect RDMA, and the RDMA ports it left out."""
-    from .analysis.hostview import HostView
-    from .nccl.log_compare import PlanFacts
+    from ..analysis.hostview import HostView
+    from ..nccl.log_compare import PlanFacts
 
     host = HostView(features)
     ev = host.nccl_evidence()
@@ -517,9 +577,9 @@ def plan_facts(features: dict, plan):
 
 def nccl_log_against(path: str, plan_env: Dict[str, str], facts=None):
     """(NCCL's own report read from its INFO log, its differences from the plan as findings)."""
-    from .checks import finding
-    from .nccl.log import load_log
-    from .nccl.log_compare import compare_with_plan
+    from ..checks import finding
+    from ..nccl.log import load_log
+    from ..nccl.log_compare import compare_with_plan
 
     report = load_log(path)
     found = []

@@ -1,0 +1,299 @@
+"""The fleet: gather each host's result over SSH, compare the results (report), and validate
+the fabric between hosts (preflight, validate)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, List, Optional, Tuple
+
+from ..errors import ExitCode, RocetuneError
+from ..model.record import FrozenRecord, Record
+
+
+class SshRequest(FrozenRecord):
+    """The hosts a fleet verb reaches, and how: names or an inventory, and the SSH settings."""
+
+    hosts: Tuple[str, ...]
+    inventory: Optional[str]
+    limit: Optional[str]
+    user: Optional[str]
+    port: Optional[int]
+    identity: Optional[str]
+    forks: int
+    timeout: float
+    known_hosts: Optional[str]
+    accept_new: bool
+    _fields = ("hosts", "inventory", "limit", "user", "port", "identity", "forks", "timeout", "known_hosts",
+               "accept_new")
+
+    def __init__(self, hosts: Tuple[str, ...] = (), inventory: Optional[str] = None, limit: Optional[str] = None,
+                 user: Optional[str] = None, port: Optional[int] = None, identity: Optional[str] = None,
+                 forks: int = 16, timeout: float = 60.0, known_hosts: Optional[str] = None,
+                 accept_new: bool = False) -> None:
+        self._set(hosts, inventory, limit, user, port, identity, forks, timeout, known_hosts, accept_new)
+
+
+def targets(ssh: SshRequest, verb: str) -> Tuple[list, List[str]]:
+    """The hosts named, checked, with the SSH defaults filled in; and the warnings that gave."""
+    from ..fleet import targets as tg
+
+    if bool(ssh.hosts) == bool(ssh.inventory):
+        raise RocetuneError(f"fleet {verb} needs hosts or --inventory FILE (one of them)", code=ExitCode.USAGE)
+    if ssh.limit and not ssh.inventory:
+        raise RocetuneError("--limit needs --inventory", code=ExitCode.USAGE)
+    for name, value, low in (("--forks", ssh.forks, 1), ("--timeout", ssh.timeout, 0.001)):
+        if not value >= low:
+            raise RocetuneError(f"{name} {value}: must be at least {low:g}", code=ExitCode.USAGE)
+    if ssh.port is not None and not 0 < ssh.port < 65536:
+        raise RocetuneError(f"--port {ssh.port}: not a port", code=ExitCode.USAGE)
+    if ssh.identity and not os.path.isfile(os.path.expanduser(ssh.identity)):
+        raise RocetuneError(f"--identity {ssh.identity}: no such file", code=ExitCode.INPUT)
+    try:
+        import paramiko  # noqa: F401
+    except ImportError:
+        raise RocetuneError(f"fleet {verb} needs paramiko, and it cannot be imported",
+                            hint="pip install paramiko" + (", or gather with the collection's play"
+                                                           if verb == "gather" else ""),
+                            code=ExitCode.INPUT) from None
+    found = tg.from_inventory(ssh.inventory, ssh.limit) if ssh.inventory else tg.from_names(list(ssh.hosts))
+    warnings: List[str] = []
+    return tg.complete(found, tg.Defaults(ssh.user, ssh.port, ssh.identity), warn=warnings.append), warnings
+
+
+# --- gather ----------------------------------------------------------------------------------
+class GatherRequest(FrozenRecord):
+    ssh: SshRequest
+    out: str  # the directory the results go to
+    command: str  # the rocetune command on the hosts
+    _fields = ("ssh", "out", "command")
+
+    def __init__(self, ssh: SshRequest, out: str, command: str) -> None:
+        self._set(ssh, out, command)
+
+
+class Gathered(Record):
+    outcomes: list  # rocetune.fleet.gather's outcome per host
+    warnings: List[str]
+    _fields = ("outcomes", "warnings")
+
+    def __init__(self, outcomes: list, warnings: List[str]) -> None:
+        self.outcomes = outcomes
+        self.warnings = warnings
+
+
+def gather(request: GatherRequest, progress: Optional[Callable[[int, int, int], None]] = None) -> Gathered:
+    from ..fleet.gather import Options
+    from ..fleet.gather import gather as run_gather
+    from ..fsutil import UNSAFE_DIR_HINT, OutputError, directory_problem
+
+    why = directory_problem(request.out)  # before any host: root's results stay root's
+    if why:
+        raise OutputError(request.out, why, hint=UNSAFE_DIR_HINT)
+    found, warnings = targets(request.ssh, "gather")
+    try:
+        os.makedirs(request.out, exist_ok=True)
+    except OSError as exc:
+        raise RocetuneError(f"-o {request.out}: cannot create: {exc.strerror}", code=ExitCode.OUTPUT) from None
+    ssh = request.ssh
+    opts = Options(command=request.command, timeout=ssh.timeout, known_hosts=ssh.known_hosts,
+                   accept_new=ssh.accept_new, forks=ssh.forks)
+    return Gathered(run_gather(found, request.out, opts, progress), warnings)
+
+
+# --- report ----------------------------------------------------------------------------------
+class ReportRequest(FrozenRecord):
+    dir: str  # the gathered results
+    manifest: Optional[str]  # the fleet's declared checks
+    write_expect: Optional[str]  # write the majority's expectations here
+    html: Optional[str]  # write the report page here
+    _fields = ("dir", "manifest", "write_expect", "html")
+
+    def __init__(self, dir: str, manifest: Optional[str] = None, write_expect: Optional[str] = None,
+                 html: Optional[str] = None) -> None:
+        self._set(dir, manifest, write_expect, html)
+
+
+class Reported(Record):
+    report: Any  # rocetune.fleet.compare's report
+    doc: dict  # its JSON document
+    expect: Any  # the fleet's expectations written (--write-expect), or None
+    _fields = ("report", "doc", "expect")
+
+    def __init__(self, report: Any, doc: dict, expect: Any) -> None:
+        self.report = report
+        self.doc = doc
+        self.expect = expect
+
+    @property
+    def warnings(self) -> List[str]:
+        return [w for h in self.report.hosts for w in h.warnings]
+
+
+def report(request: ReportRequest) -> Reported:
+    from ..fleet import manifest, results
+    from ..fleet.compare import compare, data
+
+    checks = manifest.load(request.manifest) if request.manifest else []
+    found = results.load_dir(request.dir, keep_features=False)
+    compared = compare(found, checks)
+    doc = data(compared, request.manifest)
+    expect = _write_expect(request.write_expect, found) if request.write_expect else None
+    if expect is not None:
+        doc["expect"] = dict(expect.to_dict(), written=request.write_expect)
+    if request.html:
+        from ..render.fleet_html import report_html
+
+        write_text(request.html, "--html", report_html(compared))
+    return Reported(compared, doc, expect)
+
+
+def _write_expect(path: str, found):
+    from .. import __version__
+    from ..fleet.expect import fleet_expectations, header
+    from ..model.expect import dump
+
+    fe = fleet_expectations(found)
+    if not fe.hosts:
+        raise RocetuneError(f"--write-expect {path}: no host's result holds doctor's facts to vote with",
+                            hint="gather with `fleet gather` or playbooks/fleet.yml, or give `rocetune --json "
+                                 "doctor` files", code=ExitCode.INPUT)
+    write_text(path, "--write-expect", dump(fe.majority.document, header(fe, __version__)), mode=0o644)
+    return fe
+
+
+def write_text(path: str, flag: str, text: str, mode: Optional[int] = None) -> None:
+    """Write a file a fleet verb was asked for, atomically; an error names the option."""
+    from ..fsutil import atomic_write
+
+    try:
+        if mode is None:
+            atomic_write(path, text)
+        else:
+            atomic_write(path, text, mode=mode)
+    except OSError as exc:
+        raise RocetuneError(f"{flag} {path}: cannot write: {exc.strerror or exc}", code=ExitCode.OUTPUT) from None
+
+
+# --- validate, preflight -----------------------------------------------------------------------
+def all_tests() -> list:
+    """The fleet tests (rocetune.fleet.tests), each with the options it adds to validate and preflight."""
+    from ..fleet import tests as registry
+
+    return list(registry.all_tests())
+
+
+class ValidateRequest(FrozenRecord):
+    ssh: SshRequest
+    verb: str  # validate | preflight
+    tests: str  # comma-separated, as given
+    options: Any  # the command line's options, for each test's own settings (fleet.tests)
+    command: str
+    mode: str
+    op: str
+    seconds: int
+    size: int
+    fraction: float
+    line_rate: Optional[float]
+    budget: float
+    slurm: bool  # preflight: the hosts are the Slurm job's nodes
+    out: Optional[str]  # the result document goes here too
+    html: Optional[str]  # the result page goes here
+    _fields = ("ssh", "verb", "tests", "options", "command", "mode", "op", "seconds", "size", "fraction",
+               "line_rate", "budget", "slurm", "out", "html")
+
+    def __init__(self, ssh: SshRequest, verb: str, tests: str, options: Any, command: str,
+                 mode: str, op: str, seconds: int, size: int, fraction: float, line_rate: Optional[float],
+                 budget: float, slurm: bool = False, out: Optional[str] = None, html: Optional[str] = None) -> None:
+        self._set(ssh, verb, tests, options, command, mode, op, seconds, size, fraction, line_rate, budget,
+                  slurm, out, html)
+
+
+class Validated(Record):
+    doc: dict
+    warnings: List[str]
+    _fields = ("doc", "warnings")
+
+    def __init__(self, doc: dict, warnings: List[str]) -> None:
+        self.doc = doc
+        self.warnings = warnings
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.doc["summary"]["passed"])
+
+
+def validate(request: ValidateRequest, progress: Optional[Callable[[str], None]] = None) -> Validated:
+    from ..fleet import pairtest
+    from ..fleet import tests as registry
+    from ..fleet.validate import Options
+    from ..fleet.validate import validate as run_validate
+
+    tests = tuple(t.strip() for t in request.tests.split(",") if t.strip())
+    known = registry.names()
+    if not tests or set(tests) - set(known):
+        raise RocetuneError(f"--tests {request.tests}: give any of {', '.join(known)} (comma-separated)",
+                            code=ExitCode.USAGE)
+    for name, value, ok in (("--seconds", request.seconds, 1 <= request.seconds <= 3600),
+                            ("--size", request.size, 1 <= request.size <= 1 << 30),
+                            ("--fraction", request.fraction, 0 < request.fraction <= 1),
+                            ("--line-rate", request.line_rate,
+                             request.line_rate is None or 0 < request.line_rate < 1e6)):
+        if not ok:
+            raise RocetuneError(f"{name} {value}: out of range", code=ExitCode.USAGE)
+    preflight = request.verb == "preflight"
+    ssh = request.ssh
+    if preflight and request.slurm:
+        if ssh.hosts or ssh.inventory:
+            raise RocetuneError("--slurm takes the job's nodes: give no hosts or --inventory", code=ExitCode.USAGE)
+        ssh = ssh.replace(hosts=tuple(slurm_nodes()))
+    if preflight and not request.budget > 0:
+        raise RocetuneError(f"--budget {request.budget}: must be above 0", code=ExitCode.USAGE)
+    chosen = registry.selected(tests)
+    test_settings = {t.name: t.settings(request.options) for t in chosen if t.settings}
+    found, warnings = targets(ssh, request.verb)
+    if len(found) < 2 and not preflight and any(t.needs_pairs for t in chosen):
+        raise RocetuneError("fleet validate needs at least two hosts for pair tests", code=ExitCode.USAGE)
+    settings = pairtest.Settings(rdma_op=request.op, seconds=request.seconds, size=request.size,
+                                 fraction=request.fraction, line_rate_gbps=request.line_rate)
+    opts = Options(command=request.command, mode=request.mode, tests=tests, settings=settings,
+                   timeout=ssh.timeout, known_hosts=ssh.known_hosts, accept_new=ssh.accept_new, forks=ssh.forks,
+                   doctor=preflight, budget=request.budget if preflight else None, test_settings=test_settings)
+    doc = run_validate(found, opts, progress=progress)
+    if request.out:
+        import json
+
+        write_text(request.out, "-o", json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    if request.html:
+        from ..render.validate_html import validate_html
+
+        write_text(request.html, "--html", validate_html(doc))
+    notes = warnings + [f"{h}: {n}" for h, d in doc["hosts"].items() for n in d.get("notes", [])]
+    return Validated(doc, notes)
+
+
+def slurm_nodes() -> List[str]:
+    """The job's nodes, expanded by Slurm's own scontrol (its hostlist syntax: gpu[01-04,07])."""
+    import subprocess
+
+    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+    if not nodelist:
+        raise RocetuneError("--slurm: SLURM_JOB_NODELIST is not set (not inside a Slurm job)",
+                            hint="run it in the job (srun -N1 -n1 ...) or name the nodes", code=ExitCode.INPUT)
+    try:
+        proc = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
+                              text=True, timeout=30, check=False)
+    except FileNotFoundError:
+        raise RocetuneError("--slurm: scontrol is not in PATH, so the job's node list "
+                            f"({nodelist}) cannot be expanded",
+                            hint="run it where Slurm's client commands are installed (the job's own "
+                                 "nodes, or a login node), or name the nodes: fleet preflight HOST...",
+                            code=ExitCode.INPUT) from None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RocetuneError(f"--slurm: cannot run scontrol: {exc}",
+                            hint="check that Slurm's scontrol runs here, or name the nodes",
+                            code=ExitCode.INPUT) from None
+    nodes = proc.stdout.split()
+    if proc.returncode != 0 or not nodes:
+        said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise RocetuneError(f"--slurm: scontrol show hostnames {nodelist}: {said}", code=ExitCode.INPUT)
+    return nodes
