@@ -2,6 +2,6 @@
 
 import sys
 
-from lab.netns import main
+from lab.cli import main
 
 sys.exit(main())

@@ -39,6 +39,7 @@ class Hosts:
 
     hosts: List[Tuple[str, str]]
     state_dir: Path
+    controller_ip: str
     WHAT = "host"
 
     @property
@@ -63,6 +64,21 @@ class Hosts:
     def ssh_command(self, host: str) -> List[str]:
         """An ssh argv (without the remote command) that logs in as root with strict host keys."""
         return ssh_command(self.ip(host), self.state_dir)
+
+    def inventory_vars(self, interface: str) -> List[str]:
+        """The `vars:` lines of this tier's group in the Ansible inventory: root over the lab's
+        key and known_hosts, the controller's address and the hosts' management interface."""
+        import json
+
+        common = (f"-o UserKnownHostsFile={self.known_hosts} -o StrictHostKeyChecking=yes "
+                  f"-o IdentitiesOnly=yes")
+        return ["      vars:",
+                "        ansible_user: root",
+                "        ansible_python_interpreter: /usr/bin/python3",
+                f"        ansible_ssh_private_key_file: {self.key}",
+                f"        ansible_ssh_common_args: {json.dumps(common)}",
+                f"        rocetune_lab_controller_ip: {self.controller_ip}",
+                f"        rocetune_lab_interface: {interface}"]
 
 
 def ssh_clients(to: Callable[[ipaddress.IPv4Address], bool]) -> Set[int]:

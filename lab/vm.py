@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from lab import handles, netns, vm_image
+from lab.vm_tier import CONTROLLER_IP, FABRIC_IFS, MGMT_IF, STATE_DIR, VMInfo, current
 
-STATE_DIR = Path(os.environ.get("ROCETUNE_LAB_VM_DIR", "/run/rocetune-lab-vm"))
 NETNS = "rtvlab-net"
 MGMT_BRIDGE = "rtvbr-mgmt"
 FABRIC_BRIDGE = "rtvbr-fab"
@@ -48,10 +48,7 @@ CONTROLLER_IF = "rtvctl0"
 CONTROLLER_PEER = "rtv-ctl"
 MGMT_NET = ipaddress.ip_network("198.18.1.0/24")
 FABRIC_NET = ipaddress.ip_network("198.18.2.0/24")
-CONTROLLER_IP = vm_image.VM_REPO_HOST
 REPO_PORT = vm_image.VM_REPO_PORT
-MGMT_IF = "ens3"
-FABRIC_IFS = ("ens4", "ens5")
 FABRIC_MTU = 9000  # in the VMs; the fabric bridge and taps take 9216 like a jumbo switch
 SWITCH_MTU = 9216
 MGMT_RXE_HOST = "vm01"  # gets a Soft-RoCE device on its management NIC too
@@ -65,28 +62,6 @@ CONSOLE_TAIL = 25  # console lines quoted when a VM does not come up
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # The console line that usually says why a boot failed, quoted first in the error.
 NOTABLE = re.compile(r"Kernel panic|ALERT!|emergency mode|Failed to start|FAILED|not found")
-
-
-@dataclasses.dataclass(frozen=True)
-class VMInfo(handles.Hosts):
-    """What ``up`` built. ``hosts``: [(name, management ip)]; ``fabric``: name -> rail ips."""
-
-    hosts: List[Tuple[str, str]]
-    fabric: Dict[str, List[str]]
-    accel: str
-    accel_reason: str
-    image: str
-    boot_seconds: Dict[str, float]
-    state_dir: Path = STATE_DIR
-    # "pc" (the default) or "q35": a PCIe machine with an emulated IOMMU (intel-iommu,
-    # intel_iommu=on) and the fabric NICs, plus a virtio-rng standing in for a GPU, each behind
-    # its own pcie-root-port -- ports whose ACS the guest kernel turns on (pcie_p2p's VM test).
-    machine: str = "pc"
-    controller_ip: str = CONTROLLER_IP
-    WHAT = "VM"
-
-    def console(self, host: str) -> Path:
-        return self.state_dir / host / "console.log"
 
 
 def vm_name(i: int) -> str:
@@ -355,23 +330,7 @@ def _write_state(info: VMInfo, phase: str) -> None:
             "image": info.image, "controller_ip": info.controller_ip, "machine": info.machine,
             "hosts": [{"name": n, "ip": ip, "fabric": info.fabric[n],
                        "boot_seconds": info.boot_seconds.get(n)} for n, ip in info.hosts]}
-    netns._write(STATE_DIR / "netns.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
-def current() -> Optional[VMInfo]:
-    """The VMInfo of the VM lab that is up now, or None."""
-    try:
-        state = json.loads((STATE_DIR / "netns.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if state.get("phase") != "up":
-        return None
-    return VMInfo(hosts=[(h["name"], h["ip"]) for h in state["hosts"]],
-                  fabric={h["name"]: h["fabric"] for h in state["hosts"]},
-                  accel=state["accel"], accel_reason=state["accel_reason"],
-                  image=state["image"],
-                  boot_seconds={h["name"]: h["boot_seconds"] for h in state["hosts"]},
-                  machine=state.get("machine", "pc"))
+    netns._write(STATE_DIR / "lab.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def _prepare(info: VMInfo) -> None:
@@ -795,30 +754,3 @@ def _reboot_failed(name: str, accel: str, why: str) -> None:
     shown = notable + [ln for ln in tail[-6:] if ln not in notable]
     raise netns.LabError(f"{name} did not come back from a reboot under {accel.upper()}: {why}; "
                        "console tail: " + (" | ".join(shown) or "(empty)"))
-
-
-# ---------------------------------------------------------------------------------------------
-# Inventory lines (netns.write_inventory puts them next to the namespace hosts)
-
-
-def inventory_lines(info: VMInfo) -> List[str]:
-    common = (f"-o UserKnownHostsFile={info.known_hosts} -o StrictHostKeyChecking=yes "
-              f"-o IdentitiesOnly=yes")
-    lines = ["    vm:", "      hosts:"]
-    for name, ip in info.hosts:
-        lines += [f"        {name}:", f"          ansible_host: {ip}",
-                  f"          rocetune_lab_fabric_ips: {json.dumps(info.fabric[name])}"]
-    lines += [
-        "      vars:",
-        "        ansible_user: root",
-        "        ansible_python_interpreter: /usr/bin/python3",
-        f"        ansible_ssh_private_key_file: {info.key}",
-        f"        ansible_ssh_common_args: {json.dumps(common)}",
-        f"        rocetune_lab_controller_ip: {info.controller_ip}",
-        f"        rocetune_lab_interface: {MGMT_IF}",
-        f"        rocetune_lab_fabric_interfaces: {json.dumps(list(FABRIC_IFS))}",
-        "        rocetune_lab_systemd: true",
-        "        rocetune_lab_vm: true",
-        f"        rocetune_lab_vm_accel: {info.accel}",
-    ]
-    return lines

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import List, Tuple
 
-from lab import netns
+from lab import netns, vm_tier
 
 CACHE_DIR = Path(os.environ.get("ROCETUNE_LAB_VM_CACHE", "/var/cache/rocetune-lab/vm"))
 HERE = Path(__file__).resolve().parent
@@ -277,7 +277,7 @@ def _make_disk(root: Path, disk: Path) -> None:
 
 
 # The controller's address on the management network and the repository's port.
-VM_REPO_HOST = "198.18.1.1"
+VM_REPO_HOST = vm_tier.CONTROLLER_IP
 VM_REPO_PORT = 8088
 
 
