@@ -4,7 +4,7 @@
     sudo .venv/bin/python bench/ansible_converge.py [--hosts 16] [--tags all] [--json FILE] [--keep]
 
 Brings up a fresh lab of N hosts (taking down any lab that is up), each with a fabric interface
-(tests/lab/fabric_net.py: rtf0 on a second bridge, which roce_net and roce_qos configure), then
+(lab/fabric_net.py: rtf0 on a second bridge, which roce_net and roce_qos configure), then
 times, in one run: a facts-only play (ansible.builtin.setup on the same hosts: the floor, what any
 play that touches every host costs), site.yml's converge on the fresh hosts, the floor again, the
 idempotent rerun (which must report changed=0), the floor a third time. Prints the seconds, the
@@ -42,8 +42,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.lab import fabric_net, lab  # noqa: E402
-from tests.lab.site_fixtures import ansible_env, run_playbook, tool  # noqa: E402
+from lab import fabric_net, netns  # noqa: E402
+from lab.playbooks import ansible_env, run_playbook, tool  # noqa: E402
 
 FACTS_PLAY = """\
 - name: Facts only (the floor)
@@ -92,7 +92,7 @@ def run_all(args, tmp: Path) -> dict:
     fabric_inv.write_text(fabric_net.inventory_text())
     tag_args = () if args.tags == "all" else ("--tags", args.tags)
     runs: dict = {}
-    info = lab.up(args.hosts)
+    info = netns.up(args.hosts)
     fabric_net.add(info)
     warm = run_playbook(info.inventory, tmp, playbook=str(facts))  # also proves every host answers
     if warm.rc != 0:
@@ -136,7 +136,7 @@ def main() -> int:
         runs = run_all(args, Path(tempfile.mkdtemp(prefix="rocetune-bench-")))
     finally:
         if not args.keep:
-            lab.down()
+            netns.down()
 
     floors = [r.seconds for r in runs["floor"]]
     floor = statistics.median(floors)

@@ -39,8 +39,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.lab import lab  # noqa: E402
-from tests.lab.site_fixtures import ansible_env, tool  # noqa: E402
+from lab import netns  # noqa: E402
+from lab.playbooks import ansible_env, tool  # noqa: E402
 
 TARGET = 0.5
 
@@ -52,7 +52,7 @@ def timed(argv, env) -> tuple:
 
 
 def one_count(n: int, runs: int, forks: int, tmp: Path) -> dict:
-    info = lab.up(n)
+    info = netns.up(n)
     ips = [ip for _, ip in info.hosts]
     setup_argv = [tool("ansible"), "all", "-i", str(info.inventory), "-m", "ansible.builtin.setup",
                   "--forks", str(forks), "-o"]
@@ -94,7 +94,7 @@ def main() -> int:
                 print(f"{n} hosts: setup {r['setup']:.1f} s, gather {r['gather']:.1f} s; gather/setup median "
                       f"{r['ratio']:.2f}x, min {r['min']:.2f}x (target <= {TARGET:g}x: {verdict})", flush=True)
     finally:
-        lab.down()
+        netns.down()
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
 

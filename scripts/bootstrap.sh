@@ -8,7 +8,7 @@ APT_PACKAGES=(python3 python3-venv python3-pyverbs hwloc openssh-server openssh-
               iproute2 iputils-ping procps debootstrap systemd-container
               qemu-system-x86 dpkg-dev e2fsprogs   # these three: the lab's Soft-RoCE VMs
               chromium    # opens the fleet pages in the browser tests
-              slurmctld slurmd slurm-client munge   # the lab's Slurm (tests/lab/slurm.py)
+              slurmctld slurmd slurm-client munge   # the lab's Slurm (lab/slurm.py)
               prometheus-node-exporter prometheus   # doctor's textfile metrics, scraped; promtool
               lldpd)      # the cabling tests: LLDP on lab hosts and their "switches"
 TORCH_VERSION=2.13.0   # pinned: an unpinned torch pulls gigabytes of CUDA wheels

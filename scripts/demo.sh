@@ -14,8 +14,8 @@
 #      HealthCheckProgram; one host's rail broken on purpose is drained with rocetune's reason,
 #      named by `rocetune fleet report`, repaired and resumed (docs/gate.md)
 #   8. the lab torn down (also on failure or Ctrl-C); --keep leaves it up to poke at:
-#        .venv/bin/python tests/lab/lab.py ssh node01        # a shell on a host
-#        .venv/bin/python tests/lab/lab.py down              # when done
+#        .venv/bin/python -m lab ssh node01        # a shell on a host
+#        .venv/bin/python -m lab down              # when done
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -46,12 +46,12 @@ cleanup() {
   if ((LAB_UP)); then
     if ((KEEP)); then
       printf '\n\033[1mdemo: the lab is still up (--keep).\033[0m Try:\n'
-      echo "  .venv/bin/python tests/lab/lab.py ssh node01 cat /etc/rocetune/nccl.env"
+      echo "  .venv/bin/python -m lab ssh node01 cat /etc/rocetune/nccl.env"
       echo "  .venv/bin/ansible-playbook site.yml --check --diff"
-      echo "  .venv/bin/python tests/lab/lab.py down"
+      echo "  .venv/bin/python -m lab down"
     else
       printf '\n==> tearing the lab down\n'
-      .venv/bin/python tests/lab/lab.py down || true
+      .venv/bin/python -m lab down || true
     fi
   fi
   rm -rf "$TMP"
@@ -76,13 +76,13 @@ run .venv/bin/rocetune env --root "$FIXTURE"
 
 banner "Bring up a ${HOSTS}-host lab"
 LAB_UP=1
-run .venv/bin/python tests/lab/lab.py up "$HOSTS"
+run .venv/bin/python -m lab up "$HOSTS"
 
 banner "ansible-playbook site.yml"
 PATH="$REPO/.venv/bin:$PATH" run .venv/bin/ansible-playbook site.yml
 
 banner "node01's env file, and why each line is there"
-run .venv/bin/python tests/lab/lab.py ssh node01 cat /etc/rocetune/nccl.env
+run .venv/bin/python -m lab ssh node01 cat /etc/rocetune/nccl.env
 echo
 run .venv/bin/rocetune explain --features artifacts/features/node01.json
 
@@ -90,8 +90,8 @@ banner "A Gloo all_reduce across ${HOSTS} hosts, sourcing /etc/rocetune/nccl.env
 # The lab's own ssh settings (its key, its known_hosts, strict host key checking).
 { read -r SSH; mapfile -t TARGETS; } < <(.venv/bin/python - <<'PY'
 import shlex
-from tests.lab import lab
-info = lab.current()
+from lab import netns
+info = netns.current()
 print(shlex.join(info.ssh_command(info.names[0])[:-3]))  # without "-l root <address>"
 for _, ip in info.hosts:
     print(f"root@{ip}")
@@ -106,17 +106,17 @@ banner "The Slurm gate: a rail broken on purpose, drained, named, repaired, resu
 GATE_START=$SECONDS
 GATE="$REPO/artifacts/demo-gate"
 RAIL=sys/class/net/enp64s0np0/mtu   # mlx5_3's netdev, one of the eight rails
-mapfile -t NAMES < <(.venv/bin/python -c 'from tests.lab import lab; print("\n".join(lab.current().names))')
+mapfile -t NAMES < <(.venv/bin/python -c 'from lab import netns; print("\n".join(netns.current().names))')
 rm -rf "$GATE" && mkdir -p "$GATE" "$TMP/fleet"
 for h in "${NAMES[@]}"; do
   cp -a "$FIXTURE" "$GATE/$h"
   printf '#!/bin/sh\nPATH=/usr/local/bin:/usr/bin:/bin\nexec /usr/local/bin/rocetune doctor --gate health-check --root %s --no-counters --timeout 20\n' \
-    "$GATE/$h" | .venv/bin/python tests/lab/lab.py ssh "$h" \
+    "$GATE/$h" | .venv/bin/python -m lab ssh "$h" \
     'mkdir -p /etc/rocetune-demo && cat > /etc/rocetune-demo/health-check && chmod 0755 /etc/rocetune-demo/health-check'
 done
 run sh -c "echo 1500 > $GATE/node02/$RAIL"
-run .venv/bin/python tests/lab/slurm.py start --health-check /etc/rocetune-demo/health-check --interval 3
-slurm() { .venv/bin/python tests/lab/slurm.py run "$@"; }
+run .venv/bin/python -m lab.slurm start --health-check /etc/rocetune-demo/health-check --interval 3
+slurm() { .venv/bin/python -m lab.slurm run "$@"; }
 wait_for() {  # NODE STATE: until sinfo shows it (a health check runs every 3 s)
   for _ in $(seq 60); do
     [ "$(slurm sinfo --noheader --nodes "$1" --format %T)" = "$2" ] && return 0
@@ -130,7 +130,7 @@ run slurm srun -N$((${#NAMES[@]} - 1)) -l hostname
 echo
 echo "Each node's own \`rocetune --json doctor\`, as it is, compared by \`rocetune fleet report\`:"
 for h in "${NAMES[@]}"; do
-  .venv/bin/python tests/lab/lab.py ssh "$h" /usr/local/bin/rocetune --json doctor --no-counters --root "$GATE/$h" \
+  .venv/bin/python -m lab ssh "$h" /usr/local/bin/rocetune --json doctor --no-counters --root "$GATE/$h" \
     > "$TMP/fleet/$h.json" || true   # exit 1 (a failure) or 5 (warnings) is its verdict
 done
 run .venv/bin/rocetune fleet report "$TMP/fleet" || true   # exit 1: a host differs
@@ -140,7 +140,7 @@ run sh -c "echo 9000 > $GATE/node02/$RAIL"
 wait_for node02 idle
 run slurm sinfo -R --format '%8n %E'
 run slurm srun -w node02 hostname
-run .venv/bin/python tests/lab/slurm.py stop
+run .venv/bin/python -m lab.slurm stop
 echo "(the gate took $((SECONDS - GATE_START)) s)"
 
 banner "Done: the lab comes down next (unless --keep)"

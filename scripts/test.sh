@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
 # Whatever happens, no lab is left behind. One lab at a time on a machine: the teardowns wait
 # for /run/rocetune-lab.lock, which pytest holds while lab tests run (tests/conftest.py).
-LAB_DOWN='flock /run/rocetune-lab.lock .venv/bin/python tests/lab/lab.py down >/dev/null 2>&1 || true'
+LAB_DOWN='flock /run/rocetune-lab.lock .venv/bin/python -m lab down >/dev/null 2>&1 || true'
 trap "$LAB_DOWN" EXIT
 eval "$LAB_DOWN"
 

@@ -88,7 +88,7 @@ def test_the_built_collection_holds_the_roles_plugins_and_the_agents_sources_onl
     assert sorted(p.name for p in (root / "plugins" / "filter").iterdir()) == [
         "systemd.py", "systemd_escape.yml", "systemd_exec.yml", "systemd_unit_names.yml"]
     assert (root / "playbooks" / "site.yml").is_file()
-    for absent in ("bench", "docs", "inventories", "tests/unit", "tests/lab", "collections"):
+    for absent in ("bench", "docs", "inventories", "lab", "tests/unit", "tests/lab", "collections"):
         assert not (root / absent).exists(), absent
 
 

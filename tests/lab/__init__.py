@@ -1,1 +1,1 @@
-"""The multi-host lab (tests/lab/lab.py) and the tests that run against it."""
+"""The lab tier: tests against the namespace hosts and Soft-RoCE VMs of the `lab` package."""

@@ -1,15 +1,15 @@
 """Fixtures for tests that run against real SSH hosts: the multi-host lab (docs/lab.md).
 
 - ``lab4`` (session): four overlay-mode hosts node01..node04, up once per test session and
-  taken down at its end. Yields a ``lab.LabInfo`` (hosts, inventory, state_dir, key, ...).
+  taken down at its end. Yields a ``netns.LabInfo`` (hosts, inventory, state_dir, key, ...).
 - ``run_on`` (session): ``run_on(host, cmd, check=True, timeout=120, input=None)`` runs a
   command over ssh as root with the lab's key and strict host key checking, and returns the
-  ``subprocess.CompletedProcess`` (text). A failing command raises ``lab.LabError``.
+  ``subprocess.CompletedProcess`` (text). A failing command raises ``netns.LabError``.
 - ``lab_exclusive`` (function): for a test that brings labs up and down itself (another size,
   systemd mode, teardown checks). Yields the ``lab`` module; afterwards the lab is taken down
   and, if ``lab4`` is in use in this session, brought back the same (same names, addresses
   and paths), so later tests see no difference.
-- ``vm2`` (session): two QEMU VMs vm01, vm02 with Soft-RoCE (tests/lab/vm.py); yields a
+- ``vm2`` (session): two QEMU VMs vm01, vm02 with Soft-RoCE (lab/vm.py); yields a
   ``vm.VMInfo``. The VM tests run last in a session, in file order, on this one pair (a boot
   costs about a minute under TCG): test_vm.py probes and runs jobs, then test_vm_reboot.py
   converges, reruns and reboots the same VMs. Down at the end of the session.
@@ -31,7 +31,7 @@ _REPO = Path(__file__).resolve().parents[2]
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from tests.lab import lab  # noqa: E402
+from lab import netns  # noqa: E402
 
 SKIP_REASON = "the lab needs root (network namespaces, overlay mounts, one sshd per host)"
 
@@ -50,32 +50,32 @@ class _SessionLab:
 
     def __init__(self) -> None:
         self.n = 0
-        self.info: Optional[lab.LabInfo] = None
+        self.info: Optional[netns.LabInfo] = None
         self._atexit = False
 
-    def start(self, n: int) -> lab.LabInfo:
+    def start(self, n: int) -> netns.LabInfo:
         if not self._atexit:
             atexit.register(self._at_exit)  # belt and braces if the session dies hard
             self._atexit = True
-        self.info = lab.up(n)
+        self.info = netns.up(n)
         self.n = n
         return self.info
 
     def restore(self) -> None:
         if self.n:
-            lab.up(self.n)
+            netns.up(self.n)
         else:
-            lab.down()
+            netns.down()
 
     def stop(self) -> None:
         self.n = 0
         self.info = None
-        lab.down()
+        netns.down()
 
     def _at_exit(self) -> None:
         if self.n:
             try:
-                lab.down()
+                netns.down()
             except Exception:  # noqa: BLE001 - nothing left to report to at exit
                 pass
 
@@ -101,7 +101,7 @@ def lab4():
 @pytest.fixture(scope="session")
 def run_on():
     """The ssh helper: run_on("node01", "hostname").stdout == "node01\\n"."""
-    return lab.run_on
+    return netns.run_on
 
 
 @pytest.fixture
@@ -109,13 +109,13 @@ def lab_exclusive():
     """Hand the lab to one test; restore the session lab (if any) afterwards."""
     require_root()
     try:
-        yield lab
+        yield netns
     finally:
         _SESSION.restore()
 
 
 # ---------------------------------------------------------------------------------------------
-# The VM tier (tests/lab/vm.py): QEMU VMs with Soft-RoCE devices.
+# The VM tier (lab/vm.py): QEMU VMs with Soft-RoCE devices.
 
 def pytest_collection_modifyitems(session, config, items):
     """VM tests last, in their collected order: they share one VM pair (vm2) from the first
@@ -139,7 +139,7 @@ def vm2():
     never a skip.
     """
     require_root()
-    from tests.lab import vm  # noqa: PLC0415
+    from lab import vm  # noqa: PLC0415
 
     atexit.register(_vm_down_quietly)
     try:
@@ -149,7 +149,7 @@ def vm2():
 
 
 def _vm_down_quietly() -> None:
-    from tests.lab import vm  # noqa: PLC0415
+    from lab import vm  # noqa: PLC0415
 
     try:
         vm.down()

@@ -1,5 +1,5 @@
 """Cabling and cross-rail reachability for real: Debian's lldpd on four namespace hosts and on a
-"switch" namespace per rail (tests/lab/rails_net.py), one host's two cables crossed on purpose,
+"switch" namespace per rail (lab/rails_net.py), one host's two cables crossed on purpose,
 then the rail subnets left apart and joined by a router.
 
 Each host runs rocetune against a root built from the softroce-3nic spec (a Soft-RoCE host with
@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab import lab
-from tests.lab.rails_net import HOST_IFS, LEAF, Rails, rail_ip, straight
+from lab import netns
+from lab.rails_net import HOST_IFS, LEAF, Rails, rail_ip, straight
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 # The hosts' replay roots, where every host sees them and writes its own lldpctl output into its
-# overlay: not under the checkout, which a host sees read-only when it lies under /tmp (lab.py).
+# overlay: not under the checkout, which a host sees read-only when it lies under /tmp (lab/netns.py).
 ROOTS = Path("/var/tmp/rocetune-cabling-lab")
 CROSSED = "node03"
 WRAPPER = "/etc/rocetune-lab/rocetune-rails"
@@ -65,7 +65,7 @@ def rails(lab4):
         script = (f"#!/bin/sh\n[ -w {root}/commands ] || {{ echo '{root}/commands is not writable' >&2; exit 3; }}\n"
                   f"lldpctl -f json > {root}/commands/lldpctl_-f_json.txt 2>/dev/null "
                   f"&& : > {root}/run/lldpd.socket\nexec {agent} --root {root} \"$@\"\n")
-        lab.run_on(name, f"mkdir -p /etc/rocetune-lab && cat > {WRAPPER} && chmod 0755 {WRAPPER}", input=script)
+        netns.run_on(name, f"mkdir -p /etc/rocetune-lab && cat > {WRAPPER} && chmod 0755 {WRAPPER}", input=script)
     net = Rails(lab4)
     net.add()
     try:

@@ -17,8 +17,8 @@ import json
 
 import pytest
 
-from tests.lab import fabric_net, lab
-from tests.lab.site_fixtures import run_playbook
+from lab import fabric_net, netns
+from lab.playbooks import run_playbook
 
 FABRIC_IF = fabric_net.FABRIC_IF
 # The fabric roles' part of site.yml; the agent's always-tagged variable check is its own concern.
@@ -30,7 +30,7 @@ def fabric(lab4, tmp_path_factory):
     """The four lab hosts, fresh (roots reset: another module may have converged them), with rtf0,
     and an inventory that names it as their fabric interface."""
     fabric_net.remove(lab4)
-    lab.up(len(lab4.names))
+    netns.up(len(lab4.names))
     fabric_net.add(lab4)
     inv = tmp_path_factory.mktemp("fabric") / "fabric.yml"
     inv.write_text(fabric_net.inventory_text())

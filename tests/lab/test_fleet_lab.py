@@ -20,8 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.lab import lab
-from tests.lab.site_fixtures import ansible_env, tool
+from lab import netns
+from lab.playbooks import ansible_env, tool
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "hosts"
@@ -50,14 +50,14 @@ def make_roots() -> dict:
     text = env_file.read_text()
     assert "=bond0" in text
     env_file.write_text(text.replace("=bond0", "=eth0"))  # written by an older plan, another interface
-    roots = {lab.host_name(i): common for i in range(1, HOSTS + 1)}
+    roots = {netns.host_name(i): common for i in range(1, HOSTS + 1)}
     roots.update({MTU: mtu, NICS: FIXTURES / "h100-converged-roce", OLD_ENV: old})
     return roots
 
 
 def sshd_gone(host: str) -> None:
     """Stop the host's sshd: connections are refused from now on."""
-    pids = subprocess.run(["ip", "netns", "pids", lab.NS_PREFIX + host], stdout=subprocess.PIPE,
+    pids = subprocess.run(["ip", "netns", "pids", netns.NS_PREFIX + host], stdout=subprocess.PIPE,
                           text=True, check=True).stdout.split()
     for pid in pids:
         try:
@@ -94,7 +94,7 @@ def test_both_gathering_paths_name_the_same_odd_hosts(lab_exclusive, tmp_path):
     roots = make_roots()
     info = lab_exclusive.up(HOSTS)
     for host, root in roots.items():
-        lab.run_on(info.ip(host), f"mkdir -p /etc/rocetune-lab && printf '#!/bin/sh\\nexec {AGENT} --root {root} "
+        netns.run_on(info.ip(host), f"mkdir -p /etc/rocetune-lab && printf '#!/bin/sh\\nexec {AGENT} --root {root} "
                                   f"\"$@\"\\n' > /etc/rocetune-lab/rocetune && chmod 0755 /etc/rocetune-lab/rocetune")
     known_hosts = rekeyed_known_hosts(info, tmp_path)
     sshd_gone(DOWN)

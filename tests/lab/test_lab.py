@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab import lab
+from lab import netns
 
 ALLOWED = ipaddress.ip_network("198.18.0.0/15")
 
@@ -42,7 +42,7 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def facts(lab4):
     """One ssh round trip per host, parsed once for the whole module."""
-    return {name: json.loads(lab.run_on(name, "/usr/bin/python3 -", input=FACTS_SCRIPT).stdout)
+    return {name: json.loads(netns.run_on(name, "/usr/bin/python3 -", input=FACTS_SCRIPT).stdout)
             for name in lab4.names}
 
 
@@ -58,7 +58,7 @@ def _lab_leftovers() -> list:
             left.append(f"link {name}")
     with open("/proc/mounts") as fh:
         left += [f"mount {ln.split()[1]}" for ln in fh
-                 if "rtlab" in ln or str(lab.STATE_DIR) in ln or "/run/netns/rtlab" in ln]
+                 if "rtlab" in ln or str(netns.STATE_DIR) in ln or "/run/netns/rtlab" in ln]
     ps = subprocess.run(["ps", "-eo", "pid=,stat=,args="], stdout=subprocess.PIPE, text=True).stdout
     for line in ps.splitlines():
         pid, st, args = line.split(None, 2)
@@ -66,9 +66,9 @@ def _lab_leftovers() -> list:
             continue
         # The state directory as a path, not a prefix: /run/rocetune-lab.lock is the lock that
         # another run waits on (tests/conftest.py), not a leftover.
-        if "rtlab" in args or re.search(re.escape(str(lab.STATE_DIR)) + r"(/|\s|$)", args):
+        if "rtlab" in args or re.search(re.escape(str(netns.STATE_DIR)) + r"(/|\s|$)", args):
             left.append(f"process {pid} {args[:80]}")
-    for path in (lab.STATE_DIR, lab.INVENTORY):
+    for path in (netns.STATE_DIR, netns.INVENTORY):
         if path.exists():
             left.append(f"file {path}")
     for base in (Path("/run/systemd/nspawn/propagate"), Path("/run/systemd/nspawn/unix-export")):
@@ -165,13 +165,13 @@ def test_wrong_known_hosts_entry_is_refused(lab4, tmp_path):
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
     for known in (wrong, empty):
-        argv = lab.ssh_command(lab4.ip("node01"), known_hosts=known) + ["--", "true"]
+        argv = netns.ssh_command(lab4.ip("node01"), known_hosts=known) + ["--", "true"]
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=30)
         assert proc.returncode == 255, proc.stdout
         assert "Host key verification failed" in proc.stdout
     # ... and the lab's own file lets the same command in.
-    argv = lab.ssh_command(lab4.ip("node01")) + ["--", "true"]
+    argv = netns.ssh_command(lab4.ip("node01")) + ["--", "true"]
     assert subprocess.run(argv, timeout=30).returncode == 0
 
 
@@ -210,7 +210,7 @@ def test_sysctls_net_per_host_rest_read_only(lab4, run_on):
 
 
 def test_status_reports_every_host(lab4):
-    st = lab.status()
+    st = netns.status()
     assert st["up"] is True
     assert st["systemd"] is False
     assert [(h["name"], h["ip"], h["ssh"]) for h in st["hosts"]] == \
@@ -226,9 +226,9 @@ def _ansible() -> str:
 
 def test_ansible_ping_with_generated_inventory(lab4):
     ansible = _ansible()
-    env = dict(os.environ, ANSIBLE_CONFIG=str(lab.REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(netns.REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     proc = subprocess.run([ansible, "-i", str(lab4.inventory), "lab", "-m", "ansible.builtin.ping"],
-                          cwd=lab.REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          cwd=netns.REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout
     assert proc.stdout.count("SUCCESS") == 4
@@ -247,7 +247,7 @@ def test_down_leaves_nothing_behind(lab_exclusive):
     stray = subprocess.Popen(["ip", "netns", "exec", "rtlab-node01", "sleep", "600"])
     cpdir = tempfile.mkdtemp(prefix="rtcp", dir="/tmp")  # short: unix socket paths are limited
     control = f"{cpdir}/%C"
-    subprocess.run(lab.ssh_command(info.ip("node02")) + [
+    subprocess.run(netns.ssh_command(info.ip("node02")) + [
         "-o", "ControlMaster=auto", "-o", f"ControlPath={control}", "-o", "ControlPersist=60",
         "--", "true"], check=True, timeout=30)
     pids = set()

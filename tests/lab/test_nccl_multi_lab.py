@@ -1,4 +1,4 @@
-"""`fleet validate --tests nccl-multi` through a real Slurm (tests/lab/slurm.py: Debian's slurmctld
+"""`fleet validate --tests nccl-multi` through a real Slurm (python3 -m lab.slurm: Debian's slurmctld
 and one slurmd per lab host): srun starts one rank per node, each sourcing its node's own env file
 -- the one `rocetune env` plans there, live -- and the collective runs across the four hosts.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab import lab, slurm
+from lab import netns, slurm
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT = f"env PYTHONPATH={REPO / 'src'} {sys.executable} -m rocetune"
@@ -30,7 +30,7 @@ SLOW = "node03"
 @pytest.fixture(scope="module")
 def cluster(lab4):
     for name in lab4.names:
-        lab.run_on(name, f"mkdir -p /etc/rocetune-lab /etc/rocetune && printf '#!/bin/sh\\nexec {AGENT} \"$@\"\\n' "
+        netns.run_on(name, f"mkdir -p /etc/rocetune-lab /etc/rocetune && printf '#!/bin/sh\\nexec {AGENT} \"$@\"\\n' "
                          f"> {WRAPPER} && chmod 0755 {WRAPPER} && {WRAPPER} env --format sh -o {ENV_FILE}")
     c = slurm.start(lab4)
     try:
@@ -38,7 +38,7 @@ def cluster(lab4):
     finally:
         slurm.stop()
         for name in lab4.names:
-            lab.run_on(name, f"tc qdisc del dev {lab.HOST_IF} root 2>/dev/null; rm -f {ENV_FILE}", check=False)
+            netns.run_on(name, f"tc qdisc del dev {netns.HOST_IF} root 2>/dev/null; rm -f {ENV_FILE}", check=False)
 
 
 def validate(info, tmp: Path, *args: str):
@@ -54,19 +54,19 @@ def validate(info, tmp: Path, *args: str):
 
 def test_one_collective_across_the_nodes_through_srun_with_each_node_s_env(cluster, tmp_path):
     info, _ = cluster
-    env = lab.run_on("node01", f"cat {ENV_FILE}").stdout
+    env = netns.run_on("node01", f"cat {ENV_FILE}").stdout
     assert "NCCL_SOCKET_IFNAME=" in env, env
     code, doc, names = validate(info, tmp_path)
     r = doc["fleet"]["nccl-multi"]
     assert code == 0 and r["status"] == "pass", json.dumps(r)[:3000]
     assert r["nodes"] == ["node01", "node02", "node03", "node04"] and r["backend"] == "gloo"
-    assert "NOT NCCL" in r["label"] and lab.HOST_IF in r["label"]
+    assert "NOT NCCL" in r["label"] and netns.HOST_IF in r["label"]
     for variant in ("env", "net-only"):
         v = r["variants"][variant]
         assert v["status"] == "pass" and len(v["ranks"]) == 4 and v["busbw_gbs"] > 0, v
         assert sorted(x["host"] for x in v["ranks"]) == ["node01", "node02", "node03", "node04"]
     assert r["variants"]["net-only"]["env"] == {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
-    print(f"nccl-multi (gloo on {lab.HOST_IF}): {r['busbw_gbs']} GB/s bus bandwidth across 4 nodes")
+    print(f"nccl-multi (gloo on {netns.HOST_IF}): {r['busbw_gbs']} GB/s bus bandwidth across 4 nodes")
 
 
 def test_a_slow_node_is_found_by_bisection(cluster, tmp_path):
@@ -74,11 +74,11 @@ def test_a_slow_node_is_found_by_bisection(cluster, tmp_path):
     small = ("--nccl-multi-variants", "env", "--nccl-multi-size", "2", "--nccl-multi-iters", "3")
     code, doc, _ = validate(info, tmp_path, *small)
     fast = doc["fleet"]["nccl-multi"]["busbw_gbs"]
-    lab.run_on(SLOW, f"tc qdisc add dev {lab.HOST_IF} root tbf rate 40mbit burst 32kbit latency 400ms")
+    netns.run_on(SLOW, f"tc qdisc add dev {netns.HOST_IF} root tbf rate 40mbit burst 32kbit latency 400ms")
     try:
         code, doc, _ = validate(info, tmp_path, *small, "--nccl-multi-min-busbw", str(round(fast / 4, 4)))
     finally:
-        lab.run_on(SLOW, f"tc qdisc del dev {lab.HOST_IF} root", check=False)
+        netns.run_on(SLOW, f"tc qdisc del dev {netns.HOST_IF} root", check=False)
     r = doc["fleet"]["nccl-multi"]
     assert code == 1 and r["status"] == "fail", json.dumps(r)[:3000]
     assert r["bisect"]["suspects"] == [SLOW], r["bisect"]

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab import lab, vm
-from tests.lab.site_fixtures import ansible_env, parse_recap, tool
+from lab import netns, vm
+from lab.playbooks import ansible_env, parse_recap, tool
 
 pytestmark = pytest.mark.vm
 
@@ -57,7 +57,7 @@ def acs_check() -> dict:
 
 
 def playbook(*args: str):
-    argv = [tool("ansible-playbook"), "-i", str(lab.VM_INVENTORY), "playbooks/pcie_p2p.yml",
+    argv = [tool("ansible-playbook"), "-i", str(netns.VM_INVENTORY), "playbooks/pcie_p2p.yml",
             "-e", json.dumps({"pcie_p2p_gpu_ids": [GPU], "pcie_p2p_boot_loader": "update-grub"}), *args]
     started = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, env=ansible_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -16,8 +16,8 @@ import tempfile
 
 import pytest
 
-from tests.lab import fabric_net, lab
-from tests.lab.site_fixtures import REPO, ansible_env, parse_recap, run_playbook, tool
+from lab import fabric_net, netns
+from lab.playbooks import REPO, ansible_env, parse_recap, run_playbook, tool
 
 FABRIC_IF = fabric_net.FABRIC_IF
 BROKEN_PLAN = "version: 1\ndata: {dscp: 99, priority: 3}\ncnp: {dscp: 48, prio: 6}\n"
@@ -26,7 +26,7 @@ BROKEN_PLAN = "version: 1\ndata: {dscp: 99, priority: 3}\ncnp: {dscp: 48, prio: 
 @pytest.fixture(scope="module")
 def fabric(lab4, tmp_path_factory):
     """Fresh lab hosts (their roots reset) with rtf0, and an inventory naming it."""
-    lab.up(len(lab4.names))
+    netns.up(len(lab4.names))
     fabric_net.add(lab4)
     inv = tmp_path_factory.mktemp("rollout") / "fabric.yml"
     inv.write_text(fabric_net.inventory_text())

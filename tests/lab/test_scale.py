@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.lab.site_fixtures import run_playbook
+from lab.playbooks import run_playbook
 
 HOSTS = 16
 

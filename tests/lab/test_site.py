@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab import lab
-from tests.lab.site_fixtures import CONNECT_TIMEOUT, REPO, ansible_env, parse_env_file, parse_recap, run_playbook, tool
+from lab import netns
+from lab.playbooks import CONNECT_TIMEOUT, REPO, ansible_env, parse_env_file, parse_recap, run_playbook, tool
 
 ENV_FILE = "/etc/rocetune/nccl.env"
 NCCL_CONF = "/etc/nccl.conf"
@@ -35,7 +35,7 @@ def site_tmp(tmp_path_factory) -> Path:
 def check_on_fresh_hosts(lab4, run_on, site_tmp):
     """`--check --diff` before anything was installed (the lab is rebuilt if it was used)."""
     if run_on("node01", "test -e /usr/local/bin/rocetune", check=False).returncode == 0:
-        lab.up(len(lab4.names))  # same names, addresses, key and inventory paths; fresh roots
+        netns.up(len(lab4.names))  # same names, addresses, key and inventory paths; fresh roots
     return run_playbook(lab4.inventory, site_tmp, "--check", "--diff")
 
 

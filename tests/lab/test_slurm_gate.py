@@ -1,5 +1,5 @@
 """rocetune doctor as Slurm's gate, on a real Slurm: Debian's slurmctld and one slurmd per lab host
-(tests/lab/slurm.py), with `rocetune doctor --gate health-check` as HealthCheckProgram and
+(python3 -m lab.slurm), with `rocetune doctor --gate health-check` as HealthCheckProgram and
 `--gate prolog` as Prolog.
 
 Each host runs rocetune against a host root of its own (a copy of a real 8-rail H100 RoCE
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab import lab, slurm
+from lab import netns, slurm
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "hosts" / "dgx-h100-roce"
@@ -99,7 +99,7 @@ def test_health_check_drains_the_broken_rail_and_resumes_it_once_repaired(cluste
     refused = c.srun(["-N1", "-w", "node02", "--immediate=3", "true"], check=False)
     assert refused.returncode != 0
     # a job launched from inside a node, as a user's sbatch script would (the harness's promise)
-    inside = lab.run_on("node01", "srun -N2 -l --immediate=30 hostname")
+    inside = netns.run_on("node01", "srun -N2 -l --immediate=30 hostname")
     assert sorted(line.split(": ")[1] for line in inside.stdout.split("\n") if line) == ["node01", "node04"]
 
     # node04's rocetune cannot run: not drained, and slurmd says why

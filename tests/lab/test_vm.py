@@ -1,4 +1,4 @@
-"""rocetune on real (software) RDMA: two QEMU VMs with Soft-RoCE devices (tests/lab/vm.py).
+"""rocetune on real (software) RDMA: two QEMU VMs with Soft-RoCE devices (lab/vm.py).
 
 Each VM: management NIC ens3 (default route; vm01 also has Soft-RoCE device rxe2 there) and
 two fabric rails ens4/ens5 in 198.18.2.0/24 at MTU 9000 with rxe0/rxe1. rocetune runs inside
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab import lab, vm, vm_image
+from lab import netns, vm, vm_image
 
 pytestmark = pytest.mark.vm
 
@@ -101,7 +101,7 @@ def verbs_ports(features: dict) -> dict:
 def test_a_vm_that_does_not_boot_fails_fast_with_its_console_tail(monkeypatch):
     """A guest whose kernel cannot mount its root: `up` says so quickly, quoting the console,
     and leaves nothing behind."""
-    lab._require_root()
+    netns._require_root()
     real = vm.qemu_argv
 
     def broken(info, img, i, name):
@@ -111,7 +111,7 @@ def test_a_vm_that_does_not_boot_fails_fast_with_its_console_tail(monkeypatch):
         return argv
 
     monkeypatch.setattr(vm, "qemu_argv", broken)
-    with pytest.raises(lab.LabError) as err:
+    with pytest.raises(netns.LabError) as err:
         vm.up(1, timeout=240)
     message = str(err.value)
     assert message.startswith("vm01 did not come up under "), message
@@ -124,8 +124,8 @@ def test_a_vm_that_does_not_boot_fails_fast_with_its_console_tail(monkeypatch):
 
 def test_down_cleans_up_after_a_killed_up():
     """`up` killed while its VM boots leaves QEMU, taps and bridges; `down` removes them all."""
-    lab._require_root()
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests/lab/lab.py"), "up", "1", "--vm"],
+    netns._require_root()
+    proc = subprocess.Popen([sys.executable, "-m", "lab", "up", "1", "--vm"], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.monotonic() + 120
@@ -147,17 +147,17 @@ def leftovers() -> list:
     """Everything of the VM tier still on the machine (should be empty after `down`)."""
     left = []
     for pid in vm._vm_pids():
-        if lab._alive(pid):
+        if netns._alive(pid):
             left.append(f"process {pid} {' '.join(vm._cmdline(pid))[:80]}")
     links = subprocess.run(["ip", "-o", "link", "show"], stdout=subprocess.PIPE, text=True).stdout
     names = [ln.split(":")[1].strip().split("@")[0] for ln in links.splitlines()]
     left += [f"link {name}" for name in names if name.startswith("rtv")]
-    netns = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
-    left += [f"netns {ln.split()[0]}" for ln in netns.splitlines() if ln.startswith("rtvlab")]
+    spaces = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
+    left += [f"netns {ln.split()[0]}" for ln in spaces.splitlines() if ln.startswith("rtvlab")]
     with open("/proc/mounts") as fh:
         left += [f"mount {ln.split()[1]}" for ln in fh
                  if "rtvlab" in ln or str(vm.STATE_DIR) in ln]
-    for path in (vm.STATE_DIR, lab.VM_INVENTORY):
+    for path in (vm.STATE_DIR, netns.VM_INVENTORY):
         if path.exists():
             left.append(f"file {path}")
     return left
@@ -191,9 +191,9 @@ def test_vms_are_shaped_like_gpu_nodes(vms):
 
 def test_inventory_has_the_vm_group(vms):
     """The controller's inventories name the VMs (test_vm_reboot.py runs site.yml over them)."""
-    inventory = lab.INVENTORY.read_text()
+    inventory = netns.INVENTORY.read_text()
     assert "    vm:\n" in inventory and "vm01:" in inventory
-    only_vms = lab.VM_INVENTORY.read_text()
+    only_vms = netns.VM_INVENTORY.read_text()
     assert "gpu_nodes:\n      children:\n        vm:" in only_vms
     assert sorted(re.findall(r"^ +(vm\d\d):$", only_vms, re.M)) == vms.names
 
@@ -217,7 +217,7 @@ def test_softroce_script_is_idempotent_and_labelled(vms):
     bad = vm.run_on("vm02", "rocetune-softroce up rxe9=nosuchnic", check=False)
     assert bad.returncode == 1
     assert bad.stderr.strip() == "rocetune-softroce: error: nosuchnic: no such network interface"
-    assert "SOFTWARE STAND-IN" in (REPO / "tests/lab/softroce.sh").read_text()
+    assert "SOFTWARE STAND-IN" in (REPO / "lab/softroce.sh").read_text()
 
 
 def test_probe_finds_both_fabric_rxe_devices(vms, probed):
@@ -427,7 +427,7 @@ def test_mtu_fault_shows_in_probe_and_in_a_jumbo_ping(vms):
     ping = "ping -c 2 -W 2 -M do -s 8972 -I 198.18.2.11 198.18.2.12"
     assert vm.run_on("vm01", ping, check=False).returncode == 0
     vm.run_on("vm02", "ip link set ens4 mtu 1500")
-    lab._ip("link", "set", "rtv02f0", "mtu", "1500", netns=vm.NETNS)
+    netns._ip("link", "set", "rtv02f0", "mtu", "1500", netns=vm.NETNS)
     try:
         port = ports(probe("vm02"))["rxe0"]
         assert (port["netdev_mtu"], port["roce_mtu"]) == (1500, 1024)
@@ -440,7 +440,7 @@ def test_mtu_fault_shows_in_probe_and_in_a_jumbo_ping(vms):
         assert local.returncode != 0
         assert "message too long, mtu=1500" in local.stdout + local.stderr
     finally:
-        lab._ip("link", "set", "rtv02f0", "mtu", str(vm.SWITCH_MTU), netns=vm.NETNS)
+        netns._ip("link", "set", "rtv02f0", "mtu", str(vm.SWITCH_MTU), netns=vm.NETNS)
         vm.run_on("vm02", "ip link set ens4 mtu 9000")
     assert ports(probe("vm02"))["rxe0"]["roce_mtu"] == 4096
     assert vm.run_on("vm01", ping, check=False).returncode == 0
@@ -503,7 +503,7 @@ def test_allreduce_across_vms_over_ucx_rc_verbs(mpi_job):
                      check=False, timeout=300)
     log = proc.stdout + proc.stderr
     print("\n".join(line for line in log.splitlines() if " UCX " in line or "pml_ucx" in line))
-    assert proc.returncode == 0, lab._last_line(log)
+    assert proc.returncode == 0, netns._last_line(log)
     assert ranks(proc.stdout) == [("0", "vm01", "3"), ("1", "vm02", "3")]
     assert re.search(r"ep_cfg\[\d\]: tag\(.*rc_verbs/rxe\d:1", log), log
 
@@ -530,7 +530,7 @@ def gloo_job(vms, probed):
                                f"{mount} || mount -o ro {dev} {mount}) && rm -rf {JOBS}",
                          check=False)
         if proc.returncode == 3:
-            raise lab.LabError(f"{name}: no {dev}: the VMs were started without the torch disk")
+            raise netns.LabError(f"{name}: no {dev}: the VMs were started without the torch disk")
         assert proc.returncode == 0, f"{name}: mounting the torch disk: {proc.stderr}"
         vm.copy_to(name, REPO / "examples/jobs", JOBS)
 

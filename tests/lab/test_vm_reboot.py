@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab import lab, vm
-from tests.lab.site_fixtures import PlaybookRun, ansible_env, parse_env_file, parse_recap, tool
+from lab import netns, vm
+from lab.playbooks import PlaybookRun, ansible_env, parse_env_file, parse_recap, tool
 
 pytestmark = pytest.mark.vm
 
@@ -78,7 +78,7 @@ ExecStartPost=/usr/local/sbin/rtvlab-ipv4-late post
 
 
 def site(*args: str, inventory: Path = None) -> PlaybookRun:
-    argv = [tool("ansible-playbook"), "-i", str(inventory or lab.VM_INVENTORY), "site.yml", *args]
+    argv = [tool("ansible-playbook"), "-i", str(inventory or netns.VM_INVENTORY), "site.yml", *args]
     start = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, env=ansible_env(), stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1200)
@@ -381,13 +381,13 @@ def test_both_gathering_paths_see_the_tuned_vms_alike(rebooted, tmp_path):
     """The collection's fleet play and `rocetune fleet gather --inventory` (paramiko, the VMs'
     own known_hosts) on the two tuned VMs: every VM gathered, and one report from either."""
     play_dir, gather_dir = tmp_path / "play", tmp_path / "gather"
-    play = subprocess.run([tool("ansible-playbook"), "-i", str(lab.VM_INVENTORY), "playbooks/fleet.yml",
+    play = subprocess.run([tool("ansible-playbook"), "-i", str(netns.VM_INVENTORY), "playbooks/fleet.yml",
                            "-e", json.dumps({"rocetune_fleet_dir": str(play_dir)})],
                           cwd=REPO, env=ansible_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=900)
     assert play.returncode == 0, play.stdout[-3000:]
     gather = subprocess.run([sys.executable, "-m", "rocetune", "--json", "fleet", "gather", "--inventory",
-                             str(lab.VM_INVENTORY), "-o", str(gather_dir), "--known-hosts",
+                             str(netns.VM_INVENTORY), "-o", str(gather_dir), "--known-hosts",
                              str(vm.current().known_hosts), "--timeout", "300"],
                             env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
                             capture_output=True, text=True, timeout=900)

@@ -10,7 +10,7 @@ as the roce_net role sets them on rail hosts); their earlier values come back wi
 `cross(host)` moves that host's two cables to each other's switch; `route(True)` joins the rail
 subnets through a router (a veth between the switch namespaces, forwarding on, a gateway .1 on
 each bridge, and a route to the other rail's subnet on each host interface); `route(False)`
-takes it away. Everything lives in lab namespaces: `lab.down()` removes it with them; `remove()`
+takes it away. Everything lives in lab namespaces: `netns.down()` removes it with them; `remove()`
 takes it away earlier and stops the lldpd daemons it started (by their pid).
 """
 
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from tests.lab import lab
+from lab import netns
 
 RAILS = 2
 HOST_IFS = ("ens4", "ens5")
@@ -51,11 +51,11 @@ def port_name(host: str, ifname: str) -> str:
 def _ip(*args: str) -> None:
     proc = subprocess.run(["ip", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:
-        raise lab.LabError(f"ip {' '.join(args)}: {proc.stdout.strip()}")
+        raise netns.LabError(f"ip {' '.join(args)}: {proc.stdout.strip()}")
 
 
 class Rails:
-    def __init__(self, info: lab.LabInfo):
+    def __init__(self, info: netns.LabInfo):
         self.info = info
         self.switch_lldpd: List[subprocess.Popen] = []
         # The switches' lldpd sockets: lldpcli drops to lldpd's user, which may not enter the
@@ -70,8 +70,8 @@ class Rails:
         self.saved_sysctl = {}
         for name, _ in self.info.hosts:
             keys = " ".join(self.ARP)
-            self.saved_sysctl[name] = lab.run_on(name, f"sysctl -n {keys}").stdout.split()
-            lab.run_on(name, "sysctl -q -w " + " ".join(f"{k}={v}" for k, v in self.ARP.items()))
+            self.saved_sysctl[name] = netns.run_on(name, f"sysctl -n {keys}").stdout.split()
+            netns.run_on(name, "sysctl -q -w " + " ".join(f"{k}={v}" for k, v in self.ARP.items()))
         for r in range(RAILS):
             ns = SWITCH_NS.format(r)
             _ip("netns", "add", ns)
@@ -83,9 +83,9 @@ class Rails:
             for r, ifname in enumerate(HOST_IFS):
                 ns, port = SWITCH_NS.format(r), port_name(name, ifname)
                 _ip("-n", ns, "link", "add", port, "mtu", "9216", "type", "veth", "peer", "name", ifname,
-                    "netns", lab.NS_PREFIX + name)
+                    "netns", netns.NS_PREFIX + name)
                 _ip("-n", ns, "link", "set", port, "master", BRIDGE, "up")
-                host_ns = lab.NS_PREFIX + name
+                host_ns = netns.NS_PREFIX + name
                 _ip("-n", host_ns, "link", "set", ifname, "mtu", "9000", "up")
                 _ip("-n", host_ns, "addr", "add", f"{rail_ip(r, ip)}/24", "dev", ifname)
 
@@ -103,7 +103,7 @@ class Rails:
             if subprocess.run(["ip", "-n", SWITCH_NS.format(r), "link", "show", port], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL).returncode == 0:
                 return r
-        raise lab.LabError(f"switch port {port} is in no rail namespace")
+        raise netns.LabError(f"switch port {port} is in no rail namespace")
 
     def route(self, on: bool) -> None:
         ns0, ns1 = SWITCH_NS.format(0), SWITCH_NS.format(1)
@@ -124,7 +124,7 @@ class Rails:
         for name, _ in self.info.hosts:
             for r, ifname in enumerate(HOST_IFS):
                 verb = "replace" if on else "del"
-                lab.run_on(name, f"ip route {verb} {subnet(1 - r)}.0/24 via {subnet(r)}.1 dev {ifname} metric 100"
+                netns.run_on(name, f"ip route {verb} {subnet(1 - r)}.0/24 via {subnet(r)}.1 dev {ifname} metric 100"
                            + ("" if on else " 2>/dev/null || true"))
 
     # --- LLDP ---------------------------------------------------------------------------------
@@ -147,14 +147,14 @@ class Rails:
             sock = str(self.state / f"lldpd-rail{r}.sock")
             self._lldpcli(sock, "show configuration")  # lldpd is up and answers on its socket
         for name, _ in self.info.hosts:
-            lab.run_on(name, f"mkdir -p /run/lldpd && lldpd -p {HOST_PIDFILE} -I {','.join(HOST_IFS)} && "
+            netns.run_on(name, f"mkdir -p /run/lldpd && lldpd -p {HOST_PIDFILE} -I {','.join(HOST_IFS)} && "
                              "sleep 0.5 && lldpcli configure lldp tx-interval 1 >/dev/null")
 
     def _lldpcli(self, sock: str, *commands: str) -> None:
         deadline = time.monotonic() + 15
         while not Path(sock).exists():
             if time.monotonic() > deadline:
-                raise lab.LabError(f"lldpd did not open {sock}")
+                raise netns.LabError(f"lldpd did not open {sock}")
             time.sleep(0.1)
         for command in commands:
             subprocess.run(["lldpcli", "-u", sock, *command.split()], check=True, stdout=subprocess.DEVNULL)
@@ -162,7 +162,7 @@ class Rails:
     def neighbours(self, host: str) -> Dict[str, List[dict]]:
         from rocetune.probe.parsers.lldpctl import parse_lldpctl_json
 
-        return parse_lldpctl_json(lab.run_on(host, "lldpctl -f json").stdout)
+        return parse_lldpctl_json(netns.run_on(host, "lldpctl -f json").stdout)
 
     def wait_cabling(self, expected: Dict[str, Dict[str, str]], timeout: float = 45.0) -> None:
         """Until every host hears exactly the switch `expected[host][ifname]` on each rail interface."""
@@ -173,14 +173,14 @@ class Rails:
             if all(seen[h].get(i) == [leaf] for h, want in expected.items() for i, leaf in want.items()):
                 return
             if time.monotonic() > deadline:
-                raise lab.LabError(f"LLDP did not settle within {timeout:g} s: {json.dumps(seen)}")
+                raise netns.LabError(f"LLDP did not settle within {timeout:g} s: {json.dumps(seen)}")
             time.sleep(1.0)
 
     def remove(self) -> None:
         for name, values in getattr(self, "saved_sysctl", {}).items():
-            lab.run_on(name, "sysctl -q -w " + " ".join(f"{k}={v}" for k, v in zip(self.ARP, values)), check=False)
+            netns.run_on(name, "sysctl -q -w " + " ".join(f"{k}={v}" for k, v in zip(self.ARP, values)), check=False)
         for name, _ in self.info.hosts:
-            lab.run_on(name, f"[ -f {HOST_PIDFILE} ] && kill $(cat {HOST_PIDFILE}) || true; "
+            netns.run_on(name, f"[ -f {HOST_PIDFILE} ] && kill $(cat {HOST_PIDFILE}) || true; "
                              f"ip link del {HOST_IFS[0]} 2>/dev/null; ip link del {HOST_IFS[1]} 2>/dev/null; true",
                        check=False)
         for proc in self.switch_lldpd:
@@ -195,5 +195,5 @@ class Rails:
         shutil.rmtree(self.state, ignore_errors=True)
 
 
-def straight(info: lab.LabInfo) -> Dict[str, Dict[str, str]]:
+def straight(info: netns.LabInfo) -> Dict[str, Dict[str, str]]:
     return {name: {ifname: LEAF.format(r) for r, ifname in enumerate(HOST_IFS)} for name in info.names}

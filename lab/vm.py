@@ -14,7 +14,7 @@ same way it reaches namespace hosts. The controller also serves the image's pack
 on http://198.18.1.1:8088/ for apt inside the VMs. KVM is used where it boots a guest, TCG
 otherwise (probed once per machine boot; ``ROCETUNE_LAB_VM_ACCEL=kvm|tcg`` forces one).
 
-Command line: ``lab.py up 2 --vm``, ``lab.py down`` (both tiers), ``lab.py ssh vm01``. See
+Command line: ``python3 -m lab up 2 --vm``, ``python3 -m lab down`` (both tiers), ``python3 -m lab ssh vm01``. See
 docs/lab.md.
 """
 
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from tests.lab import lab, vm_image
+from lab import handles, netns, vm_image
 
 STATE_DIR = Path(os.environ.get("ROCETUNE_LAB_VM_DIR", "/run/rocetune-lab-vm"))
 NETNS = "rtvlab-net"
@@ -68,7 +68,7 @@ NOTABLE = re.compile(r"Kernel panic|ALERT!|emergency mode|Failed to start|FAILED
 
 
 @dataclasses.dataclass(frozen=True)
-class VMInfo:
+class VMInfo(handles.Hosts):
     """What ``up`` built. ``hosts``: [(name, management ip)]; ``fabric``: name -> rail ips."""
 
     hosts: List[Tuple[str, str]]
@@ -83,30 +83,10 @@ class VMInfo:
     # its own pcie-root-port -- ports whose ACS the guest kernel turns on (pcie_p2p's VM test).
     machine: str = "pc"
     controller_ip: str = CONTROLLER_IP
-
-    @property
-    def names(self) -> List[str]:
-        return [n for n, _ in self.hosts]
-
-    @property
-    def key(self) -> Path:
-        return self.state_dir / "id_ed25519"
-
-    @property
-    def known_hosts(self) -> Path:
-        return self.state_dir / "known_hosts"
-
-    def ip(self, host: str) -> str:
-        for name, ip in self.hosts:
-            if host in (name, ip):
-                return ip
-        raise lab.LabError(f"{host}: not a lab VM (VMs: {', '.join(self.names)})")
+    WHAT = "VM"
 
     def console(self, host: str) -> Path:
         return self.state_dir / host / "console.log"
-
-    def ssh_command(self, host: str) -> List[str]:
-        return lab.ssh_command(self.ip(host), self.state_dir)
 
 
 def vm_name(i: int) -> str:
@@ -138,7 +118,7 @@ def softroce_links(name: str) -> List[Tuple[str, str]]:
 
 
 def _netns_exists() -> bool:
-    return (lab.NETNS_DIR / NETNS).exists()
+    return (netns.NETNS_DIR / NETNS).exists()
 
 
 def _cmdline(pid: int) -> List[str]:
@@ -155,7 +135,7 @@ def _vm_pids() -> Set[int]:
     cache = str(vm_image.CACHE_DIR).rstrip("/") + "/"
     found = set()
     me = os.getpid()
-    for pid in lab._pids():
+    for pid in netns._pids():
         if pid == me:
             continue
         args = _cmdline(pid)
@@ -167,33 +147,11 @@ def _vm_pids() -> Set[int]:
 def _ssh_clients(only: Optional[str] = None) -> Set[int]:
     """ssh clients on the machine connected to a VM (Ansible ControlPersist masters, say);
     ``only``: to that management address."""
-    inodes = set()
-    with contextlib.suppress(OSError), open("/proc/net/tcp") as fh:
-        next(fh)
-        for line in fh:
-            fields = line.split()
-            rem_ip_hex, rem_port_hex = fields[2].split(":")
-            ip = ipaddress.IPv4Address(bytes(reversed(bytes.fromhex(rem_ip_hex))))
-            if ip in MGMT_NET and int(rem_port_hex, 16) == 22 and only in (None, str(ip)):
-                inodes.add(fields[9])
-    found = set()
-    for pid in lab._pids() if inodes else []:
-        try:
-            with open(f"/proc/{pid}/comm") as fh:
-                if fh.read().strip() != "ssh":
-                    continue
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if link.startswith("socket:[") and link[8:-1] in inodes:
-                    found.add(pid)
-                    break
-        except OSError:
-            continue
-    return found
+    return handles.ssh_clients(lambda ip: ip in MGMT_NET and only in (None, str(ip)))
 
 
 def anything_up() -> bool:
-    return _netns_exists() or CONTROLLER_IF in lab._root_links() or STATE_DIR.exists() \
+    return _netns_exists() or CONTROLLER_IF in netns._root_links() or STATE_DIR.exists() \
         or bool(_vm_pids())
 
 
@@ -205,9 +163,9 @@ def down() -> None:
     """Remove every VM, tap, bridge, server and file of the VM tier. Idempotent."""
     if os.geteuid() != 0:
         if anything_up():
-            raise lab.LabError("the VM lab is up and only root can take it down")
+            raise netns.LabError("the VM lab is up and only root can take it down")
         return
-    with lab._locked():
+    with netns._locked():
         _down_locked()
 
 
@@ -222,21 +180,21 @@ def _down_locked() -> None:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 5
-    while any(lab._alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(netns._alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     deadline = time.monotonic() + 10
     while True:
-        live = {p for p in _vm_pids() | clients if lab._alive(p)}
+        live = {p for p in _vm_pids() | clients if netns._alive(p)}
         if not live:
             break
         if time.monotonic() > deadline:
-            raise lab.LabError(f"VM lab processes survive SIGKILL: {sorted(live)[:10]}")
+            raise netns.LabError(f"VM lab processes survive SIGKILL: {sorted(live)[:10]}")
         for pid in live:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.05)
 
-    if CONTROLLER_IF in lab._root_links():
+    if CONTROLLER_IF in netns._root_links():
         subprocess.run(["ip", "link", "del", CONTROLLER_IF], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
     if _netns_exists():
@@ -250,27 +208,27 @@ def _down_locked() -> None:
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         proc = subprocess.run(["ip", "netns", "del", NETNS], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
-        path = lab.NETNS_DIR / NETNS
+        path = netns.NETNS_DIR / NETNS
         if path.exists():
             subprocess.run(["umount", "-l", str(path)], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
             with contextlib.suppress(OSError):
                 path.unlink()
         if path.exists():
-            raise lab.LabError(f"cannot delete network namespace {NETNS}: "
-                               f"{lab._last_line(proc.stdout)}")
-    lab._unmount_under(STATE_DIR)
+            raise netns.LabError(f"cannot delete network namespace {NETNS}: "
+                               f"{netns._last_line(proc.stdout)}")
+    netns._unmount_under(STATE_DIR)
     created = STATE_DIR / "created-run-netns"
-    if created.exists() and lab.NETNS_DIR.exists() and not os.listdir(lab.NETNS_DIR) \
-            and not lab._lab_netns():
-        if str(lab.NETNS_DIR) in lab._mountpoints():
-            subprocess.run(["umount", str(lab.NETNS_DIR)], stdout=subprocess.DEVNULL,
+    if created.exists() and netns.NETNS_DIR.exists() and not os.listdir(netns.NETNS_DIR) \
+            and not netns._lab_netns():
+        if str(netns.NETNS_DIR) in netns._mountpoints():
+            subprocess.run(["umount", str(netns.NETNS_DIR)], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
         if created.read_text().strip() == "dir":
             with contextlib.suppress(OSError):
-                lab.NETNS_DIR.rmdir()
-    lab._safe_rmtree(STATE_DIR)
-    lab.write_inventory()
+                netns.NETNS_DIR.rmdir()
+    netns._safe_rmtree(STATE_DIR)
+    netns.write_inventory()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,7 +248,7 @@ def choose_accel(img: vm_image.Image) -> Tuple[str, str]:
     if forced in ("kvm", "tcg"):
         return forced, f"forced by ROCETUNE_LAB_VM_ACCEL={forced}"
     if forced:
-        raise lab.LabError(f"ROCETUNE_LAB_VM_ACCEL={forced}: expected kvm or tcg")
+        raise netns.LabError(f"ROCETUNE_LAB_VM_ACCEL={forced}: expected kvm or tcg")
     try:
         fd = os.open("/dev/kvm", os.O_RDWR)
         os.close(fd)
@@ -303,7 +261,7 @@ def choose_accel(img: vm_image.Image) -> Tuple[str, str]:
         if {k: saved.get(k) for k in stamp} == stamp:
             return saved["accel"], saved["reason"] + " (cached for this machine boot)"
     accel, reason = _probe_kvm(img)
-    lab._write(cache, json.dumps(dict(stamp, accel=accel, reason=reason), sort_keys=True) + "\n")
+    netns._write(cache, json.dumps(dict(stamp, accel=accel, reason=reason), sort_keys=True) + "\n")
     return accel, reason
 
 
@@ -323,7 +281,7 @@ def _probe_kvm(img: vm_image.Image) -> Tuple[str, str]:
     text = log.read_text(errors="replace") if log.exists() else ""
     if "rtvlab-kvm-probe" in text:  # the kernel got as far as running (a missing) init
         return "kvm", f"KVM booted a guest kernel to init in {time.monotonic() - started:.1f}s"
-    why = lab._last_line(proc.stdout) or lab._last_line(text) or f"exit {proc.returncode}"
+    why = netns._last_line(proc.stdout) or netns._last_line(text) or f"exit {proc.returncode}"
     return "tcg", f"KVM guest failed: {why}"
 
 
@@ -340,18 +298,18 @@ def up(n: int, timeout: Optional[float] = None, accel: Optional[str] = None, mac
     console; a failed ``up`` removes what it built.
     """
     if not isinstance(n, int) or not 1 <= n <= MAX_VMS:
-        raise lab.LabError(f"VM count must be 1..{MAX_VMS}, got {n}")
-    lab._require_root()
-    lab.ensure_deps()
+        raise netns.LabError(f"VM count must be 1..{MAX_VMS}, got {n}")
+    netns._require_root()
+    netns.ensure_deps()
     img = vm_image.with_data_disks(vm_image.ensure_image())
     if accel is None:
         accel, reason = choose_accel(img)
     else:
         reason = "asked for by the caller"
-    lab._log(f"VMs run under {accel.upper()}: {reason}")
-    with lab._locked():
+    netns._log(f"VMs run under {accel.upper()}: {reason}")
+    with netns._locked():
         if anything_up():
-            lab._log("a VM lab is already up: taking it down first")
+            netns._log("a VM lab is already up: taking it down first")
             _down_locked()
         _check_addresses_free()
         names = [vm_name(i) for i in range(1, n + 1)]
@@ -372,7 +330,7 @@ def up(n: int, timeout: Optional[float] = None, accel: Optional[str] = None, mac
             boot = _wait_ready(info, started, limit)
             info = dataclasses.replace(info, boot_seconds=boot)
             _write_state(info, "up")
-            lab.write_inventory()
+            netns.write_inventory()
         except BaseException:
             with contextlib.suppress(Exception):
                 _down_locked()
@@ -388,7 +346,7 @@ def _check_addresses_free() -> None:
             addr = ipaddress.ip_interface(words[words.index("inet") + 1])
             for net in (MGMT_NET, FABRIC_NET):
                 if addr.network.overlaps(net) and words[1] != CONTROLLER_IF:
-                    raise lab.LabError(f"{words[1]} already uses {addr} inside the VM lab "
+                    raise netns.LabError(f"{words[1]} already uses {addr} inside the VM lab "
                                        f"network {net}")
 
 
@@ -397,13 +355,13 @@ def _write_state(info: VMInfo, phase: str) -> None:
             "image": info.image, "controller_ip": info.controller_ip, "machine": info.machine,
             "hosts": [{"name": n, "ip": ip, "fabric": info.fabric[n],
                        "boot_seconds": info.boot_seconds.get(n)} for n, ip in info.hosts]}
-    lab._write(STATE_DIR / "lab.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
+    netns._write(STATE_DIR / "netns.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def current() -> Optional[VMInfo]:
     """The VMInfo of the VM lab that is up now, or None."""
     try:
-        state = json.loads((STATE_DIR / "lab.json").read_text())
+        state = json.loads((STATE_DIR / "netns.json").read_text())
     except (OSError, ValueError):
         return None
     if state.get("phase") != "up":
@@ -419,27 +377,27 @@ def current() -> Optional[VMInfo]:
 def _prepare(info: VMInfo) -> None:
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     os.chmod(STATE_DIR, 0o700)
-    if not lab.NETNS_DIR.exists():
-        lab._write(STATE_DIR / "created-run-netns", "dir\n")
-    elif str(lab.NETNS_DIR) not in lab._mountpoints():
-        lab._write(STATE_DIR / "created-run-netns", "mount\n")
+    if not netns.NETNS_DIR.exists():
+        netns._write(STATE_DIR / "created-run-netns", "dir\n")
+    elif str(netns.NETNS_DIR) not in netns._mountpoints():
+        netns._write(STATE_DIR / "created-run-netns", "mount\n")
     _write_state(info, "starting")
     keydir = STATE_DIR / "keys"
     keydir.mkdir()
     client = STATE_DIR / "id_ed25519"
-    jobs = [(client, lab._keygen(client, "rocetune-lab-controller"))]
-    jobs += [(keydir / f"{name}_host_ed25519", lab._keygen(keydir / f"{name}_host_ed25519",
+    jobs = [(client, netns._keygen(client, "rocetune-lab-controller"))]
+    jobs += [(keydir / f"{name}_host_ed25519", netns._keygen(keydir / f"{name}_host_ed25519",
                                                           f"root@{name}"))
              for name in info.names]
     for path, job in jobs:
         out, _ = job.communicate()
         if job.returncode != 0:
-            raise lab.LabError(f"ssh-keygen {path.name}: {lab._last_line(out.decode())}")
+            raise netns.LabError(f"ssh-keygen {path.name}: {netns._last_line(out.decode())}")
     known = []
     for name, ip in info.hosts:
         algo, blob = (keydir / f"{name}_host_ed25519.pub").read_text().split()[:2]
         known.append(f"{','.join([name, ip] + info.fabric[name])} {algo} {blob}\n")
-    lab._write(info.known_hosts, "".join(known))
+    netns._write(info.known_hosts, "".join(known))
     for i, name in enumerate(info.names, start=1):
         (STATE_DIR / name).mkdir()
         _write_seed(info, i, name, keydir)
@@ -458,7 +416,7 @@ def _write_seed(info: VMInfo, i: int, name: str, keydir: Path) -> None:
     pub = (STATE_DIR / "id_ed25519.pub").read_text()
     files = {
         "etc/hostname": (name + "\n", 0o644),
-        "etc/hosts": ("# rocetune lab VMs (tests/lab/vm.py)\n" + "\n".join(hosts) + "\n", 0o644),
+        "etc/hosts": ("# rocetune lab VMs (lab/vm.py)\n" + "\n".join(hosts) + "\n", 0o644),
         "etc/machine-id": (hashlib.md5(f"rocetune-lab {name}".encode()).hexdigest() + "\n",
                            0o444),
         "etc/ssh/ssh_host_ed25519_key": ((keydir / f"{name}_host_ed25519").read_text(), 0o600),
@@ -482,25 +440,25 @@ def _write_seed(info: VMInfo, i: int, name: str, keydir: Path) -> None:
             tar.addfile(ti, io.BytesIO(data))
     raw = buf.getvalue()
     raw += b"\0" * (-len(raw) % 65536)
-    lab._write(STATE_DIR / name / "seed.tar", raw, 0o600)
+    netns._write(STATE_DIR / name / "seed.tar", raw, 0o600)
 
 
 def _ipn(*args: str) -> None:
-    lab._ip(*args, netns=NETNS)
+    netns._ip(*args, netns=NETNS)
 
 
 def _build_network(info: VMInfo) -> None:
-    lab._ip("netns", "add", NETNS)
+    netns._ip("netns", "add", NETNS)
     _ipn("link", "set", "lo", "up")
     for bridge, mtu in ((MGMT_BRIDGE, 1500), (FABRIC_BRIDGE, SWITCH_MTU)):
         _ipn("link", "add", bridge, "mtu", str(mtu), "type", "bridge", "stp_state", "0",
              "forward_delay", "0", "group_fwd_mask", "0x4000")
         _ipn("link", "set", bridge, "up")
-    lab._ip("link", "add", CONTROLLER_IF, "address", _mac(1, 0xff, 1), "type", "veth", "peer",
+    netns._ip("link", "add", CONTROLLER_IF, "address", _mac(1, 0xff, 1), "type", "veth", "peer",
             "name", CONTROLLER_PEER, "netns", NETNS)
     _ipn("link", "set", CONTROLLER_PEER, "master", MGMT_BRIDGE, "up")
-    lab._ip("addr", "add", f"{info.controller_ip}/{MGMT_NET.prefixlen}", "dev", CONTROLLER_IF)
-    lab._ip("link", "set", CONTROLLER_IF, "up")
+    netns._ip("addr", "add", f"{info.controller_ip}/{MGMT_NET.prefixlen}", "dev", CONTROLLER_IF)
+    netns._ip("link", "set", CONTROLLER_IF, "up")
     Path(f"/proc/sys/net/ipv4/conf/{CONTROLLER_IF}/forwarding").write_text("0\n")
     for i, _name in enumerate(info.names, start=1):
         for tap, bridge, mtu in _taps(i):
@@ -520,9 +478,9 @@ def _start_repo_server(img: vm_image.Image) -> None:
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True)
     deadline = time.monotonic() + 10
-    while not lab._tcp_open(CONTROLLER_IP, REPO_PORT):
+    while not netns._tcp_open(CONTROLLER_IP, REPO_PORT):
         if time.monotonic() > deadline:
-            raise lab.LabError(f"the package repository did not start on {CONTROLLER_IP}:"
+            raise netns.LabError(f"the package repository did not start on {CONTROLLER_IP}:"
                                f"{REPO_PORT} (see {STATE_DIR / 'repo.log'})")
         time.sleep(0.1)
 
@@ -578,7 +536,7 @@ def _start_vm(info: VMInfo, img: vm_image.Image, i: int, name: str) -> None:
     proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=env)
     if proc.returncode != 0:
-        raise lab.LabError(f"{name}: qemu did not start: {lab._last_line(proc.stdout)}")
+        raise netns.LabError(f"{name}: qemu did not start: {netns._last_line(proc.stdout)}")
 
 
 def _qemu_alive(name: str) -> bool:
@@ -586,7 +544,7 @@ def _qemu_alive(name: str) -> bool:
         pid = int((STATE_DIR / name / "qemu.pid").read_text().strip())
     except (OSError, ValueError):
         return False
-    return lab._alive(pid)
+    return netns._alive(pid)
 
 
 def console_tail(name: str, lines: int = CONSOLE_TAIL) -> List[str]:
@@ -616,7 +574,7 @@ def _wait_one(name: str, ip: str, t0: float, limit: float) -> Tuple[Optional[str
     while True:
         if not _qemu_alive(name):
             return "QEMU exited before the VM answered ssh", 0.0
-        if lab._tcp_open(ip, 22, timeout=1.0):
+        if netns._tcp_open(ip, 22, timeout=1.0):
             ok, _ = _ssh_ok(ip)
             if ok:
                 break
@@ -632,19 +590,19 @@ def _wait_one(name: str, ip: str, t0: float, limit: float) -> Tuple[Optional[str
     if state != "running":
         failed = run_on(ip, "systemctl --failed --plain --no-legend", check=False).stdout
         return f"systemd is '{state}' (failed units: {' '.join(failed.split()) or 'none'})", 0.0
-    lab._log(f"{name}: ssh after {ssh_at:.1f}s, systemd running after "
+    netns._log(f"{name}: ssh after {ssh_at:.1f}s, systemd running after "
              f"{time.monotonic() - t0:.1f}s")
     return None, time.monotonic() - t0
 
 
 def _ssh_ok(ip: str) -> Tuple[bool, str]:
     try:
-        proc = subprocess.run(lab.ssh_command(ip, STATE_DIR, connect_timeout=10) + ["--", "true"],
+        proc = subprocess.run(netns.ssh_command(ip, STATE_DIR, connect_timeout=10) + ["--", "true"],
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=30)
     except subprocess.TimeoutExpired:
         return False, "ssh timed out"
-    return proc.returncode == 0, lab._last_line(proc.stdout)
+    return proc.returncode == 0, netns._last_line(proc.stdout)
 
 
 def _wait_ready(info: VMInfo, started: Dict[str, float], limit: float) -> Dict[str, float]:
@@ -657,11 +615,11 @@ def _wait_ready(info: VMInfo, started: Dict[str, float], limit: float) -> Dict[s
         tail = console_tail(first)
         for name in sorted(problems):
             for line in console_tail(name):
-                lab._log(f"{name} console: {line}")
+                netns._log(f"{name} console: {line}")
         more = f" (and {len(problems) - 1} more VMs)" if len(problems) > 1 else ""
         notable = [ln for ln in tail if NOTABLE.search(ln)][:1]
         shown = notable + [ln for ln in tail[-6:] if ln not in notable]
-        raise lab.LabError(f"{first} did not come up under {info.accel.upper()}: "
+        raise netns.LabError(f"{first} did not come up under {info.accel.upper()}: "
                            f"{problems[first]}{more}; console tail: "
                            + (" | ".join(shown) or "(empty)"))
     return {n: round(secs, 1) for n, (_, secs) in results.items()}
@@ -677,22 +635,22 @@ def _resolve(host: str) -> str:
             return host
     if host.startswith("vm") and host[2:].isdigit():
         return mgmt_ip(int(host[2:]))
-    raise lab.LabError(f"{host}: not a lab VM name (vmNN) or management address")
+    raise netns.LabError(f"{host}: not a lab VM name (vmNN) or management address")
 
 
 def ssh_command(host: str) -> List[str]:
-    return lab.ssh_command(_resolve(host), STATE_DIR)
+    return netns.ssh_command(_resolve(host), STATE_DIR)
 
 
 def run_on(host: str, cmd: Union[str, Sequence[str]], check: bool = True, timeout: float = 300,
            input: Optional[str] = None) -> subprocess.CompletedProcess:
-    """Run a command on a VM over ssh (strict host keys); like ``lab.run_on``."""
+    """Run a command on a VM over ssh (strict host keys); like ``netns.run_on``."""
     remote = cmd if isinstance(cmd, str) else shlex.join(cmd)
     argv = ssh_command(host) + ["--", remote]
     proc = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
-        tail = lab._last_line(proc.stderr) or lab._last_line(proc.stdout)
-        raise lab.LabError(f"{host}: `{remote}` exited {proc.returncode}: {tail}")
+        tail = netns._last_line(proc.stderr) or netns._last_line(proc.stdout)
+        raise netns.LabError(f"{host}: `{remote}` exited {proc.returncode}: {tail}")
     return proc
 
 
@@ -710,7 +668,7 @@ def copy_to(host: str, local: Union[str, Path], remote: str, timeout: float = 30
     tar.stdout.close()
     tar.wait()
     if proc.returncode != 0 or tar.returncode != 0:
-        raise lab.LabError(f"{host}: copying {local} failed: {lab._last_line(proc.stderr)}")
+        raise netns.LabError(f"{host}: copying {local} failed: {netns._last_line(proc.stderr)}")
 
 
 def copy_from(host: str, remote: str, local: Union[str, Path], timeout: float = 300) -> None:
@@ -719,8 +677,8 @@ def copy_from(host: str, remote: str, local: Union[str, Path], timeout: float = 
         proc = subprocess.run(ssh_command(host) + ["--", f"cat {shlex.quote(remote)}"],
                               stdout=fh, stderr=subprocess.PIPE, timeout=timeout)
     if proc.returncode != 0:
-        raise lab.LabError(f"{host}: reading {remote} failed: "
-                           f"{lab._last_line(proc.stderr.decode(errors='replace'))}")
+        raise netns.LabError(f"{host}: reading {remote} failed: "
+                           f"{netns._last_line(proc.stderr.decode(errors='replace'))}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -743,7 +701,7 @@ def _qmp(name: str, *commands: dict) -> None:
         try:
             sock.connect(str(STATE_DIR / name / "qmp.sock"))
         except OSError as exc:
-            raise lab.LabError(f"{name}: no QEMU monitor at {STATE_DIR / name / 'qmp.sock'}: "
+            raise netns.LabError(f"{name}: no QEMU monitor at {STATE_DIR / name / 'qmp.sock'}: "
                                f"{exc.strerror or exc}") from None
         stream = sock.makefile("rwb")
         json.loads(stream.readline())  # the greeting
@@ -754,10 +712,10 @@ def _qmp(name: str, *commands: dict) -> None:
             while "event" in reply:  # events may come before the reply
                 line = stream.readline()
                 if not line:
-                    raise lab.LabError(f"{name}: QEMU closed its monitor")
+                    raise netns.LabError(f"{name}: QEMU closed its monitor")
                 reply = json.loads(line)
             if "error" in reply:
-                raise lab.LabError(f"{name}: QEMU refused {command['execute']}: "
+                raise netns.LabError(f"{name}: QEMU refused {command['execute']}: "
                                    f"{reply['error'].get('desc')}")
 
 
@@ -778,12 +736,12 @@ def reboot(host: str, timeout: Optional[float] = None) -> float:
     info = current()
     name = next((n for n, a in info.hosts if a == ip), None) if info else None
     if name is None:
-        raise lab.LabError(f"{host}: not a VM of the VM lab that is up")
+        raise netns.LabError(f"{host}: not a VM of the VM lab that is up")
     accel = info.accel
     limit = timeout or (REBOOT_TIMEOUT_KVM if accel == "kvm" else REBOOT_TIMEOUT_TCG)
     before = _guest_boot_id(ip)
     if before is None:
-        raise lab.LabError(f"{name}: not answering ssh before the reboot")
+        raise netns.LabError(f"{name}: not answering ssh before the reboot")
     _qmp(name, {"execute": "set-action", "arguments": {"reboot": "reset"}})
     started = time.monotonic()
     try:
@@ -797,7 +755,7 @@ def reboot(host: str, timeout: Optional[float] = None) -> float:
         while True:
             if not _qemu_alive(name):
                 _reboot_failed(name, accel, "QEMU exited during the reboot")
-            if lab._tcp_open(ip, 22, timeout=1.0):
+            if netns._tcp_open(ip, 22, timeout=1.0):
                 now = _guest_boot_id(ip)
                 if now and now != before:
                     break
@@ -813,10 +771,10 @@ def reboot(host: str, timeout: Optional[float] = None) -> float:
                                         f"{' '.join(failed.split()) or 'none'}){_failed_units_log(ip, failed)}")
     finally:
         if _qemu_alive(name):
-            with contextlib.suppress(lab.LabError, OSError, ValueError):
+            with contextlib.suppress(netns.LabError, OSError, ValueError):
                 _qmp(name, {"execute": "set-action", "arguments": {"reboot": "shutdown"}})
     seconds = time.monotonic() - started
-    lab._log(f"{name}: rebooted, back and running after {seconds:.1f}s")
+    netns._log(f"{name}: rebooted, back and running after {seconds:.1f}s")
     return seconds
 
 
@@ -835,12 +793,12 @@ def _reboot_failed(name: str, accel: str, why: str) -> None:
     tail = console_tail(name)
     notable = [ln for ln in tail if NOTABLE.search(ln)][-1:]
     shown = notable + [ln for ln in tail[-6:] if ln not in notable]
-    raise lab.LabError(f"{name} did not come back from a reboot under {accel.upper()}: {why}; "
+    raise netns.LabError(f"{name} did not come back from a reboot under {accel.upper()}: {why}; "
                        "console tail: " + (" | ".join(shown) or "(empty)"))
 
 
 # ---------------------------------------------------------------------------------------------
-# Inventory lines (lab.write_inventory puts them next to the namespace hosts)
+# Inventory lines (netns.write_inventory puts them next to the namespace hosts)
 
 
 def inventory_lines(info: VMInfo) -> List[str]:

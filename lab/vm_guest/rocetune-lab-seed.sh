@@ -1,5 +1,5 @@
 #!/bin/sh
-# Lab VM first step at boot (tests/lab/vm.py): unpack this VM's own files from its seed disk
+# Lab VM first step at boot (lab/vm.py): unpack this VM's own files from its seed disk
 # (a plain tar on the virtio disk with serial "rtvseed": host name, /etc/hosts, SSH host key,
 # authorized_keys, network plan), then configure the NICs that plan names.
 #

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PLAYBOOK_TIMEOUT = 420  # seconds: a converge of 16 hosts takes about a minute on 2 cores
 CONNECT_TIMEOUT = 10  # ssh ConnectTimeout for every Ansible connection in these tests

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The rocetune multi-host lab: real SSH hosts in network namespaces on one Linux machine.
 
 Each lab host ``nodeNN`` is a network namespace plus its own mount, UTS, IPC and PID
@@ -12,19 +11,19 @@ into a cache) under ``systemd-nspawn``, so roles that manage systemd units can b
 
 Command line::
 
-    python3 tests/lab/lab.py up 4 [--systemd]
-    python3 tests/lab/lab.py status [--json]
-    python3 tests/lab/lab.py ssh node01 [command ...]
-    python3 tests/lab/lab.py down
+    python3 -m lab up 4 [--systemd]
+    python3 -m lab status [--json]
+    python3 -m lab ssh node01 [command ...]
+    python3 -m lab down
 
 As a module::
 
-    from tests.lab import lab
-    info = lab.up(4)
+    from lab import netns
+    info = netns.up(4)
     try:
-        lab.run_on("node01", "hostname")
+        netns.run_on("node01", "hostname")
     finally:
-        lab.down()
+        netns.down()
 
 See docs/lab.md. Everything here needs root except ``status``.
 """
@@ -51,15 +50,18 @@ import time
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
+from lab import handles
+from lab.handles import LabError
+
 # ---------------------------------------------------------------------------------------------
 # Names and numbers. Every kernel object the lab creates starts with "rtl" (links) or "rtlab-"
 # (network namespaces, mount sources, machine names), so nothing touches the machine's own.
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 STATE_DIR = Path(os.environ.get("ROCETUNE_LAB_DIR", "/run/rocetune-lab"))
 ROOTFS_DIR = Path(os.environ.get("ROCETUNE_LAB_ROOTFS", "/var/cache/rocetune-lab/rootfs"))
 INVENTORY = REPO / "inventories" / "lab" / "hosts.yml"
-VM_INVENTORY = REPO / "inventories" / "lab" / "vm.yml"  # the VM tier only (tests/lab/vm.py)
+VM_INVENTORY = REPO / "inventories" / "lab" / "vm.yml"  # the VM tier only (lab/vm.py)
 
 NETNS_DIR = Path("/run/netns")
 NSPAWN_RUN_DIR = Path("/run/systemd/nspawn")
@@ -122,7 +124,7 @@ SYSTEMD_PROGRAMS = {
 SYSTEM_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 SSHD_CONFIG = """\
-# Written by tests/lab/lab.py for a lab host. Key login only.
+# Written by lab/netns.py for a lab host. Key login only.
 Port 22
 ListenAddress 0.0.0.0
 HostKey /etc/ssh/ssh_host_ed25519_key
@@ -203,12 +205,8 @@ exec systemd-nspawn --quiet --boot --register=no --keep-unit --console=passive \
 """
 
 
-class LabError(Exception):
-    """Something the person running the lab can act on; the message is one line."""
-
-
 @dataclasses.dataclass(frozen=True)
-class LabInfo:
+class LabInfo(handles.Hosts):
     """What `up` built. Paths are absolute."""
 
     hosts: List[Tuple[str, str]]  # [(name, ip)], node01 first
@@ -217,33 +215,10 @@ class LabInfo:
     controller_ip: str
     systemd: bool = False
 
-    @property
-    def names(self) -> List[str]:
-        return [name for name, _ in self.hosts]
-
-    @property
-    def key(self) -> Path:
-        """The controller's SSH private key (root login on every host)."""
-        return self.state_dir / "id_ed25519"
-
-    @property
-    def known_hosts(self) -> Path:
-        return self.state_dir / "known_hosts"
-
-    def ip(self, host: str) -> str:
-        for name, ip in self.hosts:
-            if host in (name, ip):
-                return ip
-        raise LabError(f"{host}: not a lab host (hosts: {', '.join(self.names)})")
-
     def upper(self, host: str) -> Path:
         """The host's overlay upper directory: exactly what changed on that host."""
         self.ip(host)
         return self.state_dir / "hosts" / host / "upper"
-
-    def ssh_command(self, host: str) -> List[str]:
-        """An ssh argv (without the remote command) that logs in as root with strict host keys."""
-        return ssh_command(self.ip(host), self.state_dir)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,7 +377,7 @@ def _apt_install(packages: Sequence[str]) -> None:
     policy = Path("/usr/sbin/policy-rc.d")
     made_policy = False
     if not policy.exists():
-        _write(policy, "#!/bin/sh\n# temporary, from tests/lab/lab.py ensure_deps\nexit 101\n",
+        _write(policy, "#!/bin/sh\n# temporary, from lab/netns.py ensure_deps\nexit 101\n",
                0o755)
         made_policy = True
     try:
@@ -608,34 +583,7 @@ def _lab_pids(netns: Iterable[str]) -> Set[int]:
 
 def _ssh_clients_to_lab() -> Set[int]:
     """ssh clients on the machine connected to a lab host (e.g. Ansible ControlPersist masters)."""
-    inodes = set()
-    try:
-        with open("/proc/net/tcp") as fh:
-            next(fh)
-            for line in fh:
-                fields = line.split()
-                rem_ip_hex, rem_port_hex = fields[2].split(":")
-                ip = ipaddress.IPv4Address(bytes(reversed(bytes.fromhex(rem_ip_hex))))
-                if ip in LAB_NET and int(rem_port_hex, 16) == 22:
-                    inodes.add(fields[9])
-    except OSError:
-        return set()
-    if not inodes:
-        return set()
-    found = set()
-    for pid in _pids():
-        try:
-            with open(f"/proc/{pid}/comm") as fh:
-                if fh.read().strip() != "ssh":
-                    continue
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if link.startswith("socket:[") and link[8:-1] in inodes:
-                    found.add(pid)
-                    break
-        except OSError:
-            continue
-    return found
+    return handles.ssh_clients(lambda ip: ip in LAB_NET)
 
 
 def _alive(pid: int) -> bool:
@@ -870,7 +818,7 @@ def _prepare_upper(info: LabInfo, name: str, upper: Path, lower: Path, keydir: P
              f"{info.controller_ip}\t{CONTROLLER_NAME}"]
     hosts += [f"{hip}\t{hname}" for hname, hip in info.hosts]
     _write(etc / "hosts",
-           "# rocetune lab hosts (written by tests/lab/lab.py)\n" + "\n".join(hosts) + "\n")
+           "# rocetune lab hosts (written by lab/netns.py)\n" + "\n".join(hosts) + "\n")
 
     ssh_etc = _mkdirs_like(upper, "etc/ssh", lower)
     # Hide any host keys the lower layer has (the machine's own, for one): whiteouts.
@@ -957,21 +905,8 @@ def _start_host(info: LabInfo, name: str, rootfs: Optional[Path]) -> None:
 
 def ssh_command(ip: str, state_dir: Path = STATE_DIR, connect_timeout: int = 10,
                 known_hosts: Optional[Path] = None) -> List[str]:
-    """ssh argv (no remote command) for root@ip: the lab key, strict host key checking.
-
-    ``-F /dev/null`` keeps the caller's ~/.ssh/config out; ``known_hosts`` replaces the lab's
-    generated file (tests use it to prove that host keys are checked).
-    """
-    return ["ssh", "-F", "/dev/null",
-            "-i", str(state_dir / "id_ed25519"),
-            "-o", "IdentitiesOnly=yes",
-            "-o", f"UserKnownHostsFile={known_hosts or state_dir / 'known_hosts'}",
-            "-o", "GlobalKnownHostsFile=/dev/null",
-            "-o", "StrictHostKeyChecking=yes",
-            "-o", "BatchMode=yes",
-            "-o", f"ConnectTimeout={connect_timeout}",
-            "-o", "LogLevel=ERROR",
-            "-l", "root", ip]
+    """handles.ssh_command, the namespace hosts' state directory by default."""
+    return handles.ssh_command(ip, state_dir, connect_timeout, known_hosts)
 
 
 def _resolve(host: str) -> str:
@@ -1163,12 +1098,12 @@ def write_inventory(info: Optional[LabInfo] = None) -> None:
     inventories/lab/vm.yml site.yml`` runs site.yml on the VMs, and a playbook run on the
     default inventory never reaches them by accident.
     """
-    from tests.lab import vm  # noqa: PLC0415 - vm imports this module
+    from lab import vm  # noqa: PLC0415 - vm imports this module
 
     info = info or current()
     vms = vm.current()
     header = [
-        "# Generated by `tests/lab/lab.py up` for the lab that is up now; `down` deletes it.",
+        "# Generated by `python3 -m lab up` for the lab that is up now; `down` deletes it.",
         "# Do not edit: the next `up` overwrites it. See docs/lab.md.",
         "all:",
         "  children:",
@@ -1222,13 +1157,13 @@ def _print_status(st: dict) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="lab.py", description="rocetune multi-host lab")
+    parser = argparse.ArgumentParser(prog="python3 -m lab", description="rocetune multi-host lab")
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_up = sub.add_parser("up", help="bring up N hosts (tears down a running lab first)")
     p_up.add_argument("n", type=int)
     p_up.add_argument("--systemd", action="store_true", help="boot real systemd in every host")
     p_up.add_argument("--vm", action="store_true",
-                      help="boot N QEMU VMs with Soft-RoCE instead (vm01..; see tests/lab/vm.py)")
+                      help="boot N QEMU VMs with Soft-RoCE instead (vm01..; see lab/vm.py)")
     p_up.add_argument("--timeout", type=float, default=None, help="readiness timeout per lab (s)")
     sub.add_parser("down", help="remove everything the lab created (namespace hosts and VMs)")
     p_st = sub.add_parser("status", help="list hosts and whether ssh works")
@@ -1245,7 +1180,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         if args.cmd == "up" and args.vm:
-            from tests.lab import vm  # noqa: PLC0415
+            from lab import vm  # noqa: PLC0415
             started = time.monotonic()
             vms = vm.up(args.n, timeout=args.timeout)
             for name, ip in vms.hosts:
@@ -1264,7 +1199,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"up: {len(lab.hosts)} hosts ({'systemd' if lab.systemd else 'overlay'}) "
                   f"in {took:.1f}s; try: ansible lab -m ansible.builtin.ping")
         elif args.cmd == "down":
-            from tests.lab import vm  # noqa: PLC0415
+            from lab import vm  # noqa: PLC0415
             started = time.monotonic()
             down()
             vm.down()
@@ -1278,7 +1213,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0 if st["up"] else 3
         elif args.cmd == "ssh":
             if args.host.startswith("vm") or args.host.startswith("198.18.1."):
-                from tests.lab import vm  # noqa: PLC0415
+                from lab import vm  # noqa: PLC0415
                 cmd = vm.ssh_command(args.host)
             else:
                 cmd = ssh_command(_resolve(args.host))
@@ -1296,7 +1231,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if args.systemd:
                 ensure_rootfs()
             if args.vm:
-                from tests.lab import vm_image  # noqa: PLC0415
+                from lab import vm_image  # noqa: PLC0415
                 img = vm_image.ensure_image()
                 print(f"VM image {img.key}: {img.dir}")
     except LabError as exc:
@@ -1306,12 +1241,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("lab: interrupted", file=sys.stderr)
         return 130
     return 0
-
-
-if __name__ == "__main__":
-    # Run as tests.lab.lab, the module the VM tier (tests.lab.vm) imports: one LabError class.
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from tests.lab import lab as _lab  # noqa: PLW0406
-
-    sys.exit(_lab.main())

@@ -1,13 +1,13 @@
 """The lab VM image: a Debian bookworm disk with a kernel that has Soft-RoCE, built once and cached.
 
 ``ensure_image()`` returns an ``Image`` (disk, kernel, initrd, local package repository). The
-image is built from the namespace lab's debootstrapped rootfs (``lab.ensure_rootfs``) plus
+image is built from the namespace lab's debootstrapped rootfs (``netns.ensure_rootfs``) plus
 ``VM_PACKAGES`` installed with apt in a chroot, turned into an ext4 disk without mounting it
 (``mkfs.ext4 -d``). Every .deb that went into the image is kept as a flat apt repository next
 to it: VMs install from there (served on the lab network by ``vm.py``), never from the internet.
 
 The cache lives in ``/var/cache/rocetune-lab/vm/<key>/``; the key is a hash of the package lists,
-the build steps and the guest files (``tests/lab/vm_guest/``, ``tests/lab/softroce.sh``), so
+the build steps and the guest files (``lab/vm_guest/``, ``lab/softroce.sh``), so
 changing any of them builds a new image on the next ``up`` and removes the old one.
 """
 
@@ -26,14 +26,14 @@ import time
 from pathlib import Path
 from typing import List, Tuple
 
-from tests.lab import lab
+from lab import netns
 
 CACHE_DIR = Path(os.environ.get("ROCETUNE_LAB_VM_CACHE", "/var/cache/rocetune-lab/vm"))
 HERE = Path(__file__).resolve().parent
 GUEST_DIR = HERE / "vm_guest"
 SOFTROCE_SCRIPT = HERE / "softroce.sh"
 
-# On top of the systemd-mode rootfs (lab.ROOTFS_PACKAGES): what a GPU node's RDMA stack has,
+# On top of the systemd-mode rootfs (netns.ROOTFS_PACKAGES): what a GPU node's RDMA stack has,
 # minus the GPU. Keep sorted; the image key hashes this list.
 VM_PACKAGES = (
     # Debian's ansible-core (2.14): a node that provisions itself with the local connection
@@ -110,8 +110,8 @@ def image_key() -> str:
     """Hash of everything that decides the image's content: the package lists, the build steps
     (the chroot script and the functions that shape the disk) and the guest files."""
     h = hashlib.sha256()
-    h.update(("\n".join(lab.ROOTFS_PACKAGES + VM_PACKAGES) + "\n").encode())
-    h.update(lab._rootfs_stamp().encode())
+    h.update(("\n".join(netns.ROOTFS_PACKAGES + VM_PACKAGES) + "\n").encode())
+    h.update(netns._rootfs_stamp().encode())
     h.update(CHROOT_INSTALL.encode())
     for func in (_make_repo, _configure_guest, _make_disk):
         h.update(inspect.getsource(func).encode())
@@ -128,11 +128,11 @@ def cached_image() -> Image:
 
 
 def ensure_host_deps() -> None:
-    missing = sorted({pkg for prog, pkg in HOST_PROGRAMS.items() if lab._which(prog) is None})
-    lab._apt_install(missing)
-    still = sorted(prog for prog in HOST_PROGRAMS if lab._which(prog) is None)
+    missing = sorted({pkg for prog, pkg in HOST_PROGRAMS.items() if netns._which(prog) is None})
+    netns._apt_install(missing)
+    still = sorted(prog for prog in HOST_PROGRAMS if netns._which(prog) is None)
     if still:
-        raise lab.LabError(f"still missing after install: {', '.join(still)}")
+        raise netns.LabError(f"still missing after install: {', '.join(still)}")
 
 
 def ensure_image() -> Image:
@@ -163,26 +163,26 @@ def _cache_lock():
 
 def _build(img: Image) -> None:
     started = time.monotonic()
-    base = lab.ensure_rootfs()
+    base = netns.ensure_rootfs()
     build = CACHE_DIR / f"{img.key}.build"
     log = CACHE_DIR / "build.log"
-    lab._unmount_under(build)
-    lab._safe_rmtree(build)
+    netns._unmount_under(build)
+    netns._safe_rmtree(build)
     build.mkdir(parents=True)
     root = build / "root"
-    mirror = lab._apt_mirror()
-    lab._log(f"building the VM image {img.key} once: {base} + apt from {mirror} "
+    mirror = netns._apt_mirror()
+    netns._log(f"building the VM image {img.key} once: {base} + apt from {mirror} "
              f"(a few minutes; log: {log})")
-    lab._run(["cp", "-a", "--reflink=auto", str(base), str(root)], what="copy the rootfs")
+    netns._run(["cp", "-a", "--reflink=auto", str(base), str(root)], what="copy the rootfs")
     with open(log, "w") as fh:
         proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "--",
                                "/bin/sh", "-c", CHROOT_INSTALL, "rtvlab-build", str(root), mirror]
                               + list(VM_PACKAGES), stdout=fh, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
-        tail = lab._last_line(log.read_text(errors="replace"))
-        with contextlib.suppress(OSError, lab.LabError):
-            lab._safe_rmtree(build)
-        raise lab.LabError(f"VM image: apt-get install in the chroot failed "
+        tail = netns._last_line(log.read_text(errors="replace"))
+        with contextlib.suppress(OSError, netns.LabError):
+            netns._safe_rmtree(build)
+        raise netns.LabError(f"VM image: apt-get install in the chroot failed "
                            f"(exit {proc.returncode}): {tail} (full log: {log})")
     _make_repo(root, build / "repo", log)
     _configure_guest(root)
@@ -190,16 +190,16 @@ def _build(img: Image) -> None:
     shutil.copyfile(kernel, build / "vmlinuz")
     shutil.copyfile(initrd, build / "initrd.img")
     _make_disk(root, build / "disk.img")
-    lab._safe_rmtree(root)
-    lab._write(build / "stamp", f"key={img.key}\nkernel={kernel.name}\n")
+    netns._safe_rmtree(root)
+    netns._write(build / "stamp", f"key={img.key}\nkernel={kernel.name}\n")
     if img.dir.exists():
-        lab._safe_rmtree(img.dir)
+        netns._safe_rmtree(img.dir)
     os.rename(build, img.dir)
     for old in CACHE_DIR.iterdir():  # older images: their key no longer matches
         if old.is_dir() and old.name != img.key:
-            with contextlib.suppress(OSError, lab.LabError):
-                lab._safe_rmtree(old)
-    lab._log(f"VM image {img.key} ready in {time.monotonic() - started:.0f}s "
+            with contextlib.suppress(OSError, netns.LabError):
+                netns._safe_rmtree(old)
+    netns._log(f"VM image {img.key} ready in {time.monotonic() - started:.0f}s "
              f"({img.disk.stat().st_size >> 20} MiB disk)")
 
 
@@ -212,7 +212,7 @@ def _make_repo(root: Path, repo: Path, log: Path) -> None:
         proc = subprocess.run(["dpkg-scanpackages", "--multiversion", "."], cwd=repo,
                               stdout=out, stderr=err)
     if proc.returncode != 0:
-        raise lab.LabError(f"dpkg-scanpackages failed in {repo} (see {log})")
+        raise netns.LabError(f"dpkg-scanpackages failed in {repo} (see {log})")
     for lists in (root / "var/lib/apt/lists").glob("*"):
         if lists.is_file():
             lists.unlink()
@@ -220,23 +220,23 @@ def _make_repo(root: Path, repo: Path, log: Path) -> None:
 
 def _configure_guest(root: Path) -> None:
     """Files every VM shares; per-VM identity comes from its seed disk at boot."""
-    lab._write(root / "etc/fstab", "LABEL=rtvroot / ext4 rw,relatime 0 1\n")
-    lab._write(root / "etc/hostname", "rtvlab\n")
+    netns._write(root / "etc/fstab", "LABEL=rtvroot / ext4 rw,relatime 0 1\n")
+    netns._write(root / "etc/hostname", "rtvlab\n")
     # apt inside a VM reads only the lab's repository (served by the controller at boot time).
-    lab._write(root / "etc/apt/sources.list",
-               "# rocetune lab: packages served by the controller (tests/lab/vm.py)\n"
+    netns._write(root / "etc/apt/sources.list",
+               "# rocetune lab: packages served by the controller (lab/vm.py)\n"
                f"deb [trusted=yes] http://{VM_REPO_HOST}:{VM_REPO_PORT}/ ./\n")
-    lab._write(root / "etc/ssh/sshd_config", lab.SSHD_CONFIG)
+    netns._write(root / "etc/ssh/sshd_config", netns.SSHD_CONFIG)
     for key in (root / "etc/ssh").glob("ssh_host_*"):
         key.unlink()
-    lab._write(root / "usr/local/sbin/rocetune-lab-seed",
+    netns._write(root / "usr/local/sbin/rocetune-lab-seed",
                (GUEST_DIR / "rocetune-lab-seed.sh").read_text(), 0o755)
-    lab._write(root / "usr/local/sbin/rocetune-softroce", SOFTROCE_SCRIPT.read_text(), 0o755)
+    netns._write(root / "usr/local/sbin/rocetune-softroce", SOFTROCE_SCRIPT.read_text(), 0o755)
     units = root / "etc/systemd/system"
     wants = units / "multi-user.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
     for unit in ("rocetune-lab-seed.service", "rocetune-softroce.service"):
-        lab._write(units / unit, (GUEST_DIR / unit).read_text())
+        netns._write(units / unit, (GUEST_DIR / unit).read_text())
         link = wants / unit
         if not link.is_symlink():
             link.symlink_to(f"/etc/systemd/system/{unit}")
@@ -249,11 +249,11 @@ def _configure_guest(root: Path) -> None:
         link = units / unit
         if not link.is_symlink():
             link.symlink_to("/dev/null")
-    lab._write(root / "etc/systemd/journald.conf.d/rocetune-lab.conf",
+    netns._write(root / "etc/systemd/journald.conf.d/rocetune-lab.conf",
                "[Journal]\nStorage=volatile\nForwardToConsole=no\n")
-    lab._write(root / "etc/modules-load.d/rocetune-lab.conf", "rdma_rxe\n")
+    netns._write(root / "etc/modules-load.d/rocetune-lab.conf", "rdma_rxe\n")
     # No password anywhere; root logs in with the lab key only.
-    lab._write(root / "root/.ssh/.keep", "", 0o600)
+    netns._write(root / "root/.ssh/.keep", "", 0o600)
     os.chmod(root / "root/.ssh", 0o700)
 
 
@@ -261,7 +261,7 @@ def _boot_files(root: Path):
     kernels = sorted((root / "boot").glob("vmlinuz-*"))
     initrds = sorted((root / "boot").glob("initrd.img-*"))
     if not kernels or not initrds:
-        raise lab.LabError(f"VM image: no kernel/initrd in {root / 'boot'} after installing "
+        raise netns.LabError(f"VM image: no kernel/initrd in {root / 'boot'} after installing "
                            "linux-image-amd64")
     return kernels[-1], initrds[-1]
 
@@ -272,7 +272,7 @@ def _make_disk(root: Path, disk: Path) -> None:
     size_mib = used + 1024  # room for what a playbook installs
     with open(disk, "wb") as fh:
         fh.truncate(size_mib << 20)
-    lab._run(["mkfs.ext4", "-q", "-F", "-L", "rtvroot", "-d", str(root), str(disk)],
+    netns._run(["mkfs.ext4", "-q", "-F", "-L", "rtvroot", "-d", str(root), str(disk)],
              what="mkfs.ext4 -d (VM disk)")
 
 
@@ -294,7 +294,7 @@ def list_packages(img: Image) -> List[str]:
 TORCH_CACHE_DIR = CACHE_DIR.parent / "vm-torch"
 TORCH_DISK_SERIAL = "rtvtorch"  # the guest sees /dev/disk/by-id/virtio-rtvtorch
 TORCH_MOUNT = "/opt/rocetune-lab-torch"
-VENV = lab.REPO / ".venv"
+VENV = netns.REPO / ".venv"
 # Not imported by a job: C++ headers, C++ tests, CMake files; of bin/ (C++ test binaries and
 # tools) only the shared-memory manager, which `import torch` insists on finding.
 TORCH_SKIP = ("include", "share", "test")
@@ -341,7 +341,7 @@ def torch_disk_key() -> str:
     site = sorted(VENV.glob("lib/python3*/site-packages"))
     records = sorted(p for s in site for p in s.glob("torch-*.dist-info/RECORD"))
     if not records:
-        raise lab.LabError(f"no torch in {VENV} (scripts/bootstrap.sh installs the CPU wheel)")
+        raise netns.LabError(f"no torch in {VENV} (scripts/bootstrap.sh installs the CPU wheel)")
     h = hashlib.sha256(records[-1].read_bytes())
     h.update("\n".join(sorted(p.name for p in records[-1].parent.parent.glob("*.dist-info")))
              .encode())
@@ -375,24 +375,24 @@ def _build_torch_disk(key: str, path: Path, meta: Path) -> None:
     proc = subprocess.run([str(VENV / "bin/python"), "-c", TORCH_IMPORTS, str(port)],
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
-        raise lab.LabError(f"torch disk: the venv's torch does not run a Gloo process group: "
-                           f"{lab._last_line(proc.stderr)}")
+        raise netns.LabError(f"torch disk: the venv's torch does not run a Gloo process group: "
+                           f"{netns._last_line(proc.stderr)}")
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     site = Path(sorted(VENV.glob("lib/python3*/site-packages"))[-1])
     build = TORCH_CACHE_DIR / f"{key}.build"
-    lab._safe_rmtree(build)
+    netns._safe_rmtree(build)
     stage = build / "tree"
     (stage / "site-packages").mkdir(parents=True)
     for entry in found["entries"]:
         # Hard links: the staging tree costs no copy (cp -a where /var/cache is elsewhere).
         src, dst = site / entry, stage / "site-packages" / entry
         if subprocess.run(["cp", "-al", str(src), str(dst)], stderr=subprocess.DEVNULL).returncode:
-            lab._run(["cp", "-a", str(src), str(dst)], what=f"copy {src}")
+            netns._run(["cp", "-a", str(src), str(dst)], what=f"copy {src}")
     for skip in TORCH_SKIP:
-        lab._safe_rmtree(stage / "site-packages/torch" / skip)
+        netns._safe_rmtree(stage / "site-packages/torch" / skip)
     for tool in (stage / "site-packages/torch/bin").iterdir():
         if tool.name not in TORCH_BIN_KEEP:
-            lab._safe_rmtree(tool)
+            netns._safe_rmtree(tool)
     # pip compiled every module at install; anything without bytecode gets it here, since the
     # guest cannot write it to a read-only disk (replacing a linked file leaves the venv's alone).
     # Its exit status is ignored: a few files are templates or newer syntax that pip could not
@@ -400,7 +400,7 @@ def _build_torch_disk(key: str, path: Path, meta: Path) -> None:
     subprocess.run([str(VENV / "bin/python"), "-m", "compileall", "-q", "-j", "0",
                     str(stage / "site-packages")], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    lab._write(stage / "bin/python3", _torch_wrapper(found["torch"]), 0o755)
+    netns._write(stage / "bin/python3", _torch_wrapper(found["torch"]), 0o755)
     # The staged tree on its own (-S: no site-packages but its own), with the controller's
     # /usr/bin/python3, which is the guest's Debian Python: what the job will import there.
     with socket.socket() as s:
@@ -409,27 +409,27 @@ def _build_torch_disk(key: str, path: Path, meta: Path) -> None:
     proc = subprocess.run([str(stage / "bin/python3"), "-S", "-c", TORCH_IMPORTS, str(port)],
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
-        lab._safe_rmtree(build)
-        raise lab.LabError(f"torch disk: the staged tree does not run the Gloo job's imports "
-                           f"with /usr/bin/python3: {lab._last_line(proc.stderr)}")
+        netns._safe_rmtree(build)
+        raise netns.LabError(f"torch disk: the staged tree does not run the Gloo job's imports "
+                           f"with /usr/bin/python3: {netns._last_line(proc.stderr)}")
     used = int(subprocess.run(["du", "-sx", "--block-size=1M", str(stage)],
                               stdout=subprocess.PIPE, text=True, check=True).stdout.split()[0])
     files = sum(len(d) + len(f) for _, d, f in os.walk(stage))
     with open(build / "disk.img", "wb") as fh:
         fh.truncate((used + used // 10 + 64) << 20)
-    lab._run(["mkfs.ext4", "-q", "-F", "-L", TORCH_DISK_SERIAL, "-O", "^has_journal",
+    netns._run(["mkfs.ext4", "-q", "-F", "-L", TORCH_DISK_SERIAL, "-O", "^has_journal",
               "-N", str(files + files // 5 + 1024), "-d", str(stage), str(build / "disk.img")],
              what="mkfs.ext4 -d (torch disk)")
     os.rename(build / "disk.img", path)
-    lab._write(meta, json.dumps({"torch": found["torch"], "entries": found["entries"],
+    netns._write(meta, json.dumps({"torch": found["torch"], "entries": found["entries"],
                                  "build_seconds": round(time.monotonic() - started, 1)},
                                 indent=2, sort_keys=True) + "\n")
-    lab._safe_rmtree(build)
+    netns._safe_rmtree(build)
     for old in TORCH_CACHE_DIR.iterdir():  # other torch builds: their key no longer matches
         if old.stem != key:
-            with contextlib.suppress(OSError, lab.LabError):
-                lab._safe_rmtree(old)
-    lab._log(f"torch disk {key} (torch {found['torch']}) ready in "
+            with contextlib.suppress(OSError, netns.LabError):
+                netns._safe_rmtree(old)
+    netns._log(f"torch disk {key} (torch {found['torch']}) ready in "
              f"{time.monotonic() - started:.0f}s ({path.stat().st_size >> 20} MiB)")
 
 
@@ -445,7 +445,7 @@ def with_data_disks(img: Image) -> Image:
     it (the reason logged) otherwise: jobs that need torch say so, the rest of the tier runs."""
     try:
         disk = ensure_torch_disk()
-    except (lab.LabError, OSError, subprocess.SubprocessError, ValueError) as exc:
-        lab._log(f"VMs without the torch disk: {exc}")
+    except (netns.LabError, OSError, subprocess.SubprocessError, ValueError) as exc:
+        netns._log(f"VMs without the torch disk: {exc}")
         return img
     return dataclasses.replace(img, data_disks=((TORCH_DISK_SERIAL, disk.path),))

@@ -9,28 +9,28 @@ Layout (docs/lab.md, "Slurm on the lab")::
 
 Nothing uses the machine's own Slurm or munge files or its default ports: the controller's
 configuration, state, logs and munge socket live in ``/run/rocetune-lab/slurm`` (inside the
-lab's state directory, so ``lab.down()`` removes them), and every daemon runs in a lab network
-namespace, so ``lab.down()`` also ends every one of them even when a test dies. Each lab host gets
+lab's state directory, so ``netns.down()`` removes them), and every daemon runs in a lab network
+namespace, so ``netns.down()`` also ends every one of them even when a test dies. Each lab host gets
 the same ``slurm.conf`` and munge key (``/etc/slurm/slurm.conf`` in its own private ``/etc``,
 the key under its own ``/run``): inside a host ``sinfo``, ``srun`` and ``scontrol`` work as on a
 cluster node. On the machine, commands go through ``Cluster.run`` (``SLURM_CONF`` set).
 
 As a module::
 
-    from tests.lab import lab, slurm
-    info = lab.up(4)
+    from lab import netns, slurm
+    info = netns.up(4)
     with slurm.cluster(info) as c:                      # slurmctld + node01..node04, all idle
         print(c.run(["srun", "-N4", "hostname"]).stdout)  # from the machine (the submit host)
-        lab.run_on("node01", "srun -N2 -l hostname")       # or from a node
+        netns.run_on("node01", "srun -N2 -l hostname")       # or from a node
         c.node("node02")                                   # {'state': 'idle', 'reason': ''}
 
     slurm.start(info, health_check="/etc/x/hc", health_check_interval=3, prolog="/etc/x/prolog")
 
 Command line (what scripts/demo.sh uses)::
 
-    python3 tests/lab/slurm.py start [--health-check PATH --interval S] [--prolog PATH]
-    python3 tests/lab/slurm.py run sinfo -R
-    python3 tests/lab/slurm.py stop
+    python3 -m lab.slurm start [--health-check PATH --interval S] [--prolog PATH]
+    python3 -m lab.slurm run sinfo -R
+    python3 -m lab.slurm stop
 
 Measured facts this rests on (Slurm 22.05, src/slurmd/slurmd/slurmd.c and req.c at
 slurm-22-05-8-1): slurmd runs HealthCheckProgram when it starts, before it registers, and again
@@ -53,18 +53,15 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Union
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from lab import netns
 
-from tests.lab import lab  # noqa: E402
-
-CTL_NS = lab.NS_PREFIX + "slurmctl"
+CTL_NS = netns.NS_PREFIX + "slurmctl"
 CTL_NAME = "slurmctl"
 CTL_IP = "198.18.0.2"
 CTL_LINK = "rtl-sctl"  # its bridge port in the fabric namespace
 CTLD_PORT = 26817  # off Slurm's defaults (6817, 6818): a Slurm on the machine is never reached
 SLURMD_PORT = 26818
-SLURM_DIR = lab.STATE_DIR / "slurm"
+SLURM_DIR = netns.STATE_DIR / "slurm"
 MUNGE_SOCKET = SLURM_DIR / "munge.socket"  # the same path inside each host, under its own /run
 HOST_CONF = "/etc/slurm/slurm.conf"
 HOST_CGROUP_CONF = "/etc/slurm/cgroup.conf"  # slurmd reads it from slurm.conf's directory
@@ -77,7 +74,7 @@ START_TIMEOUT = 60.0
 PARTITION = "lab"
 
 
-class SlurmError(lab.LabError):
+class SlurmError(netns.LabError):
     """Slurm on the lab could not do what was asked; one line, with the log tail that says why."""
 
 
@@ -108,7 +105,7 @@ class Cluster:
                               text=True, timeout=timeout)
         if check and proc.returncode != 0:
             raise SlurmError(f"`{shlex.join(argv)}` exited {proc.returncode}: "
-                             f"{lab._last_line(proc.stderr) or lab._last_line(proc.stdout)}")
+                             f"{netns._last_line(proc.stderr) or netns._last_line(proc.stdout)}")
         return proc
 
     def nodes_state(self) -> Dict[str, Dict[str, str]]:
@@ -154,14 +151,14 @@ class Cluster:
 
 
 def _upper_path(node: str, path: str) -> Path:
-    info = lab.current()
+    info = netns.current()
     if info is None:
         raise SlurmError("the lab is not up")
     return info.upper(node) / path.lstrip("/")
 
 
 def check_programs() -> None:
-    missing = sorted({pkg for prog, pkg in PROGRAMS.items() if lab._which(prog) is None})
+    missing = sorted({pkg for prog, pkg in PROGRAMS.items() if netns._which(prog) is None})
     if missing:
         raise SlurmError(f"Slurm on the lab needs {' '.join(missing)} (scripts/bootstrap.sh installs them)")
 
@@ -170,14 +167,14 @@ def check_programs() -> None:
 # "autodetect" fails in a lab host, which has no cgroup file system. cgroup/v1's init only
 # sets up its tables; with proctrack/linuxproc and task/none nothing ever creates a cgroup
 # (cgroup/v2 would move slurmd into cgroups of the machine's own hierarchy).
-CGROUP_CONF = "# Written by tests/lab/slurm.py.\nCgroupPlugin=cgroup/v1\n"
+CGROUP_CONF = "# Written by the lab's Slurm (lab/slurm.py).\nCgroupPlugin=cgroup/v1\n"
 
 
 def slurm_conf(nodes: Sequence[str], ips: Dict[str, str], health_check: Optional[str],
                interval: int, prolog: Optional[str]) -> str:
     """The one slurm.conf of the controller and every node (slurm.conf(5), Slurm 22.05)."""
     lines = [
-        "# Written by tests/lab/slurm.py for the lab's Slurm; removed with the lab.",
+        "# Written by lab/slurm.py for the lab's Slurm; removed with the lab.",
         "ClusterName=rtlab",
         f"SlurmctldHost={CTL_NAME}({CTL_IP})",
         f"SlurmctldPort={CTLD_PORT}",
@@ -225,7 +222,7 @@ def slurm_conf(nodes: Sequence[str], ips: Dict[str, str], health_check: Optional
     return "\n".join(lines) + "\n"
 
 
-def start(info: Optional[lab.LabInfo] = None, *, nodes: Optional[Sequence[str]] = None,
+def start(info: Optional[netns.LabInfo] = None, *, nodes: Optional[Sequence[str]] = None,
           health_check: Optional[str] = None, health_check_interval: int = 0,
           prolog: Optional[str] = None, timeout: float = START_TIMEOUT,
           wait_idle: bool = True) -> Cluster:
@@ -237,11 +234,11 @@ def start(info: Optional[lab.LabInfo] = None, *, nodes: Optional[Sequence[str]] 
     ``write_file``); HealthCheckProgram runs only with ``health_check_interval`` > 0, as in
     Slurm itself. A Slurm already started on the lab is stopped first. On failure what was
     started is stopped and SlurmError says why (the log's last lines)."""
-    lab._require_root()
+    netns._require_root()
     check_programs()
-    info = info or lab.current()
+    info = info or netns.current()
     if info is None:
-        raise SlurmError("the lab is not up (lab.up(N) first)")
+        raise SlurmError("the lab is not up (netns.up(N) first)")
     if info.systemd:
         raise SlurmError("Slurm on the lab runs on overlay-mode hosts, not systemd ones")
     names = list(nodes or info.names)
@@ -259,18 +256,18 @@ def start(info: Optional[lab.LabInfo] = None, *, nodes: Optional[Sequence[str]] 
     return cluster
 
 
-def _start(info: lab.LabInfo, cluster: Cluster, timeout: float, wait_idle: bool) -> None:
+def _start(info: netns.LabInfo, cluster: Cluster, timeout: float, wait_idle: bool) -> None:
     (SLURM_DIR / "state").mkdir(parents=True, exist_ok=True)
     # munged refuses a socket that not every user can reach: every directory above it must be
     # searchable (not listable). The lab's private files keep their own modes (0600 keys).
-    os.chmod(lab.STATE_DIR, 0o711)
+    os.chmod(netns.STATE_DIR, 0o711)
     os.chmod(SLURM_DIR, 0o711)
     key = os.urandom(1024)
-    lab._write(SLURM_DIR / "munge.key", key, 0o600)
+    netns._write(SLURM_DIR / "munge.key", key, 0o600)
     conf = slurm_conf(cluster.nodes, {n: info.ip(n) for n in cluster.nodes}, cluster.health_check,
                       cluster.health_check_interval, cluster.prolog)
-    lab._write(cluster.conf, conf)
-    lab._write(SLURM_DIR / "cgroup.conf", CGROUP_CONF)
+    netns._write(cluster.conf, conf)
+    netns._write(SLURM_DIR / "cgroup.conf", CGROUP_CONF)
     _start_controller()
     for name in cluster.nodes:
         _start_node(name, conf, key)
@@ -309,14 +306,14 @@ exec /usr/sbin/slurmctld -D -i -f "$conf"
 
 
 def _start_controller() -> None:
-    lab._ip("netns", "add", CTL_NS)
-    lab._ip("link", "set", "lo", "up", netns=CTL_NS)
-    lab._ip("link", "add", CTL_LINK, "mtu", str(lab.FABRIC_MTU), "type", "veth", "peer", "name",
-            lab.HOST_IF, "netns", CTL_NS, netns=lab.FABRIC_NS)
-    lab._ip("link", "set", CTL_LINK, "master", lab.BRIDGE, "up", netns=lab.FABRIC_NS)
-    lab._ip("link", "set", lab.HOST_IF, "address", lab._host_mac(CTL_IP), "up", netns=CTL_NS)
-    lab._ip("addr", "add", f"{CTL_IP}/{lab.LAB_NET.prefixlen}", "dev", lab.HOST_IF, netns=CTL_NS)
-    argv = ["setsid", "-f", "nsenter", f"--net={lab.NETNS_DIR / CTL_NS}", "--",
+    netns._ip("netns", "add", CTL_NS)
+    netns._ip("link", "set", "lo", "up", netns=CTL_NS)
+    netns._ip("link", "add", CTL_LINK, "mtu", str(netns.FABRIC_MTU), "type", "veth", "peer", "name",
+            netns.HOST_IF, "netns", CTL_NS, netns=netns.FABRIC_NS)
+    netns._ip("link", "set", CTL_LINK, "master", netns.BRIDGE, "up", netns=netns.FABRIC_NS)
+    netns._ip("link", "set", netns.HOST_IF, "address", netns._host_mac(CTL_IP), "up", netns=CTL_NS)
+    netns._ip("addr", "add", f"{CTL_IP}/{netns.LAB_NET.prefixlen}", "dev", netns.HOST_IF, netns=CTL_NS)
+    argv = ["setsid", "-f", "nsenter", f"--net={netns.NETNS_DIR / CTL_NS}", "--",
             "unshare", "--uts", "--", "/bin/sh", "-c", CONTROLLER_INIT, "rtlab-slurmctl",
             str(SLURM_DIR), str(MUNGE_SOCKET), str(SLURM_DIR / "slurm.conf")]
     with open(SLURM_DIR / "console.log", "wb") as log:
@@ -344,9 +341,9 @@ def _start_node(name: str, conf: str, key: bytes) -> None:
     write_file(name, HOST_KEY, key, 0o600)
     script = NODE_INIT.format(socket_dir=shlex.quote(str(MUNGE_SOCKET.parent)), socket=shlex.quote(str(MUNGE_SOCKET)),
                               key=HOST_KEY, log=HOST_LOG, conf=HOST_CONF)
-    proc = lab.run_on(name, script, check=False, timeout=60)
+    proc = netns.run_on(name, script, check=False, timeout=60)
     if proc.returncode != 0:
-        raise SlurmError(f"{name}: slurmd could not start: {lab._last_line(proc.stderr) or lab._last_line(proc.stdout)}")
+        raise SlurmError(f"{name}: slurmd could not start: {netns._last_line(proc.stderr) or netns._last_line(proc.stdout)}")
 
 
 def write_file(host: str, path: str, content: Union[str, bytes], mode: int = 0o644) -> None:
@@ -354,17 +351,17 @@ def write_file(host: str, path: str, content: Union[str, bytes], mode: int = 0o6
     data = content.encode() if isinstance(content, str) else content
     q = shlex.quote(path)
     tmp = shlex.quote(f"{path}.rtlab-tmp")
-    lab.run_on(host, f"mkdir -p $(dirname {q}) && base64 -d > {tmp} && chmod {mode:o} {tmp} && mv -f {tmp} {q}",
+    netns.run_on(host, f"mkdir -p $(dirname {q}) && base64 -d > {tmp} && chmod {mode:o} {tmp} && mv -f {tmp} {q}",
                input=base64.b64encode(data).decode(), timeout=60)
 
 
 def stop() -> None:
     """Stop the lab's Slurm: slurmd and munged on every host, then the controller namespace
     with everything in it. Idempotent; a lab without Slurm is left as it is."""
-    info = lab.current()
+    info = netns.current()
     if info is not None and not info.systemd and SLURM_DIR.exists():
         for name in info.names:
-            pid = lab.host_pid(name)
+            pid = netns.host_pid(name)
             if pid is None:
                 continue
             # Only the daemons this module started, by their pid files.
@@ -372,21 +369,21 @@ def stop() -> None:
                             f"for f in {HOST_PID} {MUNGE_SOCKET.parent}/munged.pid; do "
                             "[ -s $f ] && kill -KILL $(cat $f) 2>/dev/null; rm -f $f; done; true"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
-    if (lab.NETNS_DIR / CTL_NS).exists():
-        pids = lab._lab_pids([CTL_NS])
+    if (netns.NETNS_DIR / CTL_NS).exists():
+        pids = netns._lab_pids([CTL_NS])
         for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, 9)
         deadline = time.monotonic() + 5
-        while any(lab._alive(p) for p in pids) and time.monotonic() < deadline:
+        while any(netns._alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
         subprocess.run(["ip", "netns", "del", CTL_NS], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if SLURM_DIR.exists():
-        lab._safe_rmtree(SLURM_DIR)
+        netns._safe_rmtree(SLURM_DIR)
 
 
 @contextlib.contextmanager
-def cluster(info: Optional[lab.LabInfo] = None, **kw) -> Iterator[Cluster]:
+def cluster(info: Optional[netns.LabInfo] = None, **kw) -> Iterator[Cluster]:
     """``start(info, **kw)``, yielding the Cluster; stopped afterwards, also on failure."""
     c = start(info, **kw)
     try:
@@ -415,7 +412,7 @@ def current() -> Optional[Cluster]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="slurm.py", description="Slurm on the rocetune lab")
+    parser = argparse.ArgumentParser(prog="python3 -m lab.slurm", description="Slurm on the rocetune lab")
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_start = sub.add_parser("start", help="slurmctld and one slurmd per lab host (the lab must be up)")
     p_start.add_argument("--health-check", metavar="PATH", help="HealthCheckProgram (a path inside the hosts)")
@@ -440,13 +437,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             sys.stdout.write(proc.stdout)
             sys.stderr.write(proc.stderr)
             return proc.returncode
-    except lab.LabError as exc:
+    except netns.LabError as exc:
         print(f"slurm: error: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
 if __name__ == "__main__":
-    from tests.lab import slurm as _slurm  # noqa: PLW0406 - one SlurmError class
+    from lab import slurm as _slurm  # noqa: PLW0406 - one SlurmError class
 
     sys.exit(_slurm.main())

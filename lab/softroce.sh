@@ -12,7 +12,7 @@
 #   rocetune-softroce status                 list rxe devices and their netdevs
 #
 # As a unit: put SOFTROCE_LINKS="rxe0=ens4 rxe1=ens5" in /etc/default/rocetune-softroce and
-# `systemctl enable --now rocetune-softroce` (tests/lab/vm_guest/rocetune-softroce.service).
+# `systemctl enable --now rocetune-softroce` (lab/vm_guest/rocetune-softroce.service).
 # Needs root, iproute2's `rdma` and a kernel with rdma_rxe (Debian's linux-image-amd64 has it).
 set -eu
 prog=rocetune-softroce
