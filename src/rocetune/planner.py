@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
+from .checks.binding import emits
 from .errors import ExitCode, RocetuneError
 from .model.plan import Decision, Message, Overrides, Plan
 from .model.qos import QosPlan
@@ -16,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .model.expect import Expectations
 
 
+@emits("qos-plan-questionable", "unknown-name")
 def build_plan(features: dict, overrides: Optional[Overrides] = None,
                qos: Optional[QosPlan] = None, local_rank: Optional[int] = None,
                topo_path: Optional[str] = None, expect: Optional[Expectations] = None) -> Plan:

@@ -8,6 +8,7 @@ import ipaddress
 from typing import Callable
 
 from .. import nics
+from ..checks.binding import emits
 from ..envfiles.parsed import Assignment
 from ..nccl.catalog import Catalog
 from ..nccl.syntax import list_entries, strtoll
@@ -17,6 +18,7 @@ Add = Callable[..., None]
 RDMA_NAME = nics.device_name_re()
 
 
+@emits("removed-name", "misspelled-name", "pytorch-name", "nonexistent-name", "plugin-name", "unknown-name")
 def check_name(cat: Catalog, a: Assignment, add) -> bool:
     key = a.key
     if cat.known(key):
@@ -53,6 +55,7 @@ def check_name(cat: Catalog, a: Assignment, add) -> bool:
     return False
 
 
+@emits("gloo-ifname-syntax", "ucx-port-missing", "empty-value")
 def check_value(cat: Catalog, a: Assignment, add) -> None:
     key, v = a.key, a.value or ""
     if key == "GLOO_SOCKET_IFNAME" and v[:1] in ("=", "^"):
@@ -78,6 +81,7 @@ def check_value(cat: Catalog, a: Assignment, add) -> None:
         _check_list_syntax(a, key, v, add)
 
 
+@emits("not-a-number", "out-of-range", "bad-value", "legacy-level")
 def _check_kind(info: dict, a: Assignment, key: str, v: str, add) -> bool:
     """The value against the catalog's kind (int, enum, path level); False when a finding about
     the number makes the checks of its syntax moot."""
@@ -119,6 +123,7 @@ def _check_kind(info: dict, a: Assignment, key: str, v: str, add) -> bool:
     return True
 
 
+@emits("bad-value", "ifname-ignored", "prefix-match", "forced-algorithm", "gid-index-pinned")
 def _check_list_syntax(a: Assignment, key: str, v: str, add) -> None:
     """NCCL's address range, interface and device lists: what NCCL ignores or reads as prefixes."""
     if key == "NCCL_IB_ADDR_RANGE":
