@@ -49,8 +49,8 @@ def facts(lab4):
 def _lab_leftovers() -> list:
     """Everything with the lab's names that is still on the machine (should be empty)."""
     left = []
-    netns = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
-    left += [f"netns {ln.split()[0]}" for ln in netns.splitlines() if ln.startswith("rtlab-")]
+    spaces = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
+    left += [f"netns {ln.split()[0]}" for ln in spaces.splitlines() if ln.startswith("rtlab-")]
     links = subprocess.run(["ip", "-o", "link", "show"], stdout=subprocess.PIPE, text=True).stdout
     for line in links.splitlines():
         name = line.split(":")[1].strip().split("@")[0]

@@ -318,7 +318,7 @@ def test_a_probe_of_a_root_whose_recordings_and_files_are_mutated(tmp_path):
         try:
             target.write_bytes(mutant_bytes(f"probe-file:{len(data)}", originals[target]))
             features = collect_features(str(root))
-            findings, data = app.doctor(features, app.PlanRequest(root=str(root)), counters=True)
+            findings, data = app.doctor_checks(features, app.PlanRequest(root=str(root)), counters=True)
             strict_json({"features": features, "doctor": data, "findings": [f.to_dict() for f in findings]})
         finally:
             target.write_bytes(originals[target])

@@ -8,7 +8,7 @@ The CLI verbs and the node agent's Ansible module both call these; neither plans
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..checks.binding import emits
 from ..envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
@@ -381,6 +381,26 @@ def write_env(result: EnvResult, outputs: Sequence[Tuple[str, str]], *, check: b
     return writes
 
 
+def refuse_degraded(env: EnvResult, outputs: Sequence[Tuple[str, str]], root: str, config=None,
+                    check: bool = False) -> Optional[Dict[str, Any]]:
+    """When the plan falls short (degradation), the refusal: its reasons and, unless `check`,
+    the record kept for doctor; None when it does not, after removing an earlier refusal's record."""
+    from ..envfiles import degrade
+
+    reasons = degradation(env, outputs, config or check_config(root))
+    if not reasons:
+        return None
+    files = [path for _, path in outputs]
+    return {"reasons": reasons, "record": None if check else degrade.save_record(root, reasons, files)}
+
+
+def accept_written(root: str, paths: Sequence[str]) -> None:
+    """The env files now hold a plan someone accepted: no earlier refusal stands for them."""
+    from ..envfiles.degrade import clear_record
+
+    clear_record(root, list(paths))
+
+
 def degradation(result: EnvResult, outputs: Sequence[Tuple[str, str]], config=None) -> List[str]:
     """Why writing `result` over `outputs` would degrade the node (`env --no-degrade`, the boot
     unit): each way the plan falls short of the expectations (as the node's check configuration
@@ -450,7 +470,7 @@ def _check_writable(path: str, make_dirs: bool = False, trial: bool = False) -> 
         can_create_in(directory, path)
 
 
-def doctor(features: dict, request: PlanRequest, nccl_log: Optional[str] = None, counters: bool = True,
+def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] = None, counters: bool = True,
            save_baseline: bool = False, config=None, since: Optional[str] = None):
     """Check a node (live, or a capture under `root`) against its plan and the pitfalls:
     -> (findings, data). The host's findings, the plan's, and doctor's own checks, as the node's

@@ -93,10 +93,8 @@ def run(args: argparse.Namespace) -> Result:
         if refused:
             return refused
     app.write_env(env, outputs, check=args.check, make_dirs=args.mkdir)
-    if not args.check:  # the files now hold a plan someone accepted: no refusal stands for them
-        from ...envfiles.degrade import clear_record
-
-        clear_record(args.root, [path for _, path in outputs])
+    if not args.check:
+        app.accept_written(args.root, [path for _, path in outputs])
     lines = env.write_lines(check=args.check)
     if args.quiet:
         result.human = "\n".join(lines) + "\n"
@@ -111,18 +109,15 @@ def run(args: argparse.Namespace) -> Result:
 
 def _refuse_degraded(args: argparse.Namespace, env, outputs, result: Result, config):
     """The result of a refusal (nothing written, the record kept for doctor), or None when the
-    plan is not short, after removing the record of an earlier refusal."""
+    plan is not short."""
     from ... import app
-    from ...envfiles import degrade
 
-    reasons = app.degradation(env, outputs, config or app.check_config(args.root))
-    if not reasons:
+    refused = app.refuse_degraded(env, outputs, args.root, config, check=args.check)
+    if refused is None:
         return None
+    reasons = refused["reasons"]
     files = [path for _, path in outputs]
-    if not args.check:
-        result.data["refused"] = {"reasons": reasons, "record": degrade.save_record(args.root, reasons, files)}
-    else:
-        result.data["refused"] = {"reasons": reasons, "record": None}
+    result.data["refused"] = refused
     verb = "would refuse" if args.check else "refused"
     result.code = ExitCode.FINDINGS
     result.human = "".join(f"{verb} to replace the env: {r}\n" for r in reasons)
