@@ -15,13 +15,15 @@ finding; a context variable rather than a global keeps the binding right across 
 from __future__ import annotations
 
 import functools
-import inspect
 from typing import Any, Callable, Dict, Iterator, Tuple, TypeVar
 
 from .registry import _ACTIVE, get
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+# inspect.CO_GENERATOR, without importing inspect on the probe's start-up path
+_CO_GENERATOR = 0x20
 
 _BOUND: Dict[str, Tuple[str, ...]] = {}  # "module.qualname" -> the ids it binds, as written
 
@@ -38,7 +40,7 @@ def emits(*ids: str) -> Callable[[F], F]:
         name = f"{fn.__module__}.{fn.__qualname__}"
         _BOUND[name] = tuple(ids)
         active = (name, allowed)
-        if inspect.isgeneratorfunction(fn):
+        if getattr(fn, "__code__", None) is not None and fn.__code__.co_flags & _CO_GENERATOR:
             @functools.wraps(fn)
             def stepped(*args: Any, **kwargs: Any) -> Iterator[Any]:
                 # the binding holds while the generator runs, not while it waits for its consumer
