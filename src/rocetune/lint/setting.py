@@ -5,11 +5,13 @@ choice, a list NCCL reads as prefixes)."""
 from __future__ import annotations
 
 import ipaddress
-from typing import Callable
+from typing import Callable, Optional
 
 from .. import nics
+from ..checks import finding
 from ..checks.binding import emits
 from ..envfiles.parsed import Assignment
+from ..model.finding import Finding
 from ..nccl.catalog import Catalog
 from ..nccl.syntax import list_entries, strtoll
 
@@ -161,3 +163,10 @@ def _check_list_syntax(a: Assignment, key: str, v: str, add) -> None:
         add("gid-index-pinned", "info", a.line, key,
             f"GID index pinned to {v}: right while every node's GID table has that layout (per-pod "
             "tables in Kubernetes differ); NCCL >= 2.21.5 selects the IPv4 RoCE v2 GID itself")
+
+
+@emits("unknown-name")
+def unknown_override(cat: Catalog, key: str, origin: Optional[str]) -> Finding:
+    """An override (`--set`, a config file) of an NCCL_ name the catalog's release does not read."""
+    return finding("unknown-name", key, f"{key} is not read by NCCL {cat.nccl_version}: "
+                   f"{cat.describe_unknown(key)}", key=key, rule="override", evidence={"origin": origin})
