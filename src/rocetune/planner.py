@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
+from .checks.binding import emits
 from .errors import ExitCode, RocetuneError
 from .model.plan import Decision, Message, Overrides, Plan
 from .model.qos import QosPlan
@@ -16,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .model.expect import Expectations
 
 
+@emits("qos-plan-questionable")
 def build_plan(features: dict, overrides: Optional[Overrides] = None,
                qos: Optional[QosPlan] = None, local_rank: Optional[int] = None,
                topo_path: Optional[str] = None, expect: Optional[Expectations] = None) -> Plan:
@@ -97,12 +99,9 @@ def _self_check(plan: Plan) -> None:
         if not d.key.startswith("NCCL_") or cat.known(d.key):
             continue
         if d.rule_id == "override":
-            from .checks import finding
+            from .lint.setting import unknown_override  # lint's check; its declarations load only here
 
-            hint = cat.describe_unknown(d.key)
-            plan.findings.append(finding("unknown-name", d.key, f"{d.key} is not read by NCCL {cat.nccl_version}: "
-                                         f"{hint}", key=d.key, rule="override",
-                                         evidence={"origin": d.evidence.get("origin")}))
+            plan.findings.append(unknown_override(cat, d.key, d.evidence.get("origin")))
         else:
             raise RocetuneError(f"rule {d.rule_id} emitted {d.key}, which NCCL does not read",
                                 code=ExitCode.INTERNAL)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
+from ..checks.binding import emits
 from ..envfiles.changes import MANAGED_MARKER, env_changes  # noqa: F401  (the agent's and doctor's)
 from ..errors import ExitCode, RocetuneError
 from ..hostfs.root import HostRoot
@@ -289,6 +290,7 @@ class EnvResult(Record):
         return [printable(line) for line in lines]
 
 
+@emits("env-file-left-out")
 def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] = None,
              request: Optional[PlanRequest] = None, files_will_be_written: bool = True) -> EnvResult:
     """Plan the env of one host and render it in `formats`.
@@ -597,15 +599,9 @@ def plan_facts(features: dict, plan):
 
 def nccl_log_against(path: str, plan_env: Dict[str, str], facts=None):
     """(NCCL's own report read from its INFO log, its differences from the plan as findings)."""
-    from ..checks import finding
+    from ..checks.doctor import nccl_log_finding
     from ..nccl.log import load_log
     from ..nccl.log_compare import compare_with_plan
 
     report = load_log(path)
-    found = []
-    for d in compare_with_plan(report, plan_env, facts):
-        shown = f" [log: {d.evidence[0].strip()}]" if d.evidence else ""
-        who = f" ({len(d.processes)} process(es))" if len(d.processes) > 1 else ""
-        found.append(finding(d.id, d.subject, d.message + who + shown, severity=d.severity, fix=d.fix,
-                             evidence={"log": path, "lines": list(d.evidence), "processes": list(d.processes)}))
-    return report, found
+    return report, [nccl_log_finding(d, path) for d in compare_with_plan(report, plan_env, facts)]

@@ -7,9 +7,11 @@ them all, and a finding for an id no module declares fails (rocetune.checks.regi
 
 from typing import Any
 
-from .registry import Check, UnknownCheck, all_checks, finding, get
+from .binding import bound, emits
+from .registry import Check, UnboundCheck, UnknownCheck, all_checks, finding, get
 
-__all__ = ["Check", "UnknownCheck", "all_checks", "finding", "get", "host_findings"]
+__all__ = ["Check", "UnboundCheck", "UnknownCheck", "all_checks", "bound", "emits", "finding", "get",
+           "host_findings"]
 
 
 def __getattr__(name: str) -> Any:

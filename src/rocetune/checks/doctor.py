@@ -4,10 +4,12 @@ differences between a job's NCCL log and the plan (rocetune.nccl.log_compare).""
 
 from __future__ import annotations
 
-from ..nccl.log_compare import DIFFERENCES
+from ..model.finding import Finding
+from ..nccl.log_compare import DIFFERENCES, Difference
+from .binding import emits
 from .nic_counters import REGISTRY as NIC_COUNTERS
 from .nic_counters import RESET_ID
-from .registry import Check, declare
+from .registry import Check, declare, finding
 
 _NOT_CHECKED = "info when the node lacks what the check reads (said as 'not checked: ...')"
 
@@ -197,3 +199,12 @@ for _id, _kind in sorted(DIFFERENCES.items()):
             reads="A job's NCCL_DEBUG=INFO output (`rocetune doctor --nccl-log FILE`) and the plan.",
             why="What NCCL itself reported using is the only proof the job got what the plan says.",
             fix=_kind.fix, source="NVIDIA/nccl log formats per release (rocetune.nccl.log_lines)")
+
+
+@emits(*DIFFERENCES)
+def nccl_log_finding(d: Difference, path: str) -> Finding:
+    """The finding of one difference between the plan and the NCCL log at `path`."""
+    shown = f" [log: {d.evidence[0].strip()}]" if d.evidence else ""
+    who = f" ({len(d.processes)} process(es))" if len(d.processes) > 1 else ""
+    return finding(d.id, d.subject, d.message + who + shown, severity=d.severity, fix=d.fix,
+                   evidence={"log": path, "lines": list(d.evidence), "processes": list(d.processes)})

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import List
 
-from ..model.expect import Difference
+from ..model.expect import CHECK_OF_SECTION, CHECK_RAIL_LINK, CHECK_RAILS, Difference
 from ..model.finding import Finding
+from .binding import emits
 from .registry import Check, declare, finding
 
 _READS = ("The expectations (/etc/rocetune/expect.yml under the root, or --expect FILE; the "
@@ -108,6 +109,7 @@ _expect("expect-unchecked", "info",
             "a known-good node)")
 
 
+@emits(*CHECK_OF_SECTION.values(), CHECK_RAILS, CHECK_RAIL_LINK)
 def findings_of(differences: List[Difference]) -> List[Finding]:
     return [finding(d.check, d.subject, d.message, severity=d.severity,
                     evidence=dict({"field": d.field, "expected": d.expected, "actual": d.actual},

@@ -11,6 +11,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 from ..model.finding import Finding
 from ..model.frontend import front_end
 from ..model.vocab import natural_key
+from .binding import emits
 from .registry import Check, declare, finding
 
 HostCheck = Callable[[dict], Iterable[Finding]]
@@ -19,10 +20,11 @@ _RUNS: Dict[str, HostCheck] = {}
 
 def host_check(check: Check) -> Callable[[HostCheck], HostCheck]:
     declare(check)
+    bind = emits(check.id)
 
     def register(fn: HostCheck) -> HostCheck:
-        _RUNS[check.id] = fn
-        return fn
+        _RUNS[check.id] = bound_fn = bind(fn)
+        return bound_fn
     return register
 
 

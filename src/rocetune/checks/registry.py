@@ -7,7 +7,8 @@ doctor's -- is made here from a registered id; an id nobody declared is a progra
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from contextvars import ContextVar
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from ..model.finding import SEVERITIES, Finding
 from ..model.record import FrozenRecord
@@ -17,6 +18,10 @@ KINDS = ("host", "rule", "lint", "doctor", "switch", "expect")
 
 class UnknownCheck(LookupError):
     """A finding for an id no check declares, or with a severity its check does not take."""
+
+
+class UnboundCheck(UnknownCheck):
+    """A finding for a declared id that the function making it does not bind (checks.binding.emits)."""
 
 
 class Check(FrozenRecord):
@@ -92,12 +97,20 @@ def all_checks() -> List[Check]:
     return sorted(_CHECKS.values(), key=lambda c: c.id)
 
 
+# The innermost running function bound with checks.binding.emits: its name and its ids.
+_ACTIVE: ContextVar[Optional[Tuple[str, FrozenSet[str]]]] = ContextVar("rocetune_check_binding", default=None)
+
+
 def finding(check_id: str, subject: str, message: str, *, severity: Optional[str] = None,
             evidence: Optional[Dict[str, Any]] = None, fix: Optional[str] = None,
             rule: Optional[str] = None, file: Optional[str] = None, line: Optional[int] = None,
             key: Optional[str] = None) -> Finding:
     """A finding of a registered check: the producer gives what it saw (subject, message,
     evidence) and may give a fix for this instance; the rest is the check's."""
+    active = _ACTIVE.get()
+    if active is not None and check_id not in active[1]:
+        raise UnboundCheck(f"{active[0]} makes a {check_id!r} finding but binds only "
+                           f"{', '.join(sorted(active[1]))} (name it in its @emits)")
     check = get(check_id)
     severity = severity or check.severity
     if severity not in check.severities:

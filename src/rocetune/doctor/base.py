@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set
 
 from ..analysis.hostview import HostView
-from ..checks import finding, get
+from ..checks import emits, finding
 from ..model.finding import Finding
 from ..model.qos import QosPlan
 
@@ -28,13 +28,14 @@ Run = Callable[[DoctorInput], List[Finding]]
 CHECKS: Dict[str, Run] = {}
 
 
-def check(check_id: str):
-    """Bind a function to a doctor check declared in rocetune.checks.doctor."""
-    get(check_id)  # declared, with its page
+def check(check_id: str, *also: str) -> Callable[[Run], Run]:
+    """Bind a function to the doctor check declared in rocetune.checks.doctor that it runs as, and
+    (`also`) to the other ids it makes findings of: checks.emits, plus doctor's table of checks."""
+    bind = emits(check_id, *also)
 
     def register(fn: Run) -> Run:
-        CHECKS[check_id] = fn
-        return fn
+        CHECKS[check_id] = bound_fn = bind(fn)
+        return bound_fn
     return register
 
 

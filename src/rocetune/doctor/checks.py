@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from ..analysis.ports import Port
+from ..checks import emits
 from ..model.finding import Finding
 from .base import CHECKS, DoctorInput, Run, _finding, check  # noqa: F401  (DoctorInput, Run: this module's face)
 
@@ -403,6 +404,7 @@ def env_names_missing_device(d: DoctorInput) -> List[Finding]:
     return out
 
 
+@emits("expect-unchecked")
 def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding:
     """The one info finding that says what the expectations leave unchecked (or that there are
     none: said on doctor's summary line too)."""

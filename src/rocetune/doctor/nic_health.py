@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
+from ..checks.binding import emits
 from ..checks.nic_counters import CHECKS, REGISTRY, RESET_ID, Check, Signal, Threshold
 from ..errors import ExitCode, RocetuneError
 from ..model.finding import Finding, severity_rank
@@ -55,6 +56,7 @@ class NicResult:
         return {"id": self.id, "severity": self.severity, "subject": self.subject,
                 "message": self.message, "fix": self.fix, "evidence": self.evidence}
 
+    @emits(*REGISTRY)
     def to_finding(self) -> Finding:
         from ..checks import finding
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..checks import finding
+from ..checks.binding import emits
 from ..envfiles import dialects
 from ..envfiles.dialects import nccl_conf
 from ..envfiles.parsed import Assignment, ParsedFile
@@ -85,8 +86,7 @@ def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = 
     unlisted: Dict[str, List] = {}
     add = _adder(out, name, unlisted)
 
-    for line, pid, msg in parsed.problems:
-        add(pid, None, line, None, msg)
+    _relay_problems(parsed, add)
     _check_dialect(parsed, text, add, host)
 
     dialect = dialects.get(parsed.fmt)
@@ -94,7 +94,7 @@ def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = 
         if not a.key.startswith(_WATCHED):
             continue
         if dialect.lint_value:  # the pitfalls of how this dialect's consumer reads a value
-            dialect.lint_value(a, add)
+            _dialect_pitfalls(dialect.lint_value, a, add)
         _check_one(cat, a, add, qos, host)
     _check_file(parsed, add)
     out += _unlisted_findings(unlisted, name)
@@ -102,6 +102,28 @@ def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = 
     return parsed, out
 
 
+# What the env-file parsers report (ParsedFile.problems) and the dialects' value pitfalls
+# (Dialect.lint_value): lint makes the findings, so it binds their ids.
+_PARSE_PROBLEMS = ("conf-bad-name", "conf-ignored-line", "conf-not-nccl", "conf-whitespace",
+                   "deepspeed-bad-name", "deepspeed-blank-line", "deepspeed-no-equals", "docker-bad-name",
+                   "docker-whitespace", "json-invalid", "k8s-no-configmap", "k8s-not-a-string",
+                   "k8s-unreadable", "sh-bad-name", "sh-syntax", "sh-unexported")
+_VALUE_PITFALLS = ("conf-quoted-value", "conf-whitespace", "docker-quoted-value", "docker-whitespace",
+                   "k8s-whitespace")
+
+
+@emits(*_PARSE_PROBLEMS)
+def _relay_problems(parsed: ParsedFile, add: Add) -> None:
+    for line, pid, msg in parsed.problems:
+        add(pid, None, line, None, msg)
+
+
+@emits(*_VALUE_PITFALLS)
+def _dialect_pitfalls(lint_value: Callable[[Assignment, Add], None], a: Assignment, add: Add) -> None:
+    lint_value(a, add)
+
+
+@emits("var-not-in-release", "dynamic-value")
 def _check_one(cat: Catalog, a: Assignment, add: Add, qos: Optional[QosPlan] = None,
                host: Optional[HostNames] = None) -> None:
     """The checks of one setting: its name, then its value (when known statically)."""
@@ -140,6 +162,7 @@ def check_assignment(key: str, value: str, catalog: Optional[Catalog] = None) ->
     return out
 
 
+@emits("format-differs-from-name", "crlf-line-endings")
 def _check_dialect(parsed: ParsedFile, text: str, add: Add, host: Optional[HostNames] = None) -> None:
     """How the file was read, when that may not be how it is used; CRLF line endings where the
     consumer keeps the CR."""
@@ -171,6 +194,7 @@ def _check_dialect(parsed: ParsedFile, text: str, add: Add, host: Optional[HostN
 
 
 
+@emits("duplicate", "socket-threads-product", "ib-vars-ignored")
 def _check_file(parsed: ParsedFile, add) -> None:
     by_scope: Dict[int, List[Assignment]] = {}
     for a in parsed.assignments:
@@ -234,6 +258,7 @@ class Unreadable(Exception):
     """A file lint cannot read as text; the message says why."""
 
 
+@emits("unreadable-file")
 def lint_paths(paths: Sequence[str], fmt: str = "auto", qos: Optional[QosPlan] = None,
                host: Optional[HostNames] = None, read: Optional[Callable[[str], str]] = None) -> LintReport:
     """Lint files; `read(path) -> text` may be given (tests), else the files are read as UTF-8.

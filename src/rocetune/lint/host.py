@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from ..checks.binding import emits
 from ..envfiles.parsed import Assignment
 from ..nccl import releases
 from ..nccl.syntax import list_entries
@@ -43,6 +44,7 @@ class HostNames:
         return ".".join(str(x) for x in self.nccl) if self.nccl else "of unknown release"
 
 
+@emits("hca-rail-ids-ignored")
 def check_host(host: HostNames, a: Assignment, add) -> None:
     key, v = a.key, a.value or ""
     if key == "NCCL_IB_HCA" and host.nccl is not None:
@@ -62,6 +64,7 @@ def check_host(host: HostNames, a: Assignment, add) -> None:
         _check_host_ifnames(host, a, key, v, add)
 
 
+@emits("hca-not-found", "prefix-match", "hca-port-not-found")
 def _check_host_hca(host, a: Assignment, key: str, v: str, add) -> None:
     """NCCL_IB_HCA's devices and ports against the host's RDMA devices."""
     excl, exact, entries = list_entries(v)
@@ -88,6 +91,7 @@ def _check_host_hca(host, a: Assignment, key: str, v: str, add) -> None:
                         f"{m} has no port {port} (ports {host.ib[m]})", "fix the port number")
 
 
+@emits("ucx-port-missing", "ucx-device-not-found", "ifname-not-found")
 def _check_host_ucx(host, a: Assignment, key: str, v: str, add) -> None:
     """UCX_NET_DEVICES's device:port entries and interfaces against the host."""
     for e in [x for x in v.split(",") if x]:
@@ -110,6 +114,7 @@ def _check_host_ucx(host, a: Assignment, key: str, v: str, add) -> None:
                 f"use one of {_few(host.net)}")
 
 
+@emits("ifname-not-found")
 def _check_host_ifnames(host, a: Assignment, key: str, v: str, add) -> None:
     """Socket interface lists (NCCL, Gloo, Open MPI's TCP BTL) against the host's interfaces."""
     excl, exact, entries = list_entries(v) if key == "NCCL_SOCKET_IFNAME" else (False, True, v.split(","))

@@ -5,10 +5,13 @@ choice, a list NCCL reads as prefixes)."""
 from __future__ import annotations
 
 import ipaddress
-from typing import Callable
+from typing import Callable, Optional
 
 from .. import nics
+from ..checks import finding
+from ..checks.binding import emits
 from ..envfiles.parsed import Assignment
+from ..model.finding import Finding
 from ..nccl.catalog import Catalog
 from ..nccl.syntax import list_entries, strtoll
 
@@ -17,6 +20,7 @@ Add = Callable[..., None]
 RDMA_NAME = nics.device_name_re()
 
 
+@emits("removed-name", "misspelled-name", "pytorch-name", "nonexistent-name", "plugin-name", "unknown-name")
 def check_name(cat: Catalog, a: Assignment, add) -> bool:
     key = a.key
     if cat.known(key):
@@ -53,6 +57,7 @@ def check_name(cat: Catalog, a: Assignment, add) -> bool:
     return False
 
 
+@emits("gloo-ifname-syntax", "ucx-port-missing", "empty-value")
 def check_value(cat: Catalog, a: Assignment, add) -> None:
     key, v = a.key, a.value or ""
     if key == "GLOO_SOCKET_IFNAME" and v[:1] in ("=", "^"):
@@ -78,6 +83,7 @@ def check_value(cat: Catalog, a: Assignment, add) -> None:
         _check_list_syntax(a, key, v, add)
 
 
+@emits("not-a-number", "out-of-range", "bad-value", "legacy-level")
 def _check_kind(info: dict, a: Assignment, key: str, v: str, add) -> bool:
     """The value against the catalog's kind (int, enum, path level); False when a finding about
     the number makes the checks of its syntax moot."""
@@ -119,6 +125,7 @@ def _check_kind(info: dict, a: Assignment, key: str, v: str, add) -> bool:
     return True
 
 
+@emits("bad-value", "ifname-ignored", "prefix-match", "forced-algorithm", "gid-index-pinned")
 def _check_list_syntax(a: Assignment, key: str, v: str, add) -> None:
     """NCCL's address range, interface and device lists: what NCCL ignores or reads as prefixes."""
     if key == "NCCL_IB_ADDR_RANGE":
@@ -156,3 +163,10 @@ def _check_list_syntax(a: Assignment, key: str, v: str, add) -> None:
         add("gid-index-pinned", "info", a.line, key,
             f"GID index pinned to {v}: right while every node's GID table has that layout (per-pod "
             "tables in Kubernetes differ); NCCL >= 2.21.5 selects the IPv4 RoCE v2 GID itself")
+
+
+@emits("unknown-name")
+def unknown_override(cat: Catalog, key: str, origin: Optional[str]) -> Finding:
+    """An override (`--set`, a config file) of an NCCL_ name the catalog's release does not read."""
+    return finding("unknown-name", key, f"{key} is not read by NCCL {cat.nccl_version}: "
+                   f"{cat.describe_unknown(key)}", key=key, rule="override", evidence={"origin": origin})

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from ..checks import finding
+from ..checks.binding import emits
 from ..model.finding import Finding
 from ..model.qos import QosPlan
 from ..model.switch_qos import SwitchIntent, SwitchQos, SwitchReading
@@ -56,6 +57,7 @@ def _finding(check_id: str, group: SwitchReading, switch: SwitchQos, message: st
                    evidence={"switch": switch.source, "ports": list(group.ports), "hosts": touched})
 
 
+@emits("switch-host-trust-mismatch", "switch-host-pfc-mismatch", "switch-host-dscp-mismatch")
 def _nic(qos: dict, g: SwitchReading, switch: SwitchQos, dscps: Tuple[int, ...]) -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from ..checks import finding
+from ..checks.binding import emits
 from ..model.finding import Finding
 from ..model.qos import QosPlan
 from ..model.switch_qos import QueueReading, RoceClass, SwitchIntent, SwitchQos, SwitchReading, subject_of
@@ -23,6 +24,7 @@ PROGRAMMED_ABOVE = 0.10
 _UNBOUND_LISTED = 8
 
 
+@emits("switch-ports-unbound")
 def compare(plan: QosPlan, switch: SwitchQos) -> List[Finding]:
     intent = SwitchIntent.from_plan(plan)
     out: List[Finding] = []
@@ -36,6 +38,7 @@ def compare(plan: QosPlan, switch: SwitchQos) -> List[Finding]:
     return out
 
 
+@emits("switch-cnp-not-strict")
 def _group(intent: SwitchIntent, g: SwitchReading, switch: SwitchQos) -> List[Finding]:
     out: List[Finding] = []
     subject = g.subject
@@ -60,6 +63,7 @@ def _group(intent: SwitchIntent, g: SwitchReading, switch: SwitchQos) -> List[Fi
     return out
 
 
+@emits("switch-trust-mismatch")
 def _trust(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
     if g.trust is None:
         return [finding("switch-trust-mismatch", subject, "not checked: the output states no trust mode",
@@ -106,6 +110,7 @@ def _class(intent: SwitchIntent, c: RoceClass, g: SwitchReading, subject: str, e
                                          pfc=None if g.pfc is None else list(g.pfc)))]
 
 
+@emits("switch-cnp-class-mismatch", "switch-cts-class-mismatch", "switch-data-class-mismatch")
 def _class_finding(name: str, subject: str, message: str, **kwargs) -> Finding:
     if name == "cnp":
         return finding("switch-cnp-class-mismatch", subject, message, **kwargs)
@@ -114,6 +119,7 @@ def _class_finding(name: str, subject: str, message: str, **kwargs) -> Finding:
     return finding("switch-data-class-mismatch", subject, message, **kwargs)
 
 
+@emits("switch-pfc-missing", "switch-pfc-extra")
 def _pfc(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
     if g.pfc is None:
         return [finding("switch-pfc-missing", subject, "not checked: the output states no PFC priorities",
@@ -133,6 +139,7 @@ def _pfc(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Findi
     return out
 
 
+@emits("switch-lossless-buffer-missing")
 def _buffers(intent: SwitchIntent, g: SwitchReading, subject: str, ev, word: str) -> List[Finding]:
     """A priority with PFC but no lossless buffer pauses nothing in time: the ingress PG (or
     pool) must hold headroom and the egress queue must not drop."""
@@ -162,6 +169,7 @@ def _buffers(intent: SwitchIntent, g: SwitchReading, subject: str, ev, word: str
     return out
 
 
+@emits("switch-ecn-off", "switch-ecn-thresholds-differ")
 def _ecn(intent: SwitchIntent, g: SwitchReading, subject: str, ev, word: str) -> List[Finding]:
     queue = g.queue_of(intent.data.priority)
     q: QueueReading = g.queues.get(queue, QueueReading())
@@ -203,6 +211,7 @@ def _agrees(have: float, plan: int, programmed: bool) -> bool:
     return programmed and plan <= have <= plan * (1 + PROGRAMMED_ABOVE)
 
 
+@emits("switch-ports-unbound")
 def _unbound(switch: SwitchQos) -> List[Finding]:
     """Ports of the switch that bind no QoS: PFC, the maps and the queues are per port."""
     if not switch.unbound_ports:

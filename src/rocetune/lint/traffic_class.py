@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from ..checks.binding import emits
 from ..envfiles.parsed import Assignment
 from ..model.qos import QosPlan
 from ..nccl.syntax import strtoll
 
 
+@emits("tc-contradicts-qos", "tc-ecn-differs")
 def check_qos(qos: QosPlan, a: Assignment, add) -> None:
     key, v = a.key, a.value or ""
     if key not in ("NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS", "NCCL_IB_FIFO_TC", "NCCL_IB_SL", "NCCL_GIN_IB_TC"):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 from .nccl_cross_nic import port_networks
 
@@ -43,6 +44,7 @@ def effective(sysctl: Dict[str, Optional[str]], ifname: str, key: str) -> Tuple[
     return best[0], ", ".join(f"{s}={v}" for v, s in vals)
 
 
+@emits("rdma-ports-share-subnet")
 def rule(features: dict, ctx) -> List[Decision]:
     sel = ctx.host.selection()
     ports = [p for p in sel.roce if p.netdev]

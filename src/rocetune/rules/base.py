@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..analysis import hostview
 from ..checks import finding
+from ..checks.binding import emits
 from ..model.finding import Finding
 from ..model.plan import Decision, Message, PlanFile
 from ..model.qos import QosPlan, default_plan
@@ -52,6 +53,7 @@ class RuleContext:
         returns why the host contradicts it, or None when nothing on the host does."""
         self._checks[key] = check
 
+    @emits("declared-contradicted")
     def keep_declared(self, decisions: List[Decision]) -> List[Decision]:
         """Drop the decisions whose key the owner declared (the declared-settings rule carries
         the declared value); a registered check that finds the value contradicted by the host

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 from typing import List
 
+from ..checks.binding import emits
 from ..model.plan import KEY_RE, Decision
 from ..nccl.catalog import load_catalog
 
 ID = "declared-settings"
 
 
+@emits("declared-not-nccl", "declared-topo-missing")
 def rule(features: dict, ctx) -> List[Decision]:
     decl = features.get("declared") or {}
     for f in decl.get("files", []):

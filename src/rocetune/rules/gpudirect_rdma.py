@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 from ..model.vocab import GPU_LOCAL
 from ..nccl.defaults import DMABUF, PEER_MEMORY_PATHS, peer_memory_checks, peer_memory_releases
@@ -84,6 +85,7 @@ def dmabuf_support(features: dict, version) -> Dict[str, Any]:
             "nvidia_driver": drv, "rdma_core": verbs.get("rdma_core") if verbs else None}
 
 
+@emits("gdr-peermem-unregistered", "gdr-not-detected", "gdr-unavailable")
 def rule(features: dict, ctx) -> List[Decision]:
     host = ctx.host
     sel = host.selection()

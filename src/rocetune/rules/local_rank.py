@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from ..checks.binding import emits
 from ..errors import ExitCode, RocetuneError
 from ..model.plan import Decision
 
@@ -67,6 +68,7 @@ def ranks(ctx) -> List[Dict[str, Any]]:
     return out
 
 
+@emits("local-rank-no-affinity")
 def rule(features: dict, ctx) -> List[Decision]:
     table = ranks(ctx)
     ctx.ranks.extend(table)

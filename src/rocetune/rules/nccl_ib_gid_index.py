@@ -31,6 +31,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 from ..nccl.defaults import GID_AUTO_SELECT, GID_TYPE_EINVAL_TOLERATED
 
@@ -38,6 +39,7 @@ ID = "nccl-ib-gid-index"
 AUTO_SELECT = GID_AUTO_SELECT
 
 
+@emits("gid-uncertain")
 def rule(features: dict, ctx) -> List[Decision]:
     sel = ctx.host.selection()
     if not sel.chosen:
@@ -79,6 +81,7 @@ def layout_v2_index(port) -> Optional[int]:
     return None
 
 
+@emits("gid-uncertain")
 def _unreadable(ctx, ports, version, vtext) -> List[Decision]:
     names = ", ".join(p.name for p in ports if p.types_unreadable)
     if version is not None and version < AUTO_SELECT:
@@ -193,6 +196,7 @@ def _cover(nets: List[Any]) -> Any:
     return net
 
 
+@emits("gid-range-uncertain")
 def _range_decisions(ctx, ports, picks, family: str, version, vtext) -> List[Decision]:
     nets = [picks[p.name][2] for p in ports]
     cover = _cover(nets)
@@ -223,6 +227,7 @@ def _range_decisions(ctx, ports, picks, family: str, version, vtext) -> List[Dec
     return out
 
 
+@emits("gid-nccl-too-old")
 def _gate(ctx, version, vtext, keys: List[str]) -> None:
     names = " and ".join(keys)
     if version is None:
@@ -234,6 +239,7 @@ def _gate(ctx, version, vtext, keys: List[str]) -> None:
                     nccl=ctx.host.nccl_evidence())
 
 
+@emits("gid-uncertain")
 def _checked_picks(ctx, ports, family):
     """The GID picks per port, or None (with a warning) when a port's table lacks them."""
     picks, doubts, several = _pick(ctx, ports, family)

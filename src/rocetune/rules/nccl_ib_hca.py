@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 from ..nccl import releases
 from ..nccl.syntax import list_entries
@@ -37,6 +38,7 @@ from ..nccl.syntax import list_entries
 ID = "nccl-ib-hca"
 
 
+@emits("converged-port", "compute-ports-uncertain", "gpu-without-rail", "rail-port-unusable", "rail-slower")
 def rule(features: dict, ctx) -> List[Decision]:
     sel = ctx.host.selection()
     if not sel.rdma_visible:

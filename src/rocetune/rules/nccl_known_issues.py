@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from typing import List
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 from ..nccl import releases
 from ..nccl.syntax import strtoll
@@ -43,6 +44,11 @@ _C2C_GPU = re.compile(r"\bG[BH]\d{3}\b")
 GIN_DMABUF_KERNEL = (6, 1)
 
 
+@emits("nccl-ece-roce",
+       "nccl-roce-port-recovery",
+       "nccl-mnnvl-stack",
+       "nccl-c2c-gdr-off",
+       "nccl-ignore-net-mismatch")
 def rule(features: dict, ctx) -> List[Decision]:
     host = ctx.host
     version = host.nccl_version()
@@ -102,6 +108,7 @@ def rule(features: dict, ctx) -> List[Decision]:
     return []
 
 
+@emits("nccl-gin-peer-memory")
 def _gin(features: dict, ctx, vtext: str, source: str) -> None:
     kernel = features.get("kernel") or {}
     peer = kernel.get("peer_memory") or {}

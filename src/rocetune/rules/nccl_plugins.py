@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 from ..nccl import releases
 from ..nccl.plugins import loaded, loaded_all  # noqa: F401 (loaded: the rule's page names it)
@@ -33,6 +34,7 @@ ID = "nccl-plugins"
 _IB_PLUGIN_HINTS = ("nccl_rdma_sharp_plugin", "hpcx")
 
 
+@emits("nccl-plugin-other-user", "nccl-env-plugin")
 def rule(features: dict, ctx) -> List[Decision]:
     nccl = (features.get("kernel") or {}).get("nccl") or {}
     plugins = [p for p in nccl.get("plugins") or [] if isinstance(p, dict)]
@@ -56,6 +58,7 @@ def rule(features: dict, ctx) -> List[Decision]:
     return _net(ctx, chosen.get("net"), declared, env)
 
 
+@emits("nccl-net-plugin")
 def _net(ctx, plug: Optional[dict], declared: Dict[str, str], env: Dict[str, str]) -> List[Decision]:
     if plug is None:
         return []

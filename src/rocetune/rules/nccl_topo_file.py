@@ -31,12 +31,14 @@ from __future__ import annotations
 import os
 from typing import List
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 from .base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
 
 ID = "nccl-topo-file"
 
 
+@emits("topo-file-uncertain")
 def rule(features: dict, ctx) -> List[Decision]:
     outcome = ctx.host.topology()
     for w in outcome.warnings:

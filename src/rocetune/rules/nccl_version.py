@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import List
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 
 ID = "nccl-version"
@@ -58,6 +59,13 @@ def _found(libs: List[dict]) -> List[dict]:
     return [{"path": x["path"], "version": x.get("version")} for x in libs]
 
 
+@emits("nccl-not-a-library",
+       "nccl-search-bounded",
+       "nccl-other-user-library",
+       "nccl-not-found",
+       "nccl-version-unreadable",
+       "nccl-versions-differ",
+       "nccl-wheel-not-seen")
 def rule(features: dict, ctx) -> List[Decision]:
     host = ctx.host
     libs = host.nccl_libraries()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 
 ID = "no-rdma"
@@ -48,6 +49,7 @@ def socket_tuning(gbps: Optional[float]) -> Optional[Tuple[int, int]]:
     return None
 
 
+@emits("no-compute-port")
 def rule(features: dict, ctx) -> List[Decision]:
     host = ctx.host
     sel = host.selection()

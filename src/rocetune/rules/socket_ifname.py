@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from typing import List
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 
 ID = "socket-ifname"
 
 
+@emits("socket-ifname-uncertain")
 def rule(features: dict, ctx) -> List[Decision]:
     iface, why, doubts = ctx.host.socket_interface()
     if iface is None:

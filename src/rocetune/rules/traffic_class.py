@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..checks.binding import emits
 from ..model.plan import Decision
 from ..model.qos import default_plan
 
@@ -105,6 +106,7 @@ def _state_evidence(states: Dict[str, dict], prio: Optional[int], dscp: Optional
             for nd, s in sorted(states.items())]
 
 
+@emits("qos-plan-nic-mismatch", "qos-plan-questionable")
 def _from_plan(ctx, sel, states) -> List[Decision]:
     q = ctx.qos
     tc = q.traffic_class
@@ -144,6 +146,7 @@ def _from_plan(ctx, sel, states) -> List[Decision]:
     return out
 
 
+@emits("tc-not-derived")
 def _from_nics(ctx, sel, states) -> List[Decision]:
     missing = [p.netdev or p.name for p in sel.roce if p.netdev not in states]
     if missing:

@@ -1,8 +1,8 @@
 """One registry of check ids: every finding produced anywhere is a declared check, with the
 severity, fix and source its declaration gives."""
 
-import ast
-import os
+import importlib
+import pkgutil
 
 import pytest
 
@@ -12,83 +12,59 @@ from rocetune.checks.registry import KINDS
 from rocetune.model.finding import SEVERITIES
 from rocetune.rules import RULES
 
-SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "rocetune")
-_MAKERS = {"finding", "_finding", "add"}  # ctx.finding("id", ...), finding("id", ...), lint's add("id", ...)
-_ID_KEYWORDS = {"check_id", "quoted", "spaced"}  # a selection doubt's check; a dialect's verbatim-value ids
+# Where findings are made: each of these packages' modules is imported, which binds every function
+# that makes findings (checks.emits); the bindings are then read from checks.bound().
+_PRODUCING = ("checks", "rules", "lint", "doctor", "nccl", "app", "planner")
 
 
-def _text(node):
-    """A string constant shaped like a check id (lower-case words joined by '-'), else None."""
-    ok = isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value
-    return node.value if ok and all(c.islower() or c.isdigit() or c == "-" for c in node.value) else None
-
-
-def _ids_in(tree):
-    """The check ids a module names where it makes a finding, read from its syntax tree."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-            if name in _MAKERS and node.args and _text(node.args[0]):
-                yield _text(node.args[0])
-            # a parser's problems.append((line, "id", message))
-            owner = getattr(func, "value", None)  # problems.append(...) or out.problems.append(...)
-            if (name == "append" and "problems" in (getattr(owner, "id", None), getattr(owner, "attr", None))
-                    and node.args and isinstance(node.args[0], ast.Tuple) and len(node.args[0].elts) > 1
-                    and _text(node.args[0].elts[1])):
-                yield _text(node.args[0].elts[1])
-            for kw in node.keywords:
-                if kw.arg in _ID_KEYWORDS and _text(kw.value):
-                    yield _text(kw.value)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):  # check_id: str = "id" (a field's default)
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(getattr(t, "id", None) == "check_id" for t in targets) and node.value is not None \
-                    and _text(node.value):
-                yield _text(node.value)
-        elif isinstance(node, ast.FunctionDef):  # def doubt(..., check_id: str = "id")
-            args = node.args.args + node.args.kwonlyargs
-            defaults = [None] * (len(node.args.args) - len(node.args.defaults)) + node.args.defaults \
-                + node.args.kw_defaults
-            for arg, default in zip(args, defaults):
-                if arg.arg == "check_id" and default is not None and _text(default):
-                    yield _text(default)
+def bindings():
+    for name in _PRODUCING:
+        module = importlib.import_module(f"rocetune.{name}")
+        for info in pkgutil.walk_packages(getattr(module, "__path__", []), f"rocetune.{name}."):
+            importlib.import_module(info.name)
+    return checks.bound()
 
 
 def produced_ids():
     found = {}
-    for base, _dirs, files in os.walk(SRC):
-        if os.path.basename(base) == "checks" and os.path.basename(os.path.dirname(base)) == "rocetune":
-            continue  # the declarations themselves
-        for name in files:
-            if name.endswith(".py"):
-                path = os.path.join(base, name)
-                with open(path, encoding="utf-8") as fh:
-                    tree = ast.parse(fh.read(), path)
-                for fid in _ids_in(tree):
-                    found.setdefault(fid, os.path.relpath(path, SRC))
+    for where, ids in sorted(bindings().items()):
+        for fid in ids:
+            found.setdefault(fid, where)
     return found
 
 
-def test_every_id_the_code_produces_is_registered_and_every_registered_id_is_produced():
+def test_every_id_a_function_binds_is_declared_and_every_declared_id_is_bound():
     produced = produced_ids()
     registered = {c.id for c in checks.all_checks()}
-    assert {"declared-contradicted", "conf-ignored-line", "docker-quoted-value", "misspelled-name"} <= set(produced)
-    unregistered = {fid: where for fid, where in produced.items() if fid not in registered}
-    assert not unregistered, f"produced but not registered: {unregistered}"
-    # Data-driven producers: the NIC counter judge makes one id per counter check it declares,
-    # the NCCL log comparison one per difference kind (each has its own test of every id).
-    from rocetune.checks.nic_counters import REGISTRY as NIC
-    from rocetune.nccl.log_compare import DIFFERENCES
+    assert {"declared-contradicted", "conf-ignored-line", "docker-quoted-value", "misspelled-name",
+            "doctor-port-down", "roce-mtu-low"} <= set(produced)
+    assert set(produced) <= registered  # emits() refuses an undeclared id at import already
+    unproduced = registered - set(produced)
+    assert not unproduced, f"declared but bound nowhere: {sorted(unproduced)}"
 
-    produced.update({fid: "doctor/nic_health.py" for fid in NIC})
-    produced.update({fid: "nccl/log_compare.py" for fid in DIFFERENCES})
-    # and the expectations' evaluate() one per field group (tests/unit/model/test_expect.py)
-    from rocetune.model import expect
 
-    produced.update({fid: "model/expect.py" for fid in
-                     [*expect.CHECK_OF_SECTION.values(), expect.CHECK_RAILS, expect.CHECK_RAIL_LINK]})
-    unproduced = {c.id for c in checks.all_checks() if c.kind != "host"} - set(produced)
-    assert not unproduced, f"registered but produced nowhere: {sorted(unproduced)}"
+def test_a_rule_check_is_bound_in_a_rule_that_its_by_names():
+    modules = {r.ID: getattr(r, "module", r).__name__ for r in RULES}
+    bound = bindings()
+    for c in checks.all_checks():
+        if c.kind != "rule":
+            continue
+        where = {name for name, ids in bound.items() if c.id in ids}
+        in_rules = {name for name in where if name.startswith("rocetune.rules.")}
+        if in_rules and all(not n.startswith("rocetune.rules.base.") for n in in_rules):
+            assert any(n.startswith(modules[r] + ".") for r in c.by for n in in_rules), (c.id, c.by, in_rules)
+
+
+def test_a_function_making_an_id_it_does_not_bind_is_refused():
+    from rocetune.envfiles.parsed import Assignment
+    from rocetune.lint.setting import check_value
+    from rocetune.nccl.catalog import load_catalog
+
+    def add(fid, *args):
+        checks.finding("roce-mtu-low", "x", "m")  # not one of check_value's ids
+
+    with pytest.raises(checks.UnboundCheck, match="check_value makes a 'roce-mtu-low' finding"):
+        check_value(load_catalog(), Assignment("NCCL_SOCKET_IFNAME", "", "", 1, "shell"), add)
 
 
 def test_every_host_check_has_one_function_and_every_function_a_declaration():
