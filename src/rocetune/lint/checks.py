@@ -108,7 +108,7 @@ _PARSE_PROBLEMS = ("conf-bad-name", "conf-ignored-line", "conf-not-nccl", "conf-
                    "deepspeed-bad-name", "deepspeed-blank-line", "deepspeed-no-equals", "docker-bad-name",
                    "docker-whitespace", "json-invalid", "k8s-no-configmap", "k8s-not-a-string",
                    "k8s-unreadable", "sh-bad-name", "sh-syntax", "sh-unexported")
-_VALUE_PITFALLS = ("conf-quoted-value", "conf-whitespace", "docker-quoted-value", "docker-whitespace",
+_VALUE_PITFALLS = ("conf-not-nccl", "conf-quoted-value", "conf-whitespace", "docker-quoted-value", "docker-whitespace",
                    "k8s-whitespace")
 
 
