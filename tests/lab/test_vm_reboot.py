@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import netns, vm
+from lab import netns, vm, vm_tier
 from lab.playbooks import PlaybookRun, ansible_env, parse_env_file, parse_recap, tool
 
 pytestmark = pytest.mark.vm
@@ -141,7 +141,7 @@ def make_bundle(tmp: Path, vms) -> Path:
         stdout=subprocess.PIPE, check=True, text=True).stdout)
     shutil.copy(packed["path"], bundle / "rocetune.pyz")
     shutil.copytree(REPO / "inventories/lab/group_vars", bundle / "inventory/group_vars")
-    lab_vars = [ln.strip() for ln in vm.inventory_lines(vms)
+    lab_vars = [ln.strip() for ln in vm_tier.inventory_lines(vms)
                 if re.match(r"\s+rocetune_lab_(interface|fabric_interfaces|systemd|vm|controller_ip)\b", ln)]
     fabric = json.dumps(vms.fabric[SELF])
     (bundle / "inventory/hosts.yml").write_text(
