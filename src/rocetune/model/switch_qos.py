@@ -46,6 +46,7 @@ class SwitchIntent:
     lossless: Tuple[int, ...]   # PFC priorities
     ecn: EcnMarking
     source: str = "built-in defaults"   # the plan's file
+    cable_length: Optional[int] = None  # metres (the plan's buffer.cable_length): PFC headroom
 
     @classmethod
     def from_plan(cls, plan: QosPlan) -> SwitchIntent:
@@ -56,7 +57,8 @@ class SwitchIntent:
         return cls(trust=plan.trust, data=RoceClass("data", plan.data.dscp, plan.data.priority),
                    cnp=RoceClass("cnp", plan.cnp.dscp, plan.cnp.priority), cts=cts,
                    lossless=tuple(plan.lossless_priorities), ecn=plan.switch_ecn,
-                   source=" ".join(str(plan.source).split()))
+                   source=" ".join(str(plan.source).split()),
+                   cable_length=plan.buffer.cable_length if plan.buffer is not None else None)
 
     # The names the templates and earlier callers use.
     @property
@@ -120,6 +122,14 @@ class SwitchReading:
     # Ingress buffer per PFC priority: True lossless (headroom), False lossy; None: not stated.
     ingress_lossless: Optional[Dict[int, Optional[bool]]] = None
     buffer_note: str = ""                          # why a buffer is not stated, or what it relies on
+    # PFC watchdog on these ports: True on, False off, None not stated; its action (drop, forward,
+    # errdisable, alert ...) when stated, and what the reading assumes where the output is silent.
+    watchdog: Optional[bool] = None
+    watchdog_action: Optional[str] = None
+    watchdog_note: str = ""
+    # The cable length the switch sizes these ports' PFC headroom from (metres); None: not stated.
+    cable_length: Optional[int] = None
+    cable_note: str = ""
 
     def priority_of_dscp(self, dscp: int) -> Optional[int]:
         if dscp in self.dscp_to_priority:
@@ -165,3 +175,31 @@ class SwitchQos:
     unbound_ports: Optional[List[str]] = None
     all_ports: Optional[int] = None                # how many ports the output lists
     form: str = ""                                 # which of the OS's outputs this was
+    # Ports not judged, by one policy on every OS: administratively down (SONiC admin_status down,
+    # EOS `shutdown`) or carrying no configuration of their own; each with the reason.
+    inactive_ports: Dict[str, str] = field(default_factory=dict)
+    # Counters the output includes (SONiC COUNTERS_DB, `show pfc counters`), per port and priority.
+    counters: Dict[str, Dict[str, Dict[int, int]]] = field(default_factory=dict)
+
+
+def _frozen(value):
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def merged(readings: List[SwitchReading]) -> List[SwitchReading]:
+    """Readings of single ports (or port groups) that read alike, folded into one group each,
+    in the order first seen."""
+    from dataclasses import fields
+
+    groups: Dict[Tuple, SwitchReading] = {}
+    for r in readings:
+        key = tuple(_frozen(getattr(r, f.name)) for f in fields(r) if f.name != "ports")
+        if key in groups:
+            groups[key].ports.extend(r.ports)
+        else:
+            groups[key] = r
+    return list(groups.values())
