@@ -110,6 +110,34 @@ _switch("switch-cnp-not-strict", "warning", also=("info",), note=_NOT_STATED,
             "late; NVIDIA's RoCE defaults schedule the CNP class strict.",
         fix="schedule the CNP queue strict priority")
 
+_SOURCE_WATCHDOG = ("docs/switch-qos.md; sonic-utilities pfcwd/main.py (`pfcwd start_default`: action drop, 200 ms); "
+                    "SONiC PFC Watchdog design (github.com/sonic-net/SONiC wiki); NVIDIA NVUE reference, `nv set "
+                    "interface <interface-id> qos pfc-watchdog state` (default disable); Arista AVD eos_cli_config_gen "
+                    "priority_flow_control.watchdog (timeout after which the port is errdisabled or drops)")
+_switch("switch-pfc-watchdog-off", "warning", also=("info",),
+        note="info when the output does not show the watchdog (NVUE's RoCE shows, an EOS excerpt without it)",
+        title="A lossless port has no PFC watchdog, or one that shuts the port",
+        checks="Every port with PFC on a plan priority has the PFC watchdog on (SONiC PFC_WD with pfcwd_sw_enable, "
+               "NVUE `qos pfc-watchdog state enable`, EOS `priority-flow-control pause watchdog`, NX-OS "
+               "`priority-flow-control watch-dog-interval on`), and its action is not errdisable.",
+        why="A NIC or host that pauses without end (a stuck receive ring) blocks the lossless queue of the port and "
+            "its pauses back up through the fabric. The watchdog drops on the stuck queue instead; an errdisable "
+            "action takes the whole link down, every class of the GPU with it.",
+        fix="enable the PFC watchdog with action drop on the lossless ports (`rocetune qos render` writes it)",
+        source=_SOURCE_WATCHDOG)
+_switch("switch-cable-length", "warning", also=("error", "info"),
+        note="error for a 0m cable on SONiC (no lossless PG at all); info when the output does not state the length "
+             "and the plan does",
+        title="The switch sizes PFC headroom for a shorter cable than the plan's",
+        checks="The cable length the switch sizes lossless headroom from (SONiC CABLE_LENGTH, NVUE `qos pfc ... "
+               "cable-length`) is not 0 and not shorter than the plan's buffer.cable_length.",
+        why="Headroom holds what arrives while a pause frame crosses the cable and the sender stops; sized for a "
+            "shorter cable it overflows and the lossless priority drops. SONiC's buffermgrd creates no lossless "
+            "PG for a 0m cable (sonic-swss cfgmgr/buffermgr.cpp).",
+        fix="set the cable length from the plan (`rocetune qos render` writes SONiC CABLE_LENGTH and NVUE's "
+            "cable-length when the plan has buffer.cable_length)",
+        source=_SOURCE_BUFFERS)
+
 _READS_HOSTS = ("The switch's QoS output as `qos check FILE` reads it, and each host's NIC QoS as its probe "
                 "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb) "
                 "in the fleet results given with --hosts DIR (fleet gather or playbooks/fleet.yml).")

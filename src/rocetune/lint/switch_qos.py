@@ -50,6 +50,8 @@ def _group(intent: SwitchIntent, g: SwitchReading, switch: SwitchQos) -> List[Fi
     out += _pfc(intent, g, subject, ev)
     out += _buffers(intent, g, subject, ev, word)
     out += _ecn(intent, g, subject, ev, word)
+    out += _watchdog(intent, g, subject, ev)
+    out += _cable(intent, g, subject, ev)
     cnp_queue = g.queue_of(intent.cnp.priority)
     q = g.queues.get(cnp_queue)
     if q is None or q.strict is None:
@@ -202,6 +204,60 @@ def _ecn(intent: SwitchIntent, g: SwitchReading, subject: str, ev, word: str) ->
     if skipped:
         return [finding("switch-ecn-thresholds-differ", subject, f"not checked: queue {queue} states {skipped}",
                         severity="info", evidence=ev)]
+    return []
+
+
+@emits("switch-pfc-watchdog-off")
+def _watchdog(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
+    """A lossless priority needs the PFC watchdog: a NIC that pauses forever otherwise blocks the
+    port's lossless traffic and the pause spreads upstream. An action that shuts the port takes
+    the GPU's link down where dropping on the stuck queue would do."""
+    pfc = [p for p in intent.lossless if g.pfc is not None and p in g.pfc]
+    if not pfc:
+        return []
+    note = f" ({g.watchdog_note})" if g.watchdog_note else ""
+    if g.watchdog is None:
+        return [finding("switch-pfc-watchdog-off", subject,
+                        "not checked: the output does not say whether the PFC watchdog is on" + note,
+                        severity="info", evidence=ev)]
+    if not g.watchdog:
+        return [finding("switch-pfc-watchdog-off", subject,
+                        f"PFC is on for priority {_list(pfc)} but the PFC watchdog is off: a NIC that keeps pausing "
+                        "blocks the port's lossless traffic and the pauses spread upstream" + note,
+                        evidence=dict(ev, pfc=pfc))]
+    if g.watchdog_action == "errdisable":
+        return [finding("switch-pfc-watchdog-off", subject,
+                        "the PFC watchdog's action is errdisable: a pause storm takes the whole link (the GPU's) down "
+                        "where dropping on the stuck queue would keep the other classes up" + note,
+                        evidence=dict(ev, action=g.watchdog_action))]
+    return []
+
+
+@emits("switch-cable-length")
+def _cable(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
+    """PFC headroom is sized from the cable length: the bytes in flight while a pause crosses the
+    cable. Shorter than the real cable, the headroom overflows before the pause takes effect."""
+    pfc = [p for p in intent.lossless if g.pfc is not None and p in g.pfc]
+    if not pfc:
+        return []
+    have, want = g.cable_length, intent.cable_length
+    note = f" ({g.cable_note})" if g.cable_note else ""
+    if have == 0:
+        return [finding("switch-cable-length", subject,
+                        "cable length 0m: SONiC's buffermgrd creates no lossless priority group for a 0m cable, so "
+                        f"priority {_list(pfc)} has PFC but no headroom" + note, severity="error",
+                        evidence=dict(ev, cable_length=have))]
+    if want is None:
+        return []
+    if have is None:
+        return [finding("switch-cable-length", subject,
+                        f"not checked: the output does not state the cable length (plan {want} m)" + note,
+                        severity="info", evidence=ev)]
+    if have < want:
+        return [finding("switch-cable-length", subject,
+                        f"the switch sizes PFC headroom for {have} m of cable, the plan's cables are {want} m: the "
+                        "headroom overflows before a pause takes effect", evidence=dict(ev, cable_length=have,
+                                                                                        plan=want))]
     return []
 
 

@@ -145,16 +145,21 @@ def from_doc(doc: Dict[str, Any], source: str) -> SwitchQos:
     queues = _per_port(_table(db, "QUEUE", source), "QUEUE", source)
     pgs = _per_port(_table(db, "BUFFER_PG", source), "BUFFER_PG", source)
     bufq = _per_port(_table(db, "BUFFER_QUEUE", source), "BUFFER_QUEUE", source)
-    switch_ports = [p for p in _table(db, "PORT", source) if isinstance(_table(db, "PORT", source)[p], dict)]
+    port_table = _table(db, "PORT", source)
+    switch_ports = [p for p in port_table if isinstance(port_table[p], dict)]
+    # One policy on every OS: a port administratively down is not judged (buffermgrd gives it no
+    # lossless buffers either), and the reading says which ports it left out.
+    inactive = {p: "admin down" for p in switch_ports if str(port_table[p].get("admin_status", "")).lower() == "down"}
     model = str((_table(db, "DEVICE_METADATA", source).get("localhost") or {}).get("buffer_model") or "")
     if not model and any(str(f.get("profile")) == "NULL" for p in pgs.values() for f in p.values()):
         model = "dynamic"  # only the dynamic model has PGs whose headroom buffermgrd computes (NULL)
     _check_references(port_maps, source)
-    bound = [p for p, f in port_maps.items() if p != "global" and isinstance(f, dict) and _binds(f)]
+    bound = [p for p, f in port_maps.items()
+             if p != "global" and p not in inactive and isinstance(f, dict) and _binds(f)]
     if switch_ports:
         ports = sorted(bound, key=_natural)
     else:
-        ports = sorted(set(bound) | set(queues), key=_natural)
+        ports = sorted((set(bound) | set(queues)) - set(inactive), key=_natural)
     global_map = port_maps.get("global") if isinstance(port_maps.get("global"), dict) else {}
     ctx = _Ctx(db, source, warnings, model, "BUFFER_PG" in db, "BUFFER_QUEUE" in db,
                any(_is_pg_lossless_name(str(f.get("profile", ""))) for p in pgs.values() for f in p.values()))
@@ -170,9 +175,14 @@ def from_doc(doc: Dict[str, Any], source: str) -> SwitchQos:
             groups[key] = reading
     unbound = None
     if switch_ports:
-        unbound = sorted((p for p in switch_ports if p not in bound), key=_natural)
+        unbound = sorted((p for p in switch_ports if p not in bound and p not in inactive), key=_natural)
+    if inactive:
+        down = sorted(inactive, key=_natural)
+        warnings.append(f"not judged: {len(down)} port(s) administratively down ({', '.join(down[:8])}"
+                        f"{' ...' if len(down) > 8 else ''})")
     return SwitchQos(kind="sonic", source=source, groups=list(groups.values()), warnings=warnings,
-                     unbound_ports=unbound, all_ports=len(switch_ports) if switch_ports else None,
+                     unbound_ports=unbound, all_ports=len(switch_ports) - len(inactive) if switch_ports else None,
+                     inactive_ports=inactive,
                      form=f"CONFIG_DB (buffer model {model or 'not stated'})")
 
 
@@ -180,6 +190,20 @@ class _Ctx:
     def __init__(self, db, source, warnings, model, has_pg, has_queue, any_runtime_pg):
         self.db, self.source, self.warnings, self.model = db, source, warnings, model
         self.has_pg, self.has_queue, self.any_runtime_pg = has_pg, has_queue, any_runtime_pg
+        self.cables = _cables(db, source)
+        self.watchdog = _table(db, "PFC_WD", source) if "PFC_WD" in db else None
+
+
+def _cables(db, source) -> Optional[Dict[str, str]]:
+    """port -> cable length as CABLE_LENGTH states it (buffermgrd reads every entry's fields);
+    None when the output has no CABLE_LENGTH table."""
+    if "CABLE_LENGTH" not in db:
+        return None
+    out: Dict[str, str] = {}
+    for fields in _table(db, "CABLE_LENGTH", source).values():
+        if isinstance(fields, dict):
+            out.update({str(k): str(v) for k, v in fields.items()})
+    return out
 
 
 _REFERENCES = ("dscp_to_tc_map", "dot1p_to_tc_map", "tc_to_queue_map", "tc_to_pg_map", "pfc_to_queue_map",
@@ -225,13 +249,52 @@ def _reading(ctx: _Ctx, port, binding, global_map, queue_fields, pg_fields, bufq
     if port == "global":
         return r
     r.pfc = _priorities(binding.get("pfc_enable", ""), f"PORT_QOS_MAP|{port}.pfc_enable", source)
-    buffer_queues = _buffer_queues(db, bufq_fields) if ctx.has_queue else {}
+    buffer_queues = _buffer_queues(ctx, bufq_fields) if ctx.has_queue else {}
     for q in TRAFFIC_CLASSES:  # a queue with no QUEUE entry has no WRED profile: no ECN marking
         base = _queue(db, queue_fields.get(q, {}), f"QUEUE|{port}|{q}", source, ctx.warnings)
         lossless = buffer_queues.get(q) if ctx.has_queue else None
         r.queues[q] = replace(base, lossless=lossless)
     r.ingress_lossless, r.buffer_note = _ingress(ctx, binding, pg_fields, r)
+    _watchdog(ctx, port, binding, r)
+    _cable(ctx, port, r)
     return r
+
+
+def _watchdog(ctx: _Ctx, port: str, binding, r: SwitchReading) -> None:
+    """PFC_WD|PORT (action, detection and restoration times) starts the watchdog on the port;
+    PORT_QOS_MAP pfcwd_sw_enable, where present, names the priorities it watches."""
+    if ctx.watchdog is None:
+        r.watchdog_note = "no PFC_WD table in the output"
+        return
+    entry = ctx.watchdog.get(port)
+    if not isinstance(entry, dict):
+        r.watchdog, r.watchdog_note = False, f"no PFC_WD|{port} entry"
+        return
+    r.watchdog_action = str(entry.get("action", "drop"))
+    watched = binding.get("pfcwd_sw_enable")
+    if watched is None:
+        r.watchdog = True
+        return
+    on = _priorities(watched, f"PORT_QOS_MAP|{port}.pfcwd_sw_enable", ctx.source)
+    missing = [p for p in (r.pfc or ()) if p not in on]
+    r.watchdog = not missing
+    if missing:
+        r.watchdog_note = f"pfcwd_sw_enable {watched or 'empty'} leaves priority {listed(missing)} unwatched"
+
+
+def _cable(ctx: _Ctx, port: str, r: SwitchReading) -> None:
+    if ctx.cables is None:
+        r.cable_note = "no CABLE_LENGTH table in the output"
+        return
+    text = ctx.cables.get(port)
+    if text is None:
+        r.cable_note = (f"CABLE_LENGTH states none for {port}: buffermgrd waits for one before it creates "
+                        "the port's lossless PGs")
+        return
+    m = re.match(r"^(\d+)m\Z", text.strip())
+    if not m:
+        raise ParseError(ctx.source, f"CABLE_LENGTH {port}: {text[:40]!r} is not a length like 5m")
+    r.cable_length = int(m.group(1))
 
 
 def _ingress(ctx: _Ctx, binding, pg_fields, r: SwitchReading):
@@ -246,7 +309,7 @@ def _ingress(ctx: _Ctx, binding, pg_fields, r: SwitchReading):
     if binding.get("pfc_to_pg_map"):
         name = binding["pfc_to_pg_map"]
         pfc_to_pg = _map(ctx, "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", name)
-    pg_state = _pg_states(db, pg_fields)
+    pg_state = _pg_states(ctx, pg_fields)
     out: Dict[int, Optional[bool]] = {}
     notes = []
     runtime = ctx.model != "dynamic" and not ctx.any_runtime_pg
@@ -265,28 +328,38 @@ def _ingress(ctx: _Ctx, binding, pg_fields, r: SwitchReading):
     return out, "; ".join(dict.fromkeys(notes))
 
 
-def _pg_states(db, pg_fields) -> Dict[int, Optional[bool]]:
+def _pg_states(ctx: _Ctx, pg_fields) -> Dict[int, Optional[bool]]:
     out: Dict[int, Optional[bool]] = {}
     for pg, fields in pg_fields.items():
-        out[pg] = _profile_lossless(db, str(fields.get("profile", "")), "ingress")
+        out[pg] = _profile_lossless(ctx, str(fields.get("profile", "")), "ingress")
     return out
 
 
-def _buffer_queues(db, bufq_fields) -> Dict[int, Optional[bool]]:
-    return {q: _profile_lossless(db, str(f.get("profile", "")), "egress") for q, f in bufq_fields.items()}
+def _buffer_queues(ctx: _Ctx, bufq_fields) -> Dict[int, Optional[bool]]:
+    return {q: _profile_lossless(ctx, str(f.get("profile", "")), "egress") for q, f in bufq_fields.items()}
 
 
-def _profile_lossless(db, name: str, direction: str) -> Optional[bool]:
-    """Whether a buffer profile is a lossless one. Ingress: `NULL` (headroom computed in the
-    dynamic model) or a profile with xoff headroom; a profile without is lossy. Egress: by the
-    templates' names (egress_lossless_profile, egress_lossy_profile), else by the pool -- the pools
-    alone do not tell, Broadcom templates put egress_lossy_profile in egress_lossless_pool. None when
-    nothing says."""
-    profile = db.get("BUFFER_PROFILE", {}).get(name)
+def _profile_lossless(ctx: _Ctx, name: str, direction: str) -> Optional[bool]:
+    """Whether a buffer profile is a lossless one. A profile the output's BUFFER_PROFILE table does
+    not define binds nothing (orchagent cannot resolve the reference): not lossless, said in a
+    warning. Ingress: `NULL` (headroom computed in the dynamic model) or a profile with xoff
+    headroom; a profile without is lossy. Egress: by the templates' names (egress_lossless_profile,
+    egress_lossy_profile, q_lossy_profile), else by the pool -- the pools alone do not tell,
+    Broadcom templates put egress_lossy_profile in egress_lossless_pool. None when nothing says
+    (no BUFFER_PROFILE table and a name that tells nothing)."""
+    db = ctx.db
+    if direction == "ingress" and name == "NULL":
+        return True
+    table = db.get("BUFFER_PROFILE")
+    profile = table.get(name) if isinstance(table, dict) else None
     profile = profile if isinstance(profile, dict) else None
+    if isinstance(table, dict) and profile is None and not (direction == "ingress" and _is_pg_lossless_name(name)
+                                                            and ctx.model != "dynamic"):
+        message = f"BUFFER_PROFILE|{name} is referenced but not defined: the {direction} buffer it names binds nothing"
+        if message not in ctx.warnings:
+            ctx.warnings.append(message)
+        return False
     if direction == "ingress":
-        if name == "NULL":
-            return True
         if profile is not None:
             return str(profile.get("xoff", "0")).strip() not in ("", "0")
         return True if _is_pg_lossless_name(name) else (False if "lossy" in name else None)
