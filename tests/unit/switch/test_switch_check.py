@@ -190,7 +190,8 @@ def test_eos_excerpt_flags_what_it_states_and_leaves_the_rest_unchecked():
     assert g.ports == ["EthernetXXXXXX"] and g.trust == "dscp" and g.pfc == (0, 1, 2, 3)
     found = compare(default_plan(), sw)
     assert _ids(found, "error") == ["switch-ecn-off"]
-    assert _ids(found, "warning") == ["switch-pfc-extra"]
+    # the published example enables no PFC watchdog on its no-drop port
+    assert _ids(found, "warning") == ["switch-pfc-extra", "switch-pfc-watchdog-off"]
     assert "switch-data-class-mismatch" in _ids(found, "info")
 
 
@@ -211,9 +212,16 @@ def test_eos_avd_maps_with_drop_precedence_global_pfc_off_and_queue_maps():
 def test_eos_running_config_interfaces_without_pfc_lines_have_pfc_off():
     sw = read_file(_path("eos-avd-ethernet-interfaces.cfg"))
     by_port = {p: g for g in sw.groups for p in g.ports}
-    assert by_port["Ethernet2"].pfc == (5,) and by_port["Ethernet1"].pfc == () and by_port["Ethernet5"].pfc == ()
+    assert by_port["Ethernet2"].pfc == (5,) and by_port["Ethernet1"].pfc == ()
     assert by_port["Ethernet21"].trust == "none"
     assert "Management1" not in by_port
+    # one policy on every OS: a shut-down interface is not judged, one without QoS lines binds none
+    assert sw.inactive_ports == {"Ethernet4": "shutdown"} and "Ethernet4" not in by_port
+    assert "Ethernet5" in sw.unbound_ports and "Ethernet5" not in by_port
+    found = compare(default_plan(), sw)
+    assert not [f for f in found if "Ethernet4" in f.subject or "Ethernet5" in f.subject and f.severity == "error"]
+    unbound = next(f for f in found if f.id == "switch-ports-unbound")
+    assert unbound.severity == "warning" and "Ethernet4" not in unbound.evidence["unbound"]
 
 
 def test_eos_ecn_units_profiles_and_probability_with_segments():
