@@ -99,7 +99,10 @@ class Nvue(SwitchOs):
         assumes = [f"RoCE mode {mode if intent.lossless else 'lossy'} and its buffer pools (NVUE sizes the lossless "
                    "headroom and pools itself); traffic class 3 stays RoCE's lossless class, 6 the strict CNP class"]
         if ports:
-            assumes.append("per-interface PFC watchdog (`qos pfc-watchdog state enable`, Cumulus Linux 5.6 or later)")
+            assumes.append("per-interface PFC watchdog (`qos pfc-watchdog state enable`, Cumulus Linux 5.6 or later); "
+                           "its action and timers are NVUE's own")
+        if intent.lossless and intent.cable_length is None:
+            assumes.append("NVUE's default cable length for the PFC headroom (the plan states no buffer.cable_length)")
         notes = [f"assumes: {a}" for a in assumes]
         bound = ("switch-wide: RoCE mode and the default-global mapping, PFC, scheduler and congestion-control "
                  "profiles apply to every port"
@@ -125,6 +128,10 @@ def commands(intent: SwitchIntent, mode: str, ports: List[str]) -> List[str]:
         out.append(f"nv set qos mapping {g} trust both")
     if intent.lossless and data.priority != DEFAULT_DATA[1]:
         out.append(f"nv set qos pfc {g} switch-priority {data.priority}")
+        # the RoCE lossless ingress pool holds the moved switch priority (Cumulus Linux QoS, Traffic Pools)
+        out.append(f"nv set qos traffic-pool roce-lossless switch-priority {data.priority}")
+    if intent.lossless and intent.cable_length is not None:
+        out.append(f"nv set qos pfc {g} cable-length {intent.cable_length}")
     for c, tc, default_sp in ((data, ROCE_TC, DEFAULT_DATA[1]), (cnp, CNP_TC, DEFAULT_CNP[1])):
         if c.priority != default_sp:
             out.append(f"nv set qos egress-queue-mapping {g} switch-priority {c.priority} traffic-class {tc}")

@@ -47,6 +47,12 @@ TEMPLATE_QUEUE = {"0-2": "lossy", "3-4": "lossless", "5-6": "lossy"}
 TEMPLATE_QUEUES = tuple(range(7))
 # The buffer profiles those templates define on every platform (buffers_defaults_*.j2).
 EGRESS_LOSSLESS, EGRESS_LOSSY = "egress_lossless_profile", "egress_lossy_profile"
+# Mellanox's templates give lossy queues q_lossy_profile (no reserved size, its own alpha), not
+# egress_lossy_profile (9216 bytes reserved per queue): sonic-buildimage buffers_defaults_*.j2 of
+# the Mellanox SKUs, and buffers-mellanox2410*.json in sonic-config-engine's tests.
+LOSSY_QUEUE_PROFILE = {"mellanox": "q_lossy_profile"}
+# The CABLE_LENGTH entry SONiC's templates write (buffermgrd reads the fields of every entry).
+CABLE_ENTRY = "AZURE"
 # The PFC watchdog as `pfcwd start_default` sets it (sonic-utilities pfcwd/main.py: 200 ms detection,
 # restoration and polling, action drop, scaled up by one step per 32 ports).
 PFCWD_MS, PFCWD_PORTS_PER_STEP, PFCWD_MAX_POLL_MS = 200, 32, 1000
@@ -528,6 +534,8 @@ class _Render:
                 doc[table] = entries
             if self.lossless:
                 doc["PFC_WD"] = self._watchdog()
+                if i.cable_length is not None:
+                    doc["CABLE_LENGTH"] = {CABLE_ENTRY: {port: f"{i.cable_length}m" for port in self.ports}}
         self._say_assumptions(pfc_to_pg)
         # `config load` skips an empty table (older releases drop it): none is written
         doc = {table: entries for table, entries in doc.items() if entries}
@@ -581,16 +589,17 @@ class _Render:
         template_like = all(p in TEMPLATE_LOSSLESS for p in self.lossless)
         pg: Dict[str, Any] = {}
         queue: Dict[str, Any] = {}
+        lossy = LOSSY_QUEUE_PROFILE.get(self.platform or "", EGRESS_LOSSY)
         for port in self.ports:
             if template_like:
-                queue.update({f"{port}|{k}": {"profile": EGRESS_LOSSLESS if v == "lossless" else EGRESS_LOSSY}
-                              for k, v in TEMPLATE_QUEUE.items()})
+                # the template's lossless key, restated; its lossy keys keep the switch's own profile
+                queue[f"{port}|3-4"] = {"profile": EGRESS_LOSSLESS}
                 if self.model == "dynamic":
                     pg[f"{port}|3-4"] = {"profile": "NULL"}
                 continue
             ours_q = _layout(sorted(set(TEMPLATE_QUEUES) | set(self.lossless)), self.lossless)
             for key, lossless in ours_q.items():
-                queue[f"{port}|{key}"] = {"profile": EGRESS_LOSSLESS if lossless else EGRESS_LOSSY}
+                queue[f"{port}|{key}"] = {"profile": EGRESS_LOSSLESS if lossless else lossy}
             for key in TEMPLATE_QUEUE:
                 if key not in ours_q:
                     queue[f"{port}|{key}"] = None
@@ -617,8 +626,19 @@ class _Render:
         if not self.ports or not self.lossless:
             return
         template_like = all(p in TEMPLATE_LOSSLESS for p in self.lossless)
-        a.append(f"buffer profiles {EGRESS_LOSSLESS} and {EGRESS_LOSSY} as SONiC's buffer templates define them "
-                 "(buffers_defaults_*.j2)")
+        lossy = LOSSY_QUEUE_PROFILE.get(self.platform or "", EGRESS_LOSSY)
+        if template_like:
+            a.append(f"buffer profile {EGRESS_LOSSLESS} as SONiC's buffer templates define it (buffers_defaults_*.j2); "
+                     "the lossy queues keep the switch's own profile")
+        else:
+            a.append(f"buffer profiles {EGRESS_LOSSLESS} and {lossy} as SONiC's buffer templates define them for "
+                     f"asic_type {self.platform} (buffers_defaults_*.j2)")
+        if self.intent.cable_length is not None:
+            a.append(f"CABLE_LENGTH|{CABLE_ENTRY} {self.intent.cable_length}m on the bound ports (the plan's "
+                     "buffer.cable_length): buffermgrd sizes their headroom from it")
+        else:
+            a.append("the switch's own CABLE_LENGTH (the plan states no buffer.cable_length); buffermgrd creates no "
+                     "lossless PG for a port without one, or with 0m")
         if self.model == "dynamic":
             a.append("dynamic buffer model: lossless PGs with profile NULL, their headroom computed by buffermgrd "
                      "from the port's speed, cable length and MTU")

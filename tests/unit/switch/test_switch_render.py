@@ -25,6 +25,8 @@ PLANS = {
     "pcp-trust": "trust: pcp\n",
     "cts-in-data-class": "cts: {dscp: 46}\n",
     "cts-in-cnp-class": "cts: {dscp: 46, priority: 6}\n",
+    "cable-40m-priority-4": ("data: {dscp: 34, priority: 4}\nlossless_priorities: [4]\n"
+                             "buffer: {cable_length: 40, prio_buffer: [0, 0, 0, 0, 1, 0, 0, 0]}\n"),
 }
 PORTS = {"sonic": ["Ethernet0", "Ethernet4"], "nvue": ["swp1", "swp2"], "eos": ["Ethernet1/1", "Ethernet2/1"]}
 CHOICES = {"sonic": [{"buffer_model": "dynamic", "platform": "mellanox"},
@@ -67,6 +69,11 @@ def test_render_then_check_round_trips(os_name, plan_name, choice):
         assert g.ingress_lossless == {p: True for p in plan.lossless_priorities}
     if os_name in ("sonic", "nvue"):
         assert all(g.queues[g.queue_of(p)].lossless for p in plan.lossless_priorities)
+    for group in read.groups:  # every port the render binds has the watchdog, dropping on the stuck queue
+        assert group.ports == PORTS[os_name]
+        assert group.watchdog is True and group.watchdog_action != "errdisable"
+        if os_name in ("sonic", "nvue") and plan.buffer is not None:
+            assert group.cable_length == plan.buffer.cable_length
     assert rendered.assumes and rendered.bound
 
 
@@ -75,8 +82,10 @@ def test_render_then_check_round_trips(os_name, plan_name, choice):
 def test_sonic_default_plan_keeps_sonics_own_buffer_layout():
     doc = json.loads(_render("sonic", default_plan(), chosen={}).text)
     assert doc["PORT_QOS_MAP"]["Ethernet4"]["pfc_enable"] == "3"
-    assert sorted(k for k in doc["BUFFER_QUEUE"] if k.startswith("Ethernet0|")) == \
-        ["Ethernet0|0-2", "Ethernet0|3-4", "Ethernet0|5-6"]
+    # the template's lossless key restated; its lossy keys keep the switch's own profile (q_lossy_profile
+    # on Mellanox, egress_lossy_profile elsewhere)
+    assert {k: v for k, v in doc["BUFFER_QUEUE"].items() if k.startswith("Ethernet0|")} == \
+        {"Ethernet0|3-4": {"profile": "egress_lossless_profile"}}
     assert "BUFFER_PG" not in doc and "pfc_to_pg_map" not in doc["PORT_QOS_MAP"]["Ethernet0"]
     assert doc["PFC_WD"]["Ethernet0"] == {"action": "drop", "detection_time": "200", "restoration_time": "200"}
     assert doc["PFC_WD"]["GLOBAL"] == {"POLL_INTERVAL": "200"}
@@ -88,15 +97,16 @@ def test_sonic_lossless_outside_3_4_gets_its_buffers_and_deletes_the_overlapping
     dyn = json.loads(_render("sonic", plan, ["Ethernet0"]).text)
     assert dyn["BUFFER_PG"] == {"Ethernet0|3": {"profile": "NULL"}, "Ethernet0|5": {"profile": "NULL"},
                                 "Ethernet0|3-4": None}
-    assert dyn["BUFFER_QUEUE"] == {
-        "Ethernet0|0-2": {"profile": "egress_lossy_profile"}, "Ethernet0|3": {"profile": "egress_lossless_profile"},
-        "Ethernet0|4": {"profile": "egress_lossy_profile"}, "Ethernet0|5": {"profile": "egress_lossless_profile"},
-        "Ethernet0|6": {"profile": "egress_lossy_profile"}, "Ethernet0|3-4": None, "Ethernet0|5-6": None}
+    assert dyn["BUFFER_QUEUE"] == {  # Mellanox's lossy queue profile, as its templates write it
+        "Ethernet0|0-2": {"profile": "q_lossy_profile"}, "Ethernet0|3": {"profile": "egress_lossless_profile"},
+        "Ethernet0|4": {"profile": "q_lossy_profile"}, "Ethernet0|5": {"profile": "egress_lossless_profile"},
+        "Ethernet0|6": {"profile": "q_lossy_profile"}, "Ethernet0|3-4": None, "Ethernet0|5-6": None}
     assert dyn["PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"] == {"ROCETUNE": {"3": "3", "5": "5"}}
     assert dyn["PORT_QOS_MAP"]["Ethernet0"]["pfc_to_pg_map"] == "ROCETUNE"
     assert dyn["DSCP_TO_TC_MAP"]["ROCETUNE"]["40"] == "5" and dyn["TC_TO_PRIORITY_GROUP_MAP"]["ROCETUNE"]["5"] == "5"
     trad = json.loads(_render("sonic", plan, ["Ethernet0"], {"buffer_model": "traditional", "platform": "broadcom"}).text)
     assert trad["BUFFER_PG"] == {"Ethernet0|3-4": None}  # buffermgrd writes the PGs from pfc_enable
+    assert trad["BUFFER_QUEUE"]["Ethernet0|0-2"] == {"profile": "egress_lossy_profile"}
     assert "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP" not in trad
 
 
@@ -136,8 +146,13 @@ def test_nvue_priority_2_is_nvidias_documented_procedure():
         documented = [line.split("$ ", 1)[1] for line in fh.read().splitlines()]
     lines = _commands(_render("nvue", load_text("data: {dscp: 26, priority: 2}\nlossless_priorities: [2]\n", "p"),
                               []).text)
-    assert sorted(lines[1:-1]) == sorted(documented)
+    # NVIDIA's procedure, and the RoCE lossless pool moved with the priority, which the procedure leaves
+    # for `nv show qos roce` to tell (rocetune's check reads it from the commands then)
+    pool = "nv set qos traffic-pool roce-lossless switch-priority 2"
+    assert sorted(lines[1:-1]) == sorted(documented + [pool])
     assert "traffic-class 2" not in " ".join(lines)  # RoCE keeps traffic class 3
+    g = nvue.OS.parse("\n".join(lines), "rendered").groups[0]
+    assert g.ingress_lossless == {2: True} and not g.buffer_note
 
 
 def test_nvue_other_classes_pcp_trust_mode_and_watchdog():
