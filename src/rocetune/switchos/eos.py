@@ -118,6 +118,7 @@ class _Section:
         self.watchdog: Optional[bool] = None
         self.queues: Dict[int, Dict[str, Any]] = {}
         self.shutdown = False
+        self.watchdog_action: Optional[str] = None   # `priority-flow-control pause watchdog port action A`
         self.qos = False      # the section states QoS of its own (trust, PFC, a queue, a qos profile)
 
 
@@ -237,6 +238,8 @@ def _section_line(line: str, section: _Section) -> None:
         section.watchdog = True
     elif line == "no priority-flow-control pause watchdog":
         section.watchdog = False
+    elif line.startswith("priority-flow-control pause watchdog port action "):
+        section.watchdog_action = line.split()[-1]
     elif line.startswith("service-profile "):
         section.profile = line.split()[1]
 
@@ -275,10 +278,10 @@ def _watchdog(reading: SwitchReading, s: _Section, name: str, settings: Dict[str
     else:
         reading.watchdog_note = "an excerpt without interfaces says nothing of a port's watchdog"
     if reading.watchdog:
-        reading.watchdog_action = settings.get("action", "errdisable")
+        reading.watchdog_action = s.watchdog_action or settings.get("action", "errdisable")
         timers = ", ".join(f"{k} {v} s" for k, v in sorted(settings.items()) if k != "action")
-        parts = [] if "action" in settings else ["no `priority-flow-control pause watchdog action` line: EOS "
-                                                 "errdisables the port"]
+        parts = [] if "action" in settings or s.watchdog_action else [
+            "no `priority-flow-control pause watchdog action` line: EOS errdisables the port"]
         parts.append(f"timers {timers}" if timers else "EOS's default timers")
         reading.watchdog_note = "; ".join(parts)
 
@@ -302,6 +305,7 @@ def _merge(profile: Optional[_Section], own: _Section) -> _Section:
     out.pfc_on = own.pfc_on if own.pfc_on is not None else profile.pfc_on
     out.no_drop = own.no_drop or profile.no_drop
     out.watchdog = own.watchdog if own.watchdog is not None else profile.watchdog
+    out.watchdog_action = own.watchdog_action or profile.watchdog_action
     out.queues = {q: dict(profile.queues.get(q, {}), **own.queues.get(q, {}))
                   for q in set(profile.queues) | set(own.queues)}
     return out

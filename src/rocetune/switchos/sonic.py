@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ParseError
 from ..model.jsonread import load_json
-from ..model.switch_qos import TRAFFIC_CLASSES, QueueReading, SwitchIntent, SwitchQos, SwitchReading
+from ..model.switch_qos import TRAFFIC_CLASSES, QueueReading, SwitchIntent, SwitchQos, SwitchReading, merged
 from ..probe.parsers._common import as_text, clean, require_content
 from .base import Choice, Rendered, SwitchOs, listed, refuse, runs, span
 
@@ -169,16 +169,12 @@ def from_doc(doc: Dict[str, Any], source: str) -> SwitchQos:
     global_map = port_maps.get("global") if isinstance(port_maps.get("global"), dict) else {}
     ctx = _Ctx(db, source, warnings, model, "BUFFER_PG" in db, "BUFFER_QUEUE" in db,
                any(_is_pg_lossless_name(str(f.get("profile", ""))) for p in pgs.values() for f in p.values()))
-    groups: Dict[Tuple, SwitchReading] = {}
+    readings = []
     for port in ports or (["global"] if global_map else []):
         binding = port_maps.get(port) if isinstance(port_maps.get(port), dict) else {}
-        reading = _reading(ctx, port, binding, global_map, queues.get(port, {}), pgs.get(port, {}),
-                           bufq.get(port, {}))
-        key = _signature(reading)
-        if key in groups:
-            groups[key].ports.append(port)
-        else:
-            groups[key] = reading
+        readings.append(_reading(ctx, port, binding, global_map, queues.get(port, {}), pgs.get(port, {}),
+                                 bufq.get(port, {})))
+    groups = merged(readings)
     unbound = None
     if switch_ports:
         unbound = sorted((p for p in switch_ports if p not in bound and p not in inactive), key=_natural)
@@ -186,7 +182,7 @@ def from_doc(doc: Dict[str, Any], source: str) -> SwitchQos:
         down = sorted(inactive, key=_natural)
         warnings.append(f"not judged: {len(down)} port(s) administratively down ({', '.join(down[:8])}"
                         f"{' ...' if len(down) > 8 else ''})")
-    return SwitchQos(kind="sonic", source=source, groups=list(groups.values()), warnings=warnings,
+    return SwitchQos(kind="sonic", source=source, groups=groups, warnings=warnings,
                      unbound_ports=unbound, all_ports=len(switch_ports) - len(inactive) if switch_ports else None,
                      inactive_ports=inactive,
                      form=f"CONFIG_DB (buffer model {model or 'not stated'})")
@@ -307,7 +303,6 @@ def _ingress(ctx: _Ctx, binding, pg_fields, r: SwitchReading):
     """{priority: lossless ingress PG?} for the priorities of pfc_enable, and a note when unsure."""
     if not ctx.has_pg:
         return None, "no BUFFER_PG table in the output"
-    db = ctx.db
     tc_to_pg = {}
     if binding.get("tc_to_pg_map"):
         tc_to_pg = _map(ctx, "TC_TO_PRIORITY_GROUP_MAP", binding["tc_to_pg_map"])
@@ -476,12 +471,6 @@ def _number(value, where, source):
         return int(str(value).strip())
     except ValueError:
         raise ParseError(source, f"{where}: {value!r} is not a number") from None
-
-
-def _signature(r: SwitchReading) -> Tuple:
-    return (r.trust, tuple(sorted(r.dscp_to_priority.items())), tuple(sorted(r.pcp_to_priority.items())),
-            tuple(sorted(r.tc_to_queue.items())), r.pfc, tuple(sorted(r.queues.items())),
-            None if r.ingress_lossless is None else tuple(sorted(r.ingress_lossless.items())), r.buffer_note)
 
 
 def _natural(name: str):

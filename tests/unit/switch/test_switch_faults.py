@@ -1,0 +1,243 @@
+"""Faults planted one port at a time in published switch outputs (tests/fixtures/switch,
+PROVENANCE.md), or in rocetune's own render loaded over SONiC's generated buffers where no output
+with the table is published: each is found and named with its port, and the untouched ports of
+the same output stay clean."""
+
+import copy
+import json
+import os
+
+import pytest
+
+from rocetune.errors import ParseError
+from rocetune.lint.switch_qos import compare
+from rocetune.model.qos import default_plan, load_text
+from rocetune.model.switch_qos import SwitchIntent
+from rocetune.switchos import eos, nvue, sonic
+
+from .sonic_configdb import config_load
+
+FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "switch")
+
+
+def _read(name):
+    with open(os.path.join(FIX, name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _json(name):
+    return json.loads(_read(name))
+
+
+def _bad(found):
+    """(id, subject, severity) of what is wrong (info is 'not checked')."""
+    return sorted((f.id, f.subject, f.severity) for f in found if f.severity != "info")
+
+
+# --- NVUE: every show in a file, every interface's profiles -------------------------------------
+
+STATUS = "nvue-5.16-show-interface-qos-roce-status.txt"
+
+
+def _swp17_without_pfc_and_ecn(text):
+    """The published swp16 show as swp17 would print it with PFC and ECN off on priority 3."""
+    out = text.replace("swp16", "swp17")
+    out = out.replace("pfc-priority      3 ", "pfc-priority      - ")
+    out = out.replace("enabled-tc        0,3", "enabled-tc        0  ")
+    assert out.count("swp17") == 1 and "enabled-tc        0  " in out
+    return out
+
+
+def test_nvue_a_later_interface_in_the_same_file_is_read():
+    """Two `nv show interface IF qos roce status` saved into one file: the second port's faults are
+    its own (the first value per key used to stand for the whole file)."""
+    text = _read(STATUS)
+    sw = nvue.OS.parse(text + "\n" + _swp17_without_pfc_and_ecn(text), "two.txt")
+    assert [g.ports for g in sw.groups] == [["swp16"], ["swp17"]]
+    assert _bad(compare(default_plan(), sw)) == [("switch-ecn-off", "swp17", "error"),
+                                                 ("switch-pfc-missing", "swp17", "error")]
+
+
+def test_nvue_interface_headers_and_unnamed_shows():
+    body = _read(STATUS).split("\n", 1)[1]           # the show without its prompt line
+    bad = _swp17_without_pfc_and_ecn(_read(STATUS)).split("\n", 1)[1]
+    sw = nvue.OS.parse(f"Interface: swp1\n{body}\nInterface: swp2\n{bad}", "all.txt")
+    assert [g.ports for g in sw.groups] == [["swp1"], ["swp2"]]
+    assert {s for _, s, _ in _bad(compare(default_plan(), sw))} == {"swp2"}
+    # saved without prompt or header: still two readings, and the reader says they name no port
+    sw = nvue.OS.parse(f"{body}\n{bad}", "bare.txt")
+    assert len(sw.groups) == 2 and "name no interface" in sw.warnings[0]
+    assert ("switch-pfc-missing", "switch", "error") in _bad(compare(default_plan(), sw))
+
+
+def test_nvue_same_shows_for_many_ports_fold_into_one_group():
+    text = _read(STATUS)
+    sw = nvue.OS.parse("\n".join(text.replace("swp16", f"swp{n}") for n in range(1, 9)), "eight.txt")
+    assert [g.ports for g in sw.groups] == [[f"swp{n}" for n in range(1, 9)]]
+    assert _bad(compare(default_plan(), sw)) == []
+
+
+BINDINGS = """nv set interface swp1-8 qos pfc-watchdog state enable
+nv set qos pfc nopfc switch-priority 4
+nv set interface swp7 qos pfc profile nopfc
+nv set qos congestion-control noecn traffic-class 0 min-threshold-bytes 40000
+nv set interface swp8 qos congestion-control profile noecn
+"""
+
+
+def test_nvue_per_port_profiles_are_read_where_they_are_bound():
+    """NVIDIA's RoCE commands, then a PFC profile without priority 3 bound to swp7 and a
+    congestion-control profile without traffic class 3 to swp8 (the QoS page's `nv set qos pfc
+    PROFILE` / `nv set interface IFS qos pfc profile PROFILE` forms)."""
+    sw = nvue.OS.parse(_read("nvue-set-roce.txt") + BINDINGS, "bound.txt")
+    by_port = {p: g for g in sw.groups for p in g.ports}
+    assert by_port["swp1"].ports == [f"swp{n}" for n in range(1, 7)]
+    assert by_port["swp7"].pfc == (4,) and by_port["swp8"].queues[3].ecn is False
+    assert _bad(compare(default_plan(), sw)) == [("switch-ecn-off", "swp8", "error"),
+                                                 ("switch-pfc-extra", "swp7", "warning"),
+                                                 ("switch-pfc-missing", "swp7", "error")]
+    # the QoS page's other binding form, `qos congestion-control PROFILE`
+    other = _read("nvue-set-roce.txt") + BINDINGS.replace("congestion-control profile noecn", "congestion-control noecn")
+    assert _bad(compare(default_plan(), nvue.OS.parse(other, "t"))) == _bad(compare(default_plan(), sw))
+
+
+def test_nvue_a_binding_to_an_undefined_profile_is_an_input_error():
+    with pytest.raises(ParseError, match="binds the pfc profile 'ghost'"):
+        nvue.OS.parse(_read("nvue-set-roce.txt") + "nv set interface swp3 qos pfc profile ghost\n", "t")
+
+
+def test_nvue_interface_lists_and_ranges():
+    assert nvue.interfaces("swp1-4,swp6", "t") == ["swp1", "swp2", "swp3", "swp4", "swp6"]
+    assert nvue.interfaces("swp1s0-3", "t") == ["swp1s0", "swp1s1", "swp1s2", "swp1s3"]
+    with pytest.raises(ParseError):
+        nvue.interfaces("swp9-2", "t")
+
+
+def test_nvue_watchdog_per_port_from_the_commands():
+    text = _read("nvue-set-roce.txt") + "nv set interface swp1,swp2 qos pfc-watchdog state enable\n"
+    sw = nvue.OS.parse(text + "nv set qos pfc roce-ports switch-priority 3\n"
+                              "nv set interface swp3 qos pfc profile roce-ports\n", "t")
+    by_port = {p: g for g in sw.groups for p in g.ports}
+    assert by_port["swp1"].watchdog is True and by_port["swp3"].watchdog is False
+    assert _bad(compare(default_plan(), sw)) == [("switch-pfc-watchdog-off", "swp3", "warning")]
+
+
+# --- SONiC: references resolved, the watchdog, the cable, admin-down ports ------------------------
+
+MIGRATED = "sonic-utilities-qos-tables-3_0_3.json"
+
+
+def test_sonic_a_deleted_buffer_profile_is_no_lossless_queue():
+    doc = _json(MIGRATED)
+    assert _bad(compare(default_plan(), sonic.from_doc(copy.deepcopy(doc), "t"))) == \
+        _bad(compare(default_plan(), sonic.from_doc(copy.deepcopy(doc), "t")))
+    gone = copy.deepcopy(doc)
+    del gone["BUFFER_PROFILE"]["egress_lossless_profile"]
+    sw = sonic.from_doc(gone, "t")
+    assert "BUFFER_PROFILE|egress_lossless_profile is referenced but not defined" in sw.warnings[0]
+    found = [f for f in compare(default_plan(), sw) if f.id == "switch-lossless-buffer-missing"]
+    assert found and all(f.severity == "error" and "lossy egress queue 3" in f.message for f in found)
+
+
+def test_sonic_a_queue_naming_a_profile_that_does_not_exist_is_named_with_its_port():
+    doc = _json(MIGRATED)
+    doc["BUFFER_QUEUE"]["Ethernet4|3-4"] = {"profile": "egress_lossless_profile_typo"}
+    found = compare(default_plan(), sonic.from_doc(doc, "t"))
+    missing = [f for f in found if f.id == "switch-lossless-buffer-missing" and f.severity == "error"]
+    assert [f.subject for f in missing] == ["Ethernet4"]
+
+
+def _loaded(plan, ports, chosen=None):
+    """rocetune's render for `ports`, `config load`ed over SONiC's generated SN2410 buffers."""
+    rendered = sonic.OS.render(SwitchIntent.from_plan(plan), ports,
+                               chosen or {"buffer_model": "dynamic", "platform": "mellanox"})
+    running = _json("sonic-buffers-mellanox2410-dynamic.json")
+    running.setdefault("DEVICE_METADATA", {"localhost": {"buffer_model": "dynamic"}})
+    return config_load(running, json.loads(rendered.text))
+
+
+PORTS = ["Ethernet0", "Ethernet4", "Ethernet8"]
+
+
+def test_sonic_loaded_render_is_clean_then_each_watchdog_fault_names_its_port():
+    doc = _loaded(default_plan(), PORTS)
+    assert _bad(compare(default_plan(), sonic.from_doc(copy.deepcopy(doc), "t"))) == []
+    no_entry = copy.deepcopy(doc)
+    del no_entry["PFC_WD"]["Ethernet4"]
+    assert _bad(compare(default_plan(), sonic.from_doc(no_entry, "t"))) == \
+        [("switch-pfc-watchdog-off", "Ethernet4", "warning")]
+    unwatched = copy.deepcopy(doc)
+    unwatched["PORT_QOS_MAP"]["Ethernet8"]["pfcwd_sw_enable"] = "4"
+    found = compare(default_plan(), sonic.from_doc(unwatched, "t"))
+    assert _bad(found) == [("switch-pfc-watchdog-off", "Ethernet8", "warning")]
+    assert "leaves priority 3 unwatched" in next(f.message for f in found if f.severity == "warning")
+
+
+def test_sonic_cable_length_zero_short_and_missing():
+    plan = load_text("buffer: {cable_length: 40, prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0]}\n", "p")
+    doc = _loaded(plan, PORTS)
+    assert doc["CABLE_LENGTH"]["AZURE"]["Ethernet0"] == "40m"   # rendered over the template's 300m
+    assert _bad(compare(plan, sonic.from_doc(copy.deepcopy(doc), "t"))) == []
+    zero = copy.deepcopy(doc)
+    zero["CABLE_LENGTH"]["AZURE"]["Ethernet4"] = "0m"
+    assert _bad(compare(default_plan(), sonic.from_doc(zero, "t"))) == [("switch-cable-length", "Ethernet4", "error")]
+    short = copy.deepcopy(doc)
+    short["CABLE_LENGTH"]["AZURE"]["Ethernet8"] = "5m"
+    assert _bad(compare(plan, sonic.from_doc(short, "t"))) == [("switch-cable-length", "Ethernet8", "warning")]
+    assert _bad(compare(default_plan(), sonic.from_doc(short, "t"))) == []  # the plan states no cable
+    gone = copy.deepcopy(doc)
+    del gone["CABLE_LENGTH"]["AZURE"]["Ethernet0"]
+    info = [f for f in compare(plan, sonic.from_doc(gone, "t")) if f.id == "switch-cable-length"]
+    assert [(f.subject, f.severity) for f in info] == [("Ethernet0", "info")]
+    assert "buffermgrd waits for one" in info[0].message
+
+
+def test_sonic_admin_down_ports_are_not_judged():
+    """sonic-mgmt's linecard binds QoS to 3 of its 32 ports; with the 29 others administratively
+    down nothing is unbound, and a bound port taken down is left out too."""
+    doc = _json("sonic-mgmt-vlab-t2-01-qos_new_dbfmt-config_db.json")
+    before = sonic.from_doc(copy.deepcopy(doc), "t")
+    assert len(before.unbound_ports) == 29
+    bound = {p for g in before.groups for p in g.ports}
+    for port, fields in doc["PORT"].items():
+        if port not in bound:
+            fields["admin_status"] = "down"
+    after = sonic.from_doc(copy.deepcopy(doc), "t")
+    assert after.unbound_ports == [] and len(after.inactive_ports) == 29
+    assert "switch-ports-unbound" not in {f.id for f in compare(default_plan(), after)}
+    assert "not judged: 29 port(s) administratively down" in after.warnings[-1]
+    doc["PORT"]["Ethernet4"]["admin_status"] = "down"
+    assert "Ethernet4" not in {p for g in sonic.from_doc(doc, "t").groups for p in g.ports}
+
+
+# --- EOS: the watchdog and its action --------------------------------------------------------------
+
+def _eos_render(plan=None):
+    return eos.OS.render(SwitchIntent.from_plan(plan or default_plan()), ["Ethernet1/1", "Ethernet2/1"],
+                         {"platform": "strata"}).text
+
+
+def test_eos_watchdog_removed_or_left_to_errdisable_is_found():
+    text = _eos_render()
+    assert _bad(compare(default_plan(), eos.OS.parse(text, "t"))) == []
+    no_action = "\n".join(line for line in text.splitlines() if "watchdog action" not in line)
+    found = compare(default_plan(), eos.OS.parse(no_action, "t"))
+    assert _bad(found) == [("switch-pfc-watchdog-off", "Ethernet1/1,Ethernet2/1", "warning")]
+    assert "errdisable" in found[0].message or any("errdisable" in f.message for f in found)
+    # the watchdog taken off one interface: the profile's line overridden there
+    off = text.replace("interface Ethernet2/1\n   service-profile ROCETUNE_ROCE",
+                       "interface Ethernet2/1\n   service-profile ROCETUNE_ROCE\n   no priority-flow-control pause watchdog")
+    assert _bad(compare(default_plan(), eos.OS.parse(off, "t"))) == [("switch-pfc-watchdog-off", "Ethernet2/1", "warning")]
+
+
+def test_eos_avd_per_port_watchdog_action_is_read():
+    text = _read("eos-avd-qos.cfg") + "interface Ethernet9\n   service-profile test_with_pfc\n"
+    g = next(g for g in eos.OS.parse(text, "t").groups if g.ports == ["Ethernet9"])
+    assert g.watchdog is True and g.watchdog_action == "drop"
+
+
+def test_eos_shutdown_port_with_no_pfc_is_not_a_failure():
+    text = _eos_render() + "interface Ethernet3/1\n   shutdown\n"
+    sw = eos.OS.parse(text, "t")
+    assert sw.inactive_ports == {"Ethernet3/1": "shutdown"}
+    assert _bad(compare(default_plan(), sw)) == []
