@@ -73,16 +73,16 @@ def detect(text: str) -> Optional[SwitchOs]:
     return None
 
 
-def ports_from(text: str) -> List[str]:
-    """--ports P1,P2: each checked, order kept, duplicates refused."""
+def ports_from(text: str, flag: str = "--ports") -> List[str]:
+    """--ports P1,P2 (or --fabric-ports): each checked, order kept, duplicates refused."""
     ports = [p.strip() for p in text.split(",") if p.strip()]
     bad = [p for p in ports if not PORT_RE.match(p)]
     if bad:
         examples = ", ".join(f"{o.port_example} ({o.title})" for o in registry().values() if o.port_example)
-        raise RocetuneError(f"--ports: {bad[0]!r} is not a port name", hint=f"e.g. --ports {examples}",
+        raise RocetuneError(f"{flag}: {bad[0]!r} is not a port name", hint=f"e.g. {flag} {examples}",
                             code=ExitCode.USAGE)
     if len(set(ports)) != len(ports):
-        raise RocetuneError("--ports names a port twice", code=ExitCode.USAGE)
+        raise RocetuneError(f"{flag} names a port twice", code=ExitCode.USAGE)
     return ports
 
 

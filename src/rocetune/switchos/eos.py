@@ -77,7 +77,8 @@ class Eos(SwitchOs):
             raise ParseError(source, "no EOS QoS lines (qos map, qos trust, priority-flow-control, interface ...)")
         return _parse(text, source)
 
-    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str]) -> Rendered:
+    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str],
+               fabric: Sequence[str] = ()) -> Rendered:
         platform = self.choice(chosen, "platform")
         if platform is None:
             raise refuse("EOS: the queue keyword depends on the platform family (uc-tx-queue on Trident/Tomahawk, "
@@ -85,7 +86,7 @@ class Eos(SwitchOs):
                          "name it: --platform strata|jericho (`show version`: 7050X/7060X/7260X/7300X/7368X are "
                          "strata, 7020R/7280R/7500R/7800R jericho)")
         i = intent
-        ports = list(ports)
+        ports = list(ports) + list(fabric)   # EOS takes no cable length: host and fabric ports alike
         assumes = [f"platform family {platform}: `{QUEUE_KEYWORD[platform]} N` sections, traffic class N in "
                    "queue N (EOS's default traffic-class-to-queue map)",
                    "the platform's default buffer (MMU) profile gives each no-drop priority its headroom (EOS takes "

@@ -89,9 +89,13 @@ class Nvue(SwitchOs):
             raise ParseError(source, "no RoCE QoS lines (congestion-control, trust-mode, the PCP/DSCP->SP table)")
         return _read_show(text, source)
 
-    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str]) -> Rendered:
+    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str],
+               fabric: Sequence[str] = ()) -> Rendered:
         mode = self.choice(chosen, "roce_mode") or "lossless"
-        lines = commands(intent, mode, list(ports))
+        # NVUE's cable length is switch-wide (the default-global PFC profile): written from the plan
+        # only when no fabric port, whose cables the plan does not describe, shares it.
+        lines = commands(intent, mode, list(ports) + list(fabric), cable=not fabric)
+        ports = list(ports) + list(fabric)
         warnings = []
         if "roce_mode" not in chosen and intent.lossless:
             warnings.append("`nv set qos roce mode lossless` turns off lossless-single-ipool on a switch that runs "
@@ -103,6 +107,9 @@ class Nvue(SwitchOs):
                            "its action and timers are NVUE's own")
         if intent.lossless and intent.cable_length is None:
             assumes.append("NVUE's default cable length for the PFC headroom (the plan states no buffer.cable_length)")
+        elif intent.lossless and fabric:
+            assumes.append("the switch's cable length for the PFC headroom: NVUE's is switch-wide and the plan's "
+                           "buffer.cable_length is the hosts' cables, not the fabric ports'")
         notes = [f"assumes: {a}" for a in assumes]
         bound = ("switch-wide: RoCE mode and the default-global mapping, PFC, scheduler and congestion-control "
                  "profiles apply to every port"
@@ -115,7 +122,7 @@ class Nvue(SwitchOs):
 
 # --- writing -----------------------------------------------------------------------------------
 
-def commands(intent: SwitchIntent, mode: str, ports: List[str]) -> List[str]:
+def commands(intent: SwitchIntent, mode: str, ports: List[str], cable: bool = True) -> List[str]:
     """The `nv set` lines that move RoCE mode's defaults to the plan: NVIDIA's commands for remapping
     a DSCP and for moving the lossless switch priority (which keep RoCE on traffic class 3)."""
     _refuse(intent)
@@ -130,7 +137,7 @@ def commands(intent: SwitchIntent, mode: str, ports: List[str]) -> List[str]:
         out.append(f"nv set qos pfc {g} switch-priority {data.priority}")
         # the RoCE lossless ingress pool holds the moved switch priority (Cumulus Linux QoS, Traffic Pools)
         out.append(f"nv set qos traffic-pool roce-lossless switch-priority {data.priority}")
-    if intent.lossless and intent.cable_length is not None:
+    if intent.lossless and intent.cable_length is not None and cable:
         out.append(f"nv set qos pfc {g} cable-length {intent.cable_length}")
     for c, tc, default_sp in ((data, ROCE_TC, DEFAULT_DATA[1]), (cnp, CNP_TC, DEFAULT_CNP[1])):
         if c.priority != default_sp:

@@ -99,8 +99,9 @@ class Sonic(SwitchOs):
             raise ParseError(source, "no QoS table (DSCP_TO_TC_MAP, PORT_QOS_MAP, QUEUE ...) in this JSON")
         return from_doc(doc, source)
 
-    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str]) -> Rendered:
-        return _Render(self, intent, list(ports), chosen).render()
+    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str],
+               fabric: Sequence[str] = ()) -> Rendered:
+        return _Render(self, intent, list(ports) + list(fabric), chosen, list(ports)).render()
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -486,8 +487,10 @@ class _Render:
     So every field SONiC's own template binds that the plan changes is written, and the template's
     buffer entries that would overlap rocetune's are deleted by key."""
 
-    def __init__(self, os_: Sonic, intent: SwitchIntent, ports: List[str], chosen: Mapping[str, str]):
+    def __init__(self, os_: Sonic, intent: SwitchIntent, ports: List[str], chosen: Mapping[str, str],
+                 host_ports: List[str]):
         self.os, self.intent, self.ports, self.chosen = os_, intent, ports, chosen
+        self.host_ports = host_ports   # the ports whose cables the plan's cable length describes
         self.model = os_.choice(chosen, "buffer_model")
         self.platform = os_.choice(chosen, "platform")
         self.lossless = list(intent.lossless)
@@ -523,8 +526,8 @@ class _Render:
                 doc[table] = entries
             if self.lossless:
                 doc["PFC_WD"] = self._watchdog()
-                if i.cable_length is not None:
-                    doc["CABLE_LENGTH"] = {CABLE_ENTRY: {port: f"{i.cable_length}m" for port in self.ports}}
+                if i.cable_length is not None and self.host_ports:
+                    doc["CABLE_LENGTH"] = {CABLE_ENTRY: {port: f"{i.cable_length}m" for port in self.host_ports}}
         self._say_assumptions(pfc_to_pg)
         # `config load` skips an empty table (older releases drop it): none is written
         doc = {table: entries for table, entries in doc.items() if entries}
@@ -622,9 +625,13 @@ class _Render:
         else:
             a.append(f"buffer profiles {EGRESS_LOSSLESS} and {lossy} as SONiC's buffer templates define them for "
                      f"asic_type {self.platform} (buffers_defaults_*.j2)")
-        if self.intent.cable_length is not None:
-            a.append(f"CABLE_LENGTH|{CABLE_ENTRY} {self.intent.cable_length}m on the bound ports (the plan's "
+        fabric = [p for p in self.ports if p not in self.host_ports]
+        if self.intent.cable_length is not None and self.host_ports:
+            a.append(f"CABLE_LENGTH|{CABLE_ENTRY} {self.intent.cable_length}m on the host-facing ports (the plan's "
                      "buffer.cable_length): buffermgrd sizes their headroom from it")
+        if fabric:
+            a.append(f"the fabric ports ({', '.join(fabric)}) keep the switch's own CABLE_LENGTH: the plan's cable "
+                     "length is the hosts'")
         else:
             a.append("the switch's own CABLE_LENGTH (the plan states no buffer.cable_length); buffermgrd creates no "
                      "lossless PG for a port without one, or with 0m")

@@ -1,6 +1,6 @@
 """rocetune qos: the ToR switch side of the QoS plan (docs/switch-qos.md).
 
-    rocetune qos render --os OS [--ports P1,P2] [--qos FILE] [OS CHOICES] [-o FILE]
+    rocetune qos render --os OS [--ports P1,P2] [--fabric-ports P3,P4] [--qos FILE] [OS CHOICES] [-o FILE]
     rocetune qos check FILE [--os OS] [--qos FILE] [--hosts DIR]
 
 OS is one of the switch operating systems of rocetune.switchos (sonic, nvue, eos). The plan is
@@ -51,6 +51,9 @@ def register(p: argparse.ArgumentParser) -> None:
     r.add_argument("--ports", metavar="P1,P2", default="",
                    help="the RoCE-facing ports to bind the QoS to, as the switch names them (without them only "
                         "switch-wide settings are bound)")
+    r.add_argument("--fabric-ports", metavar="P1,P2", default="",
+                   help="ports to other switches (a leaf's uplinks, a spine's ports): the same classes, PFC, "
+                        "queues and watchdog; the plan's cable length (the hosts' cables) is not applied to them")
     _plan_options(r)
     for name, users in sorted(os_choices().items()):
         values = sorted({v for _, c in users for v in c.values})
@@ -122,7 +125,8 @@ def _render(args: argparse.Namespace) -> Result:
         raise RocetuneError("qos render needs the switch OS: --os " + "|".join(os_names()),
                             code=ExitCode.USAGE)
     qos_path = _one(args.qos, args.old_plan, "--qos", "--plan", _OLD["plan"], notes)
-    done = render(QosRenderRequest(name, args.root, qos_path, args.ports, _given_choices(args), args.out))
+    done = render(QosRenderRequest(name, args.root, qos_path, args.ports, _given_choices(args), args.out,
+                                   args.fabric_ports))
     os_, rendered = done.os, done.rendered
     warnings = notes + done.warnings
     data = {"os": os_.name, "switch": os_.name, "plan": done.plan.source, "ports": done.ports, "out": args.out,
