@@ -39,7 +39,7 @@ requirements:
 options:
   kind:
     description:
-      - The switch's network OS, as C(rocetune qos render --os) names it (C(sonic), C(nvue), C(eos)).
+      - The switch's network OS, as C(rocetune qos render --os) names it (C(sonic), C(nvue), C(eos), C(nxos)).
         An OS the installed rocetune does not know fails the call, naming the ones it does.
     type: str
     required: true

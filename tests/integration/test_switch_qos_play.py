@@ -104,7 +104,7 @@ def test_a_plan_change_rewrites_the_files_and_shows_the_lines_that_changed(site)
 @pytest.mark.parametrize("host_vars, message", [
     ({"switch_ports": ["Ethernet0", "Ethernet0;reload"]}, "ports: 'Ethernet0;reload' is not a port name"),
     ({"switch_ports": ["Ethernet0", "Ethernet0"]}, "ports: Ethernet0 named twice"),
-    ({"switch_kind": "junos"}, "--os 'junos': not one of sonic, nvue, eos; nothing was written"),
+    ({"switch_kind": "junos"}, "--os 'junos': not one of sonic, nvue, eos, nxos; nothing was written"),
     ({"switch_kind": "eos", "switch_qos_options": {}}, "EOS: the queue keyword depends on the platform family"),
     ({"switch_qos_options": {"platform": "x; reboot"}}, "options.platform: 'x; reboot' is not a value"),
     ({"switch_qos_plan": "/nonexistent/qos.yml"}, "plan: /nonexistent/qos.yml is not a file"),

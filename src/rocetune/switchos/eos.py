@@ -67,8 +67,10 @@ class Eos(SwitchOs):
     )
 
     def looks_like(self, text: str) -> bool:
+        from .nxos import MARKERS  # an NX-OS config has PFC and Ethernet interfaces too
+
         return bool(re.search(r"^[^\S\n]*(priority-flow-control|qos (map|trust|profile)|interface Ethernet)",
-                              text, re.M))
+                              text, re.M)) and not MARKERS.search(text)
 
     def parse(self, text: Any, source: str = WHAT) -> SwitchQos:
         text = clean(as_text(text, WHAT))

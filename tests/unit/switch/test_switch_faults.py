@@ -13,7 +13,7 @@ from rocetune.errors import ParseError
 from rocetune.lint.switch_qos import compare
 from rocetune.model.qos import default_plan, load_text
 from rocetune.model.switch_qos import SwitchIntent
-from rocetune.switchos import eos, nvue, sonic
+from rocetune.switchos import eos, nvue, nxos, sonic
 
 from .sonic_configdb import config_load
 
@@ -54,12 +54,14 @@ def test_nvue_a_later_interface_in_the_same_file_is_read():
     text = _read(STATUS)
     sw = nvue.OS.parse(text + "\n" + _swp17_without_pfc_and_ecn(text), "two.txt")
     assert [g.ports for g in sw.groups] == [["swp16"], ["swp17"]]
-    assert _bad(compare(default_plan(), sw)) == [("switch-ecn-off", "swp17", "error"),
-                                                 ("switch-pfc-missing", "swp17", "error")]
+    assert _bad(compare(default_plan(), sw)) == [
+        ("switch-ecn-off", "swp17", "error"),
+        ("switch-pfc-missing", "swp17", "error"),
+    ]
 
 
 def test_nvue_interface_headers_and_unnamed_shows():
-    body = _read(STATUS).split("\n", 1)[1]           # the show without its prompt line
+    body = _read(STATUS).split("\n", 1)[1]  # the show without its prompt line
     bad = _swp17_without_pfc_and_ecn(_read(STATUS)).split("\n", 1)[1]
     sw = nvue.OS.parse(f"Interface: swp1\n{body}\nInterface: swp2\n{bad}", "all.txt")
     assert [g.ports for g in sw.groups] == [["swp1"], ["swp2"]]
@@ -93,11 +95,15 @@ def test_nvue_per_port_profiles_are_read_where_they_are_bound():
     by_port = {p: g for g in sw.groups for p in g.ports}
     assert by_port["swp1"].ports == [f"swp{n}" for n in range(1, 7)]
     assert by_port["swp7"].pfc == (4,) and by_port["swp8"].queues[3].ecn is False
-    assert _bad(compare(default_plan(), sw)) == [("switch-ecn-off", "swp8", "error"),
-                                                 ("switch-pfc-extra", "swp7", "warning"),
-                                                 ("switch-pfc-missing", "swp7", "error")]
+    assert _bad(compare(default_plan(), sw)) == [
+        ("switch-ecn-off", "swp8", "error"),
+        ("switch-pfc-extra", "swp7", "warning"),
+        ("switch-pfc-missing", "swp7", "error"),
+    ]
     # the QoS page's other binding form, `qos congestion-control PROFILE`
-    other = _read("nvue-set-roce.txt") + BINDINGS.replace("congestion-control profile noecn", "congestion-control noecn")
+    other = _read("nvue-set-roce.txt") + BINDINGS.replace(
+        "congestion-control profile noecn", "congestion-control noecn"
+    )
     assert _bad(compare(default_plan(), nvue.OS.parse(other, "t"))) == _bad(compare(default_plan(), sw))
 
 
@@ -115,8 +121,9 @@ def test_nvue_interface_lists_and_ranges():
 
 def test_nvue_watchdog_per_port_from_the_commands():
     text = _read("nvue-set-roce.txt") + "nv set interface swp1,swp2 qos pfc-watchdog state enable\n"
-    sw = nvue.OS.parse(text + "nv set qos pfc roce-ports switch-priority 3\n"
-                              "nv set interface swp3 qos pfc profile roce-ports\n", "t")
+    sw = nvue.OS.parse(
+        text + "nv set qos pfc roce-ports switch-priority 3\nnv set interface swp3 qos pfc profile roce-ports\n", "t"
+    )
     by_port = {p: g for g in sw.groups for p in g.ports}
     assert by_port["swp1"].watchdog is True and by_port["swp3"].watchdog is False
     assert _bad(compare(default_plan(), sw)) == [("switch-pfc-watchdog-off", "swp3", "warning")]
@@ -129,8 +136,9 @@ MIGRATED = "sonic-utilities-qos-tables-3_0_3.json"
 
 def test_sonic_a_deleted_buffer_profile_is_no_lossless_queue():
     doc = _json(MIGRATED)
-    assert _bad(compare(default_plan(), sonic.from_doc(copy.deepcopy(doc), "t"))) == \
-        _bad(compare(default_plan(), sonic.from_doc(copy.deepcopy(doc), "t")))
+    assert _bad(compare(default_plan(), sonic.from_doc(copy.deepcopy(doc), "t"))) == _bad(
+        compare(default_plan(), sonic.from_doc(copy.deepcopy(doc), "t"))
+    )
     gone = copy.deepcopy(doc)
     del gone["BUFFER_PROFILE"]["egress_lossless_profile"]
     sw = sonic.from_doc(gone, "t")
@@ -149,8 +157,9 @@ def test_sonic_a_queue_naming_a_profile_that_does_not_exist_is_named_with_its_po
 
 def _loaded(plan, ports, chosen=None):
     """rocetune's render for `ports`, `config load`ed over SONiC's generated SN2410 buffers."""
-    rendered = sonic.OS.render(SwitchIntent.from_plan(plan), ports,
-                               chosen or {"buffer_model": "dynamic", "platform": "mellanox"})
+    rendered = sonic.OS.render(
+        SwitchIntent.from_plan(plan), ports, chosen or {"buffer_model": "dynamic", "platform": "mellanox"}
+    )
     running = _json("sonic-buffers-mellanox2410-dynamic.json")
     running.setdefault("DEVICE_METADATA", {"localhost": {"buffer_model": "dynamic"}})
     return config_load(running, json.loads(rendered.text))
@@ -164,8 +173,9 @@ def test_sonic_loaded_render_is_clean_then_each_watchdog_fault_names_its_port():
     assert _bad(compare(default_plan(), sonic.from_doc(copy.deepcopy(doc), "t"))) == []
     no_entry = copy.deepcopy(doc)
     del no_entry["PFC_WD"]["Ethernet4"]
-    assert _bad(compare(default_plan(), sonic.from_doc(no_entry, "t"))) == \
-        [("switch-pfc-watchdog-off", "Ethernet4", "warning")]
+    assert _bad(compare(default_plan(), sonic.from_doc(no_entry, "t"))) == [
+        ("switch-pfc-watchdog-off", "Ethernet4", "warning")
+    ]
     unwatched = copy.deepcopy(doc)
     unwatched["PORT_QOS_MAP"]["Ethernet8"]["pfcwd_sw_enable"] = "4"
     found = compare(default_plan(), sonic.from_doc(unwatched, "t"))
@@ -176,7 +186,7 @@ def test_sonic_loaded_render_is_clean_then_each_watchdog_fault_names_its_port():
 def test_sonic_cable_length_zero_short_and_missing():
     plan = load_text("buffer: {cable_length: 40, prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0]}\n", "p")
     doc = _loaded(plan, PORTS)
-    assert doc["CABLE_LENGTH"]["AZURE"]["Ethernet0"] == "40m"   # rendered over the template's 300m
+    assert doc["CABLE_LENGTH"]["AZURE"]["Ethernet0"] == "40m"  # rendered over the template's 300m
     assert _bad(compare(plan, sonic.from_doc(copy.deepcopy(doc), "t"))) == []
     zero = copy.deepcopy(doc)
     zero["CABLE_LENGTH"]["AZURE"]["Ethernet4"] = "0m"
@@ -212,9 +222,11 @@ def test_sonic_admin_down_ports_are_not_judged():
 
 # --- EOS: the watchdog and its action --------------------------------------------------------------
 
+
 def _eos_render(plan=None):
-    return eos.OS.render(SwitchIntent.from_plan(plan or default_plan()), ["Ethernet1/1", "Ethernet2/1"],
-                         {"platform": "strata"}).text
+    return eos.OS.render(
+        SwitchIntent.from_plan(plan or default_plan()), ["Ethernet1/1", "Ethernet2/1"], {"platform": "strata"}
+    ).text
 
 
 def test_eos_watchdog_removed_or_left_to_errdisable_is_found():
@@ -225,9 +237,13 @@ def test_eos_watchdog_removed_or_left_to_errdisable_is_found():
     assert _bad(found) == [("switch-pfc-watchdog-off", "Ethernet1/1,Ethernet2/1", "warning")]
     assert "errdisable" in found[0].message or any("errdisable" in f.message for f in found)
     # the watchdog taken off one interface: the profile's line overridden there
-    off = text.replace("interface Ethernet2/1\n   service-profile ROCETUNE_ROCE",
-                       "interface Ethernet2/1\n   service-profile ROCETUNE_ROCE\n   no priority-flow-control pause watchdog")
-    assert _bad(compare(default_plan(), eos.OS.parse(off, "t"))) == [("switch-pfc-watchdog-off", "Ethernet2/1", "warning")]
+    off = text.replace(
+        "interface Ethernet2/1\n   service-profile ROCETUNE_ROCE",
+        "interface Ethernet2/1\n   service-profile ROCETUNE_ROCE\n   no priority-flow-control pause watchdog",
+    )
+    assert _bad(compare(default_plan(), eos.OS.parse(off, "t"))) == [
+        ("switch-pfc-watchdog-off", "Ethernet2/1", "warning")
+    ]
 
 
 def test_eos_avd_per_port_watchdog_action_is_read():
@@ -241,3 +257,101 @@ def test_eos_shutdown_port_with_no_pfc_is_not_a_failure():
     sw = eos.OS.parse(text, "t")
     assert sw.inactive_ports == {"Ethernet3/1": "shutdown"}
     assert _bad(compare(default_plan(), sw)) == []
+
+
+# --- NX-OS -------------------------------------------------------------------------------------------
+
+NXOS = "nxos-azurelocal-tor-qos.cfg"
+
+
+def test_nxos_published_config_is_read_as_the_switch_behaves():
+    """Microsoft's reference NX-OS QoS for Azure Local ToRs: classification by CoS (3 -> qos-group 3),
+    PFC on CoS 3 in the no-drop class c-8q-nq3, queue 3 weighted with ECN at 300 KB, PFC on on the
+    storage interface; no watchdog line."""
+    from rocetune.switchos import detect
+
+    text = _read(NXOS)
+    assert detect(text).name == "nxos"  # not EOS, though both have PFC lines and Ethernet interfaces
+    sw = nxos.OS.parse(text, NXOS)
+    (g,) = sw.groups
+    assert g.ports == ["Ethernet1/17"] and g.trust == "pcp" and g.pfc == (3,)
+    assert g.priority_of_pcp(3) == 3 and g.priority_of_pcp(5) == 0 and g.priority_of_dscp(26) == 0
+    assert g.ingress_lossless == {3: True} and g.queues[3].lossless and not g.queues[6].lossless
+    assert g.queues[3].ecn and g.queues[3].min_threshold == 300000 and g.queues[3].probability == 100
+    assert g.queues[6].strict is False and g.watchdog is None
+    pcp = load_text("trust: pcp\n", "p")
+    assert _bad(compare(pcp, sw)) == [
+        ("switch-cnp-not-strict", "Ethernet1/17", "warning"),
+        ("switch-ecn-thresholds-differ", "Ethernet1/17", "warning"),
+    ]
+    assert ("switch-trust-mismatch", "Ethernet1/17", "error") in _bad(compare(default_plan(), sw))
+
+
+def _nxos_render(ports=("Ethernet1/1", "Ethernet1/2", "Ethernet1/3")):
+    return nxos.OS.render(SwitchIntent.from_plan(default_plan()), list(ports), {}).text
+
+
+def _interface(text, port, line, instead_of=None):
+    """`port`'s section of a rendered configuration with `line` added, or in place of `instead_of`."""
+    head = f"interface {port}\n"
+    start = text.index(head) + len(head)
+    end = text.find("\ninterface ", start)
+    end = len(text) if end < 0 else end + 1
+    body = text[start:end]
+    if instead_of is None:
+        body = f"  {line}\n" + body
+    else:
+        assert f"  {instead_of}\n" in body
+        body = body.replace(f"  {instead_of}\n", f"  {line}\n")
+    return text[:start] + body + text[end:]
+
+
+def test_nxos_faults_planted_per_interface():
+    text = _nxos_render()
+    assert _bad(compare(default_plan(), nxos.OS.parse(text, "t"))) == []
+    cases = [
+        (
+            "priority-flow-control mode off",
+            "priority-flow-control mode on",
+            [("switch-pfc-missing", "Ethernet1/2", "error")],
+        ),
+        (
+            "priority-flow-control watch-dog-interval off",
+            "priority-flow-control watch-dog-interval on",
+            [("switch-pfc-watchdog-off", "Ethernet1/2", "warning")],
+        ),
+        # an undefined policy: said in a warning, and what it maps not known (info)
+        ("service-policy type qos input OTHER", "service-policy type qos input ROCETUNE_QOS", []),
+    ]
+    for line, instead_of, want in cases:
+        sw = nxos.OS.parse(_interface(text, "Ethernet1/2", line, instead_of), "t")
+        assert _bad(compare(default_plan(), sw)) == want, line
+    undefined = nxos.OS.parse(
+        _interface(
+            text, "Ethernet1/2", "service-policy type qos input OTHER", "service-policy type qos input ROCETUNE_QOS"
+        ),
+        "t",
+    )
+    assert "qos policy OTHER is applied but not defined" in undefined.warnings
+
+
+def test_nxos_pause_in_the_wrong_class_and_no_ecn_are_found():
+    text = _nxos_render()
+    moved = text.replace("class type network-qos c-8q-nq3", "class type network-qos c-8q-nq4")
+    found = compare(default_plan(), nxos.OS.parse(moved, "t"))
+    assert {(i, s) for i, s, sev in _bad(found) if sev == "error"} == {
+        ("switch-lossless-buffer-missing", "Ethernet1/1,Ethernet1/2,Ethernet1/3")
+    }
+    no_ecn = text.replace(" weight 0 ecn", " weight 0")
+    assert _bad(compare(default_plan(), nxos.OS.parse(no_ecn, "t"))) == [
+        ("switch-ecn-off", "Ethernet1/1,Ethernet1/2,Ethernet1/3", "error")
+    ]
+    shut = _interface(text, "Ethernet1/3", "shutdown", "priority-flow-control mode on")
+    sw = nxos.OS.parse(shut, "t")
+    assert sw.inactive_ports == {"Ethernet1/3": "shutdown"} and _bad(compare(default_plan(), sw)) == []
+
+
+def test_nxos_pfc_mode_auto_is_said_not_assumed():
+    text = _nxos_render(["Ethernet1/1"]).replace("  priority-flow-control mode on\n", "")
+    sw = nxos.OS.parse(text, "t")
+    assert sw.groups[0].pfc is None and "DCBX negotiates it" in " ".join(sw.warnings)

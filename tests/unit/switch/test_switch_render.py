@@ -28,11 +28,13 @@ PLANS = {
     "cable-40m-priority-4": ("data: {dscp: 34, priority: 4}\nlossless_priorities: [4]\n"
                              "buffer: {cable_length: 40, prio_buffer: [0, 0, 0, 0, 1, 0, 0, 0]}\n"),
 }
-PORTS = {"sonic": ["Ethernet0", "Ethernet4"], "nvue": ["swp1", "swp2"], "eos": ["Ethernet1/1", "Ethernet2/1"]}
+PORTS = {"sonic": ["Ethernet0", "Ethernet4"], "nvue": ["swp1", "swp2"], "eos": ["Ethernet1/1", "Ethernet2/1"],
+         "nxos": ["Ethernet1/1", "Ethernet1/2"]}
 CHOICES = {"sonic": [{"buffer_model": "dynamic", "platform": "mellanox"},
                      {"buffer_model": "traditional", "platform": "broadcom"}],
            "nvue": [{}, {"roce_mode": "lossless-single-ipool"}],
-           "eos": [{"platform": "strata"}, {"platform": "jericho"}]}
+           "eos": [{"platform": "strata"}, {"platform": "jericho"}],
+           "nxos": [{}, {}]}
 # What an OS cannot make lossless, refused with the reason.
 REFUSED = {("nvue", "two-lossless-cts"): "RoCE mode has one lossless switch priority"}
 
@@ -67,7 +69,7 @@ def test_render_then_check_round_trips(os_name, plan_name, choice):
             assert g.priority_of_dscp(c.dscp) == c.priority
     if os_name == "sonic" and CHOICES[os_name][choice]["buffer_model"] == "dynamic":
         assert g.ingress_lossless == {p: True for p in plan.lossless_priorities}
-    if os_name in ("sonic", "nvue"):
+    if os_name in ("sonic", "nvue", "nxos"):
         assert all(g.queues[g.queue_of(p)].lossless for p in plan.lossless_priorities)
     for group in read.groups:  # every port the render binds has the watchdog, dropping on the stuck queue
         assert group.ports == PORTS[os_name]
