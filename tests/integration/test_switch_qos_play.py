@@ -126,14 +126,14 @@ def test_a_dest_directory_that_is_a_file_is_refused(site):
 
 
 def test_the_example_inventory_renders_every_hop_and_each_file_checks_clean(site):
-    """inventories/example/switches.yml as shipped: leaves with host and fabric ports and a spine
+    """inventories/example as shipped (its switches.yml): leaves with host and fabric ports and a spine
     with fabric ports only, from the one plan; every file written reads back through `qos check`
     with nothing wrong, the host ports get the plan's cable length and the fabric ports keep the
     switch's own."""
     plan = site / "qos.yml"
     plan.write_text(PLAN + "buffer: {cable_length: 5, prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0]}\n")
     run = subprocess.run(
-        [tool("ansible-playbook"), "-i", str(REPO / "inventories" / "example" / "switches.yml"),
+        [tool("ansible-playbook"), "-i", str(REPO / "inventories" / "example"),
          str(REPO / "playbooks" / "switch_qos.yml"), "-e", f"switch_qos_plan={plan}",
          "-e", f"switch_qos_dir={site / 'example'}", "-e", f"switch_qos_rocetune_command={site / 'bin' / 'rocetune'}",
          "-e", f"ansible_python_interpreter={sys.executable}"],

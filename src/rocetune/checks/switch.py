@@ -6,7 +6,7 @@ from __future__ import annotations
 from .registry import Check, declare
 
 _READS = ("The switch's QoS output given to `rocetune qos check FILE`: SONiC CONFIG_DB JSON, NVUE's "
-          "`nv show qos roce` (global or per interface) or `nv set` commands, or an EOS running-config "
+          "`nv show qos roce` (global or per interface) or `nv set` commands, an EOS or NX-OS running-config "
           "(docs/switch-qos.md lists the forms per switch OS).")
 _SOURCE_SWITCH = ("docs/switch-qos.md; sonic-buildimage files/build_templates/qos_config.j2 (DSCP_TO_TC_MAP "
                   "AZURE: DSCP 26 -> TC 1); NVIDIA Cumulus Linux 5.x 'RDMA over Converged Ethernet - RoCE'")

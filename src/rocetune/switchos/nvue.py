@@ -64,8 +64,8 @@ class Nvue(SwitchOs):
     order = 20
     port_example = "swp1,swp2"
     priority_word = "switch priority"
-    reads = ("`nv show qos roce`, `nv show interface <if> qos roce status`, or `nv set` commands "
-             "(`nv config show -o commands`)")
+    reads = ("`nv show qos roce`, `nv show interface <if> qos roce status` (one or several interfaces), or "
+             "`nv set` commands (`nv config show -o commands`)")
     choices = (
         Choice("roce_mode", ("lossless", "lossless-single-ipool"),
                "NVUE's RoCE mode: lossless (separate lossless and lossy ingress pools, NVUE's default) or "

@@ -3,7 +3,7 @@
     rocetune qos render --os OS [--ports P1,P2] [--fabric-ports P3,P4] [--qos FILE] [OS CHOICES] [-o FILE]
     rocetune qos check FILE [--os OS] [--qos FILE] [--hosts DIR]
 
-OS is one of the switch operating systems of rocetune.switchos (sonic, nvue, eos). The plan is
+OS is one of the switch operating systems of rocetune.switchos (sonic, nvue, eos, nxos). The plan is
 --qos FILE, else /etc/rocetune/qos.yml under --root, else the built-in defaults (as the agent
 reads it). `check` exits 1 on an error finding, 5 on warnings only, 0 when the switch follows the
 plan. The earlier spellings still work and say what replaced them: `--plan` (now --qos, as every
@@ -20,7 +20,7 @@ from ..result import Result
 
 NAME = "qos"
 ORDER = 45
-HELP = ("the ToR switch side of the QoS plan: render a switch's QoS configuration (SONiC, NVUE, EOS), "
+HELP = ("the switch side of the QoS plan: render a switch's QoS configuration (SONiC, NVUE, EOS, NX-OS), "
         "check a switch's running QoS against the plan")
 EXAMPLE = "rocetune qos check switch-running.json --hosts fleet/"
 EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
