@@ -1,4 +1,4 @@
-"""rocetune qos: the ToR switch side of the QoS plan (docs/switch-qos.md).
+"""rocetune qos: the switch side of the QoS plan (docs/switch-qos.md).
 
     rocetune qos render --os OS [--ports P1,P2] [--fabric-ports P3,P4] [--qos FILE] [OS CHOICES] [-o FILE]
     rocetune qos check FILE [--os OS] [--qos FILE] [--hosts DIR]
