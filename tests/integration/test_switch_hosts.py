@@ -76,9 +76,49 @@ def test_one_switch_fault_is_one_finding_however_many_hosts_it_touches():
     for n in (7, 128):
         hosts = [HostResult(host=f"gpu{i:03d}", features=features) for i in range(n)]
         found, notes = compare_hosts(default_plan(), switch, hosts)
-        assert not notes and sorted(f.id for f in found) == ["switch-host-dscp-mismatch", "switch-host-pfc-mismatch"]
+        assert notes == [f"DCQCN not compared on {n} host(s) (gpu000, gpu001, gpu002, gpu003, gpu004, gpu005 ...): "
+                         "their results hold no doctor run"]  # one line however many hosts
+        assert sorted(f.id for f in found) == ["switch-host-dscp-mismatch", "switch-host-pfc-mismatch"]
         assert all(len(f.evidence["hosts"]) == n for f in found)
         assert f"{8 * n} NICs on {n} hosts: gpu000 (" in found[0].message
         sizes[n] = len(report.text(report.ordered(found), "switch", 1).splitlines())
     assert sizes[7] == sizes[128] < 12  # two findings, five lines each with -v, and the summary
     assert "and 122 more hosts" in report.text(report.ordered(found), "switch")
+
+
+def test_dcqcn_off_on_the_nics_against_a_switch_that_marks_ecn(tmp_path):
+    """A real doctor run on a copy of the host fixture where mlx5's DCQCN notification point is
+    off for priority 3 on two fabric NICs (roce_np/enable/3 = 0, planted): the switch rendered
+    from the plan marks ECN on queue 3, so one finding names those two NICs; hosts whose results
+    hold no doctor run are said, not judged."""
+    import shutil
+
+    root = tmp_path / "host"
+    shutil.copytree(FIXTURES / "hosts" / "dgx-h100-rails-dmabuf", root, symlinks=True)
+    _, probe = rocetune_json("probe", "--root", str(root))
+    nics = sorted(probe["data"]["features"]["qos"]["interfaces"])
+    for nic in nics:
+        for side in ("roce_np", "roce_rp"):
+            enable = root / "sys" / "class" / "net" / nic / "ecn" / side / "enable"
+            enable.mkdir(parents=True)
+            for prio in range(8):
+                off = side == "roce_np" and prio == 3 and nic in nics[:2]
+                (enable / str(prio)).write_text("0\n" if off else "1\n")
+    plan = tmp_path / "qos.yml"
+    plan.write_text("version: 1\n")
+    _, doctor = rocetune_json("doctor", "--root", str(root), "--qos", str(plan))
+    assert sorted(f["subject"] for f in doctor["data"]["findings"] if f["id"] == "doctor-ecn-off") == nics[:2]
+    out = tmp_path / "fleet"
+    out.mkdir()
+    (out / "gpu01.json").write_text(json.dumps({"schema": "rocetune.fleet-host/1", "host": "gpu01",
+                                                "probe": probe["data"], "doctor": doctor["data"], "error": None}))
+    (out / "gpu02.json").write_text(json.dumps({"schema": "rocetune.fleet-host/1", "host": "gpu02",
+                                                "probe": probe["data"], "doctor": None, "error": None}))
+    rendered = tmp_path / "sonic.json"
+    assert rocetune("qos", "render", "--os", "sonic", "--ports", "Ethernet0", "-o", str(rendered)).returncode == 0
+    code, env = rocetune_json("qos", "check", str(rendered), "--hosts", str(out))
+    dcqcn = [f for f in env["data"]["findings"] if f["id"] == "switch-host-dcqcn-mismatch"]
+    assert code == 5 and len(dcqcn) == 1 and dcqcn[0]["severity"] == "warning"
+    assert dcqcn[0]["evidence"]["hosts"] == {"gpu01": nics[:2]}
+    assert "marks ECN on queue 3" in dcqcn[0]["message"]
+    assert any("DCQCN not compared on 1 host(s) (gpu02)" in w for w in env["warnings"])

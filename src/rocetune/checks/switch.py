@@ -171,3 +171,12 @@ _host_side("switch-host-dscp-mismatch", "error",
            why="The host sends RoCE data lossless on one priority and the switch queues it in another "
                "class, with or without PFC: the two ends disagree on which traffic must not be dropped.",
            fix="map the DSCP to the same priority on both ends (the plan's data and CNP classes)")
+_host_side("switch-host-dcqcn-mismatch", "warning",
+           title="The switch marks ECN for RoCE, but the hosts' NICs do not react to it",
+           checks="Where the fleet results hold a doctor run: no fabric NIC has DCQCN off for the plan's data priority "
+                  "(doctor-ecn-off, mlx5 /sys/class/net/IF/ecn/roce_np and roce_rp) while the switch marks ECN on the "
+                  "queue that priority leaves by. Results without a doctor run are said in a warning.",
+           why="DCQCN is the two ends of one loop: the switch marks CE, the receiving NIC returns CNPs (notification "
+               "point) and the sending NIC cuts its rate (reaction point). With either end off the marks slow no "
+               "sender, queues fill to the PFC threshold and pauses spread through the fabric.",
+           fix="enable DCQCN for the data priority on the NICs (the roce_qos role: roce_qos_dcqcn: true)")

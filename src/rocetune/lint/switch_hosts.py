@@ -22,9 +22,11 @@ def compare_hosts(plan: QosPlan, switch: SwitchQos, hosts) -> Tuple[List[Finding
     the DSCPs compared are the ones RoCE uses: the plan's data, CNP and CTS codepoints."""
     from ..analysis.hostview import HostView
 
-    dscps = tuple(c.dscp for c in SwitchIntent.from_plan(plan).classes)
+    intent = SwitchIntent.from_plan(plan)
+    dscps = tuple(c.dscp for c in intent.classes)
     faults: Dict[Tuple[str, int, str], Dict[str, List[str]]] = {}
     notes: List[str] = []
+    no_doctor: List[str] = []
     for host in hosts:
         if not host.ok:
             notes.append(f"{host.host}: not compared ({host.error})")
@@ -39,9 +41,39 @@ def compare_hosts(plan: QosPlan, switch: SwitchQos, hosts) -> Tuple[List[Finding
             for index, group in enumerate(switch.groups):
                 for check_id, message in _nic(qos, group, switch, dscps):
                     faults.setdefault((check_id, index, message), {}).setdefault(host.host, []).append(ifname)
+        if host.doctor_findings is None:
+            no_doctor.append(host.host)
+            continue
+        for ifname in _dcqcn_off(host.doctor_findings, set(read)):
+            for index, group in enumerate(switch.groups):
+                message = _dcqcn(intent, group, switch)
+                if message:
+                    faults.setdefault(("switch-host-dcqcn-mismatch", index, message), {}).setdefault(
+                        host.host, []).append(ifname)
+    if no_doctor:
+        notes.append(f"DCQCN not compared on {len(no_doctor)} host(s) ({', '.join(no_doctor[:6])}"
+                     f"{' ...' if len(no_doctor) > 6 else ''}): their results hold no doctor run")
     out = [_finding(check_id, switch.groups[index], switch, message, touched)
            for (check_id, index, message), touched in faults.items()]
     return out, notes
+
+
+def _dcqcn_off(findings: List[dict], nics) -> List[str]:
+    """The fabric NICs whose doctor run found DCQCN off on the data priority (doctor-ecn-off, read
+    from mlx5's /sys/class/net/IF/ecn/roce_np and roce_rp)."""
+    return sorted({str(f.get("subject")) for f in findings
+                   if f.get("id") == "doctor-ecn-off" and f.get("subject") in nics})
+
+
+def _dcqcn(intent: SwitchIntent, g: SwitchReading, switch: SwitchQos) -> str:
+    """The switch's side of DCQCN: it marks ECN on the queue the plan's data leaves by."""
+    queue = g.queue_of(intent.data.priority)
+    q = g.queues.get(queue)
+    if q is None or not q.ecn:
+        return ""
+    return (f"the switch marks ECN on queue {queue} ({switch.priority_word} {intent.data.priority}) but DCQCN is off "
+            f"for priority {intent.data.priority} on the NICs (doctor-ecn-off): the marks slow no sender and "
+            "congestion is left to PFC pauses")
 
 
 def _finding(check_id: str, group: SwitchReading, switch: SwitchQos, message: str,
@@ -57,7 +89,8 @@ def _finding(check_id: str, group: SwitchReading, switch: SwitchQos, message: st
                    evidence={"switch": switch.source, "ports": list(group.ports), "hosts": touched})
 
 
-@emits("switch-host-trust-mismatch", "switch-host-pfc-mismatch", "switch-host-dscp-mismatch")
+@emits("switch-host-trust-mismatch", "switch-host-pfc-mismatch", "switch-host-dscp-mismatch",
+       "switch-host-dcqcn-mismatch")
 def _nic(qos: dict, g: SwitchReading, switch: SwitchQos, dscps: Tuple[int, ...]) -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
 
