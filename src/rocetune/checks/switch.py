@@ -22,7 +22,8 @@ def _switch(check_id: str, severity: str, *, title: str, checks: str, why: str, 
                   fix=fix, source=source, also=tuple(also), severity_note=note))
 
 
-_switch("switch-trust-mismatch", "error", also=("info",), note=_NOT_STATED,
+_switch("switch-trust-mismatch", "error", also=("warning", "info"),
+        note=_NOT_STATED + "; warning for PCP trust on routed ports (RoCE v2 there is untagged)",
         title="The switch does not classify on what the plan's hosts mark",
         checks="The port trusts DSCP under `trust: dscp` (or the VLAN priority under `trust: pcp`); "
                "trusting both is accepted.",
@@ -68,8 +69,8 @@ _switch("switch-lossless-buffer-missing", "error", also=("info",),
         why="PFC pauses the sender only when a lossless PG fills past its xoff; a priority whose traffic "
             "lands in a lossy PG never pauses anyone and is dropped. SONiC's buffer template makes only "
             "3-4 lossless, so PFC on another priority is lossy until its buffers are added.",
-        fix="render the buffers with the plan (`rocetune qos render --os sonic --ports ... --buffer-model ...`) "
-            "or move the lossless priority to one the switch has buffers for",
+        fix="render the buffers with the plan (`rocetune qos render --os OS --ports ...`; SONiC also takes "
+            "`--buffer-model`), or move the lossless priority to one the switch has buffers for",
         source=_SOURCE_BUFFERS)
 _switch("switch-ports-unbound", "warning", also=("error",),
         note="error when no port of the switch binds QoS (nothing on the switch is lossless)",

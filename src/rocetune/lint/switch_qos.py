@@ -35,6 +35,9 @@ def compare(plan: QosPlan, switch: SwitchQos) -> List[Finding]:
         out.append(finding("switch-ports-unbound", "switch", "the output binds QoS to no port (SONiC: no "
                            "PORT_QOS_MAP entry): nothing in it is lossless", severity="error",
                            evidence={"source": switch.source, "kind": switch.kind}))
+    elif switch.bound_nowhere:
+        out.append(finding("switch-ports-unbound", "switch", switch.bound_nowhere, severity="error",
+                           evidence={"source": switch.source, "kind": switch.kind}))
     return out
 
 
@@ -70,6 +73,11 @@ def _trust(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Fin
     if g.trust is None:
         return [finding("switch-trust-mismatch", subject, "not checked: the output states no trust mode",
                         severity="info", evidence=ev)]
+    if g.trust == intent.trust == "pcp" and g.routed:
+        return [finding("switch-trust-mismatch", subject,
+                        "the ports trust the VLAN priority (PCP) but route: RoCE v2 arrives untagged on a routed port "
+                        "and carries no PCP, so it is classified by the port's default", severity="warning",
+                        evidence=dict(ev, trust=g.trust, routed=True))]
     if g.trust == intent.trust or (g.trust == "both" and intent.trust == "dscp"):
         return []
     if g.trust == "both":  # trusting both classifies IP packets, RoCE v2's, by DSCP

@@ -122,6 +122,7 @@ class SwitchReading:
     # Ingress buffer per PFC priority: True lossless (headroom), False lossy; None: not stated.
     ingress_lossless: Optional[Dict[int, Optional[bool]]] = None
     buffer_note: str = ""                          # why a buffer is not stated, or what it relies on
+    routed: Optional[bool] = None                  # the ports route (an IP of their own, `no switchport`)
     # PFC watchdog on these ports: True on, False off, None not stated; its action (drop, forward,
     # errdisable, alert ...) when stated, and what the reading assumes where the output is silent.
     watchdog: Optional[bool] = None
@@ -178,6 +179,8 @@ class SwitchQos:
     # Ports not judged, by one policy on every OS: administratively down (SONiC admin_status down,
     # EOS `shutdown`) or carrying no configuration of their own; each with the reason.
     inactive_ports: Dict[str, str] = field(default_factory=dict)
+    # Why no port binds QoS of its own although the output binds some switch-wide; "" otherwise.
+    bound_nowhere: str = ""
     # Counters the output includes (SONiC COUNTERS_DB, `show pfc counters`), per port and priority.
     counters: Dict[str, Dict[str, Dict[int, int]]] = field(default_factory=dict)
 

@@ -123,6 +123,7 @@ class _Section:
         self.shutdown = False
         self.watchdog_action: Optional[str] = None   # `priority-flow-control pause watchdog port action A`
         self.qos = False      # the section states QoS of its own (trust, PFC, a queue, a qos profile)
+        self.routed = False   # `no switchport`: EOS's Ethernet interfaces switch unless told
 
 
 def _parse(text: str, source: str) -> SwitchQos:
@@ -223,6 +224,9 @@ def _section_line(line: str, section: _Section) -> None:
     if line == "shutdown":
         section.shutdown = True
         return
+    if line == "no switchport":
+        section.routed = True
+        return
     if line.startswith(("qos ", "no qos ", "priority-flow-control", "no priority-flow-control", "service-profile ")):
         section.qos = True
     m = re.match(r"^qos trust (dscp|cos)\Z", line)
@@ -264,6 +268,8 @@ def _groups(interfaces: Dict[str, _Section], profiles: Dict[str, _Section], dscp
         reading.queues = {q: _queue_reading(merged.queues.get(q, {})) for q in TRAFFIC_CLASSES}
         reading.buffer_note = "EOS sizes no-drop headroom from the platform's buffer profile (not in the config)"
         reading.cable_note = "EOS takes no cable length: headroom comes from the platform's buffer profile"
+        if reading.trust == "pcp":  # routing matters to PCP trust only (RoCE v2 on a routed port is untagged)
+            reading.routed = own.routed if name != "global" else None
         _watchdog(reading, merged, name, watchdog)
         readings.append(reading)
     return merged_readings(readings)

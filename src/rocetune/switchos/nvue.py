@@ -100,8 +100,12 @@ class Nvue(SwitchOs):
         if "roce_mode" not in chosen and intent.lossless:
             warnings.append("`nv set qos roce mode lossless` turns off lossless-single-ipool on a switch that runs "
                             "it: give --roce-mode lossless-single-ipool to keep one shared ingress pool")
-        assumes = [f"RoCE mode {mode if intent.lossless else 'lossy'} and its buffer pools (NVUE sizes the lossless "
-                   "headroom and pools itself); traffic class 3 stays RoCE's lossless class, 6 the strict CNP class"]
+        if intent.lossless:
+            assumes = [f"RoCE mode {mode} and its buffer pools (NVUE sizes the lossless headroom and pools itself); "
+                       "traffic class 3 stays RoCE's lossless class, 6 the strict CNP class"]
+        else:
+            assumes = ["RoCE mode lossy: no PFC and no lossless pool; traffic class 3 stays RoCE's (ECN marking), "
+                       "6 the strict CNP class"]
         if ports:
             assumes.append("per-interface PFC watchdog (`qos pfc-watchdog state enable`, Cumulus Linux 5.6 or later); "
                            "its action and timers are NVUE's own")
@@ -114,9 +118,11 @@ class Nvue(SwitchOs):
         bound = ("switch-wide: RoCE mode and the default-global mapping, PFC, scheduler and congestion-control "
                  "profiles apply to every port"
                  + (f"; PFC watchdog on {', '.join(ports)}" if ports and intent.lossless
+                    else "; no PFC watchdog (no lossless priority)" if not intent.lossless
                     else "; no PFC watchdog (it is per interface: name the RoCE ports with --ports)"))
         notes.append(f"binds: {bound}")
-        text = template("nvue.sh.j2").render(lines=lines, notes=notes, source=intent.source)
+        text = template("nvue.sh.j2").render(lines=lines, notes=notes, source=intent.source,
+                                             lossless=bool(intent.lossless))
         return Rendered(text=text, assumes=assumes, bound=bound, warnings=warnings)
 
 

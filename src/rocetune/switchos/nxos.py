@@ -97,6 +97,7 @@ class _Interface:
         self.pfc_mode: Optional[str] = None  # on | off | auto; None: the default (auto)
         self.watchdog: Optional[bool] = None
         self.shutdown = False
+        self.routed: Optional[bool] = None  # `no switchport` / `switchport`
         self.stated = False  # states QoS of its own
 
 
@@ -190,6 +191,8 @@ class _Config:
         m = _SERVICE_RE.match(line)
         if line == "shutdown":
             s.shutdown = True
+        elif line in ("switchport", "no switchport"):
+            s.routed = line == "no switchport"
         elif m and m.group(1) == "qos":
             s.qos, s.stated = m.group(3), True
         elif m and m.group(1) == "queuing" and m.group(2) == "output":
@@ -269,6 +272,8 @@ class _Config:
             r.queues[q] = _queue_reading(fields, None if nodrop is None else q in nodrop)
         if nodrop is not None and r.pfc:
             r.ingress_lossless = {p: any(p in cos for cos in nodrop.values()) and p in nodrop for p in r.pfc}
+        if r.trust == "pcp":  # routing matters to PCP trust only (RoCE v2 on a routed port is untagged)
+            r.routed = s.routed
         r.buffer_note = "NX-OS carves the no-drop buffer and headroom of each pause class itself (not in the config)"
         r.cable_note = "NX-OS takes no cable length: the platform sizes the headroom"
         watchdog = s.watchdog if s.watchdog is not None else self.watchdog

@@ -152,6 +152,8 @@ def from_doc(doc: Dict[str, Any], source: str) -> SwitchQos:
     queues = _per_port(_table(db, "QUEUE", source), "QUEUE", source)
     pgs = _per_port(_table(db, "BUFFER_PG", source), "BUFFER_PG", source)
     bufq = _per_port(_table(db, "BUFFER_QUEUE", source), "BUFFER_QUEUE", source)
+    for table in ("BUFFER_PG", "BUFFER_QUEUE"):
+        warnings += _overlaps(_table(db, table, source), table)
     port_table = _table(db, "PORT", source)
     switch_ports = [p for p in port_table if isinstance(port_table[p], dict)]
     # One policy on every OS: a port administratively down is not judged (buffermgrd gives it no
@@ -176,6 +178,10 @@ def from_doc(doc: Dict[str, Any], source: str) -> SwitchQos:
         readings.append(_reading(ctx, port, binding, global_map, queues.get(port, {}), pgs.get(port, {}),
                                  bufq.get(port, {})))
     groups = merged(readings)
+    nowhere = ""
+    if global_map and not [p for p in ports if p != "global"]:
+        nowhere = ("only PORT_QOS_MAP|global binds QoS (a switch-wide dscp_to_tc_map): no port has PFC, its queues or "
+                   "lossless buffers")
     unbound = None
     if switch_ports:
         unbound = sorted((p for p in switch_ports if p not in bound and p not in inactive), key=_natural)
@@ -185,7 +191,7 @@ def from_doc(doc: Dict[str, Any], source: str) -> SwitchQos:
                         f"{' ...' if len(down) > 8 else ''})")
     return SwitchQos(kind="sonic", source=source, groups=groups, warnings=warnings,
                      unbound_ports=unbound, all_ports=len(switch_ports) - len(inactive) if switch_ports else None,
-                     inactive_ports=inactive,
+                     inactive_ports=inactive, bound_nowhere=nowhere,
                      form=f"CONFIG_DB (buffer model {model or 'not stated'})")
 
 
@@ -194,6 +200,9 @@ class _Ctx:
         self.db, self.source, self.warnings, self.model = db, source, warnings, model
         self.has_pg, self.has_queue, self.any_runtime_pg = has_pg, has_queue, any_runtime_pg
         self.cables = _cables(db, source)
+        # ports with an IP of their own (INTERFACE|PORT or INTERFACE|PORT|PREFIX): routed
+        self.routed = ({str(k).split("|")[0] for k in _table(db, "INTERFACE", source)}
+                       if "INTERFACE" in db else None)
         self.watchdog = _table(db, "PFC_WD", source) if "PFC_WD" in db else None
 
 
@@ -255,11 +264,15 @@ def _reading(ctx: _Ctx, port, binding, global_map, queue_fields, pg_fields, bufq
     buffer_queues = _buffer_queues(ctx, bufq_fields) if ctx.has_queue else {}
     for q in TRAFFIC_CLASSES:  # a queue with no QUEUE entry has no WRED profile: no ECN marking
         base = _queue(db, queue_fields.get(q, {}), f"QUEUE|{port}|{q}", source, ctx.warnings)
-        lossless = buffer_queues.get(q) if ctx.has_queue else None
+        # BUFFER_QUEUE present but no key for the queue: the queue has no profile of the plan's and
+        # keeps the ASIC's default (lossy) buffer
+        lossless = buffer_queues.get(q, False) if ctx.has_queue else None
         r.queues[q] = replace(base, lossless=lossless)
     r.ingress_lossless, r.buffer_note = _ingress(ctx, binding, pg_fields, r)
     _watchdog(ctx, port, binding, r)
     _cable(ctx, port, r)
+    if r.trust == "pcp":  # routing matters to PCP trust only (RoCE v2 on a routed port is untagged)
+        r.routed = None if ctx.routed is None else port in ctx.routed
     return r
 
 
@@ -396,6 +409,30 @@ def _queue(db, fields, where, source, warnings) -> QueueReading:
                         max_threshold=_number(wred.get("green_max_threshold"), f"{where} green_max_threshold", source),
                         probability=_number(wred.get("green_drop_probability"), f"{where} green_drop_probability",
                                             source))
+
+
+def _overlaps(table: Dict[str, Any], name: str) -> List[str]:
+    """Keys of one port whose ranges overlap (`Ethernet0|3` beside the template's `Ethernet0|3-4`):
+    which profile the ASIC ends with depends on the order orchagent applies them."""
+    spans: Dict[str, List[Tuple[str, set]]] = {}
+    for key in table:
+        parts = str(key).split("|")
+        if len(parts) < 2:
+            continue
+        lo, _, hi = parts[-1].partition("-")
+        if not (lo.isdigit() and (hi or lo).isdigit()):
+            continue
+        covered = set(range(int(lo), int(hi or lo) + 1))
+        for port in parts[-2].split(","):
+            spans.setdefault(port, []).append((parts[-1], covered))
+    out = []
+    for port, keys in sorted(spans.items(), key=lambda kv: _natural(kv[0])):
+        for i, (a, sa) in enumerate(keys):
+            for b, sb in keys[i + 1:]:
+                if sa & sb:
+                    out.append(f"{name} {port}: keys {a} and {b} overlap (the profile that wins depends on the order "
+                               "orchagent applies them)")
+    return out
 
 
 def _per_port(table: Dict[str, Any], name: str, source: str) -> Dict[str, Dict[int, Dict[str, Any]]]:

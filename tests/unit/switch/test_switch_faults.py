@@ -355,3 +355,55 @@ def test_nxos_pfc_mode_auto_is_said_not_assumed():
     text = _nxos_render(["Ethernet1/1"]).replace("  priority-flow-control mode on\n", "")
     sw = nxos.OS.parse(text, "t")
     assert sw.groups[0].pfc is None and "DCBX negotiates it" in " ".join(sw.warnings)
+
+
+# --- smaller faults ------------------------------------------------------------------------------------
+
+def test_sonic_a_missing_roce_buffer_queue_entry_is_a_lossy_queue():
+    doc = _json(MIGRATED)
+    del doc["BUFFER_QUEUE"]["Ethernet4|3-4"]
+    found = compare(default_plan(), sonic.from_doc(doc, "t"))
+    assert [(f.subject, f.severity) for f in found if f.id == "switch-lossless-buffer-missing"] == [("Ethernet4", "error")]
+
+
+def test_sonic_overlapping_buffer_keys_are_said():
+    doc = _json(MIGRATED)
+    doc["BUFFER_PG"]["Ethernet0|3"] = {"profile": "pg_lossless_100000_40m_profile"}
+    sw = sonic.from_doc(doc, "t")
+    assert "BUFFER_PG Ethernet0: keys 3-4 and 3 overlap" in " ".join(sw.warnings) or \
+        "BUFFER_PG Ethernet0: keys 3 and 3-4 overlap" in " ".join(sw.warnings)
+
+
+def test_sonic_an_excerpt_binding_only_global_is_an_error():
+    doc = {"DSCP_TO_TC_MAP": {"ROCE": {"26": "3", "48": "6"}}, "PORT_QOS_MAP": {"global": {"dscp_to_tc_map": "ROCE"}}}
+    found = compare(default_plan(), sonic.from_doc(doc, "t"))
+    unbound = [f for f in found if f.id == "switch-ports-unbound"]
+    assert [(f.subject, f.severity) for f in unbound] == [("switch", "error")]
+    assert "only PORT_QOS_MAP|global binds QoS" in unbound[0].message
+
+
+def test_pcp_trust_on_routed_ports_is_a_warning():
+    pcp = load_text("trust: pcp\n", "p")
+    text = eos.OS.render(SwitchIntent.from_plan(pcp), ["Ethernet1/1", "Ethernet2/1"], {"platform": "strata"}).text
+    assert _bad(compare(pcp, eos.OS.parse(text, "t"))) == []
+    routed = text.replace("interface Ethernet2/1\n", "interface Ethernet2/1\n   no switchport\n")
+    assert _bad(compare(pcp, eos.OS.parse(routed, "t"))) == [("switch-trust-mismatch", "Ethernet2/1", "warning")]
+    # Microsoft's NX-OS storage port is a trunk (`switchport`): PCP trust there is sound
+    assert "switch-trust-mismatch" not in {i for i, _, _ in _bad(compare(pcp, nxos.OS.parse(_read(NXOS), "t")))}
+    routed = _read(NXOS).replace("  switchport\n", "  no switchport\n", 1)
+    assert ("switch-trust-mismatch", "Ethernet1/17", "warning") in _bad(compare(pcp, nxos.OS.parse(routed, "t")))
+
+
+def test_nvue_lossy_plan_says_so_in_its_header():
+    lossy = load_text("lossless_priorities: []\n", "p")
+    rendered = nvue.OS.render(SwitchIntent.from_plan(lossy), [], {})
+    head = rendered.text.split("nv set", 1)[0]
+    assert "the plan makes no priority lossless" in head and "with PFC (lossless)" not in head
+    assert "no PFC and no lossless pool" in rendered.assumes[0]
+
+
+def test_the_buffer_finding_fix_names_no_one_os():
+    from rocetune.checks import all_checks
+
+    fix = next(c for c in all_checks() if c.id == "switch-lossless-buffer-missing").fix
+    assert "--os OS" in fix and "--os sonic" not in fix
