@@ -359,19 +359,23 @@ def test_nxos_pfc_mode_auto_is_said_not_assumed():
 
 # --- smaller faults ------------------------------------------------------------------------------------
 
+
 def test_sonic_a_missing_roce_buffer_queue_entry_is_a_lossy_queue():
     doc = _json(MIGRATED)
     del doc["BUFFER_QUEUE"]["Ethernet4|3-4"]
     found = compare(default_plan(), sonic.from_doc(doc, "t"))
-    assert [(f.subject, f.severity) for f in found if f.id == "switch-lossless-buffer-missing"] == [("Ethernet4", "error")]
+    assert [(f.subject, f.severity) for f in found if f.id == "switch-lossless-buffer-missing"] == [
+        ("Ethernet4", "error")
+    ]
 
 
 def test_sonic_overlapping_buffer_keys_are_said():
     doc = _json(MIGRATED)
     doc["BUFFER_PG"]["Ethernet0|3"] = {"profile": "pg_lossless_100000_40m_profile"}
     sw = sonic.from_doc(doc, "t")
-    assert "BUFFER_PG Ethernet0: keys 3-4 and 3 overlap" in " ".join(sw.warnings) or \
-        "BUFFER_PG Ethernet0: keys 3 and 3-4 overlap" in " ".join(sw.warnings)
+    assert "BUFFER_PG Ethernet0: keys 3-4 and 3 overlap" in " ".join(
+        sw.warnings
+    ) or "BUFFER_PG Ethernet0: keys 3 and 3-4 overlap" in " ".join(sw.warnings)
 
 
 def test_sonic_an_excerpt_binding_only_global_is_an_error():
