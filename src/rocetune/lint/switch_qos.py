@@ -31,6 +31,7 @@ def compare(plan: QosPlan, switch: SwitchQos) -> List[Finding]:
     for group in switch.groups:
         out += _group(intent, group, switch)
     out += _unbound(switch)
+    out += _discards(intent, switch)
     if not switch.groups:
         out.append(finding("switch-ports-unbound", "switch", "the output binds QoS to no port (SONiC: no "
                            "PORT_QOS_MAP entry): nothing in it is lossless", severity="error",
@@ -293,6 +294,33 @@ def _unbound(switch: SwitchQos) -> List[Finding]:
     return [finding("switch-ports-unbound", subject_of(ports),
                     f"{len(ports)} of the switch's {switch.all_ports} ports bind no QoS: {listed}; "
                     "RoCE through them is lossy", evidence=ev)]
+
+
+@emits("switch-lossless-discards")
+def _discards(intent: SwitchIntent, switch: SwitchQos) -> List[Finding]:
+    """RoCE discarded on a port whose RoCE priority is lossless: PFC paused too late or not at all
+    (headroom, cable length, a peer that ignores pauses), or the watchdog dropped a stuck queue.
+    The counts run since the counters were last cleared, so the finding says so and a warning,
+    not an error, is the most it is."""
+    if not intent.lossless:
+        return []
+    out = []
+    for port, counts in sorted(switch.counters.items()):
+        group = next((g for g in switch.groups if port in g.ports), None)
+        if group is None and len(switch.groups) == 1 and not switch.groups[0].ports:
+            group = switch.groups[0]
+        if group is None or not group.pfc or intent.data.priority not in group.pfc:
+            continue
+        rx, tx = counts.get("rx_roce_discards", 0), counts.get("tx_roce_discards", 0)
+        if not rx and not tx:
+            continue
+        out.append(finding("switch-lossless-discards", port,
+                           f"{rx} RoCE packets discarded on receive and {tx} on transmit, on a port where priority "
+                           f"{intent.data.priority} is lossless (counts since the counters were last cleared; "
+                           f"pauses received {counts.get('rx_pause', 'not read')}, "
+                           f"sent {counts.get('tx_pause', 'not read')})",
+                           evidence={"source": switch.source, "kind": switch.kind, "counters": dict(counts)}))
+    return out
 
 
 def _list(values) -> str:

@@ -181,8 +181,9 @@ class SwitchQos:
     inactive_ports: Dict[str, str] = field(default_factory=dict)
     # Why no port binds QoS of its own although the output binds some switch-wide; "" otherwise.
     bound_nowhere: str = ""
-    # Counters the output includes (SONiC COUNTERS_DB, `show pfc counters`), per port and priority.
-    counters: Dict[str, Dict[str, Dict[int, int]]] = field(default_factory=dict)
+    # Counters the output includes (NVUE `nv show interface IF qos roce counters`), per port: name ->
+    # value since the counters were last cleared, the names as rocetune.lint.switch_qos reads them.
+    counters: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
 
 def _frozen(value):

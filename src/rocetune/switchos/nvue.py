@@ -74,7 +74,7 @@ class Nvue(SwitchOs):
     )
 
     def looks_like(self, text: str) -> bool:
-        return (_MAPPING in text or ("congestion-control" in text and "trust-mode" in text)
+        return (_MAPPING in text or ("congestion-control" in text and "trust-mode" in text) or _is_counters(text)
                 or bool(re.search(r"^\s*(\S+@\S+\$\s*)?nv set (qos|interface \S+ qos) ", text, re.M)))
 
     def parse(self, text: Any, source: str = WHAT) -> SwitchQos:
@@ -193,18 +193,55 @@ def _read_show(text: str, source: str) -> SwitchQos:
     readings = []
     forms = set()
     unnamed = 0
+    counters: Dict[str, Dict[str, int]] = {}
     for port, block in blocks:
         if port is None and len(blocks) > 1:
             unnamed += 1
+        if _is_counters(block):
+            counters[port or "switch"] = _counters(block, source)
+            forms.add("nv show interface ... qos roce counters")
+            continue
         reading, form = _read_block(block, port, source)
         readings.append(reading)
         forms.add(form)
+    if not readings:
+        raise ParseError(source, "RoCE counters without the RoCE configuration",
+                         hint="save `nv show interface IF qos roce status` (or `nv show qos roce`) with them")
     warnings = []
     if unnamed:
         warnings.append(f"{unnamed} of the {len(blocks)} shows in the file name no interface (no prompt line "
                         "or `Interface:` line): their findings name the switch")
     return SwitchQos(kind="nvue", source=source, groups=merged(readings), priority_word="switch priority",
-                     warnings=warnings, form="; ".join(sorted(forms)))
+                     warnings=warnings, form="; ".join(sorted(forms)), counters=counters)
+
+
+# The RoCE counters rocetune reads, by their place in the show: (section, key) -> name.
+COUNTERS = {("rx-roce-stats", "no-buffer-discard"): "rx_roce_discards",
+            ("tx-roce-stats", "unicast-no-buffer-discard"): "tx_roce_discards",
+            ("rx-pfc-stats", "pause-packets"): "rx_pause",
+            ("tx-pfc-stats", "pause-packets"): "tx_pause",
+            ("tx-ecn-stats", "ecn-marked-packets"): "ecn_marked",
+            ("tx-cnp-stats", "cnp-packets"): "tx_cnp"}
+
+
+def _is_counters(block: str) -> bool:
+    return bool(re.search(r"^\s*(rx|tx)-roce-stats\s*$", block, re.M))
+
+
+def _counters(block: str, source: str) -> Dict[str, int]:
+    """`nv show interface IF qos roce counters`: the counts under their section (rx-pfc-stats
+    pause-packets is not tx-pfc-stats pause-packets)."""
+    out: Dict[str, int] = {}
+    section = ""
+    for line in block.splitlines():
+        m = re.match(r"^\s*([a-z][a-z0-9-]*)\s*\Z", line)
+        if m:
+            section = m.group(1)
+            continue
+        m = re.match(r"^\s*([a-z][a-z0-9-]*)\s{2,}(\d+)(?:\s{2,}.*)?\s*\Z", line)
+        if m and (section, m.group(1)) in COUNTERS:
+            out[COUNTERS[(section, m.group(1))]] = int(m.group(2))
+    return out
 
 
 _INTERFACE_RE = re.compile(r"^\s*Interface:\s*(\S+)\s*\Z")

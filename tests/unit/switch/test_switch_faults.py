@@ -411,3 +411,56 @@ def test_the_buffer_finding_fix_names_no_one_os():
 
     fix = next(c for c in all_checks() if c.id == "switch-lossless-buffer-missing").fix
     assert "--os OS" in fix and "--os sonic" not in fix
+
+
+# --- the switch's own counters ------------------------------------------------------------------------
+
+COUNTERS = "nvue-5.16-show-interface-qos-roce-counters.txt"
+
+
+def test_nvue_counters_saved_with_the_status_are_read_per_interface():
+    """NVIDIA's swp16 status and counters shows in one file: the counters under their section
+    (rx-pfc-stats and tx-pfc-stats both print pause-packets); the published switch discarded RoCE
+    on a port where priority 3 is lossless, a warning that says the counts run since the last clear."""
+    sw = nvue.OS.parse(_read(STATUS) + _read(COUNTERS), "both.txt")
+    assert [g.ports for g in sw.groups] == [["swp16"]]
+    assert sw.counters["swp16"] == {
+        "rx_roce_discards": 0,
+        "tx_roce_discards": 663060754115,
+        "rx_pause": 0,
+        "tx_pause": 0,
+        "ecn_marked": 693777677344,
+        "tx_cnp": 0,
+    }
+    found = [f for f in compare(default_plan(), sw) if f.id == "switch-lossless-discards"]
+    assert [(f.subject, f.severity) for f in found] == [("swp16", "warning")]
+    assert "663060754115 on transmit" in found[0].message and "since the counters were last cleared" in found[0].message
+    # cleared counters: nothing to say; a lossy plan: discards are not a fault of the lossless path
+    cleared = _read(COUNTERS).replace("663060754115", "0           ")
+    assert not [
+        f
+        for f in compare(default_plan(), nvue.OS.parse(_read(STATUS) + cleared, "t"))
+        if f.id == "switch-lossless-discards"
+    ]
+    lossy = load_text("lossless_priorities: []\n", "p")
+    assert not [f for f in compare(lossy, sw) if f.id == "switch-lossless-discards"]
+
+
+def test_nvue_counters_alone_are_a_clear_input_error():
+    with pytest.raises(ParseError, match="RoCE counters without the RoCE configuration"):
+        nvue.OS.parse(_read(COUNTERS), "c")
+
+
+def test_nvue_all_interfaces_framing_names_each_interface():
+    """NVIDIA's all-interfaces form (`nv show interface qos-roce-status-pool-map` as published):
+    a dashed line, `Interface: swpN`, a dashed line before each interface's table."""
+    blocks = nvue._blocks(_read("nvue-5.16-show-interface-qos-roce-status-pool-map.txt"))
+    assert [port for port, _ in blocks] == ["swp1", "swp2", "swp3"]
+    # the same framing around the published per-interface status, a later port with PFC and ECN off
+    rule = "-------------------------------------"
+    body = _read(STATUS).split("\n", 1)[1]
+    bad = _swp17_without_pfc_and_ecn(_read(STATUS)).split("\n", 1)[1]
+    text = f"{rule}\nInterface: swp16\n{rule}\n{body}{rule}\nInterface: swp17\n{rule}\n{bad}"
+    sw = nvue.OS.parse(text, "all.txt")
+    assert [g.ports for g in sw.groups] == [["swp16"], ["swp17"]]
+    assert {s for _, s, _ in _bad(compare(default_plan(), sw))} == {"swp17"}
