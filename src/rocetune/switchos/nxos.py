@@ -43,10 +43,11 @@ MTU = 9216
 DATA_SHARE, CTS_SHARE = 50, 10
 WATCHDOG_ACTION = "drop"  # NX-OS drops the stuck no-drop queue's packets (not configurable)
 
-# Lines only NX-OS writes (EOS has class-maps and policy-maps of type qos too, none of these).
+# Lines only NX-OS writes (EOS has class-maps of type qos and `priority-flow-control mode on` too,
+# none of these).
 MARKERS = re.compile(
     r"^[^\S\n]*(system qos|policy-map type (network-qos|queuing)|set qos-group|"
-    r"priority-flow-control (mode|watch-dog-interval))\b",
+    r"priority-flow-control watch-dog-interval)\b",
     re.M,
 )
 _SECTION_RE = re.compile(

@@ -464,3 +464,13 @@ def test_nvue_all_interfaces_framing_names_each_interface():
     sw = nvue.OS.parse(text, "all.txt")
     assert [g.ports for g in sw.groups] == [["swp16"], ["swp17"]]
     assert {s for _, s, _ in _bad(compare(default_plan(), sw))} == {"swp17"}
+
+
+def test_eos_and_nxos_are_told_apart_by_what_only_nxos_writes():
+    from rocetune.switchos import detect
+
+    eos_text = "interface Ethernet1\n   qos trust dscp\n   priority-flow-control mode on\n   priority-flow-control priority 3 no-drop\n"
+    assert detect(eos_text).name == "eos"
+    assert detect(_nxos_render()).name == "nxos" and detect(_read(NXOS)).name == "nxos"
+    for name in ("eos-avd-qos.cfg", "eos-avd-ethernet-interfaces.cfg", "eos-gaudi-7060dx4-l2.cfg"):
+        assert detect(_read(name)).name == "eos", name
