@@ -112,6 +112,7 @@ class _Config:
         self.nq_policies: Dict[str, Dict[int, Tuple[int, ...]]] = {}
         self.queuing: Dict[str, Dict[int, Dict[str, Any]]] = {}
         self.system: Dict[str, str] = {}
+        self.system_seen = False  # the output has a `system qos` section
         self.watchdog: Optional[bool] = None
         self.interfaces: Dict[str, _Interface] = {}
 
@@ -152,6 +153,8 @@ class _Config:
             self.queuing[name] = {}
         elif kind == "interface":
             self.interfaces[name] = _Interface()
+        elif kind == "system qos":
+            self.system_seen = True
 
     def _global(self, line: str) -> None:
         if line == "priority-flow-control watch-dog-interval on":
@@ -244,7 +247,8 @@ class _Config:
         the output applies none."""
         name = self.system.get("network-qos")
         if name is None:
-            return None
+            # a `system qos` without a network-qos policy keeps NX-OS's default one, which pauses no class
+            return {} if self.system_seen else None
         if name not in self.nq_policies:
             warnings.append(f"system qos applies network-qos policy {name}, which the output does not define")
             return None

@@ -474,3 +474,9 @@ def test_eos_and_nxos_are_told_apart_by_what_only_nxos_writes():
     assert detect(_nxos_render()).name == "nxos" and detect(_read(NXOS)).name == "nxos"
     for name in ("eos-avd-qos.cfg", "eos-avd-ethernet-interfaces.cfg", "eos-gaudi-7060dx4-l2.cfg"):
         assert detect(_read(name)).name == "eos", name
+
+
+def test_nxos_system_qos_without_a_network_qos_policy_pauses_nothing():
+    text = _nxos_render(["Ethernet1/1"]).replace("  service-policy type network-qos ROCETUNE_NQ\n", "")
+    found = compare(default_plan(), nxos.OS.parse(text, "t"))
+    assert ("switch-pfc-missing", "Ethernet1/1", "error") in _bad(found)
