@@ -480,3 +480,31 @@ def test_nxos_system_qos_without_a_network_qos_policy_pauses_nothing():
     text = _nxos_render(["Ethernet1/1"]).replace("  service-policy type network-qos ROCETUNE_NQ\n", "")
     found = compare(default_plan(), nxos.OS.parse(text, "t"))
     assert ("switch-pfc-missing", "Ethernet1/1", "error") in _bad(found)
+
+
+def test_nvue_cable_length_from_the_shows_against_the_plan():
+    """Cumulus Linux 5.0, 5.12 and 5.16 print RoCE's cable length (100 m in NVIDIA's examples); 5.6's
+    example does not, which is said, not guessed."""
+    from rocetune.switchos import read_file
+
+    cables = {
+        n: read_file(os.path.join(FIX, n)).groups[0].cable_length
+        for n in (
+            "nvue-5.0-show-qos-roce.txt",
+            "nvue-show-qos-roce.txt",
+            "nvue-5.16-show-qos-roce-single-ipool.txt",
+            "nvue-5.6-show-qos-roce.txt",
+        )
+    }
+    assert list(cables.values()) == [100, 100, 100, None]
+    longer = load_text("buffer: {cable_length: 120, prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0]}\n", "p")
+    shorter = load_text("buffer: {cable_length: 50, prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0]}\n", "p")
+    sw = read_file(os.path.join(FIX, "nvue-5.0-show-qos-roce.txt"))
+    assert _bad(compare(longer, sw)) == [("switch-cable-length", "switch", "warning")]
+    assert _bad(compare(shorter, sw)) == []
+    info = [
+        f
+        for f in compare(longer, read_file(os.path.join(FIX, "nvue-5.6-show-qos-roce.txt")))
+        if f.id == "switch-cable-length"
+    ]
+    assert [f.severity for f in info] == ["info"]
