@@ -151,6 +151,7 @@ def _check(args: argparse.Namespace) -> Result:
     switch = done.switch
     data = {"file": path, "switch": path, "kind": switch.kind, "form": switch.form, "plan": done.plan.source,
             "groups": [{"ports": g.ports} for g in switch.groups], "unbound_ports": switch.unbound_ports,
+            "inactive_ports": switch.inactive_ports, "counters": switch.counters,
             "hosts": args.hosts, "findings": [f.to_dict() for f in done.findings]}
     human = "" if args.json else done.text(args.verbose)
     return Result(command=NAME, data=data, human=human, code=done.exit_code, warnings=notes + done.warnings)
