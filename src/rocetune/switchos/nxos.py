@@ -177,7 +177,9 @@ class _Config:
                 self.qos_policies[name][-1] = (klass, int(m.group(1)))
         elif kind == "policy-map type network-qos" and klass is not None:
             group = _group_of(_NQ_CLASS_RE, klass)
-            m = re.match(r"^pause (?:no-drop )?pfc-cos (.+)\Z", line)
+            # `pause pfc-cos 3`, `pause no-drop pfc-cos 3`, `pause buffer-size B pause-threshold P
+            # resume-threshold R pfc-cos 3` (the platforms that take the thresholds)
+            m = re.match(r"^pause\b.*?\bpfc-cos (.+)\Z", line)
             if group is not None and m:
                 self.nq_policies[name][group] = tuple(_values(m.group(1), f"network-qos {name}", self.source))
         elif kind == "policy-map type queuing" and klass is not None:

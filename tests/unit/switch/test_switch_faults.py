@@ -508,3 +508,12 @@ def test_nvue_cable_length_from_the_shows_against_the_plan():
         if f.id == "switch-cable-length"
     ]
     assert [f.severity for f in info] == ["info"]
+
+
+def test_nxos_pause_with_buffer_thresholds_is_a_no_drop_class():
+    text = _nxos_render(["Ethernet1/1"]).replace(
+        "    pause pfc-cos 3\n", "    pause buffer-size 27456 pause-threshold 12480 resume-threshold 12480 pfc-cos 3\n"
+    )
+    g = nxos.OS.parse(text, "t").groups[0]
+    assert g.pfc == (3,) and g.ingress_lossless == {3: True}
+    assert _bad(compare(default_plan(), nxos.OS.parse(text, "t"))) == []
