@@ -479,6 +479,7 @@ class _Config:
         self.profiles: Dict[Tuple[str, str], List[List[str]]] = {}
         self.bindings: Dict[str, Dict[str, str]] = {}   # interface -> table -> profile
         self.cable: Dict[str, int] = {}                  # pfc profile -> cable-length (metres)
+        self.down: Set[str] = set()                      # `nv set interface IFS link state down`
 
 
 class _State:
@@ -527,6 +528,13 @@ def _command(c: _Config, w: List[str], source: str) -> None:
         return
     if w[:1] == ["interface"] and len(w) >= 4 and w[2] == "qos":
         _interface_command(c, interfaces(w[1], source), w[3:])
+        return
+    if w[:1] == ["interface"] and w[2:] in (["link", "state", "down"], ["link", "state", "up"]):
+        ports = interfaces(w[1], source)
+        if w[4] == "down":
+            c.down.update(ports)
+        else:
+            c.down.difference_update(ports)
         return
     if len(w) < 4 or w[0] != "qos" or w[1] not in _TABLES:
         return
@@ -614,7 +622,8 @@ def _profile_command(st: _State, table: str, rest: List[str], source: str) -> No
 def _config_reading(c: _Config, source: str) -> SwitchQos:
     """One reading for the interfaces that bind no profile of their own (named by the interfaces
     the commands mention, else the switch), one per other set of bindings."""
-    mentioned = sorted(set(c.bindings) | c.watchdog, key=_natural)
+    # One policy on every OS: an interface administratively down is not judged.
+    mentioned = sorted((set(c.bindings) | c.watchdog) - c.down, key=_natural)
     rest = [p for p in mentioned if not c.bindings.get(p)]
     readings = [_reading_of(c, {}, rest, source)]
     readings += [_reading_of(c, c.bindings[p], [p], source) for p in mentioned if c.bindings.get(p)]
@@ -622,7 +631,11 @@ def _config_reading(c: _Config, source: str) -> SwitchQos:
     form = f"nv set commands (RoCE mode {c.roce or 'not set'})"
     if c.watchdog:
         form += f"; PFC watchdog on {','.join(sorted(c.watchdog, key=_natural))}"
-    return SwitchQos(kind="nvue", source=source, groups=groups, priority_word="switch priority", form=form)
+    down = sorted(c.down, key=_natural)
+    warnings = [f"not judged: {len(down)} interface(s) administratively down ({', '.join(down[:8])}"
+                f"{' ...' if len(down) > 8 else ''})"] if down else []
+    return SwitchQos(kind="nvue", source=source, groups=groups, priority_word="switch priority", form=form,
+                     warnings=warnings, inactive_ports={p: "link state down" for p in down})
 
 
 def _reading_of(c: _Config, chosen: Dict[str, str], ports: List[str], source: str) -> SwitchReading:

@@ -517,3 +517,10 @@ def test_nxos_pause_with_buffer_thresholds_is_a_no_drop_class():
     g = nxos.OS.parse(text, "t").groups[0]
     assert g.pfc == (3,) and g.ingress_lossless == {3: True}
     assert _bad(compare(default_plan(), nxos.OS.parse(text, "t"))) == []
+
+
+def test_nvue_an_interface_set_down_is_not_judged():
+    text = _read("nvue-set-roce.txt") + BINDINGS + "nv set interface swp7 link state down\n"
+    sw = nvue.OS.parse(text, "t")
+    assert sw.inactive_ports == {"swp7": "link state down"} and "not judged: 1 interface(s)" in sw.warnings[0]
+    assert _bad(compare(default_plan(), sw)) == [("switch-ecn-off", "swp8", "error")]
