@@ -151,8 +151,19 @@ def _variables() -> Dict[str, Any]:
 
 
 def variable_releases(name: str) -> Optional[Dict[str, Any]]:
-    """{"since": "2.30.7", "last": None, ...} for a variable some release reads; None otherwise."""
-    return _variables()["variables"].get(name)
+    """{"since": "2.30.7", "last": None, ...} for a variable some release reads; None otherwise. A name
+    first read by a release past the newest tree scanned comes from `read_elsewhere`, with its `source`."""
+    doc = _variables()
+    return doc["variables"].get(name) or doc.get("read_elsewhere", {}).get(name)
+
+
+def added_in(name: str) -> Optional[str]:
+    """The first release that reads `name` ("2.31.2"); None when it is not known, or is as old as the oldest
+    tag scanned."""
+    info = variable_releases(name)
+    if info is None or info["since"] == _variables()["source"]["oldest"]:
+        return None
+    return str(info["since"])
 
 
 def reads(name: str, version: Optional[Version]) -> Optional[bool]:
@@ -162,6 +173,9 @@ def reads(name: str, version: Optional[Version]) -> Optional[bool]:
     info = variable_releases(name)
     if version is None or info is None:
         return None
+    if "source" in info:  # read by a release past the scan: from `since` on, as far as is known
+        since = parse_version(info["since"])
+        return since is not None and tuple(version) >= since
     src = _variables()["source"]
     oldest, newest = parse_version(src["oldest"]), parse_version(src["newest"])
     v = tuple(version)

@@ -26,7 +26,7 @@ def test_variables_of_newer_releases_are_flagged_against_an_older_host():
     assert ("var-not-in-release", "warning", "NCCL_IB_SUBNET_AWARE_ROUTING") in found
     _, got = lint_text(NEW, "job.env", "sh", host=host("2.21.5"))
     msg = [f.message for f in got if f.key == "NCCL_IB_SUBNET_AWARE_ROUTING"][0]
-    assert "read by NCCL 2.30.7 and later" in msg
+    assert "added in NCCL 2.30.7, newer than the host's NCCL 2.21.5" in msg
     assert not {i for i in ids(NEW, host=host("2.30.7")) if i[0] == "var-not-in-release"}
     # 2.29.7 reads the port failover, not subnet-aware routing
     assert {i[2] for i in ids(NEW, host=host("2.29.7")) if i[0] == "var-not-in-release"} == {
@@ -58,3 +58,33 @@ def test_gin_traffic_class_is_held_to_the_qos_plan():
     assert ("tc-contradicts-qos", "error", "NCCL_GIN_IB_TC") in ids("NCCL_GIN_IB_TC=41\n", qos=qos)
     assert not {i for i in ids(f"NCCL_GIN_IB_TC={qos.traffic_class}\n", qos=qos) if i[0].startswith("tc-")}
     assert not {i for i in ids("NCCL_GIN_IB_TC=-1\n", qos=qos) if i[0].startswith("tc-")}
+
+
+# The names 2.31.2 added (v2.31.2-1 at 889806836: net_ib/common.cc, gin/gin_host.cc, env.rst, the RAS and
+# diagnostics pages) and 2.32.3's (its release notes, NVIDIA/nccl#2419)
+NEWER_2_31 = ("NCCL_RUN_RAS_DIAGNOSTICS=1\nNCCL_RUN_DIAGNOSTICS=1\nNCCL_IB_EVENT_BASED_LB=1\n"
+              "NCCL_IB_PKEY_VALUE=0x8111\nNCCL_GIN_PROXY_NTHREADS=2\n")
+
+
+def test_the_names_2_31_2_added_are_no_typos():
+    found = ids(NEWER_2_31)
+    assert not {i for i in found if i[0] in ("unknown-name", "misspelled-name")}, found
+
+
+def test_a_name_newer_than_the_host_is_said_to_be_so():
+    _, got = lint_text(NEWER_2_31, "job.env", "sh", host=host("2.30.7"))
+    newer = {f.key: f.message for f in got if f.id == "var-not-in-release"}
+    assert set(newer) == {"NCCL_RUN_RAS_DIAGNOSTICS", "NCCL_RUN_DIAGNOSTICS", "NCCL_IB_EVENT_BASED_LB",
+                          "NCCL_IB_PKEY_VALUE", "NCCL_GIN_PROXY_NTHREADS"}
+    assert newer["NCCL_RUN_DIAGNOSTICS"].startswith(
+        "NCCL_RUN_DIAGNOSTICS was added in NCCL 2.31.2, newer than the host's NCCL 2.30.7")
+    assert not {i for i in ids(NEWER_2_31, host=host("2.31.2")) if i[0] == "var-not-in-release"}
+    _, got = lint_text("NCCL_WIN_REGISTER_GIN=1\n", "job.env", "sh", host=host("2.31.2"))
+    assert [f.message for f in got if f.id == "var-not-in-release"] == [
+        "NCCL_WIN_REGISTER_GIN was added in NCCL 2.32.3, newer than the host's NCCL 2.31.2: NCCL ignores it"]
+
+
+def test_an_unknown_name_says_how_far_the_catalog_reaches():
+    _, got = lint_text("NCCL_NOT_A_THING_AT_ALL=1\n", "job.env", "sh")
+    (f,) = [f for f in got if f.id == "unknown-name"]
+    assert "not read by NCCL up to 2.32.3" in f.message
