@@ -122,6 +122,16 @@ _FACTS = (
                 "6.1); the legacy nv_peer_mem module does not do",
                 "2.28.7 release notes (the v2.28.7-1 tag: 'Requires nvidia-peermem or DMABUF support. When using "
                 "DMABUF, linux kernel >= 6.1 is required')"),
+    ReleaseFact("net-plugin-path-value", (2, 21, 5), None,
+                "NCCL_NET_PLUGIN may name a library file or path; before 2.21.5 NCCL loads only "
+                "libnccl-net-<value>.so",
+                "v2.20.5-1 src/net.cc:344-346 (libnccl-net-%s.so only); v2.21.5-1 src/net.cc:386-397 (the value "
+                "itself, then libnccl-net-%s.so)"),
+    ReleaseFact("rma-plugin", (2, 30, 7), None,
+                "an RMA plugin (NCCL_RMA_PLUGIN, libnccl-rma.so; else the GIN, then the net plugin's library) "
+                "carries host-driven one-sided operations and GIN's proxy",
+                "v2.30.7-1 src/plugin/rma.cc, src/plugin/rma/rma_v13.cc, rma_v14.cc; env.rst NCCL_RMA_PLUGIN "
+                "(since 2.30.7)"),
     ReleaseFact("conf-keeps-cr", (0, 0, 0), (2, 30, 3),
                 "a CRLF nccl.conf line keeps its carriage return in the value",
                 "v2.29.7-1 src/misc/param.cc:40-51 (getline, only '\\n' cut); v2.30.3-1 src/misc/param.cc:36-37 "
