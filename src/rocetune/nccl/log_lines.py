@@ -12,9 +12,10 @@ Where each format comes from (NVIDIA/nccl tags; file:line):
   builds the same text in pieces (debug.cc:349-363) after an optional timestamp
   (NCCL_DEBUG_TIMESTAMP_FORMAT), which ends up before the host name.
 * "NCCL version %d.%d.%d%s+cuda%d.%d": init.cc VERSION_STRING (v2.18.3-1 init.cc:448,
-  v2.21.5-1 init.cc:472, v2.28.9-1 init.cc:603). Up to 2.27 showVersion printf()s it to stdout
-  without a prefix (and repeats it as INFO only when NCCL_DEBUG_FILE is set); 2.28 prints it as
-  an INFO line (init.cc:604-610).
+  v2.21.5-1 init.cc:472, v2.28.9-1 init.cc:603). Up to 2.21.5 showVersion printf()s it to stdout
+  without a prefix (and repeats it as INFO only when NCCL_DEBUG_FILE is set: v2.21.5-1 init.cc:476);
+  from 2.22.3 it is an INFO line with the prefix (v2.22.3-1 init.cc:495), still prefix-less at
+  NCCL_DEBUG=VERSION or WARN (forms `version-printf`, `version-info` of tests/fixtures/nccl-logs/forms.json).
 * "Using network %s": init.cc (v2.18.3-1 :310, v2.21.5-1 :322, v2.28.9-1 :428); the name is
   the net plugin's: "IB", "Socket", or an external plugin's ("IBext_v8", "AWS Libfabric", ...).
 * "NET/IB : Using%s %s; OOB %s:%s" with " [%d]%s:%d/%s" per device (name, port, IB|RoCE):
