@@ -32,7 +32,7 @@ from ..nccl.syntax import strtoll
 from ..nccl.versions import parse_version
 from .host import HostNames, check_host
 from .setting import Add, check_name, check_value
-from .traffic_class import check_qos
+from .traffic_class import check_nic_qos, check_qos
 
 _WATCHED = ("NCCL_", "UCX_", "GLOO_", "TORCH_NCCL_", "OMPI_MCA_btl_tcp_")
 MAX_BYTES = 16 << 20
@@ -148,6 +148,8 @@ def _check_one(cat: Catalog, a: Assignment, add: Add, qos: Optional[QosPlan] = N
     check_value(cat, a, add)
     if qos is not None:
         check_qos(qos, a, add)
+    elif host is not None and host.qos:
+        check_nic_qos(host.qos, a, add)
     if host is not None:
         check_host(host, a, add)
 

@@ -22,6 +22,7 @@ class HostNames:
     ib: Optional[Dict[str, List[int]]] = None
     net: Optional[List[str]] = None
     nccl: Optional[Tuple[int, int, int]] = None  # the NCCL release the host's jobs load (kernel.nccl.version)
+    qos: Optional[Dict[str, dict]] = None  # netdev -> the recorded QoS state of its RoCE port (mlnx_qos, dcb)
 
     @classmethod
     def from_features(cls, features: dict, check_rdma: bool = True, check_netdevs: bool = True) -> HostNames:
@@ -33,11 +34,13 @@ class HostNames:
             net = sorted(i["name"] for i in features["net"]["interfaces"])
         lib = (features.get("kernel") or {}).get("nccl")
         nccl = parse_version(lib.get("version")) if isinstance(lib, dict) else None
-        return cls(ib, net, nccl)
+        from ..analysis.nic_qos import roce_states
+
+        return cls(ib, net, nccl, roce_states(features) or None)
 
     @property
     def empty(self) -> bool:
-        return self.ib is None and self.net is None and self.nccl is None
+        return self.ib is None and self.net is None and self.nccl is None and self.qos is None
 
     @property
     def nccl_text(self) -> str:

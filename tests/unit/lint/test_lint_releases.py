@@ -88,3 +88,19 @@ def test_an_unknown_name_says_how_far_the_catalog_reaches():
     _, got = lint_text("NCCL_NOT_A_THING_AT_ALL=1\n", "job.env", "sh")
     (f,) = [f for f in got if f.id == "unknown-name"]
     assert "not read by NCCL up to 2.32.3" in f.message
+
+
+def test_a_traffic_class_the_hosts_nics_carry_without_pfc_is_warned_without_a_qos_plan():
+    """dgx-h100-rails-dmabuf records real `mlnx_qos` output (DSCP trust, PFC on priority 3, DSCP 26 on it):
+    NCCL_IB_TC=26 is DSCP 6, priority 0, no PFC; 106 is DSCP 26. No QoS plan is given."""
+    from rocetune.probe import collect_features
+    from tests.fixtures.roots import root_of
+
+    h = HostNames.from_features(collect_features(root_of("dgx-h100-rails-dmabuf")))
+    _, got = lint_text("NCCL_IB_TC=26\n", "job.env", "sh", host=h)
+    (f,) = [f for f in got if f.id == "tc-lossy-on-nics"]
+    assert f.severity == "warning" and "DSCP 6" in f.message and "PFC is on [3]" in f.message
+    assert not [f for f in lint_text("NCCL_IB_TC=106\n", "job.env", "sh", host=h)[1] if f.id == "tc-lossy-on-nics"]
+    # with a QoS plan the plan decides (tc-contradicts-qos), not the NICs' state
+    planned = ids("NCCL_IB_TC=26\n", host=h, qos=default_plan())
+    assert not {i for i in planned if i[0] == "tc-lossy-on-nics"} and ("tc-contradicts-qos", "error", "NCCL_IB_TC") in planned
