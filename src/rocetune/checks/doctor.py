@@ -213,8 +213,10 @@ def nccl_log_finding(d: Difference, path: str) -> Finding:
 
 
 for _id, (_sev, _doc) in sorted(RAS_VERDICTS.items()):
-    _doctor(_id, _sev, also=tuple(s for s in ("error", "warning", "info") if s != _sev),
-            note="error where two polls agree (a rank still missing); warning or info on one poll",
+    _also = tuple(s for s in ("error", "warning", "info") if s != _sev)
+    _doctor(_id, _sev, also=_also,
+            note=f"{_also[0]} or {_also[1]} where what RAS said warrants it: two polls that agree (a rank "
+                 "still missing) weigh more than one (docs/ras.md)",
             title=_doc[0].upper() + _doc[1:], checks=_doc,
             reads="What the job's RAS answers (`rocetune doctor --ras FILE` for recorded `ncclras` output, "
                   "`--ras-addr HOST:PORT` to ask a running job: STATUS twice, then DIAGNOSTICS; never CONTROL) "
