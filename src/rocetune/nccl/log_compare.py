@@ -321,6 +321,7 @@ def _devices(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanF
     if not p.ib_devices or p.transport == "socket":
         return
     hca = plan.get("NCCL_IB_HCA")
+    any_port = releases.gate("ib-hca-empty-port-any", parse_version(p.version)) is True
     why_out = {name: why for name, why in facts.excluded}
     for d in p.ib_devices:
         if d.port < 0:
@@ -329,12 +330,12 @@ def _devices(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanF
         if why:
             c.add("nccl-log-device-excluded", f"{d.name}:{d.port}", p.key, [d.evidence] if d.evidence else [],
                   f"NCCL used {d.name} port {d.port} ({d.link_layer}), which the plan left out: {why}")
-        elif hca is not None and not ib_hca_selects(hca, d.name, d.port):
+        elif hca is not None and not ib_hca_selects(hca, d.name, d.port, any_port):
             c.add("nccl-log-device-excluded", f"{d.name}:{d.port}", p.key, [d.evidence] if d.evidence else [],
                   f"NCCL used {d.name} port {d.port} ({d.link_layer}), which NCCL_IB_HCA={hca} does not select")
     if hca is None:
         return
-    exclude, exact, entries = ib_hca_entries(hca)
+    exclude, exact, entries = ib_hca_entries(hca, any_port)
     if exclude:
         return
     for name, port in entries:

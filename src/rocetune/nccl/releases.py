@@ -127,6 +127,11 @@ _FACTS = (
                 "libnccl-net-<value>.so",
                 "v2.20.5-1 src/net.cc:344-346 (libnccl-net-%s.so only); v2.21.5-1 src/net.cc:386-397 (the value "
                 "itself, then libnccl-net-%s.so)"),
+    ReleaseFact("ib-hca-empty-port-any", (2, 30, 7), None,
+                "an empty port in NCCL_IB_HCA (mlx5_0::0, mlx5_0:) means any port; before 2.30.7 it is port 0, "
+                "which matches no port, so the device is silently left out",
+                "v2.30.4-1 src/misc/utils.cc:212 (atoi of the empty port: 0); v2.30.7-1 src/misc/utils.cc:203-204 "
+                "(empty: -1, any port)"),
     ReleaseFact("rma-plugin", (2, 30, 7), None,
                 "an RMA plugin (NCCL_RMA_PLUGIN, libnccl-rma.so; else the GIN, then the net plugin's library) "
                 "carries host-driven one-sided operations and GIN's proxy",

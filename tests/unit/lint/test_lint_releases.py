@@ -104,3 +104,16 @@ def test_a_traffic_class_the_hosts_nics_carry_without_pfc_is_warned_without_a_qo
     # with a QoS plan the plan decides (tc-contradicts-qos), not the NICs' state
     planned = ids("NCCL_IB_TC=26\n", host=h, qos=default_plan())
     assert not {i for i in planned if i[0] == "tc-lossy-on-nics"} and ("tc-contradicts-qos", "error", "NCCL_IB_TC") in planned
+
+
+def test_an_empty_port_in_ib_hca_drops_the_device_before_2_30_7():
+    def found(version):
+        h = HostNames(ib={"mlx5_0": [1], "mlx5_1": [1]}, nccl=version)
+        return [f for f in lint_text("NCCL_IB_HCA==mlx5_0::0,mlx5_1:1:0\n", "job.env", "sh", host=h)[1]
+                if f.id == "hca-port-not-found"]
+
+    (old,) = found((2, 30, 4))
+    assert old.severity == "error" and "reads it as port 0" in old.message and "mlx5_0:1:0" in old.fix
+    assert not found((2, 30, 7))
+    (unknown,) = found(None)
+    assert unknown.severity == "warning"
