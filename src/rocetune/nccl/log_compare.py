@@ -25,6 +25,7 @@ from . import releases
 from .catalog import load_catalog
 from .log_model import Evidence, NcclLogReport, ProcessLog
 from .syntax import ib_hca_entries, ib_hca_selects, strtoll
+from .topo_paths import path_name
 from .versions import parse_version
 
 
@@ -57,8 +58,9 @@ DIFFERENCES: Dict[str, DifferenceKind] = {
         "load nvidia_peermem (or use DMA-BUF: kernel >= 5.12 with the open GPU driver) and check "
         "NCCL_NET_GDR_LEVEL"),
     "nccl-log-gdr-path-disabled": DifferenceKind(
-        "warning", "NCCL turned GPUDirect RDMA off for a GPU-NIC pair: their PCI distance is above "
-        "the GDR level", "raise NCCL_NET_GDR_LEVEL to that distance, or use a NIC closer to the GPU"),
+        "warning", "NCCL turned GPUDirect RDMA off for a GPU-NIC pair: their path is beyond the GDR level",
+        "give each GPU a NIC on its own PCIe switch (PIX/PXB); raising NCCL_NET_GDR_LEVEL past the default is a "
+        "choice to measure, not a fix (GDR through the CPU is slower on some platforms)"),
     "nccl-log-gid-index-differs": DifferenceKind(
         "error", "NCCL's queue pairs use another GID index than the plan's NCCL_IB_GID_INDEX",
         "make the job get the planned NCCL_IB_GID_INDEX, or re-plan on this host (GID tables differ "
@@ -375,10 +377,17 @@ def _gdr(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts
             continue
         asked = f" (the plan sets NCCL_NET_GDR_LEVEL={plan['NCCL_NET_GDR_LEVEL']})" if level else ""
         gpu = f"rank {g.rank} (GPU/{g.gpu})" if g.rank is not None else f"GPU {g.gpu}"
+        version = parse_version(p.version)
+        far, lim = path_name(g.distance, version), path_name(g.level, version)
+        named = ""
+        if far and lim:
+            named = f" ({far} beyond {lim} in NCCL {p.version})"
+        elif not p.version:
+            named = " (numbers whose path types depend on the NCCL release, which the log does not show)"
         c.add("nccl-log-gdr-path-disabled", f"GPU {g.gpu} / HCA {g.hca}", p.key,
               [p.gdr_path_evidence[g[:3]]],
               f"GPU Direct RDMA is off for {gpu} and HCA {g.hca}: distance {g.distance} is above "
-              f"level {g.level}{asked}")
+              f"level {g.level}{named}{asked}")
 
 
 def _gdr_connections(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts) -> None:
@@ -407,8 +416,21 @@ def _gdr_connections(c: _Collector, p: ProcessLog, plan: Mapping[str, str], fact
     total = sum(x.connections - x.gdr for x in off)
     what = (f"{total} of {p.net_connections} NET connection(s) without '/GDRDMA': {listed}" if off else
             "'Connected all rings ... GDR 0'")
+    known = [d.gdr for d in p.ib_devices if d.gdr is not None]
+    by_distance = [g for g in p.gdr_paths if not g.enabled and g.distance is not None]
+    fix = None
+    if known and all(known) and by_distance:
+        # every HCA says "GPU Direct RDMA Enabled": peer memory is there; NCCL turned it off per pair, by path
+        g = by_distance[0]
+        far, lim = path_name(g.distance, parse_version(p.version)), path_name(g.level, parse_version(p.version))
+        why = f" ({far} beyond {lim})" if far and lim else ""
+        what += (f"; every HCA has GPU Direct RDMA enabled, and NCCL turned it off per GPU-NIC pair because "
+                 f"the path is beyond the GDR level (distance {g.distance} > {g.level}{why})")
+        fix = ("peer memory is loaded: the job saw its GPUs and NICs farther apart than the plan did (a container "
+               "or VM view, another GPU-NIC pairing); compare the job's topology (NCCL_TOPO_DUMP_FILE) with the "
+               "plan's rather than loading a module or raising NCCL_NET_GDR_LEVEL")
     c.add("nccl-log-gdr-off", "connections", p.key, ev,
-          f"GPUDirect RDMA was off for the network: {what}{planned}", severity=severity)
+          f"GPUDirect RDMA was off for the network: {what}{planned}", severity=severity, fix=fix)
 
 
 def _mismatch_and_plugins(c: _Collector, p: ProcessLog, plan: Mapping[str, str]) -> None:

@@ -295,3 +295,33 @@ def test_an_empty_log_says_a_log_sink_may_have_taken_the_lines():
     with pytest.raises(RocetuneError) as e:
         read_log("")
     assert "NCCL_LOG_PLUGIN" in (e.value.hint or "")
+
+
+# graph/paths.cc v2.28.9-1 :473-483 ("GPU Direct RDMA %s for GPU %lx / HCA %lx (distance %d %s %d), read %d mode %s")
+# and topo.cc ("NET/%s : GPU Direct RDMA %s for HCA %d '%s'"), transport/net.cc's connection line, built
+# from the formats: both HCAs say Enabled, the pair is off by distance (the N5 case of the 2.28.9 log)
+GDR_BY_DISTANCE = (
+    "gpu-a:10:11 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
+    "gpu-a:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n"
+    "gpu-a:10:11 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'\n"
+    "gpu-a:10:11 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 1 'mlx5_1'\n"
+    "gpu-a:10:11 [0] NCCL INFO GPU Direct RDMA Disabled for GPU %x / HCA %x (distance %d > %d), read %d mode %s\n"
+    "gpu-a:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n" % (0x1b000, 0, 9, 6, 0, "Default"))
+
+
+def test_gdr_off_by_distance_with_peer_memory_loaded_is_not_a_module_problem():
+    ds = diffs(GDR_BY_DISTANCE, {}, PlanFacts(gdr_expected=True, gdr_why="pairs at PIX"))
+    (off,) = by_id(ds, "nccl-log-gdr-off")
+    assert "every HCA has GPU Direct RDMA enabled" in off.message and "(distance 9 > 6 (SYS beyond P2C))" in off.message
+    assert "nvidia_peermem" not in off.fix.split("rather")[0] and "NCCL_TOPO_DUMP_FILE" in off.fix
+    (pair,) = by_id(ds, "nccl-log-gdr-path-disabled")
+    assert "(SYS beyond P2C in NCCL 2.28.9)" in pair.message
+    assert "raise NCCL_NET_GDR_LEVEL" not in pair.fix
+
+
+def test_the_same_distance_is_another_path_in_another_release():
+    from rocetune.nccl.topo_paths import path_name
+
+    assert [path_name(4, v) for v in ((2, 25, 1), (2, 26, 2))] == ["PXB", "PIX"]
+    assert [path_name(6, v) for v in ((2, 27, 3), (2, 27, 5))] == ["PXN", "P2C"]
+    assert path_name(5, None) is None
