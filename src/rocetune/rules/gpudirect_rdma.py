@@ -21,16 +21,17 @@ GPU memory by either route, and then uses it for a GPU-NIC pair close enough:
   (libibverbs exports ibv_reg_dmabuf_mr) -- NVIDIA's GPU Operator docs recommend DMA-BUF over
   nvidia-peermem.
 
-GDR is used for a pair only up to NCCL_NET_GDR_LEVEL, by default PXB (PIX or PXB: PCIe
-switches, no CPU in between), and P2C where NCCL_NET_GDR_C2C is on (default from 2.27.3; 2.30.7
+GDR is used for a pair only up to NCCL_NET_GDR_LEVEL, by default PXB (PIX or PXB: PCIe switches, no
+CPU in between), and P2C where NCCL_NET_GDR_C2C is on (default from 2.27.3; 2.30.7
 src/graph/paths.cc:510): on a C2C superchip (GB200, GB300, GH200) a NIC on the GPU's own CPU -- PHB
 or NODE to nvidia-smi -- is P2C to NCCL (v2.27.3-1 paths.cc:670-680), and its pairs count as
 default-level (`nccl_path: P2C` in the report). So "GDR unavailable" is a warning only where some
-GPU-NIC pair is at the default level -- those pairs lose it; on a host with no such pair NCCL would not use GDR at its default
-level anyway, and the finding is info. rocetune never raises NCCL_NET_GDR_LEVEL on its own: a
-PHB/SYS pair is slower with GDR on some platforms and faster on others, which only a measurement
-can tell. `plan.reports["gpudirect-rdma"]` lists the routes and the pairs. A plan from recorded
-tool outputs without sysfs (`rdma.from_tools`) checks nothing: the peer-memory paths are sysfs.
+GPU-NIC pair is at the default level -- those pairs lose it; on a host with no such pair NCCL would
+not use GDR at its default level anyway, and the finding is info. rocetune never raises
+NCCL_NET_GDR_LEVEL on its own: a PHB/SYS pair is slower with GDR on some platforms and faster on
+others, which only a measurement can tell. `plan.reports["gpudirect-rdma"]` lists the routes and the
+pairs. A plan from recorded tool outputs without sysfs (`rdma.from_tools`) checks nothing: the peer-
+memory paths are sysfs.
 
 The pairs' paths are the ones NCCL will see: when a topology file is planned (the owner's
 declared NCCL_TOPO_FILE, a vendor's file, or the one nccl-topo-file generates), NCCL places the
