@@ -97,7 +97,7 @@ def doctor(request: DoctorRequest) -> Doctored:
     found, data = doctor_checks(features, request.plan, nccl_log=request.nccl_log, counters=request.counters,
                                save_baseline=request.save_baseline, config=config, since=request.since)
     if request.ras or request.ras_addr:
-        found = found + _ras(request, data, config)
+        found = found + _ras(request, data, config, ((features.get("kernel") or {}).get("nccl") or {}).get("version"))
     findings = report.ordered(found)
     host = features["host"].get("hostname") or root
     if request.write_expect:
@@ -109,7 +109,7 @@ def doctor(request: DoctorRequest) -> Doctored:
     return Doctored(findings, data, features, host, code)
 
 
-def _ras(request: DoctorRequest, data: Dict[str, Any], config) -> List[Finding]:
+def _ras(request: DoctorRequest, data: Dict[str, Any], config, plan_nccl: Optional[str] = None) -> List[Finding]:
     """What the job's RAS says (recorded answers, or a running job asked twice), judged against the plan's
     env (docs/ras.md); graded by the node's check configuration like the other findings."""
     from ..checks.config import apply
@@ -145,7 +145,8 @@ def _ras(request: DoctorRequest, data: Dict[str, Any], config) -> List[Finding]:
     diag = []
     if diag_text:
         diag = [d for d, _ in read_log(diag_text, "RAS diagnostics").diag]
-    verdicts = ras.judge(polls[0], polls[1] if len(polls) > 1 else None, data["plan"].get("env") or {}, diag)
+    verdicts = ras.judge(polls[0], polls[1] if len(polls) > 1 else None, data["plan"].get("env") or {}, diag,
+                         plan_nccl)
     applied = apply([ras_finding(v, source) for v in verdicts], config)
     data["ras"] = {"source": source, "polls": [p.to_dict() for p in polls], "notes": notes,
                    "diagnostics": [d.text for d in diag]}

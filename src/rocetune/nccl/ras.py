@@ -287,11 +287,13 @@ VERDICTS = {
                              "normal while collectives run, unless a second poll shows no progress"),
     "ras-one-poll": ("info", "one RAS poll cannot show progress: RUNNING OK is no proof a job moves"),
     "ras-env-differs": ("error", "RAS diagnostics show ranks whose NCCL_* value differs from the plan's"),
+    "ras-version-differs": ("warning", "the job runs another NCCL release than the one the plan was made for"),
 }
 
 
 def judge(first: RasStatus, second: Optional[RasStatus] = None,
-          plan_env: Optional[Mapping[str, str]] = None, diag: Optional[List[Any]] = None) -> List[Verdict]:
+          plan_env: Optional[Mapping[str, str]] = None, diag: Optional[List[Any]] = None,
+          plan_nccl: Optional[str] = None) -> List[Verdict]:
     """What RAS's answer(s) say, as verdicts: the latest poll's errors, dead and missing processes; from
     two polls, the communicators that made no progress and the ranks to suspect; RAS diagnostics'
     environment lines (`diag`: rocetune.nccl.log_lines.DiagLine) held against the plan's env."""
@@ -323,6 +325,11 @@ def judge(first: RasStatus, second: Optional[RasStatus] = None,
         out += _stuck(first, second)
     if diag and plan_env:
         out += _env_against_plan(diag, plan_env)
+    ran = last.version.split("+")[0] if last.version else None
+    if ran and plan_nccl and ran != plan_nccl.split("+")[0]:
+        out.append(Verdict("ras-version-differs", "warning", "NCCL version",
+                           f"RAS answers from NCCL {ran}; the plan was made for NCCL {plan_nccl}: release-gated "
+                           "settings and defaults differ between releases"))
     return out
 
 

@@ -128,3 +128,11 @@ def test_hostile_input_is_bounded():
     assert st.groups == [] and st.unread_lines >= 1
     with pytest.raises(RasError):
         read_status(b"x" * ((64 << 20) + 1))
+
+
+def test_the_release_ras_answers_from_against_the_plans():
+    # the JSON sample names NCCL 2.29.1 (ras.rst's "JSON Output")
+    st = read_status(sample("docs-2.31.2-status.json"))
+    (v,) = [x for x in judge(st, plan_nccl="2.30.7") if x.id == "ras-version-differs"]
+    assert v.severity == "warning" and "RAS answers from NCCL 2.29.1; the plan was made for NCCL 2.30.7" in v.message
+    assert not [x for x in judge(st, plan_nccl="2.29.1") if x.id == "ras-version-differs"]
