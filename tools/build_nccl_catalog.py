@@ -60,7 +60,8 @@ RANGES: Dict[str, Tuple[int, int]] = {
 ENUMS: Dict[str, Tuple[List[str], bool]] = {
     "NCCL_IB_ADDR_FAMILY": (["AF_INET", "AF_INET6"], True),
     "NCCL_SOCKET_FAMILY": (["AF_INET", "AF_INET6"], True),
-    "NCCL_DEBUG": (["VERSION", "WARN", "INFO", "ABORT", "TRACE"], False),
+    # ATTN: a 2.32-era src/debug.cc (NCCL_DEBUG's options: VERSION, WARN, ATTN, INFO, ABORT, TRACE)
+    "NCCL_DEBUG": (["VERSION", "WARN", "ATTN", "INFO", "ABORT", "TRACE"], False),
 }
 
 # Path-level variables: a level name or a legacy integer.

@@ -117,3 +117,9 @@ def test_an_empty_port_in_ib_hca_drops_the_device_before_2_30_7():
     assert not found((2, 30, 7))
     (unknown,) = found(None)
     assert unknown.severity == "warning"
+
+
+def test_nccl_debug_attn_is_a_level():
+    # NCCL_DEBUG's options in a 2.32-era src/debug.cc: VERSION, WARN, ATTN, INFO, ABORT, TRACE
+    assert not [i for i in ids("NCCL_DEBUG=ATTN\n") if i[0] == "bad-value"]
+    assert ("bad-value", "error", "NCCL_DEBUG") in ids("NCCL_DEBUG=LOUD\n")
