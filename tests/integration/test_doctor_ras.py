@@ -35,3 +35,12 @@ def test_what_is_not_an_ncclras_answer_is_an_input_error(tmp_path):
     assert proc.returncode == 3 and no_traceback(proc) and "not ncclras output" in proc.stderr
     proc = rocetune("--root", str(HOSTS / "dgx-h100-roce"), "doctor", "--ras-addr", "127.0.0.1:1")
     assert proc.returncode == 3 and no_traceback(proc) and "cannot reach RAS" in proc.stderr
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    import os
+
+    fifo = tmp_path / "ras.fifo"
+    os.mkfifo(fifo)
+    proc = rocetune("--root", str(HOSTS / "dgx-h100-roce"), "doctor", "--no-counters", "--ras", str(fifo))
+    assert proc.returncode == 3 and no_traceback(proc) and "--ras" in proc.stderr

@@ -131,12 +131,15 @@ def _ras(request: DoctorRequest, data: Dict[str, Any], config, plan_nccl: Option
             raise RocetuneError(f"--ras-addr {request.ras_addr}: {e}", code=ExitCode.INPUT) from None
         source, polls = f"{host}:{port}", [first, second]
     else:
+        from ..errors import HostReadError
+        from ..hostfs.inputs import read_input
+
         polls = []
         for path in request.ras:
-            try:
-                with open(path, "rb") as fh:
-                    raw = fh.read(ras.MAX_BYTES + 1)
-                polls.append(ras.read_status(raw))
+            try:  # a regular file only, opened without blocking, capped (a FIFO or a device is refused)
+                polls.append(ras.read_status(read_input(path, ras.MAX_BYTES)))
+            except HostReadError as e:
+                raise RocetuneError(f"--ras {path}: cannot read: {e.reason}", code=ExitCode.INPUT) from None
             except OSError as e:
                 raise RocetuneError(f"--ras {path}: cannot read: {e.strerror or e}", code=ExitCode.INPUT) from None
             except ras.RasError as e:
