@@ -153,7 +153,7 @@ def _read_text(text: str) -> RasStatus:
             in_table = False
             continue
         if line.startswith("NCCL version "):
-            st.version, seen = line.split()[2], True
+            st.version = line.split()[2][:40]
             continue
         if line.startswith("Group     Comms"):
             in_table = seen = True
