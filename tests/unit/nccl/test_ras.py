@@ -136,3 +136,12 @@ def test_the_release_ras_answers_from_against_the_plans():
     (v,) = [x for x in judge(st, plan_nccl="2.30.7") if x.id == "ras-version-differs"]
     assert v.severity == "warning" and "RAS answers from NCCL 2.29.1; the plan was made for NCCL 2.30.7" in v.message
     assert not [x for x in judge(st, plan_nccl="2.29.1") if x.id == "ras-version-differs"]
+
+
+def test_the_text_answers_release_header():
+    # client_support.cc v2.30.7-1 :575-577, before the job summary
+    head = "NCCL version %s compiled with CUDA %s\nCUDA runtime version %d, driver version %d\n\n" % (
+        "2.30.7", "12.9", 12090, 13000)
+    st = read_status(head + sample("docs-2.31.2-status-ok.txt"))
+    assert st.version == "2.30.7" and st.unread_lines == 0
+    assert [v.id for v in judge(st, plan_nccl="2.31.2") if v.id == "ras-version-differs"] == ["ras-version-differs"]
