@@ -252,7 +252,11 @@ def _port_events(c: _Collector, p: ProcessLog, plan: Mapping[str, str]) -> None:
                 elif stuck is False and releases.gate("gid-change-refresh", version):
                     why = (f"; {vtext} tries to recover the port up to 20 times and refreshes its GID on a "
                            "GID-change event")
-            c.add("nccl-log-port-down", subject, p.key, [ev], f"{subject} went down during the job{why}",
+            back = next((ev2 for e2, ev2 in p.port_events
+                         if e2.kind == "port-active" and (e2.device, e2.port) == (e.device, e.port) and
+                         ev2.line > ev.line), None)
+            came = f" and came back up (line {back.line}): a flap" if back else ""
+            c.add("nccl-log-port-down", subject, p.key, [ev, back], f"{subject} went down during the job{came}{why}",
                   severity=severity)
         elif e.kind == "speed-change":
             old, new = L.speed_change(e.detail)

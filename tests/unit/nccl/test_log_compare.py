@@ -325,3 +325,9 @@ def test_the_same_distance_is_another_path_in_another_release():
     assert [path_name(4, v) for v in ((2, 25, 1), (2, 26, 2))] == ["PXB", "PIX"]
     assert [path_name(6, v) for v in ((2, 27, 3), (2, 27, 5))] == ["PXN", "P2C"]
     assert path_name(5, None) is None
+
+
+def test_a_port_that_came_back_is_said_to_have_flapped():
+    up = _warn("NET/IB : mlx5_0:1 Got non-fatal async event: port active(9)")
+    (d,) = by_id(diffs(_v("2.31.2") + PORT_ERROR + up, {}), "nccl-log-port-down")
+    assert "went down during the job and came back up" in d.message and len(d.evidence) == 2
