@@ -376,6 +376,10 @@ def _stuck(first: RasStatus, second: RasStatus) -> List[Verdict]:
             continue
         moved = [r for r, d in c.ranks.items() if r in before.ranks and d["counts"] != before.ranks[r]["counts"]]
         common = [r for r in c.ranks if r in before.ranks]
+        still = sorted(r for r in common if r not in moved)
+        if moved and still:
+            out.append(Verdict("ras-stuck", "warning", h, f"communicator {h}: rank(s) {_ranks(still)} launched no "
+                               f"operation between the two polls while {len(moved)} other(s) did: the suspects"))
         if common and not moved:
             totals = {r: sum(c.ranks[r]["counts"].values()) for r in common}
             low = min(totals.values())

@@ -145,3 +145,16 @@ def test_the_text_answers_release_header():
     st = read_status(head + sample("docs-2.31.2-status-ok.txt"))
     assert st.version == "2.30.7" and st.unread_lines == 0
     assert [v.id for v in judge(st, plan_nccl="2.31.2") if v.id == "ras-version-differs"] == ["ras-version-differs"]
+
+
+def test_json_ranks_that_did_not_move_while_others_did_are_the_suspects():
+    doc = json.loads(sample("docs-2.31.2-status.json"))
+    comm = doc["communicators"][0]
+    second = json.loads(json.dumps(comm["ranks"][0]))
+    second["rank"], second["pid"] = 1, 1524345
+    comm["ranks"].append(second)
+    comm["missing_ranks"] = []
+    before = read_status(json.dumps(doc))
+    comm["ranks"][0]["collective_counts"]["AllReduce"] = 5
+    (v,) = [x for x in judge(before, read_status(json.dumps(doc))) if x.id == "ras-stuck"]
+    assert v.severity == "warning" and "rank(s) 1 launched no operation between the two polls" in v.message
