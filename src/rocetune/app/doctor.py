@@ -24,15 +24,19 @@ class DoctorRequest(FrozenRecord):
     since: Optional[str]  # the kernel log from then on
     write_expect: Optional[str]  # write the node's expectations document here
     metrics: Optional[str]  # write node_exporter textfile metrics here (*.prom)
+    ras: Tuple[str, ...]  # recorded ncclras answers (one poll, or two in order)
+    ras_addr: Optional[str]  # a running job's RAS to ask (read-only commands)
+    ras_interval: float  # seconds between the two polls of ras_addr
     _fields = ("plan", "features_path", "nccl_version", "nccl_log", "counters", "save_baseline", "config_path",
-               "skips", "since", "write_expect", "metrics")
+               "skips", "since", "write_expect", "metrics", "ras", "ras_addr", "ras_interval")
 
     def __init__(self, plan: PlanRequest, features_path: Optional[str] = None, nccl_version: Optional[str] = None,
                  nccl_log: Optional[str] = None, counters: bool = True, save_baseline: bool = False,
                  config_path: Optional[str] = None, skips: Tuple[str, ...] = (), since: Optional[str] = None,
-                 write_expect: Optional[str] = None, metrics: Optional[str] = None) -> None:
+                 write_expect: Optional[str] = None, metrics: Optional[str] = None, ras: Tuple[str, ...] = (),
+                 ras_addr: Optional[str] = None, ras_interval: float = 10.0) -> None:
         self._set(plan, features_path, nccl_version, nccl_log, counters, save_baseline, config_path, skips,
-                  since, write_expect, metrics)
+                  since, write_expect, metrics, ras, ras_addr, ras_interval)
 
 
 class Doctored(Record):
@@ -92,6 +96,8 @@ def doctor(request: DoctorRequest) -> Doctored:
         features = with_nccl_version(features, request.nccl_version)
     found, data = doctor_checks(features, request.plan, nccl_log=request.nccl_log, counters=request.counters,
                                save_baseline=request.save_baseline, config=config, since=request.since)
+    if request.ras or request.ras_addr:
+        found = found + _ras(request, data, config, ((features.get("kernel") or {}).get("nccl") or {}).get("version"))
     findings = report.ordered(found)
     host = features["host"].get("hostname") or root
     if request.write_expect:
@@ -101,6 +107,54 @@ def doctor(request: DoctorRequest) -> Doctored:
     if request.metrics:
         data["metrics"] = _write_metrics(request.metrics, findings, data, int(code))
     return Doctored(findings, data, features, host, code)
+
+
+def _ras(request: DoctorRequest, data: Dict[str, Any], config, plan_nccl: Optional[str] = None) -> List[Finding]:
+    """What the job's RAS says (recorded answers, or a running job asked twice), judged against the plan's
+    env (docs/ras.md); graded by the node's check configuration like the other findings."""
+    from ..checks.config import apply
+    from ..checks.doctor import ras_finding
+    from ..nccl import ras
+    from ..nccl.log import read_log
+
+    if len(request.ras) > 2:
+        raise RocetuneError("--ras takes one recorded answer, or two polls in order", code=ExitCode.USAGE)
+    notes: List[str] = []
+    diag_text: Optional[str] = None
+    if request.ras_addr:
+        from ..nccl.ras_client import RasClientError, parse_address, poll_job
+
+        try:
+            host, port = parse_address(request.ras_addr)
+            first, second, diag_text, notes = poll_job(host, port, request.ras_interval)
+        except RasClientError as e:
+            raise RocetuneError(f"--ras-addr {request.ras_addr}: {e}", code=ExitCode.INPUT) from None
+        source, polls = f"{host}:{port}", [first, second]
+    else:
+        from ..errors import HostReadError
+        from ..hostfs.inputs import read_input
+
+        polls = []
+        for path in request.ras:
+            try:  # a regular file only, opened without blocking, capped (a FIFO or a device is refused)
+                polls.append(ras.read_status(read_input(path, ras.MAX_BYTES)))
+            except HostReadError as e:
+                raise RocetuneError(f"--ras {path}: cannot read: {e.reason}", code=ExitCode.INPUT) from None
+            except OSError as e:
+                raise RocetuneError(f"--ras {path}: cannot read: {e.strerror or e}", code=ExitCode.INPUT) from None
+            except ras.RasError as e:
+                raise RocetuneError(f"--ras {path}: not ncclras output: {e}", code=ExitCode.INPUT) from None
+        source = ", ".join(request.ras)
+    diag = []
+    if diag_text:
+        diag = [d for d, _ in read_log(diag_text, "RAS diagnostics").diag]
+    verdicts = ras.judge(polls[0], polls[1] if len(polls) > 1 else None, data["plan"].get("env") or {}, diag,
+                         plan_nccl)
+    applied = apply([ras_finding(v, source) for v in verdicts], config)
+    data["ras"] = {"source": source, "polls": [p.to_dict() for p in polls], "notes": notes,
+                   "diagnostics": [d.text for d in diag]}
+    data.setdefault("skipped", []).extend(f.to_dict() for f in applied.skipped)
+    return applied.findings
 
 
 def _write_expect(path: str, facts: dict, host: str) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from ..model.finding import Finding
 from ..nccl.log_compare import DIFFERENCES, Difference
+from ..nccl.ras import VERDICTS as RAS_VERDICTS
+from ..nccl.ras import Verdict as RasVerdict
 from .binding import emits
 from .nic_counters import REGISTRY as NIC_COUNTERS
 from .nic_counters import RESET_ID
@@ -208,3 +210,25 @@ def nccl_log_finding(d: Difference, path: str) -> Finding:
     who = f" ({len(d.processes)} process(es))" if len(d.processes) > 1 else ""
     return finding(d.id, d.subject, d.message + who + shown, severity=d.severity, fix=d.fix,
                    evidence={"log": path, "lines": list(d.evidence), "processes": list(d.processes)})
+
+
+for _id, (_sev, _doc) in sorted(RAS_VERDICTS.items()):
+    _also = tuple(s for s in ("error", "warning", "info") if s != _sev)
+    _doctor(_id, _sev, also=_also,
+            note=f"{_also[0]} or {_also[1]} where what RAS said warrants it: two polls that agree (a rank "
+                 "still missing) weigh more than one (docs/ras.md)",
+            title=_doc[0].upper() + _doc[1:], checks=_doc,
+            reads="What the job's RAS answers (`rocetune doctor --ras FILE` for recorded `ncclras` output, "
+                  "`--ras-addr HOST:PORT` to ask a running job: STATUS twice, then DIAGNOSTICS; never CONTROL) "
+                  "and the plan's env.",
+            why="RAS is NCCL's own view of the running job; one 'RUNNING OK' proves no progress "
+                "(NVIDIA/nccl#1730), so progress is judged from two polls (docs/ras.md).",
+            fix="find the named ranks' processes and nodes: their GPU, NIC and kernel log first",
+            source="NVIDIA/nccl src/ras/client_support.cc (v2.30.7-1, v2.31.2-1); troubleshooting/ras.rst")
+
+
+@emits(*RAS_VERDICTS)
+def ras_finding(v: RasVerdict, source: str) -> Finding:
+    """The finding of one verdict on what the job's RAS said (`source`: the file or address asked)."""
+    return finding(v.id, v.subject, v.message, severity=v.severity,
+                   evidence={"ras": source, "lines": list(v.evidence)})

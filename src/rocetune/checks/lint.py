@@ -185,6 +185,15 @@ _lint("tc-ecn-differs", "warning", "A traffic class with other ECN bits than the
       "ECN-capable marking is what lets switches signal congestion to DCQCN; without it the "
       "fabric falls back to PFC pauses alone.", "set the value the finding gives (from the QoS plan)",
       _QOS_SOURCE + ".", reads=_SETTING + " " + _QOS)
+_lint("tc-lossy-on-nics", "warning", "A traffic class the host's NICs carry without PFC",
+      "Without a QoS plan: NCCL_IB_TC, NCCL_GIN_IB_TC and UCX_IB_TRAFFIC_CLASS against the QoS state the "
+      "host's RoCE ports recorded (mlnx_qos or dcb): under DSCP trust, the priority the value's DSCP maps to "
+      "must have PFC on.",
+      "RoCE traffic in a class without PFC goes lossy: drops become retransmissions and timeouts under "
+      "load. rule traffic-class warns of the same for the env it plans.",
+      "use the DSCP the NICs give a PFC priority, or apply the fabric's QoS plan (roce_qos role)",
+      "NVIDIA MLNX_OFED documentation, mlnx_qos (trust dscp, dscp2prio, pfc).",
+      reads=_SETTING + " " + _HOST)
 _lint("hca-not-found", "error", "NCCL_IB_HCA names a device the host does not have",
       "Each NCCL_IB_HCA entry against the host's RDMA devices (exact or prefix, as NCCL matches).",
       "NCCL finds no matching device and, with no device left, falls back to TCP sockets "

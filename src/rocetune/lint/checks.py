@@ -29,9 +29,10 @@ from ..model.qos import QosPlan
 from ..nccl import releases
 from ..nccl.catalog import Catalog, load_catalog
 from ..nccl.syntax import strtoll
+from ..nccl.versions import parse_version
 from .host import HostNames, check_host
 from .setting import Add, check_name, check_value
-from .traffic_class import check_qos
+from .traffic_class import check_nic_qos, check_qos
 
 _WATCHED = ("NCCL_", "UCX_", "GLOO_", "TORCH_NCCL_", "OMPI_MCA_btl_tcp_")
 MAX_BYTES = 16 << 20
@@ -131,9 +132,12 @@ def _check_one(cat: Catalog, a: Assignment, add: Add, qos: Optional[QosPlan] = N
         if not check_name(cat, a, add):
             return
         if host is not None and host.nccl is not None and releases.reads(a.key, host.nccl) is False:
-            add("var-not-in-release", "warning", a.line, a.key,
-                f"{a.key} is not read by NCCL {host.nccl_text}, the host's release "
-                f"({releases.variable_text(a.key)}): NCCL ignores it",
+            added = releases.added_in(a.key)
+            newer = added is not None and (parse_version(added) or (0, 0, 0)) > tuple(host.nccl)
+            what = (f"{a.key} was added in NCCL {added}, newer than the host's NCCL {host.nccl_text}" if newer else
+                    f"{a.key} is not read by NCCL {host.nccl_text}, the host's release "
+                    f"({releases.variable_text(a.key)})")
+            add("var-not-in-release", "warning", a.line, a.key, f"{what}: NCCL ignores it",
                 "remove it, or give the jobs an NCCL release that reads it")
     if a.value is None or a.dynamic:
         if a.key.startswith("NCCL_"):
@@ -144,6 +148,8 @@ def _check_one(cat: Catalog, a: Assignment, add: Add, qos: Optional[QosPlan] = N
     check_value(cat, a, add)
     if qos is not None:
         check_qos(qos, a, add)
+    elif host is not None and host.qos:
+        check_nic_qos(host.qos, a, add)
     if host is not None:
         check_host(host, a, add)
 

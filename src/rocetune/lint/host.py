@@ -22,6 +22,7 @@ class HostNames:
     ib: Optional[Dict[str, List[int]]] = None
     net: Optional[List[str]] = None
     nccl: Optional[Tuple[int, int, int]] = None  # the NCCL release the host's jobs load (kernel.nccl.version)
+    qos: Optional[Dict[str, dict]] = None  # netdev -> the recorded QoS state of its RoCE port (mlnx_qos, dcb)
 
     @classmethod
     def from_features(cls, features: dict, check_rdma: bool = True, check_netdevs: bool = True) -> HostNames:
@@ -33,11 +34,13 @@ class HostNames:
             net = sorted(i["name"] for i in features["net"]["interfaces"])
         lib = (features.get("kernel") or {}).get("nccl")
         nccl = parse_version(lib.get("version")) if isinstance(lib, dict) else None
-        return cls(ib, net, nccl)
+        from ..analysis.nic_qos import roce_states
+
+        return cls(ib, net, nccl, roce_states(features) or None)
 
     @property
     def empty(self) -> bool:
-        return self.ib is None and self.net is None and self.nccl is None
+        return self.ib is None and self.net is None and self.nccl is None and self.qos is None
 
     @property
     def nccl_text(self) -> str:
@@ -89,6 +92,14 @@ def _check_host_hca(host, a: Assignment, key: str, v: str, add) -> None:
                 if int(port) not in host.ib[m]:
                     add("hca-port-not-found", sev, a.line, key,
                         f"{m} has no port {port} (ports {host.ib[m]})", "fix the port number")
+        elif len(parts) > 1 and not parts[1] and releases.gate("ib-hca-empty-port-any", host.nccl) is not True:
+            # before 2.30.7 an empty port is atoi("") = 0, which no port has (release table ib-hca-empty-port-any)
+            known = host.nccl is not None
+            add("hca-port-not-found", sev if known else "warning", a.line, key,
+                f"{e!r} has an empty port: NCCL {host.nccl_text} reads it as port 0, which no port has, and "
+                f"leaves {dev} out" + ("" if known else " (from 2.30.7 it means any port)"),
+                f"write the port ({dev}:{host.ib[matches[0]][0] if host.ib[matches[0]] else 1}"
+                f"{':' + ':'.join(parts[2:]) if len(parts) > 2 else ''}), or use NCCL 2.30.7 or later")
 
 
 @emits("ucx-port-missing", "ucx-device-not-found", "ifname-not-found")

@@ -52,7 +52,7 @@ def check_name(cat: Catalog, a: Assignment, add) -> bool:
             f"{key} is not an NCCL variable; NCCL ignores it", f"did you mean {s[0]}?")
         return False
     add("unknown-name", "warning", a.line, key,
-        f"{key} is not read by NCCL {cat.nccl_version} (a plugin's, an older or newer release's, "
+        f"{key} is not read by NCCL up to {cat.newest} (a plugin's, an older or newer release's, "
         "or a typo)", "check the name against the NCCL documentation")
     return False
 
@@ -168,5 +168,5 @@ def _check_list_syntax(a: Assignment, key: str, v: str, add) -> None:
 @emits("unknown-name")
 def unknown_override(cat: Catalog, key: str, origin: Optional[str]) -> Finding:
     """An override (`--set`, a config file) of an NCCL_ name the catalog's release does not read."""
-    return finding("unknown-name", key, f"{key} is not read by NCCL {cat.nccl_version}: "
+    return finding("unknown-name", key, f"{key} is not read by NCCL up to {cat.newest}: "
                    f"{cat.describe_unknown(key)}", key=key, rule="override", evidence={"origin": origin})

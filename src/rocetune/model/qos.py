@@ -48,11 +48,12 @@ class Fabric(FrozenRecord):
     tiers: Optional[int]            # switch tiers: 1 one switch layer, 2 leaf-spine, 3 ...
     rail_optimised: Optional[bool]  # NIC i of every node on rail i's own switch (and subnet)
     ecmp: Optional[bool]            # flows between nodes hashed over equal-cost paths
-    _fields = ("tiers", "rail_optimised", "ecmp")
+    subnet_aware_routing: Optional[bool]  # the owner's opt-in to NCCL_IB_SUBNET_AWARE_ROUTING=1 (2.30.7+)
+    _fields = ("tiers", "rail_optimised", "ecmp", "subnet_aware_routing")
 
     def __init__(self, tiers: Optional[int] = None, rail_optimised: Optional[bool] = None,
-                 ecmp: Optional[bool] = None) -> None:
-        self._set(tiers, rail_optimised, ecmp)
+                 ecmp: Optional[bool] = None, subnet_aware_routing: Optional[bool] = None) -> None:
+        self._set(tiers, rail_optimised, ecmp, subnet_aware_routing)
 
     @property
     def hashes_flows(self) -> Optional[bool]:
@@ -64,7 +65,7 @@ class Fabric(FrozenRecord):
 
     def to_dict(self) -> Dict[str, Any]:
         return {"tiers": self.tiers, "rail_optimised": self.rail_optimised, "ecmp": self.ecmp,
-                "hashes_flows": self.hashes_flows}
+                "subnet_aware_routing": self.subnet_aware_routing, "hashes_flows": self.hashes_flows}
 
     def describe(self) -> str:
         parts = []
@@ -74,6 +75,8 @@ class Fabric(FrozenRecord):
             parts.append("rail-optimised" if self.rail_optimised else "not rail-optimised")
         if self.ecmp is not None:
             parts.append("ECMP" if self.ecmp else "no ECMP")
+        if self.subnet_aware_routing:
+            parts.append("NCCL subnet-aware routing wanted")
         return ", ".join(parts) or "nothing stated"
 
 
@@ -213,7 +216,8 @@ def dump_yaml(plan: QosPlan) -> str:
         fabric = "fabric:\n" + "".join(
             f"  {k}: {'null' if v is None else str(v).lower()}\n"
             for k, v in (("tiers", plan.fabric.tiers), ("rail_optimised", plan.fabric.rail_optimised),
-                         ("ecmp", plan.fabric.ecmp)))
+                         ("ecmp", plan.fabric.ecmp), ("subnet_aware_routing", plan.fabric.subnet_aware_routing))
+            if k != "subnet_aware_routing" or v is not None)
     buffer = ""
     if plan.buffer is not None:
         buffer = "buffer:\n" + "".join(

@@ -23,7 +23,7 @@ TRUST_MODES = ("dscp", "pcp")
 TOP_KEYS = ("version", "trust", "data", "cnp", "ecn", "lossless_priorities", "cts", "fabric", "buffer",
             "ecn_marking")
 CLASS_KEYS = ("dscp", "priority")
-FABRIC_KEYS = ("tiers", "rail_optimised", "ecmp")
+FABRIC_KEYS = ("tiers", "rail_optimised", "ecmp", "subnet_aware_routing")
 MAX_TIERS = 4
 BUFFER_KEYS = ("cable_length", "prio_buffer", "buffer_size")
 # mlx5 takes the PFC delay as the cable length in metres and ignores 0 and 1000 or more
@@ -104,7 +104,8 @@ class _Errors:
 def validate(doc):
     """The plan in `doc` (a mapping, or None for an empty file) with every key filled in:
     {trust, data: {dscp, priority}, cnp: {...}, ecn (0..2), lossless_priorities (sorted),
-    cts_dscp, cts_priority (None without cts_dscp), fabric ({tiers, rail_optimised, ecmp} or None),
+    cts_dscp, cts_priority (None without cts_dscp),
+    fabric ({tiers, rail_optimised, ecmp, subnet_aware_routing} or None),
     buffer ({cable_length, prio_buffer, buffer_size}, each None where not stated, or None), ecn_marking
     ({min_threshold, max_threshold, probability}, defaults filled in, or None), classes_stated,
     warnings}. QosPlanError names every field that cannot be used."""
@@ -247,14 +248,15 @@ def _fabric(errs, node):
     if node is None:
         return None
     if not isinstance(node, dict):
-        errs.add("fabric: expected a mapping with tiers, rail_optimised, ecmp, got %r" % (node,))
+        errs.add("fabric: expected a mapping with tiers, rail_optimised, ecmp, subnet_aware_routing, got %r"
+                 % (node,))
         return None
     errs.unknown("fabric", node, FABRIC_KEYS)
     tiers = node.get("tiers")
     if tiers is not None:
         tiers = errs.int_in(tiers, 1, MAX_TIERS, "fabric.tiers")
     out = {"tiers": tiers}
-    for key in ("rail_optimised", "ecmp"):
+    for key in ("rail_optimised", "ecmp", "subnet_aware_routing"):
         value = node.get(key)
         if value is not None and not isinstance(value, bool):
             errs.add("fabric.%s: expected true or false, got %r" % (key, value))

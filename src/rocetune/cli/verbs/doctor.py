@@ -24,6 +24,14 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="a job's NCCL_DEBUG=INFO output: report what NCCL used (network, devices, "
                         "GID, GPUDirect, the variables it read, WARN lines) and every difference "
                         "from the plan")
+    p.add_argument("--ras", metavar="FILE", action="append", default=[],
+                   help="a job's recorded `ncclras` answer (text or -f json); give two, in order, to judge "
+                        "progress between the polls (docs/ras.md)")
+    p.add_argument("--ras-addr", metavar="HOST[:PORT]",
+                   help="ask a running job's RAS (NCCL_RAS_ADDR, default localhost:28028): STATUS twice, "
+                        "then DIAGNOSTICS (2.31+); read-only commands only, never CONTROL")
+    p.add_argument("--ras-interval", metavar="S", type=float, default=10.0,
+                   help="with --ras-addr: seconds between the two polls (default 10)")
     p.add_argument("--save-baseline", action="store_true",
                    help="save this reading of the NIC counters as the baseline the next run judges "
                         "rates against (/var/lib/rocetune/counters.json under --root)")
@@ -100,7 +108,7 @@ def _request(args: argparse.Namespace):
     return DoctorRequest(options.plan_request(args), getattr(args, "features", None),
                          getattr(args, "nccl_version", None), args.nccl_log, not args.no_counters,
                          args.save_baseline, args.doctor_config, tuple(args.skip), args.since, args.write_expect,
-                         args.metrics)
+                         args.metrics, tuple(args.ras), args.ras_addr, args.ras_interval)
 
 
 def _gate(args: argparse.Namespace) -> Result:

@@ -222,7 +222,8 @@ def _explain_one(key: str, d: Optional[Decision], plan: Optional[Plan], layers,
 
         data["nccl"] = {"default": info.get("default"), "default_means": info.get("default_means"),
                         "description": info.get("description"), "kind": info.get("kind"),
-                        "catalog_release": cat.nccl_version,
+                        "catalog_release": info.get("since") or cat.nccl_version,
+                        "catalog_source": info.get("source"),
                         "release_default": defaults.describe(key, version),
                         "default_text": defaults.summary(key, version),
                         "releases": releases.variable_releases(key),
@@ -329,6 +330,9 @@ def _default_text(nccl: Dict[str, Any]) -> str:
         return desc + nccl["default_text"]
     default = nccl.get("default")
     means = f" ({nccl['default_means']})" if nccl.get("default_means") else ""
+    if nccl.get("catalog_source"):  # a name a release past the catalog's inventory added
+        return (f"{desc}default {default if default is not None else 'unset'}{means} from NCCL "
+                f"{nccl.get('catalog_release')} ({nccl['catalog_source']})")
     return (f"{desc}default {default if default is not None else 'unset'}{means} in NCCL "
             f"{nccl.get('catalog_release') or '?'} (rocetune's catalog; not tracked per release)")
 
