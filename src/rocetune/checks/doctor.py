@@ -139,14 +139,69 @@ _doctor("doctor-env-drift", "warning", also=("info",),
         fix="rerun `rocetune env -o FILE` (or the rocetune_env role); a hand edit belongs in an "
             "override (--set, a config file) so that it survives",
         source="rocetune's plan; NCCL #1333, #2157 (GID index after a reboot or port flap)")
+_ENV_FILES_READ = ("Every env file jobs source: /etc/rocetune/nccl.env and /etc/nccl.conf, whoever wrote "
+                   "them, and the files the node settings list (env.files in /etc/rocetune/doctor.yml), "
+                   "each read in its dialect")
 _doctor("doctor-env-names-missing-device", "error",
         title="The deployed env names an RDMA device the node does not have",
-        checks="Every device the deployed NCCL_IB_HCA names (exactly, or as a prefix) exists.",
-        reads="NCCL_IB_HCA in /etc/rocetune/nccl.env and /etc/nccl.conf; /sys/class/infiniband.",
+        checks="Every device and port the deployed NCCL_IB_HCA names (exactly, or as a prefix) exists, "
+               "with or without expectations.",
+        reads=f"NCCL_IB_HCA in each env file jobs source ({_ENV_FILES_READ[0].lower() + _ENV_FILES_READ[1:]}); "
+              "/sys/class/infiniband.",
         why="A name that matches no device leaves NCCL fewer rails, or none (then sockets).",
         fix="find why the device is gone (driver or module unloaded, renamed), then rerun "
             "`rocetune env -o FILE`",
         source="NCCL documentation, NCCL_IB_HCA; NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc")
+_doctor("doctor-env-selects-non-rail", "error",
+        title="The deployed env's NCCL_IB_HCA selects ports that are not compute rails",
+        checks="The ports a deployed NCCL_IB_HCA selects -- a bare prefix (`mlx5`) selects every device "
+               "whose name starts with it, a `^` list every port it does not name -- are all compute "
+               "rails: the plan's ports and those the expectations name, not the front end, storage "
+               "NICs, software devices or unaddressed ports.",
+        reads=f"{_ENV_FILES_READ}; the RDMA ports and why the plan left each out.",
+        why="NCCL uses every ACTIVE port the list selects: a management bond or a storage NIC in the "
+            "list carries the job's traffic on a network not built for it, and a port without a "
+            "routable GID fails its connections.",
+        fix="name the rails exactly (`=mlx5_0:1,...`: `rocetune env` writes it), or write the env with "
+            "`rocetune env -o FILE`",
+        source="NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:704-740 and src/misc/utils.cc matchIfList "
+               "(prefix match, `=` exact, `^` exclude)")
+_doctor("doctor-env-gid-not-roce-v2", "error",
+        title="The deployed env pins a GID index that is not an IPv4 RoCE v2 GID",
+        checks="A deployed NCCL_IB_GID_INDEX (0 or more) is an IPv4 RoCE v2 GID (IPv6 where a port has "
+               "no IPv4 one) on every RoCE rail the env's NCCL_IB_HCA selects.",
+        reads=f"{_ENV_FILES_READ}; each port's GID table and its types.",
+        why="NCCL uses a pinned index verbatim on every port; after an address moved (a reboot, a port "
+            "flap, an address re-added) the index names a link-local, RoCE v1 or empty GID, and the "
+            "job's connections fail or hang.",
+        fix="rerun `rocetune env -o FILE` (the boot unit does at every boot); on NCCL 2.21.5 or later "
+            "leave NCCL_IB_GID_INDEX unset",
+        source="NVIDIA/nccl v2.20.5-1 src/transport/net_ib.cc:80 (IB_GID_INDEX, default 0), :838 and "
+               ":1028 (one index queried on every device); v2.21.5-1 ncclIbGetGidIndex (a set index is "
+               "returned before any scan); NCCL #1333, #2157")
+_doctor("doctor-env-tc-lossy", "error",
+        title="The deployed env sends RoCE in a traffic class the NICs treat as lossy",
+        checks="The priority NCCL_IB_TC maps to under DSCP trust (NCCL_IB_SL under PCP trust) has PFC "
+               "on, on every RoCE rail the env selects; not checked where the QoS plan declares no "
+               "lossless priority.",
+        reads=f"{_ENV_FILES_READ}; each rail's trust, DSCP map and PFC (mlnx_qos, dcb).",
+        why="RoCE needs a lossless class (or a fabric built for lossy RoCE, which the QoS plan then "
+            "says): in a class without PFC a congested switch drops packets, and NCCL's go-back-N "
+            "retransmissions slow the job or time it out.",
+        fix="turn PFC back on for that priority (the roce_qos role), or write the env again from the "
+            "QoS plan (`rocetune env -o FILE`)",
+        source="NVIDIA/nccl v2.26.2-1 src/transport/net_ib.cc:101-102 (NCCL_IB_TC, NCCL_IB_SL); "
+               "NVIDIA, RoCE lossless configuration (PFC on the RoCE priority)")
+_doctor("doctor-env-ifname-missing", "error",
+        title="The deployed env names a socket interface the node does not have",
+        checks="NCCL_SOCKET_IFNAME (prefixes, `=` exact; a `^` list is not judged) matches an "
+               "interface of the node, and every interface GLOO_SOCKET_IFNAME names exists.",
+        reads=f"{_ENV_FILES_READ}; the node's interfaces.",
+        why="NCCL bootstraps over the interfaces the list selects: none leaves the job with 'no socket "
+            "interface found', and Gloo fails on a name that does not exist.",
+        fix="name the node's interface (`rocetune env` picks the one that reaches the other nodes)",
+        source="NVIDIA/nccl v2.28.9-1 src/misc/socket.cc findInterfaces with src/misc/utils.cc "
+               "matchIfList; PyTorch ProcessGroupGloo GLOO_SOCKET_IFNAME")
 _doctor("doctor-module-not-loaded", "error",
         title="A module listed for boot is not loaded",
         checks="Every module in modules-load.d is loaded or built in.",

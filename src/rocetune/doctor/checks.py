@@ -377,33 +377,6 @@ def module_not_loaded(d: DoctorInput) -> List[Finding]:
             for name, info in sorted(d.readings.get("modules_load", {}).items()) if not info["loaded"]]
 
 
-@check("doctor-env-names-missing-device")
-def env_names_missing_device(d: DoctorInput) -> List[Finding]:
-    from ..envfiles.read import parse_text
-    from ..nccl.syntax import ib_hca_entries
-    from .readings import ENV_FILES
-
-    present = {dev["name"] for dev in d.features["rdma"]["devices"]}
-    out = []
-    for fmt, text in sorted(d.readings["env_files"].items()):
-        if not text:
-            continue
-        values = {a.key: a.value for a in parse_text(text, fmt).assignments if a.value is not None}
-        hca = values.get("NCCL_IB_HCA")
-        if not hca:
-            continue
-        exclude, exact, entries = ib_hca_entries(hca)
-        if exclude:
-            continue
-        names = [name for name, _ in entries]
-        missing = [n for n in names if not any(p == n if exact else p.startswith(n) for p in present)]
-        if missing:
-            out.append(_finding("doctor-env-names-missing-device", "error", ENV_FILES[fmt],
-                                f"{ENV_FILES[fmt]} sets NCCL_IB_HCA={hca}, and this node has no RDMA "
-                                f"device {', '.join(missing)}"))
-    return out
-
-
 @emits("expect-unchecked")
 def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding:
     """The one info finding that says what the expectations leave unchecked (or that there are
@@ -423,7 +396,7 @@ def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding
 
 
 def run_checks(d: DoctorInput) -> List[Finding]:
-    from . import below_checks  # noqa: F401  (registers the checks below NCCL)
+    from . import below_checks, deployed_env  # noqa: F401  (register their checks)
 
     out: List[Finding] = []
     for run in CHECKS.values():
