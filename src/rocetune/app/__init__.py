@@ -539,8 +539,10 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     findings = host_findings(features) + env.plan.findings + found
     expect_data, unchecked = _expect_data(features, env.plan, declared_qos, named, view)
     findings.append(unchecked)
+    from ..doctor.deployed_env import effective
+
     data = {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
-            "plan": env.plan.to_dict(), "expect": expect_data}
+            "plan": env.plan.to_dict(), "expect": expect_data, "deployed_env": effective(read["deployed_env"])}
     if counters:
         results, data["counters"] = nic_counters(root, read, save_baseline)
         findings += results

@@ -129,15 +129,16 @@ _doctor("doctor-ecn-off", "warning",
         fix="enable both for the plan's data priority (the roce_qos role does, roce_qos_dcqcn: true)",
         source="NVIDIA, 'DCQCN' (mlx5 ecn sysfs)")
 _doctor("doctor-env-drift", "warning", also=("info",),
-        note="info when the text differs but no variable does, or when the file is not rocetune's",
+        note="info when the text differs but no variable does, when the file is not rocetune's, or "
+             "when only variables it records as overrides (--set, --config) differ",
         title="A deployed env file differs from the plan now",
         checks="/etc/rocetune/nccl.env and /etc/nccl.conf, where rocetune wrote them, hold what "
                "the plan gives now; the variables that differ are named.",
         reads="The files and the plan of the node as it is now.",
         why="A GID index that moved after a reboot or port flap, or a hand edit, leaves jobs with "
             "values that no longer fit the node.",
-        fix="rerun `rocetune env -o FILE` (or the rocetune_env role); a hand edit belongs in an "
-            "override (--set, a config file) so that it survives",
+        fix="rerun `rocetune env -o FILE` (or the rocetune_env role); a hand edit belongs in the node "
+            "settings (env.set in /etc/rocetune/doctor.yml) so that every run plans it",
         source="rocetune's plan; NCCL #1333, #2157 (GID index after a reboot or port flap)")
 _ENV_FILES_READ = ("Every env file jobs source: /etc/rocetune/nccl.env and /etc/nccl.conf, whoever wrote "
                    "them, and the files the node settings list (env.files in /etc/rocetune/doctor.yml), "

@@ -45,6 +45,21 @@ def deployed(d: DoctorInput) -> List[Deployed]:
     return out
 
 
+def effective(items: List[dict]) -> Optional[dict]:
+    """What a job gets from the deployed files (readings' `deployed_env`): {"files", "values"}.
+    NCCL's config file sets only what the environment leaves unset (setenv without overwrite,
+    src/misc/param.cc setEnvFile), so its values come first and each sourced file's go over
+    them, in order; None when no file is there."""
+    from ..envfiles.read import parse_text
+
+    files, values = [], {}
+    for item in sorted((i for i in items if i.get("text")), key=lambda i: i.get("format") != "nccl-conf"):
+        parsed = parse_text(item["text"], item.get("format") or "auto", item["path"])
+        values.update({a.key: a.value for a in parsed.assignments if a.value is not None})
+        files.append(item["path"])
+    return {"files": files, "values": values} if files else None
+
+
 def _rails(d: DoctorInput) -> Set[str]:
     """The compute rails: the plan's ports and the ports the expectations name."""
     return {p.name for p in d.view.selection().chosen} | {
