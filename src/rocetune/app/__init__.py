@@ -526,6 +526,10 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     root = request.root
     host = HostRoot(root or "/")
     declared_qos = qos_plan(root, request.qos_path, fallback=False)
+    recorded = recorded_overrides({fmt: host.read_text(path) for fmt, path in readings.ENV_FILES.items()})
+    if recorded:  # the command line's own --set still wins
+        request = PlanRequest(request.root, request.config, tuple(recorded) + tuple(request.sets), request.unsets,
+                              request.qos_path, request.local_rank, request.expect_path, request.settings_path)
     env = plan_env(features, tuple(readings.ENV_FILES), env_dir=readings.ENV_DIR, request=request)
     ctx = ProbeContext(host, runner_for(host))
     settings = node_settings(root, request.settings_path)
@@ -558,6 +562,23 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     data["skipped"] = [f.to_dict() for f in applied.skipped]
     data["check_config"] = {"sources": list(config.sources) if config else [], "rules": applied.rules}
     return applied.findings, data
+
+
+def recorded_overrides(env_files: Dict[str, Optional[str]]) -> List[str]:
+    """KEY=VALUE of each variable an env file rocetune wrote records as `--set` (its
+    `# rule: override (--set)` comment): rocetune's documented way to change the env, so doctor
+    plans with it rather than calling it drift. The node settings' overrides need no record."""
+    from ..envfiles.read import parse_text
+
+    out: Dict[str, str] = {}
+    for fmt, text in sorted(env_files.items()):
+        if not text or not text.startswith(MANAGED_MARKER):
+            continue
+        comments = {i + 2: line for i, line in enumerate(text.splitlines()) if line.startswith("# rule: override")}
+        for a in parse_text(text, fmt).assignments:
+            if a.rule_id == "override" and a.value is not None and comments.get(a.line, "").endswith("(--set)"):
+                out.setdefault(a.key, a.value)
+    return [f"{k}={v}" for k, v in sorted(out.items())]
 
 
 def _expected_names(plan: Plan) -> List[str]:

@@ -103,8 +103,8 @@ def names_missing_device(d: DoctorInput) -> List[Finding]:
             said = ([f"no RDMA device {', '.join(gone)}"] if gone else []) + \
                 ([f"no RDMA port {', '.join(portless)}"] if portless else [])
             out.append(_finding("doctor-env-names-missing-device", "error", env.path,
-                                f"{', '.join(gone + portless)}: {env.path} sets NCCL_IB_HCA={hca}, and this "
-                                f"node has {' and '.join(said)}",
+                                f"{', '.join(gone + portless)}: NCCL_IB_HCA={hca} names them, and this node "
+                                f"has {' and '.join(said)}",
                                 {"file": env.path, "NCCL_IB_HCA": hca, "missing": gone + portless}))
     return out
 
@@ -124,8 +124,8 @@ def selects_non_rail(d: DoctorInput) -> List[Finding]:
             reasons = "; ".join(f"{p.name}: {why.get(p.name) or 'not a compute port'}" for p in others)
             out.append(_finding(
                 "doctor-env-selects-non-rail", "error", env.path,
-                f"{names}: {env.path} sets NCCL_IB_HCA={hca}, which also selects {names}, not compute rails "
-                f"({reasons}): NCCL spreads the job's traffic over them too",
+                f"{names}: NCCL_IB_HCA={hca} also selects them, not compute rails ({reasons}): NCCL spreads "
+                "the job's traffic over them too",
                 {"file": env.path, "NCCL_IB_HCA": hca, "non_rails": [p.name for p in others],
                  "rails": sorted(rails)}))
     return out
@@ -163,7 +163,7 @@ def gid_not_roce_v2(d: DoctorInput) -> List[Finding]:
             names = ", ".join(p.name for p, _ in problems)
             out.append(_finding(
                 "doctor-env-gid-not-roce-v2", "error", names,
-                f"{names}: {env.path} pins NCCL_IB_GID_INDEX={raw}, which is not an IPv4 RoCE v2 GID there ("
+                f"{env.path} pins NCCL_IB_GID_INDEX={raw}, which is not an IPv4 RoCE v2 GID there ("
                 + "; ".join(t for _, t in problems) + "): NCCL uses the pinned index on every port, and "
                 "connections over them fail", {"file": env.path, "NCCL_IB_GID_INDEX": raw,
                                               "ports": {p.name: {"roce_v2_ipv4_gids": p.v4_gids,
@@ -208,7 +208,7 @@ def tc_lossy(d: DoctorInput) -> List[Finding]:
             names = ", ".join(p.name for p, _ in lossy)
             out.append(_finding(
                 "doctor-env-tc-lossy", "error", names,
-                f"{names}: {env.path} sends RoCE in traffic class {raw}, which is lossy there ("
+                f"{env.path} sends RoCE in traffic class {raw}, which is lossy there ("
                 + "; ".join(t for _, t in lossy) + "): a congested fabric drops the job's packets and NCCL "
                 "retransmits or times out", {"file": env.path, "NCCL_IB_TC": raw,
                                              "ports": {p.netdev: seen.get(p.netdev or "") and {
@@ -245,7 +245,7 @@ def ifname_missing(d: DoctorInput) -> List[Finding]:
                     continue
             out.append(_finding(
                 "doctor-env-ifname-missing", "error", env.path,
-                f"{', '.join(entries)}: {env.path} sets {key}={value}, and this node has no such interface "
+                f"{', '.join(entries)}: {key}={value}, and this node has no such interface "
                 f"(it has {_few([n for n in names if n != 'lo'])}): the job finds no socket interface "
                 "to bootstrap over", {"file": env.path, key: value, "interfaces": names}))
     return out
