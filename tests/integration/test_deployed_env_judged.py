@@ -34,8 +34,19 @@ def _copy(host: Path, dst: Path, settings: str = "") -> Path:
 
 def _env(root: Path, *extra: str):
     """What the boot unit runs (rocetune_env role): no option but the files."""
-    return rocetune("--root", str(root), "-q", "env", "--env-dir", str(root / "etc/rocetune"),
-                    "--format", "sh", "-o", str(root / ENV), *extra)
+    return rocetune(
+        "--root",
+        str(root),
+        "-q",
+        "env",
+        "--env-dir",
+        str(root / "etc/rocetune"),
+        "--format",
+        "sh",
+        "-o",
+        str(root / ENV),
+        *extra,
+    )
 
 
 def _doctor(root: Path, *extra: str):
@@ -79,7 +90,9 @@ def _lose_device(root: Path, device: str) -> None:
     (root / "sys/class/infiniband" / device).unlink()
     text = (root / "commands/ibv_devinfo.txt").read_text()
     blocks = re.split(r"(?m)^(?=hca_id:)", text)
-    (root / "commands/ibv_devinfo.txt").write_text("".join(b for b in blocks if not b.startswith(f"hca_id:\t{device}\n")))
+    (root / "commands/ibv_devinfo.txt").write_text(
+        "".join(b for b in blocks if not b.startswith(f"hca_id:\t{device}\n"))
+    )
 
 
 HAND_WRITTEN = "NCCL_IB_HCA=mlx5\nNCCL_SOCKET_IFNAME=eth0\nNCCL_CROSS_NIC=1\n"
@@ -106,7 +119,8 @@ def test_any_dialect_the_node_settings_list_is_judged(tmp_path):
     failed = _failures(findings)
     assert code == 1 and set(failed) == {("doctor-env-selects-non-rail", "/shared/jobs/train.json")}
     assert failed[("doctor-env-selects-non-rail", "/shared/jobs/train.json")]["message"].startswith(
-        "mlx5_1:1, mlx5_7:1: ")  # the ^ list leaves the storage ports selected
+        "mlx5_1:1, mlx5_7:1: "
+    )  # the ^ list leaves the storage ports selected
 
 
 def test_a_pinned_gid_that_moved_fails_without_expectations(tmp_path):
@@ -129,7 +143,7 @@ def test_a_traffic_class_without_pfc_fails_without_expectations(tmp_path):
     code, findings, _ = _doctor(root)
     failed = _failures(findings)
     assert code == 1
-    (key, f), = [(k, v) for k, v in failed.items() if k[0] == "doctor-env-tc-lossy"]
+    ((key, f),) = [(k, v) for k, v in failed.items() if k[0] == "doctor-env-tc-lossy"]
     assert key[1].count("mlx5_") == 8 and "DSCP 26 -> priority 3, PFC on no priority" in f["message"]
 
 
@@ -156,8 +170,10 @@ def test_below_2_21_5_a_moved_gid_keeps_the_majority_pin_and_fails_the_odd_port(
     code, findings, _ = _doctor(root)
     failed = _failures(findings)
     assert code == 1
-    assert "its compute address's IPv4 RoCE v2 GID is at index 5, the other ports' at 3" in \
-        failed[("gid-index-odd-port", "mlx5_1:1")]["message"]
+    assert (
+        "its compute address's IPv4 RoCE v2 GID is at index 5, the other ports' at 3"
+        in failed[("gid-index-odd-port", "mlx5_1:1")]["message"]
+    )
     assert ("doctor-env-gid-not-roce-v2", "mlx5_1:1") in failed
 
 
@@ -177,8 +193,7 @@ def test_node_settings_are_read_by_every_verb_so_nothing_drifts(tmp_path):
         assert "# rule: override (/etc/rocetune/doctor.yml: env.set)\nexport NCCL_IB_QPS_PER_CONNECTION='4'" in text
         code, findings, out = _doctor(root, "-v")
         assert code == 0, [(f["id"], f["message"]) for f in findings if f["severity"] != "info"]
-        assert not [f for f in findings if f["id"] in ("doctor-env-drift", "nccl-ece-roce")
-                    and f["severity"] != "info"]
+        assert not [f for f in findings if f["id"] in ("doctor-env-drift", "nccl-ece-roce") and f["severity"] != "info"]
         assert _gate(root) == 0
         (results / f"gpu0{i}.json").write_text(json.dumps(out))
     code, report = rocetune_json("fleet", "report", str(results))

@@ -63,13 +63,17 @@ def effective(items: List[dict]) -> Optional[dict]:
 def _rails(d: DoctorInput) -> Set[str]:
     """The compute rails: the plan's ports and the ports the expectations name."""
     return {p.name for p in d.view.selection().chosen} | {
-        p.name for p in d.view.ports() if p.name in d.expected or p.device in d.expected}
+        p.name for p in d.view.ports() if p.name in d.expected or p.device in d.expected
+    }
 
 
 def selected_ports(d: DoctorInput, hca: Optional[str]) -> List[Port]:
     """The ACTIVE ports NCCL uses under NCCL_IB_HCA=`hca` (all of them when unset)."""
-    return [p for p in d.view.ports() if p.port is not None and p.state in (None, "ACTIVE")
-            and (not hca or ib_hca_selects(hca, p.device, p.port))]
+    return [
+        p
+        for p in d.view.ports()
+        if p.port is not None and p.state in (None, "ACTIVE") and (not hca or ib_hca_selects(hca, p.device, p.port))
+    ]
 
 
 def _used_ports(d: DoctorInput, env: Deployed) -> List[Port]:
@@ -100,12 +104,19 @@ def names_missing_device(d: DoctorInput) -> List[Finding]:
             elif port >= 0 and not any(port in present[n] or not present[n] for n in devices):
                 portless.append(f"{name}:{port}")
         if gone or portless:
-            said = ([f"no RDMA device {', '.join(gone)}"] if gone else []) + \
-                ([f"no RDMA port {', '.join(portless)}"] if portless else [])
-            out.append(_finding("doctor-env-names-missing-device", "error", env.path,
-                                f"{', '.join(gone + portless)}: NCCL_IB_HCA={hca} names them, and this node "
-                                f"has {' and '.join(said)}",
-                                {"file": env.path, "NCCL_IB_HCA": hca, "missing": gone + portless}))
+            said = ([f"no RDMA device {', '.join(gone)}"] if gone else []) + (
+                [f"no RDMA port {', '.join(portless)}"] if portless else []
+            )
+            out.append(
+                _finding(
+                    "doctor-env-names-missing-device",
+                    "error",
+                    env.path,
+                    f"{', '.join(gone + portless)}: NCCL_IB_HCA={hca} names them, and this node "
+                    f"has {' and '.join(said)}",
+                    {"file": env.path, "NCCL_IB_HCA": hca, "missing": gone + portless},
+                )
+            )
     return out
 
 
@@ -122,12 +133,21 @@ def selects_non_rail(d: DoctorInput) -> List[Finding]:
         if others:
             names = ", ".join(p.name for p in others)
             reasons = "; ".join(f"{p.name}: {why.get(p.name) or 'not a compute port'}" for p in others)
-            out.append(_finding(
-                "doctor-env-selects-non-rail", "error", env.path,
-                f"{names}: NCCL_IB_HCA={hca} also selects them, not compute rails ({reasons}): NCCL spreads "
-                "the job's traffic over them too",
-                {"file": env.path, "NCCL_IB_HCA": hca, "non_rails": [p.name for p in others],
-                 "rails": sorted(rails)}))
+            out.append(
+                _finding(
+                    "doctor-env-selects-non-rail",
+                    "error",
+                    env.path,
+                    f"{names}: NCCL_IB_HCA={hca} also selects them, not compute rails ({reasons}): NCCL spreads "
+                    "the job's traffic over them too",
+                    {
+                        "file": env.path,
+                        "NCCL_IB_HCA": hca,
+                        "non_rails": [p.name for p in others],
+                        "rails": sorted(rails),
+                    },
+                )
+            )
     return out
 
 
@@ -141,9 +161,11 @@ def _gid_problem(port: Port, index: int) -> Optional[str]:
     if not port.v4_gids and index in port.v6_gids:
         return None
     entry = next((g for g in port.gids if g.get("index") == index), None)
-    now = "empty" if entry is None or not (entry.get("ipv4") or entry.get("ipv6") or entry.get("gid", "")
-                                            .startswith("fe80")) else \
-        f"{entry.get('ipv4') or entry.get('ipv6') or entry.get('gid')} ({entry.get('type') or 'type unknown'})"
+    now = (
+        "empty"
+        if entry is None or not (entry.get("ipv4") or entry.get("ipv6") or entry.get("gid", "").startswith("fe80"))
+        else f"{entry.get('ipv4') or entry.get('ipv6') or entry.get('gid')} ({entry.get('type') or 'type unknown'})"
+    )
     want = port.v4_gids or port.v6_gids
     return f"{port.name}: GID {index} is {now}; its IPv4 RoCE v2 GID is at {', '.join(map(str, want)) or 'no index'}"
 
@@ -161,14 +183,25 @@ def gid_not_roce_v2(d: DoctorInput) -> List[Finding]:
         problems = [(p, text) for p in _used_ports(d, env) for text in [_gid_problem(p, index)] if text]
         if problems:
             names = ", ".join(p.name for p, _ in problems)
-            out.append(_finding(
-                "doctor-env-gid-not-roce-v2", "error", names,
-                f"{env.path} pins NCCL_IB_GID_INDEX={raw}, which is not an IPv4 RoCE v2 GID there ("
-                + "; ".join(t for _, t in problems) + "): NCCL uses the pinned index on every port, and "
-                "connections over them fail", {"file": env.path, "NCCL_IB_GID_INDEX": raw,
-                                              "ports": {p.name: {"roce_v2_ipv4_gids": p.v4_gids,
-                                                                 "roce_v2_ipv6_gids": p.v6_gids}
-                                                        for p, _ in problems}}))
+            out.append(
+                _finding(
+                    "doctor-env-gid-not-roce-v2",
+                    "error",
+                    names,
+                    f"{env.path} pins NCCL_IB_GID_INDEX={raw}, which is not an IPv4 RoCE v2 GID there ("
+                    + "; ".join(t for _, t in problems)
+                    + "): NCCL uses the pinned index on every port, and "
+                    "connections over them fail",
+                    {
+                        "file": env.path,
+                        "NCCL_IB_GID_INDEX": raw,
+                        "ports": {
+                            p.name: {"roce_v2_ipv4_gids": p.v4_gids, "roce_v2_ipv6_gids": p.v6_gids}
+                            for p, _ in problems
+                        },
+                    },
+                )
+            )
     return out
 
 
@@ -203,18 +236,33 @@ def tc_lossy(d: DoctorInput) -> List[Finding]:
                 continue
             prio, how = _priority(state, tc, sl)
             if prio is not None and prio not in (state.get("pfc_enabled") or []):
-                lossy.append((p, f"{p.netdev}: {how}, PFC on {','.join(map(str, state.get('pfc_enabled') or [])) or 'no priority'}"))
+                pfc = ",".join(map(str, state.get("pfc_enabled") or [])) or "no priority"
+                lossy.append((p, f"{p.netdev}: {how}, PFC on {pfc}"))
         if lossy:
             names = ", ".join(p.name for p, _ in lossy)
-            out.append(_finding(
-                "doctor-env-tc-lossy", "error", names,
-                f"{env.path} sends RoCE in traffic class {raw}, which is lossy there ("
-                + "; ".join(t for _, t in lossy) + "): a congested fabric drops the job's packets and NCCL "
-                "retransmits or times out", {"file": env.path, "NCCL_IB_TC": raw,
-                                             "ports": {p.netdev: seen.get(p.netdev or "") and {
-                                                 "trust": seen[p.netdev or ""].get("trust"),
-                                                 "pfc_enabled": seen[p.netdev or ""].get("pfc_enabled")}
-                                                 for p, _ in lossy}}))
+            out.append(
+                _finding(
+                    "doctor-env-tc-lossy",
+                    "error",
+                    names,
+                    f"{env.path} sends RoCE in traffic class {raw}, which is lossy there ("
+                    + "; ".join(t for _, t in lossy)
+                    + "): a congested fabric drops the job's packets and NCCL "
+                    "retransmits or times out",
+                    {
+                        "file": env.path,
+                        "NCCL_IB_TC": raw,
+                        "ports": {
+                            p.netdev: seen.get(p.netdev or "")
+                            and {
+                                "trust": seen[p.netdev or ""].get("trust"),
+                                "pfc_enabled": seen[p.netdev or ""].get("pfc_enabled"),
+                            }
+                            for p, _ in lossy
+                        },
+                    },
+                )
+            )
     return out
 
 
@@ -243,11 +291,17 @@ def ifname_missing(d: DoctorInput) -> List[Finding]:
                 entries = [e for e in entries if e not in names]
                 if not entries:
                     continue
-            out.append(_finding(
-                "doctor-env-ifname-missing", "error", env.path,
-                f"{', '.join(entries)}: {key}={value}, and this node has no such interface "
-                f"(it has {_few([n for n in names if n != 'lo'])}): the job finds no socket interface "
-                "to bootstrap over", {"file": env.path, key: value, "interfaces": names}))
+            out.append(
+                _finding(
+                    "doctor-env-ifname-missing",
+                    "error",
+                    env.path,
+                    f"{', '.join(entries)}: {key}={value}, and this node has no such interface "
+                    f"(it has {_few([n for n in names if n != 'lo'])}): the job finds no socket interface "
+                    "to bootstrap over",
+                    {"file": env.path, key: value, "interfaces": names},
+                )
+            )
     return out
 
 

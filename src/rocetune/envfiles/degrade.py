@@ -14,12 +14,12 @@ import json
 import os
 from typing import Collection, Dict, List, Optional, Tuple
 
-Version = Tuple[int, int, int]
-
 from ..errors import ExitCode, RocetuneError
 from ..nccl import releases
 from ..nccl.syntax import ib_hca_entries
 from .changes import MANAGED_MARKER
+
+Version = Tuple[int, int, int]
 
 RECORD_PATH = "/var/lib/rocetune/env-refused.json"
 RECORD_SCHEMA = "rocetune.env-refused/1"

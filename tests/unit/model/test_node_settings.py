@@ -26,21 +26,26 @@ skip:
 def test_every_part_is_read_and_the_origin_is_the_nodes_path():
     s = ns.load_text(DOC, "/tmp/copy/doctor.yml")
     assert s.nccl_version == "2.20.5" and s.env_files == ("/shared/jobs/nccl.env",)
-    assert s.overrides.set == {"NCCL_IB_QPS_PER_CONNECTION": ("4", ns.ORIGIN_SET),
-                               "NCCL_IB_ECE_ENABLE": ("0", ns.ORIGIN_SET)}
+    assert s.overrides.set == {
+        "NCCL_IB_QPS_PER_CONNECTION": ("4", ns.ORIGIN_SET),
+        "NCCL_IB_ECE_ENABLE": ("0", ns.ORIGIN_SET),
+    }
     assert s.overrides.unset == {"NCCL_IB_SPLIT_DATA_ON_QPS": ns.ORIGIN_UNSET}
     assert [r.id for r in s.checks.rules] == ["doctor-ecn-off"]
     # the env file records the node's path whatever copy was read: every writer gives the same bytes
     assert ns.ORIGIN_SET == "/etc/rocetune/doctor.yml: env.set"
 
 
-@pytest.mark.parametrize("doc, says", [
-    ('nccl_version: "2.20"\n', "nccl_version: '2.20' is not a release X.Y.Z"),
-    ("env:\n  set: {1BAD: x}\n", "'1BAD' is not an environment variable name"),
-    ("env:\n  set: {A: x}\n  unset: [A]\n", "env: A is both set and unset"),
-    ("env:\n  files: [relative/nccl.env]\n", "env.files: 'relative/nccl.env' is not an absolute path"),
-    ("env:\n  sets: {A: x}\n", "sets"),
-])
+@pytest.mark.parametrize(
+    "doc, says",
+    [
+        ('nccl_version: "2.20"\n', "nccl_version: '2.20' is not a release X.Y.Z"),
+        ("env:\n  set: {1BAD: x}\n", "'1BAD' is not an environment variable name"),
+        ("env:\n  set: {A: x}\n  unset: [A]\n", "env: A is both set and unset"),
+        ("env:\n  files: [relative/nccl.env]\n", "env.files: 'relative/nccl.env' is not an absolute path"),
+        ("env:\n  sets: {A: x}\n", "sets"),
+    ],
+)
 def test_a_bad_document_is_an_input_error_naming_the_field(doc, says):
     with pytest.raises(RocetuneError) as err:
         ns.load_text(doc, "doctor.yml")
@@ -62,7 +67,8 @@ def test_no_degrade_names_a_plan_change_the_release_does_not_read():
     old = {"NCCL_IB_GID_INDEX": "3"}
     new = {"NCCL_IB_ADDR_RANGE": "192.168.0.0/16"}
     assert shortfalls(old, new, (2, 20, 5)) == [
-        "NCCL_IB_ADDR_RANGE=192.168.0.0/16 would be set, and NCCL 2.20.5 does not read it"]
+        "NCCL_IB_ADDR_RANGE=192.168.0.0/16 would be set, and NCCL 2.20.5 does not read it"
+    ]
     assert shortfalls(old, new, (2, 21, 5)) == []
     assert shortfalls(old, new, (2, 20, 5), chosen={"NCCL_IB_ADDR_RANGE"}) == []  # the user's own choice
     assert shortfalls(old, new, None) == []
