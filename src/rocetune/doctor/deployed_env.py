@@ -53,7 +53,7 @@ def effective(items: List[dict]) -> Optional[dict]:
     from ..envfiles.read import parse_text
 
     files, values = [], {}
-    for item in sorted((i for i in items if i.get("text")), key=lambda i: i.get("format") != "nccl-conf"):
+    for item in sorted((i for i in items if i.get("text")), key=lambda i: i.get("read_by") != "nccl"):
         parsed = parse_text(item["text"], item.get("format") or "auto", item["path"])
         values.update({a.key: a.value for a in parsed.assignments if a.value is not None})
         files.append(item["path"])

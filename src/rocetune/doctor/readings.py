@@ -28,7 +28,8 @@ LIMITS_CONF = "/etc/security/limits.conf"
 LIMITS_DIR = "/etc/security/limits.d"
 # The env files the rocetune_env role writes, by the dialect their names give them.
 ENV_DIR = "/etc/rocetune"
-ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", "/etc/nccl.conf")}
+NCCL_CONF = "/etc/nccl.conf"  # read by NCCL itself in every process, below the job's environment
+ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", NCCL_CONF)}
 
 
 def read(ctx: ProbeContext, features: dict, since: Optional[str] = None, env_files: Sequence[str] = ()) -> dict:
@@ -58,7 +59,8 @@ def deployed_env(ctx: ProbeContext, extra: Sequence[str] = ()) -> List[dict]:
     ("auto": its content decides)."""
     paths = list(dict.fromkeys(list(ENV_FILES.values()) + list(extra)))
     by_path = {path: fmt for fmt, path in ENV_FILES.items()}
-    return [{"path": path, "format": by_path.get(path, "auto"), "text": ctx.text(path)} for path in paths]
+    return [{"path": path, "format": by_path.get(path, "auto"), "text": ctx.text(path),
+             "read_by": "nccl" if path == NCCL_CONF else "job"} for path in paths]
 
 
 def memlock(ctx: ProbeContext) -> dict:

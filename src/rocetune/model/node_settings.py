@@ -19,16 +19,17 @@ rocetune_env_nccl_version, rocetune_env_overrides).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from ..errors import ExitCode, RocetuneError
-from ..nccl.versions import parse_version
-from .check_config import DEFAULT_PATH, CheckConfig, validate
 from .plan import Overrides
-from .yamlread import YamlError, load_yaml
 
-PATH = DEFAULT_PATH
+if TYPE_CHECKING:  # pragma: no cover
+    from .check_config import CheckConfig
+
+# The file's path on the node (rocetune.model.check_config.DEFAULT_PATH, which that module, and
+# the dataclasses it uses, is not imported for: a probe without the file never needs them).
+PATH = "/etc/rocetune/doctor.yml"
 # An override's origin as the env file records it: the node's path, wherever the file was read
 # from (the agent reads a private copy before the role installs it), so every writer gives the
 # same bytes.
@@ -36,13 +37,28 @@ ORIGIN_SET = f"{PATH}: env.set"
 ORIGIN_UNSET = f"{PATH}: env.unset"
 
 
-@dataclass
 class NodeSettings:
-    source: Optional[str] = None  # where it was read; None: no file
-    nccl_version: Optional[str] = None
-    overrides: Overrides = field(default_factory=Overrides)
-    env_files: Tuple[str, ...] = ()
-    checks: CheckConfig = field(default_factory=CheckConfig)
+    """The node's settings; the defaults are a node without the file."""
+
+    def __init__(
+        self,
+        source: Optional[str] = None,
+        nccl_version: Optional[str] = None,
+        overrides: Optional[Overrides] = None,
+        env_files: Tuple[str, ...] = (),
+        checks: Optional[CheckConfig] = None,
+    ) -> None:
+        self.source = source  # where it was read; None: no file
+        self.nccl_version = nccl_version
+        self.overrides = overrides if overrides is not None else Overrides()
+        self.env_files = env_files
+        self._checks = checks
+
+    @property
+    def checks(self) -> CheckConfig:
+        from .check_config import CheckConfig
+
+        return self._checks if self._checks is not None else CheckConfig()
 
 
 def _error(message: str) -> RocetuneError:
@@ -56,6 +72,10 @@ def _value(value: Any) -> str:
 
 
 def load_text(text: str, where: str) -> NodeSettings:
+    from ..nccl.versions import parse_version
+    from .check_config import validate
+    from .yamlread import YamlError, load_yaml
+
     try:
         doc = load_yaml(text)
     except YamlError as exc:

@@ -34,6 +34,9 @@ def test_every_part_is_read_and_the_origin_is_the_nodes_path():
     assert [r.id for r in s.checks.rules] == ["doctor-ecn-off"]
     # the env file records the node's path whatever copy was read: every writer gives the same bytes
     assert ns.ORIGIN_SET == "/etc/rocetune/doctor.yml: env.set"
+    from rocetune.model.check_config import DEFAULT_PATH
+
+    assert ns.PATH == DEFAULT_PATH  # one file
 
 
 @pytest.mark.parametrize(
