@@ -190,7 +190,8 @@ _doctor("doctor-env-tc-lossy", "error",
             "says): in a class without PFC a congested switch drops packets, and NCCL's go-back-N "
             "retransmissions slow the job or time it out.",
         fix="turn PFC back on for that priority (the roce_qos role), or write the env again from the "
-            "QoS plan (`rocetune env -o FILE`)",
+            "QoS plan (`rocetune env -o FILE`); a fabric run lossy by design says so in its QoS plan "
+            "(`lossless_priorities: []`)",
         source="NVIDIA/nccl v2.26.2-1 src/transport/net_ib.cc:101-102 (NCCL_IB_TC, NCCL_IB_SL); "
                "NVIDIA, RoCE lossless configuration (PFC on the RoCE priority)")
 _doctor("doctor-env-ifname-missing", "error",
