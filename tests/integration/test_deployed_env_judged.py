@@ -218,3 +218,27 @@ def test_fleet_report_shows_what_jobs_get_with_the_plan_beside(tmp_path):
     assert fact["values"]["gpu02"]["value"] == "eth0" and fact["values"]["gpu02"]["detail"] == "plan: =bond0"
     text = rocetune("fleet", "report", str(results)).stdout
     assert re.search(r"gpu02  env NCCL_SOCKET_IFNAME +eth0 +=bond0 on 2 of 3 hosts\n +plan: =bond0\n", text), text
+
+
+def test_cross_nic_over_rails_measured_apart_fails(tmp_path):
+    root = _copy(DGX, tmp_path / "root")
+    (root / ENV).write_text("export NCCL_CROSS_NIC=1\n")
+    assert _doctor(root)[0] != 1  # without a measurement, routes alone prove nothing
+    (root / "etc/rocetune/rail-reach.json").write_text(
+        json.dumps(
+            {
+                "schema": "rocetune.rail-reach/1",
+                "verdict": "isolated",
+                "reached": 0,
+                "tested": 56,
+                "measured_at": "2026-11-27T20:00:00Z",
+                "hosts": ["gpu01", "gpu02"],
+            }
+        )
+    )
+    code, findings, _ = _doctor(root)
+    failed = _failures(findings)
+    assert code == 1
+    assert failed[("doctor-env-cross-nic-unreachable", "/etc/rocetune/nccl.env")]["message"].startswith(
+        "NCCL_CROSS_NIC=1: 0 of 56 rail-to-other-rail paths answered (isolated"
+    )

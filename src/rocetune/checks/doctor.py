@@ -204,6 +204,17 @@ _doctor("doctor-env-ifname-missing", "error",
         fix="name the node's interface (`rocetune env` picks the one that reaches the other nodes)",
         source="NVIDIA/nccl v2.28.9-1 src/misc/socket.cc findInterfaces with src/misc/utils.cc "
                "matchIfList; PyTorch ProcessGroupGloo GLOO_SOCKET_IFNAME")
+_doctor("doctor-env-cross-nic-unreachable", "error",
+        title="The deployed env lets NCCL cross rails that cannot reach each other",
+        checks="A deployed NCCL_CROSS_NIC=1 where the rails' reach was measured isolated or partial "
+               "(/etc/rocetune/rail-reach.json, from `fleet validate --tests cross-rail`); not judged "
+               "without a measurement (routes alone do not prove isolation).",
+        reads=f"{_ENV_FILES_READ}; /etc/rocetune/rail-reach.json.",
+        why="NCCL_CROSS_NIC=1 lets a ring or tree leave one node on a rail and enter the next on another: "
+            "where that path does not answer, the connection fails and the job with it.",
+        fix="NCCL_CROSS_NIC=0 (what `rocetune env` writes there), or route between the rails",
+        source="NVIDIA/nccl v2.5.6-1 src/init.cc:431 (NCCL_CROSS_NIC), v2.30.7-1 src/graph/search.cc:16; "
+               "NCCL env docs (0 for rails without an inter-rail connection)")
 _doctor("doctor-module-not-loaded", "error",
         title="A module listed for boot is not loaded",
         checks="Every module in modules-load.d is loaded or built in.",

@@ -307,3 +307,27 @@ def ifname_missing(d: DoctorInput) -> List[Finding]:
 
 def _few(names: List[str], n: int = 6) -> str:
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+@check("doctor-env-cross-nic-unreachable")
+def cross_nic_unreachable(d: DoctorInput) -> List[Finding]:
+    reach = (d.features.get("declared") or {}).get("rail_reach")  # the probe's reading of rail-reach.json
+    if not isinstance(reach, dict) or reach.get("verdict") not in ("isolated", "partial"):
+        return []
+    out = []
+    for env in deployed(d):
+        value = env.values.get("NCCL_CROSS_NIC")
+        if value is None or strtoll(value)[0] != 1:
+            continue
+        out.append(
+            _finding(
+                "doctor-env-cross-nic-unreachable",
+                "error",
+                env.path,
+                f"NCCL_CROSS_NIC={value}: {reach['reached']} of {reach['tested']} rail-to-other-rail paths "
+                f"answered ({reach['verdict']}, {reach['path']}), and this lets a ring cross them: its "
+                "connections fail",
+                {"file": env.path, "NCCL_CROSS_NIC": value, "rail_reach": reach},
+            )
+        )
+    return out
