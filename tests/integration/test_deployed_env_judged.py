@@ -242,3 +242,15 @@ def test_cross_nic_over_rails_measured_apart_fails(tmp_path):
     assert failed[("doctor-env-cross-nic-unreachable", "/etc/rocetune/nccl.env")]["message"].startswith(
         "NCCL_CROSS_NIC=1: 0 of 56 rail-to-other-rail paths answered (isolated"
     )
+
+
+@pytest.mark.parametrize("host", sorted(p.name for p in HOSTS.iterdir() if p.is_dir()))
+def test_the_env_rocetune_writes_on_a_healthy_host_passes_every_deployed_env_check(tmp_path, host):
+    """No false drain: what the boot unit writes on each fixture host, both files, is held to
+    the same node and found right."""
+    root = _copy(HOSTS / host, tmp_path / "root")
+    assert _env(root, "--format", "nccl-conf", "-o", str(root / "etc/nccl.conf")).returncode == 0
+    _, findings, _ = _doctor(root)
+    assert not [
+        (f["id"], f["message"]) for f in findings if f["id"].startswith("doctor-env") and f["severity"] != "info"
+    ]
