@@ -254,3 +254,18 @@ def test_the_env_rocetune_writes_on_a_healthy_host_passes_every_deployed_env_che
     assert not [
         (f["id"], f["message"]) for f in findings if f["id"].startswith("doctor-env") and f["severity"] != "info"
     ]
+
+
+def test_fleet_report_gid_index_is_the_one_jobs_get(tmp_path):
+    results = tmp_path / "fleet"
+    results.mkdir()
+    for i in (1, 2, 3):
+        root = _copy(PCIE, tmp_path / f"gpu0{i}")
+        assert _env(root).returncode == 0
+        if i == 3:  # a hand edit: the file jobs source pins another index than the plan
+            (root / ENV).write_text((root / ENV).read_text().replace("NCCL_IB_GID_INDEX='3'", "NCCL_IB_GID_INDEX='5'"))
+        _, _, out = _doctor(root, "-v")
+        (results / f"gpu0{i}.json").write_text(json.dumps(out))
+    code, report = rocetune_json("fleet", "report", str(results))
+    fact = report["data"]["facts"]["gid_index"]
+    assert code == 1 and fact["reference"] == [3] and fact["values"]["gpu03"]["value"] == [5], fact

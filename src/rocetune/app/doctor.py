@@ -59,7 +59,9 @@ class Doctored(Record):
 
         data = self.data
         data["summary"] = report.summary(self.findings, self.host, int(self.code))
-        data["fleet_facts"] = to_json(features_facts(self.features, data["plan"].get("env")))
+        deployed = (data.get("deployed_env") or {}).get("values")  # what jobs get, else the plan
+        data["fleet_facts"] = to_json(features_facts(self.features, deployed if deployed is not None
+                                                     else data["plan"].get("env")))
         return data if verbose else report.compact(data)
 
     def text(self, verbose: int = 0) -> str:

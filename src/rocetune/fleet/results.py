@@ -57,7 +57,8 @@ class HostResult:
             return self.fleet_facts
         from .facts import features_facts
 
-        return features_facts(self.features or {}, self.plan_env)
+        deployed = (self.deployed_env or {}).get("values")  # what jobs get, else the plan
+        return features_facts(self.features or {}, deployed if deployed is not None else self.plan_env)
 
 
 def load_dir(directory: str, keep_features: bool = True) -> List[HostResult]:
