@@ -91,34 +91,66 @@ def expectations(root: str, path: Optional[str] = None) -> Optional[Expectations
     return expect.Expectations(expect.load_text(text, where), where)
 
 
+def node_settings(root: str, path: Optional[str] = None):
+    """The node's settings (rocetune.model.node_settings): --doctor-config FILE, else
+    /etc/rocetune/doctor.yml under the root when present, else none. The one reader of that file:
+    every verb's overrides, NCCL release and check configuration come from here."""
+    from ..model import node_settings as ns
+
+    if path:
+        return ns.load_file(path)
+    host = HostRoot(root or "/")
+    text = host.read_text(ns.PATH)
+    if text is None:
+        return ns.NodeSettings()
+    return ns.load_text(text, ns.PATH if host.is_live else host.host_path(ns.PATH))
+
+
 def check_config(root: str, path: Optional[str] = None, skips: Sequence[str] = ()):
-    """The node's check configuration: --doctor-config FILE, else /etc/rocetune/doctor.yml under
-    the root when present, then --skip ID=REASON on top; every id checked against the registry."""
+    """The node's check configuration: the node settings' skips and grades (--doctor-config FILE,
+    else /etc/rocetune/doctor.yml under the root), then --skip ID=REASON on top; every id checked
+    against the registry."""
     from ..checks.config import check_ids
     from ..model import check_config as cc
 
-    if path:
-        config = cc.load_file(path)
-    else:
-        host = HostRoot(root or "/")
-        text = host.read_text(cc.DEFAULT_PATH)
-        where = cc.DEFAULT_PATH if host.is_live else host.host_path(cc.DEFAULT_PATH)
-        config = cc.load_text(text, where) if text is not None else cc.CheckConfig()
-    config = config.merged(cc.from_args(skips))
+    config = node_settings(root, path).checks.merged(cc.from_args(skips))
     check_ids(config)
     return config
 
 
+def planned_features(root: str, features_path: Optional[str] = None, nccl_version: Optional[str] = None,
+                     settings_path: Optional[str] = None) -> dict:
+    """The Features a verb plans with: host_features, for the NCCL release `nccl_version`
+    (--nccl-version) names, else the one the node settings declare (never for --features FILE,
+    another host's)."""
+    from ..model.features import with_nccl_version
+
+    features = host_features(root, features_path)
+    if nccl_version:
+        return with_nccl_version(features, nccl_version)
+    if features_path and not settings_path:
+        return features
+    settings = node_settings(root, settings_path)
+    if settings.nccl_version:
+        from ..model.node_settings import PATH
+
+        return with_nccl_version(features, settings.nccl_version, by=PATH)
+    return features
+
+
 def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[str] = (),
-              warn=None) -> Optional[Overrides]:
-    """The user's choices: a config file, then --set/--unset on top; None when there are none.
+              warn=None, node: Optional[Overrides] = None) -> Optional[Overrides]:
+    """The user's choices: the node settings' (`node`), a config file, then --set/--unset on top;
+    None when there are none.
 
     Each value gets lint's checks of one setting (rocetune.lint.checks.check_assignment): an
     error refuses it (a usage error for --set, an input error naming file:line for --config);
     a warning goes to `warn(message)` (default: printed on stderr). Names NCCL does not read are
     left to the plan's own check, which records them as plan warnings.
     """
-    base = Overrides.from_file(config) if config else Overrides()
+    base = node or Overrides()
+    if config:
+        base = base.merged(Overrides.from_file(config))
     merged = base.merged(Overrides.from_args(sets, unsets))
     if merged.empty:
         return None
@@ -156,15 +188,18 @@ class PlanRequest(FrozenRecord):
     qos_path: Optional[str]
     local_rank: Optional[int]
     expect_path: Optional[str]
-    _fields = ("root", "config", "sets", "unsets", "qos_path", "local_rank", "expect_path")
+    settings_path: Optional[str]  # the node settings file (default: /etc/rocetune/doctor.yml under root)
+    _fields = ("root", "config", "sets", "unsets", "qos_path", "local_rank", "expect_path", "settings_path")
 
     def __init__(self, root: str = "/", config: Optional[str] = None, sets: Tuple[str, ...] = (),
                  unsets: Tuple[str, ...] = (), qos_path: Optional[str] = None,
-                 local_rank: Optional[int] = None, expect_path: Optional[str] = None) -> None:
-        self._set(root, config, sets, unsets, qos_path, local_rank, expect_path)
+                 local_rank: Optional[int] = None, expect_path: Optional[str] = None,
+                 settings_path: Optional[str] = None) -> None:
+        self._set(root, config, sets, unsets, qos_path, local_rank, expect_path, settings_path)
 
     def user(self, warn=None) -> Optional[Overrides]:
-        return overrides(self.config, self.sets, self.unsets, warn)
+        return overrides(self.config, self.sets, self.unsets, warn,
+                         node=node_settings(self.root, self.settings_path).overrides)
 
     def qos(self) -> QosPlan:
         plan = qos_plan(self.root, self.qos_path)
@@ -234,14 +269,16 @@ class EnvResult(Record):
     texts: Dict[str, str]  # format -> env text
     files: List[PlannedFile]
     writes: List[FileWrite]  # what write_env did, files first
-    _fields = ("plan", "texts", "files", "writes")
+    nccl: Optional[Tuple[int, int, int]]  # the NCCL release planned for (None: unknown)
+    _fields = ("plan", "texts", "files", "writes", "nccl")
 
     def __init__(self, plan: Plan, texts: Dict[str, str], files: Optional[List[PlannedFile]] = None,
-                 writes: Optional[List[FileWrite]] = None) -> None:
+                 writes: Optional[List[FileWrite]] = None, nccl: Optional[Tuple[int, int, int]] = None) -> None:
         self.plan = plan
         self.texts = texts
         self.files = [] if files is None else files
         self.writes = [] if writes is None else writes
+        self.nccl = nccl
 
     @property
     def env_writes(self) -> List[FileWrite]:
@@ -321,7 +358,9 @@ def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] =
             continue
         files.append(PlannedFile(path, f.key, content))
     texts = {fmt: render(plan, fmt, features) for fmt in formats}
-    return EnvResult(plan, texts, files)
+    from ..analysis.hostview import HostView
+
+    return EnvResult(plan, texts, files, nccl=HostView(features).nccl_version())
 
 
 def plan_env_for(features: dict, formats: Sequence[str], request: PlanRequest, out: Optional[str] = None,
@@ -405,7 +444,8 @@ def degradation(result: EnvResult, outputs: Sequence[Tuple[str, str]], config=No
     """Why writing `result` over `outputs` would degrade the node (`env --no-degrade`, the boot
     unit): each way the plan falls short of the expectations (as the node's check configuration
     grades them), and what it would lose against each env file rocetune wrote before
-    (rocetune.envfiles.degrade). [] when it is not short."""
+    (rocetune.envfiles.degrade), a variable the NCCL planned for ignores among what it changes
+    included. [] when it is not short."""
     from ..checks.config import apply
     from ..envfiles.degrade import shortfalls, values_of
     from ..fsutil import read_old_text
@@ -416,7 +456,8 @@ def degradation(result: EnvResult, outputs: Sequence[Tuple[str, str]], config=No
         old = values_of(read_old_text(path), fmt)
         new = values_of(result.texts[fmt], fmt)
         if old is not None and new is not None:
-            reasons += [f"{path}: {r}" for r in shortfalls(old, new)]
+            chosen = {d.key for d in result.plan.decisions if d.rule_id == "override"}
+            reasons += [f"{path}: {r}" for r in shortfalls(old, new, result.nccl, chosen)]
     return list(dict.fromkeys(reasons))
 
 
@@ -485,19 +526,27 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     root = request.root
     host = HostRoot(root or "/")
     declared_qos = qos_plan(root, request.qos_path, fallback=False)
+    recorded = recorded_overrides({fmt: host.read_text(path) for fmt, path in readings.ENV_FILES.items()})
+    if recorded:  # the command line's own --set still wins
+        request = PlanRequest(request.root, request.config, tuple(recorded) + tuple(request.sets), request.unsets,
+                              request.qos_path, request.local_rank, request.expect_path, request.settings_path)
     env = plan_env(features, tuple(readings.ENV_FILES), env_dir=readings.ENV_DIR, request=request)
     ctx = ProbeContext(host, runner_for(host))
-    read = readings.read(ctx, features, since=since)
+    settings = node_settings(root, request.settings_path)
+    read = readings.read(ctx, features, since=since, env_files=settings.env_files)
     view = HostView(features)
-    named = deployed_ports(read["env_files"]) | set(_expected_names(env.plan))
-    found = checks.run_checks(checks.DoctorInput(features, read, view, env.texts, declared_qos, named))
+    expected = set(_expected_names(env.plan))
+    named = deployed_ports(read["deployed_env"]) | expected
+    found = checks.run_checks(checks.DoctorInput(features, read, view, env.texts, declared_qos, named, expected))
     from ..checks import host_findings
 
     findings = host_findings(features) + env.plan.findings + found
     expect_data, unchecked = _expect_data(features, env.plan, declared_qos, named, view)
     findings.append(unchecked)
+    from ..doctor.deployed_env import effective
+
     data = {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
-            "plan": env.plan.to_dict(), "expect": expect_data}
+            "plan": env.plan.to_dict(), "expect": expect_data, "deployed_env": effective(read["deployed_env"])}
     if counters:
         results, data["counters"] = nic_counters(root, read, save_baseline)
         findings += results
@@ -515,23 +564,41 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     return applied.findings, data
 
 
+def recorded_overrides(env_files: Dict[str, Optional[str]]) -> List[str]:
+    """KEY=VALUE of each variable an env file rocetune wrote records as `--set` (its
+    `# rule: override (--set)` comment): rocetune's documented way to change the env, so doctor
+    plans with it rather than calling it drift. The node settings' overrides need no record."""
+    from ..envfiles.read import parse_text
+
+    out: Dict[str, str] = {}
+    for fmt, text in sorted(env_files.items()):
+        if not text or not text.startswith(MANAGED_MARKER):
+            continue
+        comments = {i + 2: line for i, line in enumerate(text.splitlines()) if line.startswith("# rule: override")}
+        for a in parse_text(text, fmt).assignments:
+            if a.rule_id == "override" and a.value is not None and comments.get(a.line, "").endswith("(--set)"):
+                out.setdefault(a.key, a.value)
+    return [f"{k}={v}" for k, v in sorted(out.items())]
+
+
 def _expected_names(plan: Plan) -> List[str]:
     from ..analysis.expect import exact_names
 
     return exact_names(plan.expect["document"]) if plan.expect else []
 
 
-def deployed_ports(env_files: Dict[str, Optional[str]]) -> set:
-    """The RDMA ports (`mlx5_0:1`) and devices the deployed env files' NCCL_IB_HCA name: rails
-    the node had when its env was written, whatever it shows now."""
+def deployed_ports(env_files: List[dict]) -> set:
+    """The RDMA ports (`mlx5_0:1`) and devices the deployed env files' NCCL_IB_HCA name
+    (readings' `deployed_env`): rails the node had when its env was written, whatever it shows now."""
     from ..envfiles.read import parse_text
     from ..nccl.syntax import ib_hca_entries
 
     out: Set[str] = set()
-    for fmt, text in env_files.items():
-        if not text:
+    for item in env_files:
+        if not item.get("text"):
             continue
-        values = {a.key: a.value for a in parse_text(text, fmt).assignments if a.value is not None}
+        parsed = parse_text(item["text"], item.get("format") or "auto", item["path"])
+        values = {a.key: a.value for a in parsed.assignments if a.value is not None}
         if not values.get("NCCL_IB_HCA"):
             continue
         exclude, _exact, entries = ib_hca_entries(values["NCCL_IB_HCA"])

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..errors import ExitCode, RocetuneError
 from ..model.finding import Finding
 from ..model.record import FrozenRecord, Record
-from . import PlanRequest, check_config, doctor_checks, host_features
+from . import PlanRequest, check_config, doctor_checks, planned_features
 
 
 class DoctorRequest(FrozenRecord):
@@ -63,7 +63,9 @@ class Doctored(Record):
 
         data = self.data
         data["summary"] = report.summary(self.findings, self.host, int(self.code))
-        data["fleet_facts"] = to_json(features_facts(self.features, data["plan"].get("env")))
+        deployed = (data.get("deployed_env") or {}).get("values")  # what jobs get, else the plan
+        data["fleet_facts"] = to_json(features_facts(self.features, deployed if deployed is not None
+                                                     else data["plan"].get("env")))
         return data if verbose else report.compact(data)
 
     def text(self, verbose: int = 0) -> str:
@@ -89,11 +91,7 @@ def doctor(request: DoctorRequest) -> Doctored:
                             code=ExitCode.USAGE)
     root = request.plan.root
     config = check_config(root, request.config_path, request.skips)
-    features = host_features(root, request.features_path)
-    if request.nccl_version:
-        from ..model.features import with_nccl_version
-
-        features = with_nccl_version(features, request.nccl_version)
+    features = planned_features(root, request.features_path, request.nccl_version, request.config_path)
     found, data = doctor_checks(features, request.plan, nccl_log=request.nccl_log, counters=request.counters,
                                save_baseline=request.save_baseline, config=config, since=request.since)
     if request.ras or request.ras_addr:

@@ -14,12 +14,8 @@ __all__ = ["all_findings", "collect", "partial", "source_warnings", "stderr_line
 def collect(args: argparse.Namespace) -> dict:
     from .. import app
 
-    features = app.host_features(args.root, getattr(args, "features", None))
-    if getattr(args, "nccl_version", None):
-        from ..model.features import with_nccl_version
-
-        features = with_nccl_version(features, args.nccl_version)
-    return features
+    return app.planned_features(args.root, getattr(args, "features", None), getattr(args, "nccl_version", None),
+                                getattr(args, "doctor_config", None))
 
 
 def all_findings(features: dict, plan) -> List[Finding]:

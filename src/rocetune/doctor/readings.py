@@ -9,7 +9,7 @@ a check can say "not checked" instead of guessing; unreadable files are warnings
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from ..envfiles import dialects
 from ..hostfs.context import ProbeContext
@@ -28,10 +28,11 @@ LIMITS_CONF = "/etc/security/limits.conf"
 LIMITS_DIR = "/etc/security/limits.d"
 # The env files the rocetune_env role writes, by the dialect their names give them.
 ENV_DIR = "/etc/rocetune"
-ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", "/etc/nccl.conf")}
+NCCL_CONF = "/etc/nccl.conf"  # read by NCCL itself in every process, below the job's environment
+ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", NCCL_CONF)}
 
 
-def read(ctx: ProbeContext, features: dict, since: Optional[str] = None) -> dict:
+def read(ctx: ProbeContext, features: dict, since: Optional[str] = None, env_files: Sequence[str] = ()) -> dict:
     from . import kernel_log
 
     netdevs = sorted({p["netdev"] for d in features["rdma"]["devices"] for p in d["ports"]
@@ -42,6 +43,7 @@ def read(ctx: ProbeContext, features: dict, since: Optional[str] = None) -> dict
         "pause": {n: pause(ctx, n) for n in netdevs},
         "ecn": {n: ecn(ctx, n) for n in netdevs},
         "env_files": {fmt: ctx.text(path) for fmt, path in ENV_FILES.items()},
+        "deployed_env": deployed_env(ctx, env_files),
         "units": units(ctx),
         "env_refused": env_refused(ctx),
         "modules_load": modules_load(ctx),
@@ -49,6 +51,16 @@ def read(ctx: ProbeContext, features: dict, since: Optional[str] = None) -> dict
         "pcie_p2p": pcie_p2p(ctx),
         "warnings": ctx.status.warnings,
     }
+
+
+def deployed_env(ctx: ProbeContext, extra: Sequence[str] = ()) -> List[dict]:
+    """Every env file jobs source, as it is on the node: rocetune's two (whoever wrote them)
+    and the ones the node settings list (env.files), each with the dialect its name gives
+    ("auto": its content decides)."""
+    paths = list(dict.fromkeys(list(ENV_FILES.values()) + list(extra)))
+    by_path = {path: fmt for fmt, path in ENV_FILES.items()}
+    return [{"path": path, "format": by_path.get(path, "auto"), "text": ctx.text(path),
+             "read_by": "nccl" if path == NCCL_CONF else "job"} for path in paths]
 
 
 def memlock(ctx: ProbeContext) -> dict:

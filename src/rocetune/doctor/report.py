@@ -82,8 +82,8 @@ def summary(findings: List[Finding], host: str, code: int) -> Dict[str, Any]:
 
 # What doctor's JSON holds without -v: the verdict and what a fleet compares, not the whole
 # Features and plan (docs/doctor.md, "JSON").
-COMPACT_KEYS = ("summary", "findings", "fleet_facts", "env", "expect", "qos", "counters", "check_config",
-                "skipped", "nccl_log", "metrics")
+COMPACT_KEYS = ("summary", "findings", "fleet_facts", "env", "deployed_env", "expect", "qos", "counters",
+                "check_config", "skipped", "nccl_log", "metrics")
 
 
 COMPACT_BUDGET = 20_000  # bytes of JSON: a thousand nodes' results fit in 20 MB

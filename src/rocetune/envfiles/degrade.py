@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List, Optional
+from typing import Collection, Dict, List, Optional, Tuple
 
 from ..errors import ExitCode, RocetuneError
+from ..nccl import releases
 from ..nccl.syntax import ib_hca_entries
 from .changes import MANAGED_MARKER
+
+Version = Tuple[int, int, int]
 
 RECORD_PATH = "/var/lib/rocetune/env-refused.json"
 RECORD_SCHEMA = "rocetune.env-refused/1"
@@ -34,11 +37,19 @@ def values_of(text: Optional[str], fmt: str) -> Optional[Dict[str, str]]:
     return {a.key: a.value for a in parse_text(text, fmt).assignments if a.value is not None}
 
 
-def shortfalls(old: Dict[str, str], new: Dict[str, str]) -> List[str]:
+def shortfalls(old: Dict[str, str], new: Dict[str, str], nccl: Optional[Version] = None,
+               chosen: Collection[str] = ()) -> List[str]:
     """What the env `new` loses against `old`: RDMA ports NCCL_IB_HCA no longer names, a
-    traffic-class variable dropped, sockets where RDMA was. A changed value is not a loss (a GID
-    index that moved is what the boot unit is for)."""
+    traffic-class variable dropped, sockets where RDMA was, and a change carried by an NCCL
+    variable the release `nccl` does not read (NCCL_IB_ADDR_RANGE in place of a pinned
+    NCCL_IB_GID_INDEX below 2.21.5: the job would get NCCL's default instead). A changed value is
+    not a loss (a GID index that moved is what the boot unit is for). The variables in `chosen`
+    (the user's overrides) are the user's word, not the plan's change."""
     out = []
+    for key in sorted(k for k in new if k.startswith("NCCL_") and new[k] != old.get(k) and k not in chosen):
+        if nccl is not None and releases.reads(key, nccl) is False:
+            out.append(f"{key}={new[key]} would be {'changed' if key in old else 'set'}, and NCCL "
+                       f"{'.'.join(map(str, nccl))} does not read it")
     before, after = _ports(old.get("NCCL_IB_HCA")), _ports(new.get("NCCL_IB_HCA"))
     if before:
         lost = [p for p in before if p not in (after or [])]

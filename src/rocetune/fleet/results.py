@@ -35,6 +35,9 @@ class HostResult:
     gathered_at: Optional[str] = None
     features: Optional[dict] = None
     plan_env: Optional[Dict[str, str]] = None  # None: no plan in the result
+    # What jobs get from the node's deployed env files (doctor's data.deployed_env): {"files",
+    # "values"}; None where the result does not say (a probe, no file deployed).
+    deployed_env: Optional[Dict[str, Any]] = None
     plan_ranks: Optional[List[dict]] = None  # the plan's local ranks: GPU, its bus id, its NIC
     plan_reports: Optional[dict] = None  # the plan's reports (gpudirect-rdma: the GDR route)
     doctor_findings: Optional[List[dict]] = None  # None: no doctor run in the result
@@ -54,7 +57,8 @@ class HostResult:
             return self.fleet_facts
         from .facts import features_facts
 
-        return features_facts(self.features or {}, self.plan_env)
+        deployed = (self.deployed_env or {}).get("values")  # what jobs get, else the plan
+        return features_facts(self.features or {}, deployed if deployed is not None else self.plan_env)
 
 
 def load_dir(directory: str, keep_features: bool = True) -> List[HostResult]:
@@ -138,6 +142,10 @@ def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
         res.plan_ranks = [r for r in plan["ranks"] if isinstance(r, dict)]
     if isinstance(plan, dict) and isinstance(plan.get("reports"), dict):
         res.plan_reports = plan["reports"]
+    deployed = (doctor or {}).get("deployed_env")
+    if isinstance(deployed, dict) and isinstance(deployed.get("values"), dict):
+        res.deployed_env = {"files": [str(f) for f in deployed.get("files") or [] if isinstance(f, str)],
+                            "values": {str(k): str(v) for k, v in deployed["values"].items()}}
     if doctor is not None and isinstance(doctor.get("findings"), list):
         res.doctor_findings = [f for f in doctor["findings"] if isinstance(f, dict)]
         skipped = doctor.get("skipped")

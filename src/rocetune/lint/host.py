@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Tuple
 from ..checks.binding import emits
 from ..envfiles.parsed import Assignment
 from ..nccl import releases
-from ..nccl.syntax import list_entries
+from ..nccl.syntax import ib_hca_selects, list_entries
 from ..nccl.versions import parse_version
 
 
@@ -23,6 +23,9 @@ class HostNames:
     net: Optional[List[str]] = None
     nccl: Optional[Tuple[int, int, int]] = None  # the NCCL release the host's jobs load (kernel.nccl.version)
     qos: Optional[Dict[str, dict]] = None  # netdev -> the recorded QoS state of its RoCE port (mlnx_qos, dcb)
+    # The ACTIVE RDMA ports that are not compute rails ("mlx5_2:1" -> why the plan leaves it out);
+    # None when the rails are not known (no compute port chosen).
+    non_rails: Optional[Dict[str, str]] = None
 
     @classmethod
     def from_features(cls, features: dict, check_rdma: bool = True, check_netdevs: bool = True) -> HostNames:
@@ -36,7 +39,8 @@ class HostNames:
         nccl = parse_version(lib.get("version")) if isinstance(lib, dict) else None
         from ..analysis.nic_qos import roce_states
 
-        return cls(ib, net, nccl, roce_states(features) or None)
+        return cls(ib, net, nccl, roce_states(features) or None,
+                   _non_rails(features) if ib is not None else None)
 
     @property
     def empty(self) -> bool:
@@ -67,9 +71,32 @@ def check_host(host: HostNames, a: Assignment, add) -> None:
         _check_host_ifnames(host, a, key, v, add)
 
 
+def _non_rails(features: dict) -> Optional[Dict[str, str]]:
+    """The ACTIVE ports the plan leaves out, with why; None without a compute port."""
+    from ..analysis.hostview import HostView
+
+    sel = HostView(features).selection()
+    if not sel.chosen or sel.names_only:
+        return None
+    return {p.name: why for p, why in sel.excluded if p.port is not None and p.state in (None, "ACTIVE")}
+
+
+@emits("hca-selects-non-rail")
+def _check_non_rails(host, a: Assignment, key: str, v: str, add) -> None:
+    """The ports NCCL_IB_HCA selects, as NCCL matches them, against the host's compute rails."""
+    selected = [name for name in (host.non_rails or {})
+                if ib_hca_selects(v, name.split(":")[0], int(name.split(":")[1]))]
+    if selected:
+        add("hca-selects-non-rail", "error", a.line, key,
+            f"NCCL_IB_HCA={v} selects {', '.join(selected)} on this host, not compute rails ("
+            + "; ".join(f"{n}: {host.non_rails[n]}" for n in selected) + ")",
+            "name the rails exactly ('=mlx5_0:1,...', what `rocetune env` writes)")
+
+
 @emits("hca-not-found", "prefix-match", "hca-port-not-found")
 def _check_host_hca(host, a: Assignment, key: str, v: str, add) -> None:
     """NCCL_IB_HCA's devices and ports against the host's RDMA devices."""
+    _check_non_rails(host, a, key, v, add)
     excl, exact, entries = list_entries(v)
     names = sorted(host.ib)
     for e in entries:

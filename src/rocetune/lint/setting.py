@@ -159,6 +159,11 @@ def _check_list_syntax(a: Assignment, key: str, v: str, add) -> None:
         add("forced-algorithm", "info", a.line, key,
             f"{key}={v} applies to every collective and message size; NCCL otherwise tunes per size",
             "keep it only if a benchmark on this fabric shows a gain")
+    elif key == "NCCL_IB_GID_INDEX" and strtoll(v) == (0, True):
+        add("gid-index-pinned", "warning", a.line, key,
+            "GID index pinned to 0: in every RoCE port's GID table index 0 is the link-local fe80 GID "
+            "(RoCE v1 on mlx5), which does not cross a router; the IPv4 RoCE v2 GID is at another index",
+            "leave it unset on NCCL >= 2.21.5; otherwise derive it per node (rule nccl-ib-gid-index)")
     elif key == "NCCL_IB_GID_INDEX":
         add("gid-index-pinned", "info", a.line, key,
             f"GID index pinned to {v}: right while every node's GID table has that layout (per-pod "

@@ -64,7 +64,8 @@ def rule(features: dict, ctx) -> List[Decision]:
     def src(fact_id: str) -> str:
         return releases.fact(fact_id).source
 
-    if roce and releases.gate("ece-roce-slowdown", version) and declared.get("NCCL_IB_ECE_ENABLE") != "0":
+    ece = declared.get("NCCL_IB_ECE_ENABLE", ctx.overridden.get("NCCL_IB_ECE_ENABLE"))
+    if roce and releases.gate("ece-roce-slowdown", version) and ece != "0":
         fix = ("set NCCL_IB_ECE_ENABLE=0" if releases.reads("NCCL_IB_ECE_ENABLE", version)
                else f"upgrade: NCCL {vtext} has no NCCL_IB_ECE_ENABLE (2.23.4 added it)")
         ctx.finding("nccl-ece-roce", "warning", "NCCL_IB_ECE_ENABLE",

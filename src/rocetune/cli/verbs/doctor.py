@@ -43,8 +43,9 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="do not grade check ID on this run, for REASON (repeatable; shown in the "
                         "report); /etc/rocetune/doctor.yml keeps such rules on the node")
     p.add_argument("--doctor-config", metavar="FILE",
-                   help="the check configuration: checks to skip or grade otherwise, each with a "
-                        "reason (default: /etc/rocetune/doctor.yml under --root when present)")
+                   help="the node settings file: checks to skip or grade otherwise (each with a "
+                        "reason), the jobs' NCCL release, env overrides, other env files jobs source "
+                        "(default: /etc/rocetune/doctor.yml under --root when present)")
     p.add_argument("--metrics", metavar="FILE.prom",
                    help="also write the result as Prometheus metrics for node_exporter's textfile "
                         "collector, atomically (a status per check, NIC counter rates, env drift, the "
