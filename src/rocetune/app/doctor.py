@@ -24,15 +24,18 @@ class DoctorRequest(FrozenRecord):
     since: Optional[str]  # the kernel log from then on
     write_expect: Optional[str]  # write the node's expectations document here
     metrics: Optional[str]  # write node_exporter textfile metrics here (*.prom)
+    push: Optional[str]  # keep the result as DIR/NODE.json, what `fleet report DIR` reads
+    push_as: Optional[str]  # NODE (default: the short host name)
     _fields = ("plan", "features_path", "nccl_version", "nccl_log", "counters", "save_baseline", "config_path",
-               "skips", "since", "write_expect", "metrics")
+               "skips", "since", "write_expect", "metrics", "push", "push_as")
 
     def __init__(self, plan: PlanRequest, features_path: Optional[str] = None, nccl_version: Optional[str] = None,
                  nccl_log: Optional[str] = None, counters: bool = True, save_baseline: bool = False,
                  config_path: Optional[str] = None, skips: Tuple[str, ...] = (), since: Optional[str] = None,
-                 write_expect: Optional[str] = None, metrics: Optional[str] = None) -> None:
+                 write_expect: Optional[str] = None, metrics: Optional[str] = None, push: Optional[str] = None,
+                 push_as: Optional[str] = None) -> None:
         self._set(plan, features_path, nccl_version, nccl_log, counters, save_baseline, config_path, skips,
-                  since, write_expect, metrics)
+                  since, write_expect, metrics, push, push_as)
 
 
 class Doctored(Record):
@@ -60,7 +63,10 @@ class Doctored(Record):
         data = self.data
         data["summary"] = report.summary(self.findings, self.host, int(self.code))
         data["fleet_facts"] = to_json(features_facts(self.features, data["plan"].get("env")))
-        return data if verbose else report.compact(data)
+        out = data if verbose else report.compact(data)
+        if "pushed" in data:
+            out["pushed"] = data["pushed"]
+        return out
 
     def text(self, verbose: int = 0) -> str:
         """What NCCL used first, then the findings, then the files written."""
@@ -100,7 +106,37 @@ def doctor(request: DoctorRequest) -> Doctored:
     code = report.exit_code(findings)
     if request.metrics:
         data["metrics"] = _write_metrics(request.metrics, findings, data, int(code))
-    return Doctored(findings, data, features, host, code)
+    done = Doctored(findings, data, features, host, code)
+    if request.push:
+        name = request.push_as or (features["host"].get("hostname") or "").split(".")[0]
+        data["pushed"] = push_result(request.push, name, done.json_data(0))
+    return done
+
+
+def push_result(directory: str, node: str, doctor_data: Optional[dict], error: Optional[str] = None) -> str:
+    """The node's latest result as DIR/NODE.json, in the form `fleet gather` writes (fleet.hostdoc)
+    and `fleet report DIR` reads: doctor's compact data, or why there is none (`error`). Written
+    atomically, so a report never reads half a file; the path, or RocetuneError (exit 4)."""
+    import time
+
+    from ..fleet.hostdoc import HOST_NAME, dumps, new_doc
+    from ..fsutil import UNSAFE_DIR_HINT, OutputError, atomic_write, directory_problem
+
+    if not HOST_NAME.match(node) or node.startswith("."):
+        raise RocetuneError(f"--push {directory}: {node!r} cannot be a result file's name", code=ExitCode.USAGE)
+    why = directory_problem(directory)
+    if why:
+        raise OutputError(directory, why, hint=UNSAFE_DIR_HINT)
+    doc = new_doc(node, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    doc["doctor"], doc["error"] = doctor_data, error
+    path = os.path.join(directory, f"{node}.json")
+    try:
+        atomic_write(path, dumps(doc), mode=0o644)
+    except (OSError, OutputError) as exc:
+        said = exc.strerror if isinstance(exc, OSError) else str(exc).split(": ")[-1]
+        raise RocetuneError(f"--push {directory}: cannot write {path}: {said or exc}",
+                            hint="the directory must exist and be writable here", code=ExitCode.OUTPUT) from None
+    return os.path.abspath(path)
 
 
 def _write_expect(path: str, facts: dict, host: str) -> str:
@@ -204,10 +240,14 @@ def _gate_run(request: GateRequest, node: str) -> dict:
     talks_to_slurm = mode == "health-check" and not request.no_drain
     budget = timeout - (min(judge.SLURM_RESERVE, timeout / 4) if talks_to_slurm else 0.0)
 
+    push = request.doctor.push
+    checks = request.doctor.replace(push=None)  # the gate keeps the result itself, whatever the checks did
+
     def work() -> dict:
-        done = doctor(request.doctor)
+        done = doctor(checks)
         return {"host": done.host, "findings": [f.to_dict() for f in done.findings],
-                "skipped": [f["id"] for f in done.data.get("skipped") or []]}
+                "skipped": [f["id"] for f in done.data.get("skipped") or []],
+                "result": done.json_data(0) if push else None}
 
     done = deadline.run(work, budget)
     doc["checks_s"] = round(done.elapsed, 3)
@@ -220,6 +260,14 @@ def _gate_run(request: GateRequest, node: str) -> dict:
         outcome = judge.judge(findings, request.drain_on_warnings)
         doc["findings"], doc["skipped"] = done.value["findings"], done.value["skipped"]
     doc["outcome"] = outcome
+    if push:
+        result = done.value["result"] if outcome.status not in (judge.TIMEOUT, judge.TOOL_ERROR) else None
+        try:
+            doc["pushed"] = push_result(push, node, result, None if result else f"gate {mode}: {outcome.reason}")
+        except RocetuneError as exc:  # never the node's fault: logged, never a drain
+            doc["pushed"] = None
+            doc["push_error"] = str(exc)
+            _log_error(f"rocetune: {node}: result not kept: {exc}")
     if talks_to_slurm and outcome.status != judge.TOOL_ERROR:
         left = lambda: max(0.5, timeout - (time.monotonic() - start))  # noqa: E731
         try:
@@ -257,9 +305,20 @@ def _gated(doc: dict) -> Gated:
                      "exit_code": code, "timeout_s": doc.get("timeout_s"), "checks_s": doc.get("checks_s"),
                      "action": {"kind": action.kind, "why": action.why} if action else None,
                      "was": doc.get("was"), "note": note or None, "skipped": doc.get("skipped") or [],
-                     "line": text},
+                     "line": text, "pushed": doc.get("pushed"), "push_error": doc.get("push_error")},
             "findings": doc.get("findings") or []}
     return Gated(code, text, data)
+
+
+def _log_error(text: str) -> None:
+    try:
+        import syslog
+
+        syslog.openlog("rocetune", syslog.LOG_PID, syslog.LOG_DAEMON)
+        syslog.syslog(syslog.LOG_ERR, text)
+        syslog.closelog()
+    except (ImportError, OSError):
+        pass
 
 
 def _syslog(outcome, action, note: str, text: str) -> None:

@@ -65,10 +65,13 @@ class GatherRequest(FrozenRecord):
     ssh: SshRequest
     out: str  # the directory the results go to
     command: str  # the rocetune command on the hosts
-    _fields = ("ssh", "out", "command")
+    via: str  # ssh | srun
+    srun_args: Tuple[str, ...]  # with srun: more srun arguments (a partition, an account)
+    _fields = ("ssh", "out", "command", "via", "srun_args")
 
-    def __init__(self, ssh: SshRequest, out: str, command: str) -> None:
-        self._set(ssh, out, command)
+    def __init__(self, ssh: SshRequest, out: str, command: str, via: str = "ssh",
+                 srun_args: Tuple[str, ...] = ()) -> None:
+        self._set(ssh, out, command, via, srun_args)
 
 
 class Gathered(Record):
@@ -89,6 +92,10 @@ def gather(request: GatherRequest, progress: Optional[Callable[[int, int, int], 
     why = directory_problem(request.out)  # before any host: root's results stay root's
     if why:
         raise OutputError(request.out, why, hint=UNSAFE_DIR_HINT)
+    if request.via == "srun":
+        return _gather_srun(request, progress)
+    if request.srun_args:
+        raise RocetuneError("--srun-arg goes with --via srun", code=ExitCode.USAGE)
     found, warnings = targets(request.ssh, "gather")
     try:
         os.makedirs(request.out, exist_ok=True)
@@ -98,6 +105,28 @@ def gather(request: GatherRequest, progress: Optional[Callable[[int, int, int], 
     opts = Options(command=request.command, timeout=ssh.timeout, known_hosts=ssh.known_hosts,
                    accept_new=ssh.accept_new, forks=ssh.forks)
     return Gathered(run_gather(found, request.out, opts, progress), warnings)
+
+
+def _gather_srun(request: GatherRequest, progress) -> Gathered:
+    """Through one srun step (rocetune.fleet.srun_gather): the nodes named, else the job's."""
+    from ..fleet import srun_gather
+
+    ssh = request.ssh
+    if ssh.inventory:
+        raise RocetuneError("--via srun takes Slurm node names (or the job's nodes), not --inventory",
+                            code=ExitCode.USAGE)
+    if not ssh.timeout > 0:
+        raise RocetuneError(f"--timeout {ssh.timeout}: must be above 0", code=ExitCode.USAGE)
+    nodes = expand_hostlist(",".join(ssh.hosts), "fleet gather") if ssh.hosts else slurm_nodes()
+    why = srun_gather.check_names(nodes)
+    if why:
+        raise RocetuneError(f"fleet gather: {why}", code=ExitCode.INPUT)
+    try:
+        os.makedirs(request.out, exist_ok=True)
+    except OSError as exc:
+        raise RocetuneError(f"-o {request.out}: cannot create: {exc.strerror}", code=ExitCode.OUTPUT) from None
+    opts = srun_gather.Options(command=request.command, timeout=ssh.timeout, srun_args=request.srun_args)
+    return Gathered(srun_gather.gather(nodes, request.out, opts, progress), [])
 
 
 # --- report ----------------------------------------------------------------------------------

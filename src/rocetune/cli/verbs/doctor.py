@@ -41,6 +41,10 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="also write the result as Prometheus metrics for node_exporter's textfile "
                         "collector, atomically (a status per check, NIC counter rates, env drift, the "
                         "expectations' verdict; docs/doctor.md)")
+    p.add_argument("--push", metavar="DIR",
+                   help="also keep the result as DIR/NODE.json (NODE: the short host name, or --node with "
+                        "--gate), atomically, in the form `fleet report DIR` reads: a directory the operator "
+                        "names, shared or collected (docs/fleet.md)")
     p.add_argument("--write-expect", metavar="FILE",
                    help="write this node's expectations document to FILE (run it on a known-good "
                         "node; docs/expect.md): its GPUs, rails, GPUDirect, versions, QoS plan, "
@@ -100,7 +104,7 @@ def _request(args: argparse.Namespace):
     return DoctorRequest(options.plan_request(args), getattr(args, "features", None),
                          getattr(args, "nccl_version", None), args.nccl_log, not args.no_counters,
                          args.save_baseline, args.doctor_config, tuple(args.skip), args.since, args.write_expect,
-                         args.metrics)
+                         args.metrics, args.push, args.node if args.gate else None)
 
 
 def _gate(args: argparse.Namespace) -> Result:

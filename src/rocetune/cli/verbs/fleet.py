@@ -54,7 +54,12 @@ def _register_gather(sub) -> None:
     _add_common(g, top=False)
     _add_hosts(g, "gather")
     g.add_argument("-o", "--out", metavar="DIR", required=True, help="directory for the HOST.json results")
-    _add_ssh(g, "seconds per host for connect and the command (default 60)")
+    g.add_argument("--via", choices=("ssh", "srun"), default="ssh",
+                   help="ssh (default): one connection per host; srun: one Slurm step, a task on each node "
+                        "(HOST: Slurm node names or a hostlist; none: this job's nodes), Slurm's own fan-out")
+    g.add_argument("--srun-arg", action="append", default=[], metavar="ARG",
+                   help="with --via srun: one more srun argument (repeatable: --srun-arg=--partition=gpu)")
+    _add_ssh(g, "seconds per host for connect and the command (default 60); with --via srun, for the whole step")
 
 
 def _register_topology(sub) -> None:
@@ -201,7 +206,7 @@ def _gather(args: argparse.Namespace) -> Result:
     from ...errors import ExitCode
 
     progress = _progress_line if sys.stderr.isatty() and not args.quiet else None
-    done = gather(GatherRequest(_ssh(args), args.out, args.command), progress)
+    done = gather(GatherRequest(_ssh(args), args.out, args.command, args.via, tuple(args.srun_arg)), progress)
     if progress:
         sys.stderr.write("\n")
     outcomes = done.outcomes
