@@ -10,6 +10,7 @@ slurmctld accepts with a warning shows nothing wrong in `scontrol`, only in the 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,7 +90,10 @@ def make(info, tmp: Path, cluster, results: Path, *args: str):
 
 
 def faults(log: str):
-    return [line for line in log.splitlines() if any(w in line for w in WARNINGS)]
+    """slurmctld's topology warnings, without the time stamp and the level (22.05 logs them as
+    `error: WARNING: ...` or `warning: ...`)."""
+    found = [line for line in log.splitlines() if any(w in line for w in WARNINGS)]
+    return [re.sub(r"^\[[^]]*\] (?:error: |warning: )?(?:WARNING: )?", "", line) for line in found]
 
 
 def show(cluster) -> str:
@@ -114,9 +118,7 @@ def test_good_cabling_gives_a_file_slurmctld_takes_without_a_warning(rails, ctld
     # only the log tells.
     naive = "".join(f"SwitchName={LEAF.format(r)} Nodes=node[01-04]\n" for r in range(2))
     log = ctld.load_topology(naive)
-    assert [line.split("error: ")[-1].split("warning: ")[-1] for line in faults(log)] == [
-        "Multiple leaf switches contain nodes: node[01-04]"
-    ], log
+    assert faults(log) == ["Multiple leaf switches contain nodes: node[01-04]"], log
     assert "Nodes=node[01-04]" in show(ctld)
 
 
@@ -156,9 +158,7 @@ def test_a_missing_node_is_refused_where_slurmctld_would_only_log_it(rails, ctld
     code, doc, conf = make(info, tmp_path, ctld, results)
     assert code == 0
     log = ctld.load_topology(conf.read_text())
-    assert [line.split("warning: ")[-1].split("error: ")[-1] for line in faults(log)] == [
-        "switches lack access to 1 nodes: node04"
-    ], log
+    assert faults(log) == ["switches lack access to 1 nodes: node04"], log
 
     # A node whose lldpd is gone: its rails tell no switch, so it is refused, named.
     netns.run_on("node04", f"kill $(cat {HOST_PIDFILE})")
@@ -175,3 +175,53 @@ def test_a_missing_node_is_refused_where_slurmctld_would_only_log_it(rails, ctld
             "sleep 0.5 && lldpcli configure lldp tx-interval 1 >/dev/null",
         )
         net.wait_cabling(straight(info))
+
+
+def test_srun_gathers_and_pushed_results_read_as_gathered_ones(rails, ctld, tmp_path):  # noqa: F811
+    info, net, _ = rails
+    net.wait_cabling(straight(info))
+    by_ssh = gather(info, tmp_path, ctld)
+    out = tmp_path / "srun"
+    proc = rocetune(
+        info,
+        tmp_path,
+        ctld,
+        "gather",
+        "--via",
+        "srun",
+        "node[01-04]",
+        "--command",
+        WRAPPER,
+        "--timeout",
+        "240",
+        "-o",
+        str(out),
+    )
+    hosts = json.loads(proc.stdout)["data"]["hosts"]
+    assert proc.returncode == 0 and [(h["host"], h["error"]) for h in hosts] == [(n, None) for n in info.names], hosts
+
+    # Each node keeps its own result (the gate's --push); the directories are collected from the
+    # hosts' own file systems, as a site without a shared one would.
+    pushed = tmp_path / "pushed"
+    pushed.mkdir()
+    for name in info.names:
+        netns.run_on(
+            name,
+            f"mkdir -p /var/lib/rocetune-push && {WRAPPER} doctor --gate prolog --no-counters "
+            f"--node {name} --push /var/lib/rocetune-push",
+            check=False,
+        )
+        (pushed / f"{name}.json").write_text(netns.run_on(name, f"cat /var/lib/rocetune-push/{name}.json").stdout)
+
+    def report(d: Path) -> dict:
+        done = rocetune(info, tmp_path, ctld, "report", str(d))
+        data = json.loads(done.stdout)["data"]
+        return {
+            f: {h: c["value"] for h, c in v["values"].items()}
+            for f, v in data["facts"].items()
+            if f.startswith(("rail.", "hca.", "mtu", "gid_index"))
+        }
+
+    by_srun, by_push = report(out), report(pushed)
+    assert by_srun == by_push == report(by_ssh), (by_srun, by_push)
+    assert by_srun["rail.0.switch"] == {n: LEAF.format(0) for n in info.names}
