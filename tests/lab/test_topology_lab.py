@@ -158,7 +158,11 @@ def test_a_missing_node_is_refused_where_slurmctld_would_only_log_it(rails, ctld
     code, doc, conf = make(info, tmp_path, ctld, results)
     assert code == 0
     log = ctld.load_topology(conf.read_text())
-    assert faults(log) == ["switches lack access to 1 nodes: node04"], log
+    assert faults(log) == [
+        "switches lack access to 1 nodes: node04",
+        "topology/tree: _validate_switches: TOPOLOGY: warning -- no switch can reach all nodes through its "
+        "descendants. If this is not intentional, fix the topology.conf file.",
+    ], log
 
     # A node whose lldpd is gone: its rails tell no switch, so it is refused, named.
     netns.run_on("node04", f"kill $(cat {HOST_PIDFILE})")
