@@ -13,7 +13,8 @@ facts). Then, each in a child process (its own wall time and ru_maxrss):
              one atomic write of DIR/NODE.json); the per-node cost is the time over N
     srun     fleet.srun_gather.gather over N nodes, fed by a stand-in srun that prints what
              `srun --label` prints for N tasks (the node's name, its doctor output, its exit
-             status), the tasks interleaved 64 at a time: Slurm's fan-out itself is not run here,
+             status; each line in 1 KiB labelled pieces), the tasks interleaved 64 at a time:
+             Slurm's fan-out itself is not run here,
              only what rocetune does with the step's output
     report   `rocetune --json fleet report DIR` on the directory each path left
 
@@ -68,12 +69,13 @@ w = sys.stdout.write
 for first in range(0, n, 64):
     block = range(first, min(n, first + 64))
     for t in block:
-        w(f"{t:5d}: @node gpu{t + 1:05d}\\n")
-    for line in body:
-        for t in block:
-            w(f"{t:5d}: {line}\\n")
+        w(f"{t:05d}: @node gpu{t + 1:05d}\\n")
+    for line in body:  # in pieces, as srun passes on a node's messages (1 KiB assumed)
+        for start in range(0, len(line), 1024):
+            for t in block:
+                w(f"{t:05d}: {line[start:start + 1024]}\\n")
     for t in block:
-        w(f"{t:5d}: @rc 5\\n")
+        w(f"{t:05d}: @rc 5\\n")
 """
 
 

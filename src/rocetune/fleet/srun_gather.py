@@ -4,8 +4,12 @@ own fan-out (slurmd's tree) instead of one SSH connection per host.
 Each task runs `sh -c 'echo "@node $SLURMD_NODENAME"; COMMAND --json doctor --no-counters; echo
 "@rc $?"'`: its first line is the node's Slurm name, set by slurmstepd before rocetune runs (so
 nothing doctor reads can forge it), its last the exit status. srun's `--label` puts the task id in
-front of every line (`  3: ...`, src/srun/libsrun/... `%*d: `), so the nodes' outputs, interleaved
-on one pipe, are told apart. Each node's output is held only until its last line, checked as
+front of every line (`03: ...`, src/common/write_labelled_message.c), so the nodes' outputs,
+interleaved on one pipe, are told apart. srun labels what each message from a node carries, and
+ends a message that stops mid-line with a newline of its own (the same file, "no newline found"): a line longer than a
+message (doctor's JSON is one line of about 12 KB) reaches here as several labelled pieces, so a
+node's pieces are joined as they are, without newlines (JSON needs none between its tokens, and
+its strings hold none). Each node's output is held only until its last line, checked as
 `fleet gather` checks what SSH brings (fleet.gather.envelope_data), written to DIR/NODE.json
 (fleet.hostdoc) and dropped. Compact doctor (no -v): the verdict and the node's fleet facts, at
 most 20 KB a node, which is what `fleet report` reads.
@@ -164,7 +168,7 @@ def _finish(task: _Task, out_dir: str, command: str) -> Outcome:
     if task.error:
         return _write(out_dir, node, None, task.error)
     code = int(task.lines.pop())
-    done = ssh.Completed(code, b"\n".join(task.lines), b"")
+    done = ssh.Completed(code, b"".join(task.lines), b"")
     task.lines = []
     try:
         data = envelope_data(Target(node, node), "doctor", command, done)

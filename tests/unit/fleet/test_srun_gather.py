@@ -56,15 +56,18 @@ def test_interleaved_tasks_are_told_apart_and_forged_names_refused(tmp_path):
 
 
 def test_each_node_s_result_is_written_as_gather_writes_it(tmp_path):
+    # srun ends each message from a node with a newline of its own: a long line comes in pieces.
+    a, b = ENV[:40], ENV[40:]
     opts = fake_srun(
         tmp_path,
         f"""\
         echo ' 1: @node gpu02'
         echo ' 0: @node gpu01'
         echo ' 1: {ENV}'
-        echo ' 0: {ENV}'
-        echo ' 0: @rc 5'
+        echo ' 0: {a}'
         echo ' 1: @rc 0'
+        echo ' 0: {b}'
+        echo ' 0: @rc 5'
         """,
     )
     out = tmp_path / "out"
