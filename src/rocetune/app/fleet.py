@@ -242,7 +242,8 @@ def topology(request: TopologyRequest) -> TopologyMade:
     found = results.load_dir(request.dir, keep_features=False)
     placements = [topo.place(r.host, r.node_facts() if r.ok else {}, r.error) for r in found]
     made = topo.build(placements, nodes, uplinks, request.top)
-    text = topology_conf(made, __version__, request.dir) if made.ok else None
+    top = request.top if any(s.name == request.top for s in made.switches) else None
+    text = topology_conf(made, __version__, request.dir, top) if made.ok else None
     if text is not None and request.out:
         write_text(request.out, "-o", text, mode=0o644)
     doc = {"dir": request.dir, "written": request.out if text is not None else None, "refused": made.refused,

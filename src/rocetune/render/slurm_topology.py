@@ -5,16 +5,17 @@ form. The names were held to what Slurm's lists carry (fleet.topology.NAME) befo
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from .fleet_html import host_ranges
 
 
-def topology_conf(topology, version: str, source: str) -> str:
+def topology_conf(topology, version: str, source: str, top: Optional[str] = None) -> str:
+    above = f"the top switch, {_comment(top)}, is named by --top" if top else "the switches above come from their LLDP"
     lines: List[str] = [
         f"# Slurm topology.conf (topology/tree), written by rocetune {version} `fleet topology`",
         f"# from the LLDP cabling of the results in {_comment(source)}: each leaf below is the set of",
-        "# leaf switches a node's rails reach; the switches above come from the switches' LLDP.",
+        f"# leaf switches a node's rails reach; {above}.",
     ]
     for s in topology.switches:
         if s.level == 0 and len(s.physical) > 1 and "+".join(s.physical) != s.name:
