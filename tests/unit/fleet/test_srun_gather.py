@@ -103,3 +103,24 @@ def test_the_command_line_gives_slurm_one_task_per_named_node():
         "--partition=gpu",
     ]
     assert argv[9:11] == ["sh", "-c"] and argv[11].startswith('echo "@node $SLURMD_NODENAME"; /usr/local/bin/rocetune')
+
+
+def test_options_that_do_not_go_with_the_path_are_usage_errors(tmp_path):
+    import pytest
+
+    from rocetune.app.fleet import GatherRequest, SshRequest, gather
+    from rocetune.errors import ExitCode, RocetuneError
+
+    for request, said in (
+        (
+            GatherRequest(SshRequest(hosts=("gpu01",)), str(tmp_path), "rocetune", "ssh", ("--partition=gpu",)),
+            "--srun-arg goes with --via srun",
+        ),
+        (
+            GatherRequest(SshRequest(inventory="hosts.yml"), str(tmp_path), "rocetune", "srun"),
+            "--via srun takes Slurm node names (or the job's nodes), not --inventory",
+        ),
+    ):
+        with pytest.raises(RocetuneError) as err:
+            gather(request)
+        assert str(err.value) == said and err.value.code == ExitCode.USAGE
