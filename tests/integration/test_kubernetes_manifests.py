@@ -57,10 +57,8 @@ def test_the_daemonset_runs_the_boot_step_and_the_gate_in_report_mode():
     assert boot["command"][-1].endswith("rocetune -q env --env-dir /etc/rocetune --format sh -o /etc/rocetune/nccl.env")
     (gate,) = spec["containers"]
     script = gate["command"][-1]
-    assert (
-        "--gate health-check --no-drain" in script
-        and "--nfd-features /etc/kubernetes/node-feature-discovery/features.d/rocetune" in script
-    )
+    assert "--gate health-check --no-drain" in script and '--nfd-features "$labels"' in script
+    assert "labels=/etc/kubernetes/node-feature-discovery/features.d/rocetune\n" in script
     args = shlex.split(next(line for line in script.splitlines() if "set -- --gate" in line).split("set -- ", 1)[1])
     timeout = float(args[args.index("--timeout") + 1])
     interval = int(next(e["value"] for e in gate["env"] if e["name"] == "INTERVAL"))
