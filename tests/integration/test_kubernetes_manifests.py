@@ -180,3 +180,51 @@ def test_the_npd_plugin_config_passes_npds_checks_and_fits_doctor():
         assert "--gate health-check --no-drain" in script
     # The longest line the gate prints: prefix, a 63-character node name, the 200-character reason.
     assert glob["max_output_length"] >= len("rocetune: OK with warnings ") + 63 + 2 + 200
+
+
+def test_the_gate_container_runs_what_it_says(tmp_path):
+    """The container's script as shipped, with a stand-in nsenter (records its arguments) and a
+    stand-in sleep (ends the loop); then the rocetune command it built, run for real on a fixture."""
+    import os
+    import subprocess
+
+    script = documents()[1]["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    calls = tmp_path / "calls"
+    (bin_ / "nsenter").write_text(f'#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done > {calls}\n')
+    (bin_ / "sleep").write_text("#!/bin/sh\nkill -TERM $PPID\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_}:/usr/bin:/bin", NODE_NAME="gpu07", INTERVAL="300", PUSH_DIR=str(tmp_path))
+    subprocess.run(["/bin/sh", "-c", script], env=env, timeout=30)
+    argv = calls.read_text().splitlines()
+    cut = argv.index("--")
+    assert argv[:cut] == ["--target=1", "--mount", "--uts", "--ipc", "--net", "--pid"]
+    labels = "/etc/kubernetes/node-feature-discovery/features.d/rocetune"
+    assert argv[cut + 1 :] == [
+        "/usr/local/bin/rocetune",
+        "doctor",
+        "--gate",
+        "health-check",
+        "--no-drain",
+        "--node",
+        "gpu07",
+        "--timeout",
+        "45",
+        "--nfd-features",
+        labels,
+        "--nfd-expiry",
+        "900",
+        "--push",
+        str(tmp_path),
+    ]
+    bad = subprocess.run(
+        ["/bin/sh", "-c", script], env=dict(env, NODE_NAME="gpu07;reboot"), timeout=30, capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "bad NODE_NAME" in bad.stderr
+
+    mine = [a if a != labels else str(tmp_path / "rocetune") for a in argv[cut + 2 :]]
+    proc = rocetune(*mine, "--root", str(FIXTURE), "--no-counters")
+    assert proc.returncode == 0 and proc.stdout.startswith("rocetune: OK with warnings gpu07"), proc.stdout
+    assert (tmp_path / "rocetune").exists() and (tmp_path / "gpu07.json").exists()
