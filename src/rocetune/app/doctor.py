@@ -27,16 +27,23 @@ class DoctorRequest(FrozenRecord):
     ras: Tuple[str, ...]  # recorded ncclras answers (one poll, or two in order)
     ras_addr: Optional[str]  # a running job's RAS to ask (read-only commands)
     ras_interval: float  # seconds between the two polls of ras_addr
+    push: Optional[str]  # keep the result as DIR/NODE.json, what `fleet report DIR` reads
+    push_as: Optional[str]  # NODE (default: the short host name)
+    nfd_features: Optional[str]  # write node-feature-discovery's feature file here
+    nfd_expiry: float  # seconds the feature file's labels hold
     _fields = ("plan", "features_path", "nccl_version", "nccl_log", "counters", "save_baseline", "config_path",
-               "skips", "since", "write_expect", "metrics", "ras", "ras_addr", "ras_interval")
+               "skips", "since", "write_expect", "metrics", "ras", "ras_addr", "ras_interval", "push", "push_as",
+               "nfd_features", "nfd_expiry")
 
     def __init__(self, plan: PlanRequest, features_path: Optional[str] = None, nccl_version: Optional[str] = None,
                  nccl_log: Optional[str] = None, counters: bool = True, save_baseline: bool = False,
                  config_path: Optional[str] = None, skips: Tuple[str, ...] = (), since: Optional[str] = None,
                  write_expect: Optional[str] = None, metrics: Optional[str] = None, ras: Tuple[str, ...] = (),
-                 ras_addr: Optional[str] = None, ras_interval: float = 10.0) -> None:
+                 ras_addr: Optional[str] = None, ras_interval: float = 10.0, push: Optional[str] = None,
+                 push_as: Optional[str] = None, nfd_features: Optional[str] = None,
+                 nfd_expiry: float = 900.0) -> None:
         self._set(plan, features_path, nccl_version, nccl_log, counters, save_baseline, config_path, skips,
-                  since, write_expect, metrics, ras, ras_addr, ras_interval)
+                  since, write_expect, metrics, ras, ras_addr, ras_interval, push, push_as, nfd_features, nfd_expiry)
 
 
 class Doctored(Record):
@@ -66,7 +73,11 @@ class Doctored(Record):
         deployed = (data.get("deployed_env") or {}).get("values")  # what jobs get, else the plan
         data["fleet_facts"] = to_json(features_facts(self.features, deployed if deployed is not None
                                                      else data["plan"].get("env")))
-        return data if verbose else report.compact(data)
+        out = data if verbose else report.compact(data)
+        for key in ("pushed", "nfd_features"):
+            if key in data:
+                out[key] = data[key]
+        return out
 
     def text(self, verbose: int = 0) -> str:
         """What NCCL used first, then the findings, then the files written."""
@@ -89,6 +100,8 @@ def doctor(request: DoctorRequest) -> Doctored:
         raise RocetuneError(f"--metrics {request.metrics}: node_exporter's textfile collector reads only "
                             "*.prom files", hint="name it e.g. /var/lib/prometheus/node-exporter/rocetune.prom",
                             code=ExitCode.USAGE)
+    if request.nfd_features and not 60 <= request.nfd_expiry <= 7 * 86400:
+        raise RocetuneError(f"--nfd-expiry {request.nfd_expiry:g}: give 60 to 604800 seconds", code=ExitCode.USAGE)
     root = request.plan.root
     config = check_config(root, request.config_path, request.skips)
     features = planned_features(root, request.features_path, request.nccl_version, request.config_path)
@@ -104,7 +117,60 @@ def doctor(request: DoctorRequest) -> Doctored:
     code = report.exit_code(findings)
     if request.metrics:
         data["metrics"] = _write_metrics(request.metrics, findings, data, int(code))
-    return Doctored(findings, data, features, host, code)
+    done = Doctored(findings, data, features, host, code)
+    if request.push:
+        name = request.push_as or (features["host"].get("hostname") or "").split(".")[0]
+        data["pushed"] = push_result(request.push, name, done.json_data(0))
+    if request.nfd_features:
+        status = {ExitCode.OK: "healthy", ExitCode.WARNINGS: "warnings"}.get(code, "failing")
+        data["nfd_features"] = write_nfd_features(request.nfd_features, status, done.json_data(0).get("fleet_facts"),
+                                                  host, request.nfd_expiry)
+    return done
+
+
+def write_nfd_features(path: str, status: str, facts: Optional[dict], node: str, expiry: float) -> str:
+    """node-feature-discovery's feature file (render.nfd_features), atomically; the path."""
+    import time
+
+    from .. import __version__
+    from ..fsutil import OutputError, atomic_write
+    from ..render.nfd_features import feature_file, labels
+
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + expiry))
+    try:
+        atomic_write(path, feature_file(labels(status, facts), until, node, __version__), mode=0o644)
+    except (OSError, OutputError) as exc:
+        said = exc.strerror if isinstance(exc, OSError) else str(exc).split(": ")[-1]
+        raise RocetuneError(f"--nfd-features {path}: cannot write: {said or exc}",
+                            hint="nfd-worker reads /etc/kubernetes/node-feature-discovery/features.d/",
+                            code=ExitCode.OUTPUT) from None
+    return os.path.abspath(path)
+
+
+def push_result(directory: str, node: str, doctor_data: Optional[dict], error: Optional[str] = None) -> str:
+    """The node's latest result as DIR/NODE.json, in the form `fleet gather` writes (fleet.hostdoc)
+    and `fleet report DIR` reads: doctor's compact data, or why there is none (`error`). Written
+    atomically, so a report never reads half a file; the path, or RocetuneError (exit 4)."""
+    import time
+
+    from ..fleet.hostdoc import HOST_NAME, dumps, new_doc
+    from ..fsutil import UNSAFE_DIR_HINT, OutputError, atomic_write, directory_problem
+
+    if not HOST_NAME.match(node) or node.startswith("."):
+        raise RocetuneError(f"--push {directory}: {node!r} cannot be a result file's name", code=ExitCode.USAGE)
+    why = directory_problem(directory)
+    if why:
+        raise OutputError(directory, why, hint=UNSAFE_DIR_HINT)
+    doc = new_doc(node, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    doc["doctor"], doc["error"] = doctor_data, error
+    path = os.path.join(directory, f"{node}.json")
+    try:
+        atomic_write(path, dumps(doc), mode=0o644)
+    except (OSError, OutputError) as exc:
+        said = exc.strerror if isinstance(exc, OSError) else str(exc).split(": ")[-1]
+        raise RocetuneError(f"--push {directory}: cannot write {path}: {said or exc}",
+                            hint="the directory must exist and be writable here", code=ExitCode.OUTPUT) from None
+    return os.path.abspath(path)
 
 
 def _ras(request: DoctorRequest, data: Dict[str, Any], config, plan_nccl: Optional[str] = None) -> List[Finding]:
@@ -256,10 +322,14 @@ def _gate_run(request: GateRequest, node: str) -> dict:
     talks_to_slurm = mode == "health-check" and not request.no_drain
     budget = timeout - (min(judge.SLURM_RESERVE, timeout / 4) if talks_to_slurm else 0.0)
 
+    push, nfd = request.doctor.push, request.doctor.nfd_features
+    checks = request.doctor.replace(push=None, nfd_features=None)  # the gate keeps those itself, whatever happened
+
     def work() -> dict:
-        done = doctor(request.doctor)
+        done = doctor(checks)
         return {"host": done.host, "findings": [f.to_dict() for f in done.findings],
-                "skipped": [f["id"] for f in done.data.get("skipped") or []]}
+                "skipped": [f["id"] for f in done.data.get("skipped") or []],
+                "result": done.json_data(0) if push or nfd else None}
 
     done = deadline.run(work, budget)
     doc["checks_s"] = round(done.elapsed, 3)
@@ -272,6 +342,22 @@ def _gate_run(request: GateRequest, node: str) -> dict:
         outcome = judge.judge(findings, request.drain_on_warnings)
         doc["findings"], doc["skipped"] = done.value["findings"], done.value["skipped"]
     doc["outcome"] = outcome
+    if push:
+        result = done.value["result"] if outcome.status not in (judge.TIMEOUT, judge.TOOL_ERROR) else None
+        try:
+            doc["pushed"] = push_result(push, node, result, None if result else f"gate {mode}: {outcome.reason}")
+        except RocetuneError as exc:  # never the node's fault: logged, never a drain
+            doc["pushed"] = None
+            doc["push_error"] = str(exc)
+            _log_error(f"rocetune: {node}: result not kept: {exc}")
+    if nfd:
+        result = done.value["result"] if outcome.status not in (judge.TIMEOUT, judge.TOOL_ERROR) else None
+        try:
+            doc["nfd_features"] = write_nfd_features(nfd, outcome.status, (result or {}).get("fleet_facts"), node,
+                                                     request.doctor.nfd_expiry)
+        except RocetuneError as exc:
+            doc["nfd_error"] = str(exc)
+            _log_error(f"rocetune: {node}: feature file not written: {exc}")
     if talks_to_slurm and outcome.status != judge.TOOL_ERROR:
         left = lambda: max(0.5, timeout - (time.monotonic() - start))  # noqa: E731
         try:
@@ -309,9 +395,21 @@ def _gated(doc: dict) -> Gated:
                      "exit_code": code, "timeout_s": doc.get("timeout_s"), "checks_s": doc.get("checks_s"),
                      "action": {"kind": action.kind, "why": action.why} if action else None,
                      "was": doc.get("was"), "note": note or None, "skipped": doc.get("skipped") or [],
-                     "line": text},
+                     "line": text, "pushed": doc.get("pushed"), "push_error": doc.get("push_error"),
+                     "nfd_features": doc.get("nfd_features"), "nfd_error": doc.get("nfd_error")},
             "findings": doc.get("findings") or []}
     return Gated(code, text, data)
+
+
+def _log_error(text: str) -> None:
+    try:
+        import syslog
+
+        syslog.openlog("rocetune", syslog.LOG_PID, syslog.LOG_DAEMON)
+        syslog.syslog(syslog.LOG_ERR, text)
+        syslog.closelog()
+    except (ImportError, OSError):
+        pass
 
 
 def _syslog(outcome, action, note: str, text: str) -> None:

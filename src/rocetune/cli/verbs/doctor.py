@@ -50,6 +50,16 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="also write the result as Prometheus metrics for node_exporter's textfile "
                         "collector, atomically (a status per check, NIC counter rates, env drift, the "
                         "expectations' verdict; docs/doctor.md)")
+    p.add_argument("--push", metavar="DIR",
+                   help="also keep the result as DIR/NODE.json (NODE: the short host name, or --node with "
+                        "--gate), atomically, in the form `fleet report DIR` reads: a directory the operator "
+                        "names, shared or collected (docs/fleet.md)")
+    p.add_argument("--nfd-features", metavar="FILE",
+                   help="also write node-feature-discovery's feature file (in /etc/kubernetes/node-feature-discovery/"
+                        "features.d/): the verdict, RoCE readiness, rails, NCCL and its plugins under rocetune.io/, "
+                        "the rails' leaf switches under fabric.topograph.run/tier-1 (docs/kubernetes.md)")
+    p.add_argument("--nfd-expiry", type=float, default=900.0, metavar="S",
+                   help="with --nfd-features: the labels expire S seconds after the run (default 900)")
     p.add_argument("--write-expect", metavar="FILE",
                    help="write this node's expectations document to FILE (run it on a known-good "
                         "node; docs/expect.md): its GPUs, rails, GPUDirect, versions, QoS plan, "
@@ -109,7 +119,8 @@ def _request(args: argparse.Namespace):
     return DoctorRequest(options.plan_request(args), getattr(args, "features", None),
                          getattr(args, "nccl_version", None), args.nccl_log, not args.no_counters,
                          args.save_baseline, args.doctor_config, tuple(args.skip), args.since, args.write_expect,
-                         args.metrics, tuple(args.ras), args.ras_addr, args.ras_interval)
+                         args.metrics, tuple(args.ras), args.ras_addr, args.ras_interval, args.push,
+                         args.node if args.gate else None, args.nfd_features, args.nfd_expiry)
 
 
 def _gate(args: argparse.Namespace) -> Result:
