@@ -1,5 +1,7 @@
 """What the kernel said about the fabric since boot (or since `--since`): read from /dev/kmsg
-through `dmesg --kernel` (the ring buffer, there for root on every host), else from the journal
+through `dmesg --kernel --json` (the ring buffer, there for root on every host; JSON keeps each
+record whole: util-linux 2.35 and later), else `dmesg --kernel` (older util-linux: records are
+told apart by their headers), else from the journal
 (`journalctl -k -b`, bounded to its last JOURNAL_LINES kernel lines: what a user in the
 systemd-journal group may read where dmesg is restricted), and classified by
 parsers/kernel_log.py (NIC firmware health, firmware command failures, link down/up, PCIe AER,
@@ -21,18 +23,19 @@ from ..probe.parsers.kernel_log import classify, relevant_lines
 JOURNAL_LINES = 50000
 JOURNAL_ARGV = ("journalctl", "-k", "-b", "-o", "short-monotonic", "--no-pager", "-q", "-n", str(JOURNAL_LINES))
 DMESG_ARGV = ("dmesg", "--kernel")
-MAX_EVENTS = 2000
+DMESG_JSON_ARGV = ("dmesg", "--kernel", "--json")
 
 
 def argvs(since: Optional[str]) -> List[List[str]]:
     """The commands tried, in order: the kernel ring buffer, then the journal."""
     journal = list(JOURNAL_ARGV) + (["--since", since] if since else [])
     dmesg = list(DMESG_ARGV) + (["--since", since] if since else [])
-    return [dmesg, journal]
+    dmesg_json = list(DMESG_JSON_ARGV) + (["--since", since] if since else [])
+    return [dmesg_json, dmesg, journal]
 
 
 def read(ctx: ProbeContext, since: Optional[str] = None) -> Optional[dict]:
-    """{"source", "since", "events", "lines", "dropped"}; None when neither tool answered."""
+    """{"source", "since", "events", "records", "dropped"}; None when no tool answered."""
     for argv in argvs(since):
         result = ctx.runner.run(argv)
         if not result.found or result.returncode != 0:  # dmesg_restrict, no journal access
@@ -41,7 +44,7 @@ def read(ctx: ProbeContext, since: Optional[str] = None) -> Optional[dict]:
         recorder = getattr(ctx.runner, "recorder", None)
         if recorder is not None:  # a capture keeps the fabric's lines only (see above)
             recorder.commands[recording_name(argv)] = CommandResult(argv, True, 0, kept, "")
-        doc = classify(kept, limit=MAX_EVENTS)
+        doc = classify(kept)
         doc.update(source=" ".join(argv), since=since or "boot")
         return doc
     return None
