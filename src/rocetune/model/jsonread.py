@@ -29,11 +29,12 @@ class JsonError(ValueError):
     """The text is not JSON this reader accepts; the message says why."""
 
 
-def load_json(text: Union[str, bytes], max_values: int = MAX_VALUES) -> Any:
+def load_json(text: Union[str, bytes], max_values: int = MAX_VALUES, strict: bool = True) -> Any:
+    """`strict=False` takes control characters inside strings (a producer that writes them raw)."""
     if count_values(text) > max_values:
         raise JsonError(f"more than {max_values} values: larger than any document rocetune reads")
     try:
-        doc = json.loads(text, parse_constant=_no_constant)
+        doc = json.loads(text, parse_constant=_no_constant, strict=strict)
     except RecursionError:
         raise JsonError(f"nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # JSONDecodeError, an integer past the digit limit, bad UTF-8

@@ -162,7 +162,6 @@ ALLOWED = {
     ("src/rocetune/analysis/hostview.py", "docker"): "docker0, a virtual interface's name prefix",
     ("src/rocetune/cli/options.py", "json"): "--json, the result format, and -o json's refusal",
     ("src/rocetune/probe/sources/declared.py", "nccl-conf"): "a declared file's kind in Features",
-    ("src/rocetune/probe/sources/lldp.py", "json"): "lldpctl's own output format (`lldpctl -f json`)",
     ("plugins/module_utils/rocetune_env_run.py", "sh"): "the module runs the CLI with --format sh",
     ("plugins/module_utils/rocetune_env_run.py", "nccl-conf"): "... and --format nccl-conf",
 }
