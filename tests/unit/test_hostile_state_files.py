@@ -13,7 +13,6 @@ import textwrap
 import pytest
 
 from rocetune.envfiles import degrade
-from rocetune.errors import RocetuneError
 
 RECORD = degrade.RECORD_PATH.lstrip("/")
 
@@ -43,7 +42,8 @@ def test_the_record_is_written_inside_the_root(tmp_path):
     assert victim.read_text() == before
     # the link's absolute target is taken inside the root
     assert target == str(root) + str(tmp_path / "outside" / "lib" / "rocetune" / "env-refused.json")
-    assert json.loads(open(target).read())["reasons"] == ["short"]
+    with open(target) as fh:
+        assert json.loads(fh.read())["reasons"] == ["short"]
 
 
 def run_py(code: str, timeout: float = 20.0) -> subprocess.CompletedProcess:
