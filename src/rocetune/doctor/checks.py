@@ -424,6 +424,7 @@ def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding
 
 def run_checks(d: DoctorInput) -> List[Finding]:
     from . import below_checks  # noqa: F401  (registers the checks below NCCL)
+    from . import reader_checks  # noqa: F401  (registers doctor-reader-failed)
 
     out: List[Finding] = []
     for run in CHECKS.values():

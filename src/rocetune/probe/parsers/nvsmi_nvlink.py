@@ -11,6 +11,7 @@ import re
 from typing import Dict, Optional
 
 from ...errors import ParseError
+from ._common import guarded
 
 _GPU_Q = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 _GPU_LINE = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*([^)]+)\))?\s*$")
@@ -68,6 +69,7 @@ def parse_fabric_csv(text: str) -> Dict[str, Dict[str, Optional[str]]]:
     return out
 
 
+@guarded("nvidia-smi nvlink -s")
 def parse_nvlink_status(text: str) -> Dict[str, dict]:
     """`nvidia-smi nvlink -s`: per GPU index, {"name", "links": {link: "25 GB/s" | "inactive"}}.
     A GPU without NVLink prints nothing (an empty result, not an error)."""
@@ -86,6 +88,7 @@ def parse_nvlink_status(text: str) -> Dict[str, dict]:
     return out
 
 
+@guarded("nvidia-smi nvlink -e")
 def parse_nvlink_errors(text: str) -> Dict[str, Dict[str, Dict[str, int]]]:
     """`nvidia-smi nvlink -e`: per GPU index, per link, {counter name: value} (`Replay Errors`,
     `Recovery Errors`, `CRC Errors`, and what newer drivers add)."""
@@ -100,6 +103,6 @@ def parse_nvlink_errors(text: str) -> Dict[str, Dict[str, Dict[str, int]]]:
         m = _LINK.match(line)
         if m and gpu is not None:
             name, sep, value = m.group(2).rpartition(":")
-            if sep and value.strip().isdigit():
+            if sep and value.strip().isascii() and value.strip().isdigit():
                 out[gpu].setdefault(m.group(1), {})[name.strip()] = int(value.strip())
     return out
