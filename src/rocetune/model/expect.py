@@ -221,7 +221,10 @@ def dump(doc: Dict[str, Any], header: Sequence[str] = ()) -> str:
         "tag:yaml.org,2002:map", data.items(), flow_style=False))
     body = yaml.dump(ordered, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
                      allow_unicode=True, width=100)
-    lines = [f"# {h}".rstrip() for h in header]
+    from ..text import one_line
+
+    # a header quotes what a node says of itself (its host name): one comment line each, whatever it holds
+    lines = [f"# {one_line(h)}".rstrip() for h in header]
     return "\n".join(lines + [body.rstrip("\n")]) + "\n"
 
 
