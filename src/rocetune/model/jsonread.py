@@ -9,7 +9,8 @@ refuses a document nested deeper than MAX_DEPTH: none of rocetune's goes past a 
 Parsed, JSON takes up to 70 times its size in memory (a list of empty objects), so the values
 of a document are counted before any is built, and one of more than MAX_VALUES is refused: the
 largest document rocetune itself writes (`doctor --json` of a 522-device host: 6.2 MB, 363,000
-values) is well inside it, a hostile one costs no more than ~120 MB. NaN and Infinity, which
+values) is well inside it, a hostile one costs at most about 280 MiB (a million one-key objects;
+bench/hostile_node_output.py). NaN and Infinity, which
 Python's reader takes and JSON does not have, are refused.
 """
 
