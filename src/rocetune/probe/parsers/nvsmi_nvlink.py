@@ -16,6 +16,7 @@ from ._common import guarded
 _GPU_Q = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 _GPU_LINE = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*([^)]+)\))?\s*$")
 _LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.*)$")
+_BUS_ID = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\Z")
 
 
 def short_bdf(bus_id: str) -> str:
@@ -24,6 +25,7 @@ def short_bdf(bus_id: str) -> str:
     return f"{int(dom, 16):04x}:{rest}".lower()
 
 
+@guarded("nvidia-smi -q")
 def parse_fabric_query(text: str) -> Dict[str, Dict[str, Optional[str]]]:
     """Per GPU bus id, its Fabric block from `nvidia-smi -q`: State, Status, CliqueId,
     ClusterUUID and the Health rows (N/A kept as None)."""
@@ -55,12 +57,13 @@ def parse_fabric_query(text: str) -> Dict[str, Dict[str, Optional[str]]]:
     return out
 
 
+@guarded("nvidia-smi fabric query")
 def parse_fabric_csv(text: str) -> Dict[str, Dict[str, Optional[str]]]:
     """`nvidia-smi --query-gpu=pci.bus_id,fabric.state,fabric.status --format=csv,noheader`."""
     out: Dict[str, Dict[str, Optional[str]]] = {}
     for line in text.splitlines():
         cols = [c.strip() for c in line.split(",")]
-        if len(cols) < 3 or ":" not in cols[0]:
+        if len(cols) < 3 or not _BUS_ID.match(cols[0]):  # a row is a GPU's bus id, then its state and status
             continue
         state, status = (None if c in ("N/A", "[N/A]", "") else c for c in cols[1:3])
         out[short_bdf(cols[0])] = {"state": state, "status": status}
