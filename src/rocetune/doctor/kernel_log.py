@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from ..errors import ParseError
 from ..hostfs.command import CommandResult, recording_name
 from ..hostfs.context import ProbeContext
 from ..probe.parsers.kernel_log import classify, relevant_lines
@@ -40,7 +41,11 @@ def read(ctx: ProbeContext, since: Optional[str] = None) -> Optional[dict]:
         result = ctx.runner.run(argv)
         if not result.found or result.returncode != 0:  # dmesg_restrict, no journal access
             continue
-        kept = relevant_lines(result.stdout)
+        try:
+            kept = relevant_lines(result.stdout)
+        except ParseError as exc:  # output that is no reading of the log: the next tool's
+            ctx.warn(f"{' '.join(argv)}: {exc.message}")
+            continue
         recorder = getattr(ctx.runner, "recorder", None)
         if recorder is not None:  # a capture keeps the fabric's lines only (see above)
             recorder.commands[recording_name(argv)] = CommandResult(argv, True, 0, kept, "")

@@ -12,6 +12,7 @@ import pytest
 from rocetune.analysis.hostview import HostView
 from rocetune.doctor import below_checks, kernel_log
 from rocetune.doctor.checks import DoctorInput
+from rocetune.errors import ParseError
 from rocetune.hostfs.context import ProbeContext
 from rocetune.hostfs.recorder import Recorder
 from rocetune.hostfs.root import HostRoot
@@ -223,3 +224,17 @@ def test_an_xid_of_another_node_s_gpu_is_info_and_an_unplaceable_one_counts():
     h["pci"]["devices"] = [x for x in h["pci"]["devices"] if x.get("kind") != "gpu"]
     (f,) = findings(h, line)
     assert f.severity == "error"
+
+
+def test_a_json_reading_that_is_no_json_is_not_an_empty_log(tmp_path):
+    """A cut `dmesg --json` output reads as no log at all, never as a log without faults: the text
+    form is read instead."""
+    real = log("forged-xid-segfault-tmpfs-records-dmesg-json.json")
+    root = make(tmp_path, {"commands/dmesg_--kernel_--json.txt": real[: len(real) // 2],
+                           "commands/dmesg_--kernel.txt": log("mlx5-health-compromised-dmesg.txt")})
+    ctx = ProbeContext(HostRoot(root))
+    read = kernel_log.read(ctx)
+    assert read["source"] == "dmesg --kernel" and len(read["events"]) == 6
+    assert any("dmesg --kernel --json: dmesg --json output: not JSON" in w for w in ctx.status.warnings)
+    with pytest.raises(ParseError):
+        classify('{"dmesg": [{"pri": 6, "time": NaN, "msg": "x"}]}')

@@ -25,6 +25,8 @@ import json
 import re
 from typing import Any, Dict, Iterator, Optional, Tuple
 
+from ...errors import ParseError
+from ...model.jsonread import load_json
 from ._common import as_text
 
 # At a line's first column: [ 445.937186] or [5365309.262528] (dmesg and journalctl -o
@@ -92,13 +94,16 @@ def records(text: Any) -> Iterator[Tuple[Optional[str], str]]:
 
 def _json_records(text: str) -> Iterator[Tuple[Optional[str], str]]:
     """`dmesg --json`: {"dmesg": [{"pri": N, "time": T, "msg": "..."}]}; the caller has filtered
-    the facility (--kernel)."""
+    the facility (--kernel). ParseError for a document that is not one: an unread log, never an
+    empty one."""
     try:
-        doc = json.loads(text)
-    except ValueError:
-        return
+        doc = load_json(text)
+    except ValueError as exc:
+        raise ParseError("dmesg --json output", f"not JSON: {str(exc)[:200]}") from None
     entries = doc.get("dmesg") if isinstance(doc, dict) else None
-    for entry in entries if isinstance(entries, list) else []:
+    if not isinstance(entries, list):
+        raise ParseError("dmesg --json output", "no 'dmesg' list")
+    for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("msg"), str):
             continue
         t = entry.get("time")
@@ -109,7 +114,7 @@ def _json_records(text: str) -> Iterator[Tuple[Optional[str], str]]:
 def classify(text: Any, limit: int = MAX_CLASSES) -> Dict[str, Any]:
     """{"events": [...], "records": N, "dropped": M}: one event per class in the order each class
     first occurred, with its `count` and, when it recurred, its `last` time and text; at most
-    `limit` classes."""
+    `limit` classes. ParseError for a `dmesg --json` document that is not one."""
     classes: Dict[tuple, dict] = {}
     count = 0
     dropped = 0
