@@ -10,7 +10,8 @@ declare(Check(
     title="A reader crashed: its checks did not run",
     checks="Every probe source read the node without an exception.",
     reads="The Features' `sources.<name>.failed` (the exception class) and `reason`, set by the probe "
-          "when a source raised; its section is then empty or absent.",
+          "when a source raised (its section is then empty or absent), and the same in doctor's kernel-log "
+          "reading.",
     why="A source that raises gives no data, and checks that see no data find nothing: a malformed line "
         "in the NVLink output once turned a failing fabric into a pass. Each such family is `not "
         "checked: reader failed` instead, an error, so no gate passes a node it did not read.",

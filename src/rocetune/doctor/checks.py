@@ -423,8 +423,7 @@ def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding
 
 
 def run_checks(d: DoctorInput) -> List[Finding]:
-    from . import below_checks  # noqa: F401  (registers the checks below NCCL)
-    from . import reader_checks  # noqa: F401  (registers doctor-reader-failed)
+    from . import below_checks, reader_checks  # noqa: F401  (register the checks below NCCL, doctor-reader-failed)
 
     out: List[Finding] = []
     for run in CHECKS.values():

@@ -36,20 +36,25 @@ def argvs(since: Optional[str]) -> List[List[str]]:
 
 
 def read(ctx: ProbeContext, since: Optional[str] = None) -> Optional[dict]:
-    """{"source", "since", "events", "records", "dropped"}; None when no tool answered."""
+    """{"source", "since", "events", "records", "dropped"}; None when no tool answered. A reader
+    that crashes on what the log holds gives `failed` (the exception), never an empty log:
+    doctor-reader-failed says it."""
     for argv in argvs(since):
         result = ctx.runner.run(argv)
         if not result.found or result.returncode != 0:  # dmesg_restrict, no journal access
             continue
         try:
             kept = relevant_lines(result.stdout)
+            doc = classify(kept)
         except ParseError as exc:  # output that is no reading of the log: the next tool's
             ctx.warn(f"{' '.join(argv)}: {exc.message}")
             continue
+        except Exception as exc:  # the reader's fault, said as such (doctor-reader-failed)
+            return {"source": " ".join(argv), "since": since or "boot", "events": [], "records": 0, "dropped": 0,
+                    "failed": type(exc).__name__, "reason": f"{type(exc).__name__}: {str(exc)[:300]}"}
         recorder = getattr(ctx.runner, "recorder", None)
         if recorder is not None:  # a capture keeps the fabric's lines only (see above)
             recorder.commands[recording_name(argv)] = CommandResult(argv, True, 0, kept, "")
-        doc = classify(kept)
         doc.update(source=" ".join(argv), since=since or "boot")
         return doc
     return None

@@ -60,3 +60,23 @@ def test_a_host_whose_readers_all_ran_has_no_such_finding(tmp_path):
     features = collect.collect_features(str(host(tmp_path, GB300_E)))
     assert all("failed" not in s for s in features["sources"].values())
     assert [f.id for f in doctor(features)] == ["doctor-nvlink-fabric"]
+
+
+def test_a_kernel_log_reader_that_crashes_is_said(tmp_path, monkeypatch):
+    from rocetune.doctor import kernel_log
+    from rocetune.hostfs.context import ProbeContext
+    from rocetune.hostfs.root import HostRoot
+    from tests.unit.treekit import make
+
+    def broken(text, limit=0):
+        raise IndexError("a reader bug")
+
+    monkeypatch.setattr(kernel_log, "classify", broken)
+    root = make(tmp_path / "k", {"commands/dmesg_--kernel.txt": "[ 1.0] infiniband rxe0: set down\n"})
+    reading = kernel_log.read(ProbeContext(HostRoot(root)))
+    assert reading["failed"] == "IndexError" and reading["events"] == []
+    features = collect.collect_features(str(host(tmp_path, GB300_E)))
+    d = DoctorInput(features, {"kernel_log": reading}, HostView(features), {}, None)
+    (f,) = reader_checks.reader_failed(d)
+    assert (f.severity, f.subject) == ("error", "kernel_log")
+    assert f.message == "kernel_log: not checked: reader failed (IndexError): IndexError: a reader bug"
