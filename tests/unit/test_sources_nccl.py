@@ -144,9 +144,7 @@ def test_a_library_nothing_dates_makes_the_plan_version_unknown(tmp_path):
 def test_nothing_found(tmp_path):
     data, _ = probe(make(tmp_path, {"sys": Dir("sys")}))
     assert data == {"version": None, "path": None, "basis": "none", "libraries": [], "python_environments": [],
-                    "rejected": [], "search": {"looked_at": 0, "left_out": 0, "rejected": 0, "stopped": None,
-                                               "user": {"looked_at": 0, "left_out": 0, "stopped": None,
-                                                        "homes": False}},
+                    "rejected": [], "search": {"looked_at": 0, "left_out": 0, "rejected": 0, "stopped": None},
                     "plugins": [], "plugin_env": {}}
 
 
@@ -242,8 +240,7 @@ def test_many_sparse_files_cost_a_header_read_each_and_the_search_stops(tmp_path
     assert scanned == [f"/{SYS}/libnccl.so.2.21.5"]  # the one ELF file; the others cost a 20-byte read
     # the real library is still found and planned for; the others are counted, the first listed
     assert (data["version"], data["basis"]) == ("2.21.5", "single")
-    assert data["search"] == {"looked_at": 1, "left_out": 0, "rejected": 1536, "stopped": None,
-                              "user": {"looked_at": 0, "left_out": 0, "stopped": None, "homes": False}}
+    assert data["search"] == {"looked_at": 1, "left_out": 0, "rejected": 1536, "stopped": None}
     assert len(data["rejected"]) == nccl_libs.MAX_REJECTED
     assert all(r["why"].startswith("not an ELF file") for r in data["rejected"])
     assert not status.warnings
@@ -360,7 +357,7 @@ def test_files_in_a_home_never_keep_the_system_s_nccl_from_being_read(tmp_path):
     data, status = probe(root)  # the root probe does not walk /home
     assert (data["version"], data["basis"]) == ("2.28.3", "single")
     assert [lib["path"] for lib in data["libraries"]] == [f"/{SYS}/libnccl.so.2.28.3"]
-    assert data["search"]["stopped"] is None and data["search"]["user"]["homes"] is False
+    assert data["search"]["stopped"] is None and "user" not in data["search"]  # nothing there was touched
     asked, status = probe(root, homes=True)  # asked to: on the users' own budget
     assert (asked["version"], asked["basis"]) == ("2.28.3", "single")
     assert asked["search"]["stopped"] is None

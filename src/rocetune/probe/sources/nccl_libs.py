@@ -234,7 +234,10 @@ def probe(ctx: ProbeContext, clock: Callable[[], float] = time.monotonic, homes:
             "python_environments": sorted(found.environments),
             "rejected": [found.rejected[k] for k in sorted(found.rejected)],
             "search": {**system.summary(), "rejected": found.rejected_count,
-                       "user": {**users.summary(), "homes": homes}},
+                       # the users' tier, where it found or stopped at something (else the Features
+                       # of a host without user environments are what they were)
+                       **({"user": {**users.summary(), "homes": homes}}
+                          if homes or users.looked_at or users.left_out or users.stopped else {})},
             "plugins": plugins, "plugin_env": plugin_env}
 
 
