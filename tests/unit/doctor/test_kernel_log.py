@@ -238,3 +238,13 @@ def test_a_json_reading_that_is_no_json_is_not_an_empty_log(tmp_path):
     assert any("dmesg --kernel --json: dmesg --json output: not JSON" in w for w in ctx.status.warnings)
     with pytest.raises(ParseError):
         classify('{"dmesg": [{"pri": 6, "time": NaN, "msg": "x"}]}')
+
+
+def test_a_record_that_merely_contains_a_health_message_is_none():
+    """A NIC health message carries mlx5's prefix (the device, or MLNX_OFED's `func:line:(pid N): `);
+    a user's segfault record naming a file `... unrecoverable hardware error` is no health event."""
+    text = ("[ 9.1] python3[7]: segfault at 0 ip 1 sp 2 error 4 in x unrecoverable hardware error[7f+1000]\n"
+            "[ 9.2] bash[8]: segfault at 0 ip 1 sp 2 error 4 in Fatal error 1 detected[7f+1000]\n")
+    assert classify(text)["events"] == []
+    real = "[ 9.3] mlx5_core 0000:0d:00.0: poll_health:801:(pid 0): device's health compromised - reached miss count\n"
+    assert [e["kind"] for e in classify(real)["events"]] == ["nic-health"]

@@ -45,7 +45,9 @@ PATTERNS = [
     # "Health issue observed, %s, severity(%d) %s:"; check_fatal_sensors path: "Fatal error %u detected";
     # the unrecoverable-error syndrome text; cmd.c: "... timeout. Will cause a leak of a command resource"
     ("nic-health", re.compile(
-        rf"^(?:mlx5_core (?P<dev>{_BDF}): )?(?:\w+:\d+:\(pid \d+\): )?"
+        # the driver's own prefix, with the device (dev_err) or without it (MLNX_OFED), always: a record
+        # that merely contains these words (a file name in a segfault record) is none of them
+        rf"^(?:mlx5_core (?P<dev>{_BDF}): (?:\w+:\d+:\(pid \d+\): )?|\w+:\d+:\(pid \d+\): )"
         r"(?P<what>device's health compromised - reached miss count|Health issue observed, [^\n]*"
         r"|Fatal error \d+ detected|[^\n]*unrecoverable hardware error[^\n]*"
         r"|[^\n]*timeout\. Will cause a leak of a command resource[^\n]*)$")),
