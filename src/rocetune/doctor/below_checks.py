@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Dict, List, Optional, Set, Tuple
 
 from ..model.finding import Finding
+from ..probe.parsers.kernel_log import last
 from .base import DoctorInput, _finding, check
 
 # Xids NVIDIA's catalog says need a GPU reset, a node reboot or a repair.
@@ -90,9 +91,9 @@ def nic_health(d: DoctorInput) -> List[Finding]:
         ours = any(scope.nic(e) for e in found)
         first = found[0]
         out.append(_finding("doctor-kernel-nic-health", "error" if ours else "info", dev,
-                            f"{dev}{'' if ours else ' (not a compute NIC)'}: {len(found)} firmware health "
+                            f"{dev}{'' if ours else ' (not a compute NIC)'}: {_count(found)} firmware health "
                             f"message(s) {_window(d)}, first at {first.get('time') or '?'}: {first['what']}",
-                            {"kernel log": [e["text"] for e in found[:5]]}))
+                            {"kernel log": _texts(found)}))
     return out
 
 
@@ -109,11 +110,13 @@ def nic_command(d: DoctorInput) -> List[Finding]:
     for dev, found in sorted(by_dev.items()):
         # A line without the device's prefix (MLNX_OFED's driver) cannot be placed: held as ours.
         ours = any(scope.nic(e) or not e.get("dev") for e in found)
-        kinds = Counter(f"{e.get('cmd')} {e.get('status')} syndrome {e.get('syndrome')}" for e in found)
+        kinds: Counter = Counter()
+        for e in found:
+            kinds[f"{e.get('cmd')} {e.get('status')} syndrome {e.get('syndrome')}"] += e.get("count", 1)
         top = ", ".join(f"{k} x{n}" for k, n in kinds.most_common(3))
         out.append(_finding("doctor-kernel-nic-command", "warning" if ours else "info", dev,
-                            f"{dev}: {len(found)} firmware command(s) failed {_window(d)}: {top}",
-                            {"kernel log": [e["text"] for e in found[:5]]}))
+                            f"{dev}: {_count(found)} firmware command(s) failed {_window(d)}: {top}",
+                            {"kernel log": _texts(found)}))
     return out
 
 
@@ -130,11 +133,12 @@ def link_flap(d: DoctorInput) -> List[Finding]:
     out = []
     for dev, found in sorted(downs.items()):
         ours = any(scope.nic(e) for e in found)
-        ups = sum(1 for e in events if _where(e) == dev and e.get("state", "").lower() in ("up", "active"))
+        ups = _count([e for e in events if _where(e) == dev and e.get("state", "").lower() in ("up", "active")])
+        latest = max((last(e) for e in found), key=lambda x: x.get("seq") or 0)
         out.append(_finding("doctor-kernel-link-flap", "warning" if ours else "info", dev,
-                            f"{dev}{'' if ours else ' (not a compute port)'}: link went down {len(found)} time(s) "
-                            f"{_window(d)} (up again {ups} time(s)), last at {found[-1].get('time') or '?'}",
-                            {"kernel log": [e["text"] for e in found[-5:]]}))
+                            f"{dev}{'' if ours else ' (not a compute port)'}: link went down {_count(found)} time(s) "
+                            f"{_window(d)} (up again {ups} time(s)), last at {latest.get('time') or '?'}",
+                            {"kernel log": _texts(found)}))
     return out
 
 
@@ -152,12 +156,14 @@ def pcie_aer(d: DoctorInput) -> List[Finding]:
         ours = any(scope.pcie(e) for e in found)
         fatal = [e for e in found if e.get("severity", "").startswith("Uncorr")]
         severity = ("error" if fatal else "warning") if ours else "info"
-        kinds = Counter(e["what"].split(" error")[0] for e in found)
+        kinds: Counter = Counter()
+        for e in found:
+            kinds[e["what"].split(" error")[0]] += e.get("count", 1)
         out.append(_finding("doctor-kernel-pcie-aer", severity, dev,
                             f"PCIe AER for {dev} (reported by {found[0].get('port')})"
                             f"{'' if ours else ' -- not on a GPU or compute NIC path'}: "
                             + ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items())) + f" {_window(d)}",
-                            {"kernel log": [e["text"] for e in found[:5]]}))
+                            {"kernel log": _texts(found)}))
     return out
 
 
@@ -174,11 +180,11 @@ def module_event(d: DoctorInput) -> List[Finding]:
         by_dev.setdefault(f"{e.get('dev')} module {e.get('module')}", []).append(e)
     for dev, found in sorted(by_dev.items()):
         ours = any(scope.nic(e) for e in found)
-        last = found[-1]
+        latest = max(found, key=lambda e: last(e).get("seq") or 0)
         out.append(_finding("doctor-kernel-module-event", "warning" if ours else "info", dev,
-                            f"{dev}: {len(found)} module event(s) {_window(d)}, last: "
-                            f"{last.get('status')}{', ' + last['detail'] if last.get('detail') else ''}",
-                            {"kernel log": [e["text"] for e in found[-5:]]}))
+                            f"{dev}: {_count(found)} module event(s) {_window(d)}, last: "
+                            f"{latest.get('status')}{', ' + latest['detail'] if latest.get('detail') else ''}",
+                            {"kernel log": _texts(found)}))
     return out
 
 
@@ -190,14 +196,56 @@ def gpu_xid(d: DoctorInput) -> List[Finding]:
     by_dev: Dict[str, List[dict]] = {}
     for e in events:
         by_dev.setdefault(e.get("dev") or "?", []).append(e)
+    gpus = _node_gpus(d)
     out = []
     for dev, found in sorted(by_dev.items()):
         xids = sorted({int(e["xid"]) for e in found if e.get("xid", "").isdigit()})
         severe = [x for x in xids if x in SEVERE_XIDS]
-        out.append(_finding("doctor-kernel-gpu-xid", "error" if severe else "warning", dev,
-                            f"GPU {dev}: Xid {', '.join(map(str, xids))} {_window(d)} ({len(found)} message(s))"
-                            + (f"; {', '.join(map(str, severe))} need a GPU reset or a repair" if severe else ""),
-                            {"kernel log": [e["text"] for e in found[:5]]}))
+        # An Xid names its GPU by bus address; one that is none of this node's GPUs is said, not
+        # held against the node. A node whose GPUs are unknown cannot place any: each counts.
+        ours = not gpus or _xid_card(dev) in gpus
+        severity = ("error" if severe else "warning") if ours else "info"
+        out.append(_finding("doctor-kernel-gpu-xid", severity, dev,
+                            f"GPU {dev}{'' if ours else ' (not a GPU of this node)'}: Xid "
+                            f"{', '.join(map(str, xids))} {_window(d)} ({_count(found)} message(s))"
+                            + (f"; {', '.join(map(str, severe))} need a GPU reset or a repair"
+                               if severe and ours else ""),
+                            {"kernel log": _texts(found)}))
+    return out
+
+
+def _count(events: List[dict]) -> int:
+    return sum(e.get("count", 1) for e in events)
+
+
+def _texts(events: List[dict], most: int = 5) -> List[str]:
+    """The first and last message of each class, in log order, at most `most`."""
+    seen: Dict[int, str] = {}
+    for e in events:
+        seen[e.get("seq") or 0] = e["text"]
+        end = last(e)
+        seen[end.get("seq") or 0] = end.get("text") or e["text"]
+    return [seen[k] for k in sorted(seen)][:most]
+
+
+def _xid_card(dev: str) -> Optional[str]:
+    """An Xid's `PCI:0000:18:00` (domain:bus:device, no function) -> `0000:18:00`."""
+    parts = dev.lower().split(":")
+    if len(parts) == 2:
+        parts.insert(0, "0000")
+    if len(parts) != 3:
+        return None
+    return f"{int(parts[0], 16):04x}:{parts[1][-2:]}:{parts[2].split('.')[0]}" if all(parts) else None
+
+
+def _node_gpus(d: DoctorInput) -> Set[str]:
+    """This node's GPUs (cards): what the GPU reader found and every NVIDIA display or 3D
+    controller on the PCI bus (a GPU that fell off the bus may be gone from nvidia-smi)."""
+    out = {c for c in (_card(g.get("bdf")) for g in d.features.get("gpus") or []) if c}
+    for dev in (d.features.get("pci") or {}).get("devices", []):
+        card = _card(dev.get("bdf")) if dev.get("kind") == "gpu" else None
+        if card:
+            out.add(card)
     return out
 
 

@@ -415,7 +415,7 @@ def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding
 
 
 def run_checks(d: DoctorInput) -> List[Finding]:
-    from . import below_checks, deployed_env  # noqa: F401  (register their checks)
+    from . import below_checks, deployed_env, reader_checks  # noqa: F401  (register their checks)
 
     out: List[Finding] = []
     for run in CHECKS.values():

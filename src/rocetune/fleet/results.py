@@ -3,7 +3,8 @@ either the gathered form `{"schema", "host", "probe", "doctor", "gathered_at", "
 what `rocetune --json doctor` (or `probe`) printed on the host, as it is.
 
 A file comes from a node and travels by whatever gathered it: it is untrusted input, and so is
-the directory (docs put it in /tmp). Only regular files that belong to root or to the user
+the directory: one that another user owns, or that its group or everyone may write (not sticky),
+is refused. Only regular files that belong to root or to the user
 running rocetune are read -- never through a link, never blocking on a FIFO, at most
 MAX_BYTES, their values counted before they are parsed (rocetune.hostfs.inputs.read_input,
 rocetune.model.jsonread). A file that cannot be read, is not JSON, or holds no usable Features
@@ -69,6 +70,11 @@ def load_dir(directory: str, keep_features: bool = True) -> List[HostResult]:
     if not os.path.isdir(directory):
         raise RocetuneError(f"{directory}: not a directory", hint="give the directory of HOST.json results",
                             code=ExitCode.INPUT)
+    why = directory_problem(directory)
+    if why:
+        raise RocetuneError(f"{directory}: {why}: another user could remove or swap the results in it",
+                            hint="keep the results in a directory of root's or yours that no one else may write "
+                                 "(docs/fleet.md)", code=ExitCode.INPUT)
     try:
         names = [n for n in os.listdir(directory) if n.endswith(".json") and not n.startswith(".")]
     except OSError as exc:
@@ -78,6 +84,22 @@ def load_dir(directory: str, keep_features: bool = True) -> List[HostResult]:
                             hint="docs/fleet.md describes the result files", code=ExitCode.INPUT)
     names.sort(key=lambda n: natural_key(n[:-5]))
     return [load_file(os.path.join(directory, n), keep_features) for n in names]
+
+
+def directory_problem(directory: str) -> Optional[str]:
+    """Why the results in `directory` could be another user's choice, or None: the directory
+    (as resolved) belongs to another user than those whose files are read (trusted_owners), or
+    its group or everyone may write it and it is not sticky (anyone could remove a host's result
+    or rename an old one into its place)."""
+    try:
+        st = os.stat(directory)
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror})"
+    if st.st_uid not in trusted_owners():
+        return f"it belongs to uid {st.st_uid}"
+    if st.st_mode & 0o022 and not st.st_mode & 0o1000:
+        return f"its mode {st.st_mode & 0o7777:04o} lets {'everyone' if st.st_mode & 0o002 else 'its group'} write it"
+    return None
 
 
 def load_file(path: str, keep_features: bool = True) -> HostResult:

@@ -8,7 +8,7 @@ so the Slurm leaf is the *set* of leaves a node's rails reach: nodes that reach 
 hop apart on every rail; nodes whose sets differ are not. A set of one switch keeps that switch's
 name.
 
-Above the leaves: the switches' own LLDP (each switch's `lldpctl -f json`, lldpd on SONiC, Cumulus
+Above the leaves: the switches' own LLDP (each switch's `lldpctl -f json0`, lldpd on SONiC, Cumulus
 or any Linux switch) names what each leaf's other ports reach; the leaf sets that reach the same
 uplink switches are joined under them, level by level, until one switch holds every node. Where no
 switch's LLDP is given, the operator may name one top switch (`top`); otherwise more than one leaf
@@ -238,7 +238,7 @@ def _some(names: Sequence[str], most: int = 8) -> str:
 
 def uplinks_from_lldp(neighbours_by_switch: Mapping[str, Mapping[str, List[dict]]]) -> Dict[str, Set[str]]:
     """{switch: the other switches its ports hear}: each switch's LLDP neighbours (the parsed
-    `lldpctl -f json` of that switch, {interface: [neighbour]}), kept where the neighbour is
+    `lldpctl -f json0` of that switch, {interface: [neighbour]}), kept where the neighbour is
     itself one of the switches given: a host's LLDP name (its own hostname, perhaps with a domain)
     is never taken for a switch."""
     known = set(neighbours_by_switch)

@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..checks import finding
 from ..checks.binding import emits
+from ..checks.registry import _ACTIVE
 from ..envfiles import dialects
 from ..envfiles.dialects import nccl_conf
 from ..envfiles.parsed import Assignment, ParsedFile
@@ -55,7 +56,8 @@ def _adder(out: List[Finding], name: str, unlisted: Optional[Dict[str, List]] = 
             listed[fid] = listed.get(fid, 0) + 1
             if listed[fid] > MAX_LISTED:
                 severity = sev or _registered_severity(fid)
-                seen = unlisted.setdefault(fid, [0, line, severity])
+                # the binding in force where the check made it: its summary is made under it
+                seen = unlisted.setdefault(fid, [0, line, severity, _ACTIVE.get()])
                 seen[0] += 1
                 if SEVERITIES.index(severity) < SEVERITIES.index(seen[2]):
                     seen[2] = severity
@@ -72,10 +74,18 @@ def _registered_severity(fid: str) -> str:
 
 
 def _unlisted_findings(unlisted: Dict[str, List], name: str) -> List[Finding]:
-    return [finding(fid, f"{name}:{line}", f"{count} more {fid} finding(s) in this file from line {line} on, "
-                    f"not listed: only the first {MAX_LISTED} of each check are", severity=severity, file=name,
-                    line=line, evidence={"file": name, "line": line, "value": str(count)})
-            for fid, (count, line, severity) in sorted(unlisted.items())]
+    """One finding per check past MAX_LISTED, counting the rest: made under the binding of the
+    check that made them (this relays their id; it chooses none), whoever calls lint_text."""
+    out = []
+    for fid, (count, line, severity, binding) in sorted(unlisted.items()):
+        token = _ACTIVE.set(binding)
+        try:
+            out.append(finding(fid, f"{name}:{line}", f"{count} more {fid} finding(s) in this file from line {line} "
+                               f"on, not listed: only the first {MAX_LISTED} of each check are", severity=severity,
+                               file=name, line=line, evidence={"file": name, "line": line, "value": str(count)}))
+        finally:
+            _ACTIVE.reset(token)
+    return out
 
 
 def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = None,

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..errors import ExitCode, RocetuneError
+from ..errors import ExitCode, HostReadError, RocetuneError
 from ..pkgdata import package_json
 from . import EXPECT_PATH
 from .vocab import natural_key
@@ -160,17 +160,22 @@ def load_file(path: str, option: str = "--expect") -> Dict[str, Any]:
 
 def read_small_text(path: str, option: str, limit: int) -> str:
     """A small UTF-8 input file (an expectations or check configuration file), or a one-line
-    input error naming the option and the file."""
+    input error naming the option and the file. Read as every input is (hostfs.inputs): a
+    regular file only (a FIFO, a device, a directory is refused before it is opened, so none
+    blocks the run), without blocking, capped."""
+    from ..hostfs.inputs import read_input
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        data = read_input(path, limit)
     except FileNotFoundError:
         raise RocetuneError(f"{option} {path}: no such file", code=ExitCode.INPUT) from None
+    except HostReadError as exc:
+        if exc.reason.startswith("larger than"):
+            raise RocetuneError(f"{option} {path}: larger than {limit >> 10} KiB: not a rocetune configuration "
+                                "file", code=ExitCode.INPUT) from None
+        raise RocetuneError(f"{option} {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
     except OSError as exc:
         raise RocetuneError(f"{option} {path}: cannot read: {exc.strerror or exc}", code=ExitCode.INPUT) from None
-    if len(data) > limit:
-        raise RocetuneError(f"{option} {path}: larger than {limit >> 10} KiB: not a rocetune configuration file",
-                            code=ExitCode.INPUT)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -216,7 +221,10 @@ def dump(doc: Dict[str, Any], header: Sequence[str] = ()) -> str:
         "tag:yaml.org,2002:map", data.items(), flow_style=False))
     body = yaml.dump(ordered, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
                      allow_unicode=True, width=100)
-    lines = [f"# {h}".rstrip() for h in header]
+    from ..text import one_line
+
+    # a header quotes what a node says of itself (its host name): one comment line each, whatever it holds
+    lines = [f"# {one_line(h)}".rstrip() for h in header]
     return "\n".join(lines + [body.rstrip("\n")]) + "\n"
 
 

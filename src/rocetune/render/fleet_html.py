@@ -15,11 +15,11 @@ the bytes depend only on the report (no timestamp)."""
 from __future__ import annotations
 
 import re
-from html import escape
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..fleet.compare import Report, expected_text, reasons, show
+from ..text import html_text
 
 _STYLE = """
 body{font-family:sans-serif;margin:1.5em;color:#222;max-width:75em}
@@ -45,7 +45,7 @@ SHOWN_NAMES = 60  # host names in a range list before the rest fold away
 
 
 def _e(value: object) -> str:
-    return escape(str(value), quote=True)
+    return html_text(value)  # controls and bidi overrides as visible escapes, then HTML-escaped
 
 
 _NAME = re.compile(r"^(.*?)(\d+)$")

@@ -92,7 +92,7 @@ def _since(text: str) -> str:
     date `YYYY-MM-DD` with an optional `HH:MM[:SS]`."""
     import re
 
-    if re.match(r"^(-\d+(s|min|h|d)|today|yesterday|\d{4}-\d\d-\d\d( \d\d:\d\d(:\d\d)?)?)$", text):
+    if re.match(r"^(-\d+(s|min|h|d)|today|yesterday|\d{4}-\d\d-\d\d( \d\d:\d\d(:\d\d)?)?)\Z", text):
         return text
     raise argparse.ArgumentTypeError(f"expected -2h, -30min, today or 'YYYY-MM-DD HH:MM', got {text!r}")
 
