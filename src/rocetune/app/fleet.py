@@ -208,7 +208,7 @@ class TopologyRequest(FrozenRecord):
     dir: str  # the fleet's results (as report reads them)
     out: Optional[str]  # write topology.conf here (else it is only printed)
     nodes: Optional[str]  # the scheduler's nodes, a Slurm hostlist (`gpu[001-016]`), expanded by scontrol
-    switch_lldp: Optional[str]  # a directory of SWITCH.json: each switch's `lldpctl -f json`
+    switch_lldp: Optional[str]  # a directory of SWITCH.json: each switch's `lldpctl -f json0`
     top: Optional[str]  # a switch the operator names above every leaf set
     _fields = ("dir", "out", "nodes", "switch_lldp", "top")
 
@@ -255,7 +255,7 @@ def topology(request: TopologyRequest) -> TopologyMade:
 
 
 def _switch_lldp(directory: str) -> dict:
-    """{switch: {interface: [neighbour]}} from DIR/SWITCH.json, each a switch's `lldpctl -f json`."""
+    """{switch: {interface: [neighbour]}} from DIR/SWITCH.json, each a switch's `lldpctl -f json0`."""
     from ..errors import HostReadError
     from ..hostfs.inputs import read_input, trusted_owners
     from ..model.jsonread import MAX_DOCUMENT_BYTES
@@ -267,7 +267,7 @@ def _switch_lldp(directory: str) -> dict:
         raise RocetuneError(f"--switch-lldp {directory}: cannot list: {exc.strerror}", code=ExitCode.INPUT) from None
     if not names:
         raise RocetuneError(f"--switch-lldp {directory}: no SWITCH.json in it",
-                            hint="save each switch's `lldpctl -f json` as DIR/<its LLDP name>.json",
+                            hint="save each switch's `lldpctl -f json0` as DIR/<its LLDP name>.json",
                             code=ExitCode.INPUT)
     out = {}
     for name in names:

@@ -78,7 +78,7 @@ def _register_topology(sub) -> None:
                    help="the Slurm nodes it must hold, no more and no fewer (a hostlist: gpu[001-128]; "
                         "expanded by scontrol)")
     t.add_argument("--switch-lldp", metavar="DIR",
-                   help="each switch's `lldpctl -f json` as DIR/SWITCH.json (leaves and those above): the "
+                   help="each switch's `lldpctl -f json0` as DIR/SWITCH.json (leaves and those above): the "
                         "switches above the leaves")
     t.add_argument("--top", metavar="NAME", help="one switch above every leaf set, where no switch LLDP tells")
 
