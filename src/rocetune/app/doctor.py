@@ -24,15 +24,19 @@ class DoctorRequest(FrozenRecord):
     since: Optional[str]  # the kernel log from then on
     write_expect: Optional[str]  # write the node's expectations document here
     metrics: Optional[str]  # write node_exporter textfile metrics here (*.prom)
+    repaired: Optional[str]  # mark the node repaired now, for this reason: earlier events stop counting
+    keep_window: bool  # keep the counters' window current; a failure to is said, not raised (the gate)
+    force: bool  # --write-expect on a node that fails: write, and name what was left out
     _fields = ("plan", "features_path", "nccl_version", "nccl_log", "counters", "save_baseline", "config_path",
-               "skips", "since", "write_expect", "metrics")
+               "skips", "since", "write_expect", "metrics", "repaired", "keep_window", "force")
 
     def __init__(self, plan: PlanRequest, features_path: Optional[str] = None, nccl_version: Optional[str] = None,
                  nccl_log: Optional[str] = None, counters: bool = True, save_baseline: bool = False,
                  config_path: Optional[str] = None, skips: Tuple[str, ...] = (), since: Optional[str] = None,
-                 write_expect: Optional[str] = None, metrics: Optional[str] = None) -> None:
+                 write_expect: Optional[str] = None, metrics: Optional[str] = None, repaired: Optional[str] = None,
+                 keep_window: bool = False, force: bool = False) -> None:
         self._set(plan, features_path, nccl_version, nccl_log, counters, save_baseline, config_path, skips,
-                  since, write_expect, metrics)
+                  since, write_expect, metrics, repaired, keep_window, force)
 
 
 class Doctored(Record):
@@ -71,6 +75,9 @@ class Doctored(Record):
         expect_file, metrics_file = (data.get("expect") or {}).get("written"), data.get("metrics")
         written = [f"expectations written to {expect_file}"] if expect_file else []
         written += [f"metrics written to {metrics_file}"] if metrics_file else []
+        mark = data.get("repaired")
+        written += [f"repair marked at {mark['taken_at']['wall']} in {mark['file']}: earlier kernel-log events and "
+                    "counter readings no longer count"] if mark else []
         return "".join(line + "\n" for line in used) + ("\n" if used else "") + \
             report.text(self.findings, self.host, verbose, data["check_config"]["rules"]) + \
             "".join(line + "\n" for line in written)
@@ -85,18 +92,26 @@ def doctor(request: DoctorRequest) -> Doctored:
                             code=ExitCode.USAGE)
     root = request.plan.root
     config = check_config(root, request.config_path, request.skips)
+    mark = None
+    if request.repaired:
+        from ..doctor.repair import write_mark
+
+        mark = write_mark(root or "/", request.repaired)
     features = host_features(root, request.features_path)
     if request.nccl_version:
         from ..model.features import with_nccl_version
 
         features = with_nccl_version(features, request.nccl_version)
     found, data = doctor_checks(features, request.plan, nccl_log=request.nccl_log, counters=request.counters,
-                               save_baseline=request.save_baseline, config=config, since=request.since)
+                               save_baseline=request.save_baseline, config=config, since=request.since,
+                               keep_window=request.keep_window)
     findings = report.ordered(found)
     host = features["host"].get("hostname") or root
     if request.write_expect:
         data["expect"]["written"] = _write_expect(request.write_expect, data["expect"]["facts"], host)
     data.update(findings=[f.to_dict() for f in findings], features=features)
+    if mark is not None:
+        data["repaired"] = mark
     code = report.exit_code(findings)
     if request.metrics:
         data["metrics"] = _write_metrics(request.metrics, findings, data, int(code))
@@ -204,8 +219,10 @@ def _gate_run(request: GateRequest, node: str) -> dict:
     talks_to_slurm = mode == "health-check" and not request.no_drain
     budget = timeout - (min(judge.SLURM_RESERVE, timeout / 4) if talks_to_slurm else 0.0)
 
+    checks = request.doctor.replace(keep_window=request.doctor.counters)  # every health check slides the window
+
     def work() -> dict:
-        done = doctor(request.doctor)
+        done = doctor(checks)
         return {"host": done.host, "findings": [f.to_dict() for f in done.findings],
                 "skipped": [f["id"] for f in done.data.get("skipped") or []]}
 

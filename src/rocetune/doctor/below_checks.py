@@ -62,7 +62,10 @@ def _where(e: dict) -> str:
 
 
 def _window(d: DoctorInput) -> str:
+    """How the findings name the window the events were judged in (doctor/kernel_log.py)."""
     log = d.readings.get("kernel_log") or {}
+    if log.get("within"):
+        return str(log["within"])
     since = log.get("since") or "boot"
     return "since boot" if since == "boot" else f"since {since}"
 

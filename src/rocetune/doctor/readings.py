@@ -31,7 +31,7 @@ ENV_DIR = "/etc/rocetune"
 ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", "/etc/nccl.conf")}
 
 
-def read(ctx: ProbeContext, features: dict, since: Optional[str] = None) -> dict:
+def read(ctx: ProbeContext, features: dict, since: Optional[str] = None, mark: Optional[dict] = None) -> dict:
     from . import kernel_log
 
     netdevs = sorted({p["netdev"] for d in features["rdma"]["devices"] for p in d["ports"]
@@ -45,7 +45,7 @@ def read(ctx: ProbeContext, features: dict, since: Optional[str] = None) -> dict
         "units": units(ctx),
         "env_refused": env_refused(ctx),
         "modules_load": modules_load(ctx),
-        "kernel_log": kernel_log.read(ctx, since),
+        "kernel_log": kernel_log.read(ctx, since, mark=mark),
         "pcie_p2p": pcie_p2p(ctx),
         "warnings": ctx.status.warnings,
     }
