@@ -556,9 +556,11 @@ def _expect_data(features: dict, plan: Plan, qos: Optional[QosPlan], named: set,
     else:
         facts = node_facts(features, plan, qos_source=qos.source if qos else None, names=sorted(named), view=view)
         source, document = None, None
+    from ..model.expect import declares_nothing
+
     differences = [f.to_dict() for f in plan.findings if f.kind == "expect"]
     short = any(d["severity"] == "error" for d in differences)
-    verdict = "none" if document is None else "short" if short else "met"
+    verdict = "none" if declares_nothing(document) else "short" if short else "met"
     return ({"source": source, "document": document, "verdict": verdict, "differences": differences,
              "facts": facts.to_dict()}, unchecked(document, source))
 

@@ -72,8 +72,12 @@ class Doctored(Record):
 
         data = self.data
         used = (data.get("nccl_log") or {}).get("used") or []
-        expect_file, metrics_file = (data.get("expect") or {}).get("written"), data.get("metrics")
+        expect = data.get("expect") or {}
+        expect_file, metrics_file = expect.get("written"), data.get("metrics")
         written = [f"expectations written to {expect_file}"] if expect_file else []
+        written += [f"expectations not written: {expect['refused']}"] if expect.get("refused") else []
+        written += [f"  left out: {m}" for m in expect.get("left_out") or []] if expect_file or \
+            expect.get("refused") else []
         written += [f"metrics written to {metrics_file}"] if metrics_file else []
         mark = data.get("repaired")
         written += [f"repair marked at {mark['taken_at']['wall']} in {mark['file']}: earlier kernel-log events and "
@@ -108,7 +112,8 @@ def doctor(request: DoctorRequest) -> Doctored:
     findings = report.ordered(found)
     host = features["host"].get("hostname") or root
     if request.write_expect:
-        data["expect"]["written"] = _write_expect(request.write_expect, data["expect"]["facts"], host)
+        data["expect"].update(_write_expect(request.write_expect, data["expect"]["facts"], host, findings,
+                                            request.force))
     data.update(findings=[f.to_dict() for f in findings], features=features)
     if mark is not None:
         data["repaired"] = mark
@@ -118,21 +123,37 @@ def doctor(request: DoctorRequest) -> Doctored:
     return Doctored(findings, data, features, host, code)
 
 
-def _write_expect(path: str, facts: dict, host: str) -> str:
-    """This node's expectations document, written atomically to `path`."""
+def _write_expect(path: str, facts: dict, host: str, findings: List[Finding], force: bool) -> Dict[str, Any]:
+    """This node's expectations document, written atomically to `path` -- refused on a node that
+    fails (an expectation written from it would hold every node to the fault), unless `force`:
+    then written, with what it leaves out named in its header and in the result.
+    -> {"written": path or None, "left_out": [...], "refused": why or None}."""
     from .. import __version__
     from ..fsutil import atomic_write
-    from ..model.expect import NodeFacts, document_of, dump
+    from ..model.expect import NodeFacts, document_of, dump, left_out
 
-    text = dump(document_of(NodeFacts.from_dict(facts)), [
-        f"rocetune {__version__} expectations, written by `rocetune doctor --write-expect` on {host}.",
-        "Every field is optional: delete one to stop checking it (docs/expect.md)."])
+    node = NodeFacts.from_dict(facts)
+    doc = document_of(node)
+    missing = left_out(node, doc)
+    failures = sorted({f.id for f in findings if f.severity == "error"})
+    if failures and not force:
+        return {"written": None, "left_out": missing,
+                "refused": f"this node fails ({', '.join(failures)}): an expectation written from it would hold "
+                           "every node to its faults; fix it, or write with --force and edit what is left out"}
+    header = [f"rocetune {__version__} expectations, written by `rocetune doctor --write-expect` on {host}.",
+              "Every field is optional: delete one to stop checking it (docs/expect.md).",
+              "Versions are series (6.8.*): a new build of the same series is the same; link speed, PCIe link "
+              "and GPUDirect are minimums."]
+    if failures:
+        header.append(f"Written with --force from a node that fails ({', '.join(failures)}).")
+    header += [f"Left out: {m}." for m in missing]
+    text = dump(doc, header)
     try:
         atomic_write(path, text, mode=0o644)
     except OSError as exc:
         raise RocetuneError(f"--write-expect {path}: cannot write: {exc.strerror or exc}",
                             code=ExitCode.OUTPUT) from None
-    return os.path.abspath(path)
+    return {"written": os.path.abspath(path), "left_out": missing, "refused": None}
 
 
 def _write_metrics(path: str, findings, data: dict, code: int) -> str:
@@ -224,7 +245,8 @@ def _gate_run(request: GateRequest, node: str) -> dict:
     def work() -> dict:
         done = doctor(checks)
         return {"host": done.host, "findings": [f.to_dict() for f in done.findings],
-                "skipped": [f["id"] for f in done.data.get("skipped") or []]}
+                "skipped": [f["id"] for f in done.data.get("skipped") or []],
+                "expectations": (done.data.get("expect") or {}).get("verdict")}
 
     done = deadline.run(work, budget)
     doc["checks_s"] = round(done.elapsed, 3)
@@ -236,6 +258,7 @@ def _gate_run(request: GateRequest, node: str) -> dict:
         findings = [_finding(d) for d in done.value["findings"]]
         outcome = judge.judge(findings, request.drain_on_warnings)
         doc["findings"], doc["skipped"] = done.value["findings"], done.value["skipped"]
+        doc["expectations"] = done.value["expectations"]
     doc["outcome"] = outcome
     if talks_to_slurm and outcome.status != judge.TOOL_ERROR:
         left = lambda: max(0.5, timeout - (time.monotonic() - start))  # noqa: E731
@@ -268,11 +291,14 @@ def _gated(doc: dict) -> Gated:
     code = judge.exit_code(doc["mode"], outcome)
     if note and outcome.status in (judge.HEALTHY, judge.WARNINGS) and doc["mode"] == "health-check":
         code = int(ExitCode.INTERNAL)  # a node that should be resumed and is not: slurmd logs it
-    text = judge.line(doc["mode"], doc["node"], outcome, action, note, doc.get("skipped") or ())
+    # A verdict reached without expectations says so: the node is held to nothing declared.
+    tags = ("no expectations",) if doc.get("expectations") == "none" else ()
+    text = judge.line(doc["mode"], doc["node"], outcome, action, note, doc.get("skipped") or (), tags)
     _syslog(outcome, action, note, text)
     data = {"gate": {"mode": doc["mode"], "node": doc["node"], "status": outcome.status, "reason": outcome.reason,
                      "exit_code": code, "timeout_s": doc.get("timeout_s"), "checks_s": doc.get("checks_s"),
                      "action": {"kind": action.kind, "why": action.why} if action else None,
+                     "expectations": doc.get("expectations"),
                      "was": doc.get("was"), "note": note or None, "skipped": doc.get("skipped") or [],
                      "line": text},
             "findings": doc.get("findings") or []}

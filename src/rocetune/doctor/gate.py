@@ -115,7 +115,7 @@ def node_action(outcome: Outcome, state: NodeState) -> Action:
 
 
 def line(mode: str, node: str, outcome: Outcome, action: Optional[Action] = None, note: str = "",
-         skipped: Sequence[str] = ()) -> str:
+         skipped: Sequence[str] = (), tags: Sequence[str] = ()) -> str:
     """The one line the gate prints (slurmd logs it with a non-zero exit status). The checks the
     node's configuration skipped are named: a verdict reached without them says so."""
     words = {HEALTHY: "OK", WARNINGS: "OK with warnings", FAILING: "FAIL", TIMEOUT: "FAIL",
@@ -123,6 +123,7 @@ def line(mode: str, node: str, outcome: Outcome, action: Optional[Action] = None
     text = f"{PREFIX} {words} {node}"
     if outcome.reason:
         text += f": {outcome.reason}"
+    text += "".join(f" [{t}]" for t in tags)
     if skipped:
         text += f" [skipped by the check configuration: {', '.join(sorted(set(skipped)))}]"
     if action is not None and action.kind != "none":
