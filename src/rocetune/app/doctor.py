@@ -114,7 +114,12 @@ def doctor(request: DoctorRequest) -> Doctored:
     if request.write_expect:
         data["expect"].update(_write_expect(request.write_expect, data["expect"]["facts"], host, findings,
                                             request.force))
+    from ..doctor.causes import cause, faults
+
     data.update(findings=[f.to_dict() for f in findings], features=features)
+    data["faults"] = [{"id": root.id, "subject": root.subject, "severity": root.severity, "cause": cause(root.id),
+                       "related": [{"id": f.id, "subject": f.subject} for f in related]}
+                      for root, related in faults(findings)]
     if mark is not None:
         data["repaired"] = mark
     code = report.exit_code(findings)
