@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from .clirun import no_traceback, rocetune
 
@@ -82,3 +85,22 @@ def test_since_as_the_help_writes_it(tmp_path):
         assert code == 1 and "doctor-kernel-nic-health" in line, (argv, line)
     proc = rocetune("--root", str(root), "doctor", "--since", "-2x")
     assert proc.returncode == 2 and "expected -2h" in proc.stderr and no_traceback(proc)
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (package prometheus) is not installed")
+def test_metrics_with_counter_rates_pass_promtool_and_unread_checks_are_not_passes(tmp_path):
+    root = node(tmp_path)
+    prom = tmp_path / "rocetune.prom"
+    at(root, 100_000, 0)
+    rocetune("--root", str(root), "doctor", "--save-baseline", "--metrics", str(prom))
+    text = prom.read_text()
+    # no earlier reading yet, no kernel log, no expectations: not checked (-2), never 0
+    for check in ("nic-link-flaps", "doctor-kernel-nic-health", "expect-rails"):
+        assert f'rocetune_doctor_check_status{{check="{check}"}} -2\n' in text, check
+    at(root, 100_000 + 1800, 1)
+    rocetune("--root", str(root), "doctor", "--metrics", str(prom))
+    text = prom.read_text()
+    assert 'rocetune_nic_events_per_hour{check="nic-link-flaps",subject="mlx5_0/1"} 1\n' in text
+    assert 'rocetune_doctor_check_status{check="nic-link-flaps"} 1\n' in text
+    check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    assert check.returncode == 0 and not check.stdout.strip() and not check.stderr.strip(), check.stdout + check.stderr
