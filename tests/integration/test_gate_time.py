@@ -104,3 +104,14 @@ def test_metrics_with_counter_rates_pass_promtool_and_unread_checks_are_not_pass
     assert 'rocetune_doctor_check_status{check="nic-link-flaps"} 1\n' in text
     check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
     assert check.returncode == 0 and not check.stdout.strip() and not check.stderr.strip(), check.stdout + check.stderr
+
+
+def test_a_gpu_lost_without_an_xid_line_fails_the_node(tmp_path):
+    root = tmp_path / "gpu02"
+    shutil.copytree(HOSTS / "dgx-h100-rails-dmabuf", root, symlinks=True)
+    query = root / "commands/nvidia-smi_--query-gpu=index,pci.bus_id,name_--format=csv,noheader.txt"
+    rows = query.read_text().splitlines()
+    lost = (HOSTS.parent / "outputs/gpu-lost/nvidia-smi-unknown-error-open-gpu-kernel-modules-387.txt").read_text()
+    query.write_text("\n".join(rows[:3] + rows[4:]) + "\n" + lost)  # GPU 3 gone, nvidia-smi says so
+    code, line = gate(root, "--no-counters")
+    assert code == 1 and line.startswith("rocetune: FAIL ") and "0000:0b:00.0 doctor-gpu-lost: " in line, line

@@ -204,6 +204,17 @@ def gpu_xid(d: DoctorInput) -> List[Finding]:
     return out
 
 
+@check("doctor-gpu-lost")
+def gpu_lost(d: DoctorInput) -> List[Finding]:
+    out = []
+    for lost in d.readings.get("gpu_lost") or []:
+        bdf = lost["bus_id"]
+        out.append(_finding("doctor-gpu-lost", "error", bdf,
+                            f"GPU {bdf}: nvidia-smi cannot reach it ({lost['why']}): it fell off the bus or the "
+                            "driver lost it; a job on it fails", {"nvidia-smi": lost}))
+    return out
+
+
 # --- NIC firmware read back -------------------------------------------------------------------------
 def _fw_cards(d: DoctorInput) -> Dict[str, Set[int]]:
     """First function of each compute card -> the port numbers (1 = function .0) the job uses."""

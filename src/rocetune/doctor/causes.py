@@ -13,29 +13,82 @@ from __future__ import annotations
 
 import re
 from fnmatch import fnmatchcase
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ..model.finding import Finding, severity_rank
 from ..model.vocab import natural_key
 
 CAUSES = ("hardware", "link", "configuration", "env")
 _CLASSES: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
-    ("hardware", ("doctor-kernel-nic-*", "doctor-kernel-pcie-aer", "doctor-kernel-gpu-xid",
-                  "doctor-kernel-module-event", "nic-*", "expect-gpus", "expect-rails", "doctor-port-down",
-                  "doctor-phy-module", "doctor-phy-ber", "doctor-nvlink-*", "pci-link-degraded", "no-rdma-device",
-                  "no-nvidia-gpu", "doctor-module-not-loaded", "rail-port-unusable", "no-compute-port",
-                  "gpu-without-rail", "doctor-fw-pending-reset")),
-    ("link", ("doctor-kernel-link-flap", "expect-rail-link", "doctor-phy-*", "rail-slower",
-              "doctor-no-ipv4-roce-gid", "doctor-rail-mtu-mismatch", "roce-mtu-low", "rdma-ports-share-subnet")),
-    ("configuration", ("doctor-acs-*", "doctor-ecn-off", "doctor-global-pause", "doctor-fw-*", "doctor-iommu-*",
-                       "doctor-memlock-*", "doctor-pcie-p2p-*", "doctor-qos-mismatch", "doctor-rail-qos-mismatch",
-                       "doctor-boot-unit-failed", "expect-firmware", "expect-qos-plan", "expect-versions",
-                       "expect-gpudirect", "gdr-*", "qos-*", "memlock-limited", "tc-*", "switch-*")),
+    (
+        "hardware",
+        (
+            "doctor-kernel-nic-*",
+            "doctor-kernel-pcie-aer",
+            "doctor-kernel-gpu-xid",
+            "doctor-gpu-lost",
+            "doctor-kernel-module-event",
+            "nic-*",
+            "expect-gpus",
+            "expect-rails",
+            "doctor-port-down",
+            "doctor-phy-module",
+            "doctor-phy-ber",
+            "doctor-nvlink-*",
+            "pci-link-degraded",
+            "no-rdma-device",
+            "no-nvidia-gpu",
+            "doctor-module-not-loaded",
+            "rail-port-unusable",
+            "no-compute-port",
+            "gpu-without-rail",
+            "doctor-fw-pending-reset",
+        ),
+    ),
+    (
+        "link",
+        (
+            "doctor-kernel-link-flap",
+            "expect-rail-link",
+            "doctor-phy-*",
+            "rail-slower",
+            "doctor-no-ipv4-roce-gid",
+            "doctor-rail-mtu-mismatch",
+            "roce-mtu-low",
+            "rdma-ports-share-subnet",
+        ),
+    ),
+    (
+        "configuration",
+        (
+            "doctor-acs-*",
+            "doctor-ecn-off",
+            "doctor-global-pause",
+            "doctor-fw-*",
+            "doctor-iommu-*",
+            "doctor-memlock-*",
+            "doctor-pcie-p2p-*",
+            "doctor-qos-mismatch",
+            "doctor-rail-qos-mismatch",
+            "doctor-boot-unit-failed",
+            "expect-firmware",
+            "expect-qos-plan",
+            "expect-versions",
+            "expect-gpudirect",
+            "gdr-*",
+            "qos-*",
+            "memlock-limited",
+            "tc-*",
+            "switch-*",
+        ),
+    ),
 )
 # A subject that names a device: an RDMA device or port (mlx5_4, mlx5_4:1, mlx5_4/1), a netdev
 # (enp79s0np0), a PCI function (0000:4f:00.0), a GPU (GPU2). Not a path, a variable or a field.
-_DEVICE = re.compile(r"^(?:[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]|GPU\d+|[a-z][a-z0-9_.-]*\d[a-z0-9_.-]*"
-                     r"(?:[:/]\d+)?)$")
+_DEVICE = re.compile(
+    r"^(?:[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]|GPU\d+|[a-z][a-z0-9_.-]*\d[a-z0-9_.-]*"
+    r"(?:[:/]\d+)?)$"
+)
 
 _PCI = re.compile(r"^[0-9a-f]{4}:")
 
@@ -83,7 +136,8 @@ def faults(findings: Sequence[Finding]) -> List[Tuple[Finding, List[Finding]]]:
                 for j in range(i + 1, len(ranked)):
                     f = ranked[j]
                     follows = any(_names(f, n) for n in names) or (
-                        f.id == root.id and not _gpu(dev) and (device(f) is None or _gpu(device(f))))
+                        f.id == root.id and not _gpu(dev) and (device(f) is None or _gpu(device(f)))
+                    )
                     if not taken[j] and follows:
                         taken[j], grew = True, True
                         related.append(f)
@@ -99,13 +153,21 @@ def _gpu(dev: Optional[str]) -> bool:
 
 def _rank(f: Finding) -> tuple:
     dev = device(f)
-    return (severity_rank(f.severity), CAUSES.index(cause(f.id)), dev is None, _gpu(dev), f.id,
-            natural_key(f.subject or ""))
+    return (
+        severity_rank(f.severity),
+        CAUSES.index(cause(f.id)),
+        dev is None,
+        _gpu(dev),
+        f.id,
+        natural_key(f.subject or ""),
+    )
 
 
 def ordered(findings: Sequence[Finding]) -> List[Finding]:
     """Every finding, faults first (each root followed by what is related to it), then the notes."""
     out = [f for root, related in faults(findings) for f in [root] + related]
-    notes = sorted((f for f in findings if f.severity not in ("error", "warning")),
-                   key=lambda f: (f.id, natural_key(f.subject or "")))
+    notes = sorted(
+        (f for f in findings if f.severity not in ("error", "warning")),
+        key=lambda f: (f.id, natural_key(f.subject or "")),
+    )
     return out + notes

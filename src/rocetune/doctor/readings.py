@@ -46,9 +46,23 @@ def read(ctx: ProbeContext, features: dict, since: Optional[str] = None, mark: O
         "env_refused": env_refused(ctx),
         "modules_load": modules_load(ctx),
         "kernel_log": kernel_log.read(ctx, since, mark=mark),
+        "gpu_lost": gpu_lost(ctx),
         "pcie_p2p": pcie_p2p(ctx),
         "warnings": ctx.status.warnings,
     }
+
+
+def gpu_lost(ctx: ProbeContext) -> Optional[List[dict]]:
+    """The GPUs nvidia-smi says it cannot reach (`Unable to determine the device handle for GPU
+    ...`): a GPU that fell off the bus, whether or not the driver logged an Xid for it. None
+    where nvidia-smi is not there."""
+    from ..probe.parsers.nvsmi_query import lost_gpus
+    from ..probe.sources.gpu import QUERY_ARGV
+
+    result = ctx.runner.run(QUERY_ARGV)
+    if not result.found:
+        return None
+    return lost_gpus(f"{result.stdout or ''}\n{result.stderr or ''}")
 
 
 def memlock(ctx: ProbeContext) -> dict:

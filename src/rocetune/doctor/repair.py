@@ -44,13 +44,20 @@ def write_mark(root: str, reason: str, clock: Callable[[], float] = time.time) -
     """Record a repair now on the host under `root`; returns the mark (with "file")."""
     reason = " ".join(printable(reason).split())
     if not reason or len(reason) > MAX_REASON:
-        raise RocetuneError(f"--repaired: give what was repaired in 1 to {MAX_REASON} characters",
-                            code=ExitCode.USAGE)
+        raise RocetuneError(f"--repaired: give what was repaired in 1 to {MAX_REASON} characters", code=ExitCode.USAGE)
     host = HostRoot(root)
     now = clock()
-    mark = {"kind": MARK_KIND, "version": MARK_VERSION, "reason": reason, "boot_id": _boot_id(host),
-            "taken_at": {"wall": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), "epoch_s": round(now, 3),
-                         "uptime_s": _uptime(host)}}
+    mark = {
+        "kind": MARK_KIND,
+        "version": MARK_VERSION,
+        "reason": reason,
+        "boot_id": _boot_id(host),
+        "taken_at": {
+            "wall": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+            "epoch_s": round(now, 3),
+            "uptime_s": _uptime(host),
+        },
+    }
     import json
 
     try:
@@ -58,8 +65,11 @@ def write_mark(root: str, reason: str, clock: Callable[[], float] = time.time) -
         atomic_write(target, json.dumps(mark, sort_keys=True, indent=1) + "\n", mode=0o644)
     except (HostReadError, OSError) as exc:
         why = exc.reason if isinstance(exc, HostReadError) else (exc.strerror or str(exc))
-        raise RocetuneError(f"--repaired: cannot write the repair mark {MARK_PATH}: {why}",
-                            hint="run as root on the node", code=ExitCode.OUTPUT) from None
+        raise RocetuneError(
+            f"--repaired: cannot write the repair mark {MARK_PATH}: {why}",
+            hint="run as root on the node",
+            code=ExitCode.OUTPUT,
+        ) from None
     return dict(mark, file=target)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rocetune.analysis.hostview import HostView
 from rocetune.doctor import below_checks as bc
 from rocetune.doctor.checks import DoctorInput
@@ -310,3 +312,21 @@ def test_a_two_lane_link_is_judged_against_two_lane_speeds():
     assert [x.subject for x in run(f, bc.phy_speed)] == []  # a 1-lane link: 100G_1X is its best
     f["phy"] = {"link_tool": "mlxlink", "ports": {"mlx5_0:1": phy_port(dict(two, speed="100G_2X", speed_gbps=100.0))}}
     assert [x.subject for x in run(f, bc.phy_speed)] == ["mlx5_0:1"]
+
+
+# --- a GPU the driver lost ------------------------------------------------------------------------
+@pytest.mark.parametrize("name, bdf, why", [
+    ("nvidia-smi-unknown-error-open-gpu-kernel-modules-387.txt", "0000:0b:00.0", "Unknown Error"),
+    ("nvidia-smi-gpu-is-lost-owod-81.txt", "0000:02:00.0", "GPU is lost. Reboot the system to recover this GPU"),
+    ("nvidia-smi-gpu-is-lost-two-spaces-marian-251.txt", "0000:03:00.0",
+     "GPU is lost. Reboot the system to recover this GPU"),
+    ("nvidia-smi-no-space-syno-nvidia-gpu-driver-22.txt", "0000:07:00.0", "Unknown Error"),
+])
+def test_a_gpu_nvidia_smi_cannot_reach_is_lost_in_every_form_it_prints(name, bdf, why):
+    from rocetune.probe.parsers.nvsmi_query import lost_gpus
+
+    lost = lost_gpus(text("gpu-lost", name))
+    assert lost == [{"bus_id": bdf, "why": why}]
+    d = DoctorInput(host(), {"gpu_lost": lost}, HostView(host()), {}, None)
+    (found,) = bc.gpu_lost(d)
+    assert found.severity == "error" and found.subject == bdf and why in found.message

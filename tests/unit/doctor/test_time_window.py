@@ -78,9 +78,14 @@ def test_the_window_round_trips_and_an_old_single_snapshot_file_is_a_window_of_o
 
 
 def _root(tmp_path, uptime: float, log: str = "mlx5-health-compromised-dmesg.txt"):
-    return make(tmp_path, {"commands/dmesg_--kernel.txt": (LOGS / log).read_text(),
-                           "proc/uptime": f"{uptime} 100.0\n",
-                           "proc/sys/kernel/random/boot_id": "b0\n"})
+    return make(
+        tmp_path,
+        {
+            "commands/dmesg_--kernel.txt": (LOGS / log).read_text(),
+            "proc/uptime": f"{uptime} 100.0\n",
+            "proc/sys/kernel/random/boot_id": "b0\n",
+        },
+    )
 
 
 def test_kernel_events_before_the_default_window_are_left_out(tmp_path):
@@ -91,11 +96,18 @@ def test_kernel_events_before_the_default_window_are_left_out(tmp_path):
     assert day_later["events"] == [] and day_later["within"] == "in the last 24 h"
     assert day_later["window"]["left_out"] == 6
     # --since is the operator's window: passed to the tools, no second window on top
-    root = make(tmp_path / "c", {"commands/dmesg_--kernel_--since_-30d.txt": (
-        LOGS / "mlx5-health-compromised-dmesg.txt").read_text(), "proc/uptime": f"{445 + 25 * 3600} 1\n"})
+    root = make(
+        tmp_path / "c",
+        {
+            "commands/dmesg_--kernel_--since_-30d.txt": (LOGS / "mlx5-health-compromised-dmesg.txt").read_text(),
+            "proc/uptime": f"{445 + 25 * 3600} 1\n",
+        },
+    )
     assert len(kernel_log.read(ProbeContext(HostRoot(root)), since="-30d")["events"]) == 6
     # no /proc/uptime: nothing can be placed, everything counts (never less than asked)
-    bare = make(tmp_path / "d", {"commands/dmesg_--kernel.txt": (LOGS / "mlx5-health-compromised-dmesg.txt").read_text()})
+    bare = make(
+        tmp_path / "d", {"commands/dmesg_--kernel.txt": (LOGS / "mlx5-health-compromised-dmesg.txt").read_text()}
+    )
     assert len(kernel_log.read(ProbeContext(HostRoot(bare)))["events"]) == 6
 
 
@@ -111,7 +123,9 @@ def test_a_repair_mark_makes_earlier_events_and_readings_stop_counting(tmp_path)
     Path(root, "commands/dmesg_--kernel.txt").write_text(later_line)
     assert len(kernel_log.read(ProbeContext(HostRoot(root)), mark=load_mark(root))["events"]) == 1
     # counter readings: by uptime within the mark's boot, by the wall clock across boots
-    at = dict(mark, boot_id=BASE["boot_id"], taken_at=dict(mark["taken_at"], uptime_s=BASE["taken_at"]["uptime_s"] + 60))
+    at = dict(
+        mark, boot_id=BASE["boot_id"], taken_at=dict(mark["taken_at"], uptime_s=BASE["taken_at"]["uptime_s"] + 60)
+    )
     assert before_mark(at, BASE) and not before_mark(at, later(BASE, hours=0.1)) and not before_mark(None, BASE)
     # a mark of another boot says nothing
     Path(root, "proc/sys/kernel/random/boot_id").write_text("b1\n")
@@ -126,4 +140,3 @@ def test_a_reason_is_required_and_bounded(tmp_path):
     for bad in ("", "   ", "x" * 201):
         with pytest.raises(RocetuneError):
             write_mark(str(tmp_path), bad)
-
