@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..model.vocab import natural_key
-from .facts import Fact, fact_order, label
+from .facts import WARNING_PREFIX, Fact, fact_order, label
 from .host_facts import host_facts, missing_fact
 from .manifest import Check
 from .results import HostResult
@@ -72,6 +72,14 @@ class Report:
     def clean(self) -> bool:
         return not self.failed and not self.differing
 
+    @property
+    def shared(self) -> List[Row]:
+        """Doctor's warnings every host that answered holds: the fleet agrees on them, and they are
+        still warnings, said as shared rather than hidden among what agrees."""
+        answered = sum(1 for h in self.hosts if h.ok)
+        return [r for r in self.rows if r.key.startswith(WARNING_PREFIX) and r.has_reference
+                and r.reference is True and r.holders == answered and answered > 0]
+
     def entries(self) -> List[Dict[str, Any]]:
         """One entry per host and fact that differs, in report order, with every reason."""
         out = []
@@ -110,6 +118,9 @@ def list_difference(reference: Any, value: Any) -> Dict[str, List[Any]]:
 
 
 def compare(results: Sequence[HostResult], checks: Sequence[Check] = ()) -> Report:
+    from .results import copies
+
+    copies(list(results))
     ok = [r for r in results if r.ok]
     facts = {r.host: host_facts(r) for r in ok}
     keys = {k for f in facts.values() for k in f}
@@ -213,5 +224,11 @@ def data(report: Report, manifest: Optional[str]) -> Dict[str, Any]:
                            "manifest": [{"key": m.source, "expected": m.desired} for m in c.missed]}
                        for h, c in row.cells.items()}}
     return {"hosts": hosts, "facts": facts, "drift": report.entries(), "manifest": manifest,
+            "shared": [{"check": r.key[len(WARNING_PREFIX):], "severity": "warning", "hosts": r.holders,
+                        "detail": _first_detail(r)} for r in report.shared],
             "summary": {"hosts": len(report.hosts), "failed": len(report.failed),
-                        "differ": len(report.differing), "agree": report.clean}}
+                        "differ": len(report.differing), "agree": report.clean, "shared": len(report.shared)}}
+
+
+def _first_detail(row: Row) -> Optional[str]:
+    return next((c.fact.detail for c in row.cells.values() if c.fact.detail), None)

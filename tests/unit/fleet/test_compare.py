@@ -104,3 +104,16 @@ def test_a_net_plugin_on_one_node_only_is_odd(features):
     assert row.cells["n2"].fact.value == ["net libnccl-net.so.1.14.2 1.14.2"]
     hosts[2].features["kernel"]["nccl"]["plugin_env"] = {"NCCL_NET_PLUGIN": "none"}
     assert next(r for r in compare(hosts).rows if r.key == "nccl.plugins").cells["n2"].status == "ok"
+
+
+def test_a_result_holding_another_hosts_name_is_a_copy_not_a_healthy_host(features):
+    from rocetune.fleet.compare import compare
+
+    envelope = {"schema": "rocetune.result/1", "data": {"features": features, "plan": {"env": {"A": "1"}}}}
+    good = from_doc("gpu01", {"host": "gpu01", "probe": envelope, "error": None})
+    copied = from_doc("gpu09", {"host": "gpu01", "probe": envelope, "error": None})  # cp gpu01.json gpu09.json
+    alias = from_doc("gpu10", {"host": "node-a", "probe": envelope, "error": None})  # a name no file has
+    report = compare([good, copied, alias])
+    assert [h.host for h in report.failed] == ["gpu09"]
+    assert "gpu09.json holds the result of host 'gpu01', not of gpu09" in copied.error
+    assert alias.ok and alias.warnings == ["gpu10.json names host 'node-a'; reported as gpu10"]

@@ -47,7 +47,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-expect", metavar="FILE",
                    help="write this node's expectations document to FILE (run it on a known-good "
                         "node; docs/expect.md): its GPUs, rails, GPUDirect, versions, QoS plan, "
-                        "traffic class); refused on a node that fails unless --force")
+                        "traffic class; refused on a node that fails unless --force")
     p.add_argument("--force", action="store_true",
                    help="with --write-expect: write from a node that fails, leaving out (and naming) the "
                         "fields its failures touch")
