@@ -141,7 +141,7 @@ def test_health_check_drains_the_broken_rail_and_resumes_it_once_repaired(cluste
     # node04's rocetune cannot run: not drained, and slurmd says why
     log04 = c.slurmd_log("node04")
     assert "health_check failed: rc:3" in log04 and "TOOL ERROR, node not judged" in log04, log04[-2000:]
-    assert c.node("node04")["state"] == "idle"
+    c.wait("node04 idle once the jobs completed", lambda s: s["node04"]["state"] == "idle", timeout=30)
 
     set_mtu(roots["node02"], 9000)
     repaired = time.monotonic()

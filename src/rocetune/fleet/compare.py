@@ -84,12 +84,40 @@ class Report:
         """One entry per host and fact that differs, in report order, with every reason."""
         out = []
         for h in self.hosts:
-            for row in self.drift_of(h.host):
+            rows = sorted(self.drift_of(h.host), key=lambda r: IMPACTS.index(impact(r, r.cells[h.host])))
+            for row in rows:
                 cell = row.cells[h.host]
                 out.append({"host": h.host, "fact": row.key, "label": row.label, "value": cell.fact.value,
-                            "known": cell.fact.known, "detail": cell.fact.detail,
+                            "known": cell.fact.known, "detail": cell.fact.detail, "impact": impact(row, cell),
                             "reasons": reasons(row, cell)})
         return out
+
+    def worst_impact(self, host: str) -> int:
+        """The index in IMPACTS of the costliest difference of `host` (len(IMPACTS): none)."""
+        return min((IMPACTS.index(impact(r, r.cells[host])) for r in self.drift_of(host)), default=len(IMPACTS))
+
+
+# How much a difference costs a job (fleet report orders by it and says it): a value that breaks
+# jobs (a rail, the MTU, a failure, a stale env), one that slows them (PCIe, link speed, NCCL,
+# warnings, env variables), and bookkeeping (versions and names that do not change what a job gets;
+# a GID index NCCL picks itself per port, 2.21.5 and later).
+IMPACTS = ("breaks jobs", "slows jobs", "bookkeeping")
+_BREAKS = ("doctor.errors", "hca.count", "hca.names", "mtu", "nvlink.fabric", "nvlink.active", "envfile.stale",
+           "gid_index")
+_BOOKKEEPING = ("nic.fw", "nic.driver", "kernel")
+_BOOKKEEPING_PREFIXES = ("rail.", "fw.")
+
+
+def impact(row: Row, cell: Cell) -> str:
+    if cell.missed:
+        return IMPACTS[0]
+    if row.key == "gid_index" and (cell.fact.detail or "").startswith("NCCL's own pick"):
+        return IMPACTS[2]
+    if row.key in _BREAKS:
+        return IMPACTS[0]
+    if row.key in _BOOKKEEPING or row.key.startswith(_BOOKKEEPING_PREFIXES):
+        return IMPACTS[2]
+    return IMPACTS[1]
 
 
 def reasons(row: Row, cell: Cell) -> List[Dict[str, Any]]:
@@ -141,7 +169,8 @@ def compare(results: Sequence[HostResult], checks: Sequence[Check] = ()) -> Repo
     report = Report(list(results), rows, manifest_checks=len(checks))
 
     def rank(h: HostResult):
-        return (0 if not h.ok else 1, -len(report.drift_of(h.host)), natural_key(h.host), order[h.host])
+        return (0 if not h.ok else 1, report.worst_impact(h.host) if h.ok else 0, -len(report.drift_of(h.host)),
+                natural_key(h.host), order[h.host])
 
     report.hosts.sort(key=rank)
     return report

@@ -18,9 +18,9 @@ def report_text(report: Report, verbose: int = 0) -> str:
         lines += ["  " + line for line in table([["!", h.host, h.error or ""] for h in report.failed])]
     entries = report.entries()
     if entries:
-        lines += ["", "DIFFERS (host, fact, its value, what is expected)"]
-        rows = [["!", e["host"], e["label"], show(e["value"], e["known"]), expected_text(e["reasons"])]
-                for e in entries]
+        lines += ["", "DIFFERS (host, what it costs a job, fact, its value, what is expected)"]
+        rows = [["!" if e["impact"] != "bookkeeping" else ".", e["host"], e["impact"], e["label"],
+                 show(e["value"], e["known"]), expected_text(e["reasons"])] for e in entries]
         for e, line in zip(entries, table(rows)):
             lines.append("  " + line)
             if e["detail"] and (verbose or len(e["detail"]) <= 160):

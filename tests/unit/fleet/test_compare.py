@@ -117,3 +117,18 @@ def test_a_result_holding_another_hosts_name_is_a_copy_not_a_healthy_host(featur
     assert [h.host for h in report.failed] == ["gpu09"]
     assert "gpu09.json holds the result of host 'gpu01', not of gpu09" in copied.error
     assert alias.ok and alias.warnings == ["gpu10.json names host 'node-a'; reported as gpu10"]
+
+
+def test_differences_are_weighed_by_what_they_cost_a_job():
+    from rocetune.fleet.compare import Cell, Row, impact
+    from rocetune.fleet.facts import Fact
+
+    picked = Row("gid_index", cells={"h": Cell(Fact([5], detail="NCCL's own pick: the first RoCE v2 IPv4 GID"))})
+    pinned = Row("gid_index", cells={"h": Cell(Fact([3], detail="pinned by NCCL_IB_GID_INDEX"))})
+    rails = Row("hca.names", cells={"h": Cell(Fact(["mlx5_0:1"]))})
+    assert impact(picked, picked.cells["h"]) == "bookkeeping"
+    assert impact(pinned, pinned.cells["h"]) == "breaks jobs"
+    assert impact(rails, rails.cells["h"]) == "breaks jobs"
+    kernel = Row("kernel", cells={"h": Cell(Fact("6.8.0-1018"))})
+    memlock = Row("warning.memlock-limited", cells={"h": Cell(Fact(True))})
+    assert impact(kernel, kernel.cells["h"]) == "bookkeeping" and impact(memlock, memlock.cells["h"]) == "slows jobs"
