@@ -23,8 +23,9 @@ def report_text(report: Report, verbose: int = 0) -> str:
                  show(e["value"], e["known"]), expected_text(e["reasons"])] for e in entries]
         for e, line in zip(entries, table(rows)):
             lines.append("  " + line)
-            if e["detail"] and (verbose or len(e["detail"]) <= 160):
-                lines.append("       " + printable(e["detail"]))
+            if e["detail"]:  # what doctor said, not only its ids; whole with -v
+                detail = printable(e["detail"])
+                lines.append("       " + (detail if verbose or len(detail) <= 160 else detail[:157] + "..."))
     shared = report.shared
     if shared:
         lines += ["", f"SHARED by all {len(ok)} host(s) that answered: warnings every host has"]

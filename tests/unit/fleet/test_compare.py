@@ -132,3 +132,14 @@ def test_differences_are_weighed_by_what_they_cost_a_job():
     kernel = Row("kernel", cells={"h": Cell(Fact("6.8.0-1018"))})
     memlock = Row("warning.memlock-limited", cells={"h": Cell(Fact(True))})
     assert impact(kernel, kernel.cells["h"]) == "bookkeeping" and impact(memlock, memlock.cells["h"]) == "slows jobs"
+
+
+def test_the_text_report_says_what_doctor_found_not_only_its_ids(features):
+    from rocetune.render.fleet_text import report_text
+
+    pfc = {"id": "doctor-rail-qos-mismatch", "severity": "error", "subject": "enp94s0np0",
+           "message": "enp94s0np0: PFC is off on priority 3, the QoS plan's lossless class; " + "x" * 200}
+    hosts = [_result(f"gpu0{i}", features, findings=[pfc] if i == 3 else []) for i in (1, 2, 3)]
+    text = report_text(compare(hosts))
+    line = next(ln for ln in text.splitlines() if "doctor-rail-qos-mismatch: enp94s0np0: PFC is off" in ln)
+    assert line.endswith("...") and len(line.strip()) <= 160
