@@ -40,7 +40,15 @@ def not_checked(findings: List[Finding]) -> List[str]:
 def text(findings: List[Finding], host: str, verbose: int = 0, rules: Sequence[dict] = ()) -> str:
     """Failures, warnings, (with -v) notes; then every rule of the node's check configuration,
     with its reason and what it matched, whether or not anything did; then the summary."""
-    lines = [line for f in shown(findings, verbose) for line in finding_lines(f, verbose)]
+    from .causes import faults
+
+    related = {id(root): rest for root, rest in faults(findings) if rest}
+    lines = []
+    for f in shown(findings, verbose):
+        lines += finding_lines(f, verbose)
+        if id(f) in related:  # one fault, several findings: what follows from this one is listed next
+            lines.append("      with it (below): " + ", ".join(f"{printable(r.id)} {printable(r.subject)}"
+                                                       for r in related[id(f)]))
     if rules:
         if lines:
             lines.append("")

@@ -77,3 +77,16 @@ def test_compact_trims_evidence_then_notes_to_stay_within_budget():
     assert len(errors) == 20 and out["trimmed"]["evidence"] >= 200
     # the failures keep their evidence when dropping the notes' is enough
     assert all(f["evidence"] for f in errors)
+
+
+def test_the_text_names_what_follows_from_a_root_cause_under_it():
+    from rocetune.doctor.report import ordered, text
+
+    found = ordered([_f("expect-rails", "error", "GPU2 has no rail of its own", "GPU2"),
+                     _f("expect-rails", "error", "rail mlx5_4:1 is missing", "mlx5_4:1"),
+                     _f("doctor-ecn-off", "warning", "ECN is off on enp1s0", "enp1s0")])
+    lines = text(found, "gpu01").splitlines()
+    root = lines.index("FAIL  expect-rails                 mlx5_4:1")
+    assert lines[root + 2] == "      with it (below): expect-rails GPU2"
+    assert lines[root + 3].startswith("FAIL  expect-rails                 GPU2")
+    assert not any("with it" in ln for ln in lines[root + 3:])
