@@ -25,8 +25,9 @@ def register(p: argparse.ArgumentParser) -> None:
                         "GID, GPUDirect, the variables it read, WARN lines) and every difference "
                         "from the plan")
     p.add_argument("--save-baseline", action="store_true",
-                   help="save this reading of the NIC counters as the baseline the next run judges "
-                        "rates against (/var/lib/rocetune/counters.json under --root)")
+                   help="keep this reading of the NIC counters in the window later runs judge rates "
+                        "over (the last hour; /var/lib/rocetune/counters.json under --root; --gate "
+                        "always does)")
     p.add_argument("--no-counters", action="store_true", help="leave the NIC counters out")
     p.add_argument("--since", metavar="TIME", type=_since,
                    help="judge the kernel log from TIME on (journalctl/dmesg syntax: '-2h', '2026-11-27 10:00'); "
