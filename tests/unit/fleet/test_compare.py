@@ -143,3 +143,15 @@ def test_the_text_report_says_what_doctor_found_not_only_its_ids(features):
     text = report_text(compare(hosts))
     line = next(ln for ln in text.splitlines() if "doctor-rail-qos-mismatch: enp94s0np0: PFC is off" in ln)
     assert line.endswith("...") and len(line.strip()) <= 160
+
+
+def test_the_page_lists_the_warnings_every_host_shares(features):
+    from rocetune.render.fleet_html import report_html
+
+    memlock = {"id": "memlock-limited", "severity": "warning", "subject": "host",
+               "message": "services get an 8 MiB memlock"}
+    report = compare([_result(f"gpu0{i}", features, findings=[memlock]) for i in (1, 2, 3)])
+    assert report.clean and [r.key for r in report.shared] == ["warning.memlock-limited"]
+    page = report_html(report)
+    assert "sharing 1 warning(s)" in page and "<h2>Warnings every host shares</h2>" in page
+    assert "services get an 8 MiB memlock" in page
