@@ -512,7 +512,7 @@ def _check_writable(path: str, make_dirs: bool = False, trial: bool = False) -> 
 
 
 def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] = None, counters: bool = True,
-           save_baseline: bool = False, config=None, since: Optional[str] = None):
+                  save_baseline: bool = False, config=None, since: Optional[str] = None, keep_window: bool = False):
     """Check a node (live, or a capture under `root`) against its plan and the pitfalls:
     -> (findings, data). The host's findings, the plan's, and doctor's own checks, as the node's
     check configuration (`config`, rocetune.model.check_config) grades them: what it skips is in
@@ -531,9 +531,12 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
         request = PlanRequest(request.root, request.config, tuple(recorded) + tuple(request.sets), request.unsets,
                               request.qos_path, request.local_rank, request.expect_path, request.settings_path)
     env = plan_env(features, tuple(readings.ENV_FILES), env_dir=readings.ENV_DIR, request=request)
+    from ..doctor.repair import load_mark
+
     ctx = ProbeContext(host, runner_for(host))
     settings = node_settings(root, request.settings_path)
-    read = readings.read(ctx, features, since=since, env_files=settings.env_files)
+    mark = load_mark(root or "/")
+    read = readings.read(ctx, features, since=since, env_files=settings.env_files, mark=mark)
     view = HostView(features)
     expected = set(_expected_names(env.plan))
     named = deployed_ports(read["deployed_env"]) | expected
@@ -548,7 +551,7 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     data = {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
             "plan": env.plan.to_dict(), "expect": expect_data, "deployed_env": effective(read["deployed_env"])}
     if counters:
-        results, data["counters"] = nic_counters(root, read, save_baseline)
+        results, data["counters"] = nic_counters(root or "/", read, save_baseline, keep_window, mark)
         findings += results
     if nccl_log:
         from ..render.nccl_log import summary_lines
@@ -620,27 +623,43 @@ def _expect_data(features: dict, plan: Plan, qos: Optional[QosPlan], named: set,
     else:
         facts = node_facts(features, plan, qos_source=qos.source if qos else None, names=sorted(named), view=view)
         source, document = None, None
+    from ..model.expect import declares_nothing
+
     differences = [f.to_dict() for f in plan.findings if f.kind == "expect"]
     short = any(d["severity"] == "error" for d in differences)
-    verdict = "none" if document is None else "short" if short else "met"
+    verdict = "none" if declares_nothing(document) else "short" if short else "met"
     return ({"source": source, "document": document, "verdict": verdict, "differences": differences,
              "facts": facts.to_dict()}, unchecked(document, source))
 
 
-def nic_counters(root: str, readings: dict, save: bool):
-    """(findings, data) from the NIC counters judged as rates against the saved baseline (lifetime
-    counts only, as info, without one); with `save`, this reading becomes the baseline."""
+def nic_counters(root: str, readings: dict, save: bool, keep: bool = False, mark: Optional[dict] = None):
+    """(findings, data) from the NIC counters judged as rates over the sliding window
+    (rocetune.doctor.nic_baseline; lifetime counts only, as info, without an earlier reading).
+    With `save` (--save-baseline) this reading joins the window, and a failure to write it is an
+    error; with `keep` (the gate) the same, but a failure is said in the data, not raised.
+    Readings taken before the operator's repair mark (`mark`) are left out."""
     from ..doctor import nic_baseline, nic_health
+    from ..doctor.repair import before_mark
     from ..probe.sources.nic_counters import take_snapshot
 
     snapshot = take_snapshot(root, netdevs=sorted(readings.get("pause") or {}))
-    previous = nic_baseline.load_baseline(root)
+    window = [s for s in nic_baseline.load_window(root) if not before_mark(mark, s)]
+    previous = nic_baseline.reference(window, snapshot)
     results = nic_health.judge(previous, snapshot)
     data = {"baseline": nic_baseline.baseline_file(root) if previous else None,
+            "window": {"span_s": nic_baseline.WINDOW_S, "readings": len(window),
+                       "judged_from": previous["taken_at"]["wall"] if previous else None},
             "rates": [{"check": c, "subject": s, "unit": u, "rate": r}
                       for c, s, u, r in nic_health.rates(previous, snapshot)],
-            "saved": nic_baseline.save_baseline(snapshot, root) if save else None,
-            "warnings": snapshot.get("warnings", [])}
+            "saved": None, "warnings": snapshot.get("warnings", [])}
+    if save or keep:
+        slid = nic_baseline.slide(window, snapshot)
+        try:
+            data["saved"] = nic_baseline.save_window(slid, root) if slid is not None else None
+        except RocetuneError as exc:
+            if save:
+                raise
+            data["warnings"] = data["warnings"] + [f"the counter window was not kept: {exc.message}"]
     return [r.to_finding() for r in results], data
 
 

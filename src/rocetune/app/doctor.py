@@ -31,9 +31,12 @@ class DoctorRequest(FrozenRecord):
     push_as: Optional[str]  # NODE (default: the short host name)
     nfd_features: Optional[str]  # write node-feature-discovery's feature file here
     nfd_expiry: float  # seconds the feature file's labels hold
+    repaired: Optional[str]  # mark the node repaired now, for this reason: earlier events stop counting
+    keep_window: bool  # keep the counters' window current; a failure to is said, not raised (the gate)
+    force: bool  # --write-expect on a node that fails: write, and name what was left out
     _fields = ("plan", "features_path", "nccl_version", "nccl_log", "counters", "save_baseline", "config_path",
                "skips", "since", "write_expect", "metrics", "ras", "ras_addr", "ras_interval", "push", "push_as",
-               "nfd_features", "nfd_expiry")
+               "nfd_features", "nfd_expiry", "repaired", "keep_window", "force")
 
     def __init__(self, plan: PlanRequest, features_path: Optional[str] = None, nccl_version: Optional[str] = None,
                  nccl_log: Optional[str] = None, counters: bool = True, save_baseline: bool = False,
@@ -41,9 +44,11 @@ class DoctorRequest(FrozenRecord):
                  write_expect: Optional[str] = None, metrics: Optional[str] = None, ras: Tuple[str, ...] = (),
                  ras_addr: Optional[str] = None, ras_interval: float = 10.0, push: Optional[str] = None,
                  push_as: Optional[str] = None, nfd_features: Optional[str] = None,
-                 nfd_expiry: float = 900.0) -> None:
+                 nfd_expiry: float = 900.0, repaired: Optional[str] = None, keep_window: bool = False,
+                 force: bool = False) -> None:
         self._set(plan, features_path, nccl_version, nccl_log, counters, save_baseline, config_path, skips,
-                  since, write_expect, metrics, ras, ras_addr, ras_interval, push, push_as, nfd_features, nfd_expiry)
+                  since, write_expect, metrics, ras, ras_addr, ras_interval, push, push_as, nfd_features, nfd_expiry,
+                  repaired, keep_window, force)
 
 
 class Doctored(Record):
@@ -85,9 +90,16 @@ class Doctored(Record):
 
         data = self.data
         used = (data.get("nccl_log") or {}).get("used") or []
-        expect_file, metrics_file = (data.get("expect") or {}).get("written"), data.get("metrics")
+        expect = data.get("expect") or {}
+        expect_file, metrics_file = expect.get("written"), data.get("metrics")
         written = [f"expectations written to {expect_file}"] if expect_file else []
+        written += [f"expectations not written: {expect['refused']}"] if expect.get("refused") else []
+        written += [f"  left out: {m}" for m in expect.get("left_out") or []] if expect_file or \
+            expect.get("refused") else []
         written += [f"metrics written to {metrics_file}"] if metrics_file else []
+        mark = data.get("repaired")
+        written += [f"repair marked at {mark['taken_at']['wall']} in {mark['file']}: earlier kernel-log events and "
+                    "counter readings no longer count"] if mark else []
         return "".join(line + "\n" for line in used) + ("\n" if used else "") + \
             report.text(self.findings, self.host, verbose, data["check_config"]["rules"]) + \
             "".join(line + "\n" for line in written)
@@ -104,16 +116,30 @@ def doctor(request: DoctorRequest) -> Doctored:
         raise RocetuneError(f"--nfd-expiry {request.nfd_expiry:g}: give 60 to 604800 seconds", code=ExitCode.USAGE)
     root = request.plan.root
     config = check_config(root, request.config_path, request.skips)
+    mark = None
+    if request.repaired:
+        from ..doctor.repair import write_mark
+
+        mark = write_mark(root or "/", request.repaired)
     features = planned_features(root, request.features_path, request.nccl_version, request.config_path)
     found, data = doctor_checks(features, request.plan, nccl_log=request.nccl_log, counters=request.counters,
-                               save_baseline=request.save_baseline, config=config, since=request.since)
+                               save_baseline=request.save_baseline, config=config, since=request.since,
+                               keep_window=request.keep_window)
     if request.ras or request.ras_addr:
         found = found + _ras(request, data, config, ((features.get("kernel") or {}).get("nccl") or {}).get("version"))
     findings = report.ordered(found)
     host = features["host"].get("hostname") or root
     if request.write_expect:
-        data["expect"]["written"] = _write_expect(request.write_expect, data["expect"]["facts"], host)
+        data["expect"].update(_write_expect(request.write_expect, data["expect"]["facts"], host, findings,
+                                            request.force))
+    from ..doctor.causes import cause, faults
+
     data.update(findings=[f.to_dict() for f in findings], features=features)
+    data["faults"] = [{"id": root.id, "subject": root.subject, "severity": root.severity, "cause": cause(root.id),
+                       "related": [{"id": f.id, "subject": f.subject} for f in related]}
+                      for root, related in faults(findings)]
+    if mark is not None:
+        data["repaired"] = mark
     code = report.exit_code(findings)
     if request.metrics:
         data["metrics"] = _write_metrics(request.metrics, findings, data, int(code))
@@ -221,21 +247,37 @@ def _ras(request: DoctorRequest, data: Dict[str, Any], config, plan_nccl: Option
     return applied.findings
 
 
-def _write_expect(path: str, facts: dict, host: str) -> str:
-    """This node's expectations document, written atomically to `path`."""
+def _write_expect(path: str, facts: dict, host: str, findings: List[Finding], force: bool) -> Dict[str, Any]:
+    """This node's expectations document, written atomically to `path` -- refused on a node that
+    fails (an expectation written from it would hold every node to the fault), unless `force`:
+    then written, with what it leaves out named in its header and in the result.
+    -> {"written": path or None, "left_out": [...], "refused": why or None}."""
     from .. import __version__
     from ..fsutil import atomic_write
-    from ..model.expect import NodeFacts, document_of, dump
+    from ..model.expect import NodeFacts, document_of, dump, left_out
 
-    text = dump(document_of(NodeFacts.from_dict(facts)), [
-        f"rocetune {__version__} expectations, written by `rocetune doctor --write-expect` on {host}.",
-        "Every field is optional: delete one to stop checking it (docs/expect.md)."])
+    node = NodeFacts.from_dict(facts)
+    doc = document_of(node)
+    missing = left_out(node, doc)
+    failures = sorted({f.id for f in findings if f.severity == "error"})
+    if failures and not force:
+        return {"written": None, "left_out": missing,
+                "refused": f"this node fails ({', '.join(failures)}): an expectation written from it would hold "
+                           "every node to its faults; fix it, or write with --force and edit what is left out"}
+    header = [f"rocetune {__version__} expectations, written by `rocetune doctor --write-expect` on {host}.",
+              "Every field is optional: delete one to stop checking it (docs/expect.md).",
+              "Versions are series (6.8.*): a new build of the same series is the same; link speed, PCIe link "
+              "and GPUDirect are minimums."]
+    if failures:
+        header.append(f"Written with --force from a node that fails ({', '.join(failures)}).")
+    header += [f"Left out: {m}." for m in missing]
+    text = dump(doc, header)
     try:
         atomic_write(path, text, mode=0o644)
     except OSError as exc:
         raise RocetuneError(f"--write-expect {path}: cannot write: {exc.strerror or exc}",
                             code=ExitCode.OUTPUT) from None
-    return os.path.abspath(path)
+    return {"written": os.path.abspath(path), "left_out": missing, "refused": None}
 
 
 def _write_metrics(path: str, findings, data: dict, code: int) -> str:
@@ -323,13 +365,16 @@ def _gate_run(request: GateRequest, node: str) -> dict:
     budget = timeout - (min(judge.SLURM_RESERVE, timeout / 4) if talks_to_slurm else 0.0)
 
     push, nfd = request.doctor.push, request.doctor.nfd_features
-    checks = request.doctor.replace(push=None, nfd_features=None)  # the gate keeps those itself, whatever happened
+    # the gate keeps the pushed result and the feature file itself, whatever happened; every health
+    # check slides the counters' window
+    checks = request.doctor.replace(push=None, nfd_features=None, keep_window=request.doctor.counters)
 
     def work() -> dict:
         done = doctor(checks)
         return {"host": done.host, "findings": [f.to_dict() for f in done.findings],
                 "skipped": [f["id"] for f in done.data.get("skipped") or []],
-                "result": done.json_data(0) if push or nfd else None}
+                "result": done.json_data(0) if push or nfd else None,
+                "expectations": (done.data.get("expect") or {}).get("verdict")}
 
     done = deadline.run(work, budget)
     doc["checks_s"] = round(done.elapsed, 3)
@@ -341,6 +386,7 @@ def _gate_run(request: GateRequest, node: str) -> dict:
         findings = [_finding(d) for d in done.value["findings"]]
         outcome = judge.judge(findings, request.drain_on_warnings)
         doc["findings"], doc["skipped"] = done.value["findings"], done.value["skipped"]
+        doc["expectations"] = done.value["expectations"]
     doc["outcome"] = outcome
     if push:
         result = done.value["result"] if outcome.status not in (judge.TIMEOUT, judge.TOOL_ERROR) else None
@@ -389,11 +435,14 @@ def _gated(doc: dict) -> Gated:
     code = judge.exit_code(doc["mode"], outcome)
     if note and outcome.status in (judge.HEALTHY, judge.WARNINGS) and doc["mode"] == "health-check":
         code = int(ExitCode.INTERNAL)  # a node that should be resumed and is not: slurmd logs it
-    text = judge.line(doc["mode"], doc["node"], outcome, action, note, doc.get("skipped") or ())
+    # A verdict reached without expectations says so: the node is held to nothing declared.
+    tags = ("no expectations",) if doc.get("expectations") == "none" else ()
+    text = judge.line(doc["mode"], doc["node"], outcome, action, note, doc.get("skipped") or (), tags)
     _syslog(outcome, action, note, text)
     data = {"gate": {"mode": doc["mode"], "node": doc["node"], "status": outcome.status, "reason": outcome.reason,
                      "exit_code": code, "timeout_s": doc.get("timeout_s"), "checks_s": doc.get("checks_s"),
                      "action": {"kind": action.kind, "why": action.why} if action else None,
+                     "expectations": doc.get("expectations"),
                      "was": doc.get("was"), "note": note or None, "skipped": doc.get("skipped") or [],
                      "line": text, "pushed": doc.get("pushed"), "push_error": doc.get("push_error"),
                      "nfd_features": doc.get("nfd_features"), "nfd_error": doc.get("nfd_error")},

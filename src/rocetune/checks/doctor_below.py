@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from .registry import Check, declare
 
-KERNEL_LOG = ("The kernel log since boot (or `doctor --since`): `dmesg --kernel --json` (/dev/kmsg, each "
-              "record whole), else `dmesg --kernel`, else `journalctl -k -b` (its last 50,000 lines), read as "
-              "records: a record's further lines never count as records of their own. Events are kept per "
-              "class (kind, device, what happened) with the first, the last and a count, so a flood of one "
-              "class cannot push another out.")
+KERNEL_LOG = ("The kernel log of the last 24 hours, after the operator's repair mark (`doctor --repaired`), or "
+              "from `doctor --since` on (docs/gate.md): `dmesg --kernel --json` (/dev/kmsg, each record whole), "
+              "else `dmesg --kernel`, else `journalctl -k -b` (its last 50,000 lines), read as records: a "
+              "record's further lines never count as records of their own. Events are kept per class (kind, "
+              "device, what happened) with the first, the last and a count, so a flood of one class cannot "
+              "push another out.")
 
 
 def _declare(check_id: str, severity: str, *, title: str, checks: str, reads: str, why: str, fix: str,
@@ -93,6 +94,15 @@ _declare("doctor-kernel-gpu-xid", "warning", also=("error", "info"),
          fix="look the Xid up in NVIDIA's Xid catalog; reset the GPU or drain the node as it says",
          source="NVIDIA GPU Deployment and Management Documentation, Xid Errors")
 
+_declare("doctor-gpu-lost", "error",
+         title="nvidia-smi cannot reach a GPU",
+         checks="nvidia-smi reached every GPU: no `Unable to determine the device handle for GPU ...` line.",
+         reads="`nvidia-smi --query-gpu=index,pci.bus_id,name --format=csv,noheader`, its output and errors.",
+         why="A GPU that fell off the bus is seen there whether or not the driver logged an Xid for it (the log "
+             "may have rotated, or the kernel-log window passed): a job placed on it fails at once.",
+         fix="reset the GPU (`nvidia-smi -r -i BDF`) where nothing uses it, else reboot; reseat it if it recurs",
+         source="nvidia-smi's message for a GPU it cannot get a handle to (Unknown Error; GPU is lost. Reboot "
+                "the system to recover this GPU), as users report it on NVIDIA/open-gpu-kernel-modules#387")
 
 # --- NIC firmware read back -------------------------------------------------------------------------
 FIRMWARE = ("The Features' `nic_firmware` section: `mlxconfig -d BDF -e q` (or `mstconfig`) of the first "

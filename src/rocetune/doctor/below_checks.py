@@ -63,7 +63,10 @@ def _where(e: dict) -> str:
 
 
 def _window(d: DoctorInput) -> str:
+    """How the findings name the window the events were judged in (doctor/kernel_log.py)."""
     log = d.readings.get("kernel_log") or {}
+    if log.get("within"):
+        return str(log["within"])
     since = log.get("since") or "boot"
     return "since boot" if since == "boot" else f"since {since}"
 
@@ -249,6 +252,17 @@ def _node_gpus(d: DoctorInput) -> Set[str]:
     return out
 
 
+@check("doctor-gpu-lost")
+def gpu_lost(d: DoctorInput) -> List[Finding]:
+    out = []
+    for lost in d.readings.get("gpu_lost") or []:
+        bdf = lost["bus_id"]
+        out.append(_finding("doctor-gpu-lost", "error", bdf,
+                            f"GPU {bdf}: nvidia-smi cannot reach it ({lost['why']}): it fell off the bus or the "
+                            "driver lost it; a job on it fails", {"nvidia-smi": lost}))
+    return out
+
+
 # --- NIC firmware read back -------------------------------------------------------------------------
 def _fw_cards(d: DoctorInput) -> Dict[str, Set[int]]:
     """First function of each compute card -> the port numbers (1 = function .0) the job uses."""
@@ -428,6 +442,21 @@ def _speed(name: str) -> Optional[float]:
     return speed_gbps(name.split("_")[0])
 
 
+def _lanes(text: Optional[str]) -> Optional[int]:
+    """The lanes a width (`2x`, `4X`) or a speed name (`200G_2X`) says; None where it says none."""
+    import re
+
+    m = re.search(r"(?:^|_)(\d+)\s*[xX]$", (text or "").strip())
+    return int(m.group(1)) if m else None
+
+
+def _fits(name: str, lanes: Optional[int]) -> bool:
+    """Whether a speed the port lists is one a link of `lanes` lanes can run: `400G_4X` is not
+    for a 2-lane link. A name without lanes, or a link whose lanes are unknown, fits."""
+    need = _lanes(name)
+    return lanes is None or need is None or need <= lanes
+
+
 @check("doctor-phy-unread")
 def phy_unread(d: DoctorInput) -> List[Finding]:
     out = []
@@ -451,8 +480,9 @@ def phy_speed(d: DoctorInput) -> List[Finding]:
             continue
         if ours:
             speeds[name] = now
-        enabled = {s for s in (_speed(x) for x in link.get("enabled_speeds") or []) if s}
-        cable = {s for s in (_speed(x) for x in link.get("cable_speeds") or []) if s}
+        lanes = _lanes(link.get("width")) or _lanes(link.get("speed"))
+        enabled = {s for s in (_speed(x) for x in link.get("enabled_speeds") or [] if _fits(x, lanes)) if s}
+        cable = {s for s in (_speed(x) for x in link.get("cable_speeds") or [] if _fits(x, lanes)) if s}
         both = (enabled & cable) if enabled and cable else set()
         if both and now < max(both):
             out.append(_finding("doctor-phy-speed", "warning" if ours else "info", name,
@@ -541,10 +571,14 @@ def phy_module(d: DoctorInput) -> List[Finding]:
         if mod.get("alarms"):
             said.append(", ".join(mod["alarms"]) + " on")
         temp, trange = mod.get("temperature_c"), mod.get("temperature_range")
+        if trange and trange[0] == trange[1] == 0:
+            temp, trange = None, None  # `0 [0..0]`: no sensor (a passive copper cable), unknown
         hot = trange[1] if trange else MODULE_HOT_C
         if temp is not None and temp >= hot:
             said.append(f"{temp:g} C (its high range {hot:g} C)" if trange else f"{temp:g} C (>= {hot:g} C)")
         rx, rrange = mod.get("rx_power_dbm") or [], mod.get("rx_power_range")
+        if rrange and rrange[0] == rrange[1]:
+            rrange = None  # no alarm range reported (`[0..0]`): unknown, not a low power
         if rrange and any(v < rrange[0] for v in rx):
             said.append("receive power " + ",".join(f"{v:g}" for v in rx) + f" dBm below {rrange[0]:g} dBm")
         if said:
@@ -607,21 +641,46 @@ def nvlink_service(d: DoctorInput) -> List[Finding]:
 
 @check("doctor-nvlink-links")
 def nvlink_links(d: DoctorInput) -> List[Finding]:
+    """Active NVLinks per GPU against what `nvidia-smi topo -m` says the GPU has (NV# to its
+    peers: their sum on a bridged or meshed board, at most the slots listed on an NVSwitch board,
+    where every pair shows all of them). `nvidia-smi nvlink -s` lists every slot of the GPU's
+    design, populated or not: an inactive slot beyond the topology's count is no fault. Without
+    the topology, GPUs are held to each other: fewer active links than the best one is a fault,
+    slots inactive on every GPU alike are not populated."""
     sec = _nvlink(d)
     if not sec or not sec.get("links"):
         return []
     active = {g: sum(1 for v in x["links"].values() if v != "inactive") for g, x in sec["links"].items()}
     if not any(active.values()):
         return []
+    expected = _nvlink_expected(d, sec)
     most = max(active.values())
     out = []
     for g, x in sorted(sec["links"].items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
         down = sorted((k for k, v in x["links"].items() if v == "inactive"), key=int)
-        if down or active[g] < most:
+        want = expected.get(g)
+        short = active[g] < want if want is not None else active[g] < most
+        if short:
+            than = (f"`nvidia-smi topo -m` gives it {want}" if want is not None
+                    else f"the node's other GPUs up to {most}")
             out.append(_finding("doctor-nvlink-links", "warning", f"GPU{g}",
-                                f"GPU {g} ({x.get('name')}): {active[g]} active NVLink(s), the node's other GPUs "
-                                f"up to {most}" + (f"; inactive: link {', '.join(down)}" if down else ""),
-                                {"nvidia-smi nvlink -s": x["links"]}))
+                                f"GPU {g} ({x.get('name')}): {active[g]} active NVLink(s), {than}"
+                                + (f"; inactive: link {', '.join(down)}" if down else ""),
+                                {"nvidia-smi nvlink -s": x["links"], "expected": want}))
+    return out
+
+
+def _nvlink_expected(d: DoctorInput, sec: dict) -> Dict[str, int]:
+    """GPU index -> the NVLinks `nvidia-smi topo -m` shows it has (absent where it shows none)."""
+    out: Dict[str, int] = {}
+    for gpu in d.features.get("gpus") or []:
+        peers = [n for n in (gpu.get("nvlink") or {}).values() if isinstance(n, int) and n > 0]
+        if not peers:
+            continue
+        slots = len(((sec.get("links") or {}).get(str(gpu.get("index"))) or {}).get("links") or {})
+        total = sum(peers)
+        # every pair showing the same count a GPU's slots hold: the links go to NVSwitches
+        out[str(gpu.get("index"))] = min(total, slots) if slots else total
     return out
 
 

@@ -400,12 +400,16 @@ def module_not_loaded(d: DoctorInput) -> List[Finding]:
 def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding:
     """The one info finding that says what the expectations leave unchecked (or that there are
     none: said on doctor's summary line too)."""
-    from ..model.expect import DEFAULT_PATH, unset_fields
+    from ..model.expect import DEFAULT_PATH, declares_nothing, unset_fields
 
     if expected is None:
         return _finding("expect-unchecked", "info", "expectations",
                         f"not checked: no expectations ({DEFAULT_PATH} under the root, or --expect FILE): "
                         "the node is held to nothing declared", {"not_checked": "expectations (none declared)"})
+    if declares_nothing(expected):
+        return _finding("expect-unchecked", "info", "expectations",
+                        f"not checked: {source or 'the expectations'} declares no field: no expectations, the node "
+                        "is held to nothing declared", {"not_checked": "expectations (the document is empty)"})
     fields = unset_fields(expected)
     where = source or "the expectations"
     if not fields:

@@ -32,7 +32,8 @@ NCCL_CONF = "/etc/nccl.conf"  # read by NCCL itself in every process, below the 
 ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", NCCL_CONF)}
 
 
-def read(ctx: ProbeContext, features: dict, since: Optional[str] = None, env_files: Sequence[str] = ()) -> dict:
+def read(ctx: ProbeContext, features: dict, since: Optional[str] = None, env_files: Sequence[str] = (),
+         mark: Optional[dict] = None) -> dict:
     from . import kernel_log
 
     netdevs = sorted({p["netdev"] for d in features["rdma"]["devices"] for p in d["ports"]
@@ -47,7 +48,8 @@ def read(ctx: ProbeContext, features: dict, since: Optional[str] = None, env_fil
         "units": units(ctx),
         "env_refused": env_refused(ctx),
         "modules_load": modules_load(ctx),
-        "kernel_log": kernel_log.read(ctx, since),
+        "kernel_log": kernel_log.read(ctx, since, mark=mark),
+        "gpu_lost": gpu_lost(ctx),
         "pcie_p2p": pcie_p2p(ctx),
         "warnings": ctx.status.warnings,
     }
@@ -61,6 +63,19 @@ def deployed_env(ctx: ProbeContext, extra: Sequence[str] = ()) -> List[dict]:
     by_path = {path: fmt for fmt, path in ENV_FILES.items()}
     return [{"path": path, "format": by_path.get(path, "auto"), "text": ctx.text(path),
              "read_by": "nccl" if path == NCCL_CONF else "job"} for path in paths]
+
+
+def gpu_lost(ctx: ProbeContext) -> Optional[List[dict]]:
+    """The GPUs nvidia-smi says it cannot reach (`Unable to determine the device handle for GPU
+    ...`): a GPU that fell off the bus, whether or not the driver logged an Xid for it. None
+    where nvidia-smi is not there."""
+    from ..probe.parsers.nvsmi_query import lost_gpus
+    from ..probe.sources.gpu import QUERY_ARGV
+
+    result = ctx.runner.run(QUERY_ARGV)
+    if not result.found:
+        return None
+    return lost_gpus(f"{result.stdout or ''}\n{result.stderr or ''}")
 
 
 def memlock(ctx: ProbeContext) -> dict:

@@ -46,6 +46,7 @@ class HostResult:
     warnings: List[str] = field(default_factory=list)
     fleet_facts: Optional[Dict[str, Any]] = None  # the Features' facts (fleet.facts), once known
     expect_facts: Optional[dict] = None  # doctor's data.expect.facts (model.expect.NodeFacts), raw
+    named: Optional[str] = None  # the host the result itself names (its `host`, doctor's or the Features')
 
     @property
     def ok(self) -> bool:
@@ -149,6 +150,7 @@ def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
     named = doc.get("host")
     if isinstance(named, str) and named and named != host:
         res.warnings.append(f"{host}.json names host {named!r}; reported as {host}")
+    res.named = named if isinstance(named, str) and named else None
     if doc.get("error") is not None:
         res.error = "gather failed: " + (_text(doc["error"]) or "(no reason given)")
         return res
@@ -176,6 +178,8 @@ def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
     if isinstance(expect, dict) and isinstance(expect.get("facts"), dict):
         res.expect_facts = expect["facts"]
     features = (probe or {}).get("features") or (doctor or {}).get("features")
+    if res.named is None:
+        res.named = _named_inside(doctor, features)
     carried = (doctor or {}).get("fleet_facts") if not (probe or {}).get("features") else None
     if carried is not None and (not need_features or features is None):
         from .facts import from_json
@@ -196,6 +200,33 @@ def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
         return res
     res.features = features
     return res
+
+
+def _named_inside(doctor: Optional[dict], features: Any) -> Optional[str]:
+    """The host name a doctor or probe run recorded: doctor's summary, else the Features'."""
+    summary = (doctor or {}).get("summary")
+    name = summary.get("host") if isinstance(summary, dict) else None
+    if not name and isinstance(features, dict) and isinstance(features.get("host"), dict):
+        name = features["host"].get("hostname")
+    return str(name)[:253] if isinstance(name, str) and name else None
+
+
+def short_name(name: str) -> str:
+    return name.split(".")[0].lower() if not name.replace(".", "").isdigit() else name
+
+
+def copies(results: List[HostResult]) -> None:
+    """Mark as failed each result that is another host's: it names a host (inside it) that another
+    file is named after, not its own file's host. Such a file would otherwise vote as a healthy
+    host (`cp gpu01.json gpu09.json`). A name inside that no file has (an inventory alias beside
+    the host name) is left as it is."""
+    files = {short_name(r.host) for r in results}
+    for r in results:
+        if not r.ok or not r.named or short_name(r.named) == short_name(r.host):
+            continue
+        if short_name(r.named) in files:
+            r.error = (f"{r.host}.json holds the result of host {r.named!r}, not of {r.host} (a copy or a "
+                       "misnamed file): not compared")
 
 
 def _from_envelope(doc: dict) -> Any:

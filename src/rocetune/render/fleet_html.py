@@ -110,7 +110,7 @@ def report_html(report: Report, title: str = "rocetune fleet report") -> str:
     if report.clean:
         out.append(f'<p><span class="verdict verdict-pass">PASS</span> all {n} host(s) agree'
                    + (f" and meet the manifest's {report.manifest_checks} check(s)" if report.manifest_checks else "")
-                   + ".</p>")
+                   + (f", sharing {len(report.shared)} warning(s)" if report.shared else "") + ".</p>")
     else:
         out.append(f'<p><span class="verdict verdict-fail">FAIL</span> {len(look)} of {n} host(s) need a look: '
                    f"{len(failed)} failed, {len(differing)} differ.</p>")
@@ -135,6 +135,12 @@ def report_html(report: Report, title: str = "rocetune fleet report") -> str:
                              f"{' &mdash; ' + _e(why) if why else ''}{detail}")
             rows.append(f'<tr><td class="host">{_e(host)}</td><td class="odd">{"<br>".join(items)}</td></tr>')
         out += _fold_rows(rows, "hosts that differ")
+    if report.shared:  # agreed on, and still warnings
+        out += ["<h2>Warnings every host shares</h2>", "<table>", "<tr><th>warning</th><th>what doctor said</th></tr>"]
+        for r in report.shared:
+            detail = next((c.fact.detail for c in r.cells.values() if c.fact.detail), "") or ""
+            out.append(f'<tr><td class="odd">{_e(r.label)}</td><td>{_e(detail)}</td></tr>')
+        out.append("</table>")
     drifting = [r for r in report.rows if r.drift]
     if drifting:
         out += ["<h2>Facts that differ</h2>", '<table class="facts">', '<col class="fact"><col class="ref"><col>',

@@ -33,12 +33,16 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ras-interval", metavar="S", type=float, default=10.0,
                    help="with --ras-addr: seconds between the two polls (default 10)")
     p.add_argument("--save-baseline", action="store_true",
-                   help="save this reading of the NIC counters as the baseline the next run judges "
-                        "rates against (/var/lib/rocetune/counters.json under --root)")
+                   help="keep this reading of the NIC counters in the window later runs judge rates "
+                        "over (the last hour; /var/lib/rocetune/counters.json under --root; --gate "
+                        "always does)")
     p.add_argument("--no-counters", action="store_true", help="leave the NIC counters out")
     p.add_argument("--since", metavar="TIME", type=_since,
-                   help="read the kernel log from TIME on (journalctl/dmesg syntax: '-2h', '2026-11-27 10:00'); "
-                        "default: since boot")
+                   help="judge the kernel log from TIME on (journalctl/dmesg syntax: '-2h', '2026-11-27 10:00'); "
+                        "default: the last 24 hours (docs/gate.md)")
+    p.add_argument("--repaired", metavar="REASON",
+                   help="mark the node repaired now (after mlxfwreset, a reseated cable, a GPU reset): kernel-log "
+                        "events and NIC counter readings from before stop counting (docs/gate.md)")
     p.add_argument("--skip", metavar="ID=REASON", action="append", default=[],
                    help="do not grade check ID on this run, for REASON (repeatable; shown in the "
                         "report); /etc/rocetune/doctor.yml keeps such rules on the node")
@@ -63,7 +67,10 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-expect", metavar="FILE",
                    help="write this node's expectations document to FILE (run it on a known-good "
                         "node; docs/expect.md): its GPUs, rails, GPUDirect, versions, QoS plan, "
-                        "traffic class")
+                        "traffic class; refused on a node that fails unless --force")
+    p.add_argument("--force", action="store_true",
+                   help="with --write-expect: write from a node that fails, leaving out (and naming) the "
+                        "fields its failures touch")
     options.add_plan_arguments(p)
     _register_gate(p)
 
@@ -102,6 +109,10 @@ def run(args: argparse.Namespace) -> Result:
 
     if args.gate:
         return _gate(args)
+    if args.force and not args.write_expect:
+        from ...errors import ExitCode, RocetuneError
+
+        raise RocetuneError("--force goes with --write-expect", code=ExitCode.USAGE)
     for flag, value in (("--timeout", args.timeout), ("--node", args.node), ("--scontrol", args.scontrol),
                         ("--drain-on-warnings", args.drain_on_warnings), ("--no-drain", args.no_drain)):
         if value:
@@ -120,7 +131,8 @@ def _request(args: argparse.Namespace):
                          getattr(args, "nccl_version", None), args.nccl_log, not args.no_counters,
                          args.save_baseline, args.doctor_config, tuple(args.skip), args.since, args.write_expect,
                          args.metrics, tuple(args.ras), args.ras_addr, args.ras_interval, args.push,
-                         args.node if args.gate else None, args.nfd_features, args.nfd_expiry)
+                         args.node if args.gate else None, args.nfd_features, args.nfd_expiry,
+                         repaired=args.repaired, force=args.force)
 
 
 def _gate(args: argparse.Namespace) -> Result:

@@ -18,6 +18,7 @@ EXAMPLE = "rocetune fleet gather --inventory hosts.yml -o fleet/ && rocetune fle
 EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
     0: "every host gathered, tested or alike",
     1: "a host could not be gathered or tested, failed, or differs",
+    5: "report: the hosts agree, and share warnings",
 }
 
 
@@ -189,7 +190,8 @@ def run(args: argparse.Namespace) -> Result:
         human = report_text(done.report, args.verbose)
         human += expect_text(done.expect, args.write_expect) if done.expect else ""
     return Result(command=NAME, data=done.doc, human=human, warnings=done.warnings,
-                  code=ExitCode.OK if done.report.clean else ExitCode.FINDINGS)
+                  code=ExitCode.FINDINGS if not done.report.clean else
+                  ExitCode.WARNINGS if done.report.shared else ExitCode.OK)
 
 
 def _ssh(args: argparse.Namespace):

@@ -113,15 +113,22 @@ def _json_records(text: str) -> Iterator[Tuple[Optional[str], str]]:
         yield time, entry["msg"].split("\n", 1)[0]
 
 
-def classify(text: Any, limit: int = MAX_CLASSES) -> Dict[str, Any]:
-    """{"events": [...], "records": N, "dropped": M}: one event per class in the order each class
-    first occurred, with its `count` and, when it recurred, its `last` time and text; at most
-    `limit` classes. ParseError for a `dmesg --json` document that is not one."""
+def classify(text: Any, limit: int = MAX_CLASSES, start: Optional[float] = None) -> Dict[str, Any]:
+    """{"events": [...], "records": N, "dropped": M, "before": B}: one event per class in the order
+    each class first occurred, with its `count` and, when it recurred, its `last` time and text; at
+    most `limit` classes. With `start` (seconds since boot), a record stamped earlier is left out
+    and counted in `before`; a record without such a stamp is kept. ParseError for a `dmesg --json`
+    document that is not one."""
     classes: Dict[tuple, dict] = {}
     count = 0
     dropped = 0
+    before = 0
     for time, line in records(text):
         count += 1
+        stamp = _stamp(time) if start is not None else None
+        if start is not None and stamp is not None and stamp < start:
+            before += 1
+            continue
         event = _event(time, line)
         if event is None:
             continue
@@ -137,7 +144,16 @@ def classify(text: Any, limit: int = MAX_CLASSES) -> Dict[str, Any]:
             classes[key] = event
         else:
             dropped += 1
-    return {"events": list(classes.values()), "records": count, "dropped": dropped}
+    return {"events": list(classes.values()), "records": count, "dropped": dropped, "before": before}
+
+
+def _stamp(time: Optional[str]) -> Optional[float]:
+    """Seconds since boot of a record's stamp ([  445.937186], dmesg --json's time); None for a
+    wall-clock form."""
+    try:
+        return float(time) if time else None
+    except ValueError:
+        return None
 
 
 def _form(event: dict) -> Optional[str]:
