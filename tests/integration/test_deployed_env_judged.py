@@ -217,7 +217,7 @@ def test_fleet_report_shows_what_jobs_get_with_the_plan_beside(tmp_path):
     assert {h for h, v in fact["values"].items() if v["status"] == "odd"} == {"gpu02"}
     assert fact["values"]["gpu02"]["value"] == "eth0" and fact["values"]["gpu02"]["detail"] == "plan: =bond0"
     text = rocetune("fleet", "report", str(results)).stdout
-    assert re.search(r"gpu02  env NCCL_SOCKET_IFNAME +eth0 +=bond0 on 2 of 3 hosts\n +plan: =bond0\n", text), text
+    assert re.search(r"gpu02  \w+ jobs +env NCCL_SOCKET_IFNAME +eth0 +=bond0 on 2 of 3 hosts\n +plan: =bond0\n", text), text
 
 
 def test_cross_nic_over_rails_measured_apart_fails(tmp_path):

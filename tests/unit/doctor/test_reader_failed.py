@@ -68,7 +68,7 @@ def test_a_kernel_log_reader_that_crashes_is_said(tmp_path, monkeypatch):
     from rocetune.hostfs.root import HostRoot
     from tests.unit.treekit import make
 
-    def broken(text, limit=0):
+    def broken(text, limit=0, start=None):
         raise IndexError("a reader bug")
 
     monkeypatch.setattr(kernel_log, "classify", broken)
