@@ -187,10 +187,23 @@ _host_side("switch-host-dscp-mismatch", "error",
            fix="map the DSCP to the same priority on both ends (the plan's data and CNP classes)")
 _host_side("switch-host-dcqcn-mismatch", "warning",
            title="The switch marks ECN for RoCE, but the hosts' NICs do not react to it",
-           checks="Where the fleet results hold a doctor run: no fabric NIC has DCQCN off for the plan's data priority "
-                  "(doctor-ecn-off, mlx5 /sys/class/net/IF/ecn/roce_np and roce_rp) while the switch marks ECN on the "
-                  "queue that priority leaves by. Results without a doctor run are said in a warning.",
+           checks="No fabric NIC has DCQCN off for the plan's data priority while the switch marks ECN on the queue "
+                  "that priority leaves by: read from the probe's qos.dcqcn (mlx5 /sys/class/net/IF/ecn/roce_np and "
+                  "roce_rp enable/N, MLNX_OFED and DOCA-OFED drivers) and from the doctor run's doctor-ecn-off where "
+                  "the fleet results hold one. Results with neither are said in a warning.",
            why="DCQCN is the two ends of one loop: the switch marks CE, the receiving NIC returns CNPs (notification "
                "point) and the sending NIC cuts its rate (reaction point). With either end off the marks slow no "
                "sender, queues fill to the PFC threshold and pauses spread through the fabric.",
            fix="enable DCQCN for the data priority on the NICs (the roce_qos role: roce_qos_dcqcn: true)")
+_host_side("switch-host-cnp-mismatch", "warning",
+           title="The hosts' NICs send CNPs in a class other than the switch's CNP class",
+           checks="The DSCP each fabric NIC sends its CNPs with (mlx5 /sys/class/net/IF/ecn/roce_np/cnp_dscp; "
+                  "cnp_802p_prio where the switch ports trust the VLAN priority), as the probe read it (qos.dcqcn), "
+                  "leaves the switch by the queue of the plan's CNP class (DSCP 48, priority 6 by default). "
+                  "A NIC whose driver has no ecn tree (the inbox mlx5) is not compared.",
+           why="DCQCN's rate cut is only as fast as its CNPs: in the data queue they wait behind the congestion "
+               "they report (and are dropped with it where the queue is lossy), so senders slow late and PFC "
+               "pauses take over. ConnectX firmware sends CNPs with DSCP 48 and priority 6 unless told otherwise "
+               "(CNP_DSCP, CNP_802P_PRIO in mlxconfig), which need not be the plan's CNP class.",
+           fix="apply the plan on the hosts (the roce_qos role writes the plan's CNP DSCP and priority to "
+               "ecn/roce_np/cnp_dscp and cnp_802p_prio), or map the NICs' CNP DSCP to the CNP class on the switch")
