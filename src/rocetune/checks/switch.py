@@ -126,6 +126,19 @@ _switch("switch-pfc-watchdog-off", "warning", also=("info",),
             "action takes the whole link down, every class of the GPU with it.",
         fix="enable the PFC watchdog with action drop on the lossless ports (`rocetune qos render` writes it)",
         source=_SOURCE_WATCHDOG)
+_switch("switch-pfc-watchdog-mismatch", "warning", also=("info",),
+        note="info when the output states neither the watchdog's action nor its times",
+        title="The switch's PFC watchdog does not act as the plan's pfc_watchdog says",
+        checks="Where the plan states `pfc_watchdog`: on every lossless port whose watchdog is on, its action (drop, "
+               "forward) and its detection and restoration times in milliseconds are the plan's, as far as the output "
+               "states them (SONiC PFC_WD action, detection_time, restoration_time; EOS `priority-flow-control pause "
+               "watchdog action`, `default timeout`, `default recovery-time`).",
+        why="The detection time is how long a storm is let to spread pauses through the fabric before the queue is "
+            "freed; the action decides whether the stuck queue's RoCE traffic is dropped or sent without PFC; the "
+            "restoration time how soon PFC comes back. A switch left at other values is not the fabric the plan "
+            "describes.",
+        fix="render the switch from the plan (`rocetune qos render` writes the plan's pfc_watchdog on SONiC and EOS)",
+        source=_SOURCE_WATCHDOG)
 _switch("switch-cable-length", "warning", also=("error", "info"),
         note="error for a 0m cable on SONiC (no lossless PG at all); info when the output does not state the length "
              "and the plan does",

@@ -55,6 +55,7 @@ def _group(intent: SwitchIntent, g: SwitchReading, switch: SwitchQos) -> List[Fi
     out += _buffers(intent, g, subject, ev, word)
     out += _ecn(intent, g, subject, ev, word)
     out += _watchdog(intent, g, subject, ev)
+    out += _watchdog_settings(intent, g, subject, ev)
     out += _cable(intent, g, subject, ev)
     cnp_queue = g.queue_of(intent.cnp.priority)
     q = g.queues.get(cnp_queue)
@@ -240,6 +241,30 @@ def _watchdog(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[
                         "where dropping on the stuck queue would keep the other classes up" + note,
                         evidence=dict(ev, action=g.watchdog_action))]
     return []
+
+
+@emits("switch-pfc-watchdog-mismatch")
+def _watchdog_settings(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
+    """Where the plan states pfc_watchdog: the running watchdog's action and times are the plan's,
+    as far as the output states them (a time the output does not state is not compared)."""
+    w = intent.watchdog
+    if w is None or not g.watchdog or not [p for p in intent.lossless if g.pfc is not None and p in g.pfc]:
+        return []
+    read = {"action": g.watchdog_action, "detection_time": g.watchdog_detection_ms,
+            "restoration_time": g.watchdog_restoration_ms}
+    if all(v is None for v in read.values()):
+        return [finding("switch-pfc-watchdog-mismatch", subject,
+                        "not checked: the output states neither the PFC watchdog's action nor its times "
+                        "(the plan's pfc_watchdog is not compared)", severity="info", evidence=ev)]
+    unit = {"action": "", "detection_time": " ms", "restoration_time": " ms"}
+    differ = [f"{k} {v}{unit[k]} (plan: {w.to_dict()[k]}{unit[k]})" for k, v in read.items()
+              if v is not None and v != w.to_dict()[k]]
+    if not differ:
+        return []
+    return [finding("switch-pfc-watchdog-mismatch", subject,
+                    "the PFC watchdog is not the plan's: " + "; ".join(differ),
+                    evidence=dict(ev, watchdog={k: v for k, v in read.items() if v is not None},
+                                  plan=w.to_dict()))]
 
 
 @emits("switch-cable-length")
