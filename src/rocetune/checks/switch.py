@@ -154,16 +154,20 @@ _switch("switch-cable-length", "warning", also=("error", "info"),
 
 _switch("switch-lossless-discards", "warning",
         title="The switch discarded RoCE on a port that makes it lossless",
-        checks="Where the output includes the switch's RoCE counters (NVUE `nv show interface IF qos roce counters`, "
-               "saved with the status show), a port with PFC on the plan's data priority discarded no RoCE packet on "
-               "receive (rx-roce-stats no-buffer-discard) or transmit (tx-roce-stats unicast-no-buffer-discard).",
+        checks="Where the switch's counters are given (NVUE `nv show interface IF qos roce counters` saved with the "
+               "status show; SONiC `show queue counters` and `show queue wredcounters` with `--counters FILE`), a port "
+               "with PFC on the plan's data priority discarded no RoCE packet: NVUE's receive and transmit RoCE "
+               "discards (rx-roce-stats no-buffer-discard, tx-roce-stats unicast-no-buffer-discard), SONiC's drops "
+               "and WRED drops on the unicast queue the data priority leaves by. The finding gives the pauses on "
+               "that priority (`show pfc counters`) and the queue's ECN marks beside them.",
         why="Lossless RoCE that is discarded means PFC paused too late or not at all (headroom or cable length too "
             "short, a peer that ignores pauses) or the PFC watchdog dropped a stuck queue; every drop costs the job "
             "a go-back-N retransmit. The counts run since they were last cleared, so an old event shows until then.",
         fix="find the cause (PFC on both ends, headroom, watchdog events), then clear the counters (`nv action clear "
-            "interface IF qos roce counters`) and read them again",
+            "interface IF qos roce counters`; SONiC `sonic-clear queuecounters`, `sonic-clear pfccounters`) and read "
+            "them again",
         source="docs/switch-qos.md; NVIDIA Cumulus Linux 5.16 'RDMA over Converged Ethernet - RoCE' "
-               "(the RoCE counters)")
+               "(the RoCE counters); sonic-utilities scripts/pfcstat and scripts/queuestat (the SONiC shows)")
 
 _READS_HOSTS = ("The switch's QoS output as `qos check FILE` reads it, and each host's NIC QoS as its probe "
                 "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb) "

@@ -336,16 +336,40 @@ def _discards(intent: SwitchIntent, switch: SwitchQos) -> List[Finding]:
             group = switch.groups[0]
         if group is None or not group.pfc or intent.data.priority not in group.pfc:
             continue
-        rx, tx = counts.get("rx_roce_discards", 0), counts.get("tx_roce_discards", 0)
-        if not rx and not tx:
-            continue
-        out.append(finding("switch-lossless-discards", port,
-                           f"{rx} RoCE packets discarded on receive and {tx} on transmit, on a port where priority "
-                           f"{intent.data.priority} is lossless (counts since the counters were last cleared; "
-                           f"pauses received {counts.get('rx_pause', 'not read')}, "
-                           f"sent {counts.get('tx_pause', 'not read')})",
-                           evidence={"source": switch.source, "kind": switch.kind, "counters": dict(counts)}))
+        message = _nvue_discards(intent, counts) or _queue_discards(intent, group, counts)
+        if message:
+            out.append(finding("switch-lossless-discards", port,
+                               message, evidence={"source": switch.source, "kind": switch.kind,
+                                                  "counters": dict(counts)}))
     return out
+
+
+def _nvue_discards(intent: SwitchIntent, counts: Dict[str, int]) -> str:
+    rx, tx = counts.get("rx_roce_discards", 0), counts.get("tx_roce_discards", 0)
+    if not rx and not tx:
+        return ""
+    return (f"{rx} RoCE packets discarded on receive and {tx} on transmit, on a port where priority "
+            f"{intent.data.priority} is lossless (counts since the counters were last cleared; "
+            f"pauses received {counts.get('rx_pause', 'not read')}, sent {counts.get('tx_pause', 'not read')})")
+
+
+def _queue_discards(intent: SwitchIntent, g: SwitchReading, counts: Dict[str, int]) -> str:
+    """SONiC's per-queue counters (rocetune.switchos.sonic_counters): drops on the unicast queue
+    the lossless data priority leaves by, with that priority's pauses and the queue's ECN marks."""
+    prio = intent.data.priority
+    queue = g.queue_of(prio)
+    drops = {k: counts[f"{k}_q{queue}"] for k in ("drop_pkts", "wred_drop_pkts") if f"{k}_q{queue}" in counts}
+    if not any(drops.values()):
+        return ""
+    words = {"drop_pkts": "dropped", "wred_drop_pkts": "WRED-dropped"}
+
+    def read(name: str) -> str:
+        return str(counts[name]) if name in counts else "not read"
+
+    return (f"{' and '.join(f'{v} packets {words[k]}' for k, v in drops.items() if v)} on queue {queue}, which "
+            f"lossless priority {prio} leaves by (counts since the counters were last cleared; PFC pauses on "
+            f"priority {prio} received {read(f'rx_pause_p{prio}')}, sent {read(f'tx_pause_p{prio}')}; ECN-marked "
+            f"on queue {queue} {read(f'ecn_marked_pkts_q{queue}')})")
 
 
 def _list(values) -> str:
