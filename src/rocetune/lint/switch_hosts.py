@@ -111,7 +111,8 @@ def _dcqcn(intent: SwitchIntent, g: SwitchReading, switch: SwitchQos) -> str:
     if q is None or not q.ecn:
         return ""
     return (f"the switch marks ECN on queue {queue} ({switch.priority_word} {intent.data.priority}) but DCQCN is off "
-            f"for priority {intent.data.priority} on the NICs (doctor-ecn-off): the marks slow no sender and "
+            f"for priority {intent.data.priority} on the NICs (mlx5 ecn/roce_np or roce_rp enable/"
+            f"{intent.data.priority}): the marks slow no sender and "
             "congestion is left to PFC pauses")
 
 
