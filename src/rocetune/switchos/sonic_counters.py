@@ -39,7 +39,7 @@ def parse(text: str, source: str) -> Dict[str, Dict[str, int]]:
         spans = _spans(line)
         header = [_cut(lines[i - 1], s) for s in spans]
         rows = []
-        for row in lines[i + 1:]:
+        for row in lines[i + 1 :]:
             if not row.strip() or _RULE.match(row):
                 break
             rows.append([_cut(row, s) for s in spans])
@@ -58,11 +58,11 @@ def _spans(rule: str) -> List[Tuple[int, int]]:
     """Each column's (start, end) from the rule; a column reaches to the next one's start, since
     tabulate right-aligns numbers and a wide value may pass its rule by nothing."""
     runs = [m.span() for m in re.finditer(r"-+", rule)]
-    return [(start, runs[k + 1][0] if k + 1 < len(runs) else 10 ** 6) for k, (start, _) in enumerate(runs)]
+    return [(start, runs[k + 1][0] if k + 1 < len(runs) else 10**6) for k, (start, _) in enumerate(runs)]
 
 
 def _cut(line: str, span: Tuple[int, int]) -> str:
-    return line[span[0]:span[1]].strip()
+    return line[span[0] : span[1]].strip()
 
 
 def _value(text: str) -> Optional[int]:

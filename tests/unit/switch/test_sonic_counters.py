@@ -36,17 +36,24 @@ def test_pfc_counters_are_read_per_port_and_priority_both_ways():
 def test_queue_and_wred_counters_read_unicast_queues_only():
     text = _read("sonic-utilities-show-queue-counters.txt") + _read("sonic-utilities-show-queue-wredcounters.txt")
     c = sonic_counters.parse(text, "t")
-    assert (c["Ethernet0"]["drop_pkts_q3"], c["Ethernet4"]["drop_pkts_q3"], c["Ethernet8"]["drop_pkts_q3"]) == \
-        (19, 48, 63)
+    assert (c["Ethernet0"]["drop_pkts_q3"], c["Ethernet4"]["drop_pkts_q3"], c["Ethernet8"]["drop_pkts_q3"]) == (
+        19,
+        48,
+        63,
+    )
     assert c["Ethernet4"]["ecn_marked_pkts_q3"] == 48 and c["Ethernet8"]["wred_drop_pkts_q9"] == 80
     assert not any(k.endswith(("_q10", "_q20")) for counts in c.values() for k in counts)  # MC10, ALL20: not RoCE's
     assert "drop_pkts_q9" in c["Ethernet0"]
 
 
 def test_n_a_is_unread_and_a_text_without_tables_is_one_line():
-    c = sonic_counters.parse("\n".join(_read("sonic-utilities-show-queue-counters.txt").splitlines()[1:3]
-                                       + ["Ethernet0  ALL20             N/A              N/A          N/A           N/A"]),
-                             "t")
+    c = sonic_counters.parse(
+        "\n".join(
+            _read("sonic-utilities-show-queue-counters.txt").splitlines()[1:3]
+            + ["Ethernet0  ALL20             N/A              N/A          N/A           N/A"]
+        ),
+        "t",
+    )
     assert c == {}
     with pytest.raises(ParseError, match="no table of SONiC counters"):
         sonic_counters.parse("Port  Rx\nnothing here\n", "t")
@@ -67,14 +74,19 @@ def _check(tmp_path, counters_text):
 
 
 def test_drops_on_the_lossless_queue_are_found_per_port_with_pauses_and_ecn_marks(tmp_path):
-    done = _check(tmp_path, _read("sonic-utilities-show-pfc-counters.txt")
-                  + _read("sonic-utilities-show-queue-counters.txt")
-                  + _read("sonic-utilities-show-queue-wredcounters.txt"))
+    done = _check(
+        tmp_path,
+        _read("sonic-utilities-show-pfc-counters.txt")
+        + _read("sonic-utilities-show-queue-counters.txt")
+        + _read("sonic-utilities-show-queue-wredcounters.txt"),
+    )
     found = [f for f in done.findings if f.id == "switch-lossless-discards"]
     assert [(f.subject, f.severity) for f in found] == [(p, "warning") for p in PORTS]
-    assert found[0].message.startswith("19 packets dropped and 52 packets WRED-dropped on queue 3, which lossless "
-                                       "priority 3 leaves by (counts since the counters were last cleared; PFC "
-                                       "pauses on priority 3 received 203, sent 213; ECN-marked on queue 3 19)")
+    assert found[0].message.startswith(
+        "19 packets dropped and 52 packets WRED-dropped on queue 3, which lossless "
+        "priority 3 leaves by (counts since the counters were last cleared; PFC "
+        "pauses on priority 3 received 203, sent 213; ECN-marked on queue 3 19)"
+    )
     assert done.switch.counters["Ethernet0"]["rx_pause_p3"] == 203
 
 
@@ -83,13 +95,13 @@ def test_cleared_counters_are_clean_and_a_planted_drop_names_its_port(tmp_path):
     assert not [f for f in _check(tmp_path, cleared).findings if f.id == "switch-lossless-discards"]
     lines = cleared.splitlines(keepends=True)
     row = next(i for i, line in enumerate(lines) if line.startswith("Ethernet0    UC3 "))
-    lines[row] = lines[row][:-len("0             0\n")] + "7             0\n"   # Drop/pkts 0 -> 7, same width
+    lines[row] = lines[row][: -len("0             0\n")] + "7             0\n"  # Drop/pkts 0 -> 7, same width
     found = [f for f in _check(tmp_path, "".join(lines)).findings if f.id == "switch-lossless-discards"]
     assert [(f.subject, f.message.split(" on queue")[0]) for f in found] == [("Ethernet0", "7 packets dropped")]
     # a drop on a lossy queue is not this check's
     lines = cleared.splitlines(keepends=True)
     row = next(i for i, line in enumerate(lines) if line.startswith("Ethernet0    UC1 "))
-    lines[row] = lines[row][:-len("0             0\n")] + "7             0\n"
+    lines[row] = lines[row][: -len("0             0\n")] + "7             0\n"
     assert not [f for f in _check(tmp_path, "".join(lines)).findings if f.id == "switch-lossless-discards"]
 
 
