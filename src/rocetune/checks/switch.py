@@ -170,7 +170,8 @@ _switch("switch-lossless-discards", "warning",
                "(the RoCE counters); sonic-utilities scripts/pfcstat and scripts/queuestat (the SONiC shows)")
 
 _READS_HOSTS = ("The switch's QoS output as `qos check FILE` reads it, and each host's NIC QoS as its probe "
-                "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb) "
+                "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb; "
+                "`qos.dcqcn`: DCQCN per priority and the CNP DSCP and priority, from mlx5's /sys/class/net/IF/ecn) "
                 "in the fleet results given with --hosts DIR (fleet gather or playbooks/fleet.yml).")
 _SOURCE_HOSTS = ("docs/switch-qos.md; IEEE 802.1Qbb (PFC acts per priority on both ends of a link); NVIDIA "
                  "'RoCE configuration for ConnectX' (trust dscp, PFC on the RoCE priority, DSCP 26 -> 3)")
