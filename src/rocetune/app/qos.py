@@ -110,11 +110,12 @@ class QosCheckRequest(FrozenRecord):
     root: str
     qos_path: Optional[str]
     hosts: Optional[str]  # fleet results to hold the switch against the hosts' NIC QoS
-    _fields = ("file", "os", "root", "qos_path", "hosts")
+    counters: Optional[str]  # the switch's counter shows, saved to a file (SONiC)
+    _fields = ("file", "os", "root", "qos_path", "hosts", "counters")
 
     def __init__(self, file: str, os: Optional[str] = None, root: str = "/", qos_path: Optional[str] = None,
-                 hosts: Optional[str] = None) -> None:
-        self._set(file, os, root, qos_path, hosts)
+                 hosts: Optional[str] = None, counters: Optional[str] = None) -> None:
+        self._set(file, os, root, qos_path, hosts, counters)
 
 
 class QosChecked(Record):
@@ -154,6 +155,8 @@ def check(request: QosCheckRequest) -> QosChecked:
     plan = qos_plan(request.root, request.qos_path, fallback=True)
     assert plan is not None
     switch = switchos.read_file(request.file, request.os)
+    if request.counters:
+        switchos.read_counters(request.counters, switch)
     found = compare(plan, switch)
     host_notes: List[str] = []
     if request.hosts:

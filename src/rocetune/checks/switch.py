@@ -126,6 +126,19 @@ _switch("switch-pfc-watchdog-off", "warning", also=("info",),
             "action takes the whole link down, every class of the GPU with it.",
         fix="enable the PFC watchdog with action drop on the lossless ports (`rocetune qos render` writes it)",
         source=_SOURCE_WATCHDOG)
+_switch("switch-pfc-watchdog-mismatch", "warning", also=("info",),
+        note="info when the output states neither the watchdog's action nor its times",
+        title="The switch's PFC watchdog does not act as the plan's pfc_watchdog says",
+        checks="Where the plan states `pfc_watchdog`: on every lossless port whose watchdog is on, its action (drop, "
+               "forward) and its detection and restoration times in milliseconds are the plan's, as far as the output "
+               "states them (SONiC PFC_WD action, detection_time, restoration_time; EOS `priority-flow-control pause "
+               "watchdog action`, `default timeout`, `default recovery-time`).",
+        why="The detection time is how long a storm is let to spread pauses through the fabric before the queue is "
+            "freed; the action decides whether the stuck queue's RoCE traffic is dropped or sent without PFC; the "
+            "restoration time how soon PFC comes back. A switch left at other values is not the fabric the plan "
+            "describes.",
+        fix="render the switch from the plan (`rocetune qos render` writes the plan's pfc_watchdog on SONiC and EOS)",
+        source=_SOURCE_WATCHDOG)
 _switch("switch-cable-length", "warning", also=("error", "info"),
         note="error for a 0m cable on SONiC (no lossless PG at all); info when the output does not state the length "
              "and the plan does",
@@ -141,19 +154,24 @@ _switch("switch-cable-length", "warning", also=("error", "info"),
 
 _switch("switch-lossless-discards", "warning",
         title="The switch discarded RoCE on a port that makes it lossless",
-        checks="Where the output includes the switch's RoCE counters (NVUE `nv show interface IF qos roce counters`, "
-               "saved with the status show), a port with PFC on the plan's data priority discarded no RoCE packet on "
-               "receive (rx-roce-stats no-buffer-discard) or transmit (tx-roce-stats unicast-no-buffer-discard).",
+        checks="Where the switch's counters are given (NVUE `nv show interface IF qos roce counters` saved with the "
+               "status show; SONiC `show queue counters` and `show queue wredcounters` with `--counters FILE`), a port "
+               "with PFC on the plan's data priority discarded no RoCE packet: NVUE's receive and transmit RoCE "
+               "discards (rx-roce-stats no-buffer-discard, tx-roce-stats unicast-no-buffer-discard), SONiC's drops "
+               "and WRED drops on the unicast queue the data priority leaves by. The finding gives the pauses on "
+               "that priority (`show pfc counters`) and the queue's ECN marks beside them.",
         why="Lossless RoCE that is discarded means PFC paused too late or not at all (headroom or cable length too "
             "short, a peer that ignores pauses) or the PFC watchdog dropped a stuck queue; every drop costs the job "
             "a go-back-N retransmit. The counts run since they were last cleared, so an old event shows until then.",
         fix="find the cause (PFC on both ends, headroom, watchdog events), then clear the counters (`nv action clear "
-            "interface IF qos roce counters`) and read them again",
+            "interface IF qos roce counters`; SONiC `sonic-clear queuecounters`, `sonic-clear pfccounters`) and read "
+            "them again",
         source="docs/switch-qos.md; NVIDIA Cumulus Linux 5.16 'RDMA over Converged Ethernet - RoCE' "
-               "(the RoCE counters)")
+               "(the RoCE counters); sonic-utilities scripts/pfcstat and scripts/queuestat (the SONiC shows)")
 
 _READS_HOSTS = ("The switch's QoS output as `qos check FILE` reads it, and each host's NIC QoS as its probe "
-                "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb) "
+                "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb; "
+                "`qos.dcqcn`: DCQCN per priority and the CNP DSCP and priority, from mlx5's /sys/class/net/IF/ecn) "
                 "in the fleet results given with --hosts DIR (fleet gather or playbooks/fleet.yml).")
 _SOURCE_HOSTS = ("docs/switch-qos.md; IEEE 802.1Qbb (PFC acts per priority on both ends of a link); NVIDIA "
                  "'RoCE configuration for ConnectX' (trust dscp, PFC on the RoCE priority, DSCP 26 -> 3)")
@@ -187,10 +205,23 @@ _host_side("switch-host-dscp-mismatch", "error",
            fix="map the DSCP to the same priority on both ends (the plan's data and CNP classes)")
 _host_side("switch-host-dcqcn-mismatch", "warning",
            title="The switch marks ECN for RoCE, but the hosts' NICs do not react to it",
-           checks="Where the fleet results hold a doctor run: no fabric NIC has DCQCN off for the plan's data priority "
-                  "(doctor-ecn-off, mlx5 /sys/class/net/IF/ecn/roce_np and roce_rp) while the switch marks ECN on the "
-                  "queue that priority leaves by. Results without a doctor run are said in a warning.",
+           checks="No fabric NIC has DCQCN off for the plan's data priority while the switch marks ECN on the queue "
+                  "that priority leaves by: read from the probe's qos.dcqcn (mlx5 /sys/class/net/IF/ecn/roce_np and "
+                  "roce_rp enable/N, MLNX_OFED and DOCA-OFED drivers) and from the doctor run's doctor-ecn-off where "
+                  "the fleet results hold one. Results with neither are said in a warning.",
            why="DCQCN is the two ends of one loop: the switch marks CE, the receiving NIC returns CNPs (notification "
                "point) and the sending NIC cuts its rate (reaction point). With either end off the marks slow no "
                "sender, queues fill to the PFC threshold and pauses spread through the fabric.",
            fix="enable DCQCN for the data priority on the NICs (the roce_qos role: roce_qos_dcqcn: true)")
+_host_side("switch-host-cnp-mismatch", "warning",
+           title="The hosts' NICs send CNPs in a class other than the switch's CNP class",
+           checks="The DSCP each fabric NIC sends its CNPs with (mlx5 /sys/class/net/IF/ecn/roce_np/cnp_dscp; "
+                  "cnp_802p_prio where the switch ports trust the VLAN priority), as the probe read it (qos.dcqcn), "
+                  "leaves the switch by the queue of the plan's CNP class (DSCP 48, priority 6 by default). "
+                  "A NIC whose driver has no ecn tree (the inbox mlx5) is not compared.",
+           why="DCQCN's rate cut is only as fast as its CNPs: in the data queue they wait behind the congestion "
+               "they report (and are dropped with it where the queue is lossy), so senders slow late and PFC "
+               "pauses take over. ConnectX firmware sends CNPs with DSCP 48 and priority 6 unless told otherwise "
+               "(CNP_DSCP, CNP_802P_PRIO in mlxconfig), which need not be the plan's CNP class.",
+           fix="apply the plan on the hosts (the roce_qos role writes the plan's CNP DSCP and priority to "
+               "ecn/roce_np/cnp_dscp and cnp_802p_prio), or map the NICs' CNP DSCP to the CNP class on the switch")

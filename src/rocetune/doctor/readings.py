@@ -139,19 +139,9 @@ def pause(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, bool]]:
 def ecn(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, Dict[int, bool]]]:
     """ECN (DCQCN) per priority from mlx5's /sys/class/net/IF/ecn/roce_{np,rp}/enable/N: the
     notification point (marks -> CNPs) and reaction point (rate cut); None without the tree."""
-    base = f"/sys/class/net/{netdev}/ecn"
-    if not ctx.root.is_dir(base):
-        return None
-    out: Dict[str, Dict[int, bool]] = {}
-    for side in ("roce_np", "roce_rp"):
-        values = {}
-        for name in ctx.root.listdir(f"{base}/{side}/enable"):
-            if name.isdigit():
-                value = ctx.attr(f"{base}/{side}/enable/{name}")
-                if value in ("0", "1"):
-                    values[int(name)] = value == "1"
-        out[side] = values
-    return out
+    from ..probe.sources.qos import ecn_enables  # the probe's reader of the same files
+
+    return ecn_enables(ctx, netdev)
 
 
 def modules_load(ctx: ProbeContext) -> Dict[str, dict]:

@@ -55,6 +55,7 @@ def _group(intent: SwitchIntent, g: SwitchReading, switch: SwitchQos) -> List[Fi
     out += _buffers(intent, g, subject, ev, word)
     out += _ecn(intent, g, subject, ev, word)
     out += _watchdog(intent, g, subject, ev)
+    out += _watchdog_settings(intent, g, subject, ev)
     out += _cable(intent, g, subject, ev)
     cnp_queue = g.queue_of(intent.cnp.priority)
     q = g.queues.get(cnp_queue)
@@ -242,6 +243,30 @@ def _watchdog(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[
     return []
 
 
+@emits("switch-pfc-watchdog-mismatch")
+def _watchdog_settings(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
+    """Where the plan states pfc_watchdog: the running watchdog's action and times are the plan's,
+    as far as the output states them (a time the output does not state is not compared)."""
+    w = intent.watchdog
+    if w is None or not g.watchdog or not [p for p in intent.lossless if g.pfc is not None and p in g.pfc]:
+        return []
+    read = {"action": g.watchdog_action, "detection_time": g.watchdog_detection_ms,
+            "restoration_time": g.watchdog_restoration_ms}
+    if all(v is None for v in read.values()):
+        return [finding("switch-pfc-watchdog-mismatch", subject,
+                        "not checked: the output states neither the PFC watchdog's action nor its times "
+                        "(the plan's pfc_watchdog is not compared)", severity="info", evidence=ev)]
+    unit = {"action": "", "detection_time": " ms", "restoration_time": " ms"}
+    differ = [f"{k} {v}{unit[k]} (plan: {w.to_dict()[k]}{unit[k]})" for k, v in read.items()
+              if v is not None and v != w.to_dict()[k]]
+    if not differ:
+        return []
+    return [finding("switch-pfc-watchdog-mismatch", subject,
+                    "the PFC watchdog is not the plan's: " + "; ".join(differ),
+                    evidence=dict(ev, watchdog={k: v for k, v in read.items() if v is not None},
+                                  plan=w.to_dict()))]
+
+
 @emits("switch-cable-length")
 def _cable(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
     """PFC headroom is sized from the cable length: the bytes in flight while a pause crosses the
@@ -311,16 +336,40 @@ def _discards(intent: SwitchIntent, switch: SwitchQos) -> List[Finding]:
             group = switch.groups[0]
         if group is None or not group.pfc or intent.data.priority not in group.pfc:
             continue
-        rx, tx = counts.get("rx_roce_discards", 0), counts.get("tx_roce_discards", 0)
-        if not rx and not tx:
-            continue
-        out.append(finding("switch-lossless-discards", port,
-                           f"{rx} RoCE packets discarded on receive and {tx} on transmit, on a port where priority "
-                           f"{intent.data.priority} is lossless (counts since the counters were last cleared; "
-                           f"pauses received {counts.get('rx_pause', 'not read')}, "
-                           f"sent {counts.get('tx_pause', 'not read')})",
-                           evidence={"source": switch.source, "kind": switch.kind, "counters": dict(counts)}))
+        message = _nvue_discards(intent, counts) or _queue_discards(intent, group, counts)
+        if message:
+            out.append(finding("switch-lossless-discards", port,
+                               message, evidence={"source": switch.source, "kind": switch.kind,
+                                                  "counters": dict(counts)}))
     return out
+
+
+def _nvue_discards(intent: SwitchIntent, counts: Dict[str, int]) -> str:
+    rx, tx = counts.get("rx_roce_discards", 0), counts.get("tx_roce_discards", 0)
+    if not rx and not tx:
+        return ""
+    return (f"{rx} RoCE packets discarded on receive and {tx} on transmit, on a port where priority "
+            f"{intent.data.priority} is lossless (counts since the counters were last cleared; "
+            f"pauses received {counts.get('rx_pause', 'not read')}, sent {counts.get('tx_pause', 'not read')})")
+
+
+def _queue_discards(intent: SwitchIntent, g: SwitchReading, counts: Dict[str, int]) -> str:
+    """SONiC's per-queue counters (rocetune.switchos.sonic_counters): drops on the unicast queue
+    the lossless data priority leaves by, with that priority's pauses and the queue's ECN marks."""
+    prio = intent.data.priority
+    queue = g.queue_of(prio)
+    drops = {k: counts[f"{k}_q{queue}"] for k in ("drop_pkts", "wred_drop_pkts") if f"{k}_q{queue}" in counts}
+    if not any(drops.values()):
+        return ""
+    words = {"drop_pkts": "dropped", "wred_drop_pkts": "WRED-dropped"}
+
+    def read(name: str) -> str:
+        return str(counts[name]) if name in counts else "not read"
+
+    return (f"{' and '.join(f'{v} packets {words[k]}' for k, v in drops.items() if v)} on queue {queue}, which "
+            f"lossless priority {prio} leaves by (counts since the counters were last cleared; PFC pauses on "
+            f"priority {prio} received {read(f'rx_pause_p{prio}')}, sent {read(f'tx_pause_p{prio}')}; ECN-marked "
+            f"on queue {queue} {read(f'ecn_marked_pkts_q{queue}')})")
 
 
 def _list(values) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .qos import EcnMarking, QosPlan
+from .qos import EcnMarking, PfcWatchdog, QosPlan
 
 TRAFFIC_CLASSES = tuple(range(8))
 
@@ -47,6 +47,7 @@ class SwitchIntent:
     ecn: EcnMarking
     source: str = "built-in defaults"   # the plan's file
     cable_length: Optional[int] = None  # metres (the plan's buffer.cable_length): PFC headroom
+    watchdog: Optional[PfcWatchdog] = None  # the plan's pfc_watchdog; None: each OS's stated default
 
     @classmethod
     def from_plan(cls, plan: QosPlan) -> SwitchIntent:
@@ -58,7 +59,8 @@ class SwitchIntent:
                    cnp=RoceClass("cnp", plan.cnp.dscp, plan.cnp.priority), cts=cts,
                    lossless=tuple(plan.lossless_priorities), ecn=plan.switch_ecn,
                    source=" ".join(str(plan.source).split()),
-                   cable_length=plan.buffer.cable_length if plan.buffer is not None else None)
+                   cable_length=plan.buffer.cable_length if plan.buffer is not None else None,
+                   watchdog=plan.pfc_watchdog)
 
     # The names the templates and earlier callers use.
     @property
@@ -128,6 +130,9 @@ class SwitchReading:
     watchdog: Optional[bool] = None
     watchdog_action: Optional[str] = None
     watchdog_note: str = ""
+    # Its detection and restoration times in milliseconds, where the output states them.
+    watchdog_detection_ms: Optional[int] = None
+    watchdog_restoration_ms: Optional[int] = None
     # The cable length the switch sizes these ports' PFC headroom from (metres); None: not stated.
     cable_length: Optional[int] = None
     cable_note: str = ""

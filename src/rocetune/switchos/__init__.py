@@ -108,3 +108,29 @@ def read_file(path: str, name: Optional[str] = None, flag: str = "FILE") -> Swit
         raise RocetuneError(f"{flag} {path}: not recognised as a switch's QoS output ({what})",
                             hint=f"name it with --os {'|'.join(names())}", code=ExitCode.INPUT)
     return os_.parse(text, path)
+
+
+def read_counters(path: str, switch: SwitchQos, flag: str = "--counters") -> None:
+    """The counter shows saved in `path` (SONiC: `show pfc counters`, `show queue counters`,
+    `show queue wredcounters`), read into `switch.counters` beside what its own file held."""
+    from ..errors import HostReadError
+    from ..hostfs.inputs import read_input
+    from ..model.jsonread import MAX_DOCUMENT_BYTES
+    from . import sonic_counters
+
+    if switch.kind != "sonic":
+        raise RocetuneError(f"{flag} {path}: a counters file is read for SONiC switches only",
+                            hint="NVUE: save `nv show interface IF qos roce counters` in the file with the status "
+                                 "show", code=ExitCode.INPUT)
+    try:
+        raw = read_input(path, MAX_DOCUMENT_BYTES)
+    except HostReadError as exc:
+        raise RocetuneError(f"{flag} {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
+    except FileNotFoundError:
+        raise RocetuneError(f"{flag} {path}: no such file", code=ExitCode.INPUT) from None
+    except OSError as exc:
+        raise RocetuneError(f"{flag} {path}: cannot read: {exc.strerror or exc}", code=ExitCode.INPUT) from None
+    read = sonic_counters.parse(raw.decode("utf-8", errors="replace"), path)  # ParseError: one line, exit 3
+    for port, counts in read.items():
+        switch.counters.setdefault(port, {}).update(counts)
+    switch.form = "; ".join(f for f in (switch.form, "counters (" + path + ")") if f)

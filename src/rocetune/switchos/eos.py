@@ -26,6 +26,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ParseError
+from ..model.qos import PfcWatchdog
 from ..model.switch_qos import TRAFFIC_CLASSES, QueueReading, SwitchIntent, SwitchQos, SwitchReading
 from ..model.switch_qos import merged as merged_readings
 from ..probe.parsers._common import as_text, clean, require_content
@@ -40,10 +41,12 @@ QUEUE_KEYWORD = {"strata": "uc-tx-queue", "jericho": "tx-queue"}
 # The RoCE data queue's share: weighted (`no priority`) with a guaranteed bandwidth, as every published
 # EOS RoCE example sets it (EOS's watchdog also watches only queues with a guaranteed bandwidth).
 DATA_BANDWIDTH = 50
-# The PFC watchdog, switch-wide: drop on the stuck queue (EOS errdisables the port without an action),
-# detection and recovery as SONiC's `pfcwd start_default` (200 ms), polling at most half of either.
-WATCHDOG = (("action", "drop"), ("default timeout", "0.2"), ("default recovery-time", "0.2"),
-            ("default polling-interval", "0.1"))
+# The PFC watchdog, switch-wide: the plan's pfc_watchdog, else drop on the stuck queue (EOS
+# errdisables the port without an action) with detection and recovery as SONiC's `pfcwd
+# start_default` (200 ms); polling half the shorter of the two. EOS takes the action drop,
+# errdisable or notify-only, the timeout and recovery time in seconds with two decimals and the
+# polling interval with three (Arista AVD eos_cli_config_gen priority_flow_control.watchdog).
+WATCHDOG_ACTIONS = ("drop", "errdisable", "notify-only")
 _ECN_RE = re.compile(r"^random-detect ecn minimum-threshold (\d+) (\w+) maximum-threshold (\d+) (\w+)"
                      r"(?: max-mark-probability (\d+))?(?: weight \d+)?\Z")
 _SECTION_RE = re.compile(r"^(interface|qos profile)\s+(\S+)")
@@ -93,8 +96,11 @@ class Eos(SwitchOs):
                    "queue N (EOS's default traffic-class-to-queue map)",
                    "the platform's default buffer (MMU) profile gives each no-drop priority its headroom (EOS takes "
                    "no cable length)"]
+        watchdog = _watchdog_lines(i.watchdog or PfcWatchdog()) if i.lossless else []
         if i.lossless:
-            assumes.append("PFC watchdog action drop, timeout and recovery 0.2 s, polling 0.1 s (switch-wide lines; "
+            timers = ", ".join(f"{k.replace('default ', '')} {v} s" for k, v in watchdog[1:])
+            assumes.append(f"PFC watchdog action {watchdog[0][1]}, {timers} (switch-wide lines"
+                           f"{'' if i.watchdog else ': rocetune default, the plan states no pfc_watchdog'}; "
                            "EOS errdisables the port when no action is given)")
         bound = (f"qos profile {PROFILE} applied to {', '.join(ports)}; the `qos map` lines are switch-wide"
                  if ports else f"the `qos map` lines (switch-wide); qos profile {PROFILE} is defined but applied "
@@ -105,8 +111,27 @@ class Eos(SwitchOs):
             source=i.source, notes=[f"assumes: {a}" for a in assumes] + [f"binds: {bound}"], trust=i.trust,
             dscp_map=[(c.dscp, c.priority) for c in i.classes], classes=list(TRAFFIC_CLASSES),
             lossless=list(i.lossless), profile=PROFILE, queue_keyword=QUEUE_KEYWORD[platform],
-            queues=sorted(queues.items()), ports=ports, watchdog=WATCHDOG)
+            queues=sorted(queues.items()), ports=ports, watchdog=watchdog)
         return Rendered(text=text, assumes=assumes, bound=bound)
+
+
+def _seconds(ms: int) -> str:
+    return str(ms // 1000) if ms % 1000 == 0 else f"{ms / 1000:.3f}".rstrip("0")
+
+
+def _watchdog_lines(w: PfcWatchdog) -> List[Tuple[str, str]]:
+    """(keyword, value) of the switch-wide `priority-flow-control pause watchdog` lines."""
+    if w.action not in WATCHDOG_ACTIONS:
+        raise refuse(f"EOS: pfc_watchdog.action {w.action}: EOS's watchdog drops, errdisables the port or only "
+                     "notifies; it has no forward action", "use action: drop for EOS switches")
+    odd = [f"{k} {v} ms" for k, v in (("detection_time", w.detection_time), ("restoration_time", w.restoration_time))
+           if v % 10]
+    if odd:
+        raise refuse(f"EOS: pfc_watchdog {', '.join(odd)}: EOS takes the watchdog's timeout and recovery time in "
+                     "seconds with two decimals (10 ms steps)", "use multiples of 10 ms")
+    return [("action", w.action), ("default timeout", _seconds(w.detection_time)),
+            ("default recovery-time", _seconds(w.restoration_time)),
+            ("default polling-interval", _seconds(min(w.detection_time, w.restoration_time) // 2))]
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -293,6 +318,16 @@ def _watchdog(reading: SwitchReading, s: _Section, name: str, settings: Dict[str
             "no `priority-flow-control pause watchdog action` line: EOS errdisables the port"]
         parts.append(f"timers {timers}" if timers else "EOS's default timers")
         reading.watchdog_note = "; ".join(parts)
+        reading.watchdog_detection_ms = _ms(settings.get("timeout"))
+        reading.watchdog_restoration_ms = _ms(settings.get("recovery-time"))
+
+
+def _ms(seconds: Optional[str]) -> Optional[int]:
+    """EOS's watchdog seconds (`0.2`, `60`) in milliseconds; None when absent or not a number."""
+    if seconds is None or not re.fullmatch(r"\d{1,5}(\.\d{1,3})?", seconds):
+        return None
+    whole, _, part = seconds.partition(".")
+    return int(whole) * 1000 + int((part + "000")[:3])
 
 
 def _pfc(s: _Section, name: str, all_off: bool) -> Optional[Tuple[int, ...]]:

@@ -54,6 +54,12 @@ WATCHDOG_ACTION = "the watchdog's action is NVUE's own (not configurable per int
 # Without a cable-length command NVUE applies its own default, which its pages give as 10 m (the QoS
 # page's PFC profiles) while Cumulus Linux 5.0's `nv show qos roce` prints 100 in RoCE mode.
 CABLE_DEFAULT = "no cable-length command: NVUE's default applies (10 m or 100 m by the release's pages)"
+def _unset_watchdog(intent: SwitchIntent) -> str:
+    w = intent.watchdog
+    return "" if w is None else (f" (the plan's pfc_watchdog, action {w.action}, detection {w.detection_time} ms, "
+                                 f"restoration {w.restoration_time} ms, is not set on NVUE)")
+
+
 WATCHDOG_NOT_SHOWN = "the RoCE shows do not print the PFC watchdog (`nv show interface IF qos pfc-watchdog`)"
 
 
@@ -108,7 +114,8 @@ class Nvue(SwitchOs):
                        "6 the strict CNP class"]
         if ports:
             assumes.append("per-interface PFC watchdog (`qos pfc-watchdog state enable`, Cumulus Linux 5.6 or later); "
-                           "its action and timers are NVUE's own")
+                           "its action and timers are NVUE's own"
+                           + (_unset_watchdog(intent) if intent.watchdog is not None and intent.lossless else ""))
         if intent.lossless and intent.cable_length is None:
             assumes.append("NVUE's default cable length for the PFC headroom (the plan states no buffer.cable_length)")
         elif intent.lossless and fabric:

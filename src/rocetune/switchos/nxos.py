@@ -405,10 +405,23 @@ def _render(intent: SwitchIntent, ports: List[str]) -> Rendered:
         "the 8-queue templates (c-out-8q-qN, c-8q-nqN): qos-group N leaves by queue N",
         "the platform carves each pause class's no-drop buffer and headroom (NX-OS takes no cable length)",
     ]
+    if lossless and i.watchdog is not None and i.watchdog.action != WATCHDOG_ACTION:
+        raise refuse(
+            f"NX-OS: pfc_watchdog.action {i.watchdog.action}: NX-OS's PFC watchdog drops a stuck no-drop "
+            "queue's packets (Cisco Nexus 9000 NX-OS QoS configuration guide, PFC watchdog); it has no other action",
+            "use action: drop for NX-OS switches",
+        )
     if lossless:
         assumes.append(
             "PFC watchdog on (watch-dog-interval on): NX-OS drops a stuck no-drop queue's packets, with "
             "its own intervals and multipliers"
+            + (
+                f" (the plan's detection {i.watchdog.detection_time} ms and restoration "
+                f"{i.watchdog.restoration_time} ms are not set on NX-OS: it counts in poll intervals times "
+                "multipliers, not in times)"
+                if i.watchdog is not None
+                else ""
+            )
         )
     bound = (
         f"qos input policy {NAME}_QOS and PFC mode on for {', '.join(ports)}; the network-qos and queuing "

@@ -276,6 +276,12 @@ def _reading(ctx: _Ctx, port, binding, global_map, queue_fields, pg_fields, bufq
     return r
 
 
+def _ms(value) -> Optional[int]:
+    """A PFC_WD time (milliseconds, a string in CONFIG_DB); None when absent or not a number."""
+    text = str(value) if value is not None else ""
+    return int(text) if text.isdigit() and len(text) <= 6 else None
+
+
 def _watchdog(ctx: _Ctx, port: str, binding, r: SwitchReading) -> None:
     """PFC_WD|PORT (action, detection and restoration times) starts the watchdog on the port;
     PORT_QOS_MAP pfcwd_sw_enable, where present, names the priorities it watches."""
@@ -287,6 +293,8 @@ def _watchdog(ctx: _Ctx, port: str, binding, r: SwitchReading) -> None:
         r.watchdog, r.watchdog_note = False, f"no PFC_WD|{port} entry"
         return
     r.watchdog_action = str(entry.get("action", "drop"))
+    r.watchdog_detection_ms = _ms(entry.get("detection_time"))
+    r.watchdog_restoration_ms = _ms(entry.get("restoration_time"))
     watched = binding.get("pfcwd_sw_enable")
     if watched is None:
         r.watchdog = True
@@ -644,10 +652,17 @@ class _Render:
         return out
 
     def _watchdog(self) -> Dict[str, Dict[str, str]]:
-        step = max(1, (len(self.ports) - 1) // PFCWD_PORTS_PER_STEP + 1)
-        ms = str(PFCWD_MS * step)
-        out = {port: {"action": "drop", "detection_time": ms, "restoration_time": ms} for port in self.ports}
-        out["GLOBAL"] = {"POLL_INTERVAL": str(min(PFCWD_MS * step, PFCWD_MAX_POLL_MS))}
+        """PFC_WD per port: the plan's pfc_watchdog, else `pfcwd start_default`'s settings; the poll
+        interval no longer than either time (`pfcwd interval` refuses a longer one) nor 1000 ms."""
+        w = self.intent.watchdog
+        if w is not None:
+            action, detect, restore = w.action, w.detection_time, w.restoration_time
+        else:
+            step = max(1, (len(self.ports) - 1) // PFCWD_PORTS_PER_STEP + 1)
+            action, detect, restore = "drop", PFCWD_MS * step, PFCWD_MS * step
+        out = {port: {"action": action, "detection_time": str(detect), "restoration_time": str(restore)}
+               for port in self.ports}
+        out["GLOBAL"] = {"POLL_INTERVAL": str(min(detect, restore, PFCWD_MAX_POLL_MS))}
         return out
 
     def _say_assumptions(self, pfc_to_pg: bool) -> None:
@@ -688,7 +703,11 @@ class _Render:
             a.append(f"asic_type {self.platform}: PFC_PRIORITY_TO_PRIORITY_GROUP_MAP {NAME} bound as pfc_to_pg_map")
         elif self.platform is not None:
             a.append(f"asic_type {self.platform}: no PFC-priority-to-PG map (SONiC binds one on mellanox and barefoot)")
-        a.append("PFC watchdog: PFC_WD per port (action drop, sonic-utilities' default times), "
+        w = self.intent.watchdog
+        a.append(f"PFC watchdog: PFC_WD per port (action {w.action}, detection {w.detection_time} ms, restoration "
+                 f"{w.restoration_time} ms: the plan's pfc_watchdog), pfcwd_sw_enable on the lossless priorities"
+                 if w is not None else
+                 "PFC watchdog: PFC_WD per port (action drop, sonic-utilities' default times), "
                  "pfcwd_sw_enable on the lossless priorities")
 
     def _bound(self) -> str:

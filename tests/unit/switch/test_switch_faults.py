@@ -11,7 +11,7 @@ import pytest
 
 from rocetune.errors import ParseError
 from rocetune.lint.switch_qos import compare
-from rocetune.model.qos import default_plan, load_text
+from rocetune.model.qos import PfcWatchdog, default_plan, load_text
 from rocetune.model.switch_qos import SwitchIntent
 from rocetune.switchos import eos, nvue, nxos, sonic
 
@@ -181,6 +181,85 @@ def test_sonic_loaded_render_is_clean_then_each_watchdog_fault_names_its_port():
     found = compare(default_plan(), sonic.from_doc(unwatched, "t"))
     assert _bad(found) == [("switch-pfc-watchdog-off", "Ethernet8", "warning")]
     assert "leaves priority 3 unwatched" in next(f.message for f in found if f.severity == "warning")
+
+
+WATCHDOG_PLAN = "pfc_watchdog: {action: drop, detection_time: 400, restoration_time: 1200}\n"
+
+
+def test_sonic_the_plans_watchdog_is_rendered_then_each_planted_difference_names_its_port():
+    plan = load_text(WATCHDOG_PLAN, "p")
+    doc = _loaded(plan, PORTS)
+    assert doc["PFC_WD"]["Ethernet0"] == {"action": "drop", "detection_time": "400", "restoration_time": "1200"}
+    assert doc["PFC_WD"]["GLOBAL"] == {"POLL_INTERVAL": "400"}  # no longer than either time
+    assert _bad(compare(plan, sonic.from_doc(copy.deepcopy(doc), "t"))) == []
+    # the default render (start_default's 200 ms) against a plan that asks for 400/1200
+    default = _loaded(default_plan(), PORTS)
+    found = [f for f in compare(plan, sonic.from_doc(default, "t")) if f.id == "switch-pfc-watchdog-mismatch"]
+    assert [(f.severity, f.subject) for f in found] == [("warning", "Ethernet0,Ethernet4,Ethernet8")]
+    assert "detection_time 200 ms (plan: 400 ms); restoration_time 200 ms (plan: 1200 ms)" in found[0].message
+    forward = copy.deepcopy(doc)
+    forward["PFC_WD"]["Ethernet4"]["action"] = "forward"
+    slow = copy.deepcopy(doc)
+    slow["PFC_WD"]["Ethernet8"]["detection_time"] = "5000"
+    assert _bad(compare(plan, sonic.from_doc(forward, "t"))) == [("switch-pfc-watchdog-mismatch", "Ethernet4", "warning")]
+    assert _bad(compare(plan, sonic.from_doc(slow, "t"))) == [("switch-pfc-watchdog-mismatch", "Ethernet8", "warning")]
+    assert _bad(compare(default_plan(), sonic.from_doc(slow, "t"))) == []  # a plan without pfc_watchdog: not held
+
+
+def test_eos_the_plans_watchdog_is_rendered_and_a_changed_timeout_is_found():
+    plan = load_text(WATCHDOG_PLAN, "p")
+    text = _eos_render(plan)
+    assert "priority-flow-control pause watchdog default timeout 0.4\n" in text
+    assert "priority-flow-control pause watchdog default recovery-time 1.2\n" in text
+    assert "priority-flow-control pause watchdog default polling-interval 0.2\n" in text
+    assert _bad(compare(plan, eos.OS.parse(text, "t"))) == []
+    changed = text.replace("watchdog default timeout 0.4", "watchdog default timeout 2")
+    found = compare(plan, eos.OS.parse(changed, "t"))
+    assert _bad(found) == [("switch-pfc-watchdog-mismatch", "Ethernet1/1,Ethernet2/1", "warning")]
+    assert "detection_time 2000 ms (plan: 400 ms)" in next(f.message for f in found if f.severity == "warning")
+
+
+def test_the_plans_watchdog_an_os_cannot_take_is_refused():
+    from rocetune.errors import RocetuneError
+
+    odd = load_text("pfc_watchdog: {detection_time: 155}\n", "p")
+    with pytest.raises(RocetuneError, match="10 ms steps"):
+        _eos_render(odd)
+    assert sonic.OS.render(SwitchIntent.from_plan(odd), ["Ethernet0"], {}).text  # SONiC takes any millisecond
+    forward = load_text("pfc_watchdog: {action: forward}\n", "p")
+    with pytest.raises(RocetuneError, match="no forward action"):
+        _eos_render(forward)
+    with pytest.raises(RocetuneError, match="no other action"):
+        nxos.OS.render(SwitchIntent.from_plan(forward), ["Ethernet1/1"], {})
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("pfc_watchdog: {action: alert}\n", "pfc_watchdog.action: 'alert' is not one of drop, forward"),
+    ("pfc_watchdog: {detection_time: 50}\n", "pfc_watchdog.detection_time (milliseconds): 50 is out of range 100..5000"),
+    ("pfc_watchdog: {restoration_time: 60001}\n", "restoration_time (milliseconds): 60001 is out of range 100..60000"),
+    ("pfc_watchdog: {detect: 200}\n", "pfc_watchdog: unknown key(s) detect"),
+    ("pfc_watchdog: 200\n", "pfc_watchdog: expected a mapping"),
+])
+def test_the_plans_watchdog_is_validated_in_the_one_validator(text, needle):
+    from rocetune.errors import RocetuneError
+
+    with pytest.raises(RocetuneError) as exc:
+        load_text(text, "p")
+    assert needle in exc.value.message
+
+
+def test_the_modules_copy_of_the_validator_reads_pfc_watchdog_alike():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "plugins" / "module_utils" / "rocetune_qos_plan.py"
+    spec = importlib.util.spec_from_file_location("module_copy", path)
+    copy_ = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy_)
+    assert copy_.validate({"pfc_watchdog": {"detection_time": 300}})["pfc_watchdog"] == \
+        {"action": "drop", "detection_time": 300, "restoration_time": 200}
+    with pytest.raises(copy_.QosPlanError, match="not one of drop, forward"):
+        copy_.validate({"pfc_watchdog": {"action": "errdisable"}})
 
 
 def test_sonic_cable_length_zero_short_and_missing():
@@ -524,3 +603,12 @@ def test_nvue_an_interface_set_down_is_not_judged():
     sw = nvue.OS.parse(text, "t")
     assert sw.inactive_ports == {"swp7": "link state down"} and "not judged: 1 interface(s)" in sw.warnings[0]
     assert _bad(compare(default_plan(), sw)) == [("switch-ecn-off", "swp8", "error")]
+
+
+def test_the_documented_pfc_watchdog_block_is_the_default():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "switch-qos.md").read_text()
+    block = doc.split("```yaml\npfc_watchdog:", 1)[1].split("```", 1)[0]
+    plan = load_text("pfc_watchdog:" + block, "docs")
+    assert plan.pfc_watchdog == PfcWatchdog()

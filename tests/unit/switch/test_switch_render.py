@@ -11,7 +11,7 @@ import pytest
 
 from rocetune.errors import RocetuneError
 from rocetune.lint.switch_qos import compare
-from rocetune.model.qos import default_plan, load_text
+from rocetune.model.qos import PfcWatchdog, default_plan, load_text
 from rocetune.model.switch_qos import SwitchIntent
 from rocetune.switchos import eos, nvue, ports_from, registry, sonic
 
@@ -27,6 +27,8 @@ PLANS = {
     "cts-in-cnp-class": "cts: {dscp: 46, priority: 6}\n",
     "cable-40m-priority-4": ("data: {dscp: 34, priority: 4}\nlossless_priorities: [4]\n"
                              "buffer: {cable_length: 40, prio_buffer: [0, 0, 0, 0, 1, 0, 0, 0]}\n"),
+    "watchdog-500-2000": "pfc_watchdog: {action: drop, detection_time: 500, restoration_time: 2000}\n",
+    "watchdog-forward": "pfc_watchdog: {action: forward, detection_time: 400}\n",
 }
 PORTS = {"sonic": ["Ethernet0", "Ethernet4"], "nvue": ["swp1", "swp2"], "eos": ["Ethernet1/1", "Ethernet2/1"],
          "nxos": ["Ethernet1/1", "Ethernet1/2"]}
@@ -36,7 +38,9 @@ CHOICES = {"sonic": [{"buffer_model": "dynamic", "platform": "mellanox"},
            "eos": [{"platform": "strata"}, {"platform": "jericho"}],
            "nxos": [{}, {}]}
 # What an OS cannot make lossless, refused with the reason.
-REFUSED = {("nvue", "two-lossless-cts"): "RoCE mode has one lossless switch priority"}
+REFUSED = {("nvue", "two-lossless-cts"): "RoCE mode has one lossless switch priority",
+           ("eos", "watchdog-forward"): "EOS's watchdog drops, errdisables the port or only notifies",
+           ("nxos", "watchdog-forward"): "NX-OS's PFC watchdog drops a stuck no-drop queue's packets"}
 
 
 def _plan(name):
@@ -76,6 +80,12 @@ def test_render_then_check_round_trips(os_name, plan_name, choice):
         assert group.watchdog is True and group.watchdog_action != "errdisable"
         if os_name in ("sonic", "nvue") and plan.buffer is not None:
             assert group.cable_length == plan.buffer.cable_length
+        if os_name in ("sonic", "eos"):  # the plan's watchdog, else drop after 200 ms, as SONiC's start_default
+            w = plan.pfc_watchdog or PfcWatchdog()
+            assert (group.watchdog_action, group.watchdog_detection_ms, group.watchdog_restoration_ms) == \
+                (w.action, w.detection_time, w.restoration_time)
+    if plan.pfc_watchdog is not None and os_name in ("nvue", "nxos"):  # their times are not set: said
+        assert any("pfc_watchdog" in a or "the plan's detection" in a for a in rendered.assumes), rendered.assumes
     assert rendered.assumes and rendered.bound
 
 

@@ -72,6 +72,9 @@ def register(p: argparse.ArgumentParser) -> None:
     c.add_argument("--hosts", metavar="DIR",
                    help="also hold the switch against the hosts' NIC QoS in these fleet results "
                         "(rocetune fleet gather -o DIR, or playbooks/fleet.yml)")
+    c.add_argument("--counters", metavar="FILE",
+                   help="also read the switch's counters saved here (SONiC: show pfc counters, show queue "
+                        "counters, show queue wredcounters, one after another)")
     _plan_options(c)
 
 
@@ -147,7 +150,7 @@ def _check(args: argparse.Namespace) -> Result:
         raise RocetuneError("qos check needs the switch's output: qos check FILE", code=ExitCode.USAGE)
     kind = _one(args.os, args.old_switch_kind, "--os", "--switch-kind", _OLD["switch_kind"], notes)
     qos_path = _one(args.qos, args.old_plan, "--qos", "--plan", _OLD["plan"], notes)
-    done = check(QosCheckRequest(path, kind, args.root, qos_path, args.hosts))
+    done = check(QosCheckRequest(path, kind, args.root, qos_path, args.hosts, args.counters))
     switch = done.switch
     data = {"file": path, "switch": path, "kind": switch.kind, "form": switch.form, "plan": done.plan.source,
             "groups": [{"ports": g.ports} for g in switch.groups], "unbound_ports": switch.unbound_ports,
