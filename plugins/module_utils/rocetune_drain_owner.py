@@ -71,8 +71,13 @@ class NodeState:
         return "+".join([self.base] + sorted(self.flags))
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "state": self.text, "reason": self.reason, "reason_by": self.reason_by,
-                "owner": owner(self)}
+        return {
+            "name": self.name,
+            "state": self.text,
+            "reason": self.reason,
+            "reason_by": self.reason_by,
+            "owner": owner(self),
+        }
 
 
 def owner(state: NodeState) -> str:
@@ -95,7 +100,7 @@ def reason_in(prefix: str, text: str) -> str:
     """`prefix text` on one printable line, at most REASON_MAX characters."""
     words = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     line = f"{prefix} {words}"
-    return line if len(line) <= REASON_MAX else line[:REASON_MAX - 3].rstrip() + "..."
+    return line if len(line) <= REASON_MAX else line[: REASON_MAX - 3].rstrip() + "..."
 
 
 def parse_nodes(text: str) -> Dict[str, NodeState]:
@@ -128,12 +133,11 @@ def _read_state(state: NodeState, value: str) -> None:
 
 
 def _read_reason(state: NodeState, text: str) -> None:
-    tail = None
-    for tail in _REASON_TAIL.finditer(text):
-        pass  # the last one: a reason may itself hold brackets
+    tails = list(_REASON_TAIL.finditer(text))  # the last one: a reason may itself hold brackets
+    tail = tails[-1] if tails else None
     if tail:
         state.reason_by = tail.group(1) or None
-        text = text[:tail.start()]
+        text = text[: tail.start()]
     state.reason = text.strip() or None
 
 
@@ -148,11 +152,11 @@ def _single(text: str, name: str) -> NodeState:
     for line in text.splitlines():
         words = line.strip()
         if words.startswith("Reason="):
-            _read_reason(state, words[len("Reason="):])
+            _read_reason(state, words[len("Reason=") :])
             continue
         for word in words.split():
             if word.startswith("State="):
-                _read_state(state, word[len("State="):])
+                _read_state(state, word[len("State=") :])
     return state
 
 
@@ -173,19 +177,28 @@ class Step:
 def rollout_drain(state: Optional[NodeState], node: str) -> Step:
     """Before the batch changes a node: drain it unless someone else already holds it out."""
     if state is None:
-        return Step(node, "fail", f"{node} is not a node of this Slurm cluster (scontrol does not show it): "
-                                  "set rocetune_slurm_node to its Slurm name")
+        return Step(
+            node,
+            "fail",
+            f"{node} is not a node of this Slurm cluster (scontrol does not show it): "
+            "set rocetune_slurm_node to its Slurm name",
+        )
     who = owner(state)
     if who == IN_SERVICE:
         return Step(node, "drain", f"was {state.text}", ours=True)
     if who == ROLLOUT_OWNED:
         return Step(node, "keep", f"already drained by the rollout ({state.reason})", ours=True)
-    return Step(node, "leave", f"{state.text} by {_by(state)} ({state.reason or 'no reason given'}): "
-                               "its reason is kept and the rollout will not resume it")
+    return Step(
+        node,
+        "leave",
+        f"{state.text} by {_by(state)} ({state.reason or 'no reason given'}): "
+        "its reason is kept and the rollout will not resume it",
+    )
 
 
-def rollout_resume(state: Optional[NodeState], node: str, drained_with: Optional[str], passed: bool,
-                   verdict: str) -> Step:
+def rollout_resume(
+    state: Optional[NodeState], node: str, drained_with: Optional[str], passed: bool, verdict: str
+) -> Step:
     """After the batch changed a node: lift the rollout's own drain when the node passed its
     check and the drain is still the one the rollout set; a failed check keeps it, saying why."""
     if drained_with is None:
@@ -193,11 +206,18 @@ def rollout_resume(state: Optional[NodeState], node: str, drained_with: Optional
     if state is None:
         return Step(node, "fail", f"{node} is no longer shown by scontrol")
     if owner(state) != ROLLOUT_OWNED:
-        return Step(node, "leave", f"{state.text} ({state.reason or 'no reason'}) since the rollout drained it: "
-                                   "someone else's now, left as it is")
+        return Step(
+            node,
+            "leave",
+            f"{state.text} ({state.reason or 'no reason'}) since the rollout drained it: "
+            "someone else's now, left as it is",
+        )
     if state.down:
-        return Step(node, "leave", f"{state.text}: DOWN is Slurm's or an operator's; the rollout's drain stays "
-                                   "until they resume it")
+        return Step(
+            node,
+            "leave",
+            f"{state.text}: DOWN is Slurm's or an operator's; the rollout's drain stays until they resume it",
+        )
     if not passed:
         return Step(node, "fail", verdict, ours=True)
     return Step(node, "resume", verdict, ours=True)

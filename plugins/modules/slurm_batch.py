@@ -153,8 +153,10 @@ class Slurm(object):
             argv.append("Reason=" + reason)
         rc, out, err = self.module.run_command(argv)
         if rc != 0:
-            self.module.fail_json(msg="scontrol update %s State=%s: %s (nothing after this was done)"
-                                  % (",".join(names), state, _last(err) or _last(out) or "exit %d" % rc))
+            self.module.fail_json(
+                msg="scontrol update %s State=%s: %s (nothing after this was done)"
+                % (",".join(names), state, _last(err) or _last(out) or "exit %d" % rc)
+            )
 
 
 def _last(text):
@@ -180,17 +182,28 @@ def drained(module, slurm, nodes):
     wait_for = sorted(set(e["node"] for e in out.values() if e["act"] != "fail"))
     busy = _wait(slurm, wait_for, p["timeout"], p["poll"]) if wait_for else []
     if busy:
-        late = reason_in(ROLLOUT, "not tuned: jobs still ran after %ds; kept drained, the operator decides "
-                                  "(resume it, or rerun the rollout on it)" % p["timeout"])
+        late = reason_in(
+            ROLLOUT,
+            "not tuned: jobs still ran after %ds; kept drained, the operator decides "
+            "(resume it, or rerun the rollout on it)" % p["timeout"],
+        )
         ours = sorted(set(e["node"] for e in out.values() if e["node"] in busy and e["drained_with"]))
         if ours:
             slurm.update(ours, "DRAIN", late)
         for entry in out.values():
             if entry["node"] in busy:
-                entry.update(act="fail", failed=True, drained_with=late if entry["drained_with"] else None,
-                             why="jobs still running after %ds: not changed; %s" % (
-                                 p["timeout"], "kept drained by the rollout (%s)" % late if entry["drained_with"]
-                                 else "its state is someone else's and left as it is"))
+                entry.update(
+                    act="fail",
+                    failed=True,
+                    drained_with=late if entry["drained_with"] else None,
+                    why="jobs still running after %ds: not changed; %s"
+                    % (
+                        p["timeout"],
+                        "kept drained by the rollout (%s)" % late
+                        if entry["drained_with"]
+                        else "its state is someone else's and left as it is",
+                    ),
+                )
     return out, bool(todo)
 
 
@@ -229,8 +242,14 @@ def resumed(module, slurm, nodes):
 
 
 def _entry(name, step, state, drained_with):
-    return {"node": name, "act": step.act, "why": step.why, "failed": step.act == "fail",
-            "found": state.to_dict() if state is not None else None, "drained_with": drained_with}
+    return {
+        "node": name,
+        "act": step.act,
+        "why": step.why,
+        "failed": step.act == "fail",
+        "found": state.to_dict() if state is not None else None,
+        "drained_with": drained_with,
+    }
 
 
 def main():
@@ -258,8 +277,9 @@ def main():
         module.exit_json(changed=False, hosts={}, failed_hosts=[], queries=0)
     slurm = Slurm(module)
     out, changed = (drained if p["state"] == "drained" else resumed)(module, slurm, nodes)
-    module.exit_json(changed=changed, hosts=out, queries=slurm.queries,
-                     failed_hosts=sorted(h for h, e in out.items() if e["failed"]))
+    module.exit_json(
+        changed=changed, hosts=out, queries=slurm.queries, failed_hosts=sorted(h for h, e in out.items() if e["failed"])
+    )
 
 
 if __name__ == "__main__":

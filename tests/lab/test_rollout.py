@@ -170,10 +170,12 @@ def test_batches_without_a_failure_converge_and_check_the_path_across_batches(fa
 def test_limit_checks_the_path_against_the_peer_group_it_leaves_out(fabric, run_on, tmp_path):
     run_on("node04", f"ip link set {FABRIC_IF} mtu 1500")
     try:
-        alone = play(fabric, tmp_path, "--limit", "node01")
+        # node01 has nothing to change: its path check runs when asked (roce_net_path_check_on)
+        alone = play(fabric, tmp_path, "--limit", "node01", "-e", "roce_net_path_check_on=always")
         assert alone.rc == 0, alone.explain()
         assert "the hosts --limit left out (name their group in roce_net_peer_group" in " ".join(alone.output.split())
-        grouped = play(fabric, tmp_path, "--limit", "node01", "-e", "roce_net_peer_group=gpu_nodes")
+        grouped = play(fabric, tmp_path, "--limit", "node01", "-e", "roce_net_peer_group=gpu_nodes",
+                       "-e", "roce_net_path_check_on=always")
         assert grouped.rc != 0, grouped.explain()
         out = " ".join(grouped.output.split())
         assert "node01 rtf0 -> node04 rtf0 (198.19.0.14)" in out and "node04 rtf0 is at MTU 1500, not 9000" in out

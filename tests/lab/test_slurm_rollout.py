@@ -37,8 +37,11 @@ FABRIC_IF = fabric_net.FABRIC_IF
 ROCETUNE = f"PYTHONPATH={REPO / 'src'} exec {sys.executable} -m rocetune"
 HC, DOCTOR = "/etc/rocetune-lab/health-check", "/etc/rocetune-lab/doctor"
 INTERVAL = 3
-HOOKS = {"rocetune_batch_pre_tasks": "hooks/slurm_drain.yml", "rocetune_batch_post_tasks": "hooks/slurm_resume.yml",
-         "rocetune_doctor_command": DOCTOR}
+HOOKS = {
+    "rocetune_batch_pre_tasks": "hooks/slurm_drain.yml",
+    "rocetune_batch_post_tasks": "hooks/slurm_resume.yml",
+    "rocetune_doctor_command": DOCTOR,
+}
 ADMIN_DRAIN = "admin: GPU3 XID 79, RMA pending"
 ADMIN_DOWN = "admin: PSU failure"
 
@@ -52,8 +55,12 @@ def cluster(lab4, tmp_path_factory):
     shutil.rmtree(ROOT, ignore_errors=True)
     shutil.copytree(FIXTURE, ROOT, symlinks=True)
     for host in lab4.names:
-        slurm.write_file(host, HC, f"#!/bin/sh\n{ROCETUNE} doctor --gate health-check --root {ROOT} "
-                                   "--no-counters --timeout 20\n", 0o755)
+        slurm.write_file(
+            host,
+            HC,
+            f"#!/bin/sh\n{ROCETUNE} doctor --gate health-check --root {ROOT} --no-counters --timeout 20\n",
+            0o755,
+        )
         slurm.write_file(host, DOCTOR, f'#!/bin/sh\n{ROCETUNE} "$@" --root {ROOT}\n', 0o755)
     c = slurm.start(lab4, health_check=HC, health_check_interval=INTERVAL, return_to_service=1)
     try:
@@ -66,8 +73,9 @@ def cluster(lab4, tmp_path_factory):
 
 def play(lab4, cluster, tmp_path, *args, **extra):
     _, inv = cluster
-    return run_playbook(lab4.inventory, tmp_path, *args, "-e", json.dumps(dict(HOOKS, **extra)),
-                        extra_inventories=[inv])
+    return run_playbook(
+        lab4.inventory, tmp_path, *args, "-e", json.dumps(dict(HOOKS, **extra)), extra_inventories=[inv]
+    )
 
 
 def mtu(host: str) -> int:
@@ -76,9 +84,22 @@ def mtu(host: str) -> int:
 
 def job(c, node: str, seconds: int) -> subprocess.Popen:
     """A job on `node` that prints the fabric MTU it sees at its end; started when it runs."""
-    proc = subprocess.Popen(["srun", "--partition", slurm.PARTITION, "-w", node, "sh", "-c",
-                             f"sleep {seconds}; cat /sys/class/net/{FABRIC_IF}/mtu"],
-                            env=c.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            "srun",
+            "--partition",
+            slurm.PARTITION,
+            "-w",
+            node,
+            "sh",
+            "-c",
+            f"sleep {seconds}; cat /sys/class/net/{FABRIC_IF}/mtu",
+        ],
+        env=c.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     c.wait(f"the job on {node} running", lambda s: s[node]["state"] in ("allocated", "mixed"), timeout=30)
     return proc
 
@@ -133,7 +154,7 @@ def test_jobs_are_waited_for_and_an_operators_drain_and_down_are_left_alone(lab4
     assert draining and all(s["reason"].startswith("rocetune-rollout: ") for s in draining), draining
     first = next(i for i, s in enumerate(seen) if "drain" in s["node01"]["state"])
     last = max(i for i, s in enumerate(seen) if "drain" in s["node01"]["state"])
-    assert all("drain" in s["node01"]["state"] for s in seen[first:last + 1]), seen[first:last + 1]
+    assert all("drain" in s["node01"]["state"] for s in seen[first : last + 1]), seen[first : last + 1]
     states = c.nodes_state()
     assert idle(states["node01"]) and idle(states["node04"]), states
     assert "drain" in states["node02"]["state"] and states["node02"]["reason"] == ADMIN_DRAIN, states

@@ -255,3 +255,24 @@ def test_the_qos_diff_shows_each_nic_setting_as_it_is_and_as_it_becomes():
     diff = A.node_diff([{"ifname": "ens1np0", "notes": notes}], [], lambda path: None)[0]
     assert "ens1np0 pfc: 0,0,0,0,0,0,1,1\n" in diff["before"] and "ens1np0 pfc: 0,0,0,1,0,0,0,0\n" in diff["after"]
     assert "ens1np0 dscp 26 -> priority: none\n" in diff["before"] and "ens1np0 dscp 26 -> priority: 3\n" in diff["after"]
+
+
+def test_the_preflight_tells_a_change_from_a_run_that_only_verifies_or_tells(monkeypatch):
+    """A rollout drains a node only for `change`: a pending reboot to report is a reason to run the
+    role, not to drain the node (a rerun with nothing to change drains nothing)."""
+    import sys
+    import types
+
+    sys.path.insert(0, str(REPO / "collections"))
+    from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_preflight as PF
+
+    def body(result):
+        return types.SimpleNamespace(ARGUMENT_SPEC={}, run=lambda module: module.exit_json(**result))
+
+    monkeypatch.setitem(PF.MODULES, "tells", body({"changed": False, "reboot_required": True}))
+    monkeypatch.setitem(PF.MODULES, "changes", body({"changed": True}))
+    monkeypatch.setitem(PF.MODULES, "clean", body({"changed": False}))
+    answers = PF.check_all(object(), [{"role": r, "module": r, "args": {}} for r in ("tells", "clean", "changes")])
+    assert (answers["tells"]["run"], answers["tells"]["change"]) == (True, False)
+    assert (answers["clean"]["run"], answers["clean"]["change"]) == (False, False)
+    assert (answers["changes"]["run"], answers["changes"]["change"]) == (True, True)
