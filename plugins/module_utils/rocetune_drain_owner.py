@@ -114,7 +114,7 @@ def parse_nodes(text: str) -> Dict[str, NodeState]:
         if sep and head and not head.endswith(" "):  # e.g. "...=xReason=": not the key
             head, reason = words, ""
         for word in head.split():
-            key, _, value = word.partition("=")
+            key, value = word.split("=", 1) if "=" in word else (word, "")
             if key == "NodeName":
                 current = nodes.setdefault(value, NodeState(value))
             elif key == "State" and current is not None:

@@ -153,7 +153,7 @@ def pairs_from_probe(doc):
     chosen = ((hca[0].get("evidence") or {}).get("chosen") or []) if hca else []
     rails = {}
     for port in chosen:
-        device = str(port.get("port") or "").split(":")[0]
+        device = str(port.get("port") or "").partition(":")[0]
         if not device or not _BDF.match(str(port.get("pci") or "")):
             raise P2PError("rail %s: the plan gives no PCI address for it" % (port.get("port") or "?"))
         rails[device] = port["pci"]

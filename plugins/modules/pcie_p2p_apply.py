@@ -16,7 +16,7 @@ short_description: ACS redirect cleared between GPUs and NICs, iommu=pt through 
 version_added: "0.1.0"
 description:
   - Takes the GPU-NIC pairs to clear (I(pairs), else those that C(rocetune --json probe) on the
-    node places at PIX or PXB on the plan's rails: what NCCL uses GPUDirect RDMA for by default),
+    node places at PIX or PXB on the plan's rails, where NCCL uses GPUDirect RDMA by default),
     finds the PCIe bridges between the two of each pair from sysfs (or every ACS-capable function,
     or the addresses named), reads each one's ACS Control register from its configuration space
     and clears the named bits, reading each write back. It refuses, changing nothing, when it
@@ -295,7 +295,14 @@ def set_iommu(module, p, info, action, result):
             result["diff"]["before"] += "%s:\n%s" % (p["grub_dropin"], have or "")
             result["diff"]["after"] += "%s:\n%s" % (p["grub_dropin"], text)
             if not module.check_mode:
-                apply_changes(changes)
+                try:
+                    apply_changes(changes)
+                except (OSError, FileTargetError) as exc:
+                    module.fail_json(msg="cannot write %s: %s; ACS cleared live on %s, the command line not changed"
+                                     % (p["grub_dropin"], getattr(exc, "strerror", None) or exc,
+                                        ", ".join(b for b, a in sorted(result["acs"].items())
+                                                  if a["before"] != a["after"]) or "no bridge"),
+                                     **shown(module, result))
                 rc, out, err = module.run_command([module.get_bin_path("update-grub")])
                 if rc != 0:
                     undone = undo_dropin(p["grub_dropin"], have)

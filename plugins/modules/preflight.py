@@ -17,7 +17,7 @@ description:
   - Runs the module of each role in I(checks) in check mode, in one process on the node, with
     the very code the role runs later (each module's body; rocetune_preflight in module_utils),
     and returns, per role, whether it failed (with the module's own message), whether it will
-    change something on this node (C(change)), whether it runs there at all (C(run): to change,
+    change something on this node (C(change)), whether it runs there at all (C(run), to change
     or to verify) and its warnings. Nothing changes on the node.
   - The action plugin of the same name first checks, on the controller, each role's variables
     against the role's C(meta/argument_specs.yml), its misspelt C(<role>_*) names, and the QoS

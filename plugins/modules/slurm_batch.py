@@ -114,6 +114,12 @@ failed_hosts:
   type: list
   elements: str
   returned: always
+  sample: [gpu007.example.org]
+queries:
+  description: How many times Slurm was read (one per batch, and one per poll while jobs end).
+  type: int
+  returned: always
+  sample: 3
 """
 
 import re

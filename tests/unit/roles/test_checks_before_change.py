@@ -276,3 +276,22 @@ def test_the_preflight_tells_a_change_from_a_run_that_only_verifies_or_tells(mon
     assert (answers["tells"]["run"], answers["tells"]["change"]) == (True, False)
     assert (answers["clean"]["run"], answers["clean"]["change"]) == (False, False)
     assert (answers["changes"]["run"], answers["changes"]["change"]) == (True, True)
+
+
+def test_a_file_rdma_core_cannot_write_is_a_clear_failure_not_a_traceback(tmp_path, monkeypatch):
+    """`chattr +i` on the limits file: the module fails naming it, and says what is live."""
+    R = load_module_utils("rdma_core", "rdma_core_node_run")
+
+    def immutable(changes):
+        raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(R, "apply_changes", immutable)
+    params = dict({k: v.get("default") for k, v in R.ARGUMENT_SPEC.items()},
+                  limits_file=str(tmp_path / "90-rocetune-memlock.conf"))
+    module = FakeModule(params)
+    module.get_bin_path = lambda name, required=False, opt_dirs=None: None
+    module.run_command = lambda argv: (1, "", "")
+    with pytest.raises(Failed) as failed:
+        R.run(module)
+    message = failed.value.args[0]
+    assert message == f"cannot write {tmp_path / '90-rocetune-memlock.conf'}: Operation not permitted; nothing was changed"

@@ -156,3 +156,16 @@ def test_the_pairs_come_from_the_agents_probe_on_the_node(tmp_path, monkeypatch)
     node.run_command = lambda argv: (3, "", "rocetune: error: --root /x: not a directory")
     with pytest.raises(M.InputError, match="rocetune --json probe failed .exit 3.: rocetune: error"):
         M.gpu_nic_pairs(node, node.params)
+
+
+def test_a_drop_in_it_cannot_write_is_a_clear_failure_naming_what_is_live(tmp_path, monkeypatch):
+    fs = hgx(tmp_path)
+
+    def immutable(changes):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(M, "apply_changes", immutable)
+    out = run(Node({"grub_dropin": dropin(tmp_path), "reboot_marker": str(tmp_path / "rr")}), fs, tmp_path)
+    assert isinstance(out, Failed), out
+    assert out.args[0] == (f"cannot write {dropin(tmp_path)}: Operation not permitted; ACS cleared live on "
+                           "0000:01:00.0, 0000:02:00.0, 0000:02:01.0, the command line not changed")
