@@ -198,3 +198,20 @@ def test_the_verify_tag_applies_nothing_and_fails_on_drift(fabric, run_on, tmp_p
         assert f"-{FABRIC_IF} mtu: 1500" not in plain.output  # a diff only in diff mode
     finally:
         run_on("node02", f"ip link set {FABRIC_IF} mtu 9000")
+
+
+def test_a_later_batch_is_asked_again_before_it_changes(fabric, run_on, tmp_path):
+    """The preflight's answer, taken before the first batch, goes stale: node04 drifts while the
+    canary's batch runs, and its own batch finds and repairs it."""
+    pre = tmp_path / "drift.yml"
+    pre.write_text("- name: node04 drifts while the canary's batch runs\n"
+                   f"  ansible.builtin.command: ip link set {FABRIC_IF} mtu 1500\n"
+                   "  delegate_to: node04\n"
+                   "  changed_when: true\n"
+                   "  when: inventory_hostname == 'node01'\n")
+    assert all(mtu(run_on, h) == 9000 for h in fabric[0].names)
+    result = play(fabric, tmp_path, "-e", json.dumps({"rocetune_serial": [1, "100%"],
+                                                      "rocetune_batch_pre_tasks": str(pre)}))
+    assert result.rc == 0, result.explain()
+    assert mtu(run_on, "node04") == 9000 and result.recap["node04"]["changed"] >= 1, result.explain()
+    assert result.recap["node02"]["changed"] == 0 and result.recap["node03"]["changed"] == 0, result.explain()
