@@ -188,7 +188,10 @@ def apply_side_files(module, planned):
     for path, is_unit, dummy, present, changes, dummy2 in changed:
         if is_unit and not present and systemd and path.endswith(".timer"):
             module.run_command(["systemctl", "stop", os.path.basename(path)])
-        apply_changes(changes)
+        try:
+            apply_changes(changes)
+        except (OSError, FileTargetError) as exc:
+            module.fail_json(msg="cannot write %s: %s" % (path, getattr(exc, "strerror", None) or exc))
     if systemd and any(x[1] for x in changed):
         rc, dummy, err = module.run_command(["systemctl", "daemon-reload"])
         if rc != 0:
