@@ -1,0 +1,32 @@
+"""The second step of the use cases that judge a node: the finished plan held to what the node
+should be (its expectations document). A rail the selector dropped, a traffic class the NICs no
+longer give, a version that moved become findings of the plan; building the plan knows nothing
+of them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..model.plan import Plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..analysis.hostview import HostView
+    from ..model.expect import Expectations
+
+
+def hold_to_expectations(plan: Plan, features: dict, expect: Optional[Expectations],
+                         view: Optional[HostView] = None) -> Plan:
+    """`plan`, with the differences from `expect` among its findings and `plan.expect` set
+    (source, document, the node's facts); unchanged when nothing is expected."""
+    if expect is None:
+        return plan
+    from ..analysis.expect import exact_names, node_facts
+    from ..checks.expect import findings_of
+    from ..model.expect import evaluate
+    from ..model.qos import default_plan
+
+    qos_source = plan.qos.source if plan.qos is not None and plan.qos.source != default_plan().source else None
+    facts = node_facts(features, plan, qos_source=qos_source, names=exact_names(expect.document), view=view)
+    plan.findings.extend(findings_of(evaluate(expect.document, facts)))
+    plan.expect = {"source": expect.source, "document": expect.document, "facts": facts}
+    return plan

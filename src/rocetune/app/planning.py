@@ -1,0 +1,187 @@
+"""Plan a host's env: the plan of one Features document for one request, rendered in any
+dialect with the files it points at; then, as a step of its own, the plan held to what the node
+should be (its expectations)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+
+from ..checks.binding import emits
+from ..errors import RocetuneError
+from ..model.plan import Overrides, Plan
+from ..model.qos import QosPlan
+from ..model.record import FrozenRecord, Record
+from ..rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
+from .inputs import expectations, overrides, qos_plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..model.expect import Expectations
+    from .env_files import FileWrite
+
+DEFAULT_ENV_DIR = os.path.dirname(DEFAULT_TOPO_PATH)
+
+
+class PlanRequest(FrozenRecord):
+    """What a verb (or the agent) asks to plan: the host root (where its QoS plan file lives) and
+    the user's choices. Every verb maps its options onto one of these; nothing plans otherwise."""
+
+    root: str
+    config: Optional[str]
+    sets: Tuple[str, ...]
+    unsets: Tuple[str, ...]
+    qos_path: Optional[str]
+    local_rank: Optional[int]
+    expect_path: Optional[str]
+    _fields = ("root", "config", "sets", "unsets", "qos_path", "local_rank", "expect_path")
+
+    def __init__(self, root: str = "/", config: Optional[str] = None, sets: Tuple[str, ...] = (),
+                 unsets: Tuple[str, ...] = (), qos_path: Optional[str] = None,
+                 local_rank: Optional[int] = None, expect_path: Optional[str] = None) -> None:
+        self._set(root, config, sets, unsets, qos_path, local_rank, expect_path)
+
+    def user(self, warn=None) -> Optional[Overrides]:
+        return overrides(self.config, self.sets, self.unsets, warn)
+
+    def qos(self) -> QosPlan:
+        plan = qos_plan(self.root, self.qos_path)
+        assert plan is not None  # the built-in defaults stand in for a missing file
+        return plan
+
+    def expect(self) -> Optional[Expectations]:
+        return expectations(self.root, self.expect_path)
+
+
+def plan_host(features: dict, request: PlanRequest) -> Plan:
+    """The plan alone (no env text, no file), not yet held to the expectations."""
+    from ..planner import build_plan
+
+    return build_plan(features, request.user(), request.qos(), local_rank=request.local_rank)
+
+
+class PlannedFile(Record):
+    """A file the env points at: where it goes and what it holds."""
+
+    path: str
+    key: str
+    content: str
+    _fields = ("path", "key", "content")
+
+    def __init__(self, path: str, key: str, content: str) -> None:
+        self.path = path
+        self.key = key
+        self.content = content
+
+
+class EnvResult(Record):
+    plan: Plan
+    texts: Dict[str, str]  # format -> env text
+    files: List[PlannedFile]
+    writes: List[FileWrite]  # what write_env did, files first
+    _fields = ("plan", "texts", "files", "writes")
+
+    def __init__(self, plan: Plan, texts: Dict[str, str], files: Optional[List[PlannedFile]] = None,
+                 writes: Optional[List[FileWrite]] = None) -> None:
+        self.plan = plan
+        self.texts = texts
+        self.files = [] if files is None else files
+        self.writes = [] if writes is None else writes
+
+    @property
+    def env_writes(self) -> List[FileWrite]:
+        return [w for w in self.writes if w.fmt is not None]
+
+    @property
+    def written(self) -> List[str]:
+        """Every target, env files last (each now holds its content)."""
+        return [w.path for w in self.writes]
+
+    @property
+    def unchanged(self) -> List[str]:
+        return [w.path for w in self.writes if not w.changed]
+
+    def data(self, formats: List[str], out: Optional[str], diff: bool = False) -> dict:
+        """The env part of a verb's JSON result: the texts (nothing written), or each file written
+        (`writes`, with before/after texts under `diff`)."""
+        first = self.env_writes[0] if self.env_writes else None
+        return {"formats": formats, "path": first.path if first else None,
+                "texts": None if out else self.texts,
+                "files": [{"path": f.path, "key": f.key} for f in self.files] if out else [],
+                "written": self.written, "unchanged": self.unchanged,
+                "changes": first.changes if first else [], "backup": first.backup if first else None,
+                "writes": [w.to_dict(diff) for w in self.writes]}
+
+    def write_lines(self, check: bool = False) -> List[str]:
+        """One line per file: written (with the variables that changed), unchanged, or (with
+        `check`) would be written. With -q this is all -o prints, a line per file for a journal:
+        `rocetune env -q -o FILE` in a boot unit."""
+        from ..text import printable
+
+        n = len(self.plan.decisions)
+        verb = "would write" if check else "wrote"
+        lines = []
+        for w in self.env_writes:
+            if not w.changed:
+                lines.append(f"unchanged {w.path} ({w.fmt}, {n} variables)")
+            elif w.changes:
+                lines.append(f"{verb} {w.path} ({w.fmt}, {n} variables): changed " + ", ".join(w.changes))
+            else:
+                lines.append(f"{verb} {w.path} ({w.fmt}, {n} variables)")
+            if w.backup:
+                kept = "would keep" if check else "kept"
+                lines.append(f"{kept} the previous {w.path}, which rocetune did not write, as {w.backup}")
+        lines += [f"{verb if w.changed else 'unchanged'} {w.path}" for w in self.writes if w.fmt is None]
+        return [printable(line) for line in lines]
+
+
+@emits("env-file-left-out")
+def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] = None,
+             request: Optional[PlanRequest] = None, files_will_be_written: bool = True) -> EnvResult:
+    """Plan the env of one host and render it in `formats`.
+
+    `env_dir` is where the env file and the files it points at will live. When those files will
+    not be written (an env printed to stdout), a variable that points at one is kept only if the
+    file already holds exactly that content; otherwise it is dropped with a warning.
+    """
+    from ..envfiles.write import render
+    from ..planner import build_plan
+    from ..render.files import render_file
+
+    request = request or PlanRequest()
+    topo_path = os.path.join(env_dir, TOPO_FILE_NAME) if env_dir else None
+    plan = build_plan(features, request.user(), request.qos(), local_rank=request.local_rank,
+                      topo_path=topo_path)
+    files = []
+    for f in list(plan.files):
+        path = os.path.join(env_dir or DEFAULT_ENV_DIR, f.name)
+        content = render_file(f)
+        if not files_will_be_written and not _holds(path, content):
+            from ..checks import finding
+
+            plan.drop(f.key, finding(
+                "env-file-left-out", f.key, f"{f.key} left out: it would point at {path}, which is written "
+                "only with -o FILE (or by the agent); rerun with -o to get both", rule=f.rule_id,
+                evidence={"file": path, "written": False}))
+            continue
+        files.append(PlannedFile(path, f.key, content))
+    texts = {fmt: render(plan, fmt, features) for fmt in formats}
+    return EnvResult(plan, texts, files)
+
+
+def plan_env_for(features: dict, formats: Sequence[str], request: PlanRequest, out: Optional[str] = None,
+                 env_dir: Optional[str] = None) -> EnvResult:
+    """plan_env for where the env goes: the file `out` (the files it points at are written beside
+    it), `env_dir` (they are returned for the caller to write), or stdout (nothing is written)."""
+    if out:
+        env_dir = os.path.dirname(os.path.abspath(out))
+    return plan_env(features, formats, env_dir=env_dir, request=request,
+                    files_will_be_written=bool(out or env_dir))
+
+
+def _holds(path: str, content: str) -> bool:
+    from ..fsutil import read_old
+
+    try:
+        return read_old(path) == content.encode("utf-8")
+    except RocetuneError:
+        return False
