@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..errors import ExitCode
+from ..model.env_output import EnvResult
 from ..model.record import FrozenRecord, Record
-from .planning import EnvResult, PlanRequest
+from .planning import PlanRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model.finding import Finding

@@ -8,44 +8,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..envfiles.changes import MANAGED_MARKER, env_changes
 from ..errors import ExitCode, RocetuneError
-from ..model.record import Record
+from ..model.env_output import EnvResult, FileWrite
 from .inputs import check_config
-from .planning import EnvResult
 
 # NCCL's config file that rocetune did not write is kept once under this suffix.
 BACKUP_SUFFIX = ".rocetune-orig"
-
-
-class FileWrite(Record):
-    """One file `write_env` wrote, or would write: its content before and after."""
-
-    path: str  # absolute
-    content: str
-    before: Optional[str]  # None: the file did not exist
-    fmt: Optional[str]  # the env dialect; None for a file the env points at
-    changes: List[str]  # "KEY old -> new", env files only
-    backup: Optional[str]  # where an unmanaged nccl.conf was (or would be) kept
-    _fields = ("path", "content", "before", "fmt", "changes", "backup")
-
-    def __init__(self, path: str, content: str, before: Optional[str], fmt: Optional[str] = None,
-                 changes: Optional[List[str]] = None, backup: Optional[str] = None) -> None:
-        self.path = path
-        self.content = content
-        self.before = before
-        self.fmt = fmt
-        self.changes = [] if changes is None else changes
-        self.backup = backup
-
-    @property
-    def changed(self) -> bool:
-        return self.before != self.content
-
-    def to_dict(self, diff: bool = False) -> dict:
-        out = {"path": self.path, "format": self.fmt, "changed": self.changed,
-               "changes": self.changes, "backup": self.backup}
-        if diff:
-            out.update(before=self.before, after=self.content)
-        return out
 
 
 def write_env(result: EnvResult, outputs: Sequence[Tuple[str, str]], *, check: bool = False,

@@ -5,19 +5,19 @@ should be (its expectations)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 from ..checks.binding import emits
 from ..errors import RocetuneError
+from ..model.env_output import EnvResult, PlannedFile
 from ..model.plan import Overrides, Plan
 from ..model.qos import QosPlan
-from ..model.record import FrozenRecord, Record
+from ..model.record import FrozenRecord
 from ..rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
 from .inputs import expectations, overrides, qos_plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model.expect import Expectations
-    from .env_files import FileWrite
 
 DEFAULT_ENV_DIR = os.path.dirname(DEFAULT_TOPO_PATH)
 
@@ -57,81 +57,6 @@ def plan_host(features: dict, request: PlanRequest) -> Plan:
     from ..planner import build_plan
 
     return build_plan(features, request.user(), request.qos(), local_rank=request.local_rank)
-
-
-class PlannedFile(Record):
-    """A file the env points at: where it goes and what it holds."""
-
-    path: str
-    key: str
-    content: str
-    _fields = ("path", "key", "content")
-
-    def __init__(self, path: str, key: str, content: str) -> None:
-        self.path = path
-        self.key = key
-        self.content = content
-
-
-class EnvResult(Record):
-    plan: Plan
-    texts: Dict[str, str]  # format -> env text
-    files: List[PlannedFile]
-    writes: List[FileWrite]  # what write_env did, files first
-    _fields = ("plan", "texts", "files", "writes")
-
-    def __init__(self, plan: Plan, texts: Dict[str, str], files: Optional[List[PlannedFile]] = None,
-                 writes: Optional[List[FileWrite]] = None) -> None:
-        self.plan = plan
-        self.texts = texts
-        self.files = [] if files is None else files
-        self.writes = [] if writes is None else writes
-
-    @property
-    def env_writes(self) -> List[FileWrite]:
-        return [w for w in self.writes if w.fmt is not None]
-
-    @property
-    def written(self) -> List[str]:
-        """Every target, env files last (each now holds its content)."""
-        return [w.path for w in self.writes]
-
-    @property
-    def unchanged(self) -> List[str]:
-        return [w.path for w in self.writes if not w.changed]
-
-    def data(self, formats: List[str], out: Optional[str], diff: bool = False) -> dict:
-        """The env part of a verb's JSON result: the texts (nothing written), or each file written
-        (`writes`, with before/after texts under `diff`)."""
-        first = self.env_writes[0] if self.env_writes else None
-        return {"formats": formats, "path": first.path if first else None,
-                "texts": None if out else self.texts,
-                "files": [{"path": f.path, "key": f.key} for f in self.files] if out else [],
-                "written": self.written, "unchanged": self.unchanged,
-                "changes": first.changes if first else [], "backup": first.backup if first else None,
-                "writes": [w.to_dict(diff) for w in self.writes]}
-
-    def write_lines(self, check: bool = False) -> List[str]:
-        """One line per file: written (with the variables that changed), unchanged, or (with
-        `check`) would be written. With -q this is all -o prints, a line per file for a journal:
-        `rocetune env -q -o FILE` in a boot unit."""
-        from ..text import printable
-
-        n = len(self.plan.decisions)
-        verb = "would write" if check else "wrote"
-        lines = []
-        for w in self.env_writes:
-            if not w.changed:
-                lines.append(f"unchanged {w.path} ({w.fmt}, {n} variables)")
-            elif w.changes:
-                lines.append(f"{verb} {w.path} ({w.fmt}, {n} variables): changed " + ", ".join(w.changes))
-            else:
-                lines.append(f"{verb} {w.path} ({w.fmt}, {n} variables)")
-            if w.backup:
-                kept = "would keep" if check else "kept"
-                lines.append(f"{kept} the previous {w.path}, which rocetune did not write, as {w.backup}")
-        lines += [f"{verb if w.changed else 'unchanged'} {w.path}" for w in self.writes if w.fmt is None]
-        return [printable(line) for line in lines]
 
 
 @emits("env-file-left-out")
