@@ -97,15 +97,17 @@ def _pci_bdf(v):
 
 
 def _systemd(name):
-    from ansible.errors import AnsibleFilterError
+    def accepts(v):
+        from ansible.errors import AnsibleFilterError
 
-    f = _plugin("filter", "systemd")
-    calls = {"program": lambda v: f.systemd_exec([v, "env"]),
-             "word": lambda v: f.systemd_exec(["/usr/bin/rocetune", v]),
-             "unit": lambda v: f.systemd_unit_names([v])}
-    if name == "word":  # a word is quoted, never refused: one with a newline must not stay bare
-        return lambda v: f.systemd_exec(["/usr/bin/rocetune", v]).endswith(" " + v)
-    return lambda v: _raises(lambda: calls[name](v), AnsibleFilterError)
+        f = _plugin("filter", "systemd")
+        calls = {"program": lambda v: f.systemd_exec([v, "env"]),
+                 "word": lambda v: f.systemd_exec(["/usr/bin/rocetune", v]),
+                 "unit": lambda v: f.systemd_unit_names([v])}
+        if name == "word":  # a word is quoted, never refused: one with a newline must not stay bare
+            return f.systemd_exec(["/usr/bin/rocetune", v]).endswith(" " + v)
+        return _raises(lambda: calls[name](v), AnsibleFilterError)
+    return accepts
 
 
 def _links(v):
@@ -165,6 +167,8 @@ VALIDATORS = [
 
 @pytest.mark.parametrize("what, accepts, good", VALIDATORS, ids=[v[0] for v in VALIDATORS])
 def test_a_trailing_newline_never_passes(what, accepts, good):
+    if what.startswith("systemd_") and importlib.util.find_spec("ansible") is None:
+        pytest.skip("the systemd filter plugin runs inside ansible-core")
     assert accepts(good), f"{what}: {good!r} refused"
     assert not accepts(good + "\n"), f"{what}: {good!r} + newline passed"
 
@@ -173,7 +177,7 @@ def test_no_injected_exec_line_reaches_systemd(tmp_path):
     """Before, with systemd-analyze to read it: a program with a trailing newline and a next
     word `ExecStartPre=...` gave the unit a second command. The filter refuses it; a word with a
     trailing newline is quoted, and systemd reads back exactly one ExecStart=."""
-    from ansible.errors import AnsibleFilterError
+    AnsibleFilterError = pytest.importorskip("ansible.errors").AnsibleFilterError
 
     f = _plugin("filter", "systemd")
     with pytest.raises(AnsibleFilterError):
