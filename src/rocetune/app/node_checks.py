@@ -4,11 +4,10 @@ configuration. What `doctor` (app.doctor) and the fleet build on."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import Dict, Optional, Set
 
 from ..model.plan import Plan
-from ..model.qos import QosPlan
-from .expectations import hold_to_expectations
+from .expectations import hold_to_expectations, node_facts_of
 from .inputs import qos_plan
 from .planning import PlanRequest, plan_env
 
@@ -19,6 +18,7 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     -> (findings, data). The host's findings, the plan's, and doctor's own checks, as the node's
     check configuration (`config`, rocetune.model.check_config) grades them: what it skips is in
     data["skipped"], its rules (with how many findings each matched) in data["check_config"]."""
+    from ..analysis.expect import exact_names
     from ..analysis.hostview import HostView
     from ..doctor import checks, readings
     from ..hostfs.context import ProbeContext
@@ -30,15 +30,20 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     declared_qos = qos_plan(root, request.qos_path, fallback=False)
     env = plan_env(features, tuple(readings.ENV_FILES), env_dir=readings.ENV_DIR, request=request)
     view = HostView(features)
-    hold_to_expectations(env.plan, features, request.expect(), view)
     ctx = ProbeContext(host, runner_for(host))
     read = readings.read(ctx, features, since=since)
-    named = deployed_ports(read["env_files"]) | set(_expected_names(env.plan))
+    # The plan held to the expectations, a step of its own; the node's facts read once, for the
+    # ports the document names (or, without one, those the deployed env files name).
+    expect = request.expect()
+    expected = exact_names(expect.document) if expect is not None else []
+    named = deployed_ports(read["env_files"]) | set(expected)
+    facts = node_facts_of(env.plan, features, expected if expect is not None else sorted(named), view)
+    hold_to_expectations(env.plan, features, expect, facts=facts)
     found = checks.run_checks(checks.DoctorInput(features, read, view, env.texts, declared_qos, named))
     from ..checks import host_findings
 
     findings = host_findings(features) + env.plan.findings + found
-    expect_data, unchecked = _expect_data(features, env.plan, declared_qos, named, view)
+    expect_data, unchecked = _expect_data(env.plan, facts)
     findings.append(unchecked)
     data = {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
             "plan": env.plan.to_dict(), "expect": expect_data}
@@ -48,7 +53,7 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     if nccl_log:
         from ..render.nccl_log import summary_lines
 
-        report, differences = nccl_log_against(nccl_log, env.plan.env, plan_facts(features, env.plan))
+        report, differences = nccl_log_against(nccl_log, env.plan.env, plan_facts(features, env.plan, view))
         data["nccl_log"] = dict(report.to_dict(), used=summary_lines(report))
         findings += differences
     from ..checks.config import apply
@@ -57,12 +62,6 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     data["skipped"] = [f.to_dict() for f in applied.skipped]
     data["check_config"] = {"sources": list(config.sources) if config else [], "rules": applied.rules}
     return applied.findings, data
-
-
-def _expected_names(plan: Plan) -> List[str]:
-    from ..analysis.expect import exact_names
-
-    return exact_names(plan.expect["document"]) if plan.expect else []
 
 
 def deployed_ports(env_files: Dict[str, Optional[str]]) -> set:
@@ -84,19 +83,13 @@ def deployed_ports(env_files: Dict[str, Optional[str]]) -> set:
     return out
 
 
-def _expect_data(features: dict, plan: Plan, qos: Optional[QosPlan], named: set, view) -> tuple:
+def _expect_data(plan: Plan, facts) -> tuple:
     """doctor's `data.expect` -- where the expectations came from, the document, the verdict
     (met, short, none), the differences, and the node's facts (NodeFacts.to_dict(): what
     `--write-expect` and a fleet's majority are made from) -- and the expect-unchecked finding."""
-    from ..analysis.expect import node_facts
     from ..doctor.checks import expect_unchecked as unchecked
 
-    if plan.expect is not None:
-        facts = plan.expect["facts"]
-        source, document = plan.expect["source"], plan.expect["document"]
-    else:
-        facts = node_facts(features, plan, qos_source=qos.source if qos else None, names=sorted(named), view=view)
-        source, document = None, None
+    source, document = (plan.expect["source"], plan.expect["document"]) if plan.expect else (None, None)
     differences = [f.to_dict() for f in plan.findings if f.kind == "expect"]
     short = any(d["severity"] == "error" for d in differences)
     verdict = "none" if document is None else "short" if short else "met"
@@ -121,13 +114,13 @@ def nic_counters(root: str, readings: dict, save: bool):
     return [r.to_finding() for r in results], data
 
 
-def plan_facts(features: dict, plan):
+def plan_facts(features: dict, plan, view=None):
     """What a log is held to beyond the plan's env (rocetune.nccl.log_compare.PlanFacts): the NCCL
     release the plan was made for, whether it expects GPUDirect RDMA, and the RDMA ports it left out."""
     from ..analysis.hostview import HostView
     from ..nccl.log_compare import PlanFacts
 
-    host = HostView(features)
+    host = view or HostView(features)
     ev = host.nccl_evidence()
     version = ev.get("version")
     came = {"declared": "declared"}.get(ev.get("basis") or "", "") or \
