@@ -6,6 +6,7 @@ import argparse
 
 from ...errors import ExitCode, RocetuneError
 from .. import options
+from ..env_result import env_result
 from ..result import Result
 
 NAME = "env"
@@ -59,35 +60,3 @@ def run(args: argparse.Namespace) -> Result:
                                    fail_on_warnings=args.fail_on_warnings, no_degrade=args.no_degrade,
                                    config_path=args.doctor_config))
     return env_result(NAME, args, done, list(fmts), outs[0] if outs else None)
-
-
-def env_result(command: str, args: argparse.Namespace, done, fmts, first, human: str = "",
-               warnings=None) -> Result:
-    """The env use case's answer as a verb's result (env's, and probe's when it writes an env)."""
-    env = done.env
-    result = Result(command=command, data={"plan": env.plan.to_dict(), "features": done.features,
-                                           "findings": [f.to_dict() for f in done.findings]},
-                    warnings=done.warnings if warnings is None else warnings, code=done.code, errors=done.errors)
-    check = getattr(args, "check", False)
-    if done.refused is not None:
-        result.data["refused"] = done.refused
-        result.human = "".join(line + "\n" for line in done.refusal_lines(check))
-    if not done.wrote:
-        if first is None and getattr(args, "env_dir", None):
-            result.data["env"] = {"formats": fmts, "dir": args.env_dir, "texts": env.texts,
-                                  "files": [{"path": f.path, "key": f.key, "content": f.content}
-                                            for f in env.files]}
-        elif first is None:
-            result.raw = env.texts[fmts[0]]
-            result.data["env"] = env.data(fmts, None)
-        return result
-    lines = env.write_lines(check=check)
-    if args.quiet:
-        result.human = "\n".join(lines) + "\n"
-    else:
-        from ...render.human import plan_text  # the human summary only: not for --json agents
-
-        result.human = human + plan_text(env.plan, args.verbose) + "\n".join(lines) + "\n"
-    result.data["env"] = env.data(fmts, first, diff=getattr(args, "diff", False))
-    result.data["env"]["check"] = check
-    return result

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> Result:
     # (nor its renderer importing).
     human = "" if args.json else _human(done.features, done.findings, args.verbose)
     if done.env is not None:  # the env use case's own answer, the host's summary before it
-        from .env import env_result
+        from ..env_result import env_result
 
         warnings = warning_lines(done.features, done.plan, findings_too=not out)
         result = env_result(NAME, args, done.env, fmts, out, human.rstrip("\n") + "\n\n" if human else "",
