@@ -7,12 +7,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..errors import ExitCode
-from ..model.env_output import EnvResult
 from ..model.record import FrozenRecord, Record
-from .planning import PlanRequest
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..model.env_output import EnvResult
     from ..model.finding import Finding
+    from .planning import PlanRequest
+
+# Light at import: --format's choices (cli/options.py) ask this module for the dialects without
+# loading the planner.
 
 
 class EnvRequest(FrozenRecord):
