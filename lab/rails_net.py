@@ -162,7 +162,7 @@ class Rails:
     def neighbours(self, host: str) -> Dict[str, List[dict]]:
         from rocetune.probe.parsers.lldpctl import parse_lldpctl_json
 
-        return parse_lldpctl_json(netns.run_on(host, "lldpctl -f json").stdout)
+        return parse_lldpctl_json(netns.run_on(host, "lldpctl -f json0").stdout)
 
     def wait_cabling(self, expected: Dict[str, Dict[str, str]], timeout: float = 45.0) -> None:
         """Until every host hears exactly the switch `expected[host][ifname]` on each rail interface."""

@@ -65,6 +65,7 @@ SLURM_DIR = netns.STATE_DIR / "slurm"
 MUNGE_SOCKET = SLURM_DIR / "munge.socket"  # the same path inside each host, under its own /run
 HOST_CONF = "/etc/slurm/slurm.conf"
 HOST_CGROUP_CONF = "/etc/slurm/cgroup.conf"  # slurmd reads it from slurm.conf's directory
+HOST_TOPOLOGY_CONF = "/etc/slurm/topology.conf"  # with TopologyPlugin=topology/tree, so does slurmd
 HOST_KEY = str(SLURM_DIR / "munge.key")  # as on the controller; a host's /run is its own
 HOST_LOG = "/var/log/slurm/slurmd.log"
 HOST_PID = "/run/slurmd.pid"
@@ -87,6 +88,7 @@ class Cluster:
     health_check: Optional[str] = None
     health_check_interval: int = 0
     prolog: Optional[str] = None
+    topology: bool = False  # TopologyPlugin=topology/tree, reading SLURM_DIR/topology.conf
 
     @property
     def env(self) -> Dict[str, str]:
@@ -137,6 +139,27 @@ class Cluster:
                 raise SlurmError(f"{what}: not within {timeout:g}s; nodes: {states}")
             time.sleep(0.5)
 
+    def load_topology(self, text: str, timeout: float = 30.0) -> str:
+        """Write topology.conf beside slurm.conf, have slurmctld read it again (`scontrol
+        reconfigure`) and return what slurmctld logged while it did (its log from the reconfigure
+        to the line that says it completed)."""
+        netns._write(SLURM_DIR / "topology.conf", text)
+        for name in self.nodes:
+            write_file(name, HOST_TOPOLOGY_CONF, text)
+        log = self.controller_log
+        start = log.stat().st_size if log.exists() else 0
+        self.run(["scontrol", "reconfigure"])
+        deadline = time.monotonic() + timeout
+        while True:
+            with open(log, "rb") as f:
+                f.seek(start)
+                said = f.read().decode(errors="replace")
+            if "_slurm_rpc_reconfigure_controller: completed" in said:
+                return said
+            if time.monotonic() > deadline:
+                raise SlurmError(f"slurmctld did not finish reconfiguring in {timeout:g} s: {said[-500:]}")
+            time.sleep(0.2)
+
     def srun(self, args: Sequence[str], check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
         """``srun ARGS`` from the machine, in the lab partition."""
         return self.run(["srun", "--partition", PARTITION, *args], check=check, timeout=timeout)
@@ -171,7 +194,7 @@ CGROUP_CONF = "# Written by the lab's Slurm (lab/slurm.py).\nCgroupPlugin=cgroup
 
 
 def slurm_conf(nodes: Sequence[str], ips: Dict[str, str], health_check: Optional[str],
-               interval: int, prolog: Optional[str]) -> str:
+               interval: int, prolog: Optional[str], topology: bool = False) -> str:
     """The one slurm.conf of the controller and every node (slurm.conf(5), Slurm 22.05)."""
     lines = [
         "# Written by lab/slurm.py for the lab's Slurm; removed with the lab.",
@@ -216,6 +239,8 @@ def slurm_conf(nodes: Sequence[str], ips: Dict[str, str], health_check: Optional
                   "HealthCheckNodeState=ANY"]
     if prolog:
         lines.append(f"Prolog={prolog}")
+    if topology:
+        lines.append("TopologyPlugin=topology/tree")
     for name in nodes:
         lines.append(f"NodeName={name} NodeAddr={ips[name]} NodeHostname={name} CPUs=2 RealMemory=256 State=UNKNOWN")
     lines.append(f"PartitionName={PARTITION} Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP")
@@ -225,14 +250,15 @@ def slurm_conf(nodes: Sequence[str], ips: Dict[str, str], health_check: Optional
 def start(info: Optional[netns.LabInfo] = None, *, nodes: Optional[Sequence[str]] = None,
           health_check: Optional[str] = None, health_check_interval: int = 0,
           prolog: Optional[str] = None, timeout: float = START_TIMEOUT,
-          wait_idle: bool = True) -> Cluster:
+          wait_idle: bool = True, topology: Optional[str] = None) -> Cluster:
     """Start munge and slurmctld on the controller namespace, then munge and slurmd on each of
     ``nodes`` (default: every lab host), and wait until every node has registered (with
     ``wait_idle``: is idle, drained or draining, i.e. no longer unknown or down).
 
     ``health_check`` and ``prolog`` are paths inside the hosts (write them with
     ``write_file``); HealthCheckProgram runs only with ``health_check_interval`` > 0, as in
-    Slurm itself. A Slurm already started on the lab is stopped first. On failure what was
+    Slurm itself. ``topology``: the text of a topology.conf, with TopologyPlugin=topology/tree
+    (Cluster.load_topology replaces it later). A Slurm already started on the lab is stopped first. On failure what was
     started is stopped and SlurmError says why (the log's last lines)."""
     netns._require_root()
     check_programs()
@@ -246,8 +272,11 @@ def start(info: Optional[netns.LabInfo] = None, *, nodes: Optional[Sequence[str]
         raise SlurmError("a HealthCheckProgram runs only with a HealthCheckInterval above 0")
     stop()
     cluster = Cluster(names, health_check=health_check, health_check_interval=health_check_interval,
-                      prolog=prolog)
+                      prolog=prolog, topology=topology is not None)
     try:
+        if topology is not None:
+            SLURM_DIR.mkdir(parents=True, exist_ok=True)
+            netns._write(SLURM_DIR / "topology.conf", topology)
         _start(info, cluster, timeout, wait_idle)
     except BaseException:
         with contextlib.suppress(Exception):
@@ -265,12 +294,13 @@ def _start(info: netns.LabInfo, cluster: Cluster, timeout: float, wait_idle: boo
     key = os.urandom(1024)
     netns._write(SLURM_DIR / "munge.key", key, 0o600)
     conf = slurm_conf(cluster.nodes, {n: info.ip(n) for n in cluster.nodes}, cluster.health_check,
-                      cluster.health_check_interval, cluster.prolog)
+                      cluster.health_check_interval, cluster.prolog, cluster.topology)
     netns._write(cluster.conf, conf)
     netns._write(SLURM_DIR / "cgroup.conf", CGROUP_CONF)
     _start_controller()
+    topology = (SLURM_DIR / "topology.conf").read_text() if cluster.topology else None
     for name in cluster.nodes:
-        _start_node(name, conf, key)
+        _start_node(name, conf, key, topology)
     deadline = time.monotonic() + timeout
     settled = ("idle", "drained", "draining", "allocated", "mixed", "idle+drain", "drng")
 
@@ -335,8 +365,10 @@ chmod 0711 /run/rocetune-lab {socket_dir}
 """
 
 
-def _start_node(name: str, conf: str, key: bytes) -> None:
+def _start_node(name: str, conf: str, key: bytes, topology: Optional[str] = None) -> None:
     write_file(name, HOST_CONF, conf)
+    if topology is not None:  # slurmd reads it too, and does not start without it
+        write_file(name, HOST_TOPOLOGY_CONF, topology)
     write_file(name, HOST_CGROUP_CONF, CGROUP_CONF)
     write_file(name, HOST_KEY, key, 0o600)
     script = NODE_INIT.format(socket_dir=shlex.quote(str(MUNGE_SOCKET.parent)), socket=shlex.quote(str(MUNGE_SOCKET)),

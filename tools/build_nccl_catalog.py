@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Build src/rocetune/data/nccl_vars.json, rocetune's own catalog of NCCL environment variables.
+"""Build src/rocetune/nccl/data/nccl_vars.json, rocetune's own catalog of NCCL environment variables.
 
 Input: a JSON inventory of the variables one NCCL release reads (name, default, type, category,
 whether env.rst documents it) plus the names that circulate but are not read. Output: the compact
 catalog that `rocetune lint` and `rocetune explain` use at run time (no network, no source tree).
 
-    python3 tools/build_nccl_catalog.py PATH/TO/nccl-vars.json [-o src/rocetune/data/nccl_vars.json]
+    python3 tools/build_nccl_catalog.py PATH/TO/nccl-vars.json [-o src/rocetune/nccl/data/nccl_vars.json]
 
 The inventory supplies facts (which names exist, their defaults and types). What rocetune says
 about them (kinds, checked ranges, the retired names and their replacements) is curated below and
@@ -13,6 +13,12 @@ cross-checked against the inventory: the build fails when the inventory names a 
 this table does not cover, or when a range is given for a variable NCCL does not read.
 The output is deterministic (sorted keys, fixed indentation), so re-running it on the same
 input gives the same bytes.
+
+The inventory is of one release (2.30.7). NEWER lists the names later releases added, each with the
+first release that reads it and where that is read (a file at the release's tree, its env.rst, or its
+release notes); they enter the catalog with `since` and `source`, so lint knows them and can say a
+name is newer than the host's NCCL. tools/nccl_var_releases.py checks them against a release tree
+when one is given (--tree).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_OUT = os.path.join(HERE, "..", "src", "rocetune", "data", "nccl_vars.json")
+DEFAULT_OUT = os.path.join(HERE, "..", "src", "rocetune", "nccl", "data", "nccl_vars.json")
 
 # Checked value ranges (inclusive) for variables where a wrong number silently misbehaves.
 # Sources: NCCL's env documentation and the code paths named in the knowledge base.
@@ -54,7 +60,8 @@ RANGES: Dict[str, Tuple[int, int]] = {
 ENUMS: Dict[str, Tuple[List[str], bool]] = {
     "NCCL_IB_ADDR_FAMILY": (["AF_INET", "AF_INET6"], True),
     "NCCL_SOCKET_FAMILY": (["AF_INET", "AF_INET6"], True),
-    "NCCL_DEBUG": (["VERSION", "WARN", "INFO", "ABORT", "TRACE"], False),
+    # ATTN: a 2.32-era src/debug.cc (NCCL_DEBUG's options: VERSION, WARN, ATTN, INFO, ABORT, TRACE)
+    "NCCL_DEBUG": (["VERSION", "WARN", "ATTN", "INFO", "ABORT", "TRACE"], False),
 }
 
 # Path-level variables: a level name or a legacy integer.
@@ -133,6 +140,34 @@ PLUGIN_PREFIXES: Dict[str, str] = {
     "NCCL_TUNER_": "tuner plugin",
     "NCCL_INSPECTOR_": "inspector (profiler) plugin",
     "NCCL_PROFILE_": "example profiler plugin",
+}
+
+# Names first read after the inventory's release: (first release, default, kind, category, source).
+# 2.31.2: NVIDIA/nccl v2.31.2-1 at commit 889806836 (the public code index holds its tree); 2.32.3: its
+# release notes (NVIDIA/nccl#2419), or a 2.32-era tree in the code index whose commit is not identified.
+_T2312 = "v2.31.2-1 (889806836) "
+NEWER: Dict[str, Tuple[str, Optional[str], str, str, str]] = {
+    "NCCL_IB_EVENT_BASED_LB": ("2.31.2", "0", "int", "ib", _T2312 + "src/transport/net_ib/common.cc "
+                               "NCCL_PARAM(IbEventBasedLb); env.rst (since 2.31)"),
+    "NCCL_IB_EVENT_BASED_LB_REMOTE": ("2.31.2", "1", "int", "ib",
+                                      _T2312 + "src/transport/net_ib/common.cc NCCL_PARAM(IbEventBasedLbRemote)"),
+    "NCCL_IB_PKEY_VALUE": ("2.31.2", "-1", "int", "ib", _T2312 + "docs/userguide/source/env.rst (since 2.31)"),
+    "NCCL_RMA_EAGER_INIT": ("2.31.2", "0", "int", "misc", _T2312 + "docs/userguide/source/env.rst (since 2.31)"),
+    "NCCL_GIN_PROXY_NTHREADS": ("2.31.2", "1", "int", "gin",
+                                _T2312 + "src/gin/gin_host.cc NCCL_PARAM(GinProxyNthreads)"),
+    "NCCL_RUN_DIAGNOSTICS": ("2.31.2", "0", "int", "debug",
+                             _T2312 + "docs/userguide/source/troubleshooting/diagnostics.rst"),
+    "NCCL_RUN_RAS_DIAGNOSTICS": ("2.31.2", "0", "int", "debug",
+                                 _T2312 + "docs/userguide/source/troubleshooting/ras.rst (RAS Diagnostics)"),
+    "NCCL_WIN_REGISTER_GIN": ("2.32.3", None, "int", "gin", "2.32.3 release notes (NVIDIA/nccl#2419)"),
+    "NCCL_HIER_CE_COLL_AG_RAIL_RING_ENABLE": ("2.32.3", None, "int", "tuning",
+                                              "2.32.3 release notes (NVIDIA/nccl#2419, PR #2299)"),
+    "NCCL_DEBUG_LEVELS": ("2.32.3", None, "string", "debug",
+                          "a 2.32-era src/debug.cc (DEFINE_NCCL_PARAM ncclParamDebugLevels) in the public code "
+                          "index, commit not identified"),
+    "NCCL_LOG_PLUGIN": ("2.32.3", None, "path", "plugin",
+                        "a 2.32-era log plugin loader in the public code index (libnccl-log-<name>.so, "
+                        "ncclLogPlugin_v1), commit not identified"),
 }
 
 _SENTINELS = {
@@ -275,6 +310,11 @@ def build(inventory: Dict[str, Any]) -> Dict[str, Any]:
             entry["description"] = DESCRIPTIONS[name]
         variables[name] = entry
 
+    for name, (since, default, kind, category, source) in sorted(NEWER.items()):
+        if name in variables:
+            raise SystemExit(f"catalog inconsistent:\n  {name} is in NEWER but the inventory's release reads it")
+        variables[name] = {"default": default, "kind": kind, "category": category,
+                           "documented": "env.rst" in source or ".rst" in source, "since": since, "source": source}
     problems = []
     for name in list(RANGES) + list(ENUMS) + list(LEVEL_VARS) + list(DESCRIPTIONS):
         if name not in variables:
@@ -301,7 +341,9 @@ def build(inventory: Dict[str, Any]) -> Dict[str, Any]:
     return {
         "schema": 1,
         "source": {"nccl_version": version, "repo": inventory.get("repo"),
-                   "commit": inventory.get("commit")},
+                   "commit": inventory.get("commit"),
+                   "newest": max((v[0] for v in NEWER.values()), key=lambda t: tuple(int(x) for x in t.split(".")),
+                                 default=version)},
         "variables": variables,
         "retired": RETIRED,
         "plugin_prefixes": PLUGIN_PREFIXES,

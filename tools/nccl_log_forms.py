@@ -4,6 +4,7 @@ source at every release tag.
 
     python3 tools/nccl_log_forms.py --repo PATH/TO/nccl            # exit 1 when a span is wrong
     python3 tools/nccl_log_forms.py --repo PATH/TO/nccl --write    # rewrite first/last and sources
+    python3 tools/nccl_log_forms.py --repo PATH/TO/nccl --tree nccl-2.31.2   # a release past the tags
 
 Each form names a `marker`: a fixed string of NCCL's source (a format string or the code printing
 it) found under `where` (a pathspec) in exactly the releases that print the form. For every tag
@@ -13,6 +14,10 @@ source. A form whose marker comes and goes (two spans) is reported: its marker i
 The table's `line` and `args` build, per form, the text that release prints: tests/unit/nccl/
 test_log_forms.py reads it with the log reader. Nothing here copies NCCL's code: the table keeps
 the format strings (the text NCCL prints) and where they are.
+
+A release past the clone's tags is given as a source tree (`--tree DIR`, read with grep, its release
+from makefiles/version.mk). A form whose `read_at` names such a release's tree, read elsewhere, is
+reported as not checked until that tree is given.
 """
 
 from __future__ import annotations
@@ -31,6 +36,14 @@ _TAG = re.compile(r"^v2\.(\d+)\.(\d+)-(\d+)$")
 DEV_BRANCH = "dev"
 
 
+TREE = "tree:"  # a release given as a source directory (an unpacked release tarball), not a tag
+
+
+def with_trees(tags: List[str], trees: Optional[List[str]]) -> List[str]:
+    """The tags, then each `--tree DIR` as one more release (in the order given, newest last)."""
+    return tags + [TREE + str(Path(t).resolve()) for t in trees or []]
+
+
 def release_tags(git_dir: str) -> List[str]:
     out = subprocess.run(["git", "-C", git_dir, "tag"], capture_output=True, text=True, check=True).stdout.split()
     tags = sorted((t for t in out if _TAG.match(t)), key=lambda t: tuple(int(x) for x in _TAG.match(t).groups()))
@@ -41,6 +54,13 @@ def release_tags(git_dir: str) -> List[str]:
 
 def where_at(git_dir: str, tag: str, marker: str, pathspec: str) -> Optional[str]:
     """`file:line` of the marker's first occurrence at `tag`, or None."""
+    if tag.startswith(TREE):
+        root = Path(tag[len(TREE):])
+        r = subprocess.run(["grep", "-rnF", "-e", marker, "--", pathspec], cwd=root, capture_output=True, text=True)
+        if r.returncode != 0 or not r.stdout:
+            return None
+        path, line = sorted(r.stdout.splitlines())[0].split(":", 2)[:2]
+        return f"{path}:{line}"
     r = subprocess.run(["git", "-C", git_dir, "grep", "-n", "-F", "-e", marker, tag, "--", pathspec],
                        capture_output=True, text=True)
     if r.returncode != 0 or not r.stdout:
@@ -54,8 +74,12 @@ def release(tag: str, git_dir: str) -> str:
     m = _TAG.match(tag)
     if m:
         return f"2.{m.group(1)}.{m.group(2)}"
-    mk = subprocess.run(["git", "-C", git_dir, "show", f"{tag}:makefiles/version.mk"], capture_output=True,
-                        text=True).stdout
+    if tag.startswith(TREE):
+        mk_path = Path(tag[len(TREE):]) / "makefiles" / "version.mk"
+        mk = mk_path.read_text() if mk_path.is_file() else ""
+    else:
+        mk = subprocess.run(["git", "-C", git_dir, "show", f"{tag}:makefiles/version.mk"], capture_output=True,
+                            text=True).stdout
     parts = dict(re.findall(r"^NCCL_(MAJOR|MINOR|PATCH)\s*:=\s*(\d+)", mk, re.M))
     return f"{parts.get('MAJOR', '2')}.{parts.get('MINOR', '?')}.{parts.get('PATCH', '?')}"
 
@@ -72,11 +96,22 @@ def spans(git_dir: str, tags: List[str], marker: str, pathspec: str) -> List[Tup
     return out
 
 
-def check(git_dir: str, write: bool) -> int:
+def _version(text: str) -> Tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def check(git_dir: str, write: bool, trees: Optional[List[str]] = None) -> int:
     table = json.loads(TABLE.read_text())
-    tags = release_tags(git_dir)
+    tags = with_trees(release_tags(git_dir), trees)
+    newest = _version(release(tags[-1], git_dir))
     problems = 0
+    skipped = []
     for form in table["forms"]:
+        if form.get("read_at") and _version(form["first"]) > newest:
+            # a form first printed by a release past the newest tree scanned: its source was read at that
+            # release's tree elsewhere (`read_at`); give that tree with --tree to check it here
+            skipped.append(form["id"])
+            continue
         got = spans(git_dir, tags, form["marker"], form["where"])
         if len(got) != 1:
             print(f"{form['id']}: marker found in {len(got)} spans of releases: not specific", file=sys.stderr)
@@ -84,7 +119,8 @@ def check(git_dir: str, write: bool) -> int:
             continue
         first, last, wheres = got[0]
         computed = {"first": release(tags[first], git_dir), "last": release(tags[last], git_dir),
-                    "first_source": f"{tags[first]} {wheres[0]}", "last_source": f"{tags[last]} {wheres[-1]}",
+                    "first_source": f"{_label(tags[first], git_dir)} {wheres[0]}",
+                    "last_source": f"{_label(tags[last], git_dir)} {wheres[-1]}",
                     "first_scanned": first == 0}
         stale = {k: (form.get(k), v) for k, v in computed.items() if form.get(k) != v}
         if stale and not write:
@@ -92,22 +128,34 @@ def check(git_dir: str, write: bool) -> int:
                   file=sys.stderr)
             problems += 1
         form.update(computed)
-    table["tags"] = {"first": tags[0], "last": tags[-1], "count": len(tags)}
+    table["tags"] = {"first": _label(tags[0], git_dir), "last": _label(tags[-1], git_dir), "count": len(tags)}
+    if skipped:
+        print(f"not checked (first printed by a release past {release(tags[-1], git_dir)}; give its tree with "
+              f"--tree): {', '.join(skipped)}", file=sys.stderr)
     if write:
         TABLE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
         print(f"wrote {TABLE.relative_to(REPO)} ({len(table['forms'])} forms, {len(tags)} tags)")
         return 0
     if not problems:
-        print(f"{len(table['forms'])} forms agree with {len(tags)} tags ({tags[0]} .. {tags[-1]})")
+        print(f"{len(table['forms']) - len(skipped)} forms agree with {len(tags)} releases "
+              f"({_label(tags[0], git_dir)} .. {_label(tags[-1], git_dir)})")
     return 1 if problems else 0
+
+
+def _label(tag: str, git_dir: str) -> str:
+    """How a release is named in the table: its tag, or `v<release> (tree)` for a --tree directory."""
+    return f"v{release(tag, git_dir)} (tree)" if tag.startswith(TREE) else tag
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", required=True, help="a git clone of NVIDIA/nccl with its tags")
+    ap.add_argument("--tree", action="append", metavar="DIR",
+                    help="a release's source tree past the clone's tags (an unpacked release tarball, "
+                         "with makefiles/version.mk); repeatable, oldest first")
     ap.add_argument("--write", action="store_true", help="rewrite each form's first/last release and sources")
     args = ap.parse_args(argv)
-    return check(args.repo, args.write)
+    return check(args.repo, args.write, args.tree)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import re
 __metaclass__ = type
 
 _TARBALL = re.compile(r"^MLNX_OFED_LINUX-(?P<version>\d[\w.]*-[\d.]+)-(?P<distro>[a-z]+)(?P<release>[\d.]+)"
-                      r"-(?P<arch>x86_64|aarch64|ppc64le)\.(?:tgz|tar\.gz|iso)$")
+                      r"-(?P<arch>x86_64|aarch64|ppc64le)\.(?:tgz|tar\.gz|iso)\Z")
 _ARCH = {"amd64": "x86_64", "arm64": "aarch64", "x86_64": "x86_64", "aarch64": "aarch64", "ppc64le": "ppc64le"}
 # The distribution tag in the tarball name -> the node's distribution, as /etc/os-release's ID
 # or Ansible's ansible_distribution names it.

@@ -22,9 +22,9 @@ __metaclass__ = type
 ECN_NAMES = {"not-ect": 0, "ect1": 1, "ect0": 2}
 TRUST_MODES = ("dscp", "pcp")
 TOP_KEYS = ("version", "trust", "data", "cnp", "ecn", "lossless_priorities", "cts", "fabric", "buffer",
-            "ecn_marking")
+            "ecn_marking", "pfc_watchdog")
 CLASS_KEYS = ("dscp", "priority")
-FABRIC_KEYS = ("tiers", "rail_optimised", "ecmp")
+FABRIC_KEYS = ("tiers", "rail_optimised", "ecmp", "subnet_aware_routing")
 MAX_TIERS = 4
 BUFFER_KEYS = ("cable_length", "prio_buffer", "buffer_size")
 # mlx5 takes the PFC delay as the cable length in metres and ignores 0 and 1000 or more
@@ -38,6 +38,18 @@ BUFFER_SIZE_MAX = 2 ** 32 - 1  # struct dcbnl_buffer's buffer_size is a __u32 pe
 ECN_MARKING_KEYS = ("min_threshold", "max_threshold", "probability")
 ECN_MARKING_DEFAULTS = {"min_threshold": 150000, "max_threshold": 1500000, "probability": 100}
 ECN_THRESHOLD_MAX = 256000000  # bytes: the largest threshold EOS takes (random-detect ecn ... bytes)
+# The switches' PFC watchdog on the lossless queues: what it does to a queue paused past the
+# detection time (drop its packets, or forward them ignoring the pauses) and when it gives the
+# queue back. Ranges and defaults are SONiC's (sonic-utilities pfcwd/main.py: `pfcwd start`
+# takes --action drop|forward|alert, detection 100-5000 ms, --restoration-time 100-60000 ms;
+# `pfcwd start_default` sets drop, 200 ms, 200 ms); `alert` only logs, so the plan does not offer it.
+PFC_WATCHDOG_KEYS = ("action", "detection_time", "restoration_time")
+PFC_WATCHDOG_ACTIONS = ("drop", "forward")
+PFC_WATCHDOG_ACTION, PFC_WATCHDOG_MS = "drop", 200
+PFC_WATCHDOG_DEFAULTS = {"action": PFC_WATCHDOG_ACTION, "detection_time": PFC_WATCHDOG_MS,
+                         "restoration_time": PFC_WATCHDOG_MS}
+PFC_WATCHDOG_DETECTION_MS = (100, 5000)
+PFC_WATCHDOG_RESTORATION_MS = (100, 60000)
 # docs/qos.md: the built-in plan, which an absent file (or an absent key) stands for.
 DEFAULTS = {"trust": "dscp", "data": {"dscp": 26, "priority": 3}, "cnp": {"dscp": 48, "priority": 6},
             "ecn": 2, "lossless_priorities": [3], "cts_dscp": None, "cts_priority": None, "fabric": None}
@@ -105,9 +117,11 @@ class _Errors:
 def validate(doc):
     """The plan in `doc` (a mapping, or None for an empty file) with every key filled in:
     {trust, data: {dscp, priority}, cnp: {...}, ecn (0..2), lossless_priorities (sorted),
-    cts_dscp, cts_priority (None without cts_dscp), fabric ({tiers, rail_optimised, ecmp} or None),
+    cts_dscp, cts_priority (None without cts_dscp),
+    fabric ({tiers, rail_optimised, ecmp, subnet_aware_routing} or None),
     buffer ({cable_length, prio_buffer, buffer_size}, each None where not stated, or None), ecn_marking
-    ({min_threshold, max_threshold, probability}, defaults filled in, or None), classes_stated,
+    ({min_threshold, max_threshold, probability}, defaults filled in, or None), pfc_watchdog
+    ({action, detection_time, restoration_time}, defaults filled in, or None), classes_stated,
     warnings}. QosPlanError names every field that cannot be used."""
     if doc is None:
         doc = {}
@@ -129,6 +143,7 @@ def validate(doc):
     fabric = _fabric(errs, doc.get("fabric"))
     buffer = _buffer(errs, doc.get("buffer"), lossless or [])
     ecn_marking = _ecn_marking(errs, doc.get("ecn_marking"))
+    pfc_watchdog = _pfc_watchdog(errs, doc.get("pfc_watchdog"))
     if data and cnp and data["dscp"] is not None and data["dscp"] == cnp["dscp"]:
         errs.add("data.dscp and cnp.dscp are both %d: congestion notifications must be told "
                  "apart from the data they throttle" % data["dscp"])
@@ -146,11 +161,13 @@ def validate(doc):
         warnings.append("cts.priority %d is not in lossless_priorities %s: NCCL's credit messages would "
                         "travel in a lossy queue" % (cts_priority, lossless))
     warnings += _buffer_warnings(buffer, lossless)
+    if pfc_watchdog is not None and not lossless:
+        warnings.append("pfc_watchdog with no lossless priority: the watchdog watches only PFC (no-drop) queues")
     return {"trust": trust, "data": data, "cnp": cnp, "ecn": ecn, "lossless_priorities": lossless,
             "cts_dscp": cts_dscp, "cts_priority": cts_priority, "fabric": fabric, "buffer": buffer,
-            "ecn_marking": ecn_marking,
+            "ecn_marking": ecn_marking, "pfc_watchdog": pfc_watchdog,
             "warnings": warnings,
-            "classes_stated": bool(set(doc) - set(["version", "fabric", "buffer", "ecn_marking"]))}
+            "classes_stated": bool(set(doc) - set(["version", "fabric", "buffer", "ecn_marking", "pfc_watchdog"]))}
 
 
 def traffic_class(plan):
@@ -248,14 +265,15 @@ def _fabric(errs, node):
     if node is None:
         return None
     if not isinstance(node, dict):
-        errs.add("fabric: expected a mapping with tiers, rail_optimised, ecmp, got %r" % (node,))
+        errs.add("fabric: expected a mapping with tiers, rail_optimised, ecmp, subnet_aware_routing, got %r"
+                 % (node,))
         return None
     errs.unknown("fabric", node, FABRIC_KEYS)
     tiers = node.get("tiers")
     if tiers is not None:
         tiers = errs.int_in(tiers, 1, MAX_TIERS, "fabric.tiers")
     out = {"tiers": tiers}
-    for key in ("rail_optimised", "ecmp"):
+    for key in ("rail_optimised", "ecmp", "subnet_aware_routing"):
         value = node.get(key)
         if value is not None and not isinstance(value, bool):
             errs.add("fabric.%s: expected true or false, got %r" % (key, value))
@@ -314,6 +332,29 @@ def _ecn_marking(errs, node):
     low, high = out["min_threshold"], out["max_threshold"]
     if low is not None and high is not None and low >= high:
         errs.add("ecn_marking: min_threshold %d is not below max_threshold %d (bytes)" % (low, high))
+    return out
+
+
+def _pfc_watchdog(errs, node):
+    """The switches' PFC watchdog; absent keys take PFC_WATCHDOG_DEFAULTS."""
+    if node is None:
+        return None
+    if not isinstance(node, dict):
+        errs.add("pfc_watchdog: expected a mapping with action, detection_time, restoration_time, got %r" % (node,))
+        return None
+    errs.unknown("pfc_watchdog", node, PFC_WATCHDOG_KEYS, hint_extra=" (times in milliseconds)")
+    action = node.get("action")
+    action = PFC_WATCHDOG_DEFAULTS["action"] if action is None else action
+    if action not in PFC_WATCHDOG_ACTIONS:
+        errs.add("pfc_watchdog.action: %r is not one of %s" % (action, ", ".join(PFC_WATCHDOG_ACTIONS)),
+                 hint="drop: the stuck queue's packets are dropped; forward: they are sent, the pauses ignored")
+        action = None
+    out = {"action": action}
+    for key, (lo, hi) in (("detection_time", PFC_WATCHDOG_DETECTION_MS),
+                          ("restoration_time", PFC_WATCHDOG_RESTORATION_MS)):
+        value = node.get(key)
+        value = PFC_WATCHDOG_DEFAULTS[key] if value is None else value
+        out[key] = errs.int_in(value, lo, hi, "pfc_watchdog.%s (milliseconds)" % key)
     return out
 
 

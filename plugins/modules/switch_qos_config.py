@@ -39,7 +39,7 @@ requirements:
 options:
   kind:
     description:
-      - The switch's network OS, as C(rocetune qos render --os) names it (C(sonic), C(nvue), C(eos)).
+      - The switch's network OS, as C(rocetune qos render --os) names it (C(sonic), C(nvue), C(eos), C(nxos)).
         An OS the installed rocetune does not know fails the call, naming the ones it does.
     type: str
     required: true
@@ -56,6 +56,14 @@ options:
       - Ports to bind the QoS to (SONiC C(PORT_QOS_MAP) and C(QUEUE), EOS interfaces), as the
         switch names them (C(Ethernet0), C(swp1), C(Ethernet1/1)). Empty writes the maps and
         profiles bound to no port (a warning for SONiC and EOS).
+    type: list
+    elements: str
+    default: []
+  fabric_ports:
+    description:
+      - Ports to other switches (a leaf's uplinks, a spine's ports), given to C(rocetune qos render
+        --fabric-ports). They get the same classes, PFC, queues and watchdog as I(ports); the plan's
+        cable length, which describes the hosts' cables, is not applied to them.
     type: list
     elements: str
     default: []
@@ -153,11 +161,15 @@ def input_problems(p):
             problems.append("options: %r is not a choice name (e.g. platform, buffer_model)" % (name,))
         elif not isinstance(value, str) or not CHOICE_VALUE_RE.match(value):
             problems.append("options.%s: %r is not a value like jericho or lossless-single-ipool" % (name, value))
-    bad = [port for port in p["ports"] if not PORT_RE.match(port)]
-    problems += ["ports: %r is not a port name (e.g. Ethernet0, swp1, Ethernet1/1)" % port for port in bad]
-    twice = sorted(set(port for port in p["ports"] if p["ports"].count(port) > 1))
-    if twice:
-        problems.append("ports: %s named twice" % ", ".join(twice))
+    for key in ("ports", "fabric_ports"):
+        bad = [port for port in p[key] if not PORT_RE.match(port)]
+        problems += ["%s: %r is not a port name (e.g. Ethernet0, swp1, Ethernet1/1)" % (key, port) for port in bad]
+        twice = sorted(set(port for port in p[key] if p[key].count(port) > 1))
+        if twice:
+            problems.append("%s: %s named twice" % (key, ", ".join(twice)))
+    both = sorted(set(p["ports"]) & set(p["fabric_ports"]))
+    if both:
+        problems.append("ports and fabric_ports both name %s" % ", ".join(both))
     dest = p["dest"]
     if not os.path.isabs(dest) or dest.endswith("/"):
         problems.append("dest: %r is not an absolute file path" % dest)
@@ -180,6 +192,8 @@ def render_argv(command, p):
     argv = [command, "--json", "qos", "render", "--os", p["kind"]]
     if p["ports"]:
         argv += ["--ports", ",".join(p["ports"])]
+    if p["fabric_ports"]:
+        argv += ["--fabric-ports", ",".join(p["fabric_ports"])]
     if p["plan"]:
         argv += ["--qos", p["plan"]]
     for name, value in sorted((p["options"] or {}).items()):
@@ -222,6 +236,7 @@ def main():
             kind=dict(type="str", required=True),
             options=dict(type="dict", default={}),
             ports=dict(type="list", elements="str", default=[]),
+            fabric_ports=dict(type="list", elements="str", default=[]),
             plan=dict(type="path"),
             dest=dict(type="path", required=True),
             dest_suffix=dict(type="bool", default=False),
@@ -230,7 +245,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    result = dict(changed=False, dest=p["dest"], ports=p["ports"])
+    result = dict(changed=False, dest=p["dest"], ports=p["ports"] + p["fabric_ports"])
     problems = input_problems(p)
     command = p["rocetune_command"]
     if "/" not in command:

@@ -24,7 +24,8 @@ def build_plan(features: dict, overrides: Optional[Overrides] = None,
     file's directory); `local_rank` adds the per-rank variables of that local rank. Holding the
     plan to the node's expectations is a step of its own (rocetune.app.expectations).
     """
-    ctx = RuleContext(features, qos=qos, local_rank=local_rank, topo_path=topo_path)
+    ctx = RuleContext(features, qos=qos, local_rank=local_rank, topo_path=topo_path,
+                      overridden={k: v for k, (v, _) in overrides.set.items()} if overrides else None)
     plan = Plan(qos=ctx.qos, local_rank=local_rank)
     owner: Dict[str, Decision] = {}
     for rule in RULES:

@@ -52,6 +52,14 @@ def terminal_text(text: str) -> str:
     return _UNSAFE_IN_TEXT.sub(_escape_match, text) if _UNSAFE_IN_TEXT.search(text) else text
 
 
+def html_text(value: object) -> str:
+    """A value for an HTML page: control characters (but newline and tab) and bidirectional
+    overrides shown as visible escapes (`terminal_text`'s), then escaped for HTML."""
+    from html import escape
+
+    return escape(terminal_text(str(value)), quote=True)
+
+
 def json_text(text: str) -> str:
     """JSON text written with ensure_ascii=False, its C1 controls, DEL and bidirectional
     overrides written as \\uXXXX escapes (they can only be inside strings: still the same JSON)."""

@@ -61,10 +61,10 @@ def gate(mode, root, *extra, env=None):
 def test_prolog_exit_codes(broken, tmp_path):
     bad = gate("prolog", broken)
     assert bad.returncode == 1 and no_traceback(bad)
-    assert bad.stdout.startswith("rocetune: FAIL gpu07: doctor-rail-mtu-mismatch enp64s0np0: enp64s0np0 has MTU 1500")
+    assert bad.stdout.startswith("rocetune: FAIL gpu07: enp64s0np0 doctor-rail-mtu-mismatch: enp64s0np0 has MTU 1500")
     assert len(bad.stdout.splitlines()) == 1
     warns = gate("prolog", WARNS)
-    assert warns.returncode == 0 and warns.stdout.startswith("rocetune: OK with warnings gpu07: gdr-not-detected")
+    assert warns.returncode == 0 and warns.stdout.startswith("rocetune: OK with warnings gpu07: nccl gdr-not-detected: ")
     assert gate("prolog", WARNS, "--drain-on-warnings").returncode == 1
     # rocetune's own trouble never drains: a missing root, a bad option, a bad timeout
     for extra in (["--root", str(tmp_path / "nope")], ["--no-such-option"], ["--timeout", "-3"]):
@@ -78,7 +78,7 @@ def test_health_check_drains_resumes_and_leaves_others_drains(broken, tmp_path):
     proc = gate("health-check", broken, "--scontrol", str(sc.path))
     assert proc.returncode == 1 and proc.stdout.rstrip().endswith("[drained]"), proc.stdout
     (update,) = sc.updates()
-    assert update.startswith("update NodeName=gpu07 State=DRAIN Reason=rocetune: doctor-rail-mtu-mismatch enp64s0np0")
+    assert update.startswith("update NodeName=gpu07 State=DRAIN Reason=rocetune: enp64s0np0 doctor-rail-mtu-mismatch: ")
 
     reason = update.split("Reason=", 1)[1]
     sc.set("IDLE+DRAIN", reason)
@@ -122,7 +122,7 @@ def test_gate_json(broken, tmp_path):
     g = doc["data"]["gate"]
     assert proc.returncode == 1 and doc["exit_code"] == 1
     assert (g["mode"], g["node"], g["status"], g["exit_code"]) == ("prolog", "n9", "failing", 1)
-    assert g["reason"].startswith("doctor-rail-mtu-mismatch") and doc["data"]["findings"]
+    assert g["reason"].startswith("enp64s0np0 doctor-rail-mtu-mismatch: ") and doc["data"]["findings"]
 
 
 def test_a_skipped_check_is_named_on_the_gates_line(broken):

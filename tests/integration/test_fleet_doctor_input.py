@@ -143,7 +143,7 @@ def test_gathered_and_doctor_files_compare_alike(tmp_path, envelopes):
     (d / "gpu03.json").write_text(json.dumps({"schema": "rocetune.fleet-host/1", "host": "gpu03", "probe": None,
                                               "doctor": full, "error": None}), encoding="utf-8")
     code, env = rocetune_json("fleet", "report", str(d))
-    assert code == 0, env["data"]["drift"]
+    assert code == 5 and not env["data"]["drift"], env["data"]["drift"]  # alike; their warnings shared
 
 
 def test_write_expect_from_the_majority_holds_the_odd_node(tmp_path, envelopes):

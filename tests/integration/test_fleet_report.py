@@ -43,11 +43,13 @@ def _ports(doc, device):
     return [p for d in doc["probe"]["features"]["rdma"]["devices"] if d["name"] == device for p in d["ports"]]
 
 
-def test_identical_hosts_agree_exit_0(tmp_path, base):
+def test_identical_hosts_agree_and_the_warnings_they_share_are_said_exit_5(tmp_path, base):
     d = _write(tmp_path / "r", _fleet(base, 3))
     code, env = rocetune_json("fleet", "report", str(d))
-    assert code == 0, env
-    assert env["data"]["summary"] == {"hosts": 3, "failed": 0, "differ": 0, "agree": True}
+    assert code == 5, env  # the fixture host's two warnings, on every host: shared, not agreed away
+    assert env["data"]["summary"] == {"hosts": 3, "failed": 0, "differ": 0, "agree": True, "shared": 2}
+    assert [(x["check"], x["hosts"]) for x in env["data"]["shared"]] == [("gdr-not-detected", 3),
+                                                                         ("nccl-ece-roce", 3)]
     assert env["data"]["facts"]["mtu"]["reference"] == [9000]
     assert env["data"]["facts"]["hca.count"]["reference"] == 8
 
@@ -102,7 +104,7 @@ def test_manifest_mismatches_are_named_even_when_all_agree(tmp_path, base):
     code, env = rocetune_json("fleet", "report", str(d), "--manifest", str(m))
     assert code == 1 and {e["fact"] for e in env["data"]["drift"]} == {"pcie.nic", "pcie.gpu"}
     m.write_text("mtu: 9000\n", encoding="utf-8")
-    assert rocetune_json("fleet", "report", str(d), "--manifest", str(m))[0] == 0
+    assert rocetune_json("fleet", "report", str(d), "--manifest", str(m))[0] == 5  # agree, share warnings
 
 
 @pytest.mark.parametrize("text, word", [("mtu: jumbo\n", "mtu"), ("colour: red\n", "colour"),

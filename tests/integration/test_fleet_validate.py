@@ -230,7 +230,7 @@ def test_the_fabric_schedule_crosses_the_leaves_lldp_reports_and_states_its_cove
     netdev = {d["name"]: d["ports"][0]["netdev"] for d in env["data"]["features"]["rdma"]["devices"]}
     netdevs = [netdev[hca.split(":")[0]] for hca in env["data"]["plan"]["env"]["NCCL_IB_HCA"].lstrip("=").split(",")]
     for i, name in enumerate(("n1", "n2", "n3", "n4")):
-        env["data"]["features"]["lldp"] = {"tool": "lldpctl -f json", "error": None, "interfaces": {
+        env["data"]["features"]["lldp"] = {"tool": "lldpctl -f json0", "error": None, "interfaces": {
             nd: [{"chassis": f"leaf{i}-r{rail}", "port": f"swp{i}"}] for rail, nd in enumerate(netdevs)}}
         probe = tmp_path / f"probe-{name}.json"
         probe.write_text(json.dumps(env), encoding="utf-8")

@@ -55,7 +55,9 @@ def test_expectations_check_configuration_and_the_doctor_timer_are_planned(tmp_p
     # the timer, enabled by its timers.target link, runs doctor for node_exporter
     assert "+++ after: /etc/systemd/system/rocetune-doctor.timer" in out and "+OnUnitActiveSec=10min" in out
     assert "+++ after: /etc/systemd/system/timers.target.wants/rocetune-doctor.timer" in out
-    assert f" -q doctor --metrics {tmp_path / 'textfile' / 'rocetune.prom'} --expect /etc/rocetune/expect.yml" in out
+    # ... and keeps the NIC counters' window current (--save-baseline), as the gate does
+    assert f" -q doctor --metrics {tmp_path / 'textfile' / 'rocetune.prom'} --save-baseline --expect " \
+        "/etc/rocetune/expect.yml" in out
     assert "+SuccessExitStatus=1 5" in out
     assert not (tmp_path / "nccl.env").exists() and not (tmp_path / "textfile").exists()
 

@@ -1,5 +1,6 @@
-"""rocetune_env_nccl_version reaches the agent twice: the module's run and the boot unit's
-command line. Run on localhost in check mode (nothing written), over a fixture root."""
+"""rocetune_env_nccl_version reaches the agent's run and the node settings file, which the boot
+unit, the gate, the timer and the fleet play read. Run on localhost in check mode (nothing
+written), over a fixture root."""
 
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ def test_declared_nccl_version_reaches_the_agent_and_the_boot_unit(tmp_path):
     # dgx-h100-roce has NCCL 2.21.5, which finds the RoCE v2 GID itself: the pin is planned only
     # for the declared 2.19.3
     assert "+export NCCL_IB_GID_INDEX='3'" in out, out
-    assert "env --env-dir " in out and " --nccl-version 2.19.3 --no-degrade --format sh -o " in out, out
+    assert "+nccl_version: 2.19.3\n" in out, out
+    assert "env --env-dir " in out and " --no-degrade --doctor-config /etc/rocetune/doctor.yml --format sh -o " in out
+    assert "--nccl-version" not in next(line for line in out.splitlines() if line.startswith("+ExecStart="))
 
 
 def test_without_it_the_agent_plans_for_the_nccl_it_finds(tmp_path):
@@ -97,3 +100,14 @@ def test_the_module_returns_the_findings_the_features_no_longer_carry(tmp_path):
     assert set(re.findall(r'[a-z][a-z0-9-]+', listed.group(1))) == {"memlock-limited", "nccl-wheel-not-seen",
                                                                        "nccl-ece-roce"}, proc.stdout
     assert re.search(r"FEATURES-HAVE-FINDINGS\s+False", proc.stdout), proc.stdout  # a long line wraps
+
+
+def test_the_release_and_the_overrides_go_to_the_node_settings_file(tmp_path):
+    """Written where every rocetune run on the node reads them (the Slurm gate, the fleet play and
+    the doctor timer pass no option), so none of them plans another env than the boot unit's."""
+    out = converge_check(tmp_path, {"rocetune_env_nccl_version": "2.19.3",
+                                    "rocetune_env_overrides": {"NCCL_IB_QPS_PER_CONNECTION": 4}})
+    assert "+++ after: /etc/rocetune/doctor.yml" in out, out
+    assert "+env:\n+  set:\n+    NCCL_IB_QPS_PER_CONNECTION: 4\n+nccl_version: 2.19.3\n" in out, out
+    assert "+export NCCL_IB_QPS_PER_CONNECTION='4'" in out
+    assert "--doctor-config /etc/rocetune/doctor.yml" in out

@@ -104,7 +104,7 @@ def test_a_plan_change_rewrites_the_files_and_shows_the_lines_that_changed(site)
 @pytest.mark.parametrize("host_vars, message", [
     ({"switch_ports": ["Ethernet0", "Ethernet0;reload"]}, "ports: 'Ethernet0;reload' is not a port name"),
     ({"switch_ports": ["Ethernet0", "Ethernet0"]}, "ports: Ethernet0 named twice"),
-    ({"switch_kind": "junos"}, "--os 'junos': not one of sonic, nvue, eos; nothing was written"),
+    ({"switch_kind": "junos"}, "--os 'junos': not one of sonic, nvue, eos, nxos; nothing was written"),
     ({"switch_kind": "eos", "switch_qos_options": {}}, "EOS: the queue keyword depends on the platform family"),
     ({"switch_qos_options": {"platform": "x; reboot"}}, "options.platform: 'x; reboot' is not a value"),
     ({"switch_qos_plan": "/nonexistent/qos.yml"}, "plan: /nonexistent/qos.yml is not a file"),
@@ -123,3 +123,37 @@ def test_a_dest_directory_that_is_a_file_is_refused(site):
     (site / "out").write_text("not a directory\n")
     proc = play(site, "--limit", "leaf1")
     assert proc.returncode != 0 and f"dest: {site / 'out'} is not a directory; nothing was written" in proc.stdout, proc.stdout
+
+
+def test_the_example_inventory_renders_every_hop_and_each_file_checks_clean(site):
+    """inventories/example as shipped (its switches.yml): leaves with host and fabric ports and a spine
+    with fabric ports only, from the one plan; every file written reads back through `qos check`
+    with nothing wrong, the host ports get the plan's cable length and the fabric ports keep the
+    switch's own."""
+    plan = site / "qos.yml"
+    plan.write_text(PLAN + "buffer: {cable_length: 5, prio_buffer: [0, 0, 0, 1, 0, 0, 0, 0]}\n")
+    run = subprocess.run(
+        [tool("ansible-playbook"), "-i", str(REPO / "inventories" / "example"),
+         str(REPO / "playbooks" / "switch_qos.yml"), "-e", f"switch_qos_plan={plan}",
+         "-e", f"switch_qos_dir={site / 'example'}", "-e", f"switch_qos_rocetune_command={site / 'bin' / 'rocetune'}",
+         "-e", f"ansible_python_interpreter={sys.executable}"],
+        cwd=site, env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, timeout=300)
+    assert run.returncode == 0, run.stdout
+    written = sorted(p.name for p in (site / "example").iterdir())
+    assert written == ["leaf1.fabric.example.json", "leaf2.fabric.example.cfg", "leaf3.fabric.example.nvue",
+                       "spine1.fabric.example.json"]
+    for name in written:
+        checked = subprocess.run([sys.executable, "-m", "rocetune", "--json", "qos", "check", str(site / "example" / name),
+                                  "--qos", str(plan)], env={**env(), "PYTHONPATH": str(REPO / "src")},
+                                 capture_output=True, text=True)
+        data = json.loads(checked.stdout)["data"]
+        assert checked.returncode == 0, (name, [f["message"] for f in data["findings"] if f["severity"] != "info"])
+    leaf1 = json.loads((site / "example" / "leaf1.fabric.example.json").read_text())
+    assert sorted(leaf1["PFC_WD"]) == ["Ethernet0", "Ethernet12", "Ethernet4", "Ethernet48", "Ethernet52", "Ethernet8",
+                                       "GLOBAL"]
+    assert leaf1["PORT_QOS_MAP"]["Ethernet48"] == leaf1["PORT_QOS_MAP"]["Ethernet0"]
+    assert leaf1["CABLE_LENGTH"] == {"AZURE": {p: "5m" for p in ("Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12")}}
+    spine1 = json.loads((site / "example" / "spine1.fabric.example.json").read_text())
+    assert "CABLE_LENGTH" not in spine1 and sorted(spine1["PORT_QOS_MAP"]) == ["Ethernet0", "Ethernet4", "Ethernet8",
+                                                                               "global"]

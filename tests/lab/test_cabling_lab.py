@@ -5,7 +5,7 @@ then the rail subnets left apart and joined by a router.
 Each host runs rocetune against a root built from the softroce-3nic spec (a Soft-RoCE host with
 two rails, ens4 and ens5) with the host's own rail addresses, so the probe hands validate the
 rails the lab wired; everything validate runs on the hosts (lldpctl, ping) is live. For the
-gathered report the host's wrapper copies its live `lldpctl -f json` output into its root first,
+gathered report the host's wrapper copies its live `lldpctl -f json0` output into its root first,
 as `rocetune capture` would record it. Uses the session's lab4 hosts.
 """
 
@@ -63,7 +63,7 @@ def rails(lab4):
     for name, root in roots.items():
         # lldpctl's live output into the root (private to the host: its overlay), then the agent.
         script = (f"#!/bin/sh\n[ -w {root}/commands ] || {{ echo '{root}/commands is not writable' >&2; exit 3; }}\n"
-                  f"lldpctl -f json > {root}/commands/lldpctl_-f_json.txt 2>/dev/null "
+                  f"lldpctl -f json0 > {root}/commands/lldpctl_-f_json0.txt 2>/dev/null "
                   f"&& : > {root}/run/lldpd.socket\nexec {agent} --root {root} \"$@\"\n")
         netns.run_on(name, f"mkdir -p /etc/rocetune-lab && cat > {WRAPPER} && chmod 0755 {WRAPPER}", input=script)
     net = Rails(lab4)

@@ -8,6 +8,9 @@ fixture's, while Slurm, its drains, the health-check runs and the prologs are re
 host has one warning (GPUDirect not detected by its NCCL), so every node also shows that
 warnings never drain.
 
+- The health check and the prolog are examples/slurm's wrappers as shipped (counters and kernel
+  log on), only the path of rocetune pointed at this checkout; each host's root carries a
+  /proc/uptime and an old firmware fault in its kernel log, outside the window.
 - node02's rail enp64s0np0 is at MTU 1500: drained by its health check with rocetune's reason
   (sinfo -R), while the others stay idle and run a job; the rail is repaired and the node is
   resumed by the next health check.
@@ -48,6 +51,30 @@ def gate(mode: str, root: Path, *extra: str) -> str:
     return script(f"{ROCETUNE} doctor --gate {mode} --root {root} --no-counters --timeout 20 {' '.join(extra)}")
 
 
+EXAMPLES = REPO / "examples" / "slurm"
+SHIM = "/etc/rocetune-lab/rocetune"  # stands in for /usr/local/bin/rocetune, inside each lab host
+
+
+def shipped(name: str) -> str:
+    """An examples/slurm wrapper as shipped -- its options, its PATH, counters and kernel log on --
+    with only the path of the rocetune it runs pointed at this checkout's (through SHIM)."""
+    text = (EXAMPLES / name).read_text()
+    assert "exec /usr/local/bin/rocetune doctor --gate " in text
+    return text.replace("/usr/local/bin/rocetune", SHIM)
+
+
+def shim(root: Path) -> str:
+    # the host's root and this checkout's rocetune; everything else comes from the wrapper
+    return script(f"ROCETUNE_ROOT={root} {ROCETUNE} \"$@\"")
+
+
+# An old firmware health fault on a rail (mlx5_3, 0000:40:00.0), two days before the host's
+# /proc/uptime: outside the kernel log's window, so it drains nothing.
+UPTIME_S = 3 * 86400
+OLD_FAULT = ("[ 86400.000001] mlx5_core 0000:40:00.0: poll_health:801:(pid 0): device's health compromised - "
+             "reached miss count\n")
+
+
 def set_mtu(root: Path, mtu: int) -> None:
     (root / RAIL_MTU).write_text(f"{mtu}\n")
 
@@ -59,11 +86,14 @@ def cluster(lab4):
     for host in lab4.names:
         roots[host] = ROOTS / host
         shutil.copytree(FIXTURE, roots[host], symlinks=True)
+        (roots[host] / "proc/uptime").write_text(f"{UPTIME_S} 1.0\n")
+        (roots[host] / "commands/dmesg_--kernel.txt").write_text(OLD_FAULT)
     set_mtu(roots["node02"], 1500)
     for host in lab4.names:
         root = roots[host] if host != "node04" else ROOTS / "no-such-root"
-        slurm.write_file(host, HC, gate("health-check", root), 0o755)
-        slurm.write_file(host, PROLOG, gate("prolog", root), 0o755)
+        slurm.write_file(host, SHIM, shim(root), 0o755)
+        slurm.write_file(host, HC, shipped("rocetune-health-check"), 0o755)
+        slurm.write_file(host, PROLOG, shipped("rocetune-prolog"), 0o755)
     started = time.monotonic()
     c = slurm.start(lab4, health_check=HC, health_check_interval=INTERVAL, prolog=PROLOG)
     print(f"slurm up in {time.monotonic() - started:.1f}s")
@@ -83,11 +113,17 @@ def test_health_check_drains_the_broken_rail_and_resumes_it_once_repaired(cluste
     # slurmd runs its health check when it starts, before it registers: node02 comes up drained
     states = c.wait("node02 drained by its health check", drained_by_rocetune("node02"), timeout=30)
     reason = states["node02"]["reason"]
-    assert reason.startswith("rocetune: doctor-rail-mtu-mismatch enp64s0np0: enp64s0np0 has MTU 1500"), reason
-    assert len(reason) <= 220 and "\n" not in reason
+    assert reason.startswith("rocetune: enp64s0np0 doctor-rail-mtu-mismatch: enp64s0np0 has MTU 1500"), reason
+    assert len(reason) <= 200 and "\n" not in reason
+    # the shipped health check that drained node02 ran with the counters on: it kept their window;
+    # and the old fault outside the kernel log's window is not in the reason, nor drains the others
+    # (each lab host writes into its own overlay: the file is looked for from inside the host)
+    window = roots["node02"] / "var/lib/rocetune/counters.json"
+    assert netns.run_on("node02", f"grep -c rocetune-nic-counter-window {window}").stdout.strip() == "1"
+    assert "doctor-kernel-nic-health" not in reason
     assert states["node01"]["state"] == "idle" and states["node04"]["state"] == "idle", states
     sinfo_r = c.run(["sinfo", "-R", "--noheader", "--format", "%n|%E"]).stdout
-    assert "node02|rocetune: doctor-rail-mtu-mismatch" in sinfo_r, sinfo_r
+    assert "node02|rocetune: enp64s0np0 doctor-rail-mtu-mismatch: " in sinfo_r, sinfo_r
 
     # an operator's drain is not rocetune's to undo
     c.run(["scontrol", "update", "NodeName=node03", "State=DRAIN", "Reason=maintenance: fan swap"])
@@ -105,7 +141,7 @@ def test_health_check_drains_the_broken_rail_and_resumes_it_once_repaired(cluste
     # node04's rocetune cannot run: not drained, and slurmd says why
     log04 = c.slurmd_log("node04")
     assert "health_check failed: rc:3" in log04 and "TOOL ERROR, node not judged" in log04, log04[-2000:]
-    assert c.node("node04")["state"] == "idle"
+    c.wait("node04 idle once the jobs completed", lambda s: s["node04"]["state"] == "idle", timeout=30)
 
     set_mtu(roots["node02"], 9000)
     repaired = time.monotonic()
@@ -132,7 +168,8 @@ def test_a_prolog_drains_only_for_a_failure_and_any_non_zero_exit_drains(cluster
     states = c.wait("node01 drained by its prolog", lambda s: "drain" in s["node01"]["state"], timeout=30)
     assert states["node01"]["reason"] == "Prolog error", states["node01"]
     log01 = c.slurmd_log("node01")
-    assert "prolog failed: rc:1 output:rocetune: FAIL node01: doctor-rail-mtu-mismatch" in log01, log01[-2000:]
+    assert "prolog failed: rc:1 output:rocetune: FAIL node01: enp64s0np0 doctor-rail-mtu-mismatch" in log01, \
+        log01[-2000:]
 
     # the old advice: `rocetune doctor` itself as a prolog exits 5 on a node with warnings only,
     # and Slurm drains it for that

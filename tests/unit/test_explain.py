@@ -218,3 +218,11 @@ def test_explain_cites_the_release_table(setup, capsys):
     nccl = data["data"]["nccl"]
     assert nccl["releases"] == {"since": "2.23.4", "last": None} and nccl["read_by_planned_release"] is True
     assert [f["id"] for f in nccl["release_facts"]] == ["ece-roce-slowdown"]
+
+
+def test_explain_a_name_a_later_release_added(setup, capsys):
+    root, ff, _ = setup
+    code, out, _ = explain(capsys, root, "NCCL_RUN_DIAGNOSTICS", "--features", ff)
+    assert code == 0
+    assert "default 0 from NCCL 2.31.2 (v2.31.2-1 (889806836) docs/userguide/source/troubleshooting/" in out
+    assert "read by NCCL 2.31.2 and later" in out

@@ -7,10 +7,16 @@ document readers the ValueError they document (JsonError, YamlError). Anything e
 TypeError, a KeyError, RecursionError, NaN in JSON output -- fails the test and names the seed
 that rebuilds the input: tests.mutate.mutant_bytes(SEED, seed input) or mutant_doc(SEED, doc).
 
-Seeds are real: the fixture hosts' recorded command outputs and files, the NCCL logs, the switch
-dumps, golden env files, a QoS plan, Features and fleet results of fixture hosts. Each reader
-gets a fixed number of mutants (deterministic); a deadline per reader keeps a slow machine's run
-bounded (the number run is printed). The whole module takes about 25 s on 2 busy cores.
+Seeds are real: the fixture hosts' recorded command outputs and files, every recorded output of
+tests/fixtures/outputs (kernel logs, lldpctl, mlxlink, ethtool, NVLink, mlxconfig ...), the NCCL
+logs, the switch dumps, golden env files, a QoS plan, Features and fleet results of fixture hosts.
+Each reader gets a fixed number of mutants (deterministic) and prints how many ran; a deadline
+per reader only stops a machine too slow to finish, and a run cut below its floor (half the
+mutants, unless a reader names another) fails: a reader is never fuzzed less than it says.
+
+No exception is not enough: the verdict properties at the end hold that bytes a user or a fabric
+neighbour can write -- a record of the kernel log whose text they chose, an LLDP neighbour's
+names -- never turn a healthy host's verdict into a failure, nor a faulty host's into a pass.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import shutil
 import time
 from functools import cache
 from pathlib import Path
-from typing import Callable, List
+from typing import Callable, List, Optional
 
 import pytest
 
@@ -35,7 +41,7 @@ pytestmark = pytest.mark.slow  # thousands of mutants through every reader: abou
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GOLDEN = Path(__file__).resolve().parents[1] / "integration" / "golden"
 REPO = Path(__file__).resolve().parents[2]
-DEADLINE_S = 6.0  # per reader, whatever the machine: the mutants run are deterministic up to it
+DEADLINE_S = 60.0  # per reader: only a machine far too slow reaches it, and then the floor fails the run
 
 
 def clean_refusal(exc: BaseException) -> bool:
@@ -47,8 +53,11 @@ def clean_refusal(exc: BaseException) -> bool:
     return isinstance(exc, (JsonError, YamlError))
 
 
-def fuzz(name: str, seeds: List[bytes], run: Callable[[bytes], None], count: int, structured=None) -> None:
-    """`count` mutants of `seeds` through `run`; structured=(parse, dump) mutates documents too."""
+def fuzz(name: str, seeds: List[bytes], run: Callable[[bytes], None], count: int, structured=None,
+         floor: Optional[int] = None) -> int:
+    """`count` mutants of `seeds` through `run`; structured=(parse, dump) mutates documents too.
+    Fails when fewer than `floor` (default: half of `count`) ran before the deadline; returns
+    how many ran."""
     failures = []
     started = time.monotonic()
     done = accepted = 0
@@ -73,6 +82,9 @@ def fuzz(name: str, seeds: List[bytes], run: Callable[[bytes], None], count: int
         done += 1
     print(f"{name}: {done} mutants ({accepted} accepted) in {time.monotonic() - started:.1f} s")
     assert not failures, "\n".join(failures)
+    floor = count // 2 if floor is None else floor
+    assert done >= floor, f"{name}: the {DEADLINE_S:g} s deadline cut the run at {done} of {count} mutants (floor {floor})"
+    return done
 
 
 def _not_json(name: str):
@@ -132,7 +144,7 @@ def test_features_files_and_everything_planned_from_them(tmp_path):
         strict_json({"features": features, "plan": env.plan.to_dict(), "texts": env.texts,
                      "findings": [f.to_dict() for f in findings]})
 
-    fuzz("features", seeds, run, 600, structured=(json.loads, json_bytes))
+    fuzz("features", seeds, run, 300, structured=(json.loads, json_bytes))
 
 
 def test_fleet_result_files_report_and_switch_host_check(tmp_path):
@@ -261,36 +273,53 @@ PARSER_SEEDS = {
 
 
 def test_recorded_command_outputs_through_every_parser():
+    from rocetune import nvconfig
+    from rocetune.doctor import slurm_node
     from rocetune.fleet import measure
     from rocetune.probe.parsers import (
         ethtool_stats,
         ibstat,
         ibv_devinfo,
         ip_addr,
+        kernel_log,
+        lldpctl,
         lspci_acs,
+        nvsmi_nvlink,
         nvsmi_query,
         nvsmi_topo,
+        phy,
         proc_net,
         qos_tools,
     )
+    from rocetune.probe.sources import nvlink
 
     hosts = [h for h in os.listdir(FIXTURES / "hosts") if (FIXTURES / "hosts" / h / "commands").is_dir()][:4]
     seeds = [p.read_bytes() for h in hosts for p in sorted((FIXTURES / "hosts" / h / "commands").glob("*.txt"))]
     seeds += [p.read_bytes() for p in sorted((FIXTURES / "qos").glob("*.txt"))]
-    seeds += [p.read_bytes() for p in sorted((FIXTURES / "outputs").glob("*")) if p.suffix in (".txt", ".json")]
+    seeds += [p.read_bytes() for p in sorted((FIXTURES / "outputs").rglob("*")) if p.suffix in (".txt", ".json")]
+    seeds += [b"NodeName=n1 Arch=x86_64 CoresPerSocket=8\n   State=IDLE+DRAIN ThreadsPerCore=1\n"
+              b"   Reason=rocetune: FAIL n1: doctor-port-down mlx5_0 [root@2026-12-07T03:00:00]\n",
+              b"Id=nvidia-fabricmanager.service\nLoadState=loaded\nActiveState=failed\nResult=exit-code\n\n"
+              b"Id=nvidia-imex.service\nLoadState=not-found\n"]
     parsers = [ibv_devinfo.parse_ibv_devinfo, ibstat.parse_ibstat, ibstat.parse_ibstatus, ip_addr.parse_ip_addr,
                nvsmi_topo.parse_topo_matrix, nvsmi_query.parse_gpu_query, ethtool_stats.parse_ethtool_stats,
                lspci_acs.parse_acs, proc_net.parse_route, proc_net.parse_ipv6_route, proc_net.parse_fib_trie,
                proc_net.parse_if_inet6, qos_tools.parse_dcb, qos_tools.parse_dcb_buffer, qos_tools.parse_mlnx_qos,
                qos_tools.parse_mlnx_qos_buffers, qos_tools.parse_pause, measure.parse_perftest,
-               measure.parse_iperf3, measure.parse_nccl_tests]
+               measure.parse_iperf3, measure.parse_nccl_tests,
+               # kernel log, lldpctl -f json0, mlxlink, ethtool -m / --show-fec, NVLink, mlxconfig,
+               # `systemctl show`, `scontrol show node`
+               kernel_log.classify, kernel_log.relevant_lines, lldpctl.parse_lldpctl_json, phy.parse_mlxlink,
+               phy.parse_show_fec, phy.parse_module_info, nvsmi_nvlink.parse_fabric_query,
+               nvsmi_nvlink.parse_fabric_csv, nvsmi_nvlink.parse_nvlink_status, nvsmi_nvlink.parse_nvlink_errors,
+               nvconfig.parse_query, nvlink._units, lambda t: slurm_node.parse_show_node(t, "n1")]
 
     def run(data: bytes) -> None:
         text = data.decode("utf-8", "replace")
         for parse in parsers:
             try:
                 out = parse(text)
-            except qos_tools.QosOutputError:  # the QoS tools' reader's own refusal (docs in its module)
+            except (qos_tools.QosOutputError, nvconfig.FirmwareError):  # their modules' documented refusals
                 continue
             except RocetuneError as exc:
                 if not clean_refusal(exc):
@@ -327,7 +356,7 @@ def test_a_probe_of_a_root_whose_recordings_and_files_are_mutated(tmp_path):
         finally:
             target.write_bytes(originals[target])
 
-    fuzz("probe of a mutated root", [bytes(range(i)) for i in range(len(order))], run, 100)
+    fuzz("probe of a mutated root", [bytes(range(i)) for i in range(len(order))], run, 60)
 
 
 class _NoExec:
@@ -382,3 +411,82 @@ def test_baselines_known_hosts_and_ssh_config(tmp_path, monkeypatch):
 
     fuzz("baselines, known_hosts, ssh config", [snapshot, validate, known, config], run, 800,
          structured=(lambda b: json.loads(b) if b.startswith(b"{") else {"text": b.decode()}, json_bytes))
+
+
+# --- verdicts: what a user or a neighbour writes never turns one ------------------------------------
+
+def _dmesg_text(record: str) -> str:
+    """A record as util-linux's dmesg prints it: control bytes as \\xNN, each further line
+    indented by the timestamp's width."""
+    shown = "".join(ch if ch == "\n" or (ch.isprintable() and ch != "\\") else f"\\x{ord(ch):02x}"
+                    for ch in record if ord(ch) < 0x100 or ch.isprintable())
+    return shown.replace("\n", "\n" + " " * 15)
+
+
+def test_kernel_records_a_user_writes_never_change_a_verdict():
+    """A segfault record names a file the user chose; tmpfs's `Unknown parameter '%s'` a mount
+    option (unshare -rm). Mutants of recorded kernel text, newlines included, put there in both
+    of dmesg's forms: a healthy host stays without findings, a host with a real Xid 79 keeps it."""
+    from rocetune.analysis.hostview import HostView
+    from rocetune.doctor import below_checks
+    from rocetune.doctor.checks import DoctorInput
+    from rocetune.probe.parsers.kernel_log import classify
+    from tests.unit.doctor.test_kernel_log import host
+
+    logs = FIXTURES / "outputs" / "kernel-log"
+    healthy = (logs / "mlx5-cable-plugged-link-up-dmesg.txt").read_text()
+    xid = "[  512.000001] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n"
+    seeds = [p.read_bytes() for p in sorted(logs.glob("*.txt"))] + [xid.encode()]
+    features = host()
+
+    def verdict(text: str) -> list:
+        events = classify(text)
+        events.update(source="dmesg --kernel", since="boot")
+        d = DoctorInput(features, {"kernel_log": events}, HostView(features), {}, None)
+        return sorted((f.id, f.severity, f.subject) for fn in (
+            below_checks.nic_health, below_checks.nic_command, below_checks.link_flap, below_checks.pcie_aer,
+            below_checks.module_event, below_checks.gpu_xid) for f in fn(d))
+
+    before_healthy, before_faulty = verdict(healthy), verdict(xid + healthy)
+    assert before_healthy == [] and before_faulty == [("doctor-kernel-gpu-xid", "error", "0000:18:00")]
+
+    def run(data: bytes) -> None:
+        chosen = data.decode("utf-8", "replace")
+        records = [f"python3[14187]: segfault at 0 ip 00007ff1 sp 00007ffd error 4 in {chosen}[7ff1+1000]",
+                   f"tmpfs: Unknown parameter '{chosen}'"]
+        text = "".join(f"[  600.{i:06d}] {_dmesg_text(r)}\n" for i, r in enumerate(records * 3))
+        as_json = json.dumps({"dmesg": [{"pri": 6, "time": 600.0 + i, "msg": r} for i, r in enumerate(records * 3)]})
+        assert verdict(healthy + text) == before_healthy, "a user's record made a finding"
+        assert verdict(xid + healthy + text) == before_faulty, "a user's record hid or changed a fault"
+        assert classify(as_json)["events"] == [], "a user's record made an event in dmesg --json"
+
+    fuzz("kernel records a user writes", seeds, run, 600)
+
+
+def test_lldp_neighbour_names_never_move_a_cable():
+    """lldpctl -f json0 of two rails (recorded): whatever one neighbour calls itself and its port
+    -- JSON, raw 0x1F, newlines -- each interface keeps exactly its own neighbour."""
+    from rocetune.probe.parsers.lldpctl import parse_lldpctl_json
+
+    doc = json.loads((FIXTURES / "outputs" / "lldp" / "lldpctl-json0-two-interfaces-lab.json").read_text())
+    truth = parse_lldpctl_json(json.dumps(doc))
+    seeds = [p.read_bytes() for p in sorted((FIXTURES / "outputs" / "lldp").glob("*.json"))]
+
+    def run(data: bytes) -> None:
+        chosen = data.decode("utf-8", "replace")[:512]
+        forged = json.loads(json.dumps(doc))
+        chassis = forged["lldp"][0]["interface"][0]["chassis"][0]
+        chassis["name"] = [{"value": chosen}]
+        forged["lldp"][0]["interface"][0]["port"][0]["descr"] = [{"value": chosen}]
+        for text in (json.dumps(forged), json.dumps(forged).replace("\\u001f", "\x1f")):
+            try:
+                got = parse_lldpctl_json(text)
+            except RocetuneError as exc:  # the host's whole reading lost: no refusal is right here
+                raise AssertionError(f"a neighbour's name made the reading unusable: {exc}") from None
+            assert sorted(got) == sorted(truth), "a neighbour's name added or removed an interface"
+            assert got["rt31a1"] == truth["rt31a1"], "a neighbour's name changed another port's cable"
+            (mine,) = got["rt31a0"]
+            assert (mine["chassis"], mine["port"]) == (chosen or truth["rt31a0"][0]["chassis_id"],
+                                                        truth["rt31a0"][0]["port"])
+
+    fuzz("lldp neighbour names", seeds, run, 600)

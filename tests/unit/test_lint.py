@@ -196,3 +196,27 @@ def test_cli_reads_the_qos_plan_under_the_root(tmp_path, capsys):
     f.write_text("NCCL_IB_TC=41\n")
     assert main(["--root", str(root), "lint", str(f)]) == 1
     assert "tc-contradicts-qos" in capsys.readouterr()[0]
+
+
+def _rails_and_front_end() -> HostNames:
+    """Two GPU rails and a front-end RDMA port on the default-route interface."""
+    h = rail_host(2)
+    h.rdma("mlx5_9", netdev="eth9", ipv4="10.9.0.5/24")
+    h.default_route("eth9")
+    return HostNames.from_features(h.build())
+
+
+def test_a_bare_prefix_selecting_non_rails_is_a_failure():
+    host = _rails_and_front_end()
+    f = one("export NCCL_IB_HCA=mlx5\n", "hca-selects-non-rail", host=host)
+    assert f.severity == "error" and "selects mlx5_9:1" in f.message and "front-end" in f.message
+    assert one("export NCCL_IB_HCA=^mlx5_0\n", "hca-selects-non-rail", host=host).severity == "error"
+    found, _ = ids("export NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1'\n", host=host)
+    assert "hca-selects-non-rail" not in {i for i, _ in found}
+    found, _ = ids("export NCCL_IB_HCA=mlx5\n")  # no host at hand: names are not judged
+    assert "hca-selects-non-rail" not in {i for i, _ in found}
+
+
+def test_gid_index_zero_is_a_warning_another_index_a_note():
+    assert one("export NCCL_IB_GID_INDEX=0\n", "gid-index-pinned").severity == "warning"
+    assert one("export NCCL_IB_GID_INDEX=3\n", "gid-index-pinned").severity == "info"

@@ -13,7 +13,7 @@ from rocetune.probe.sources import lldp
 from tests.unit.treekit import make
 
 LLDP = Path(__file__).resolve().parents[1] / "fixtures" / "outputs" / "lldp"
-TWO = (LLDP / "lldpctl-json-two-interfaces-lab.json").read_text()
+TWO = (LLDP / "lldpctl-json0-two-interfaces-lab.json").read_text()
 
 
 def source(root) -> object:
@@ -26,25 +26,25 @@ def test_no_lldpctl_no_section(tmp_path):
 
 def test_installed_but_lldpd_not_running(tmp_path):
     doc = source(make(tmp_path, {"usr/sbin/lldpctl": ""}))
-    assert doc == {"tool": "lldpctl -f json", "error": "lldpd is not running (no /run/lldpd.socket)", "interfaces": {}}
+    assert doc == {"tool": "lldpctl -f json0", "error": "lldpd is not running (no /run/lldpd.socket)", "interfaces": {}}
 
 
 def test_the_neighbours_of_a_running_lldpd(tmp_path):
-    doc = source(make(tmp_path, {"run/lldpd.socket": "", "commands/lldpctl_-f_json.txt": TWO}))
+    doc = source(make(tmp_path, {"run/lldpd.socket": "", "commands/lldpctl_-f_json0.txt": TWO}))
     assert doc["error"] is None and sorted(doc["interfaces"]) == ["rt31a0", "rt31a1"]
     assert doc["interfaces"]["rt31a1"][0]["port"] == "rt31s1"
 
 
 def test_the_tool_s_failure_in_its_own_words_without_its_timestamp(tmp_path):
     doc = source(make(tmp_path, {
-        "run/lldpd.socket": "", "commands/lldpctl_-f_json.txt": "", "commands/lldpctl_-f_json.rc": "1\n",
-        "commands/lldpctl_-f_json.err": "2026-11-27T19:17:25 [WARN/control] unable to connect to socket "
+        "run/lldpd.socket": "", "commands/lldpctl_-f_json0.txt": "", "commands/lldpctl_-f_json0.rc": "1\n",
+        "commands/lldpctl_-f_json0.err": "2026-11-27T19:17:25 [WARN/control] unable to connect to socket "
                                         "/run/lldpd.socket: Connection refused\n"}))
     assert doc["error"] == "exit 1: [WARN/control] unable to connect to socket /run/lldpd.socket: Connection refused"
 
 
 def test_a_capture_of_a_host_with_lldp_replays_to_the_same(tmp_path):
-    root = make(tmp_path / "host", {"run/lldpd.socket": "", "commands/lldpctl_-f_json.txt": TWO,
+    root = make(tmp_path / "host", {"run/lldpd.socket": "", "commands/lldpctl_-f_json0.txt": TWO,
                                     "proc/cmdline": "ro\n"})
     features, rec = record(root)
     assert features["lldp"]["interfaces"]["rt31a0"][0]["chassis"] == "leaf-rail0"

@@ -42,9 +42,9 @@ def library_with_string(text: bytes, at: int = 4096) -> bytes:
     return elf_shared_object(text + b"\0%s\0/dev/shm" + bytes(2048), at=at)
 
 
-def probe(root):
+def probe(root, homes=False):
     ctx = ProbeContext(HostRoot(str(root)))
-    return nccl_libs.probe(ctx), ctx.status
+    return nccl_libs.probe(ctx, homes=homes), ctx.status
 
 
 def by_path(data):
@@ -78,7 +78,7 @@ def test_wheels_in_conda_home_venvs_root_and_system_dist_packages(tmp_path):
         "opt/conda/envs/mpi/lib/libnccl.so.2": Link("libnccl.so.2.23.4"),
         "opt/conda/envs/mpi/lib/python3.11/site-packages/numpy/__init__.py": "",
     }
-    data, _ = probe(make(tmp_path, tree))
+    data, _ = probe(make(tmp_path, tree), homes=True)
     got = {lib["path"]: (lib["version"], lib["environment"], lib["controlled_by"]) for lib in data["libraries"]}
     assert got == {
         f"/opt/conda/envs/train/lib/python3.11/site-packages/{WHEEL_LIB}": ("2.21.5", "/opt/conda/envs/train", None),
@@ -173,12 +173,12 @@ def test_a_wheel_library_on_ld_library_path_keeps_its_wheel_metadata(tmp_path):
 
 def test_directories_with_too_many_entries_are_searched_in_part(tmp_path):
     tree = {f"home/u{i:04d}/.keep": "" for i in range(nccl_libs.MAX_CHILDREN + 3)}
-    _, status = probe(make(tmp_path, tree))
+    _, status = probe(make(tmp_path, tree), homes=True)
     assert any("/home has 515 entries" in w for w in status.warnings)
 
 
 def test_a_capture_records_what_was_read_inside_a_library_and_never_the_library(tmp_path):
-    sp = "home/ann/.venv/lib/python3.11/site-packages"
+    sp = "workspace/ann/.venv/lib/python3.11/site-packages"
     tree = {**system("2.28.3"), **wheel(TORCH_SP, "2.19.3"),
             **wheel(sp, "2.19.3"), **wheel(sp, "2.28.9", cu="cu13",
                                            lib=library_with_string(b"NCCL version 2.28.9+cuda13.0")),
@@ -280,11 +280,11 @@ def test_the_search_stops_reading_versions_at_its_time_bound(tmp_path):
 
 def test_a_library_in_a_home_directory_is_that_user_s_not_the_system_s(tmp_path):
     alice = "home/alice/.venv/lib/python3.12/site-packages"
-    data, _ = probe(make(tmp_path, {**system("2.28.3"), **wheel(alice, "2.18.1")}))
+    data, _ = probe(make(tmp_path, {**system("2.28.3"), **wheel(alice, "2.18.1")}), homes=True)
     lib = by_path(data)[f"/{alice}/{WHEEL_LIB}"]
     assert lib["controlled_by"] == "user alice (under /home/alice)" and lib["version"] == "2.18.1"
     assert (data["version"], data["basis"]) == ("2.28.3", "single")  # alice's 2.18.1 does not lower it
-    only, _ = probe(make(tmp_path / "only", wheel(alice, "2.18.1")))
+    only, _ = probe(make(tmp_path / "only", wheel(alice, "2.18.1")), homes=True)
     assert (only["version"], only["basis"]) == ("2.18.1", "other-user")
 
 
@@ -341,3 +341,59 @@ def test_plugins_where_nccl_finds_them_with_their_versions(tmp_path):
     assert data["plugin_env"] == {"NCCL_NET_PLUGIN": "ofi"}
     assert {"path": f"/{SYS}/libnccl-profiler.so", "why": "not an ELF file (1 byte(s) read, no ELF magic)"} in \
         data["rejected"]
+
+
+# --- the places users control never cost the system's search --------------------------------------
+
+def eve_s_home(tree, count=70):
+    """The reported attack: `count` files of 84 bytes with an ELF header, ~eve/eNN/lib/libnccl.so."""
+    for i in range(count):
+        tree[f"home/eve/e{i:02d}/lib/libnccl.so"] = elf_shared_object()[:84].ljust(84, b"\0")
+    return tree
+
+
+def test_files_in_a_home_never_keep_the_system_s_nccl_from_being_read(tmp_path):
+    root = make(tmp_path, eve_s_home({**system("2.28.3")}))
+    data, status = probe(root)  # the root probe does not walk /home
+    assert (data["version"], data["basis"]) == ("2.28.3", "single")
+    assert [lib["path"] for lib in data["libraries"]] == [f"/{SYS}/libnccl.so.2.28.3"]
+    assert data["search"]["stopped"] is None and "user" not in data["search"]  # nothing there was touched
+    asked, status = probe(root, homes=True)  # asked to: on the users' own budget
+    assert (asked["version"], asked["basis"]) == ("2.28.3", "single")
+    assert asked["search"]["stopped"] is None
+    assert asked["search"]["user"]["looked_at"] == nccl_libs.USER_MAX_LIBRARIES
+    assert "more than 16 library files" in asked["search"]["user"]["stopped"]
+    assert any("places users control stopped" in w for w in status.warnings)
+
+
+def test_a_crowded_workspace_is_searched_after_the_system_and_bounded(tmp_path):
+    tree = {**system("2.28.3")}
+    for i in range(300):
+        tree[f"workspace/j{i:03d}/lib/libnccl.so.2.0.{i}"] = elf_shared_object()
+    data, _ = probe(make(tmp_path, tree))
+    assert data["search"]["looked_at"] == 1 and data["search"]["stopped"] is None
+    assert data["search"]["user"]["looked_at"] == nccl_libs.USER_MAX_LIBRARIES
+    assert by_path(data)[f"/{SYS}/libnccl.so.2.28.3"]["version"] == "2.28.3"
+
+
+def test_the_users_places_are_walked_within_their_time_bound(tmp_path, monkeypatch):
+    """A slow /workspace (NFS) stops its tier at its time bound; the system's was read before."""
+    tree = {**system("2.28.3")}
+    for i in range(50):
+        tree[f"workspace/j{i:03d}/lib/python3.12/site-packages/x.py"] = ""
+    root = make(tmp_path, tree)
+    listed = []
+    real_listdir = HostRoot.listdir
+    now = [0.0]
+
+    def slow(self, path):
+        if path.startswith("/workspace/"):
+            listed.append(path)
+            now[0] += 1.0  # each listing costs a second
+        return real_listdir(self, path)
+
+    monkeypatch.setattr(HostRoot, "listdir", slow)
+    data = nccl_libs.probe(ProbeContext(HostRoot(str(root))), clock=lambda: now[0])
+    assert data["version"] == "2.28.3" and data["search"]["stopped"] is None
+    assert "took over 3 s" in data["search"]["user"]["stopped"]
+    assert len(listed) <= 2 * nccl_libs.USER_SECONDS + 4

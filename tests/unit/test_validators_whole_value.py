@@ -140,7 +140,38 @@ def _module_re(module, attr):
     return accepts
 
 
+def _since(v):
+    import argparse
+
+    from rocetune.cli.verbs.doctor import _since as since
+
+    return _raises(lambda: since(v), argparse.ArgumentTypeError)
+
+
+def _role_assert(var):
+    """The role's own `assert` line for `var`, evaluated as Ansible does (`match` is re.match)."""
+    import re
+
+    import jinja2
+    import yaml
+
+    tasks = yaml.safe_load((REPO / "roles" / "rocetune_env" / "tasks" / "main.yml").read_text())
+    (line,) = [t for task in tasks for t in (task.get("ansible.builtin.assert") or {}).get("that", [])
+               if t.startswith(var + " is ")]
+    env = jinja2.Environment()
+    env.tests["ansible.builtin.match"] = lambda value, pattern: re.match(pattern, value) is not None
+    return lambda v: env.compile_expression(line)(**{var: v})
+
+
+def _ofed_tarball(v):
+    return load_module_utils("", "rdma_core_ofed")._TARBALL.match(v) is not None
+
+
 VALIDATORS = [
+    ("doctor --since", _since, "-2h"),
+    ("rocetune_env doctor interval", _role_assert("rocetune_env_doctor_interval"), "15min"),
+    ("rocetune_env metrics file", _role_assert("rocetune_env_doctor_metrics_file"), "/var/lib/prom/rocetune.prom"),
+    ("rdma_core OFED tarball name", _ofed_tarball, "MLNX_OFED_LINUX-24.10-1.1.4.0-ubuntu22.04-x86_64.tgz"),
     ("plan variable name (--set, --config)", _plan_key, "NCCL_DEBUG"),
     ("--nccl-version", _nccl_release, "2.21.5"),
     ("manifest nccl_version", _manifest(lambda v: {"nccl_version": v}), "2.21.5"),

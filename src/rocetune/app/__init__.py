@@ -14,15 +14,15 @@ from importlib import import_module
 from typing import Any
 
 _MOVED = {
-    "host_features": "inputs", "features_for": "inputs", "qos_plan": "inputs", "expectations": "inputs",
-    "check_config": "inputs", "overrides": "inputs", "collect_features": "inputs",
+    "host_features": "inputs", "planned_features": "inputs", "qos_plan": "inputs", "expectations": "inputs",
+    "node_settings": "inputs", "check_config": "inputs", "overrides": "inputs", "collect_features": "inputs",
     "PlanRequest": "planning", "plan_host": "planning", "PlannedFile": "planning", "EnvResult": "planning",
     "plan_env": "planning", "plan_env_for": "planning", "DEFAULT_ENV_DIR": "planning",
     "hold_to_expectations": "expectations",
     "FileWrite": "env_files", "BACKUP_SUFFIX": "env_files", "write_env": "env_files",
     "refuse_degraded": "env_files", "accept_written": "env_files", "degradation": "env_files",
     "doctor_checks": "node_checks", "deployed_ports": "node_checks", "nic_counters": "node_checks",
-    "plan_facts": "node_checks", "nccl_log_against": "node_checks",
+    "plan_facts": "node_checks", "nccl_log_against": "node_checks", "recorded_overrides": "node_checks",
     "nccl_topology": "topo",
 }
 

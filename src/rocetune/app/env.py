@@ -80,13 +80,13 @@ def env(request: EnvRequest) -> EnvDone:
     from .env_files import accept_written, write_env
     from .expectations import hold_to_expectations
     from .findings import all_findings, partial, warning_lines
-    from .inputs import check_config, features_for
+    from .inputs import check_config, planned_features
     from .planning import plan_env_for
 
     root = request.plan.root
     # checked first, whether or not no_degrade uses it: a bad file fails before any planning
     config = check_config(root, request.config_path) if request.config_path else None
-    features = features_for(root, request.features_path, request.nccl_version)
+    features = planned_features(root, request.features_path, request.nccl_version, request.plan.settings_path)
     # With outputs and env_dir both, the env goes to the output and the files it points at to the
     # directory (an nccl.conf in /etc naming a topology file in /etc/rocetune, as the role does).
     first = request.outputs[0][1] if request.outputs else None

@@ -77,7 +77,8 @@ def degradation(result: EnvResult, outputs: Sequence[Tuple[str, str]], config=No
     """Why writing `result` over `outputs` would degrade the node (`env --no-degrade`, the boot
     unit): each way the plan falls short of the expectations (as the node's check configuration
     grades them), and what it would lose against each env file rocetune wrote before
-    (rocetune.envfiles.degrade). [] when it is not short."""
+    (rocetune.envfiles.degrade), a variable the NCCL planned for ignores among what it changes
+    included. [] when it is not short."""
     from ..checks.config import apply
     from ..envfiles.degrade import shortfalls, values_of
     from ..fsutil import read_old_text
@@ -88,7 +89,8 @@ def degradation(result: EnvResult, outputs: Sequence[Tuple[str, str]], config=No
         old = values_of(read_old_text(path), fmt)
         new = values_of(result.texts[fmt], fmt)
         if old is not None and new is not None:
-            reasons += [f"{path}: {r}" for r in shortfalls(old, new)]
+            chosen = {d.key for d in result.plan.decisions if d.rule_id == "override"}
+            reasons += [f"{path}: {r}" for r in shortfalls(old, new, result.nccl, chosen)]
     return list(dict.fromkeys(reasons))
 
 

@@ -55,10 +55,11 @@ def explain(request: ExplainRequest) -> Explained:
         from ..analysis.hostview import HostView
         from .expectations import hold_to_expectations
         from .findings import all_findings
-        from .inputs import features_for
+        from .inputs import planned_features
         from .planning import plan_host
 
-        features = features_for(request.plan.root, request.features_path, request.nccl_version)
+        features = planned_features(request.plan.root, request.features_path, request.nccl_version,
+                                    request.plan.settings_path)
         view = HostView(features)
         version = view.nccl_version()
         plan = hold_to_expectations(plan_host(features, request.plan), features, request.plan.expect(), view)
@@ -208,7 +209,8 @@ def _explain_one(key: str, d: Optional[Decision], plan: Optional[Plan], layers,
 
         data["nccl"] = {"default": info.get("default"), "default_means": info.get("default_means"),
                         "description": info.get("description"), "kind": info.get("kind"),
-                        "catalog_release": cat.nccl_version,
+                        "catalog_release": info.get("since") or cat.nccl_version,
+                        "catalog_source": info.get("source"),
                         "release_default": defaults.describe(key, version),
                         "default_text": defaults.summary(key, version),
                         "releases": releases.variable_releases(key),

@@ -65,10 +65,13 @@ class GatherRequest(FrozenRecord):
     ssh: SshRequest
     out: str  # the directory the results go to
     command: str  # the rocetune command on the hosts
-    _fields = ("ssh", "out", "command")
+    via: str  # ssh | srun
+    srun_args: Tuple[str, ...]  # with srun: more srun arguments (a partition, an account)
+    _fields = ("ssh", "out", "command", "via", "srun_args")
 
-    def __init__(self, ssh: SshRequest, out: str, command: str) -> None:
-        self._set(ssh, out, command)
+    def __init__(self, ssh: SshRequest, out: str, command: str, via: str = "ssh",
+                 srun_args: Tuple[str, ...] = ()) -> None:
+        self._set(ssh, out, command, via, srun_args)
 
 
 class Gathered(Record):
@@ -89,6 +92,10 @@ def gather(request: GatherRequest, progress: Optional[Callable[[int, int, int], 
     why = directory_problem(request.out)  # before any host: root's results stay root's
     if why:
         raise OutputError(request.out, why, hint=UNSAFE_DIR_HINT)
+    if request.via == "srun":
+        return _gather_srun(request, progress)
+    if request.srun_args:
+        raise RocetuneError("--srun-arg goes with --via srun", code=ExitCode.USAGE)
     found, warnings = targets(request.ssh, "gather")
     try:
         os.makedirs(request.out, exist_ok=True)
@@ -98,6 +105,28 @@ def gather(request: GatherRequest, progress: Optional[Callable[[int, int, int], 
     opts = Options(command=request.command, timeout=ssh.timeout, known_hosts=ssh.known_hosts,
                    accept_new=ssh.accept_new, forks=ssh.forks)
     return Gathered(run_gather(found, request.out, opts, progress), warnings)
+
+
+def _gather_srun(request: GatherRequest, progress) -> Gathered:
+    """Through one srun step (rocetune.fleet.srun_gather): the nodes named, else the job's."""
+    from ..fleet import srun_gather
+
+    ssh = request.ssh
+    if ssh.inventory:
+        raise RocetuneError("--via srun takes Slurm node names (or the job's nodes), not --inventory",
+                            code=ExitCode.USAGE)
+    if not ssh.timeout > 0:
+        raise RocetuneError(f"--timeout {ssh.timeout}: must be above 0", code=ExitCode.USAGE)
+    nodes = expand_hostlist(",".join(ssh.hosts), "fleet gather") if ssh.hosts else slurm_nodes()
+    why = srun_gather.check_names(nodes)
+    if why:
+        raise RocetuneError(f"fleet gather: {why}", code=ExitCode.INPUT)
+    try:
+        os.makedirs(request.out, exist_ok=True)
+    except OSError as exc:
+        raise RocetuneError(f"-o {request.out}: cannot create: {exc.strerror}", code=ExitCode.OUTPUT) from None
+    opts = srun_gather.Options(command=request.command, timeout=ssh.timeout, srun_args=request.srun_args)
+    return Gathered(srun_gather.gather(nodes, request.out, opts, progress), [])
 
 
 # --- report ----------------------------------------------------------------------------------
@@ -172,6 +201,87 @@ def write_text(path: str, flag: str, text: str, mode: Optional[int] = None) -> N
             atomic_write(path, text, mode=mode)
     except OSError as exc:
         raise RocetuneError(f"{flag} {path}: cannot write: {exc.strerror or exc}", code=ExitCode.OUTPUT) from None
+
+
+# --- topology ---------------------------------------------------------------------------------
+class TopologyRequest(FrozenRecord):
+    dir: str  # the fleet's results (as report reads them)
+    out: Optional[str]  # write topology.conf here (else it is only printed)
+    nodes: Optional[str]  # the scheduler's nodes, a Slurm hostlist (`gpu[001-016]`), expanded by scontrol
+    switch_lldp: Optional[str]  # a directory of SWITCH.json: each switch's `lldpctl -f json0`
+    top: Optional[str]  # a switch the operator names above every leaf set
+    _fields = ("dir", "out", "nodes", "switch_lldp", "top")
+
+    def __init__(self, dir: str, out: Optional[str] = None, nodes: Optional[str] = None,
+                 switch_lldp: Optional[str] = None, top: Optional[str] = None) -> None:
+        self._set(dir, out, nodes, switch_lldp, top)
+
+
+class TopologyMade(Record):
+    topology: Any  # rocetune.fleet.topology.Topology
+    text: Optional[str]  # topology.conf, None when refused
+    doc: dict
+    _fields = ("topology", "text", "doc")
+
+    def __init__(self, topology: Any, text: Optional[str], doc: dict) -> None:
+        self.topology = topology
+        self.text = text
+        self.doc = doc
+
+
+def topology(request: TopologyRequest) -> TopologyMade:
+    """Slurm's topology.conf (tree) from the results' LLDP cabling; written only when slurmctld
+    would take it without a warning (rocetune.fleet.topology)."""
+    from .. import __version__
+    from ..fleet import results
+    from ..fleet import topology as topo
+    from ..render.slurm_topology import topology_conf
+
+    nodes = expand_hostlist(request.nodes, "--nodes") if request.nodes else None
+    uplinks = topo.uplinks_from_lldp(_switch_lldp(request.switch_lldp)) if request.switch_lldp else None
+    found = results.load_dir(request.dir, keep_features=False)
+    placements = [topo.place(r.host, r.node_facts() if r.ok else {}, r.error) for r in found]
+    made = topo.build(placements, nodes, uplinks, request.top)
+    top = request.top if any(s.name == request.top for s in made.switches) else None
+    text = topology_conf(made, __version__, request.dir, top) if made.ok else None
+    if text is not None and request.out:
+        write_text(request.out, "-o", text, mode=0o644)
+    doc = {"dir": request.dir, "written": request.out if text is not None else None, "refused": made.refused,
+           "notes": made.notes,
+           "switches": [{"name": s.name, "level": s.level, "physical": list(s.physical), "nodes": s.nodes,
+                         "switches": s.children} for s in made.switches] if made.ok else [],
+           "nodes": [{"node": p.host, "leaves": list(p.leaves), "problem": p.problem} for p in made.placements]}
+    return TopologyMade(made, text, doc)
+
+
+def _switch_lldp(directory: str) -> dict:
+    """{switch: {interface: [neighbour]}} from DIR/SWITCH.json, each a switch's `lldpctl -f json0`."""
+    from ..errors import HostReadError
+    from ..hostfs.inputs import read_input, trusted_owners
+    from ..model.jsonread import MAX_DOCUMENT_BYTES
+    from ..probe.parsers.lldpctl import parse_lldpctl_json
+
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".json") and not n.startswith("."))
+    except OSError as exc:
+        raise RocetuneError(f"--switch-lldp {directory}: cannot list: {exc.strerror}", code=ExitCode.INPUT) from None
+    if not names:
+        raise RocetuneError(f"--switch-lldp {directory}: no SWITCH.json in it",
+                            hint="save each switch's `lldpctl -f json0` as DIR/<its LLDP name>.json",
+                            code=ExitCode.INPUT)
+    out = {}
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            data = read_input(path, MAX_DOCUMENT_BYTES, follow=False, owners=trusted_owners())
+            out[name[:-5]] = parse_lldpctl_json(data.decode("utf-8", "replace"))
+        except HostReadError as exc:
+            raise RocetuneError(f"--switch-lldp {path}: {exc.reason}", code=ExitCode.INPUT) from None
+        except OSError as exc:
+            raise RocetuneError(f"--switch-lldp {path}: {exc.strerror}", code=ExitCode.INPUT) from None
+        except RocetuneError as exc:
+            raise RocetuneError(f"--switch-lldp {path}: {exc}", code=ExitCode.INPUT) from None
+    return out
 
 
 # --- validate, preflight -----------------------------------------------------------------------
@@ -273,27 +383,33 @@ def validate(request: ValidateRequest, progress: Optional[Callable[[str], None]]
 
 def slurm_nodes() -> List[str]:
     """The job's nodes, expanded by Slurm's own scontrol (its hostlist syntax: gpu[01-04,07])."""
-    import subprocess
-
     nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
     if not nodelist:
         raise RocetuneError("--slurm: SLURM_JOB_NODELIST is not set (not inside a Slurm job)",
                             hint="run it in the job (srun -N1 -n1 ...) or name the nodes", code=ExitCode.INPUT)
+    return expand_hostlist(nodelist, "--slurm")
+
+
+def expand_hostlist(nodelist: str, flag: str) -> List[str]:
+    """A Slurm hostlist (`gpu[01-04,07]`) as names, expanded by Slurm's own `scontrol show hostnames`."""
+    import subprocess
+
     try:
         proc = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
                               text=True, timeout=30, check=False)
     except FileNotFoundError:
-        raise RocetuneError("--slurm: scontrol is not in PATH, so the job's node list "
+        raise RocetuneError(f"{flag}: scontrol is not in PATH, so the node list "
                             f"({nodelist}) cannot be expanded",
-                            hint="run it where Slurm's client commands are installed (the job's own "
-                                 "nodes, or a login node), or name the nodes: fleet preflight HOST...",
+                            hint="run it where Slurm's client commands are installed (a job's own "
+                                 "nodes, the controller or a login node)" + (
+                                     ", or name the nodes: fleet preflight HOST..." if flag == "--slurm" else ""),
                             code=ExitCode.INPUT) from None
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RocetuneError(f"--slurm: cannot run scontrol: {exc}",
+        raise RocetuneError(f"{flag}: cannot run scontrol: {exc}",
                             hint="check that Slurm's scontrol runs here, or name the nodes",
                             code=ExitCode.INPUT) from None
     nodes = proc.stdout.split()
     if proc.returncode != 0 or not nodes:
         said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise RocetuneError(f"--slurm: scontrol show hostnames {nodelist}: {said}", code=ExitCode.INPUT)
+        raise RocetuneError(f"{flag}: scontrol show hostnames {nodelist}: {said}", code=ExitCode.INPUT)
     return nodes

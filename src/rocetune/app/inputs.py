@@ -1,6 +1,6 @@
 """What a verb reads besides its command line: the host's Features (probed, or from a saved
 file), and the files a node keeps its declarations in -- the QoS plan, the expectations, the
-check configuration -- and the user's overrides."""
+node settings (check configuration, NCCL release, overrides) -- and the user's overrides."""
 
 from __future__ import annotations
 
@@ -33,13 +33,23 @@ def host_features(root: str, features_path: Optional[str] = None) -> dict:
     return collect_features(root)
 
 
-def features_for(root: str, features_path: Optional[str] = None, nccl_version: Optional[str] = None) -> dict:
-    """host_features, planned for `nccl_version` when given (a job whose NCCL is elsewhere)."""
+def planned_features(root: str, features_path: Optional[str] = None, nccl_version: Optional[str] = None,
+                     settings_path: Optional[str] = None) -> dict:
+    """The Features a verb plans with: host_features, for the NCCL release `nccl_version`
+    (--nccl-version) names, else the one the node settings declare (never for --features FILE,
+    another host's)."""
+    from ..model.features import with_nccl_version
+
     features = host_features(root, features_path)
     if nccl_version:
-        from ..model.features import with_nccl_version
+        return with_nccl_version(features, nccl_version)
+    if features_path and not settings_path:
+        return features
+    settings = node_settings(root, settings_path)
+    if settings.nccl_version:
+        from ..model.node_settings import PATH
 
-        features = with_nccl_version(features, nccl_version)
+        return with_nccl_version(features, settings.nccl_version, by=PATH)
     return features
 
 
@@ -74,34 +84,46 @@ def expectations(root: str, path: Optional[str] = None) -> Optional[Expectations
     return expect.Expectations(expect.load_text(text, where), where)
 
 
+def node_settings(root: str, path: Optional[str] = None):
+    """The node's settings (rocetune.model.node_settings): --doctor-config FILE, else
+    /etc/rocetune/doctor.yml under the root when present, else none. The one reader of that file:
+    every verb's overrides, NCCL release and check configuration come from here."""
+    from ..model import node_settings as ns
+
+    if path:
+        return ns.load_file(path)
+    host = HostRoot(root or "/")
+    text = host.read_text(ns.PATH)
+    if text is None:
+        return ns.NodeSettings()
+    return ns.load_text(text, ns.PATH if host.is_live else host.host_path(ns.PATH))
+
+
 def check_config(root: str, path: Optional[str] = None, skips: Sequence[str] = ()):
-    """The node's check configuration: --doctor-config FILE, else /etc/rocetune/doctor.yml under
-    the root when present, then --skip ID=REASON on top; every id checked against the registry."""
+    """The node's check configuration: the node settings' skips and grades (--doctor-config FILE,
+    else /etc/rocetune/doctor.yml under the root), then --skip ID=REASON on top; every id checked
+    against the registry."""
     from ..checks.config import check_ids
     from ..model import check_config as cc
 
-    if path:
-        config = cc.load_file(path)
-    else:
-        host = HostRoot(root or "/")
-        text = host.read_text(cc.DEFAULT_PATH)
-        where = cc.DEFAULT_PATH if host.is_live else host.host_path(cc.DEFAULT_PATH)
-        config = cc.load_text(text, where) if text is not None else cc.CheckConfig()
-    config = config.merged(cc.from_args(skips))
+    config = node_settings(root, path).checks.merged(cc.from_args(skips))
     check_ids(config)
     return config
 
 
 def overrides(config: Optional[str], sets: Sequence[str] = (), unsets: Sequence[str] = (),
-              warn=None) -> Optional[Overrides]:
-    """The user's choices: a config file, then --set/--unset on top; None when there are none.
+              warn=None, node: Optional[Overrides] = None) -> Optional[Overrides]:
+    """The user's choices: the node settings' (`node`), a config file, then --set/--unset on top;
+    None when there are none.
 
     Each value gets lint's checks of one setting (rocetune.lint.checks.check_assignment): an
     error refuses it (a usage error for --set, an input error naming file:line for --config);
     a warning goes to `warn(message)` (default: printed on stderr). Names NCCL does not read are
     left to the plan's own check, which records them as plan warnings.
     """
-    base = Overrides.from_file(config) if config else Overrides()
+    base = node or Overrides()
+    if config:
+        base = base.merged(Overrides.from_file(config))
     merged = base.merged(Overrides.from_args(sets, unsets))
     if merged.empty:
         return None

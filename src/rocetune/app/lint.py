@@ -7,7 +7,7 @@ from typing import Any, Optional, Tuple
 
 from ..errors import ExitCode, RocetuneError
 from ..model.record import FrozenRecord, Record
-from .inputs import host_features, qos_plan
+from .inputs import planned_features, qos_plan
 
 
 class LintRequest(FrozenRecord):
@@ -54,7 +54,7 @@ def host_names(request: LintRequest) -> Tuple[Any, Optional[str]]:
     if request.host_check == "no":
         return None, None
     live = not request.features_path and HostRoot(request.root).is_live
-    features = host_features(request.root, request.features_path)
+    features = planned_features(request.root, request.features_path)  # the node settings' NCCL release too
     source = f"features {request.features_path}" if request.features_path else f"probe of {request.root}"
     host = HostNames.from_features(features, check_netdevs=not live or request.host_check == "yes")
     if host.empty:

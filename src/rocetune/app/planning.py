@@ -14,7 +14,7 @@ from ..model.plan import Overrides, Plan
 from ..model.qos import QosPlan
 from ..model.record import FrozenRecord
 from ..rules.base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
-from .inputs import expectations, overrides, qos_plan
+from .inputs import expectations, node_settings, overrides, qos_plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model.expect import Expectations
@@ -33,15 +33,18 @@ class PlanRequest(FrozenRecord):
     qos_path: Optional[str]
     local_rank: Optional[int]
     expect_path: Optional[str]
-    _fields = ("root", "config", "sets", "unsets", "qos_path", "local_rank", "expect_path")
+    settings_path: Optional[str]  # the node settings file (default: /etc/rocetune/doctor.yml under root)
+    _fields = ("root", "config", "sets", "unsets", "qos_path", "local_rank", "expect_path", "settings_path")
 
     def __init__(self, root: str = "/", config: Optional[str] = None, sets: Tuple[str, ...] = (),
                  unsets: Tuple[str, ...] = (), qos_path: Optional[str] = None,
-                 local_rank: Optional[int] = None, expect_path: Optional[str] = None) -> None:
-        self._set(root, config, sets, unsets, qos_path, local_rank, expect_path)
+                 local_rank: Optional[int] = None, expect_path: Optional[str] = None,
+                 settings_path: Optional[str] = None) -> None:
+        self._set(root, config, sets, unsets, qos_path, local_rank, expect_path, settings_path)
 
     def user(self, warn=None) -> Optional[Overrides]:
-        return overrides(self.config, self.sets, self.unsets, warn)
+        return overrides(self.config, self.sets, self.unsets, warn,
+                         node=node_settings(self.root, self.settings_path).overrides)
 
     def qos(self) -> QosPlan:
         plan = qos_plan(self.root, self.qos_path)
@@ -90,7 +93,9 @@ def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] =
             continue
         files.append(PlannedFile(path, f.key, content))
     texts = {fmt: render(plan, fmt, features) for fmt in formats}
-    return EnvResult(plan, texts, files)
+    from ..analysis.hostview import HostView
+
+    return EnvResult(plan, texts, files, nccl=HostView(features).nccl_version())
 
 
 def plan_env_for(features: dict, formats: Sequence[str], request: PlanRequest, out: Optional[str] = None,

@@ -53,10 +53,11 @@ def probe(request: ProbeRequest) -> Probed:
         return Probed(done.features, done.env.plan, done.findings, done.code, done)
     from .expectations import hold_to_expectations
     from .findings import all_findings, partial
-    from .inputs import features_for
+    from .inputs import planned_features
     from .planning import plan_host
 
-    features = features_for(request.plan.root, request.features_path, request.nccl_version)
+    features = planned_features(request.plan.root, request.features_path, request.nccl_version,
+                                request.plan.settings_path)
     plan = hold_to_expectations(plan_host(features, request.plan), features, request.plan.expect())
     findings = all_findings(features, plan)
     return Probed(features, plan, findings, ExitCode.FINDINGS if partial(findings) else ExitCode.OK)

@@ -21,11 +21,12 @@ class QosRenderRequest(FrozenRecord):
     ports: str  # "P1,P2": the RoCE-facing ports to bind
     choices: Tuple[Tuple[str, str], ...]  # the OS choices given (name, value)
     out: Optional[str]  # write here; None: the text is returned
-    _fields = ("os", "root", "qos_path", "ports", "choices", "out")
+    fabric: str  # "P1,P2": ports to other switches (leaf uplinks, spine ports)
+    _fields = ("os", "root", "qos_path", "ports", "choices", "out", "fabric")
 
     def __init__(self, os: str, root: str = "/", qos_path: Optional[str] = None, ports: str = "",
-                 choices: Tuple[Tuple[str, str], ...] = (), out: Optional[str] = None) -> None:
-        self._set(os, root, qos_path, ports, choices, out)
+                 choices: Tuple[Tuple[str, str], ...] = (), out: Optional[str] = None, fabric: str = "") -> None:
+        self._set(os, root, qos_path, ports, choices, out, fabric)
 
 
 class QosRendered(Record):
@@ -61,7 +62,16 @@ def render(request: QosRenderRequest) -> QosRendered:
     plan = qos_plan(request.root, request.qos_path, fallback=True)
     assert plan is not None  # the built-in defaults stand in for a missing file
     ports = switchos.ports_from(request.ports)
-    rendered = os_.render(SwitchIntent.from_plan(plan), ports, chosen)
+    fabric = switchos.ports_from(request.fabric, "--fabric-ports")
+    both = set(ports) & set(fabric)
+    if both:
+        raise RocetuneError(f"--ports and --fabric-ports both name {', '.join(sorted(both))}",
+                            hint="a port faces a host (--ports) or another switch (--fabric-ports)",
+                            code=ExitCode.USAGE)
+    intent = SwitchIntent.from_plan(plan)
+    # an OS module written before fabric ports takes (intent, ports, chosen) only
+    rendered = os_.render(intent, ports, chosen, fabric) if fabric else os_.render(intent, ports, chosen)
+    ports = ports + fabric
     text = rendered.text if rendered.text.endswith("\n") else rendered.text + "\n"
     warnings = list(plan.warnings) + rendered.warnings
     if not ports:
@@ -100,11 +110,12 @@ class QosCheckRequest(FrozenRecord):
     root: str
     qos_path: Optional[str]
     hosts: Optional[str]  # fleet results to hold the switch against the hosts' NIC QoS
-    _fields = ("file", "os", "root", "qos_path", "hosts")
+    counters: Optional[str]  # the switch's counter shows, saved to a file (SONiC)
+    _fields = ("file", "os", "root", "qos_path", "hosts", "counters")
 
     def __init__(self, file: str, os: Optional[str] = None, root: str = "/", qos_path: Optional[str] = None,
-                 hosts: Optional[str] = None) -> None:
-        self._set(file, os, root, qos_path, hosts)
+                 hosts: Optional[str] = None, counters: Optional[str] = None) -> None:
+        self._set(file, os, root, qos_path, hosts, counters)
 
 
 class QosChecked(Record):
@@ -144,6 +155,8 @@ def check(request: QosCheckRequest) -> QosChecked:
     plan = qos_plan(request.root, request.qos_path, fallback=True)
     assert plan is not None
     switch = switchos.read_file(request.file, request.os)
+    if request.counters:
+        switchos.read_counters(request.counters, switch)
     found = compare(plan, switch)
     host_notes: List[str] = []
     if request.hosts:

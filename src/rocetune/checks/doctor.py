@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from ..model.finding import Finding
 from ..nccl.log_compare import DIFFERENCES, Difference
+from ..nccl.ras import VERDICTS as RAS_VERDICTS
+from ..nccl.ras import Verdict as RasVerdict
 from .binding import emits
 from .nic_counters import REGISTRY as NIC_COUNTERS
 from .nic_counters import RESET_ID
@@ -129,24 +131,92 @@ _doctor("doctor-ecn-off", "warning",
         fix="enable both for the plan's data priority (the roce_qos role does, roce_qos_dcqcn: true)",
         source="NVIDIA, 'DCQCN' (mlx5 ecn sysfs)")
 _doctor("doctor-env-drift", "warning", also=("info",),
-        note="info when the text differs but no variable does, or when the file is not rocetune's",
+        note="info when the text differs but no variable does, when the file is not rocetune's, or "
+             "when only variables it records as overrides (--set, --config) differ",
         title="A deployed env file differs from the plan now",
         checks="/etc/rocetune/nccl.env and /etc/nccl.conf, where rocetune wrote them, hold what "
                "the plan gives now; the variables that differ are named.",
         reads="The files and the plan of the node as it is now.",
         why="A GID index that moved after a reboot or port flap, or a hand edit, leaves jobs with "
             "values that no longer fit the node.",
-        fix="rerun `rocetune env -o FILE` (or the rocetune_env role); a hand edit belongs in an "
-            "override (--set, a config file) so that it survives",
+        fix="rerun `rocetune env -o FILE` (or the rocetune_env role); a hand edit belongs in the node "
+            "settings (env.set in /etc/rocetune/doctor.yml) so that every run plans it",
         source="rocetune's plan; NCCL #1333, #2157 (GID index after a reboot or port flap)")
+_ENV_FILES_READ = ("Every env file jobs source: /etc/rocetune/nccl.env and /etc/nccl.conf, whoever wrote "
+                   "them, and the files the node settings list (env.files in /etc/rocetune/doctor.yml), "
+                   "each read in its dialect")
 _doctor("doctor-env-names-missing-device", "error",
         title="The deployed env names an RDMA device the node does not have",
-        checks="Every device the deployed NCCL_IB_HCA names (exactly, or as a prefix) exists.",
-        reads="NCCL_IB_HCA in /etc/rocetune/nccl.env and /etc/nccl.conf; /sys/class/infiniband.",
+        checks="Every device and port the deployed NCCL_IB_HCA names (exactly, or as a prefix) exists, "
+               "with or without expectations.",
+        reads=f"NCCL_IB_HCA in each env file jobs source ({_ENV_FILES_READ[0].lower() + _ENV_FILES_READ[1:]}); "
+              "/sys/class/infiniband.",
         why="A name that matches no device leaves NCCL fewer rails, or none (then sockets).",
         fix="find why the device is gone (driver or module unloaded, renamed), then rerun "
             "`rocetune env -o FILE`",
         source="NCCL documentation, NCCL_IB_HCA; NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc")
+_doctor("doctor-env-selects-non-rail", "error",
+        title="The deployed env's NCCL_IB_HCA selects ports that are not compute rails",
+        checks="The ports a deployed NCCL_IB_HCA selects -- a bare prefix (`mlx5`) selects every device "
+               "whose name starts with it, a `^` list every port it does not name -- are all compute "
+               "rails: the plan's ports and those the expectations name, not the front end, storage "
+               "NICs, software devices or unaddressed ports.",
+        reads=f"{_ENV_FILES_READ}; the RDMA ports and why the plan left each out.",
+        why="NCCL uses every ACTIVE port the list selects: a management bond or a storage NIC in the "
+            "list carries the job's traffic on a network not built for it, and a port without a "
+            "routable GID fails its connections.",
+        fix="name the rails exactly (`=mlx5_0:1,...`: `rocetune env` writes it), or write the env with "
+            "`rocetune env -o FILE`",
+        source="NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:704-740 and src/misc/utils.cc matchIfList "
+               "(prefix match, `=` exact, `^` exclude)")
+_doctor("doctor-env-gid-not-roce-v2", "error",
+        title="The deployed env pins a GID index that is not an IPv4 RoCE v2 GID",
+        checks="A deployed NCCL_IB_GID_INDEX (0 or more) is an IPv4 RoCE v2 GID (IPv6 where a port has "
+               "no IPv4 one) on every RoCE rail the env's NCCL_IB_HCA selects.",
+        reads=f"{_ENV_FILES_READ}; each port's GID table and its types.",
+        why="NCCL uses a pinned index verbatim on every port; after an address moved (a reboot, a port "
+            "flap, an address re-added) the index names a link-local, RoCE v1 or empty GID, and the "
+            "job's connections fail or hang.",
+        fix="rerun `rocetune env -o FILE` (the boot unit does at every boot); on NCCL 2.21.5 or later "
+            "leave NCCL_IB_GID_INDEX unset",
+        source="NVIDIA/nccl v2.20.5-1 src/transport/net_ib.cc:80 (IB_GID_INDEX, default 0), :838 and "
+               ":1028 (one index queried on every device); v2.21.5-1 ncclIbGetGidIndex (a set index is "
+               "returned before any scan); NCCL #1333, #2157")
+_doctor("doctor-env-tc-lossy", "error",
+        title="The deployed env sends RoCE in a traffic class the NICs treat as lossy",
+        checks="The priority NCCL_IB_TC maps to under DSCP trust (NCCL_IB_SL under PCP trust) has PFC "
+               "on, on every RoCE rail the env selects; not checked where the QoS plan declares no "
+               "lossless priority.",
+        reads=f"{_ENV_FILES_READ}; each rail's trust, DSCP map and PFC (mlnx_qos, dcb).",
+        why="RoCE needs a lossless class (or a fabric built for lossy RoCE, which the QoS plan then "
+            "says): in a class without PFC a congested switch drops packets, and NCCL's go-back-N "
+            "retransmissions slow the job or time it out.",
+        fix="turn PFC back on for that priority (the roce_qos role), or write the env again from the "
+            "QoS plan (`rocetune env -o FILE`); a fabric run lossy by design says so in its QoS plan "
+            "(`lossless_priorities: []`)",
+        source="NVIDIA/nccl v2.26.2-1 src/transport/net_ib.cc:101-102 (NCCL_IB_TC, NCCL_IB_SL); "
+               "NVIDIA, RoCE lossless configuration (PFC on the RoCE priority)")
+_doctor("doctor-env-ifname-missing", "error",
+        title="The deployed env names a socket interface the node does not have",
+        checks="NCCL_SOCKET_IFNAME (prefixes, `=` exact; a `^` list is not judged) matches an "
+               "interface of the node, and every interface GLOO_SOCKET_IFNAME names exists.",
+        reads=f"{_ENV_FILES_READ}; the node's interfaces.",
+        why="NCCL bootstraps over the interfaces the list selects: none leaves the job with 'no socket "
+            "interface found', and Gloo fails on a name that does not exist.",
+        fix="name the node's interface (`rocetune env` picks the one that reaches the other nodes)",
+        source="NVIDIA/nccl v2.28.9-1 src/misc/socket.cc findInterfaces with src/misc/utils.cc "
+               "matchIfList; PyTorch ProcessGroupGloo GLOO_SOCKET_IFNAME")
+_doctor("doctor-env-cross-nic-unreachable", "error",
+        title="The deployed env lets NCCL cross rails that cannot reach each other",
+        checks="A deployed NCCL_CROSS_NIC=1 where the rails' reach was measured isolated or partial "
+               "(/etc/rocetune/rail-reach.json, from `fleet validate --tests cross-rail`); not judged "
+               "without a measurement (routes alone do not prove isolation).",
+        reads=f"{_ENV_FILES_READ}; /etc/rocetune/rail-reach.json.",
+        why="NCCL_CROSS_NIC=1 lets a ring or tree leave one node on a rail and enter the next on another: "
+            "where that path does not answer, the connection fails and the job with it.",
+        fix="NCCL_CROSS_NIC=0 (what `rocetune env` writes there), or route between the rails",
+        source="NVIDIA/nccl v2.5.6-1 src/init.cc:431 (NCCL_CROSS_NIC), v2.30.7-1 src/graph/search.cc:16; "
+               "NCCL env docs (0 for rails without an inter-rail connection)")
 _doctor("doctor-module-not-loaded", "error",
         title="A module listed for boot is not loaded",
         checks="Every module in modules-load.d is loaded or built in.",
@@ -208,3 +278,25 @@ def nccl_log_finding(d: Difference, path: str) -> Finding:
     who = f" ({len(d.processes)} process(es))" if len(d.processes) > 1 else ""
     return finding(d.id, d.subject, d.message + who + shown, severity=d.severity, fix=d.fix,
                    evidence={"log": path, "lines": list(d.evidence), "processes": list(d.processes)})
+
+
+for _id, (_sev, _doc) in sorted(RAS_VERDICTS.items()):
+    _also = tuple(s for s in ("error", "warning", "info") if s != _sev)
+    _doctor(_id, _sev, also=_also,
+            note=f"{_also[0]} or {_also[1]} where what RAS said warrants it: two polls that agree (a rank "
+                 "still missing) weigh more than one (docs/ras.md)",
+            title=_doc[0].upper() + _doc[1:], checks=_doc,
+            reads="What the job's RAS answers (`rocetune doctor --ras FILE` for recorded `ncclras` output, "
+                  "`--ras-addr HOST:PORT` to ask a running job: STATUS twice, then DIAGNOSTICS; never CONTROL) "
+                  "and the plan's env.",
+            why="RAS is NCCL's own view of the running job; one 'RUNNING OK' proves no progress "
+                "(NVIDIA/nccl#1730), so progress is judged from two polls (docs/ras.md).",
+            fix="find the named ranks' processes and nodes: their GPU, NIC and kernel log first",
+            source="NVIDIA/nccl src/ras/client_support.cc (v2.30.7-1, v2.31.2-1); troubleshooting/ras.rst")
+
+
+@emits(*RAS_VERDICTS)
+def ras_finding(v: RasVerdict, source: str) -> Finding:
+    """The finding of one verdict on what the job's RAS said (`source`: the file or address asked)."""
+    return finding(v.id, v.subject, v.message, severity=v.severity,
+                   evidence={"ras": source, "lines": list(v.evidence)})

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from .registry import Check, declare
 
-KERNEL_LOG = ("The kernel log since boot (or `doctor --since`): `journalctl -k -b`, else `dmesg --kernel` "
-              "(/dev/kmsg), its last 50,000 lines.")
+KERNEL_LOG = ("The kernel log of the last 24 hours, after the operator's repair mark (`doctor --repaired`), or "
+              "from `doctor --since` on (docs/gate.md): `dmesg --kernel --json` (/dev/kmsg, each record whole), "
+              "else `dmesg --kernel`, else `journalctl -k -b` (its last 50,000 lines), read as records: a "
+              "record's further lines never count as records of their own. Events are kept per class (kind, "
+              "device, what happened) with the first, the last and a count, so a flood of one class cannot "
+              "push another out.")
 
 
 def _declare(check_id: str, severity: str, *, title: str, checks: str, reads: str, why: str, fix: str,
@@ -78,9 +82,10 @@ _declare("doctor-kernel-module-event", "warning", also=("info",), note=_OTHER,
          fix="check the module's temperature and power (`ethtool -m IF`), use a module the NIC supports, "
              "reseat it",
          source="Linux drivers/net/ethernet/mellanox/mlx5/core/events.c (port_module)")
-_declare("doctor-kernel-gpu-xid", "warning", also=("error",),
+_declare("doctor-kernel-gpu-xid", "warning", also=("error", "info"),
          note="error for the Xids NVIDIA lists as needing a reset or a repair (48, 63, 64, 74, 79, 92, 94, "
-              "95, 119, 120, 140, 149), warning for the others",
+              "95, 119, 120, 140, 149), warning for the others; info for an address that is none of this "
+              "node's GPUs (the GPU reader's and every NVIDIA display controller on the PCI bus)",
          title="A GPU reported an Xid error",
          checks="No GPU logged an `NVRM: Xid` error in the window read.",
          reads=KERNEL_LOG,
@@ -89,6 +94,15 @@ _declare("doctor-kernel-gpu-xid", "warning", also=("error",),
          fix="look the Xid up in NVIDIA's Xid catalog; reset the GPU or drain the node as it says",
          source="NVIDIA GPU Deployment and Management Documentation, Xid Errors")
 
+_declare("doctor-gpu-lost", "error",
+         title="nvidia-smi cannot reach a GPU",
+         checks="nvidia-smi reached every GPU: no `Unable to determine the device handle for GPU ...` line.",
+         reads="`nvidia-smi --query-gpu=index,pci.bus_id,name --format=csv,noheader`, its output and errors.",
+         why="A GPU that fell off the bus is seen there whether or not the driver logged an Xid for it (the log "
+             "may have rotated, or the kernel-log window passed): a job placed on it fails at once.",
+         fix="reset the GPU (`nvidia-smi -r -i BDF`) where nothing uses it, else reboot; reseat it if it recurs",
+         source="nvidia-smi's message for a GPU it cannot get a handle to (Unknown Error; GPU is lost. Reboot "
+                "the system to recover this GPU), as users report it on NVIDIA/open-gpu-kernel-modules#387")
 
 # --- NIC firmware read back -------------------------------------------------------------------------
 FIRMWARE = ("The Features' `nic_firmware` section: `mlxconfig -d BDF -e q` (or `mstconfig`) of the first "

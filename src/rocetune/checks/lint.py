@@ -137,12 +137,17 @@ _lint("forced-algorithm", "info", "A forced NCCL algorithm or protocol",
       "NCCL documentation, Environment Variables (NCCL_ALGO, NCCL_PROTO); NCCL #754 (the tuning "
       "model moves between algorithms and protocols with message size, node count and bandwidth).")
 _lint("gid-index-pinned", "info", "A pinned RoCE GID index",
-      "NCCL_IB_GID_INDEX set to a number.",
+      "NCCL_IB_GID_INDEX set to a number; 0 is a warning: in the GID table of every RoCE port (mlx5, "
+      "rxe, bnxt_re) index 0 is the link-local fe80 GID, RoCE v1 on mlx5, which does not cross a "
+      "router.",
       "Right while every node's GID table has that layout; per-pod tables in Kubernetes differ, "
       "and NCCL 2.21.5 and later select the IPv4 RoCE v2 GID themselves (NCCL #718, #890).",
       "leave it unset on NCCL >= 2.21.5; otherwise derive it per node (rule nccl-ib-gid-index)",
       "NVIDIA/nccl v2.21.5-1 src/transport/net_ib.cc:80 (IB_GID_INDEX default -1) and "
-      "ncclIbGetGidIndex; NCCL #718, #890.")
+      "ncclIbGetGidIndex; v2.20.5-1 net_ib.cc:80 (default 0, the link-local GID); Linux "
+      "drivers/infiniband/core/roce_gid_mgmt.c (the default GIDs from the netdev's MAC come first); "
+      "NCCL #718, #890.", also=("warning",),
+      severity_note="warning for index 0 (the link-local GID)")
 _lint("socket-threads-product", "error", "Too many sockets per connection",
       "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD in one file.",
       "NCCL allows at most 64 sockets per connection and cuts the count down, so the setting does "
@@ -185,6 +190,24 @@ _lint("tc-ecn-differs", "warning", "A traffic class with other ECN bits than the
       "ECN-capable marking is what lets switches signal congestion to DCQCN; without it the "
       "fabric falls back to PFC pauses alone.", "set the value the finding gives (from the QoS plan)",
       _QOS_SOURCE + ".", reads=_SETTING + " " + _QOS)
+_lint("tc-lossy-on-nics", "warning", "A traffic class the host's NICs carry without PFC",
+      "Without a QoS plan: NCCL_IB_TC, NCCL_GIN_IB_TC and UCX_IB_TRAFFIC_CLASS against the QoS state the "
+      "host's RoCE ports recorded (mlnx_qos or dcb): under DSCP trust, the priority the value's DSCP maps to "
+      "must have PFC on.",
+      "RoCE traffic in a class without PFC goes lossy: drops become retransmissions and timeouts under "
+      "load. rule traffic-class warns of the same for the env it plans.",
+      "use the DSCP the NICs give a PFC priority, or apply the fabric's QoS plan (roce_qos role)",
+      "NVIDIA MLNX_OFED documentation, mlnx_qos (trust dscp, dscp2prio, pfc).",
+      reads=_SETTING + " " + _HOST)
+_lint("hca-selects-non-rail", "error", "NCCL_IB_HCA selects ports that are not compute rails",
+      "With the host at hand: the ACTIVE ports NCCL_IB_HCA selects (a bare prefix such as `mlx5` "
+      "selects every device whose name starts with it, a `^` list every port it does not name) "
+      "against the compute rails rocetune plans there; each other port is named with why it is not "
+      "a rail (the front end, a storage NIC, no address).",
+      "NCCL uses every ACTIVE port the list selects: the job's traffic goes out on the management "
+      "bond or a storage NIC too, and a port without a routable GID fails its connections.",
+      "name the rails exactly ('=mlx5_0:1,...', what `rocetune env` writes)",
+      _LIST + "; NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:704-740.", reads=_SETTING + " " + _HOST)
 _lint("hca-not-found", "error", "NCCL_IB_HCA names a device the host does not have",
       "Each NCCL_IB_HCA entry against the host's RDMA devices (exact or prefix, as NCCL matches).",
       "NCCL finds no matching device and, with no device left, falls back to TCP sockets "

@@ -149,6 +149,20 @@ _rule("gid-nccl-too-old", "warning", by=("nccl-ib-gid-index",),
       why="Older releases use GID index 0 (link-local) unless NCCL_IB_GID_INDEX is set.",
       fix="upgrade NCCL, or pass --nccl-version with the release the jobs load",
       source="NVIDIA/nccl v2.21.5-1 release notes (RoCE GID auto-selection)")
+_rule("gid-index-odd-port", "error", by=("nccl-ib-gid-index",),
+      title="One RoCE port's GID sits at another index, and this NCCL pins one index for all",
+      checks="Below NCCL 2.21.5, whether the first IPv4 RoCE v2 GID sits at one index on every "
+             "compute port; the index most ports share is pinned, and each port where it is not is "
+             "named.",
+      reads="/sys/class/infiniband/DEV/ports/N/gids and gid_attrs/types; the NCCL release planned for.",
+      why="NCCL before 2.21.5 queries the one NCCL_IB_GID_INDEX on every device and has no "
+          "NCCL_IB_ADDR_RANGE: on the odd port the pinned index is a link-local, RoCE v1 or empty "
+          "GID, and connections over that rail fail.",
+      fix="give the odd port its address back at the index the others use (remove and re-add the "
+          "addresses in the same order), or run the jobs with NCCL 2.21.5 or later",
+      source="NVIDIA/nccl v2.20.5-1 src/transport/net_ib.cc:80 (IB_GID_INDEX), :838 and :1028 "
+             "(ncclParamIbGidIndex() queried on every device); NCCL_IB_ADDR_RANGE from v2.21.5-1 "
+             "src/transport/net_ib.cc:131")
 _rule("topo-file-uncertain", "warning", by=("nccl-topo-file",),
       title="The NCCL topology file could not be planned cleanly",
       checks="On a host whose PCI tree is flattened (a VM): whether one topology file can be "

@@ -68,7 +68,7 @@ def declare(check: Check) -> Check:
 
 # The modules that declare checks, in the order lookups load them: a probe's findings are the
 # host's, its rules' and its plan's, so it never imports doctor's, lint's or the switch's.
-_DECLARING = (("host", "rules", "plan"), ("lint", "switch", "expect", "doctor", "doctor_below"))
+_DECLARING = (("host", "rules", "plan"), ("lint", "switch", "expect", "doctor", "doctor_below", "doctor_readers"))
 _loaded = [0]  # how many groups of _DECLARING are imported
 
 

@@ -234,11 +234,14 @@ for _id, _sev, _title, _checks, _why, _fix, _fact in (
      "address potential slowdowns on networks utilizing RoCE'; NVIDIA/nccl#1403 saw unstable bandwidth.",
      "NCCL_IB_ECE_ENABLE=0 (2.23.4 and later), or NCCL 2.26.3 or later", "ece-roce-slowdown"),
     ("nccl-roce-port-recovery", "warning", "Port recovery on RoCE may not complete",
-     "A declared NCCL_IB_RESILIENCY_PORT_RECOVERY=1 on RoCE ports with NCCL 2.30.3 or later.",
-     "After a port flap the kernel may register the port's GIDs at other indexes; NCCL reuses the index it "
-     "cached at connect time, so the recovery's queue pairs do not come up and bandwidth stays degraded.",
-     "leave port recovery off on RoCE until a release carries the GID refresh (NVIDIA/nccl#2183), or pin "
-     "NCCL_IB_GID_INDEX on a GID table that does not move", "roce-port-recovery"),
+     "A declared NCCL_IB_RESILIENCY_PORT_RECOVERY=1 on RoCE ports with NCCL 2.30.3 or later: a warning up to "
+     "2.31.2; from 2.31.2 info, or a warning where one HCA has several chosen ports.",
+     "After a port flap the kernel may register the port's GIDs at other indexes; up to 2.31.2 NCCL reuses "
+     "the index it cached at connect time, so the recovery's queue pairs do not come up and bandwidth stays "
+     "degraded. 2.31.2 reads the GID again on a GID-change event, but on an HCA with several ports the event "
+     "may be taken by another port's thread (NVIDIA/nccl#1819).",
+     "NCCL 2.31.2 or later; before it, leave port recovery off on RoCE or pin NCCL_IB_GID_INDEX on a GID "
+     "table that does not move", "roce-port-recovery"),
     ("nccl-mnnvl-stack", "warning", "Unlimited stack size on a multi-node NVLink system",
      "The probing process's soft stack limit on hosts with GB200, GB300 or GH200 GPUs.",
      "With 'ulimit -s unlimited' glibc gives new threads 2 MiB stacks, less than NCCL's background threads "
@@ -265,10 +268,13 @@ for _id, _sev, _title, _checks, _why, _fix, _fact in (
 ):
     from ..nccl.releases import fact as _release_fact
 
+    _also = ("info",) if _id == "nccl-roce-port-recovery" else ()
+    _note = ("info from 2.31.2 (which refreshes a port's GID on a GID-change event), unless one HCA has "
+             "several chosen ports" if _also else "")
     declare(Check(_id, "rule", _sev, title=_title, checks=_checks, reads=_KNOWN, why=_why, fix=_fix,
                   source=f"{_release_fact(_fact).source} (release table entry `{_fact}`: "
                          f"{_release_fact(_fact).span()})",
-                  by=("nccl-known-issues",)))
+                  also=_also, severity_note=_note, by=("nccl-known-issues",)))
 
 
 for _id, _sev, _also, _title, _checks, _why, _fix in (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .registry import Check, declare
 
 _READS = ("The switch's QoS output given to `rocetune qos check FILE`: SONiC CONFIG_DB JSON, NVUE's "
-          "`nv show qos roce` (global or per interface) or `nv set` commands, or an EOS running-config "
+          "`nv show qos roce` (global or per interface) or `nv set` commands, an EOS or NX-OS running-config "
           "(docs/switch-qos.md lists the forms per switch OS).")
 _SOURCE_SWITCH = ("docs/switch-qos.md; sonic-buildimage files/build_templates/qos_config.j2 (DSCP_TO_TC_MAP "
                   "AZURE: DSCP 26 -> TC 1); NVIDIA Cumulus Linux 5.x 'RDMA over Converged Ethernet - RoCE'")
@@ -22,7 +22,8 @@ def _switch(check_id: str, severity: str, *, title: str, checks: str, why: str, 
                   fix=fix, source=source, also=tuple(also), severity_note=note))
 
 
-_switch("switch-trust-mismatch", "error", also=("info",), note=_NOT_STATED,
+_switch("switch-trust-mismatch", "error", also=("warning", "info"),
+        note=_NOT_STATED + "; warning for PCP trust on routed ports (RoCE v2 there is untagged)",
         title="The switch does not classify on what the plan's hosts mark",
         checks="The port trusts DSCP under `trust: dscp` (or the VLAN priority under `trust: pcp`); "
                "trusting both is accepted.",
@@ -68,8 +69,8 @@ _switch("switch-lossless-buffer-missing", "error", also=("info",),
         why="PFC pauses the sender only when a lossless PG fills past its xoff; a priority whose traffic "
             "lands in a lossy PG never pauses anyone and is dropped. SONiC's buffer template makes only "
             "3-4 lossless, so PFC on another priority is lossy until its buffers are added.",
-        fix="render the buffers with the plan (`rocetune qos render --os sonic --ports ... --buffer-model ...`) "
-            "or move the lossless priority to one the switch has buffers for",
+        fix="render the buffers with the plan (`rocetune qos render --os OS --ports ...`; SONiC also takes "
+            "`--buffer-model`), or move the lossless priority to one the switch has buffers for",
         source=_SOURCE_BUFFERS)
 _switch("switch-ports-unbound", "warning", also=("error",),
         note="error when no port of the switch binds QoS (nothing on the switch is lossless)",
@@ -110,8 +111,67 @@ _switch("switch-cnp-not-strict", "warning", also=("info",), note=_NOT_STATED,
             "late; NVIDIA's RoCE defaults schedule the CNP class strict.",
         fix="schedule the CNP queue strict priority")
 
+_SOURCE_WATCHDOG = ("docs/switch-qos.md; sonic-utilities pfcwd/main.py (`pfcwd start_default`: action drop, 200 ms); "
+                    "SONiC PFC Watchdog design (github.com/sonic-net/SONiC wiki); NVIDIA NVUE reference, `nv set "
+                    "interface <interface-id> qos pfc-watchdog state` (default disable); Arista AVD eos_cli_config_gen "
+                    "priority_flow_control.watchdog (timeout after which the port is errdisabled or drops)")
+_switch("switch-pfc-watchdog-off", "warning", also=("info",),
+        note="info when the output does not show the watchdog (NVUE's RoCE shows, an EOS excerpt without it)",
+        title="A lossless port has no PFC watchdog, or one that shuts the port",
+        checks="Every port with PFC on a plan priority has the PFC watchdog on (SONiC PFC_WD with pfcwd_sw_enable, "
+               "NVUE `qos pfc-watchdog state enable`, EOS `priority-flow-control pause watchdog`, NX-OS "
+               "`priority-flow-control watch-dog-interval on`), and its action is not errdisable.",
+        why="A NIC or host that pauses without end (a stuck receive ring) blocks the lossless queue of the port and "
+            "its pauses back up through the fabric. The watchdog drops on the stuck queue instead; an errdisable "
+            "action takes the whole link down, every class of the GPU with it.",
+        fix="enable the PFC watchdog with action drop on the lossless ports (`rocetune qos render` writes it)",
+        source=_SOURCE_WATCHDOG)
+_switch("switch-pfc-watchdog-mismatch", "warning", also=("info",),
+        note="info when the output states neither the watchdog's action nor its times",
+        title="The switch's PFC watchdog does not act as the plan's pfc_watchdog says",
+        checks="Where the plan states `pfc_watchdog`: on every lossless port whose watchdog is on, its action (drop, "
+               "forward) and its detection and restoration times in milliseconds are the plan's, as far as the output "
+               "states them (SONiC PFC_WD action, detection_time, restoration_time; EOS `priority-flow-control pause "
+               "watchdog action`, `default timeout`, `default recovery-time`).",
+        why="The detection time is how long a storm is let to spread pauses through the fabric before the queue is "
+            "freed; the action decides whether the stuck queue's RoCE traffic is dropped or sent without PFC; the "
+            "restoration time how soon PFC comes back. A switch left at other values is not the fabric the plan "
+            "describes.",
+        fix="render the switch from the plan (`rocetune qos render` writes the plan's pfc_watchdog on SONiC and EOS)",
+        source=_SOURCE_WATCHDOG)
+_switch("switch-cable-length", "warning", also=("error", "info"),
+        note="error for a 0m cable on SONiC (no lossless PG at all); info when the output does not state the length "
+             "and the plan does",
+        title="The switch sizes PFC headroom for a shorter cable than the plan's",
+        checks="The cable length the switch sizes lossless headroom from (SONiC CABLE_LENGTH, NVUE `qos pfc ... "
+               "cable-length`) is not 0 and not shorter than the plan's buffer.cable_length.",
+        why="Headroom holds what arrives while a pause frame crosses the cable and the sender stops; sized for a "
+            "shorter cable it overflows and the lossless priority drops. SONiC's buffermgrd creates no lossless "
+            "PG for a 0m cable (sonic-swss cfgmgr/buffermgr.cpp).",
+        fix="set the cable length from the plan (`rocetune qos render` writes SONiC CABLE_LENGTH and NVUE's "
+            "cable-length when the plan has buffer.cable_length)",
+        source=_SOURCE_BUFFERS)
+
+_switch("switch-lossless-discards", "warning",
+        title="The switch discarded RoCE on a port that makes it lossless",
+        checks="Where the switch's counters are given (NVUE `nv show interface IF qos roce counters` saved with the "
+               "status show; SONiC `show queue counters` and `show queue wredcounters` with `--counters FILE`), a port "
+               "with PFC on the plan's data priority discarded no RoCE packet: NVUE's receive and transmit RoCE "
+               "discards (rx-roce-stats no-buffer-discard, tx-roce-stats unicast-no-buffer-discard), SONiC's drops "
+               "and WRED drops on the unicast queue the data priority leaves by. The finding gives the pauses on "
+               "that priority (`show pfc counters`) and the queue's ECN marks beside them.",
+        why="Lossless RoCE that is discarded means PFC paused too late or not at all (headroom or cable length too "
+            "short, a peer that ignores pauses) or the PFC watchdog dropped a stuck queue; every drop costs the job "
+            "a go-back-N retransmit. The counts run since they were last cleared, so an old event shows until then.",
+        fix="find the cause (PFC on both ends, headroom, watchdog events), then clear the counters (`nv action clear "
+            "interface IF qos roce counters`; SONiC `sonic-clear queuecounters`, `sonic-clear pfccounters`) and read "
+            "them again",
+        source="docs/switch-qos.md; NVIDIA Cumulus Linux 5.16 'RDMA over Converged Ethernet - RoCE' "
+               "(the RoCE counters); sonic-utilities scripts/pfcstat and scripts/queuestat (the SONiC shows)")
+
 _READS_HOSTS = ("The switch's QoS output as `qos check FILE` reads it, and each host's NIC QoS as its probe "
-                "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb) "
+                "read it (Features `qos.interfaces`: trust, PFC priorities, DSCP to priority, from mlnx_qos or dcb; "
+                "`qos.dcqcn`: DCQCN per priority and the CNP DSCP and priority, from mlx5's /sys/class/net/IF/ecn) "
                 "in the fleet results given with --hosts DIR (fleet gather or playbooks/fleet.yml).")
 _SOURCE_HOSTS = ("docs/switch-qos.md; IEEE 802.1Qbb (PFC acts per priority on both ends of a link); NVIDIA "
                  "'RoCE configuration for ConnectX' (trust dscp, PFC on the RoCE priority, DSCP 26 -> 3)")
@@ -143,3 +203,25 @@ _host_side("switch-host-dscp-mismatch", "error",
            why="The host sends RoCE data lossless on one priority and the switch queues it in another "
                "class, with or without PFC: the two ends disagree on which traffic must not be dropped.",
            fix="map the DSCP to the same priority on both ends (the plan's data and CNP classes)")
+_host_side("switch-host-dcqcn-mismatch", "warning",
+           title="The switch marks ECN for RoCE, but the hosts' NICs do not react to it",
+           checks="No fabric NIC has DCQCN off for the plan's data priority while the switch marks ECN on the queue "
+                  "that priority leaves by: read from the probe's qos.dcqcn (mlx5 /sys/class/net/IF/ecn/roce_np and "
+                  "roce_rp enable/N, MLNX_OFED and DOCA-OFED drivers) and from the doctor run's doctor-ecn-off where "
+                  "the fleet results hold one. Results with neither are said in a warning.",
+           why="DCQCN is the two ends of one loop: the switch marks CE, the receiving NIC returns CNPs (notification "
+               "point) and the sending NIC cuts its rate (reaction point). With either end off the marks slow no "
+               "sender, queues fill to the PFC threshold and pauses spread through the fabric.",
+           fix="enable DCQCN for the data priority on the NICs (the roce_qos role: roce_qos_dcqcn: true)")
+_host_side("switch-host-cnp-mismatch", "warning",
+           title="The hosts' NICs send CNPs in a class other than the switch's CNP class",
+           checks="The DSCP each fabric NIC sends its CNPs with (mlx5 /sys/class/net/IF/ecn/roce_np/cnp_dscp; "
+                  "cnp_802p_prio where the switch ports trust the VLAN priority), as the probe read it (qos.dcqcn), "
+                  "leaves the switch by the queue of the plan's CNP class (DSCP 48, priority 6 by default). "
+                  "A NIC whose driver has no ecn tree (the inbox mlx5) is not compared.",
+           why="DCQCN's rate cut is only as fast as its CNPs: in the data queue they wait behind the congestion "
+               "they report (and are dropped with it where the queue is lossy), so senders slow late and PFC "
+               "pauses take over. ConnectX firmware sends CNPs with DSCP 48 and priority 6 unless told otherwise "
+               "(CNP_DSCP, CNP_802P_PRIO in mlxconfig), which need not be the plan's CNP class.",
+           fix="apply the plan on the hosts (the roce_qos role writes the plan's CNP DSCP and priority to "
+               "ecn/roce_np/cnp_dscp and cnp_802p_prio), or map the NICs' CNP DSCP to the CNP class on the switch")

@@ -275,6 +275,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     command = "rocetune"
     try:
         _old_output_option(argv)
+        argv = dash_values_joined(argv)
         verb = verb_in(argv)  # only that verb's parser is built (and its module imported)
         parser = build_parser(verb)
         named = _verb_word(argv)  # whose help an error names
@@ -324,6 +325,30 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     if result.errors and gate:
         return _tool_error_at_the_gate(result, gate)
     return int(result.code)
+
+
+# Options whose value may start with a dash (`--since -2h`, as journalctl takes it): argparse
+# reads such a word as an option unless it is joined to its flag, so it is joined here.
+DASH_VALUE_OPTIONS = ("--since",)
+
+
+def dash_values_joined(argv: Sequence[str]) -> List[str]:
+    """argv with `--since -2h` written as `--since=-2h` (up to a `--`)."""
+    out: List[str] = []
+    words = list(argv)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            return out + words[i:]
+        if word in DASH_VALUE_OPTIONS and i + 1 < len(words) and words[i + 1].startswith("-") \
+                and len(words[i + 1]) > 1 and words[i + 1][1:2].isdigit():
+            out.append(f"{word}={words[i + 1]}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out
 
 
 def _gate_mode(argv: Sequence[str]) -> Optional[str]:

@@ -160,7 +160,8 @@ def plan_request(args: argparse.Namespace) -> PlanRequest:
     from ..app.planning import PlanRequest
 
     return PlanRequest(root=args.root, config=args.config, sets=tuple(args.set), unsets=tuple(args.unset),
-                       qos_path=args.qos, local_rank=args.local_rank, expect_path=getattr(args, "expect", None))
+                       qos_path=args.qos, local_rank=args.local_rank, expect_path=getattr(args, "expect", None),
+                       settings_path=getattr(args, "doctor_config", None))
 
 
 def env_request(args: argparse.Namespace, formats: tuple, outputs: list, **writing) -> EnvRequest:

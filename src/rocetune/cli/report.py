@@ -13,6 +13,7 @@ stderr_lines = warning_lines
 
 
 def collect(args: argparse.Namespace) -> dict:
-    from ..app.inputs import features_for
+    from ..app.inputs import planned_features
 
-    return features_for(args.root, getattr(args, "features", None), getattr(args, "nccl_version", None))
+    return planned_features(args.root, getattr(args, "features", None), getattr(args, "nccl_version", None),
+                            getattr(args, "doctor_config", None))

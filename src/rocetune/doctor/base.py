@@ -22,6 +22,8 @@ class DoctorInput:
     # Ports the expectations or the deployed env name (`mlx5_4:1`, or a device for all its
     # ports): rails whatever the plan of the node as it is now keeps.
     named: Set[str] = field(default_factory=set)
+    # The ports and devices the expectations name: rails, as the plan's chosen ports are.
+    expected: Set[str] = field(default_factory=set)
 
 
 Run = Callable[[DoctorInput], List[Finding]]

@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Dict, List, Optional, Set, Tuple
 
 from ..model.finding import Finding
+from ..probe.parsers.kernel_log import last
 from .base import DoctorInput, _finding, check
 
 # Xids NVIDIA's catalog says need a GPU reset, a node reboot or a repair.
@@ -62,7 +63,10 @@ def _where(e: dict) -> str:
 
 
 def _window(d: DoctorInput) -> str:
+    """How the findings name the window the events were judged in (doctor/kernel_log.py)."""
     log = d.readings.get("kernel_log") or {}
+    if log.get("within"):
+        return str(log["within"])
     since = log.get("since") or "boot"
     return "since boot" if since == "boot" else f"since {since}"
 
@@ -90,9 +94,9 @@ def nic_health(d: DoctorInput) -> List[Finding]:
         ours = any(scope.nic(e) for e in found)
         first = found[0]
         out.append(_finding("doctor-kernel-nic-health", "error" if ours else "info", dev,
-                            f"{dev}{'' if ours else ' (not a compute NIC)'}: {len(found)} firmware health "
+                            f"{dev}{'' if ours else ' (not a compute NIC)'}: {_count(found)} firmware health "
                             f"message(s) {_window(d)}, first at {first.get('time') or '?'}: {first['what']}",
-                            {"kernel log": [e["text"] for e in found[:5]]}))
+                            {"kernel log": _texts(found)}))
     return out
 
 
@@ -109,11 +113,13 @@ def nic_command(d: DoctorInput) -> List[Finding]:
     for dev, found in sorted(by_dev.items()):
         # A line without the device's prefix (MLNX_OFED's driver) cannot be placed: held as ours.
         ours = any(scope.nic(e) or not e.get("dev") for e in found)
-        kinds = Counter(f"{e.get('cmd')} {e.get('status')} syndrome {e.get('syndrome')}" for e in found)
+        kinds: Counter = Counter()
+        for e in found:
+            kinds[f"{e.get('cmd')} {e.get('status')} syndrome {e.get('syndrome')}"] += e.get("count", 1)
         top = ", ".join(f"{k} x{n}" for k, n in kinds.most_common(3))
         out.append(_finding("doctor-kernel-nic-command", "warning" if ours else "info", dev,
-                            f"{dev}: {len(found)} firmware command(s) failed {_window(d)}: {top}",
-                            {"kernel log": [e["text"] for e in found[:5]]}))
+                            f"{dev}: {_count(found)} firmware command(s) failed {_window(d)}: {top}",
+                            {"kernel log": _texts(found)}))
     return out
 
 
@@ -130,11 +136,12 @@ def link_flap(d: DoctorInput) -> List[Finding]:
     out = []
     for dev, found in sorted(downs.items()):
         ours = any(scope.nic(e) for e in found)
-        ups = sum(1 for e in events if _where(e) == dev and e.get("state", "").lower() in ("up", "active"))
+        ups = _count([e for e in events if _where(e) == dev and e.get("state", "").lower() in ("up", "active")])
+        latest = max((last(e) for e in found), key=lambda x: x.get("seq") or 0)
         out.append(_finding("doctor-kernel-link-flap", "warning" if ours else "info", dev,
-                            f"{dev}{'' if ours else ' (not a compute port)'}: link went down {len(found)} time(s) "
-                            f"{_window(d)} (up again {ups} time(s)), last at {found[-1].get('time') or '?'}",
-                            {"kernel log": [e["text"] for e in found[-5:]]}))
+                            f"{dev}{'' if ours else ' (not a compute port)'}: link went down {_count(found)} time(s) "
+                            f"{_window(d)} (up again {ups} time(s)), last at {latest.get('time') or '?'}",
+                            {"kernel log": _texts(found)}))
     return out
 
 
@@ -152,12 +159,14 @@ def pcie_aer(d: DoctorInput) -> List[Finding]:
         ours = any(scope.pcie(e) for e in found)
         fatal = [e for e in found if e.get("severity", "").startswith("Uncorr")]
         severity = ("error" if fatal else "warning") if ours else "info"
-        kinds = Counter(e["what"].split(" error")[0] for e in found)
+        kinds: Counter = Counter()
+        for e in found:
+            kinds[e["what"].split(" error")[0]] += e.get("count", 1)
         out.append(_finding("doctor-kernel-pcie-aer", severity, dev,
                             f"PCIe AER for {dev} (reported by {found[0].get('port')})"
                             f"{'' if ours else ' -- not on a GPU or compute NIC path'}: "
                             + ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items())) + f" {_window(d)}",
-                            {"kernel log": [e["text"] for e in found[:5]]}))
+                            {"kernel log": _texts(found)}))
     return out
 
 
@@ -174,11 +183,11 @@ def module_event(d: DoctorInput) -> List[Finding]:
         by_dev.setdefault(f"{e.get('dev')} module {e.get('module')}", []).append(e)
     for dev, found in sorted(by_dev.items()):
         ours = any(scope.nic(e) for e in found)
-        last = found[-1]
+        latest = max(found, key=lambda e: last(e).get("seq") or 0)
         out.append(_finding("doctor-kernel-module-event", "warning" if ours else "info", dev,
-                            f"{dev}: {len(found)} module event(s) {_window(d)}, last: "
-                            f"{last.get('status')}{', ' + last['detail'] if last.get('detail') else ''}",
-                            {"kernel log": [e["text"] for e in found[-5:]]}))
+                            f"{dev}: {_count(found)} module event(s) {_window(d)}, last: "
+                            f"{latest.get('status')}{', ' + latest['detail'] if latest.get('detail') else ''}",
+                            {"kernel log": _texts(found)}))
     return out
 
 
@@ -190,14 +199,67 @@ def gpu_xid(d: DoctorInput) -> List[Finding]:
     by_dev: Dict[str, List[dict]] = {}
     for e in events:
         by_dev.setdefault(e.get("dev") or "?", []).append(e)
+    gpus = _node_gpus(d)
     out = []
     for dev, found in sorted(by_dev.items()):
         xids = sorted({int(e["xid"]) for e in found if e.get("xid", "").isdigit()})
         severe = [x for x in xids if x in SEVERE_XIDS]
-        out.append(_finding("doctor-kernel-gpu-xid", "error" if severe else "warning", dev,
-                            f"GPU {dev}: Xid {', '.join(map(str, xids))} {_window(d)} ({len(found)} message(s))"
-                            + (f"; {', '.join(map(str, severe))} need a GPU reset or a repair" if severe else ""),
-                            {"kernel log": [e["text"] for e in found[:5]]}))
+        # An Xid names its GPU by bus address; one that is none of this node's GPUs is said, not
+        # held against the node. A node whose GPUs are unknown cannot place any: each counts.
+        ours = not gpus or _xid_card(dev) in gpus
+        severity = ("error" if severe else "warning") if ours else "info"
+        out.append(_finding("doctor-kernel-gpu-xid", severity, dev,
+                            f"GPU {dev}{'' if ours else ' (not a GPU of this node)'}: Xid "
+                            f"{', '.join(map(str, xids))} {_window(d)} ({_count(found)} message(s))"
+                            + (f"; {', '.join(map(str, severe))} need a GPU reset or a repair"
+                               if severe and ours else ""),
+                            {"kernel log": _texts(found)}))
+    return out
+
+
+def _count(events: List[dict]) -> int:
+    return sum(e.get("count", 1) for e in events)
+
+
+def _texts(events: List[dict], most: int = 5) -> List[str]:
+    """The first and last message of each class, in log order, at most `most`."""
+    seen: Dict[int, str] = {}
+    for e in events:
+        seen[e.get("seq") or 0] = e["text"]
+        end = last(e)
+        seen[end.get("seq") or 0] = end.get("text") or e["text"]
+    return [seen[k] for k in sorted(seen)][:most]
+
+
+def _xid_card(dev: str) -> Optional[str]:
+    """An Xid's `PCI:0000:18:00` (domain:bus:device, no function) -> `0000:18:00`."""
+    parts = dev.lower().split(":")
+    if len(parts) == 2:
+        parts.insert(0, "0000")
+    if len(parts) != 3:
+        return None
+    return f"{int(parts[0], 16):04x}:{parts[1][-2:]}:{parts[2].split('.')[0]}" if all(parts) else None
+
+
+def _node_gpus(d: DoctorInput) -> Set[str]:
+    """This node's GPUs (cards): what the GPU reader found and every NVIDIA display or 3D
+    controller on the PCI bus (a GPU that fell off the bus may be gone from nvidia-smi)."""
+    out = {c for c in (_card(g.get("bdf")) for g in d.features.get("gpus") or []) if c}
+    for dev in (d.features.get("pci") or {}).get("devices", []):
+        card = _card(dev.get("bdf")) if dev.get("kind") == "gpu" else None
+        if card:
+            out.add(card)
+    return out
+
+
+@check("doctor-gpu-lost")
+def gpu_lost(d: DoctorInput) -> List[Finding]:
+    out = []
+    for lost in d.readings.get("gpu_lost") or []:
+        bdf = lost["bus_id"]
+        out.append(_finding("doctor-gpu-lost", "error", bdf,
+                            f"GPU {bdf}: nvidia-smi cannot reach it ({lost['why']}): it fell off the bus or the "
+                            "driver lost it; a job on it fails", {"nvidia-smi": lost}))
     return out
 
 
@@ -380,6 +442,21 @@ def _speed(name: str) -> Optional[float]:
     return speed_gbps(name.split("_")[0])
 
 
+def _lanes(text: Optional[str]) -> Optional[int]:
+    """The lanes a width (`2x`, `4X`) or a speed name (`200G_2X`) says; None where it says none."""
+    import re
+
+    m = re.search(r"(?:^|_)(\d+)\s*[xX]$", (text or "").strip())
+    return int(m.group(1)) if m else None
+
+
+def _fits(name: str, lanes: Optional[int]) -> bool:
+    """Whether a speed the port lists is one a link of `lanes` lanes can run: `400G_4X` is not
+    for a 2-lane link. A name without lanes, or a link whose lanes are unknown, fits."""
+    need = _lanes(name)
+    return lanes is None or need is None or need <= lanes
+
+
 @check("doctor-phy-unread")
 def phy_unread(d: DoctorInput) -> List[Finding]:
     out = []
@@ -403,8 +480,9 @@ def phy_speed(d: DoctorInput) -> List[Finding]:
             continue
         if ours:
             speeds[name] = now
-        enabled = {s for s in (_speed(x) for x in link.get("enabled_speeds") or []) if s}
-        cable = {s for s in (_speed(x) for x in link.get("cable_speeds") or []) if s}
+        lanes = _lanes(link.get("width")) or _lanes(link.get("speed"))
+        enabled = {s for s in (_speed(x) for x in link.get("enabled_speeds") or [] if _fits(x, lanes)) if s}
+        cable = {s for s in (_speed(x) for x in link.get("cable_speeds") or [] if _fits(x, lanes)) if s}
         both = (enabled & cable) if enabled and cable else set()
         if both and now < max(both):
             out.append(_finding("doctor-phy-speed", "warning" if ours else "info", name,
@@ -493,10 +571,14 @@ def phy_module(d: DoctorInput) -> List[Finding]:
         if mod.get("alarms"):
             said.append(", ".join(mod["alarms"]) + " on")
         temp, trange = mod.get("temperature_c"), mod.get("temperature_range")
+        if trange and trange[0] == trange[1] == 0:
+            temp, trange = None, None  # `0 [0..0]`: no sensor (a passive copper cable), unknown
         hot = trange[1] if trange else MODULE_HOT_C
         if temp is not None and temp >= hot:
             said.append(f"{temp:g} C (its high range {hot:g} C)" if trange else f"{temp:g} C (>= {hot:g} C)")
         rx, rrange = mod.get("rx_power_dbm") or [], mod.get("rx_power_range")
+        if rrange and rrange[0] == rrange[1]:
+            rrange = None  # no alarm range reported (`[0..0]`): unknown, not a low power
         if rrange and any(v < rrange[0] for v in rx):
             said.append("receive power " + ",".join(f"{v:g}" for v in rx) + f" dBm below {rrange[0]:g} dBm")
         if said:
@@ -559,21 +641,46 @@ def nvlink_service(d: DoctorInput) -> List[Finding]:
 
 @check("doctor-nvlink-links")
 def nvlink_links(d: DoctorInput) -> List[Finding]:
+    """Active NVLinks per GPU against what `nvidia-smi topo -m` says the GPU has (NV# to its
+    peers: their sum on a bridged or meshed board, at most the slots listed on an NVSwitch board,
+    where every pair shows all of them). `nvidia-smi nvlink -s` lists every slot of the GPU's
+    design, populated or not: an inactive slot beyond the topology's count is no fault. Without
+    the topology, GPUs are held to each other: fewer active links than the best one is a fault,
+    slots inactive on every GPU alike are not populated."""
     sec = _nvlink(d)
     if not sec or not sec.get("links"):
         return []
     active = {g: sum(1 for v in x["links"].values() if v != "inactive") for g, x in sec["links"].items()}
     if not any(active.values()):
         return []
+    expected = _nvlink_expected(d, sec)
     most = max(active.values())
     out = []
     for g, x in sorted(sec["links"].items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0):
         down = sorted((k for k, v in x["links"].items() if v == "inactive"), key=int)
-        if down or active[g] < most:
+        want = expected.get(g)
+        short = active[g] < want if want is not None else active[g] < most
+        if short:
+            than = (f"`nvidia-smi topo -m` gives it {want}" if want is not None
+                    else f"the node's other GPUs up to {most}")
             out.append(_finding("doctor-nvlink-links", "warning", f"GPU{g}",
-                                f"GPU {g} ({x.get('name')}): {active[g]} active NVLink(s), the node's other GPUs "
-                                f"up to {most}" + (f"; inactive: link {', '.join(down)}" if down else ""),
-                                {"nvidia-smi nvlink -s": x["links"]}))
+                                f"GPU {g} ({x.get('name')}): {active[g]} active NVLink(s), {than}"
+                                + (f"; inactive: link {', '.join(down)}" if down else ""),
+                                {"nvidia-smi nvlink -s": x["links"], "expected": want}))
+    return out
+
+
+def _nvlink_expected(d: DoctorInput, sec: dict) -> Dict[str, int]:
+    """GPU index -> the NVLinks `nvidia-smi topo -m` shows it has (absent where it shows none)."""
+    out: Dict[str, int] = {}
+    for gpu in d.features.get("gpus") or []:
+        peers = [n for n in (gpu.get("nvlink") or {}).values() if isinstance(n, int) and n > 0]
+        if not peers:
+            continue
+        slots = len(((sec.get("links") or {}).get(str(gpu.get("index"))) or {}).get("links") or {})
+        total = sum(peers)
+        # every pair showing the same count a GPU's slots hold: the links go to NVSwitches
+        out[str(gpu.get("index"))] = min(total, slots) if slots else total
     return out
 
 

@@ -330,7 +330,14 @@ def env_drift(d: DoctorInput) -> List[Finding]:
                                 f"{ENV_FILES[fmt]} was not written by rocetune (the site's own file): "
                                 "not compared with the plan"))
             continue
-        changes = env_changes(text, d.planned[fmt], fmt)
+        changes, kept = _overrides_kept(text, env_changes(text, d.planned[fmt], fmt), fmt)
+        if kept and not changes:
+            out.append(_finding("doctor-env-drift", "info", ENV_FILES[fmt],
+                                f"{ENV_FILES[fmt]} holds overrides the plan does not ({', '.join(kept)}): written "
+                                "with --set or --config, as its comments say; the boot unit's next run drops them "
+                                "unless the node settings hold them (env.set in /etc/rocetune/doctor.yml)",
+                                {"file": ENV_FILES[fmt], "overrides": kept}))
+            continue
         if changes:
             out.append(_finding("doctor-env-drift", "warning", ENV_FILES[fmt],
                                 f"{ENV_FILES[fmt]} differs from the plan now: " + ", ".join(changes),
@@ -340,6 +347,18 @@ def env_drift(d: DoctorInput) -> List[Finding]:
                                 f"{ENV_FILES[fmt]} has the planned values but other text (a comment "
                                 "edited, or the host changed in a way no variable follows)"))
     return out
+
+
+def _overrides_kept(text: str, changes: List[str], fmt: str):
+    """The changes ("KEY old -> new") less those of variables the deployed file itself records as
+    an override (`# rule: override (...)`): rocetune's documented way to change the env, not
+    drift. -> (the other changes, the overrides kept as KEY=VALUE)."""
+    from ..envfiles.read import parse_text
+
+    overridden = {a.key: a.value for a in parse_text(text, fmt).assignments if a.rule_id == "override"}
+    kept = [c for c in changes if c.split(" ", 1)[0] in overridden]
+    return [c for c in changes if c not in kept], [f"{c.split(' ', 1)[0]}={overridden[c.split(' ', 1)[0]]}"
+                                                    for c in kept]
 
 
 @check("doctor-boot-unit-failed")
@@ -377,43 +396,20 @@ def module_not_loaded(d: DoctorInput) -> List[Finding]:
             for name, info in sorted(d.readings.get("modules_load", {}).items()) if not info["loaded"]]
 
 
-@check("doctor-env-names-missing-device")
-def env_names_missing_device(d: DoctorInput) -> List[Finding]:
-    from ..envfiles.read import parse_text
-    from ..nccl.syntax import ib_hca_entries
-    from .readings import ENV_FILES
-
-    present = {dev["name"] for dev in d.features["rdma"]["devices"]}
-    out = []
-    for fmt, text in sorted(d.readings["env_files"].items()):
-        if not text:
-            continue
-        values = {a.key: a.value for a in parse_text(text, fmt).assignments if a.value is not None}
-        hca = values.get("NCCL_IB_HCA")
-        if not hca:
-            continue
-        exclude, exact, entries = ib_hca_entries(hca)
-        if exclude:
-            continue
-        names = [name for name, _ in entries]
-        missing = [n for n in names if not any(p == n if exact else p.startswith(n) for p in present)]
-        if missing:
-            out.append(_finding("doctor-env-names-missing-device", "error", ENV_FILES[fmt],
-                                f"{ENV_FILES[fmt]} sets NCCL_IB_HCA={hca}, and this node has no RDMA "
-                                f"device {', '.join(missing)}"))
-    return out
-
-
 @emits("expect-unchecked")
 def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding:
     """The one info finding that says what the expectations leave unchecked (or that there are
     none: said on doctor's summary line too)."""
-    from ..model.expect import DEFAULT_PATH, unset_fields
+    from ..model.expect import DEFAULT_PATH, declares_nothing, unset_fields
 
     if expected is None:
         return _finding("expect-unchecked", "info", "expectations",
                         f"not checked: no expectations ({DEFAULT_PATH} under the root, or --expect FILE): "
                         "the node is held to nothing declared", {"not_checked": "expectations (none declared)"})
+    if declares_nothing(expected):
+        return _finding("expect-unchecked", "info", "expectations",
+                        f"not checked: {source or 'the expectations'} declares no field: no expectations, the node "
+                        "is held to nothing declared", {"not_checked": "expectations (the document is empty)"})
     fields = unset_fields(expected)
     where = source or "the expectations"
     if not fields:
@@ -423,7 +419,7 @@ def expect_unchecked(expected: Optional[dict], source: Optional[str]) -> Finding
 
 
 def run_checks(d: DoctorInput) -> List[Finding]:
-    from . import below_checks  # noqa: F401  (registers the checks below NCCL)
+    from . import below_checks, deployed_env, reader_checks  # noqa: F401  (register their checks)
 
     out: List[Finding] = []
     for run in CHECKS.values():

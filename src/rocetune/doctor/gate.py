@@ -49,19 +49,20 @@ class Outcome:
 
 def judge(findings: List[Any], drain_on_warnings: bool = False) -> Outcome:
     """The node's outcome from doctor's findings (ordered: failures first)."""
-    from .report import reason
+    from .report import MAX_REASON, reason
 
+    room = MAX_REASON - len(PREFIX) - 1  # the drain reason is PREFIX, a space and this
     counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
     if counts["error"]:
-        return Outcome(FAILING, reason(findings, "error"), counts)
+        return Outcome(FAILING, reason(findings, "error", room), counts)
     if counts["warning"]:
-        return Outcome(FAILING if drain_on_warnings else WARNINGS, reason(findings, "warning"), counts)
+        return Outcome(FAILING if drain_on_warnings else WARNINGS, reason(findings, "warning", room), counts)
     return Outcome(HEALTHY, "", counts)
 
 
 def timed_out(timeout: float) -> Outcome:
-    return Outcome(TIMEOUT, f"the checks did not finish within {timeout:g}s (a hung tool or driver; "
-                            "`rocetune doctor -v` on the node shows which)")
+    return Outcome(TIMEOUT, f"host gate-timeout: the checks did not finish within {timeout:g}s (a hung tool or "
+                            "driver; `rocetune doctor -v` on the node shows which)")
 
 
 def tool_error(message: str, code: int) -> Outcome:
@@ -115,7 +116,7 @@ def node_action(outcome: Outcome, state: NodeState) -> Action:
 
 
 def line(mode: str, node: str, outcome: Outcome, action: Optional[Action] = None, note: str = "",
-         skipped: Sequence[str] = ()) -> str:
+         skipped: Sequence[str] = (), tags: Sequence[str] = ()) -> str:
     """The one line the gate prints (slurmd logs it with a non-zero exit status). The checks the
     node's configuration skipped are named: a verdict reached without them says so."""
     words = {HEALTHY: "OK", WARNINGS: "OK with warnings", FAILING: "FAIL", TIMEOUT: "FAIL",
@@ -123,6 +124,7 @@ def line(mode: str, node: str, outcome: Outcome, action: Optional[Action] = None
     text = f"{PREFIX} {words} {node}"
     if outcome.reason:
         text += f": {outcome.reason}"
+    text += "".join(f" [{t}]" for t in tags)
     if skipped:
         text += f" [skipped by the check configuration: {', '.join(sorted(set(skipped)))}]"
     if action is not None and action.kind != "none":

@@ -9,7 +9,7 @@ a check can say "not checked" instead of guessing; unreadable files are warnings
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from ..envfiles import dialects
 from ..hostfs.context import ProbeContext
@@ -28,10 +28,12 @@ LIMITS_CONF = "/etc/security/limits.conf"
 LIMITS_DIR = "/etc/security/limits.d"
 # The env files the rocetune_env role writes, by the dialect their names give them.
 ENV_DIR = "/etc/rocetune"
-ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", "/etc/nccl.conf")}
+NCCL_CONF = "/etc/nccl.conf"  # read by NCCL itself in every process, below the job's environment
+ENV_FILES = {dialects.for_output(path): path for path in (f"{ENV_DIR}/nccl.env", NCCL_CONF)}
 
 
-def read(ctx: ProbeContext, features: dict, since: Optional[str] = None) -> dict:
+def read(ctx: ProbeContext, features: dict, since: Optional[str] = None, env_files: Sequence[str] = (),
+         mark: Optional[dict] = None) -> dict:
     from . import kernel_log
 
     netdevs = sorted({p["netdev"] for d in features["rdma"]["devices"] for p in d["ports"]
@@ -42,13 +44,38 @@ def read(ctx: ProbeContext, features: dict, since: Optional[str] = None) -> dict
         "pause": {n: pause(ctx, n) for n in netdevs},
         "ecn": {n: ecn(ctx, n) for n in netdevs},
         "env_files": {fmt: ctx.text(path) for fmt, path in ENV_FILES.items()},
+        "deployed_env": deployed_env(ctx, env_files),
         "units": units(ctx),
         "env_refused": env_refused(ctx),
         "modules_load": modules_load(ctx),
-        "kernel_log": kernel_log.read(ctx, since),
+        "kernel_log": kernel_log.read(ctx, since, mark=mark),
+        "gpu_lost": gpu_lost(ctx),
         "pcie_p2p": pcie_p2p(ctx),
         "warnings": ctx.status.warnings,
     }
+
+
+def deployed_env(ctx: ProbeContext, extra: Sequence[str] = ()) -> List[dict]:
+    """Every env file jobs source, as it is on the node: rocetune's two (whoever wrote them)
+    and the ones the node settings list (env.files), each with the dialect its name gives
+    ("auto": its content decides)."""
+    paths = list(dict.fromkeys(list(ENV_FILES.values()) + list(extra)))
+    by_path = {path: fmt for fmt, path in ENV_FILES.items()}
+    return [{"path": path, "format": by_path.get(path, "auto"), "text": ctx.text(path),
+             "read_by": "nccl" if path == NCCL_CONF else "job"} for path in paths]
+
+
+def gpu_lost(ctx: ProbeContext) -> Optional[List[dict]]:
+    """The GPUs nvidia-smi says it cannot reach (`Unable to determine the device handle for GPU
+    ...`): a GPU that fell off the bus, whether or not the driver logged an Xid for it. None
+    where nvidia-smi is not there."""
+    from ..probe.parsers.nvsmi_query import lost_gpus
+    from ..probe.sources.gpu import QUERY_ARGV
+
+    result = ctx.runner.run(QUERY_ARGV)
+    if not result.found:
+        return None
+    return lost_gpus(f"{result.stdout or ''}\n{result.stderr or ''}")
 
 
 def memlock(ctx: ProbeContext) -> dict:
@@ -112,19 +139,9 @@ def pause(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, bool]]:
 def ecn(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, Dict[int, bool]]]:
     """ECN (DCQCN) per priority from mlx5's /sys/class/net/IF/ecn/roce_{np,rp}/enable/N: the
     notification point (marks -> CNPs) and reaction point (rate cut); None without the tree."""
-    base = f"/sys/class/net/{netdev}/ecn"
-    if not ctx.root.is_dir(base):
-        return None
-    out: Dict[str, Dict[int, bool]] = {}
-    for side in ("roce_np", "roce_rp"):
-        values = {}
-        for name in ctx.root.listdir(f"{base}/{side}/enable"):
-            if name.isdigit():
-                value = ctx.attr(f"{base}/{side}/enable/{name}")
-                if value in ("0", "1"):
-                    values[int(name)] = value == "1"
-        out[side] = values
-    return out
+    from ..probe.sources.qos import ecn_enables  # the probe's reader of the same files
+
+    return ecn_enables(ctx, netdev)
 
 
 def modules_load(ctx: ProbeContext) -> Dict[str, dict]:

@@ -3,6 +3,7 @@ informational lines last. One exit code a scheduler's prolog can act on."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Sequence
 
 from ..errors import ExitCode
@@ -11,8 +12,12 @@ from ..text import printable
 
 
 def ordered(findings: List[Finding]) -> List[Finding]:
+    """Failures and warnings as faults, the root cause first with what follows from it under it
+    (rocetune.doctor.causes); the notes last."""
+    from .causes import ordered as by_cause
+
     unique = {(f.id, f.subject, f.message): f for f in findings}
-    return sorted(unique.values(), key=lambda f: (severity_rank(f.severity), f.id, f.subject))
+    return by_cause(sorted(unique.values(), key=lambda f: (severity_rank(f.severity), f.id, f.subject)))
 
 
 def exit_code(findings: List[Finding]) -> ExitCode:
@@ -35,7 +40,15 @@ def not_checked(findings: List[Finding]) -> List[str]:
 def text(findings: List[Finding], host: str, verbose: int = 0, rules: Sequence[dict] = ()) -> str:
     """Failures, warnings, (with -v) notes; then every rule of the node's check configuration,
     with its reason and what it matched, whether or not anything did; then the summary."""
-    lines = [line for f in shown(findings, verbose) for line in finding_lines(f, verbose)]
+    from .causes import faults
+
+    related = {id(root): rest for root, rest in faults(findings) if rest}
+    lines = []
+    for f in shown(findings, verbose):
+        lines += finding_lines(f, verbose)
+        if id(f) in related:  # one fault, several findings: what follows from this one is listed next
+            lines.append("      with it (below): " + ", ".join(f"{printable(r.id)} {printable(r.subject)}"
+                                                       for r in related[id(f)]))
     if rules:
         if lines:
             lines.append("")
@@ -51,21 +64,35 @@ def text(findings: List[Finding], host: str, verbose: int = 0, rules: Sequence[d
     return "\n".join(lines + ([""] if lines else []) + [summary]) + "\n"
 
 
-MAX_REASON = 200  # scontrol's Reason, sinfo -R and a syslog line all show it whole
+MAX_REASON = 200  # Slurm's Reason as scontrol, sinfo -R and a syslog line show it whole, prefix included
+# The reason's grammar (docs/gate.md, "The drain reason"): PREFIX, a space, then
+#   SUBJECT " " CHECK ": " DETAIL [" (+" N " more)"]
+# SUBJECT the device the fault is on (mlx5_4, enp79s0np0, 0000:4f:00.0, GPU2) or what the finding
+# is about (a file, `host`), without spaces; CHECK a check id (docs/checks/); DETAIL printable
+# text, cut with "..." to fit; N the other faults of the same severity.
+REASON_RE = re.compile(r"^(?P<prefix>\S+:) (?P<subject>\S+) (?P<check>[a-z0-9][a-z0-9-]*): (?P<detail>.*?)"
+                       r"(?: \(\+(?P<more>[0-9]+) more\))?$")
 
 
-def reason(findings: List[Finding], severity: str = "error") -> str:
-    """One printable line naming the first finding of `severity` (findings in `ordered` order)
-    and how many more there are: `doctor-rail-mtu-mismatch enp64s0np0: enp64s0np0 has MTU
-    1500, the other rails 9000: ... (+2 more)`. Empty when there is none."""
-    picked = [f for f in findings if f.severity == severity]
-    if not picked:
+def reason(findings: List[Finding], severity: str = "error", limit: int = MAX_REASON) -> str:
+    """One printable line of at most `limit` characters naming the root of the first fault of
+    `severity` -- its device first, then its check and what it says -- and how many other faults
+    there are: `mlx5_4 expect-rails: rail mlx5_4:1 is missing: ... (+2 more)`. Empty when there
+    is none. `limit` leaves room for the prefix the gate puts before it."""
+    from .causes import device, faults
+
+    roots = [root for root, _ in faults(findings) if root.severity == severity]
+    if not roots:
         return ""
-    first = picked[0]
-    more = f" (+{len(picked) - 1} more)" if len(picked) > 1 else ""
-    head = f"{first.id} {first.subject}: " if first.subject else f"{first.id}: "
-    text = " ".join(printable(head + first.message).split())
-    room = MAX_REASON - len(more)
+    first = roots[0]
+    more = f" (+{len(roots) - 1} more)" if len(roots) > 1 else ""
+    subject = "_".join(printable(first.subject if device(first) else first.subject or "host").split())
+    detail = " ".join(printable(first.message).split())
+    for lead in (f"{first.subject}: ", f"{subject}: "):
+        if first.subject and detail.startswith(lead):
+            detail = detail[len(lead):]
+    text = f"{subject} {first.id}: {detail}"
+    room = limit - len(more)
     if len(text) > room:
         text = text[:room - 3].rsplit(" ", 1)[0].rstrip(",;:") + "..."
     return text + more
@@ -82,8 +109,8 @@ def summary(findings: List[Finding], host: str, code: int) -> Dict[str, Any]:
 
 # What doctor's JSON holds without -v: the verdict and what a fleet compares, not the whole
 # Features and plan (docs/doctor.md, "JSON").
-COMPACT_KEYS = ("summary", "findings", "fleet_facts", "env", "expect", "qos", "counters", "check_config",
-                "skipped", "nccl_log", "metrics")
+COMPACT_KEYS = ("summary", "findings", "faults", "fleet_facts", "env", "deployed_env", "expect", "qos", "counters",
+                "check_config", "skipped", "nccl_log", "metrics")
 
 
 COMPACT_BUDGET = 20_000  # bytes of JSON: a thousand nodes' results fit in 20 MB

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List, Optional
+import stat
+from typing import Collection, Dict, List, Optional, Tuple
 
-from ..errors import ExitCode, RocetuneError
+from ..errors import ExitCode, HostReadError, RocetuneError
+from ..hostfs.reads import kind_of
+from ..hostfs.root import HostRoot
+from ..nccl import releases
 from ..nccl.syntax import ib_hca_entries
 from .changes import MANAGED_MARKER
+
+Version = Tuple[int, int, int]
 
 RECORD_PATH = "/var/lib/rocetune/env-refused.json"
 RECORD_SCHEMA = "rocetune.env-refused/1"
@@ -34,11 +40,19 @@ def values_of(text: Optional[str], fmt: str) -> Optional[Dict[str, str]]:
     return {a.key: a.value for a in parse_text(text, fmt).assignments if a.value is not None}
 
 
-def shortfalls(old: Dict[str, str], new: Dict[str, str]) -> List[str]:
+def shortfalls(old: Dict[str, str], new: Dict[str, str], nccl: Optional[Version] = None,
+               chosen: Collection[str] = ()) -> List[str]:
     """What the env `new` loses against `old`: RDMA ports NCCL_IB_HCA no longer names, a
-    traffic-class variable dropped, sockets where RDMA was. A changed value is not a loss (a GID
-    index that moved is what the boot unit is for)."""
+    traffic-class variable dropped, sockets where RDMA was, and a change carried by an NCCL
+    variable the release `nccl` does not read (NCCL_IB_ADDR_RANGE in place of a pinned
+    NCCL_IB_GID_INDEX below 2.21.5: the job would get NCCL's default instead). A changed value is
+    not a loss (a GID index that moved is what the boot unit is for). The variables in `chosen`
+    (the user's overrides) are the user's word, not the plan's change."""
     out = []
+    for key in sorted(k for k in new if k.startswith("NCCL_") and new[k] != old.get(k) and k not in chosen):
+        if nccl is not None and releases.reads(key, nccl) is False:
+            out.append(f"{key}={new[key]} would be {'changed' if key in old else 'set'}, and NCCL "
+                       f"{'.'.join(map(str, nccl))} does not read it")
     before, after = _ports(old.get("NCCL_IB_HCA")), _ports(new.get("NCCL_IB_HCA"))
     if before:
         lost = [p for p in before if p not in (after or [])]
@@ -65,20 +79,29 @@ def _ports(value: Optional[str]) -> Optional[List[str]]:
 
 
 def record_file(root: str) -> str:
-    return os.path.join(os.path.abspath(root or "/"), RECORD_PATH.lstrip("/"))
+    """Where the record of the host under `root` is on this machine: resolved inside the root
+    (a link on its path never leads out of it)."""
+    try:
+        return HostRoot(os.path.abspath(root or "/")).path_inside(RECORD_PATH)
+    except HostReadError as exc:
+        raise RocetuneError(f"cannot reach {RECORD_PATH} under {root or '/'}: {exc.reason}",
+                            code=ExitCode.OUTPUT) from None
 
 
 def save_record(root: str, reasons: List[str], files: List[str]) -> str:
-    """Write the refusal record (deterministic JSON, atomically); returns its path."""
+    """Write the refusal record (deterministic JSON, atomically, its directory resolved inside
+    the root; the writer refuses anything but a regular file there); returns its path."""
     from ..fsutil import atomic_write
 
-    target = record_file(root)
     text = json.dumps({"schema": RECORD_SCHEMA, "reasons": reasons,
                        "files": [os.path.abspath(f) for f in files]},
                       sort_keys=True, indent=1) + "\n"
+    target = record_file(root)
     try:
-        os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+        target = HostRoot(os.path.abspath(root or "/")).path_for_write(RECORD_PATH)
         atomic_write(target, text, mode=0o644)
+    except HostReadError as exc:
+        raise RocetuneError(f"cannot write {target}: {exc.reason}", code=ExitCode.OUTPUT) from None
     except OSError as exc:
         raise RocetuneError(f"cannot write {target}: {exc.strerror or exc}", code=ExitCode.OUTPUT) from None
     return target
@@ -86,15 +109,23 @@ def save_record(root: str, reasons: List[str], files: List[str]) -> str:
 
 def clear_record(root: str, files: List[str]) -> bool:
     """Remove the refusal record when it is about one of `files` (a run that wrote them, or
-    found them not short); True when there was one."""
+    found them not short); True when there was one. Read through the root (a regular file only,
+    without blocking); anything else in its place is refused, not removed."""
     target = record_file(root)
     try:
-        with open(target, encoding="utf-8") as fh:
-            record = read_record(fh.read(1 << 20))
+        st = os.lstat(target)
     except FileNotFoundError:
         return False
-    except (OSError, UnicodeDecodeError):
-        record = None
+    except OSError as exc:
+        raise RocetuneError(f"cannot read {target}: {exc.strerror or exc}", code=ExitCode.OUTPUT) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise RocetuneError(f"{target} is {kind_of(st.st_mode)}, not a regular file: not read, not removed",
+                            hint="remove it by hand if it is not yours", code=ExitCode.OUTPUT)
+    try:
+        text = HostRoot(os.path.abspath(root or "/")).read_text(RECORD_PATH, 1 << 20)
+    except HostReadError:
+        text = None
+    record = read_record(text)
     if record and record["files"] and not set(map(os.path.abspath, files)) & set(record["files"]):
         return False
     try:
@@ -102,8 +133,7 @@ def clear_record(root: str, files: List[str]) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise RocetuneError(f"cannot remove {record_file(root)}: {exc.strerror or exc}",
-                            code=ExitCode.OUTPUT) from None
+        raise RocetuneError(f"cannot remove {target}: {exc.strerror or exc}", code=ExitCode.OUTPUT) from None
     return True
 
 

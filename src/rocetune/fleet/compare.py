@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..model.vocab import natural_key
-from .facts import Fact, fact_order, label
+from .facts import WARNING_PREFIX, Fact, fact_order, label
 from .host_facts import host_facts, missing_fact
 from .manifest import Check
 from .results import HostResult
@@ -72,16 +72,52 @@ class Report:
     def clean(self) -> bool:
         return not self.failed and not self.differing
 
+    @property
+    def shared(self) -> List[Row]:
+        """Doctor's warnings every host that answered holds: the fleet agrees on them, and they are
+        still warnings, said as shared rather than hidden among what agrees."""
+        answered = sum(1 for h in self.hosts if h.ok)
+        return [r for r in self.rows if r.key.startswith(WARNING_PREFIX) and r.has_reference
+                and r.reference is True and r.holders == answered and answered > 0]
+
     def entries(self) -> List[Dict[str, Any]]:
         """One entry per host and fact that differs, in report order, with every reason."""
         out = []
         for h in self.hosts:
-            for row in self.drift_of(h.host):
+            rows = sorted(self.drift_of(h.host), key=lambda r: IMPACTS.index(impact(r, r.cells[h.host])))
+            for row in rows:
                 cell = row.cells[h.host]
                 out.append({"host": h.host, "fact": row.key, "label": row.label, "value": cell.fact.value,
-                            "known": cell.fact.known, "detail": cell.fact.detail,
+                            "known": cell.fact.known, "detail": cell.fact.detail, "impact": impact(row, cell),
                             "reasons": reasons(row, cell)})
         return out
+
+    def worst_impact(self, host: str) -> int:
+        """The index in IMPACTS of the costliest difference of `host` (len(IMPACTS): none)."""
+        return min((IMPACTS.index(impact(r, r.cells[host])) for r in self.drift_of(host)), default=len(IMPACTS))
+
+
+# How much a difference costs a job (fleet report orders by it and says it): a value that breaks
+# jobs (a rail, the MTU, a failure, a stale env), one that slows them (PCIe, link speed, NCCL,
+# warnings, env variables), and bookkeeping (versions and names that do not change what a job gets;
+# a GID index NCCL picks itself per port, 2.21.5 and later).
+IMPACTS = ("breaks jobs", "slows jobs", "bookkeeping")
+_BREAKS = ("doctor.errors", "hca.count", "hca.names", "mtu", "nvlink.fabric", "nvlink.active", "envfile.stale",
+           "gid_index")
+_BOOKKEEPING = ("nic.fw", "nic.driver", "kernel")
+_BOOKKEEPING_PREFIXES = ("rail.", "fw.")
+
+
+def impact(row: Row, cell: Cell) -> str:
+    if cell.missed:
+        return IMPACTS[0]
+    if row.key == "gid_index" and (cell.fact.detail or "").startswith("NCCL's own pick"):
+        return IMPACTS[2]
+    if row.key in _BREAKS:
+        return IMPACTS[0]
+    if row.key in _BOOKKEEPING or row.key.startswith(_BOOKKEEPING_PREFIXES):
+        return IMPACTS[2]
+    return IMPACTS[1]
 
 
 def reasons(row: Row, cell: Cell) -> List[Dict[str, Any]]:
@@ -110,6 +146,9 @@ def list_difference(reference: Any, value: Any) -> Dict[str, List[Any]]:
 
 
 def compare(results: Sequence[HostResult], checks: Sequence[Check] = ()) -> Report:
+    from .results import copies
+
+    copies(list(results))
     ok = [r for r in results if r.ok]
     facts = {r.host: host_facts(r) for r in ok}
     keys = {k for f in facts.values() for k in f}
@@ -130,7 +169,8 @@ def compare(results: Sequence[HostResult], checks: Sequence[Check] = ()) -> Repo
     report = Report(list(results), rows, manifest_checks=len(checks))
 
     def rank(h: HostResult):
-        return (0 if not h.ok else 1, -len(report.drift_of(h.host)), natural_key(h.host), order[h.host])
+        return (0 if not h.ok else 1, report.worst_impact(h.host) if h.ok else 0, -len(report.drift_of(h.host)),
+                natural_key(h.host), order[h.host])
 
     report.hosts.sort(key=rank)
     return report
@@ -213,5 +253,11 @@ def data(report: Report, manifest: Optional[str]) -> Dict[str, Any]:
                            "manifest": [{"key": m.source, "expected": m.desired} for m in c.missed]}
                        for h, c in row.cells.items()}}
     return {"hosts": hosts, "facts": facts, "drift": report.entries(), "manifest": manifest,
+            "shared": [{"check": r.key[len(WARNING_PREFIX):], "severity": "warning", "hosts": r.holders,
+                        "detail": _first_detail(r)} for r in report.shared],
             "summary": {"hosts": len(report.hosts), "failed": len(report.failed),
-                        "differ": len(report.differing), "agree": report.clean}}
+                        "differ": len(report.differing), "agree": report.clean, "shared": len(report.shared)}}
+
+
+def _first_detail(row: Row) -> Optional[str]:
+    return next((c.fact.detail for c in row.cells.values() if c.fact.detail), None)

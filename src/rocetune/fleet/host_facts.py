@@ -21,9 +21,29 @@ def host_facts(result: HostResult) -> Dict[str, Fact]:
             key = WARNING_PREFIX + str(f.get("id"))
             if key not in facts:
                 facts[key] = Fact(True, detail=f"{f.get('subject')}: {str(f.get('message'))[:200]}")
-    if result.plan_env is not None:
-        facts.update({f"env.{k}": Fact(v) for k, v in result.plan_env.items()})
+    facts.update(env_facts(result))
     return facts
+
+
+def env_facts(result: HostResult) -> Dict[str, Fact]:
+    """`env.NAME`: what jobs get -- the values of the env files deployed on the node, with the
+    plan's value beside where it differs -- or, where the result has no deployed file, the plan's."""
+    plan = result.plan_env
+    if result.deployed_env is None:
+        return {f"env.{k}": Fact(v, detail="the plan's (no deployed env file in the result)")
+                for k, v in (plan or {}).items()}
+    deployed = result.deployed_env["values"]
+    out = {}
+    for name in sorted(set(deployed) | set(plan or {})):
+        value = deployed.get(name)
+        differs = plan is not None and plan.get(name) != value
+        out[f"env.{name}"] = Fact(value, detail=f"plan: {_shown(plan.get(name))}" if plan is not None and differs
+                                  else None)
+    return out
+
+
+def _shown(value: Optional[str]) -> str:
+    return "unset" if value is None else value
 
 
 def missing_fact(result: HostResult, key: str) -> Fact:
@@ -39,8 +59,11 @@ def missing_fact(result: HostResult, key: str) -> Fact:
 
 
 def env_fact(result: HostResult, name: str) -> Fact:
-    """An env variable another host's plan sets and this one's does not: unset, or unknown
-    when the result has no plan."""
+    """An env variable another host's jobs get and this one's do not: unset, or unknown when
+    the result has neither a deployed env nor a plan."""
+    if result.deployed_env is not None:
+        plan = result.plan_env or {}
+        return Fact(None, detail=f"plan: {plan[name]}" if name in plan else None)
     if result.plan_env is None:
         return Fact(None, known=False, detail="no plan in the result")
     return Fact(result.plan_env.get(name))

@@ -45,9 +45,12 @@ def command(s: Settings) -> str:
     NCCL_IGNORE_NET_MISMATCH=0: from 2.30.3 NCCL defaults it to 1 and goes on when ranks see
     different numbers of NICs, so a rank that cannot open one would hang the check instead of
     failing it (NVIDIA/nccl#2428; release table entry ignore-net-mismatch-default-on). Older
-    releases do not read it."""
+    releases do not read it. NCCL_RUN_DIAGNOSTICS=1 and NCCL_RUN_RAS_DIAGNOSTICS=1: from 2.31.2 NCCL checks
+    its P2P paths and compares GPU inventory, driver, ECC, NVLink and NCCL_* across ranks at init, and
+    prints "NCCL DIAG" lines (v2.31.2-1 diagnostics.rst, ras.rst); older releases do not read them."""
     return (f"set -a && . {shlex.quote(s.env_file)} && set +a && "
-            "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH NCCL_IGNORE_NET_MISMATCH=0 && "
+            "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH NCCL_IGNORE_NET_MISMATCH=0 "
+            "NCCL_RUN_DIAGNOSTICS=1 NCCL_RUN_RAS_DIAGNOSTICS=1 && "
             f"f=$(mktemp) && cat > \"$f\" && {shlex.quote(s.python)} \"$f\" {s.size_mb} {s.iters} {s.port} 2>&1; "
             "rc=$?; rm -f \"$f\"; exit $rc")
 
@@ -78,7 +81,9 @@ def judge(host: str, code: int, text: str, plan_env: Dict[str, str], s: Settings
     procs = [{"network": p.network, "version": p.version,
               "devices": [{"name": f"{d.name}:{d.port}", "link_layer": d.link_layer, "gdr": d.gdr}
                           for d in p.ib_devices]} for p in report.processes]
-    doc = {"ranks": ranks, "processes": procs, "differences": differences, "nccl_warnings": report.warn_count}
+    diagnostics = [{"tag": d.tag, "check": d.check, "text": d.text} for d, _ in report.diag if d.tag]
+    doc = {"ranks": ranks, "processes": procs, "differences": differences, "nccl_warnings": report.warn_count,
+           "diagnostics": diagnostics}
     if code != 0 or len(ranks) != 2 or not all(r["ok"] for r in ranks):
         why = "the all_reduce did not complete on both ranks" if code == 0 else f"exited {code}"
         doc.update(status="error", error=why, evidence=tail)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import ipaddress
 import itertools
 import re
 import shlex
@@ -181,9 +182,12 @@ def run_fleet(hosts: Mapping[str, Any], s: Settings) -> dict:
     if len(names) < 2:
         return {"status": "skipped", "why": "a collective across nodes needs two of them"}
     first = hosts[s.slurm_from] if s.slurm_from is not None and s.slurm_from in hosts else hosts[names[0]]
-    nodes = [node_name(h) for h in hosts.values()]
+    try:
+        nodes = [node_name(h) for h in hosts.values()]
+        master = ",".join(f"{node_name(h)}={master_address(h)}" for h in hosts.values())
+    except BadNodeName as exc:
+        return {"status": "error", "error": str(exc)[:300]}
     by_node = dict(zip(nodes, names))
-    master = ",".join(f"{node_name(h)}={master_address(h)}" for h in hosts.values())
     plan_env = getattr(hosts[names[0]], "plan_env", {}) or {}
     out: dict = {"nodes": nodes, "launcher": first.name, "variants": {}}
     for variant in s.variants:
@@ -220,17 +224,36 @@ def run_fleet(hosts: Mapping[str, Any], s: Settings) -> dict:
     return out
 
 
+# A Slurm node name as a host reports it: one DNS label (RFC 1123), the whole value. Anything
+# else -- a comma, `=`, a space, a newline -- would add a node to `srun -w` or a host to the
+# rendezvous map (`node=address,...`).
+_NODE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
+
+
+class BadNodeName(ValueError):
+    """A node name (or rendezvous address) no command line or map may take."""
+
+
 def node_name(host) -> str:
-    """The node's Slurm name: its short hostname, as the probe read it."""
-    name = ((getattr(host, "features", None) or {}).get("host") or {}).get("hostname") or host.name
-    return name.split(".")[0]
+    """The node's Slurm name: its short hostname, as the probe read it, else the name it was
+    reached by; BadNodeName when neither is one DNS label."""
+    reported = ((getattr(host, "features", None) or {}).get("host") or {}).get("hostname")
+    for name in (reported, host.name):
+        short = str(name or "").split(".")[0]
+        if _NODE.match(short):
+            return short
+    raise BadNodeName(f"{host.name}: node name {reported or host.name!r} is not a host name (one DNS label): "
+                      "not put on an srun command line")
 
 
 def master_address(host) -> str:
     """Rank 0's rendezvous address: its first NCCL_SOCKET_IFNAME address (the path NCCL's bootstrap
-    takes), else its node name."""
+    takes), else its node name. An address that is not IPv4 is not taken."""
     ep = getattr(host, "endpoints", None)
     for s in getattr(ep, "socket", None) or []:
         if s.ipv4:
-            return s.ipv4.split("/")[0]
+            try:
+                return str(ipaddress.IPv4Address(s.ipv4.split("/")[0]))
+            except ValueError:
+                continue
     return node_name(host)

@@ -3,7 +3,8 @@ either the gathered form `{"schema", "host", "probe", "doctor", "gathered_at", "
 what `rocetune --json doctor` (or `probe`) printed on the host, as it is.
 
 A file comes from a node and travels by whatever gathered it: it is untrusted input, and so is
-the directory (docs put it in /tmp). Only regular files that belong to root or to the user
+the directory: one that another user owns, or that its group or everyone may write (not sticky),
+is refused. Only regular files that belong to root or to the user
 running rocetune are read -- never through a link, never blocking on a FIFO, at most
 MAX_BYTES, their values counted before they are parsed (rocetune.hostfs.inputs.read_input,
 rocetune.model.jsonread). A file that cannot be read, is not JSON, or holds no usable Features
@@ -35,6 +36,9 @@ class HostResult:
     gathered_at: Optional[str] = None
     features: Optional[dict] = None
     plan_env: Optional[Dict[str, str]] = None  # None: no plan in the result
+    # What jobs get from the node's deployed env files (doctor's data.deployed_env): {"files",
+    # "values"}; None where the result does not say (a probe, no file deployed).
+    deployed_env: Optional[Dict[str, Any]] = None
     plan_ranks: Optional[List[dict]] = None  # the plan's local ranks: GPU, its bus id, its NIC
     plan_reports: Optional[dict] = None  # the plan's reports (gpudirect-rdma: the GDR route)
     doctor_findings: Optional[List[dict]] = None  # None: no doctor run in the result
@@ -42,6 +46,7 @@ class HostResult:
     warnings: List[str] = field(default_factory=list)
     fleet_facts: Optional[Dict[str, Any]] = None  # the Features' facts (fleet.facts), once known
     expect_facts: Optional[dict] = None  # doctor's data.expect.facts (model.expect.NodeFacts), raw
+    named: Optional[str] = None  # the host the result itself names (its `host`, doctor's or the Features')
 
     @property
     def ok(self) -> bool:
@@ -54,7 +59,8 @@ class HostResult:
             return self.fleet_facts
         from .facts import features_facts
 
-        return features_facts(self.features or {}, self.plan_env)
+        deployed = (self.deployed_env or {}).get("values")  # what jobs get, else the plan
+        return features_facts(self.features or {}, deployed if deployed is not None else self.plan_env)
 
 
 def load_dir(directory: str, keep_features: bool = True) -> List[HostResult]:
@@ -65,6 +71,11 @@ def load_dir(directory: str, keep_features: bool = True) -> List[HostResult]:
     if not os.path.isdir(directory):
         raise RocetuneError(f"{directory}: not a directory", hint="give the directory of HOST.json results",
                             code=ExitCode.INPUT)
+    why = directory_problem(directory)
+    if why:
+        raise RocetuneError(f"{directory}: {why}: another user could remove or swap the results in it",
+                            hint="keep the results in a directory of root's or yours that no one else may write "
+                                 "(docs/fleet.md)", code=ExitCode.INPUT)
     try:
         names = [n for n in os.listdir(directory) if n.endswith(".json") and not n.startswith(".")]
     except OSError as exc:
@@ -74,6 +85,22 @@ def load_dir(directory: str, keep_features: bool = True) -> List[HostResult]:
                             hint="docs/fleet.md describes the result files", code=ExitCode.INPUT)
     names.sort(key=lambda n: natural_key(n[:-5]))
     return [load_file(os.path.join(directory, n), keep_features) for n in names]
+
+
+def directory_problem(directory: str) -> Optional[str]:
+    """Why the results in `directory` could be another user's choice, or None: the directory
+    (as resolved) belongs to another user than those whose files are read (trusted_owners), or
+    its group or everyone may write it and it is not sticky (anyone could remove a host's result
+    or rename an old one into its place)."""
+    try:
+        st = os.stat(directory)
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror})"
+    if st.st_uid not in trusted_owners():
+        return f"it belongs to uid {st.st_uid}"
+    if st.st_mode & 0o022 and not st.st_mode & 0o1000:
+        return f"its mode {st.st_mode & 0o7777:04o} lets {'everyone' if st.st_mode & 0o002 else 'its group'} write it"
+    return None
 
 
 def load_file(path: str, keep_features: bool = True) -> HostResult:
@@ -123,6 +150,7 @@ def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
     named = doc.get("host")
     if isinstance(named, str) and named and named != host:
         res.warnings.append(f"{host}.json names host {named!r}; reported as {host}")
+    res.named = named if isinstance(named, str) and named else None
     if doc.get("error") is not None:
         res.error = "gather failed: " + (_text(doc["error"]) or "(no reason given)")
         return res
@@ -138,6 +166,10 @@ def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
         res.plan_ranks = [r for r in plan["ranks"] if isinstance(r, dict)]
     if isinstance(plan, dict) and isinstance(plan.get("reports"), dict):
         res.plan_reports = plan["reports"]
+    deployed = (doctor or {}).get("deployed_env")
+    if isinstance(deployed, dict) and isinstance(deployed.get("values"), dict):
+        res.deployed_env = {"files": [str(f) for f in deployed.get("files") or [] if isinstance(f, str)],
+                            "values": {str(k): str(v) for k, v in deployed["values"].items()}}
     if doctor is not None and isinstance(doctor.get("findings"), list):
         res.doctor_findings = [f for f in doctor["findings"] if isinstance(f, dict)]
         skipped = doctor.get("skipped")
@@ -146,6 +178,8 @@ def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
     if isinstance(expect, dict) and isinstance(expect.get("facts"), dict):
         res.expect_facts = expect["facts"]
     features = (probe or {}).get("features") or (doctor or {}).get("features")
+    if res.named is None:
+        res.named = _named_inside(doctor, features)
     carried = (doctor or {}).get("fleet_facts") if not (probe or {}).get("features") else None
     if carried is not None and (not need_features or features is None):
         from .facts import from_json
@@ -166,6 +200,33 @@ def from_doc(host: str, doc: Any, need_features: bool = True) -> HostResult:
         return res
     res.features = features
     return res
+
+
+def _named_inside(doctor: Optional[dict], features: Any) -> Optional[str]:
+    """The host name a doctor or probe run recorded: doctor's summary, else the Features'."""
+    summary = (doctor or {}).get("summary")
+    name = summary.get("host") if isinstance(summary, dict) else None
+    if not name and isinstance(features, dict) and isinstance(features.get("host"), dict):
+        name = features["host"].get("hostname")
+    return str(name)[:253] if isinstance(name, str) and name else None
+
+
+def short_name(name: str) -> str:
+    return name.split(".")[0].lower() if not name.replace(".", "").isdigit() else name
+
+
+def copies(results: List[HostResult]) -> None:
+    """Mark as failed each result that is another host's: it names a host (inside it) that another
+    file is named after, not its own file's host. Such a file would otherwise vote as a healthy
+    host (`cp gpu01.json gpu09.json`). A name inside that no file has (an inventory alias beside
+    the host name) is left as it is."""
+    files = {short_name(r.host) for r in results}
+    for r in results:
+        if not r.ok or not r.named or short_name(r.named) == short_name(r.host):
+            continue
+        if short_name(r.named) in files:
+            r.error = (f"{r.host}.json holds the result of host {r.named!r}, not of {r.host} (a copy or a "
+                       "misnamed file): not compared")
 
 
 def _from_envelope(doc: dict) -> Any:

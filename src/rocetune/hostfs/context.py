@@ -16,9 +16,13 @@ class SourceStatus:
         self.ok = True
         self.reason: Optional[str] = None
         self.warnings: List[str] = []
+        self.failed: Optional[str] = None  # the exception class when the source's reader crashed
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "reason": self.reason, "warnings": sorted(set(self.warnings))}
+        out = {"ok": self.ok, "reason": self.reason, "warnings": sorted(set(self.warnings))}
+        if self.failed:
+            out["failed"] = self.failed
+        return out
 
 
 class ProbeContext:

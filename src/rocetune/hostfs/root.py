@@ -504,6 +504,12 @@ class HostRoot:
                 self.warn(f"cannot list {path}: {exc.strerror}")
             return set()
 
+    def path_inside(self, path: str) -> str:
+        """Where the file at host path `path` is on this machine, its directories resolved inside
+        the root as a read resolves them (never a path out of the root), the last part as is (a
+        link there is the caller's to refuse). HostReadError when a directory cannot be resolved."""
+        return self._join(self._leaf(path))
+
     def path_for_write(self, path: str, mode: int = 0o755) -> str:
         """Where the file at host path `path` is written on this machine: its directory resolved
         inside the root as a read would resolve it (a link's absolute target taken from the

@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..checks import finding
 from ..checks.binding import emits
+from ..checks.registry import _ACTIVE
 from ..envfiles import dialects
 from ..envfiles.dialects import nccl_conf
 from ..envfiles.parsed import Assignment, ParsedFile
@@ -29,9 +30,10 @@ from ..model.qos import QosPlan
 from ..nccl import releases
 from ..nccl.catalog import Catalog, load_catalog
 from ..nccl.syntax import strtoll
+from ..nccl.versions import parse_version
 from .host import HostNames, check_host
 from .setting import Add, check_name, check_value
-from .traffic_class import check_qos
+from .traffic_class import check_nic_qos, check_qos
 
 _WATCHED = ("NCCL_", "UCX_", "GLOO_", "TORCH_NCCL_", "OMPI_MCA_btl_tcp_")
 MAX_BYTES = 16 << 20
@@ -54,7 +56,8 @@ def _adder(out: List[Finding], name: str, unlisted: Optional[Dict[str, List]] = 
             listed[fid] = listed.get(fid, 0) + 1
             if listed[fid] > MAX_LISTED:
                 severity = sev or _registered_severity(fid)
-                seen = unlisted.setdefault(fid, [0, line, severity])
+                # the binding in force where the check made it: its summary is made under it
+                seen = unlisted.setdefault(fid, [0, line, severity, _ACTIVE.get()])
                 seen[0] += 1
                 if SEVERITIES.index(severity) < SEVERITIES.index(seen[2]):
                     seen[2] = severity
@@ -71,10 +74,18 @@ def _registered_severity(fid: str) -> str:
 
 
 def _unlisted_findings(unlisted: Dict[str, List], name: str) -> List[Finding]:
-    return [finding(fid, f"{name}:{line}", f"{count} more {fid} finding(s) in this file from line {line} on, "
-                    f"not listed: only the first {MAX_LISTED} of each check are", severity=severity, file=name,
-                    line=line, evidence={"file": name, "line": line, "value": str(count)})
-            for fid, (count, line, severity) in sorted(unlisted.items())]
+    """One finding per check past MAX_LISTED, counting the rest: made under the binding of the
+    check that made them (this relays their id; it chooses none), whoever calls lint_text."""
+    out = []
+    for fid, (count, line, severity, binding) in sorted(unlisted.items()):
+        token = _ACTIVE.set(binding)
+        try:
+            out.append(finding(fid, f"{name}:{line}", f"{count} more {fid} finding(s) in this file from line {line} "
+                               f"on, not listed: only the first {MAX_LISTED} of each check are", severity=severity,
+                               file=name, line=line, evidence={"file": name, "line": line, "value": str(count)}))
+        finally:
+            _ACTIVE.reset(token)
+    return out
 
 
 def lint_text(text: str, name: str, fmt: str = "auto", qos: Optional[QosPlan] = None,
@@ -131,9 +142,12 @@ def _check_one(cat: Catalog, a: Assignment, add: Add, qos: Optional[QosPlan] = N
         if not check_name(cat, a, add):
             return
         if host is not None and host.nccl is not None and releases.reads(a.key, host.nccl) is False:
-            add("var-not-in-release", "warning", a.line, a.key,
-                f"{a.key} is not read by NCCL {host.nccl_text}, the host's release "
-                f"({releases.variable_text(a.key)}): NCCL ignores it",
+            added = releases.added_in(a.key)
+            newer = added is not None and (parse_version(added) or (0, 0, 0)) > tuple(host.nccl)
+            what = (f"{a.key} was added in NCCL {added}, newer than the host's NCCL {host.nccl_text}" if newer else
+                    f"{a.key} is not read by NCCL {host.nccl_text}, the host's release "
+                    f"({releases.variable_text(a.key)})")
+            add("var-not-in-release", "warning", a.line, a.key, f"{what}: NCCL ignores it",
                 "remove it, or give the jobs an NCCL release that reads it")
     if a.value is None or a.dynamic:
         if a.key.startswith("NCCL_"):
@@ -144,6 +158,8 @@ def _check_one(cat: Catalog, a: Assignment, add: Add, qos: Optional[QosPlan] = N
     check_value(cat, a, add)
     if qos is not None:
         check_qos(qos, a, add)
+    elif host is not None and host.qos:
+        check_nic_qos(host.qos, a, add)
     if host is not None:
         check_host(host, a, add)
 

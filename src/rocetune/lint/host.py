@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Tuple
 from ..checks.binding import emits
 from ..envfiles.parsed import Assignment
 from ..nccl import releases
-from ..nccl.syntax import list_entries
+from ..nccl.syntax import ib_hca_selects, list_entries
 from ..nccl.versions import parse_version
 
 
@@ -22,6 +22,10 @@ class HostNames:
     ib: Optional[Dict[str, List[int]]] = None
     net: Optional[List[str]] = None
     nccl: Optional[Tuple[int, int, int]] = None  # the NCCL release the host's jobs load (kernel.nccl.version)
+    qos: Optional[Dict[str, dict]] = None  # netdev -> the recorded QoS state of its RoCE port (mlnx_qos, dcb)
+    # The ACTIVE RDMA ports that are not compute rails ("mlx5_2:1" -> why the plan leaves it out);
+    # None when the rails are not known (no compute port chosen).
+    non_rails: Optional[Dict[str, str]] = None
 
     @classmethod
     def from_features(cls, features: dict, check_rdma: bool = True, check_netdevs: bool = True) -> HostNames:
@@ -33,11 +37,14 @@ class HostNames:
             net = sorted(i["name"] for i in features["net"]["interfaces"])
         lib = (features.get("kernel") or {}).get("nccl")
         nccl = parse_version(lib.get("version")) if isinstance(lib, dict) else None
-        return cls(ib, net, nccl)
+        from ..analysis.nic_qos import roce_states
+
+        return cls(ib, net, nccl, roce_states(features) or None,
+                   _non_rails(features) if ib is not None else None)
 
     @property
     def empty(self) -> bool:
-        return self.ib is None and self.net is None and self.nccl is None
+        return self.ib is None and self.net is None and self.nccl is None and self.qos is None
 
     @property
     def nccl_text(self) -> str:
@@ -64,9 +71,32 @@ def check_host(host: HostNames, a: Assignment, add) -> None:
         _check_host_ifnames(host, a, key, v, add)
 
 
+def _non_rails(features: dict) -> Optional[Dict[str, str]]:
+    """The ACTIVE ports the plan leaves out, with why; None without a compute port."""
+    from ..analysis.hostview import HostView
+
+    sel = HostView(features).selection()
+    if not sel.chosen or sel.names_only:
+        return None
+    return {p.name: why for p, why in sel.excluded if p.port is not None and p.state in (None, "ACTIVE")}
+
+
+@emits("hca-selects-non-rail")
+def _check_non_rails(host, a: Assignment, key: str, v: str, add) -> None:
+    """The ports NCCL_IB_HCA selects, as NCCL matches them, against the host's compute rails."""
+    selected = [name for name in (host.non_rails or {})
+                if ib_hca_selects(v, name.split(":")[0], int(name.split(":")[1]))]
+    if selected:
+        add("hca-selects-non-rail", "error", a.line, key,
+            f"NCCL_IB_HCA={v} selects {', '.join(selected)} on this host, not compute rails ("
+            + "; ".join(f"{n}: {host.non_rails[n]}" for n in selected) + ")",
+            "name the rails exactly ('=mlx5_0:1,...', what `rocetune env` writes)")
+
+
 @emits("hca-not-found", "prefix-match", "hca-port-not-found")
 def _check_host_hca(host, a: Assignment, key: str, v: str, add) -> None:
     """NCCL_IB_HCA's devices and ports against the host's RDMA devices."""
+    _check_non_rails(host, a, key, v, add)
     excl, exact, entries = list_entries(v)
     names = sorted(host.ib)
     for e in entries:
@@ -89,6 +119,14 @@ def _check_host_hca(host, a: Assignment, key: str, v: str, add) -> None:
                 if int(port) not in host.ib[m]:
                     add("hca-port-not-found", sev, a.line, key,
                         f"{m} has no port {port} (ports {host.ib[m]})", "fix the port number")
+        elif len(parts) > 1 and not parts[1] and releases.gate("ib-hca-empty-port-any", host.nccl) is not True:
+            # before 2.30.7 an empty port is atoi("") = 0, which no port has (release table ib-hca-empty-port-any)
+            known = host.nccl is not None
+            add("hca-port-not-found", sev if known else "warning", a.line, key,
+                f"{e!r} has an empty port: NCCL {host.nccl_text} reads it as port 0, which no port has, and "
+                f"leaves {dev} out" + ("" if known else " (from 2.30.7 it means any port)"),
+                f"write the port ({dev}:{host.ib[matches[0]][0] if host.ib[matches[0]] else 1}"
+                f"{':' + ':'.join(parts[2:]) if len(parts) > 2 else ''}), or use NCCL 2.30.7 or later")
 
 
 @emits("ucx-port-missing", "ucx-device-not-found", "ifname-not-found")

@@ -52,7 +52,7 @@ def check_name(cat: Catalog, a: Assignment, add) -> bool:
             f"{key} is not an NCCL variable; NCCL ignores it", f"did you mean {s[0]}?")
         return False
     add("unknown-name", "warning", a.line, key,
-        f"{key} is not read by NCCL {cat.nccl_version} (a plugin's, an older or newer release's, "
+        f"{key} is not read by NCCL up to {cat.newest} (a plugin's, an older or newer release's, "
         "or a typo)", "check the name against the NCCL documentation")
     return False
 
@@ -159,6 +159,11 @@ def _check_list_syntax(a: Assignment, key: str, v: str, add) -> None:
         add("forced-algorithm", "info", a.line, key,
             f"{key}={v} applies to every collective and message size; NCCL otherwise tunes per size",
             "keep it only if a benchmark on this fabric shows a gain")
+    elif key == "NCCL_IB_GID_INDEX" and strtoll(v) == (0, True):
+        add("gid-index-pinned", "warning", a.line, key,
+            "GID index pinned to 0: in every RoCE port's GID table index 0 is the link-local fe80 GID "
+            "(RoCE v1 on mlx5), which does not cross a router; the IPv4 RoCE v2 GID is at another index",
+            "leave it unset on NCCL >= 2.21.5; otherwise derive it per node (rule nccl-ib-gid-index)")
     elif key == "NCCL_IB_GID_INDEX":
         add("gid-index-pinned", "info", a.line, key,
             f"GID index pinned to {v}: right while every node's GID table has that layout (per-pod "
@@ -168,5 +173,5 @@ def _check_list_syntax(a: Assignment, key: str, v: str, add) -> None:
 @emits("unknown-name")
 def unknown_override(cat: Catalog, key: str, origin: Optional[str]) -> Finding:
     """An override (`--set`, a config file) of an NCCL_ name the catalog's release does not read."""
-    return finding("unknown-name", key, f"{key} is not read by NCCL {cat.nccl_version}: "
+    return finding("unknown-name", key, f"{key} is not read by NCCL up to {cat.newest}: "
                    f"{cat.describe_unknown(key)}", key=key, rule="override", evidence={"origin": origin})

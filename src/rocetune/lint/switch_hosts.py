@@ -1,6 +1,6 @@
 """A switch's running QoS against the NIC QoS the hosts report (the switch-host-* checks of
-rocetune.checks.switch): trust, PFC priorities and the RoCE DSCPs must agree on both ends of a
-link. Which port faces which host is not known from the outputs, so each fabric NIC is held
+rocetune.checks.switch): trust, PFC priorities, the RoCE DSCPs, DCQCN and the CNP class must
+agree on both ends of a link. Which port faces which host is not known from the outputs, so each fabric NIC is held
 against every group of switch ports; one fault of the switch is one finding, naming every host
 and NIC it touches (a fleet of 128 hosts that all disagree with one port group is one line)."""
 
@@ -22,9 +22,11 @@ def compare_hosts(plan: QosPlan, switch: SwitchQos, hosts) -> Tuple[List[Finding
     the DSCPs compared are the ones RoCE uses: the plan's data, CNP and CTS codepoints."""
     from ..analysis.hostview import HostView
 
-    dscps = tuple(c.dscp for c in SwitchIntent.from_plan(plan).classes)
+    intent = SwitchIntent.from_plan(plan)
+    dscps = tuple(c.dscp for c in intent.classes)
     faults: Dict[Tuple[str, int, str], Dict[str, List[str]]] = {}
     notes: List[str] = []
+    no_doctor: List[str] = []
     for host in hosts:
         if not host.ok:
             notes.append(f"{host.host}: not compared ({host.error})")
@@ -39,9 +41,79 @@ def compare_hosts(plan: QosPlan, switch: SwitchQos, hosts) -> Tuple[List[Finding
             for index, group in enumerate(switch.groups):
                 for check_id, message in _nic(qos, group, switch, dscps):
                     faults.setdefault((check_id, index, message), {}).setdefault(host.host, []).append(ifname)
+        dcqcn = (host.features.get("qos") or {}).get("dcqcn")
+        dcqcn = {k: v for k, v in dcqcn.items() if isinstance(v, dict)} if isinstance(dcqcn, dict) else {}
+        for ifname in sorted(set(read) & set(dcqcn)):
+            for index, group in enumerate(switch.groups):
+                message = _cnp(intent, dcqcn[ifname], read[ifname].get("trust"), group, switch)
+                if message:
+                    faults.setdefault(("switch-host-cnp-mismatch", index, message), {}).setdefault(
+                        host.host, []).append(ifname)
+        off = set(_dcqcn_off_read(dcqcn, set(read), intent.data.priority))
+        if host.doctor_findings is not None:
+            off |= set(_dcqcn_off(host.doctor_findings, set(read)))
+        elif not set(read) & set(dcqcn):
+            no_doctor.append(host.host)
+            continue
+        for ifname in sorted(off):
+            for index, group in enumerate(switch.groups):
+                message = _dcqcn(intent, group, switch)
+                if message:
+                    faults.setdefault(("switch-host-dcqcn-mismatch", index, message), {}).setdefault(
+                        host.host, []).append(ifname)
+    if no_doctor:
+        notes.append(f"DCQCN not compared on {len(no_doctor)} host(s) ({', '.join(no_doctor[:6])}"
+                     f"{' ...' if len(no_doctor) > 6 else ''}): their results hold no doctor run and their "
+                     "probe read no mlx5 ecn tree")
     out = [_finding(check_id, switch.groups[index], switch, message, touched)
            for (check_id, index, message), touched in faults.items()]
     return out, notes
+
+
+def _dcqcn_off(findings: List[dict], nics) -> List[str]:
+    """The fabric NICs whose doctor run found DCQCN off on the data priority (doctor-ecn-off, read
+    from mlx5's /sys/class/net/IF/ecn/roce_np and roce_rp)."""
+    return sorted({str(f.get("subject")) for f in findings
+                   if f.get("id") == "doctor-ecn-off" and f.get("subject") in nics})
+
+
+def _dcqcn_off_read(dcqcn: dict, nics, priority: int) -> List[str]:
+    """The fabric NICs whose probed DCQCN (Features qos.dcqcn) has the notification or reaction
+    point off for the data priority; a priority the tree does not list is not known, not off."""
+    return sorted(nic for nic, state in dcqcn.items() if nic in nics and isinstance(state, dict)
+                  and any((state.get(side) or {}).get(str(priority)) is False for side in ("roce_np", "roce_rp")))
+
+
+def _cnp(intent: SwitchIntent, nic: dict, trust, g: SwitchReading, switch: SwitchQos) -> str:
+    """The switch's side of the CNP class: the CNPs the NIC sends (its cnp_dscp, or cnp_802p_prio
+    where the ports trust the VLAN priority) leave by the queue of the plan's CNP class."""
+    word = switch.priority_word
+    if g.trust == "pcp" or (g.trust is None and trust == "pcp"):
+        value, field_name = nic.get("cnp_802p_prio"), "802.1p priority"
+        prio = g.priority_of_pcp(value) if isinstance(value, int) else None
+    else:
+        value, field_name = nic.get("cnp_dscp"), "DSCP"
+        prio = g.priority_of_dscp(value) if isinstance(value, int) else None
+    if prio is None:
+        return ""
+    want = intent.cnp.priority
+    if g.queue_of(prio) == g.queue_of(want):
+        return ""
+    return (f"the NICs send CNPs with {field_name} {value} (mlx5 ecn/roce_np), which the switch puts in {word} "
+            f"{prio} (queue {g.queue_of(prio)}), not the CNP class ({word} {want}, queue {g.queue_of(want)}): "
+            "congestion notifications wait behind the traffic they should slow, or are dropped with it")
+
+
+def _dcqcn(intent: SwitchIntent, g: SwitchReading, switch: SwitchQos) -> str:
+    """The switch's side of DCQCN: it marks ECN on the queue the plan's data leaves by."""
+    queue = g.queue_of(intent.data.priority)
+    q = g.queues.get(queue)
+    if q is None or not q.ecn:
+        return ""
+    return (f"the switch marks ECN on queue {queue} ({switch.priority_word} {intent.data.priority}) but DCQCN is off "
+            f"for priority {intent.data.priority} on the NICs (mlx5 ecn/roce_np or roce_rp enable/"
+            f"{intent.data.priority}): the marks slow no sender and "
+            "congestion is left to PFC pauses")
 
 
 def _finding(check_id: str, group: SwitchReading, switch: SwitchQos, message: str,
@@ -57,7 +129,8 @@ def _finding(check_id: str, group: SwitchReading, switch: SwitchQos, message: st
                    evidence={"switch": switch.source, "ports": list(group.ports), "hosts": touched})
 
 
-@emits("switch-host-trust-mismatch", "switch-host-pfc-mismatch", "switch-host-dscp-mismatch")
+@emits("switch-host-trust-mismatch", "switch-host-pfc-mismatch", "switch-host-dscp-mismatch",
+       "switch-host-dcqcn-mismatch", "switch-host-cnp-mismatch")
 def _nic(qos: dict, g: SwitchReading, switch: SwitchQos, dscps: Tuple[int, ...]) -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
 

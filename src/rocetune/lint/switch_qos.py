@@ -31,9 +31,13 @@ def compare(plan: QosPlan, switch: SwitchQos) -> List[Finding]:
     for group in switch.groups:
         out += _group(intent, group, switch)
     out += _unbound(switch)
+    out += _discards(intent, switch)
     if not switch.groups:
         out.append(finding("switch-ports-unbound", "switch", "the output binds QoS to no port (SONiC: no "
                            "PORT_QOS_MAP entry): nothing in it is lossless", severity="error",
+                           evidence={"source": switch.source, "kind": switch.kind}))
+    elif switch.bound_nowhere:
+        out.append(finding("switch-ports-unbound", "switch", switch.bound_nowhere, severity="error",
                            evidence={"source": switch.source, "kind": switch.kind}))
     return out
 
@@ -50,6 +54,9 @@ def _group(intent: SwitchIntent, g: SwitchReading, switch: SwitchQos) -> List[Fi
     out += _pfc(intent, g, subject, ev)
     out += _buffers(intent, g, subject, ev, word)
     out += _ecn(intent, g, subject, ev, word)
+    out += _watchdog(intent, g, subject, ev)
+    out += _watchdog_settings(intent, g, subject, ev)
+    out += _cable(intent, g, subject, ev)
     cnp_queue = g.queue_of(intent.cnp.priority)
     q = g.queues.get(cnp_queue)
     if q is None or q.strict is None:
@@ -68,6 +75,11 @@ def _trust(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Fin
     if g.trust is None:
         return [finding("switch-trust-mismatch", subject, "not checked: the output states no trust mode",
                         severity="info", evidence=ev)]
+    if g.trust == intent.trust == "pcp" and g.routed:
+        return [finding("switch-trust-mismatch", subject,
+                        "the ports trust the VLAN priority (PCP) but route: RoCE v2 arrives untagged on a routed port "
+                        "and carries no PCP, so it is classified by the port's default", severity="warning",
+                        evidence=dict(ev, trust=g.trust, routed=True))]
     if g.trust == intent.trust or (g.trust == "both" and intent.trust == "dscp"):
         return []
     if g.trust == "both":  # trusting both classifies IP packets, RoCE v2's, by DSCP
@@ -205,6 +217,84 @@ def _ecn(intent: SwitchIntent, g: SwitchReading, subject: str, ev, word: str) ->
     return []
 
 
+@emits("switch-pfc-watchdog-off")
+def _watchdog(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
+    """A lossless priority needs the PFC watchdog: a NIC that pauses forever otherwise blocks the
+    port's lossless traffic and the pause spreads upstream. An action that shuts the port takes
+    the GPU's link down where dropping on the stuck queue would do."""
+    pfc = [p for p in intent.lossless if g.pfc is not None and p in g.pfc]
+    if not pfc:
+        return []
+    note = f" ({g.watchdog_note})" if g.watchdog_note else ""
+    if g.watchdog is None:
+        return [finding("switch-pfc-watchdog-off", subject,
+                        "not checked: the output does not say whether the PFC watchdog is on" + note,
+                        severity="info", evidence=ev)]
+    if not g.watchdog:
+        return [finding("switch-pfc-watchdog-off", subject,
+                        f"PFC is on for priority {_list(pfc)} but the PFC watchdog is off: a NIC that keeps pausing "
+                        "blocks the port's lossless traffic and the pauses spread upstream" + note,
+                        evidence=dict(ev, pfc=pfc))]
+    if g.watchdog_action == "errdisable":
+        return [finding("switch-pfc-watchdog-off", subject,
+                        "the PFC watchdog's action is errdisable: a pause storm takes the whole link (the GPU's) down "
+                        "where dropping on the stuck queue would keep the other classes up" + note,
+                        evidence=dict(ev, action=g.watchdog_action))]
+    return []
+
+
+@emits("switch-pfc-watchdog-mismatch")
+def _watchdog_settings(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
+    """Where the plan states pfc_watchdog: the running watchdog's action and times are the plan's,
+    as far as the output states them (a time the output does not state is not compared)."""
+    w = intent.watchdog
+    if w is None or not g.watchdog or not [p for p in intent.lossless if g.pfc is not None and p in g.pfc]:
+        return []
+    read = {"action": g.watchdog_action, "detection_time": g.watchdog_detection_ms,
+            "restoration_time": g.watchdog_restoration_ms}
+    if all(v is None for v in read.values()):
+        return [finding("switch-pfc-watchdog-mismatch", subject,
+                        "not checked: the output states neither the PFC watchdog's action nor its times "
+                        "(the plan's pfc_watchdog is not compared)", severity="info", evidence=ev)]
+    unit = {"action": "", "detection_time": " ms", "restoration_time": " ms"}
+    differ = [f"{k} {v}{unit[k]} (plan: {w.to_dict()[k]}{unit[k]})" for k, v in read.items()
+              if v is not None and v != w.to_dict()[k]]
+    if not differ:
+        return []
+    return [finding("switch-pfc-watchdog-mismatch", subject,
+                    "the PFC watchdog is not the plan's: " + "; ".join(differ),
+                    evidence=dict(ev, watchdog={k: v for k, v in read.items() if v is not None},
+                                  plan=w.to_dict()))]
+
+
+@emits("switch-cable-length")
+def _cable(intent: SwitchIntent, g: SwitchReading, subject: str, ev) -> List[Finding]:
+    """PFC headroom is sized from the cable length: the bytes in flight while a pause crosses the
+    cable. Shorter than the real cable, the headroom overflows before the pause takes effect."""
+    pfc = [p for p in intent.lossless if g.pfc is not None and p in g.pfc]
+    if not pfc:
+        return []
+    have, want = g.cable_length, intent.cable_length
+    note = f" ({g.cable_note})" if g.cable_note else ""
+    if have == 0:
+        return [finding("switch-cable-length", subject,
+                        "cable length 0m: SONiC's buffermgrd creates no lossless priority group for a 0m cable, so "
+                        f"priority {_list(pfc)} has PFC but no headroom" + note, severity="error",
+                        evidence=dict(ev, cable_length=have))]
+    if want is None:
+        return []
+    if have is None:
+        return [finding("switch-cable-length", subject,
+                        f"not checked: the output does not state the cable length (plan {want} m)" + note,
+                        severity="info", evidence=ev)]
+    if have < want:
+        return [finding("switch-cable-length", subject,
+                        f"the switch sizes PFC headroom for {have} m of cable, the plan's cables are {want} m: the "
+                        "headroom overflows before a pause takes effect", evidence=dict(ev, cable_length=have,
+                                                                                        plan=want))]
+    return []
+
+
 def _agrees(have: float, plan: int, programmed: bool) -> bool:
     if abs(have - plan) <= TOLERANCE * plan:
         return True
@@ -229,6 +319,57 @@ def _unbound(switch: SwitchQos) -> List[Finding]:
     return [finding("switch-ports-unbound", subject_of(ports),
                     f"{len(ports)} of the switch's {switch.all_ports} ports bind no QoS: {listed}; "
                     "RoCE through them is lossy", evidence=ev)]
+
+
+@emits("switch-lossless-discards")
+def _discards(intent: SwitchIntent, switch: SwitchQos) -> List[Finding]:
+    """RoCE discarded on a port whose RoCE priority is lossless: PFC paused too late or not at all
+    (headroom, cable length, a peer that ignores pauses), or the watchdog dropped a stuck queue.
+    The counts run since the counters were last cleared, so the finding says so and a warning,
+    not an error, is the most it is."""
+    if not intent.lossless:
+        return []
+    out = []
+    for port, counts in sorted(switch.counters.items()):
+        group = next((g for g in switch.groups if port in g.ports), None)
+        if group is None and len(switch.groups) == 1 and not switch.groups[0].ports:
+            group = switch.groups[0]
+        if group is None or not group.pfc or intent.data.priority not in group.pfc:
+            continue
+        message = _nvue_discards(intent, counts) or _queue_discards(intent, group, counts)
+        if message:
+            out.append(finding("switch-lossless-discards", port,
+                               message, evidence={"source": switch.source, "kind": switch.kind,
+                                                  "counters": dict(counts)}))
+    return out
+
+
+def _nvue_discards(intent: SwitchIntent, counts: Dict[str, int]) -> str:
+    rx, tx = counts.get("rx_roce_discards", 0), counts.get("tx_roce_discards", 0)
+    if not rx and not tx:
+        return ""
+    return (f"{rx} RoCE packets discarded on receive and {tx} on transmit, on a port where priority "
+            f"{intent.data.priority} is lossless (counts since the counters were last cleared; "
+            f"pauses received {counts.get('rx_pause', 'not read')}, sent {counts.get('tx_pause', 'not read')})")
+
+
+def _queue_discards(intent: SwitchIntent, g: SwitchReading, counts: Dict[str, int]) -> str:
+    """SONiC's per-queue counters (rocetune.switchos.sonic_counters): drops on the unicast queue
+    the lossless data priority leaves by, with that priority's pauses and the queue's ECN marks."""
+    prio = intent.data.priority
+    queue = g.queue_of(prio)
+    drops = {k: counts[f"{k}_q{queue}"] for k in ("drop_pkts", "wred_drop_pkts") if f"{k}_q{queue}" in counts}
+    if not any(drops.values()):
+        return ""
+    words = {"drop_pkts": "dropped", "wred_drop_pkts": "WRED-dropped"}
+
+    def read(name: str) -> str:
+        return str(counts[name]) if name in counts else "not read"
+
+    return (f"{' and '.join(f'{v} packets {words[k]}' for k, v in drops.items() if v)} on queue {queue}, which "
+            f"lossless priority {prio} leaves by (counts since the counters were last cleared; PFC pauses on "
+            f"priority {prio} received {read(f'rx_pause_p{prio}')}, sent {read(f'tx_pause_p{prio}')}; ECN-marked "
+            f"on queue {queue} {read(f'ecn_marked_pkts_q{queue}')})")
 
 
 def _list(values) -> str:

@@ -1,7 +1,11 @@
-"""Lint's check of a traffic class or service level against the fabric's QoS plan."""
+"""Lint's check of a traffic class or service level against the fabric's QoS plan, and, without one,
+against the QoS state the host's NICs recorded (DSCP trust, PFC per priority)."""
 
 from __future__ import annotations
 
+from typing import Dict
+
+from ..analysis.nic_qos import lossy
 from ..checks.binding import emits
 from ..envfiles.parsed import Assignment
 from ..model.qos import QosPlan
@@ -36,3 +40,18 @@ def check_qos(qos: QosPlan, a: Assignment, add) -> None:
         add("tc-contradicts-qos", "error", a.line, key,
             f"NCCL_IB_SL={n} gives VLAN priority {n & 7}; {src} trusts PCP with data on priority "
             f"{qos.data.priority}", f"set NCCL_IB_SL={qos.data.priority}")
+
+
+@emits("tc-lossy-on-nics")
+def check_nic_qos(states: Dict[str, dict], a: Assignment, add) -> None:
+    """A traffic class the host's NICs carry in a class without PFC: what rule traffic-class warns of for
+    the env it plans (analysis.nic_qos), said of the file linted too."""
+    if a.key not in ("NCCL_IB_TC", "UCX_IB_TRAFFIC_CLASS", "NCCL_GIN_IB_TC"):
+        return
+    n, whole = strtoll(a.value or "")
+    if not whole:
+        return
+    why = lossy(states, n)
+    if why:
+        add("tc-lossy-on-nics", "warning", a.line, a.key, f"{a.key}={n} (DSCP {n >> 2}): {why}",
+            "use the DSCP the NICs give a PFC priority, or apply the fabric's QoS plan (roce_qos role)")

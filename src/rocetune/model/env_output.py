@@ -3,7 +3,7 @@ would), and the whole -- the plan, its texts in each dialect, the files and the 
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from .plan import Plan
 from .record import Record
@@ -60,14 +60,16 @@ class EnvResult(Record):
     texts: Dict[str, str]  # format -> env text
     files: List[PlannedFile]
     writes: List[FileWrite]  # what write_env did, files first
-    _fields = ("plan", "texts", "files", "writes")
+    nccl: Optional[Tuple[int, int, int]]  # the NCCL release planned for (None: unknown)
+    _fields = ("plan", "texts", "files", "writes", "nccl")
 
     def __init__(self, plan: Plan, texts: Dict[str, str], files: Optional[List[PlannedFile]] = None,
-                 writes: Optional[List[FileWrite]] = None) -> None:
+                 writes: Optional[List[FileWrite]] = None, nccl: Optional[Tuple[int, int, int]] = None) -> None:
         self.plan = plan
         self.texts = texts
         self.files = [] if files is None else files
         self.writes = [] if writes is None else writes
+        self.nccl = nccl
 
     @property
     def env_writes(self) -> List[FileWrite]:

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..errors import ExitCode, RocetuneError
+from ..errors import ExitCode, HostReadError, RocetuneError
 from ..pkgdata import package_json
 from . import EXPECT_PATH
 from .vocab import natural_key
@@ -160,21 +160,32 @@ def load_file(path: str, option: str = "--expect") -> Dict[str, Any]:
 
 def read_small_text(path: str, option: str, limit: int) -> str:
     """A small UTF-8 input file (an expectations or check configuration file), or a one-line
-    input error naming the option and the file."""
+    input error naming the option and the file. Read as every input is (hostfs.inputs): a
+    regular file only (a FIFO, a device, a directory is refused before it is opened, so none
+    blocks the run), without blocking, capped."""
+    from ..hostfs.inputs import read_input
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        data = read_input(path, limit)
     except FileNotFoundError:
         raise RocetuneError(f"{option} {path}: no such file", code=ExitCode.INPUT) from None
+    except HostReadError as exc:
+        if exc.reason.startswith("larger than"):
+            raise RocetuneError(f"{option} {path}: larger than {limit >> 10} KiB: not a rocetune configuration "
+                                "file", code=ExitCode.INPUT) from None
+        raise RocetuneError(f"{option} {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
     except OSError as exc:
         raise RocetuneError(f"{option} {path}: cannot read: {exc.strerror or exc}", code=ExitCode.INPUT) from None
-    if len(data) > limit:
-        raise RocetuneError(f"{option} {path}: larger than {limit >> 10} KiB: not a rocetune configuration file",
-                            code=ExitCode.INPUT)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise RocetuneError(f"{option} {path}: not UTF-8 text", code=ExitCode.INPUT) from None
+
+
+def declares_nothing(doc: Optional[Dict[str, Any]]) -> bool:
+    """Whether a document holds no field but its version (an empty file): no expectations,
+    not expectations met."""
+    return not doc or not any(k != "version" for k in doc)
 
 
 def unset_fields(doc: Optional[Dict[str, Any]]) -> List[str]:
@@ -216,7 +227,10 @@ def dump(doc: Dict[str, Any], header: Sequence[str] = ()) -> str:
         "tag:yaml.org,2002:map", data.items(), flow_style=False))
     body = yaml.dump(ordered, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
                      allow_unicode=True, width=100)
-    lines = [f"# {h}".rstrip() for h in header]
+    from ..text import one_line
+
+    # a header quotes what a node says of itself (its host name): one comment line each, whatever it holds
+    lines = [f"# {one_line(h)}".rstrip() for h in header]
     return "\n".join(lines + [body.rstrip("\n")]) + "\n"
 
 
@@ -297,12 +311,12 @@ def document_of(facts: NodeFacts) -> Dict[str, Any]:
                 if value is not None:
                     r[key] = value
         doc["rails"] = r
-    if facts.gpudirect is not None and facts.gpus:
-        doc["gpudirect"] = facts.gpudirect
-    versions = {k: v for k, v in sorted(facts.versions.items()) if v is not None}
+    if facts.gpudirect in ("dmabuf", "peermem") and facts.gpus:
+        doc["gpudirect"] = "any"  # a minimum: the route may change (peer memory -> DMA-BUF)
+    versions = {k: series(k, v) for k, v in sorted(facts.versions.items()) if v is not None}
     firmware = _same([p.firmware for p in rails])
     if firmware:
-        versions["nic_firmware"] = firmware
+        versions["nic_firmware"] = series("nic_firmware", firmware)
     if versions:
         doc["versions"] = versions
     if facts.qos_plan:
@@ -314,6 +328,50 @@ def document_of(facts: NodeFacts) -> Dict[str, Any]:
     if env:
         doc["env"] = env
     return validate(doc, "the node's expectations")
+
+
+# How many dot-separated parts of a version a document holds a node to; the rest is a build the
+# vendor replaces without changing what a job gets: the kernel's series (6.8 in 6.8.0-1017-nvidia:
+# an Ubuntu ABI bump or a RHEL z-stream is a build), the NVIDIA driver's branch (550 in 550.54.15:
+# NVIDIA's release branches), rdma-core's release (50 in 50.0), NCCL's minor release (2.21 in
+# 2.21.5: where NCCL's behaviour changes, docs/nccl-releases.md), the NIC firmware's release
+# (28.39 in 28.39.1002: family and release; the last part is the build).
+SERIES_PARTS = {"kernel": 2, "nvidia_driver": 1, "rdma_core": 1, "nccl": 2, "nic_firmware": 2}
+
+
+def series(key: str, version: str) -> str:
+    """The pattern a document writes for a version: its series, then `*` (`6.8.*`); the version
+    itself when it has no more parts than the series."""
+    import re
+
+    keep = SERIES_PARTS.get(key)
+    parts = re.split(r"(?<=\d)\.(?=\d)", version)
+    if keep is None or len(parts) <= keep or _is_pattern(version):
+        return version
+    return ".".join(parts[:keep]) + ".*"
+
+
+def left_out(facts: NodeFacts, doc: Dict[str, Any]) -> List[str]:
+    """The fields document_of could not write from this node, each with why: values its rails do
+    not share, and the traffic class its plan does not set."""
+    out = []
+    rails = facts.rails
+    r = doc.get("rails") or {}
+    for key in ("link_layer", "mtu", "speed_gbps", "pcie_speed_gts", "pcie_width"):
+        values = [getattr(p, key) for p in rails if not (key == "mtu" and p.link_layer != "Ethernet")]
+        if rails and key not in r:
+            known = sorted({str(v) for v in values if v is not None})
+            why = f"the rails differ: {', '.join(known)}" if len(known) > 1 else "unknown on a rail"
+            out.append(f"rails.{key} ({why})")
+    if rails and "nic_firmware" not in (doc.get("versions") or {}):
+        known = sorted({p.firmware for p in rails if p.firmware})
+        why = f"the rails differ: {', '.join(known)}" if len(known) > 1 else "unknown on a rail"
+        out.append(f"versions.nic_firmware ({why})")
+    if rails and "env" not in doc:
+        out.append("env (the plan sets no traffic class: no class is lossless on every rail)")
+    if facts.gpus and "gpudirect" not in doc:
+        out.append(f"gpudirect (GPUDirect RDMA is {facts.gpudirect or 'unknown'})")
+    return out
 
 
 def _firmware_of(facts: NodeFacts) -> Dict[str, Any]:
@@ -496,7 +554,8 @@ def _gpudirect(want: Optional[str], facts: NodeFacts) -> List[Difference]:
     if want is None:
         return []
     got = facts.gpudirect
-    ok = (got == want) or (want == "any" and got in ("dmabuf", "peermem"))
+    # A minimum: `none` asks for nothing, `any` for a route, a named route for that one.
+    ok = want == "none" or (got == want) or (want == "any" and got in ("dmabuf", "peermem"))
     if ok:
         return []
     return [Difference(CHECK_OF_SECTION["gpudirect"], "gpudirect", "gpudirect", "error",

@@ -9,7 +9,8 @@ refuses a document nested deeper than MAX_DEPTH: none of rocetune's goes past a 
 Parsed, JSON takes up to 70 times its size in memory (a list of empty objects), so the values
 of a document are counted before any is built, and one of more than MAX_VALUES is refused: the
 largest document rocetune itself writes (`doctor --json` of a 522-device host: 6.2 MB, 363,000
-values) is well inside it, a hostile one costs no more than ~120 MB. NaN and Infinity, which
+values) is well inside it, a hostile one costs at most about 280 MiB (a million one-key objects;
+bench/hostile_node_output.py). NaN and Infinity, which
 Python's reader takes and JSON does not have, are refused.
 """
 
@@ -29,11 +30,12 @@ class JsonError(ValueError):
     """The text is not JSON this reader accepts; the message says why."""
 
 
-def load_json(text: Union[str, bytes], max_values: int = MAX_VALUES) -> Any:
+def load_json(text: Union[str, bytes], max_values: int = MAX_VALUES, strict: bool = True) -> Any:
+    """`strict=False` takes control characters inside strings (a producer that writes them raw)."""
     if count_values(text) > max_values:
         raise JsonError(f"more than {max_values} values: larger than any document rocetune reads")
     try:
-        doc = json.loads(text, parse_constant=_no_constant)
+        doc = json.loads(text, parse_constant=_no_constant, strict=strict)
     except RecursionError:
         raise JsonError(f"nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # JSONDecodeError, an integer past the digit limit, bad UTF-8

@@ -48,11 +48,12 @@ class Fabric(FrozenRecord):
     tiers: Optional[int]            # switch tiers: 1 one switch layer, 2 leaf-spine, 3 ...
     rail_optimised: Optional[bool]  # NIC i of every node on rail i's own switch (and subnet)
     ecmp: Optional[bool]            # flows between nodes hashed over equal-cost paths
-    _fields = ("tiers", "rail_optimised", "ecmp")
+    subnet_aware_routing: Optional[bool]  # the owner's opt-in to NCCL_IB_SUBNET_AWARE_ROUTING=1 (2.30.7+)
+    _fields = ("tiers", "rail_optimised", "ecmp", "subnet_aware_routing")
 
     def __init__(self, tiers: Optional[int] = None, rail_optimised: Optional[bool] = None,
-                 ecmp: Optional[bool] = None) -> None:
-        self._set(tiers, rail_optimised, ecmp)
+                 ecmp: Optional[bool] = None, subnet_aware_routing: Optional[bool] = None) -> None:
+        self._set(tiers, rail_optimised, ecmp, subnet_aware_routing)
 
     @property
     def hashes_flows(self) -> Optional[bool]:
@@ -64,7 +65,7 @@ class Fabric(FrozenRecord):
 
     def to_dict(self) -> Dict[str, Any]:
         return {"tiers": self.tiers, "rail_optimised": self.rail_optimised, "ecmp": self.ecmp,
-                "hashes_flows": self.hashes_flows}
+                "subnet_aware_routing": self.subnet_aware_routing, "hashes_flows": self.hashes_flows}
 
     def describe(self) -> str:
         parts = []
@@ -74,6 +75,8 @@ class Fabric(FrozenRecord):
             parts.append("rail-optimised" if self.rail_optimised else "not rail-optimised")
         if self.ecmp is not None:
             parts.append("ECMP" if self.ecmp else "no ECMP")
+        if self.subnet_aware_routing:
+            parts.append("NCCL subnet-aware routing wanted")
         return ", ".join(parts) or "nothing stated"
 
 
@@ -115,6 +118,25 @@ class EcnMarking(FrozenRecord):
                 "probability": self.probability}
 
 
+class PfcWatchdog(FrozenRecord):
+    """The switches' PFC watchdog on the lossless queues: its action on a queue paused past
+    `detection_time` and when it restores the queue (milliseconds). docs/switch-qos.md."""
+
+    action: str
+    detection_time: int
+    restoration_time: int
+    _fields = ("action", "detection_time", "restoration_time")
+
+    def __init__(self, action: str = qos_plan.PFC_WATCHDOG_ACTION,
+                 detection_time: int = qos_plan.PFC_WATCHDOG_MS,
+                 restoration_time: int = qos_plan.PFC_WATCHDOG_MS) -> None:
+        self._set(action, detection_time, restoration_time)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"action": self.action, "detection_time": self.detection_time,
+                "restoration_time": self.restoration_time}
+
+
 _DATA = TrafficClass(26, 3)
 _CNP = TrafficClass(48, 6)
 
@@ -132,18 +154,20 @@ class QosPlan(Record):
     fabric: Optional[Fabric]  # the fabric's shape, when the plan states it
     buffer: Optional[PfcBuffer]  # the NICs' lossless buffers, when the plan states them
     ecn_marking: Optional[EcnMarking]  # the switches' ECN thresholds, when the plan states them
+    pfc_watchdog: Optional[PfcWatchdog]  # the switches' PFC watchdog, when the plan states it
     classes_stated: bool     # the file states a QoS key (not only version/fabric)
     source: str
     warnings: List[str]
     _fields = ("data", "cnp", "ecn", "trust", "lossless_priorities", "cts_dscp", "cts_priority",
-               "fabric", "buffer", "ecn_marking", "classes_stated", "source", "warnings")
+               "fabric", "buffer", "ecn_marking", "classes_stated", "source", "warnings", "pfc_watchdog")
 
     def __init__(self, data: TrafficClass = _DATA, cnp: TrafficClass = _CNP, ecn: int = 2,
                  trust: str = "dscp", lossless_priorities: Tuple[int, ...] = (3,),
                  cts_dscp: Optional[int] = None, cts_priority: Optional[int] = None,
                  fabric: Optional[Fabric] = None, buffer: Optional[PfcBuffer] = None,
                  ecn_marking: Optional[EcnMarking] = None, classes_stated: bool = False,
-                 source: str = "built-in defaults", warnings: Optional[List[str]] = None) -> None:
+                 source: str = "built-in defaults", warnings: Optional[List[str]] = None,
+                 pfc_watchdog: Optional[PfcWatchdog] = None) -> None:
         self.data = data
         self.cnp = cnp
         self.ecn = ecn
@@ -154,6 +178,7 @@ class QosPlan(Record):
         self.fabric = fabric
         self.buffer = buffer
         self.ecn_marking = ecn_marking
+        self.pfc_watchdog = pfc_watchdog
         self.classes_stated = classes_stated
         self.source = source
         self.warnings = [] if warnings is None else warnings
@@ -195,6 +220,8 @@ class QosPlan(Record):
             out["buffer"] = self.buffer.to_dict()
         if self.ecn_marking is not None:
             out["ecn_marking"] = self.ecn_marking.to_dict()
+        if self.pfc_watchdog is not None:
+            out["pfc_watchdog"] = self.pfc_watchdog.to_dict()
         return out
 
 
@@ -213,7 +240,8 @@ def dump_yaml(plan: QosPlan) -> str:
         fabric = "fabric:\n" + "".join(
             f"  {k}: {'null' if v is None else str(v).lower()}\n"
             for k, v in (("tiers", plan.fabric.tiers), ("rail_optimised", plan.fabric.rail_optimised),
-                         ("ecmp", plan.fabric.ecmp)))
+                         ("ecmp", plan.fabric.ecmp), ("subnet_aware_routing", plan.fabric.subnet_aware_routing))
+            if k != "subnet_aware_routing" or v is not None)
     buffer = ""
     if plan.buffer is not None:
         buffer = "buffer:\n" + "".join(
@@ -223,6 +251,8 @@ def dump_yaml(plan: QosPlan) -> str:
     marking = ""
     if plan.ecn_marking is not None:
         marking = "ecn_marking:\n" + "".join(f"  {k}: {v}\n" for k, v in plan.ecn_marking.to_dict().items())
+    if plan.pfc_watchdog is not None:
+        marking += "pfc_watchdog:\n" + "".join(f"  {k}: {v}\n" for k, v in plan.pfc_watchdog.to_dict().items())
     return (
         "# RoCE QoS plan shared by rocetune (NCCL_IB_TC, UCX_IB_TRAFFIC_CLASS) and the\n"
         "# switch/NIC QoS configuration. Change it here, nowhere else.\n"
@@ -304,8 +334,9 @@ def _from_doc(doc: Dict[str, Any], source: str) -> QosPlan:
         prio_buffer=None if buf["prio_buffer"] is None else tuple(buf["prio_buffer"]),
         buffer_size=None if buf["buffer_size"] is None else tuple(buf["buffer_size"]))
     marking = None if v["ecn_marking"] is None else EcnMarking(**v["ecn_marking"])
+    watchdog = None if v["pfc_watchdog"] is None else PfcWatchdog(**v["pfc_watchdog"])
     return QosPlan(data=TrafficClass(**v["data"]), cnp=TrafficClass(**v["cnp"]), ecn=v["ecn"],
                    trust=v["trust"], lossless_priorities=tuple(v["lossless_priorities"]),
                    cts_dscp=v["cts_dscp"], cts_priority=v["cts_priority"], fabric=fabric, buffer=buffer,
                    ecn_marking=marking, source=source,
-                   warnings=list(v["warnings"]), classes_stated=v["classes_stated"])
+                   warnings=list(v["warnings"]), classes_stated=v["classes_stated"], pfc_watchdog=watchdog)

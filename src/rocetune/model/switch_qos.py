@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .qos import EcnMarking, QosPlan
+from .qos import EcnMarking, PfcWatchdog, QosPlan
 
 TRAFFIC_CLASSES = tuple(range(8))
 
@@ -46,6 +46,8 @@ class SwitchIntent:
     lossless: Tuple[int, ...]   # PFC priorities
     ecn: EcnMarking
     source: str = "built-in defaults"   # the plan's file
+    cable_length: Optional[int] = None  # metres (the plan's buffer.cable_length): PFC headroom
+    watchdog: Optional[PfcWatchdog] = None  # the plan's pfc_watchdog; None: each OS's stated default
 
     @classmethod
     def from_plan(cls, plan: QosPlan) -> SwitchIntent:
@@ -56,7 +58,9 @@ class SwitchIntent:
         return cls(trust=plan.trust, data=RoceClass("data", plan.data.dscp, plan.data.priority),
                    cnp=RoceClass("cnp", plan.cnp.dscp, plan.cnp.priority), cts=cts,
                    lossless=tuple(plan.lossless_priorities), ecn=plan.switch_ecn,
-                   source=" ".join(str(plan.source).split()))
+                   source=" ".join(str(plan.source).split()),
+                   cable_length=plan.buffer.cable_length if plan.buffer is not None else None,
+                   watchdog=plan.pfc_watchdog)
 
     # The names the templates and earlier callers use.
     @property
@@ -120,6 +124,18 @@ class SwitchReading:
     # Ingress buffer per PFC priority: True lossless (headroom), False lossy; None: not stated.
     ingress_lossless: Optional[Dict[int, Optional[bool]]] = None
     buffer_note: str = ""                          # why a buffer is not stated, or what it relies on
+    routed: Optional[bool] = None                  # the ports route (an IP of their own, `no switchport`)
+    # PFC watchdog on these ports: True on, False off, None not stated; its action (drop, forward,
+    # errdisable, alert ...) when stated, and what the reading assumes where the output is silent.
+    watchdog: Optional[bool] = None
+    watchdog_action: Optional[str] = None
+    watchdog_note: str = ""
+    # Its detection and restoration times in milliseconds, where the output states them.
+    watchdog_detection_ms: Optional[int] = None
+    watchdog_restoration_ms: Optional[int] = None
+    # The cable length the switch sizes these ports' PFC headroom from (metres); None: not stated.
+    cable_length: Optional[int] = None
+    cable_note: str = ""
 
     def priority_of_dscp(self, dscp: int) -> Optional[int]:
         if dscp in self.dscp_to_priority:
@@ -165,3 +181,34 @@ class SwitchQos:
     unbound_ports: Optional[List[str]] = None
     all_ports: Optional[int] = None                # how many ports the output lists
     form: str = ""                                 # which of the OS's outputs this was
+    # Ports not judged, by one policy on every OS: administratively down (SONiC admin_status down,
+    # EOS `shutdown`) or carrying no configuration of their own; each with the reason.
+    inactive_ports: Dict[str, str] = field(default_factory=dict)
+    # Why no port binds QoS of its own although the output binds some switch-wide; "" otherwise.
+    bound_nowhere: str = ""
+    # Counters the output includes (NVUE `nv show interface IF qos roce counters`), per port: name ->
+    # value since the counters were last cleared, the names as rocetune.lint.switch_qos reads them.
+    counters: Dict[str, Dict[str, int]] = field(default_factory=dict)
+
+
+def _frozen(value):
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def merged(readings: List[SwitchReading]) -> List[SwitchReading]:
+    """Readings of single ports (or port groups) that read alike, folded into one group each,
+    in the order first seen."""
+    from dataclasses import fields
+
+    groups: Dict[Tuple, SwitchReading] = {}
+    for r in readings:
+        key = tuple(_frozen(getattr(r, f.name)) for f in fields(r) if f.name != "ports")
+        if key in groups:
+            groups[key].ports.extend(r.ports)
+        else:
+            groups[key] = r
+    return list(groups.values())

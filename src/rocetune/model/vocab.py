@@ -9,6 +9,10 @@ from typing import Any, Optional, Sequence, Tuple
 PATH_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 # Paths at which NCCL uses GPUDirect RDMA by default (NCCL_NET_GDR_LEVEL defaults to PXB).
 GPU_LOCAL = ("PIX", "PXB")
+# GPUs joined to their CPU by NVLink-C2C (Grace superchips; NVIDIA's product names). NCCL calls the path
+# from such a GPU to a NIC on its own CPU P2C (2.27.3+), and its default GDR level is P2C when
+# NCCL_NET_GDR_C2C is on (v2.30.7-1 src/graph/paths.cc:510).
+C2C_GPU = re.compile(r"\bG[BH]\d{3}\b")
 
 _DIGITS = re.compile(r"(\d+)")
 

@@ -22,6 +22,8 @@ class Catalog:
         self.retired_names: Dict[str, Dict[str, Any]] = doc["retired"]
         self.plugin_prefixes: Dict[str, str] = doc["plugin_prefixes"]
         self.nccl_version: str = doc["source"].get("nccl_version") or "?"
+        # the newest release whose added names the catalog holds (NEWER in tools/build_nccl_catalog.py)
+        self.newest: str = doc["source"].get("newest") or self.nccl_version
         self._longest = max((len(v) for v in self.variables), default=0)
         self._index: Optional[Tuple[Dict[str, List[str]], Dict[str, Set[str]]]] = None
         self._suggested: Dict[str, Optional[Tuple[str, int]]] = {}

@@ -20,6 +20,8 @@ from .log_model import IB_MTU_BYTES, EnvRead, Evidence, IbDevice, NcclLogReport,
 from .versions import parse_version
 
 MAX_WARNINGS = 10000  # WARN lines kept in the report; all are counted
+MAX_PORT_EVENTS = 1000  # port events kept per process; all are counted
+MAX_DIAG = 10000  # NCCL DIAG lines kept
 _EVIDENCE_CHARS = 300
 # The releases whose line forms this reader takes apart (docs/nccl-log.md: each form with its first
 # and last release, read in NVIDIA/nccl's source at the tags; 2.31 is the dev branch's 2.31.0).
@@ -100,6 +102,12 @@ class _Reader:
     def _one(self, number: int, text: str) -> bool:
         h = L.split_header(text)
         if h is None:
+            if "NCCL DIAG " in text:
+                d = L.diag_line(text)
+                if d is not None:
+                    if len(self.report.diag) < MAX_DIAG:
+                        self.report.diag.append((d, self._evidence(number, text)))
+                    return True
             v = L.version_in(text)
             if v is None:
                 return False
@@ -109,7 +117,14 @@ class _Reader:
         if h.cuda_dev not in proc.cuda_devs:
             proc.cuda_devs.append(h.cuda_dev)
         ev = self._evidence(number, text)
-        if h.level == "WARN":
+        if h.level in ("ERROR", "ATTN"):
+            proc.levels[h.level] = proc.levels.get(h.level, 0) + 1
+        event = L.port_event(h.message)
+        if event is not None:
+            proc.port_event_count += 1
+            if len(proc.port_events) < MAX_PORT_EVENTS:
+                proc.port_events.append((event, ev))
+        if h.level in ("WARN", "ERROR", "ATTN"):
             mismatch = L.net_mismatch(h.message)
             if mismatch is not None:
                 proc.net_mismatch, proc.net_mismatch_evidence = mismatch, proc.net_mismatch_evidence or ev
@@ -117,9 +132,9 @@ class _Reader:
             proc.warn_count += 1
             if len(self.report.warnings) < MAX_WARNINGS:
                 self.report.warnings.append(WarnLine(proc.key, h.file or "", h.file_line or 0, h.message, ev,
-                                                     h.func))
+                                                     h.func, h.level))
             return True
-        if not self._info(proc, h.message, ev):
+        if event is None and not self._info(proc, h.message, ev):
             self.report.unrecognized_lines += 1
         return True
 
@@ -315,10 +330,14 @@ class _Reader:
         if r.nccl_lines == 0:
             what = "it is empty" if r.lines == 0 or r.other_lines == 0 else \
                 f"none of its {r.lines} lines is an 'NCCL INFO', 'NCCL WARN' or 'NCCL version' line"
-            raise RocetuneError(f"{r.source}: not an NCCL debug log: {what}",
-                                hint="capture the job's output with NCCL_DEBUG=INFO "
-                                     "(NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH shows what rocetune checks)",
-                                code=ExitCode.INPUT)
+            hint = ("capture the job's output with NCCL_DEBUG=INFO "
+                    "(NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH shows what rocetune checks)")
+            if r.lines == 0 or r.other_lines == 0:
+                # a log sink (NCCL_LOG_PLUGIN or ncclSetDebugLogSink) takes every record and NCCL then
+                # writes nothing to NCCL_DEBUG_FILE (debug.cc ncclDebugLogV): empty is not "NCCL was quiet"
+                hint += ("; an empty NCCL_DEBUG_FILE is also what a job leaves when a log plugin "
+                         "(NCCL_LOG_PLUGIN) or the application's log sink took NCCL's lines: read them there")
+            raise RocetuneError(f"{r.source}: not an NCCL debug log: {what}", hint=hint, code=ExitCode.INPUT)
         procs = sorted(self.processes.values(), key=lambda p: (p.host, p.pid))
         texts = {text: short for text, (short, _) in self.loose_versions.items()}
         evidence = {text: ev for text, (_, ev) in self.loose_versions.items()}

@@ -20,9 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from . import log_lines as L
+from . import releases
 from .catalog import load_catalog
 from .log_model import Evidence, NcclLogReport, ProcessLog
 from .syntax import ib_hca_entries, ib_hca_selects, strtoll
+from .topo_paths import path_name
 from .versions import parse_version
 
 
@@ -55,8 +58,9 @@ DIFFERENCES: Dict[str, DifferenceKind] = {
         "load nvidia_peermem (or use DMA-BUF: kernel >= 5.12 with the open GPU driver) and check "
         "NCCL_NET_GDR_LEVEL"),
     "nccl-log-gdr-path-disabled": DifferenceKind(
-        "warning", "NCCL turned GPUDirect RDMA off for a GPU-NIC pair: their PCI distance is above "
-        "the GDR level", "raise NCCL_NET_GDR_LEVEL to that distance, or use a NIC closer to the GPU"),
+        "warning", "NCCL turned GPUDirect RDMA off for a GPU-NIC pair: their path is beyond the GDR level",
+        "give each GPU a NIC on its own PCIe switch (PIX/PXB); raising NCCL_NET_GDR_LEVEL past the default is a "
+        "choice to measure, not a fix (GDR through the CPU is slower on some platforms)"),
     "nccl-log-gid-index-differs": DifferenceKind(
         "error", "NCCL's queue pairs use another GID index than the plan's NCCL_IB_GID_INDEX",
         "make the job get the planned NCCL_IB_GID_INDEX, or re-plan on this host (GID tables differ "
@@ -103,6 +107,32 @@ DIFFERENCES: Dict[str, DifferenceKind] = {
         "answer other values than the environment rocetune wrote",
         "check what the env plugin (NCCL_ENV_PLUGIN) returns for the plan's variables, or unset "
         "NCCL_ENV_PLUGIN for jobs that must run with the plan"),
+    "nccl-log-gid-changed": DifferenceKind(
+        "error", "a port's GID table changed during the job and this NCCL keeps the GID it cached",
+        "find what moved the port's address (a DHCP renewal, a netplan or NetworkManager reapply, a "
+        "container's macvlan, a port flap) and keep it still; NCCL 2.31.2 refreshes the GID itself, older "
+        "releases need the communicator or the job restarted"),
+    "nccl-log-gid-refreshed": DifferenceKind(
+        "warning", "a port's GID table changed during the job; NCCL refreshed the GID it uses",
+        "find what moved the port's address: the job went on, but a pinned NCCL_IB_GID_INDEX or a peer "
+        "that cached the old GID may not"),
+    "nccl-log-gid-refresh-failed": DifferenceKind(
+        "error", "a port's GID table changed and NCCL could not read it again: NCCL marked the device fatal",
+        "take the node out of jobs and check the port (ibv_devinfo, show_gids, the kernel log)"),
+    "nccl-log-port-down": DifferenceKind(
+        "warning", "a port went down during the job (IB async event 'port error')",
+        "check the link (cable, transceiver, switch port) and the kernel log; connections on the port break "
+        "unless NCCL's port failover or recovery carries them"),
+    "nccl-log-speed-change": DifferenceKind(
+        "warning", "a port's link speed changed during the job", "check the link's lanes, cable and switch port"),
+    "nccl-log-device-fatal": DifferenceKind(
+        "error", "an RDMA device reported a fatal async event during the job",
+        "take the node out of jobs and check the device (firmware, kernel log, mlxlink)"),
+    "nccl-log-diag": DifferenceKind(
+        "warning", "NCCL's diagnostics (NCCL_RUN_DIAGNOSTICS, RAS diagnostics) reported a condition to review",
+        "read the DIAG line: it names the ranks, the check and what to inspect"),
+    "nccl-log-attn": DifferenceKind(
+        "info", "NCCL printed a notice (ATTN)", "read the ATTN line"),
     "nccl-log-net-plugin": DifferenceKind(
         "warning", "a net plugin carried the traffic the plan gave to NCCL's own IB transport",
         "set NCCL_NET_PLUGIN=none (or NCCL_NET=IB) where the plan's NCCL_IB_* settings must apply, "
@@ -168,14 +198,84 @@ def compare_with_plan(report: NcclLogReport, plan_env: Mapping[str, str],
         _gid(c, p, plan)
         _env(c, p, plan)
         _mismatch_and_plugins(c, p, plan)
+    for p in report.processes:
+        _port_events(c, p, plan)
     for w in report.warnings:
-        c.add("nccl-log-warn", w.where, w.process, [w.evidence], f"NCCL WARN at {w.where}: {w.message}")
+        if w.level == "ATTN":
+            c.add("nccl-log-attn", w.where, w.process, [w.evidence], f"NCCL ATTN at {w.where}: {w.message}")
+            continue
+        c.add("nccl-log-warn", w.where, w.process, [w.evidence], f"NCCL {w.level} at {w.where}: {w.message}",
+              severity="error" if w.level == "ERROR" else None)
+    _diag(c, report)
     if len(report.versions) > 1:
         c.add("nccl-log-version-mixed", "NCCL version", "", [report.version_evidence[v] for v in report.versions
                                                               if v in report.version_evidence],
               f"the log shows NCCL {', '.join(report.versions)}")
     _version(c, report, facts)
     return c.result()
+
+
+def _port_events(c: _Collector, p: ProcessLog, plan: Mapping[str, str]) -> None:
+    """What NCCL's IB async thread said of the ports during the job (log_lines.port_event), graded by the
+    process's release where the release decides what follows (releases: gid-change-refresh,
+    roce-port-recovery)."""
+    version = parse_version(p.version)
+    vtext = f"NCCL {p.version}" if p.version else "this NCCL"
+    recovery = p.env.get("NCCL_IB_RESILIENCY_PORT_RECOVERY")
+    recovery_on = recovery is not None and strtoll(recovery.value)[0] != 0
+    if recovery is None and "NCCL_IB_RESILIENCY_PORT_RECOVERY" in plan:
+        recovery_on = strtoll(plan["NCCL_IB_RESILIENCY_PORT_RECOVERY"])[0] != 0
+    roce = {(d.name, d.port) for d in p.ib_devices if d.link_layer == "RoCE"}
+    for e, ev in p.port_events:
+        subject = f"{e.device}:{e.port}"
+        if e.kind == "gid-changed":
+            keeps = releases.gate("gid-change-refresh", version) is not True
+            if keeps:
+                c.add("nccl-log-gid-changed", subject, p.key, [ev],
+                      f"the GID table of {subject} changed during the job; {vtext} keeps the GID it cached, so "
+                      "connections on this port that need the moved GID fail (NVIDIA/nccl#1333, #2157)")
+        elif e.kind == "gid-refreshed":
+            c.add("nccl-log-gid-refreshed", subject, p.key, [ev],
+                  f"the GID table of {subject} changed during the job and NCCL refreshed its GID ({e.detail})")
+        elif e.kind == "gid-refresh-failed":
+            c.add("nccl-log-gid-refresh-failed", subject, p.key, [ev],
+                  f"the GID table of {subject} changed and NCCL could not read it again: it marked the device "
+                  "fatal, and the job's connections on it fail")
+        elif e.kind == "port-error":
+            severity, why = None, ""
+            if recovery_on and (e.device, e.port) in roce:
+                stuck = releases.gate("roce-port-recovery", version)
+                if stuck:
+                    severity = "error"
+                    why = (f"; NCCL_IB_RESILIENCY_PORT_RECOVERY=1 on RoCE with {vtext}: when the flap moves the "
+                           "port's GIDs, recovery keeps the cached one and does not complete (NVIDIA/nccl#2157)")
+                elif stuck is False and releases.gate("gid-change-refresh", version):
+                    why = (f"; {vtext} tries to recover the port up to 20 times and refreshes its GID on a "
+                           "GID-change event")
+            back = next((ev2 for e2, ev2 in p.port_events
+                         if e2.kind == "port-active" and (e2.device, e2.port) == (e.device, e.port) and
+                         ev2.line > ev.line), None)
+            came = f" and came back up (line {back.line}): a flap" if back else ""
+            c.add("nccl-log-port-down", subject, p.key, [ev, back], f"{subject} went down during the job{came}{why}",
+                  severity=severity)
+        elif e.kind == "speed-change":
+            old, new = L.speed_change(e.detail)
+            slower = old is not None and new is not None and new < old
+            c.add("nccl-log-speed-change", subject, p.key, [ev],
+                  f"{subject} changed link speed during the job: {e.detail}"
+                  + ("; NCCL_IB_EVENT_BASED_LB weighs the port by its new speed" if
+                     "NCCL_IB_EVENT_BASED_LB" in p.env else ""),
+                  severity=None if slower or new is None else "info")
+        elif e.kind == "device-fatal":
+            c.add("nccl-log-device-fatal", subject, p.key, [ev], f"{subject} reported a fatal event: {e.detail}")
+
+
+def _diag(c: _Collector, report: NcclLogReport) -> None:
+    for d, ev in report.diag:
+        if d.tag != "INFO":
+            continue
+        who = f"{d.host}:{d.pid}" if d.host else ""
+        c.add("nccl-log-diag", d.check or "diagnostics", who, [ev], f"NCCL DIAG: {d.text}")
 
 
 def _version(c: _Collector, report: NcclLogReport, facts: PlanFacts) -> None:
@@ -227,6 +327,7 @@ def _devices(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanF
     if not p.ib_devices or p.transport == "socket":
         return
     hca = plan.get("NCCL_IB_HCA")
+    any_port = releases.gate("ib-hca-empty-port-any", parse_version(p.version)) is True
     why_out = {name: why for name, why in facts.excluded}
     for d in p.ib_devices:
         if d.port < 0:
@@ -235,12 +336,12 @@ def _devices(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanF
         if why:
             c.add("nccl-log-device-excluded", f"{d.name}:{d.port}", p.key, [d.evidence] if d.evidence else [],
                   f"NCCL used {d.name} port {d.port} ({d.link_layer}), which the plan left out: {why}")
-        elif hca is not None and not ib_hca_selects(hca, d.name, d.port):
+        elif hca is not None and not ib_hca_selects(hca, d.name, d.port, any_port):
             c.add("nccl-log-device-excluded", f"{d.name}:{d.port}", p.key, [d.evidence] if d.evidence else [],
                   f"NCCL used {d.name} port {d.port} ({d.link_layer}), which NCCL_IB_HCA={hca} does not select")
     if hca is None:
         return
-    exclude, exact, entries = ib_hca_entries(hca)
+    exclude, exact, entries = ib_hca_entries(hca, any_port)
     if exclude:
         return
     for name, port in entries:
@@ -280,10 +381,17 @@ def _gdr(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts
             continue
         asked = f" (the plan sets NCCL_NET_GDR_LEVEL={plan['NCCL_NET_GDR_LEVEL']})" if level else ""
         gpu = f"rank {g.rank} (GPU/{g.gpu})" if g.rank is not None else f"GPU {g.gpu}"
+        version = parse_version(p.version)
+        far, lim = path_name(g.distance, version), path_name(g.level, version)
+        named = ""
+        if far and lim:
+            named = f" ({far} beyond {lim} in NCCL {p.version})"
+        elif not p.version:
+            named = " (numbers whose path types depend on the NCCL release, which the log does not show)"
         c.add("nccl-log-gdr-path-disabled", f"GPU {g.gpu} / HCA {g.hca}", p.key,
               [p.gdr_path_evidence[g[:3]]],
               f"GPU Direct RDMA is off for {gpu} and HCA {g.hca}: distance {g.distance} is above "
-              f"level {g.level}{asked}")
+              f"level {g.level}{named}{asked}")
 
 
 def _gdr_connections(c: _Collector, p: ProcessLog, plan: Mapping[str, str], facts: PlanFacts) -> None:
@@ -312,8 +420,21 @@ def _gdr_connections(c: _Collector, p: ProcessLog, plan: Mapping[str, str], fact
     total = sum(x.connections - x.gdr for x in off)
     what = (f"{total} of {p.net_connections} NET connection(s) without '/GDRDMA': {listed}" if off else
             "'Connected all rings ... GDR 0'")
+    known = [d.gdr for d in p.ib_devices if d.gdr is not None]
+    by_distance = [g for g in p.gdr_paths if not g.enabled and g.distance is not None]
+    fix = None
+    if known and all(known) and by_distance:
+        # every HCA says "GPU Direct RDMA Enabled": peer memory is there; NCCL turned it off per pair, by path
+        g = by_distance[0]
+        far, lim = path_name(g.distance, parse_version(p.version)), path_name(g.level, parse_version(p.version))
+        why = f" ({far} beyond {lim})" if far and lim else ""
+        what += (f"; every HCA has GPU Direct RDMA enabled, and NCCL turned it off per GPU-NIC pair because "
+                 f"the path is beyond the GDR level (distance {g.distance} > {g.level}{why})")
+        fix = ("peer memory is loaded: the job saw its GPUs and NICs farther apart than the plan did (a container "
+               "or VM view, another GPU-NIC pairing); compare the job's topology (NCCL_TOPO_DUMP_FILE) with the "
+               "plan's rather than loading a module or raising NCCL_NET_GDR_LEVEL")
     c.add("nccl-log-gdr-off", "connections", p.key, ev,
-          f"GPUDirect RDMA was off for the network: {what}{planned}", severity=severity)
+          f"GPUDirect RDMA was off for the network: {what}{planned}", severity=severity, fix=fix)
 
 
 def _mismatch_and_plugins(c: _Collector, p: ProcessLog, plan: Mapping[str, str]) -> None:

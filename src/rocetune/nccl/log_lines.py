@@ -12,9 +12,10 @@ Where each format comes from (NVIDIA/nccl tags; file:line):
   builds the same text in pieces (debug.cc:349-363) after an optional timestamp
   (NCCL_DEBUG_TIMESTAMP_FORMAT), which ends up before the host name.
 * "NCCL version %d.%d.%d%s+cuda%d.%d": init.cc VERSION_STRING (v2.18.3-1 init.cc:448,
-  v2.21.5-1 init.cc:472, v2.28.9-1 init.cc:603). Up to 2.27 showVersion printf()s it to stdout
-  without a prefix (and repeats it as INFO only when NCCL_DEBUG_FILE is set); 2.28 prints it as
-  an INFO line (init.cc:604-610).
+  v2.21.5-1 init.cc:472, v2.28.9-1 init.cc:603). Up to 2.21.5 showVersion printf()s it to stdout
+  without a prefix (and repeats it as INFO only when NCCL_DEBUG_FILE is set: v2.21.5-1 init.cc:476);
+  from 2.22.3 it is an INFO line with the prefix (v2.22.3-1 init.cc:495), still prefix-less at
+  NCCL_DEBUG=VERSION or WARN (forms `version-printf`, `version-info` of tests/fixtures/nccl-logs/forms.json).
 * "Using network %s": init.cc (v2.18.3-1 :310, v2.21.5-1 :322, v2.28.9-1 :428); the name is
   the net plugin's: "IB", "Socket", or an external plugin's ("IBext_v8", "AWS Libfabric", ...).
 * "NET/IB : Using%s %s; OOB %s:%s" with " [%d]%s:%d/%s" per device (name, port, IB|RoCE):
@@ -57,6 +58,24 @@ Where each format comes from (NVIDIA/nccl tags; file:line):
 * Net plugins: "NET/Plugin: Loaded net plugin %s (v%d)" (v2.18.3-1 net.cc:200-206,
   v2.28.9-1 plugin/net/net_v*.cc), "Successfully loaded external network plugin %s"
   (v2.28.9-1 plugin/net.cc:134).
+* Port events, transport/net_ib (the async event thread): "NET/IB : %s:%d GID table changed" (WARN,
+  v2.28.3-1 net_ib.cc:239 .. v2.30.7-1 net_ib/common.cc:153: NCCL keeps the GID it cached); before 2.28.3
+  the same event is "NET/IB : %s:%d unknown event type (%d)" with 18, IBV_EVENT_GID_CHANGE of rdma-core's
+  enum ibv_event_type (v2.23.4-1 net_ib.cc:176). v2.31.2-1 net_ib/common.cc (ncclIbEventGidChange)
+  refreshes the GID instead: INFO "NET/IB: %s: GID table changed on %s:%d", "NET/IB : %s:%d GID
+  refreshed: idx %d -> %d, gid %s -> %s", "NET/IB : %s:%d link is not Ethernet; ignoring GID change",
+  and WARN "NET/IB : %s:%d marking device with fatal error after GID-change event handler failed" (after
+  "... query_port failed during GID change (res=%d)" or "... GID info query failed (%d) during GID
+  change"). "NET/IB : %s:%d Got non-fatal async event: %s(%d)" (WARN, every release with the thread;
+  "port error", "port active", ... from ibv_event_type_str; "... Got async error event: %s" from v2.23.4-1
+  net_ib.cc:171 to v2.28.3-1 :212) and "NET/IB : %s:%d async fatal event: %s" (v2.23.4-1 :140 on).
+  "NET/IB : %s:%d speed change detected: %d -> %s Mbps" (v2.30.7-1 common.cc:163, the old speed as
+  NCCL's device speed and the new one or "N/A") and "... %lu -> %lu Mbps" (v2.31.2-1 common.cc
+  ncclIbUpdateDeviceSpeed, both in Mbps; NCCL_IB_EVENT_BASED_LB weighs the ports by it).
+* "NCCL DIAG" lines (2.31.2): "%s:%d NCCL DIAG %s" for RAS diagnostics (v2.31.2-1 ras/diagnostics.cc
+  rasDiagnosticsFormatLine), "NCCL DIAG %s" for NCCL_RUN_DIAGNOSTICS (diagnostics/p2p.cc DIAG_PRINT);
+  the result tags "[OK]   " and "[INFO] " (ras/diagnostics_checks_common.h RAS_DIAG_TAG_OK/INFO), a
+  "=== ... ===" header and "... diagnostics completed in %.1f ms across %d ranks|RAS peers".
 """
 
 from __future__ import annotations
@@ -67,6 +86,10 @@ from typing import List, NamedTuple, Optional, Tuple
 
 MAX_LINE = 16384  # NCCL's own buffer is 1-2 KiB (debug.cc); anything longer is not one of its lines
 
+# The words after "NCCL " that start a debug line. INFO and WARN: every release (debug.cc); ERROR and
+# ATTN: levels NCCL announced after 2.31 (2.32.3 release notes: ATTN), read like WARN, whose format
+# they are not known to differ from.
+LEVELS = ("INFO", "WARN", "ERROR", "ATTN")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
 _HOST_SEPARATORS = " \t>]:"
 
@@ -77,7 +100,7 @@ class Header:
     pid: int
     tid: int
     cuda_dev: int
-    level: str               # INFO | WARN
+    level: str               # INFO | WARN | ERROR | ATTN
     file: Optional[str]      # a WARN's source file and line
     file_line: Optional[int]
     message: str             # what follows "NCCL INFO " / "NCCL WARN ", trailing blanks dropped
@@ -110,20 +133,21 @@ def split_header(line: str) -> Optional[Header]:
     Launchers put their own prefix before NCCL's ("[1,0]<stdout>:", "[rank0]:", a timestamp):
     the host name is the last word before ":pid:tid".
     """
-    k = line.find("NCCL INFO ")
-    w = line.find("NCCL WARN ")
-    if k < 0 and w < 0:
+    k, level = -1, ""
+    for word in LEVELS:
+        at = line.find(f"NCCL {word} ")
+        if at >= 0 and (k < 0 or at < k):
+            k, level = at, word
+    if k < 0:
         return None
-    level = "INFO"
-    if w >= 0 and (k < 0 or w < k):
-        k, level = w, "WARN"
-    message = line[k + 10:].rstrip()
+    message = line[k + len(level) + 6:].rstrip()
     head = line[:k]
     if not head.endswith(" "):
         return None
     head = head[:-1]
     file = file_line = func = None
-    if level == "WARN":
+    # WARN always names its file:line; ERROR and ATTN (released after the last tree read here) may
+    if level == "WARN" or (level in ("ERROR", "ATTN") and not head.endswith("]")):
         if head.endswith(")"):  # 2.30.7: "file:line (function) NCCL WARN"
             at = head.rfind(" (")
             if at < 0:
@@ -445,3 +469,95 @@ def plugin_loaded(message: str) -> Optional[str]:
 def dmabuf_gpu(message: str) -> Optional[int]:
     m = _DMABUF.match(message)
     return int(m.group(1)) if m else None
+
+
+class PortEvent(NamedTuple):
+    """One event NCCL's async thread logged for a device port: what happened and its numbers."""
+
+    device: str
+    port: int
+    kind: str          # gid-changed | gid-change | gid-refreshed | gid-refresh-failed | gid-not-ethernet |
+    #                    port-error | port-active | async-event | device-fatal | speed-change
+    detail: str = ""   # "idx 3 -> 5, gid a -> b", "400000 -> 200000 Mbps", the event's name
+
+
+# rdma-core libibverbs/verbs.h enum ibv_event_type: IBV_EVENT_GID_CHANGE is the 19th (18).
+IBV_EVENT_GID_CHANGE = 18
+_DEV_PORT = r"([^\s:]{1,64}):(\d+)"
+_PORT_EVENTS = (
+    (_numbers(r"NET/IB : " + _DEV_PORT + r" GID table changed"), "gid-changed"),
+    (_numbers(r"NET/IB: \w{1,64}: GID table changed on " + _DEV_PORT), "gid-change"),
+    (_numbers(r"NET/IB : " + _DEV_PORT + r" GID refreshed: (idx -?\d+ -> -?\d+, gid \S{1,64} -> \S{1,64})"),
+     "gid-refreshed"),
+    (_numbers(r"NET/IB : " + _DEV_PORT + r" marking device with fatal error after GID-change event handler failed"),
+     "gid-refresh-failed"),
+    (_numbers(r"NET/IB : " + _DEV_PORT + r" link is not Ethernet; ignoring GID change"), "gid-not-ethernet"),
+    (_numbers(r"NET/IB : " + _DEV_PORT + r" speed change detected: (-?\d+ -> (?:\d+|N/A) Mbps)"), "speed-change"),
+    (_numbers(r"NET/IB : " + _DEV_PORT + r" Got non-fatal async event: ([^(]{1,64})\((\d+)\)"), "async-event"),
+    (_numbers(r"NET/IB : " + _DEV_PORT + r" Got async error event: (.{1,64})"), "async-event"),
+    (_numbers(r"NET/IB : " + _DEV_PORT + r" async fatal event: (.{1,128})"), "device-fatal"),
+    (_numbers(r"NET/IB : " + _DEV_PORT + r" unknown event type \((\d+)\)"), "unknown-event"),
+)
+
+
+def port_event(message: str) -> Optional[PortEvent]:
+    """A port event of NCCL's IB async thread (module docstring); None for any other line."""
+    if not message.startswith("NET/IB"):
+        return None
+    for rx, kind in _PORT_EVENTS:
+        m = rx.fullmatch(message)
+        if not m:
+            continue
+        dev, port = m.group(1), int(m.group(2))
+        if kind == "async-event":
+            name = m.group(3).strip()
+            kind = {"port error": "port-error", "port active": "port-active"}.get(name, "async-event")
+            return PortEvent(dev, port, kind, name)
+        if kind == "unknown-event":
+            if int(m.group(3)) != IBV_EVENT_GID_CHANGE:
+                return None
+            return PortEvent(dev, port, "gid-changed", "unknown event type (18)")
+        return PortEvent(dev, port, kind, m.group(3) if m.lastindex and m.lastindex >= 3 else "")
+    return None
+
+
+def speed_change(detail: str) -> Tuple[Optional[int], Optional[int]]:
+    """(old, new) Mbps of a speed-change event's detail; None where NCCL printed N/A. 2.30.7 prints
+    its device's speed as the old one, in the unit ncclIbDev.speed keeps (Mbps)."""
+    old, _, rest = detail.partition(" -> ")
+    new = rest.split(" ", 1)[0]
+    return (int(old) if _count(old.lstrip("-")) else None, int(new) if _count(new) else None)
+
+
+class DiagLine(NamedTuple):
+    """One "NCCL DIAG" line (2.31.2+): who printed it, its tag (OK, INFO or None for the header and the
+    completion line), the check it names ("p2p", "NCCL environment", ...) and its text."""
+
+    host: Optional[str]
+    pid: Optional[int]
+    tag: Optional[str]
+    check: Optional[str]
+    text: str
+
+
+_DIAG = re.compile(r"(?:(\S{1,255}):(\d{1,10}) )?NCCL DIAG (.*)")
+_DIAG_TAG = re.compile(r"\[(OK|INFO)\] +(.*)")
+
+
+def diag_line(line: str) -> Optional[DiagLine]:
+    """A line NCCL_RUN_DIAGNOSTICS or RAS diagnostics printed, launcher prefixes allowed before it."""
+    k = line.find("NCCL DIAG ")
+    if k < 0:
+        return None
+    start = line.rfind(" ", 0, max(k - 1, 0)) + 1 if k > 0 else 0
+    m = _DIAG.fullmatch(line[start:].rstrip())
+    if not m:
+        return None
+    host, pid, text = m.group(1), m.group(2), m.group(3)
+    tag = check = None
+    t = _DIAG_TAG.fullmatch(text)
+    if t:
+        tag, text = t.group(1), t.group(2)
+        head, sep, _ = text.partition(": ")
+        check = head if sep and len(head) <= 64 else None
+    return DiagLine(host, int(pid) if pid else None, tag, check, text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from .log_lines import GdrPath
+from .log_lines import DiagLine, GdrPath, PortEvent
 
 IB_MTU_BYTES = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}  # enum ibv_mtu
 
@@ -68,6 +68,7 @@ class WarnLine:
     message: str
     evidence: Evidence
     func: Optional[str] = None   # 2.30.7+ names the function after file:line
+    level: str = "WARN"          # WARN | ERROR | ATTN (a notice, not an error)
 
     @property
     def where(self) -> str:
@@ -75,7 +76,7 @@ class WarnLine:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"process": self.process, "where": self.where, "message": self.message,
-                "line": self.evidence.line}
+                "line": self.evidence.line, "level": self.level}
 
 
 @dataclass
@@ -159,6 +160,9 @@ class ProcessLog:
     trees: List[str] = field(default_factory=list)
     init_complete: bool = False
     warn_count: int = 0
+    port_events: List[Tuple[PortEvent, Evidence]] = field(default_factory=list)  # the first MAX_PORT_EVENTS
+    port_event_count: int = 0
+    levels: Dict[str, int] = field(default_factory=dict)  # ERROR | ATTN -> lines (2.32: ATTN)
 
     @property
     def key(self) -> str:
@@ -171,6 +175,13 @@ class ProcessLog:
             return self.network
         nets = sorted(k[len("NET/"):] for k in self.transports if k.startswith("NET/"))
         return nets[0] if len(nets) == 1 else None
+
+    @property
+    def network_from(self) -> Optional[str]:
+        """Which lines told the network: "Using network" (INIT), the connection lines, or none."""
+        if self.network is not None:
+            return "using-network"
+        return "connections" if self.net_name is not None else None
 
     @property
     def transport(self) -> Optional[str]:
@@ -195,7 +206,8 @@ class ProcessLog:
             "process": self.key, "host": self.host, "pid": self.pid,
             "cuda_devs": sorted(self.cuda_devs), "ranks": sorted(self.ranks), "nranks": self.nranks,
             "nnodes": self.nnodes, "version": self.version, "version_text": self.version_text,
-            "version_inferred": self.version_inferred, "network": self.network, "transport": self.transport,
+            "version_inferred": self.version_inferred, "network": self.net_name,
+            "network_from": self.network_from, "transport": self.transport,
             "net_plugin": self.net_plugin, "ib_no_device": self.ib_no_device is not None,
             "ib_devices": [d.to_dict() for d in sorted(self.ib_devices, key=lambda d: d.index)],
             "ib_relaxed_ordering": self.ib_relaxed_ordering,
@@ -221,6 +233,9 @@ class ProcessLog:
             "ring_neighbours": {str(c): list(p) for c, p in sorted(self.ring_neighbours.items())},
             "trees": list(self.trees),
             "init_complete": self.init_complete, "warn_count": self.warn_count,
+            "port_events": [{"device": e.device, "port": e.port, "kind": e.kind, "detail": e.detail, "line": ev.line}
+                            for e, ev in self.port_events],
+            "port_event_count": self.port_event_count, "levels": dict(sorted(self.levels.items())),
         }
 
 
@@ -241,6 +256,7 @@ class NcclLogReport:
     warnings: List[WarnLine] = field(default_factory=list)
     warn_count: int = 0
     notes: List[str] = field(default_factory=list)
+    diag: List[Tuple[DiagLine, Evidence]] = field(default_factory=list)  # "NCCL DIAG" lines (2.31.2+)
     reads: str = ""                                   # the releases whose lines this reader takes apart
     cannot_tell: List[str] = field(default_factory=list)  # what the log's debug subsystems leave out
 
@@ -258,5 +274,7 @@ class NcclLogReport:
             "version_lines": {v: e.line for v, e in sorted(self.version_evidence.items())},
             "processes": [p.to_dict() for p in self.processes],
             "warnings": [w.to_dict() for w in self.warnings], "warn_count": self.warn_count,
-            "notes": list(self.notes), "reads": self.reads, "cannot_tell": list(self.cannot_tell),
+            "notes": list(self.notes), "reads": self.reads,
+            "diag": [{"process": f"{d.host}:{d.pid}" if d.host else None, "tag": d.tag, "check": d.check,
+                      "text": d.text, "line": ev.line} for d, ev in self.diag], "cannot_tell": list(self.cannot_tell),
         }

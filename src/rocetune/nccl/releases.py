@@ -74,11 +74,38 @@ _FACTS = (
                 "the v2.26.3-1 tag: 'Fix the exchange of enhanced connection establishment (ECE) options to "
                 "address potential slowdowns on networks utilizing RoCE'); NCCL_IB_ECE_ENABLE from v2.23.4-1 "
                 "src/transport/net_ib.cc:100; NVIDIA/nccl#1403"),
-    ReleaseFact("roce-port-recovery", (2, 30, 3), None,
+    ReleaseFact("roce-port-recovery", (2, 30, 3), (2, 31, 2),
                 "NCCL_IB_RESILIENCY_PORT_RECOVERY=1 on RoCE: after a port flap the kernel may register the port's "
                 "GIDs at other indexes while NCCL keeps the cached one, and recovery does not complete",
                 "port recovery from v2.30.3-1 src/transport/net_ib/p2p_resiliency_recovery.cc:10 (default 0); "
-                "NVIDIA/nccl#2157 (recovery failure); fix proposed in NVIDIA/nccl#2183, in no release up to 2.31.0"),
+                "NVIDIA/nccl#2157 (recovery failure); the GID is cached: v2.30.7-1 src/transport/net_ib/"
+                "common.cc:152-154 only warns on IBV_EVENT_GID_CHANGE; 2.31.2 refreshes it (gid-change-refresh)"),
+    ReleaseFact("gid-change-refresh", (2, 31, 2), None,
+                "on a GID-change event of a RoCE port NCCL reads the port's GID again (INFO 'GID refreshed: idx a "
+                "-> b') instead of keeping the cached one, and marks the device fatal when it cannot; on a "
+                "multi-port or data-direct HCA the event may be taken by another port's thread (NVIDIA/nccl#1819)",
+                "v2.31.2-1 (889806836) src/transport/net_ib/common.cc ncclIbEventGidChange and the "
+                "IBV_EVENT_GID_CHANGE case of ncclIbAsyncThreadMain; v2.30.7-1 common.cc:152-154 (WARN only); "
+                "NVIDIA/nccl#1819 (comment of 2026-08-26 on the handler at v2.31.2-1)"),
+    ReleaseFact("port-recovery-attempts-20", (2, 31, 2), None,
+                "20 recovery attempts per port (NCCL_IB_RESILIENCY_PORT_RECOVERY_ATTEMPTS_MAX; 5 before 2.31.2)",
+                "v2.31.2-1 (889806836) src/transport/net_ib/p2p_resiliency_recovery.cc:19 (20); v2.30.7-1 "
+                "p2p_resiliency_recovery.cc:19 (5)"),
+    ReleaseFact("rail-plane-detection-cx9", (2, 32, 3), None,
+                "NCCL detects the rails and planes of ConnectX-9 NICs itself: rail ids in NCCL_IB_HCA are needed "
+                "only where it cannot (other NICs, or a cabling it cannot see)",
+                "2.32.3 release notes (NVIDIA/nccl#2419: 'CX9 rail and plane detection')"),
+    ReleaseFact("attn-log-level", (2, 32, 3), None,
+                "a notice level between WARN and INFO: 'NCCL ATTN' lines, printed like WARN (file:line, an empty "
+                "line before) and with NCCL_DEBUG=INFO or ATTN",
+                "2.32-era src/debug.cc ncclDebugLogV in the public code index (NCCL_LOG_ATTN; commit not "
+                "identified); 2.32.3 release notes"),
+    ReleaseFact("log-sink-takes-lines", (2, 32, 3), None,
+                "a log sink (NCCL_LOG_PLUGIN, libnccl-log-<name>.so, or the application's ncclSetDebugLogSink) "
+                "takes every record and NCCL writes nothing to NCCL_DEBUG_FILE: an empty log file is no sign that "
+                "NCCL was quiet",
+                "2.32-era src/debug.cc ncclDebugLogV ('NCCL does not write it to ncclDebugFile') and the log "
+                "plugin loader reading NCCL_LOG_PLUGIN, in the public code index (commit not identified)"),
     ReleaseFact("mnnvl-stack-unlimited", (2, 20, 3), None,
                 "on multi-node NVLink systems, a stack limit of 'unlimited' makes glibc give NCCL's threads 2 MiB "
                 "stacks, and NCCL crashes; 8192 KiB is known to work",
@@ -95,6 +122,21 @@ _FACTS = (
                 "6.1); the legacy nv_peer_mem module does not do",
                 "2.28.7 release notes (the v2.28.7-1 tag: 'Requires nvidia-peermem or DMABUF support. When using "
                 "DMABUF, linux kernel >= 6.1 is required')"),
+    ReleaseFact("net-plugin-path-value", (2, 21, 5), None,
+                "NCCL_NET_PLUGIN may name a library file or path; before 2.21.5 NCCL loads only "
+                "libnccl-net-<value>.so",
+                "v2.20.5-1 src/net.cc:344-346 (libnccl-net-%s.so only); v2.21.5-1 src/net.cc:386-397 (the value "
+                "itself, then libnccl-net-%s.so)"),
+    ReleaseFact("ib-hca-empty-port-any", (2, 30, 7), None,
+                "an empty port in NCCL_IB_HCA (mlx5_0::0, mlx5_0:) means any port; before 2.30.7 it is port 0, "
+                "which matches no port, so the device is silently left out",
+                "v2.30.4-1 src/misc/utils.cc:212 (atoi of the empty port: 0); v2.30.7-1 src/misc/utils.cc:203-204 "
+                "(empty: -1, any port)"),
+    ReleaseFact("rma-plugin", (2, 30, 7), None,
+                "an RMA plugin (NCCL_RMA_PLUGIN, libnccl-rma.so; else the GIN, then the net plugin's library) "
+                "carries host-driven one-sided operations and GIN's proxy",
+                "v2.30.7-1 src/plugin/rma.cc, src/plugin/rma/rma_v13.cc, rma_v14.cc; env.rst NCCL_RMA_PLUGIN "
+                "(since 2.30.7)"),
     ReleaseFact("conf-keeps-cr", (0, 0, 0), (2, 30, 3),
                 "a CRLF nccl.conf line keeps its carriage return in the value",
                 "v2.29.7-1 src/misc/param.cc:40-51 (getline, only '\\n' cut); v2.30.3-1 src/misc/param.cc:36-37 "
@@ -124,8 +166,19 @@ def _variables() -> Dict[str, Any]:
 
 
 def variable_releases(name: str) -> Optional[Dict[str, Any]]:
-    """{"since": "2.30.7", "last": None, ...} for a variable some release reads; None otherwise."""
-    return _variables()["variables"].get(name)
+    """{"since": "2.30.7", "last": None, ...} for a variable some release reads; None otherwise. A name
+    first read by a release past the newest tree scanned comes from `read_elsewhere`, with its `source`."""
+    doc = _variables()
+    return doc["variables"].get(name) or doc.get("read_elsewhere", {}).get(name)
+
+
+def added_in(name: str) -> Optional[str]:
+    """The first release that reads `name` ("2.31.2"); None when it is not known, or is as old as the oldest
+    tag scanned."""
+    info = variable_releases(name)
+    if info is None or info["since"] == _variables()["source"]["oldest"]:
+        return None
+    return str(info["since"])
 
 
 def reads(name: str, version: Optional[Version]) -> Optional[bool]:
@@ -135,6 +188,9 @@ def reads(name: str, version: Optional[Version]) -> Optional[bool]:
     info = variable_releases(name)
     if version is None or info is None:
         return None
+    if "source" in info:  # read by a release past the scan: from `since` on, as far as is known
+        since = parse_version(info["since"])
+        return since is not None and tuple(version) >= since
     src = _variables()["source"]
     oldest, newest = parse_version(src["oldest"]), parse_version(src["newest"])
     v = tuple(version)

@@ -63,11 +63,13 @@ def list_entries(value: str) -> Tuple[bool, bool, List[str]]:
     return exclude, exact, [e for e in v.split(",") if e]
 
 
-def ib_hca_entries(value: str) -> Tuple[bool, bool, List[Tuple[str, int]]]:
+def ib_hca_entries(value: str, empty_port_any: bool = False) -> Tuple[bool, bool, List[Tuple[str, int]]]:
     """NCCL_IB_HCA as NCCL parses it: (exclude?, exact?, [(name, port)]), port -1 for "any port".
 
-    src/misc/utils.cc parseStringList (v2.18.3-1 .. v2.28.9-1): a `:port` suffix is read with
-    atoi and anything after a further `:` (rail, plane) is skipped up to the next `,`.
+    src/misc/utils.cc parseStringList (v2.18.3-1 .. v2.30.4-1 :212): a `:port` suffix is read with
+    atoi -- an empty one (`mlx5_0::0`, `mlx5_0:`) is port 0, which matches no port -- and anything after
+    a further `:` (rail, plane) is skipped up to the next `,`. From v2.30.7-1 (:203-204) an empty port
+    is -1, any port: `empty_port_any` (release table `ib-hca-empty-port-any`).
     """
     exclude, exact, entries = list_entries(value)
     out: List[Tuple[str, int]] = []
@@ -78,19 +80,20 @@ def ib_hca_entries(value: str) -> Tuple[bool, bool, List[Tuple[str, int]]]:
         port = -1
         if sep:
             digits = rest[:len(rest) - len(rest.lstrip("0123456789"))]  # atoi: leading digits, 0 when none
-            port = atoi(digits)
+            empty = rest == "" or rest.startswith(":")
+            port = -1 if empty and empty_port_any else atoi(digits)
         out.append((name, port))
     return exclude, exact, out
 
 
-def ib_hca_selects(value: str, device: str, port: int) -> bool:
+def ib_hca_selects(value: str, device: str, port: int, empty_port_any: bool = False) -> bool:
     """Whether NCCL_IB_HCA=`value` lets NCCL use port `port` of `device`.
 
     NCCL 2.28.9 src/transport/net_ib.cc:704-740 with src/misc/utils.cc matchIfList: an empty list
     selects every port; a name matches by prefix, or whole with `=`; a port of -1 on either side
     matches any port; `^` turns the result around (so a bare `^` selects nothing).
     """
-    exclude, exact, entries = ib_hca_entries(value)
+    exclude, exact, entries = ib_hca_entries(value, empty_port_any)
     hit = not entries or any((device == name if exact else device.startswith(name))
                              and (p == -1 or port == -1 or p == port) for name, p in entries)
     return hit != exclude

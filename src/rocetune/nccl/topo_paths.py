@@ -91,3 +91,26 @@ def gpu_nic_paths(tree: TopoNode, gpus: Dict[int, str], nics: Dict[str, Optional
     missing_g = sorted(i for i, c in g_chain.items() if c is None)
     missing_n = sorted(n for n, c in n_chain.items() if c is None)
     return out, missing_g, missing_n
+
+
+# NCCL's path types as the numbers its log prints ("distance %d <= %d"), per release: the PATH_*
+# defines of src/graph/topo.h at each tag (first tag of each numbering; v2.6.4-1 :48, v2.8.3-1 :51,
+# v2.12.7-1 :52, v2.18.1-1 :54, v2.26.2-1 :59, v2.27.3-1 :62, v2.27.5-1 :62). The same number means
+# another path in another release: PXB is 4 up to 2.25, 5 from 2.26.2.
+PATH_NUMBERING = (
+    ((2, 6, 4), ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "NET")),
+    ((2, 8, 3), ("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS")),
+    ((2, 12, 7), ("LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS")),
+    ((2, 18, 1), ("LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS", "NET", "DIS")),
+    ((2, 26, 2), ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "PXN", "PHB", "SYS", "NET", "DIS")),
+    ((2, 27, 3), ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "PXN", "P2C", "PHB", "SYS", "NET", "DIS")),
+    ((2, 27, 5), ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET", "DIS")),
+)
+
+
+def path_name(number: Optional[int], version: Optional[Tuple[int, ...]]) -> Optional[str]:
+    """The path type NCCL `version` means by `number` in its log; None when either is unknown."""
+    if number is None or version is None or tuple(version)[:3] < PATH_NUMBERING[0][0]:
+        return None
+    names = [n for first, n in PATH_NUMBERING if tuple(version)[:3] >= first][-1]
+    return names[number] if 0 <= number < len(names) else None

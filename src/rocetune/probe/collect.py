@@ -34,7 +34,8 @@ def _run(name: str, ctx: ProbeContext, statuses: dict, fn, *args):
         data = fn(sctx, *args)
     except Exception as exc:  # a source fails alone; the rest of the probe goes on
         sctx.status.ok = False
-        sctx.status.reason = f"{type(exc).__name__}: {exc}"
+        sctx.status.reason = f"{type(exc).__name__}: {str(exc)[:300]}"
+        sctx.status.failed = type(exc).__name__  # said as such (doctor-reader-failed), never as nothing
         data = None
     # What the root could not read while this source ran (a directory it may not list, a
     # path of too many links): the source's warnings, so a partial root never passes unseen.
@@ -86,7 +87,7 @@ def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
     # Only where lldpctl is installed: elsewhere neither the section nor its source status exist.
     lldp_status: Dict[str, dict] = {}
     lldp = _run("lldp", ctx, lldp_status, lldp_source.probe)
-    if lldp is not None:
+    if lldp is not None or lldp_status["lldp"].get("failed"):
         st["lldp"] = lldp_status["lldp"]
     # Each only where its tools answered (below the NCCL layer: firmware, PHY, NVLink fabric).
     below: Dict[str, Optional[dict]] = {}
@@ -95,7 +96,7 @@ def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
                            ("nvlink", nvlink_source.probe, (pci,))):
         status: Dict[str, dict] = {}
         below[name] = _run(name, ctx, status, fn, *args)
-        if below[name] is not None:
+        if below[name] is not None or status[name].get("failed"):  # a crash is kept, never absent
             st[name] = status[name]
     gpus, topology, warnings = derive_topology(pci, rdma, gpu, host)
     st["gpu"]["warnings"] = sorted(set(st["gpu"]["warnings"]) | set(warnings))

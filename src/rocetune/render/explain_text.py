@@ -112,6 +112,9 @@ def _default_text(nccl: Dict[str, Any]) -> str:
         return desc + nccl["default_text"]
     default = nccl.get("default")
     means = f" ({nccl['default_means']})" if nccl.get("default_means") else ""
+    if nccl.get("catalog_source"):  # a name a release past the catalog's inventory added
+        return (f"{desc}default {default if default is not None else 'unset'}{means} from NCCL "
+                f"{nccl.get('catalog_release')} ({nccl['catalog_source']})")
     return (f"{desc}default {default if default is not None else 'unset'}{means} in NCCL "
             f"{nccl.get('catalog_release') or '?'} (rocetune's catalog; not tracked per release)")
 

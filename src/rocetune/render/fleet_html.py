@@ -15,11 +15,11 @@ the bytes depend only on the report (no timestamp)."""
 from __future__ import annotations
 
 import re
-from html import escape
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..fleet.compare import Report, expected_text, reasons, show
+from ..text import html_text
 
 _STYLE = """
 body{font-family:sans-serif;margin:1.5em;color:#222;max-width:75em}
@@ -45,7 +45,7 @@ SHOWN_NAMES = 60  # host names in a range list before the rest fold away
 
 
 def _e(value: object) -> str:
-    return escape(str(value), quote=True)
+    return html_text(value)  # controls and bidi overrides as visible escapes, then HTML-escaped
 
 
 _NAME = re.compile(r"^(.*?)(\d+)$")
@@ -110,7 +110,7 @@ def report_html(report: Report, title: str = "rocetune fleet report") -> str:
     if report.clean:
         out.append(f'<p><span class="verdict verdict-pass">PASS</span> all {n} host(s) agree'
                    + (f" and meet the manifest's {report.manifest_checks} check(s)" if report.manifest_checks else "")
-                   + ".</p>")
+                   + (f", sharing {len(report.shared)} warning(s)" if report.shared else "") + ".</p>")
     else:
         out.append(f'<p><span class="verdict verdict-fail">FAIL</span> {len(look)} of {n} host(s) need a look: '
                    f"{len(failed)} failed, {len(differing)} differ.</p>")
@@ -135,6 +135,12 @@ def report_html(report: Report, title: str = "rocetune fleet report") -> str:
                              f"{' &mdash; ' + _e(why) if why else ''}{detail}")
             rows.append(f'<tr><td class="host">{_e(host)}</td><td class="odd">{"<br>".join(items)}</td></tr>')
         out += _fold_rows(rows, "hosts that differ")
+    if report.shared:  # agreed on, and still warnings
+        out += ["<h2>Warnings every host shares</h2>", "<table>", "<tr><th>warning</th><th>what doctor said</th></tr>"]
+        for r in report.shared:
+            detail = next((c.fact.detail for c in r.cells.values() if c.fact.detail), "") or ""
+            out.append(f'<tr><td class="odd">{_e(r.label)}</td><td>{_e(detail)}</td></tr>')
+        out.append("</table>")
     drifting = [r for r in report.rows if r.drift]
     if drifting:
         out += ["<h2>Facts that differ</h2>", '<table class="facts">', '<col class="fact"><col class="ref"><col>',

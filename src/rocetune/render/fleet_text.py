@@ -10,21 +10,29 @@ from ..text import printable, table
 def report_text(report: Report, verbose: int = 0) -> str:
     ok = [h for h in report.hosts if h.ok]
     lines = [f"fleet: {len(report.hosts)} host(s), {len(report.failed)} failed, "
-             f"{len(report.differing)} differ" + (f", {report.manifest_checks} manifest check(s)"
-                                                   if report.manifest_checks else "")]
+             f"{len(report.differing)} differ" + (f", {len(report.shared)} warning(s) shared by all"
+                                                   if report.shared else "")
+             + (f", {report.manifest_checks} manifest check(s)" if report.manifest_checks else "")]
     if report.failed:
         lines += ["", "FAILED"]
         lines += ["  " + line for line in table([["!", h.host, h.error or ""] for h in report.failed])]
     entries = report.entries()
     if entries:
-        lines += ["", "DIFFERS (host, fact, its value, what is expected)"]
-        rows = [["!", e["host"], e["label"], show(e["value"], e["known"]), expected_text(e["reasons"])]
-                for e in entries]
+        lines += ["", "DIFFERS (host, what it costs a job, fact, its value, what is expected)"]
+        rows = [["!" if e["impact"] != "bookkeeping" else ".", e["host"], e["impact"], e["label"],
+                 show(e["value"], e["known"]), expected_text(e["reasons"])] for e in entries]
         for e, line in zip(entries, table(rows)):
             lines.append("  " + line)
-            if e["detail"] and (verbose or len(e["detail"]) <= 160):
-                lines.append("       " + printable(e["detail"]))
-    agreed = [r for r in report.rows if not r.drift and r.has_reference and r.known == len(ok)]
+            if e["detail"]:  # what doctor said, not only its ids; whole with -v
+                detail = printable(e["detail"])
+                lines.append("       " + (detail if verbose or len(detail) <= 160 else detail[:157] + "..."))
+    shared = report.shared
+    if shared:
+        lines += ["", f"SHARED by all {len(ok)} host(s) that answered: warnings every host has"]
+        for r in shared:
+            detail = next((c.fact.detail for c in r.cells.values() if c.fact.detail), "") or ""
+            lines.append(f"  ! {r.label}" + (f": {printable(detail)}" if detail else ""))
+    agreed = [r for r in report.rows if not r.drift and r.has_reference and r.known == len(ok) and r not in shared]
     if agreed and ok:
         lines += ["", f"AGREED on all {len(ok)} host(s) that answered"]
         lines += ["  " + line for line in table([[r.label, show(r.reference)] for r in agreed])]

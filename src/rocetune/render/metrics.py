@@ -9,15 +9,17 @@ accepts. node_exporter adds `node_textfile_mtime_seconds{file=...}`, the time of
 Metrics (gauges):
 - rocetune_doctor_check_status{check}: per check doctor grades (host, rule, doctor, expect
   checks): 0 nothing found (notes only), 1 warning, 2 failure, -1 skipped by the node's check
-  configuration;
+  configuration, -2 not checked (a reader that failed, no expectations, no counter window): a
+  check that did not run is never shown as a pass;
 - rocetune_doctor_findings{check,severity}: findings per check and severity, where there are any;
 - rocetune_doctor_failures, rocetune_doctor_warnings, rocetune_doctor_exit_code;
 - rocetune_expect_verdict{verdict}: 1 for the expectations' verdict (met, short, none), 0 else;
 - rocetune_expect_differences: the differences from the expectations;
 - rocetune_env_drift_variables{file}: variables of a deployed env file that differ from the plan now;
 - rocetune_env_refused: 1 while the boot unit's refusal of a degraded env stands;
-- rocetune_nic_counter_rate{check,subject,unit}: the highest counter rate of each NIC health
-  check since the baseline (docs/health.md), where doctor has a baseline of this boot;
+- rocetune_nic_events_per_hour, rocetune_nic_events_per_gigabyte, rocetune_nic_paused_ratio
+  {check,subject}: the highest counter rate of each NIC health check over the counters' window
+  (docs/health.md), one family per unit, where doctor has an earlier reading of this boot;
 - rocetune_info{version}: 1.
 """
 
@@ -30,6 +32,14 @@ from ..model.finding import Finding
 GRADED_KINDS = ("host", "rule", "doctor", "expect")
 _STATUS = {"error": 2, "warning": 1, "info": 0}
 VERDICTS = ("met", "short", "none")
+NOT_CHECKED = -2
+# One family per unit: a metric mixes no units, and names no type (promtool's lint).
+RATE_FAMILIES = {"per_hour": ("rocetune_nic_events_per_hour", "events an hour"),
+                 "per_gb": ("rocetune_nic_events_per_gigabyte", "events per 10^9 bytes moved"),
+                 "paused_fraction": ("rocetune_nic_paused_ratio", "share of the time paused (0 to 1)")}
+# The "not checked" note of a reader that failed, and the checks it leaves without input.
+UNREAD = {"doctor-kernel-log-unread": "doctor-kernel-", "doctor-fw-unread": "doctor-fw-",
+          "doctor-phy-unread": "doctor-phy-"}
 
 
 def _label(value: object) -> str:
@@ -72,11 +82,20 @@ def textfile(findings: Sequence[Finding], data: dict, check_ids: Sequence[str], 
         worst[f.id] = max(worst.get(f.id, 0), _STATUS.get(f.severity, 0))
         counts[(f.id, f.severity)] = counts.get((f.id, f.severity), 0) + 1
     out = _Text()
+    unchecked = not_checked(findings, data, check_ids)
+
+    def status(check: str) -> int:
+        if check in worst and worst[check] > 0:
+            return worst[check]
+        if check in skipped:
+            return -1
+        return NOT_CHECKED if check in unchecked else worst.get(check, 0)
+
     out.family("rocetune_doctor_check_status",
                "Worst finding of each check doctor grades: 0 nothing found (notes only), 1 warning, "
-               "2 failure, -1 skipped by the node's check configuration.",
-               (({"check": c}, -1 if c in skipped and c not in worst else worst.get(c, 0))
-                for c in sorted(set(check_ids) | set(worst))))
+               "2 failure, -1 skipped by the node's check configuration, -2 not checked (what it reads "
+               "could not be read, or there is nothing to hold the node to).",
+               (({"check": c}, status(c)) for c in sorted(set(check_ids) | set(worst))))
     out.family("rocetune_doctor_findings", "Findings of a check by severity, as graded on this node.",
                (({"check": c, "severity": s}, n) for (c, s), n in sorted(counts.items())))
     errors = sum(f.severity == "error" for f in findings)
@@ -99,12 +118,30 @@ def textfile(findings: Sequence[Finding], data: dict, check_ids: Sequence[str], 
                "1 while the boot unit's refusal of a degraded env stands (the previous env is in place).",
                [({}, int(bool((data.get("readings") or {}).get("env_refused"))))])
     rates = (data.get("counters") or {}).get("rates") or []
-    out.family("rocetune_nic_counter_rate",
-               "Highest counter rate of each NIC health check since the saved baseline (unit: per_hour, "
-               "per_gb, paused_fraction; docs/health.md).",
-               (({"check": r["check"], "subject": r["subject"], "unit": r["unit"]}, r["rate"]) for r in rates))
+    for unit, (name, what) in RATE_FAMILIES.items():
+        out.family(name, f"Highest {what} of each NIC health check over the counters' window (docs/health.md).",
+                   (({"check": r["check"], "subject": r["subject"]}, r["rate"]) for r in rates if r["unit"] == unit))
     out.family("rocetune_info", "The rocetune that wrote these metrics.", [({"version": version}, 1)])
     return "\n".join(out.lines) + "\n"
+
+
+def not_checked(findings: Sequence[Finding], data: dict, check_ids: Sequence[str]) -> set:
+    """The checks that did not run on this node: those a failed reader leaves without input, the
+    expectations' checks without expectations, the NIC counter checks without counters or without
+    an earlier reading to take a rate from."""
+    out = set()
+    for f in findings:
+        prefix = UNREAD.get(f.id)
+        if prefix:
+            out |= {c for c in check_ids if c.startswith(prefix) and c != f.id}
+    if (data.get("expect") or {}).get("verdict", "none") == "none":
+        out |= {c for c in check_ids if c.startswith("expect-") and c != "expect-unchecked"}
+    counters = data.get("counters")
+    if not counters or not counters.get("baseline"):
+        from ..checks.nic_counters import CHECKS
+
+        out |= {c.id for c in CHECKS}
+    return out
 
 
 def _finding_like(d: dict) -> Finding:

@@ -6,10 +6,10 @@ nodes."""
 
 from __future__ import annotations
 
-from html import escape
 from typing import Dict, List, Optional, Tuple
 
 from .. import __version__
+from ..text import html_text
 
 _STYLE = """
 body{font-family:sans-serif;margin:1.5em;color:#222}
@@ -24,7 +24,7 @@ CELL = 56
 
 
 def _e(value: object) -> str:
-    return escape(str(value), quote=True)
+    return html_text(value)  # controls and bidi overrides as visible escapes, then HTML-escaped
 
 
 def validate_html(doc: dict, title: str = "rocetune fleet validate") -> str:

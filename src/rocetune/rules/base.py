@@ -19,8 +19,12 @@ TOPO_FILE_NAME = "nccl-topo.xml"
 
 class RuleContext:
     def __init__(self, features: dict, qos: Optional[QosPlan] = None,
-                 local_rank: Optional[int] = None, topo_path: Optional[str] = None):
+                 local_rank: Optional[int] = None, topo_path: Optional[str] = None,
+                 overridden: Optional[Dict[str, str]] = None):
         self.features = features
+        # the values the user's overrides give (the planner applies them after the rules): a rule
+        # whose finding asks for one of them need not ask again
+        self.overridden: Dict[str, str] = dict(overridden or {})
         self.qos = qos if qos is not None else default_plan()
         self.local_rank = local_rank
         self.topo_path = topo_path

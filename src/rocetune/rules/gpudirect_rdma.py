@@ -21,14 +21,17 @@ GPU memory by either route, and then uses it for a GPU-NIC pair close enough:
   (libibverbs exports ibv_reg_dmabuf_mr) -- NVIDIA's GPU Operator docs recommend DMA-BUF over
   nvidia-peermem.
 
-GDR is used for a pair only up to NCCL_NET_GDR_LEVEL, by default PXB (PIX or PXB: PCIe
-switches, no CPU in between; P2C from 2.27.3, which differs only on C2C systems; 2.30.7
-src/graph/paths.cc:468-547). So "GDR unavailable" is a warning only where some GPU-NIC pair is
-PIX/PXB -- those pairs lose it; on a host with no such pair NCCL would not use GDR at its default
-level anyway, and the finding is info. rocetune never raises NCCL_NET_GDR_LEVEL on its own: a
-PHB/SYS pair is slower with GDR on some platforms and faster on others, which only a measurement
-can tell. `plan.reports["gpudirect-rdma"]` lists the routes and the pairs. A plan from recorded
-tool outputs without sysfs (`rdma.from_tools`) checks nothing: the peer-memory paths are sysfs.
+GDR is used for a pair only up to NCCL_NET_GDR_LEVEL, by default PXB (PIX or PXB: PCIe switches, no
+CPU in between), and P2C where NCCL_NET_GDR_C2C is on (default from 2.27.3; 2.30.7
+src/graph/paths.cc:510): on a C2C superchip (GB200, GB300, GH200) a NIC on the GPU's own CPU -- PHB
+or NODE to nvidia-smi -- is P2C to NCCL (v2.27.3-1 paths.cc:670-680), and its pairs count as
+default-level (`nccl_path: P2C` in the report). So "GDR unavailable" is a warning only where some
+GPU-NIC pair is at the default level -- those pairs lose it; on a host with no such pair NCCL would
+not use GDR at its default level anyway, and the finding is info. rocetune never raises
+NCCL_NET_GDR_LEVEL on its own: a PHB/SYS pair is slower with GDR on some platforms and faster on
+others, which only a measurement can tell. `plan.reports["gpudirect-rdma"]` lists the routes and the
+pairs. A plan from recorded tool outputs without sysfs (`rdma.from_tools`) checks nothing: the peer-
+memory paths are sysfs.
 
 The pairs' paths are the ones NCCL will see: when a topology file is planned (the owner's
 declared NCCL_TOPO_FILE, a vendor's file, or the one nccl-topo-file generates), NCCL places the
@@ -44,7 +47,8 @@ from typing import Any, Dict, List, Optional
 
 from ..checks.binding import emits
 from ..model.plan import Decision
-from ..model.vocab import GPU_LOCAL
+from ..model.vocab import C2C_GPU, GPU_LOCAL
+from ..nccl import releases
 from ..nccl.defaults import DMABUF, PEER_MEMORY_PATHS, peer_memory_checks, peer_memory_releases
 from .base import DEFAULT_TOPO_PATH
 
@@ -105,12 +109,19 @@ def rule(features: dict, ctx) -> List[Decision]:
     pairs: List[Dict[str, Any]] = []
     paths, topo = host.nccl_gpu_paths()
     paths_from = topo.label(ctx.topo_path or DEFAULT_TOPO_PATH) if topo is not None else None
+    c2c_gdr = _c2c_gdr(version, {k: v["value"] for k, v in ctx.declared.items()})
     for g in host.gpus:
         idx = int(g["index"])
+        c2c = bool(C2C_GPU.search(g.get("name") or ""))
         for p in sel.chosen:
             path = paths.get(p.device, {}).get(idx)
-            if path is not None:
-                pairs.append({"gpu": idx, "port": p.name, "path": path, "default_level": path in GPU_LOCAL})
+            if path is None:
+                continue
+            pair = {"gpu": idx, "port": p.name, "path": path, "default_level": path in GPU_LOCAL}
+            if c2c and path in ("PHB", "NODE"):
+                # NCCL's P2C: a NIC on the superchip's own CPU; GDR at the default level when C2C GDR is on
+                pair.update(nccl_path="P2C", default_level=c2c_gdr)
+            pairs.append(pair)
     usable = [x for x in pairs if x["default_level"]]
     available = peer_ok or dmabuf["usable"] is True
     route = ("peer memory (" + ", ".join(PEER_PATHS[k] for k in counted) + ")" if peer_ok
@@ -139,7 +150,8 @@ def rule(features: dict, ctx) -> List[Decision]:
                     f"{PEER_PATHS['nv_mem']} are absent: rebuild the driver after OFED, or use DMA-BUF",
                     peer_memory={PEER_PATHS[k]: False for k in PEER_PATHS})
     severity = "warning" if usable else "info"
-    eligible = (f"{len(usable)} GPU-NIC pair(s) are PIX/PXB and lose GPUDirect RDMA" if usable else
+    local = "PIX/PXB/P2C" if any(x.get("nccl_path") == "P2C" for x in usable) else "PIX/PXB"
+    eligible = (f"{len(usable)} GPU-NIC pair(s) are {local} and lose GPUDirect RDMA" if usable else
                 "no GPU-NIC pair is PIX/PXB, so NCCL would not use GPUDirect RDMA at its default level "
                 "(NCCL_NET_GDR_LEVEL=PXB) anyway")
     if unchecked and not counted and version is not None and not dmabuf["usable"]:
@@ -147,7 +159,7 @@ def rule(features: dict, ctx) -> List[Decision]:
         if dmabuf["usable"] is None:
             unknown = ", ".join(k for k, v in dmabuf["conditions"].items() if v is None)
             if usable:
-                eligible = f"{len(usable)} GPU-NIC pair(s) are PIX/PXB, where it matters"
+                eligible = f"{len(usable)} GPU-NIC pair(s) are {local}, where it matters"
             outcome = ("NCCL does not count this peer memory, so GPUDirect RDMA rests on DMA-BUF, which this "
                        f"probe cannot confirm ({unknown} unknown): 'GPU Direct RDMA Enabled' or '/GDRDMA' in "
                        "the job's NCCL_DEBUG=INFO log tells")
@@ -211,6 +223,14 @@ def _expected(host, sel, tools, available, route, dmabuf, usable, vtext):
     if dmabuf["usable"] is None:
         return None, ""
     return False, (f"no peer-memory module NCCL {vtext or ''} counts, and DMA-BUF is unavailable").replace("  ", " ")
+
+
+def _c2c_gdr(version, declared: Dict[str, str]) -> bool:
+    """Whether NCCL `version` uses GDR on a P2C path at its default level: 2.27.3 turns NCCL_NET_GDR_C2C on
+    (release table `c2c-gdr-off-by-default`); from 2.26.2 an owner's NCCL_NET_GDR_C2C=1 does."""
+    if releases.gate("c2c-gdr-off-by-default", version) is False:
+        return declared.get("NCCL_NET_GDR_C2C", "1").strip() != "0"
+    return declared.get("NCCL_NET_GDR_C2C", "").strip() == "1" and releases.reads("NCCL_NET_GDR_C2C", version) is True
 
 
 def _library(host) -> str:

@@ -38,8 +38,9 @@ What NCCL makes of two ports of one adapter (two PCI functions of one card) depe
   net_ib/init.cc:400) and port number (1 on every function) -- so sibling ports count as one rail
   and a ring may leave on one and come back on the other (NCCL #2097). That comparison is the same
   in every release checked: v2.12.12 search.cc:395, v2.21.5 search.cc:489, v2.23.4 search.cc:545,
-  v2.28.9 search.cc:569, 2.30.7 search.cc:611; only 2.30's rail ids given in NCCL_IB_HCA take
-  precedence over it (2.30.7 search.cc:605-606).
+  v2.28.9 search.cc:569, 2.30.7 search.cc:611; only 2.30.7's rail ids given in NCCL_IB_HCA take
+  precedence over it (2.30.7 search.cc:605-606; 2.30.3 and 2.30.4 leave the rail id undefined, release
+  table `rail-ids-in-ib-hca`).
 
 Where every chosen port sits on one adapter and the release fuses them, NCCL sees one NET device
 and the setting would do nothing: nothing is set, a note says why.

@@ -13,7 +13,11 @@ address re-added at another slot), where a pinned index goes stale (NCCL #1333, 
   NCCL would take the first IPv4 GID); IPv6-only ports get `NCCL_IB_ADDR_FAMILY=AF_INET6`.
 * NCCL older than 2.21.5: the index is pinned when one index is right on every chosen port
   (the env is written per node, so it is this node's table; re-run rocetune when addresses
-  change). Different indices per port cannot be expressed: a warning asks for a newer NCCL.
+  change). Different indices per port cannot be expressed: these releases query the one
+  NCCL_IB_GID_INDEX on every device (v2.20.5 src/transport/net_ib.cc:80, :838, :1028) and have
+  no NCCL_IB_ADDR_RANGE (added in v2.21.5 net_ib.cc:131), so the index most ports share is kept
+  pinned (the lowest on a tie) and each port where it is not is a failure (`gid-index-odd-port`):
+  a range those releases ignore would leave every port on index 0.
 * Some GID types unreadable (a container without gid_attrs/types): NCCL 2.21.5-2.25.x abort the
   connection on the failed read; 2.26.2+ skip an EINVAL read but then take the first IPv4 GID
   without checking its version (mlx5 puts RoCE v1 there), and a missing file still aborts in
@@ -281,6 +285,9 @@ def _ipv4(ctx, ports, version, vtext) -> List[Decision]:
             "NCCL_IB_GID_INDEX", idx,
             f"GID {idx} is the first IPv4 RoCE v2 GID on every chosen port; {why}",
             gids=_gid_evidence(ports, picks), nccl=ctx.host.nccl_evidence())]
+    if version is not None and version < AUTO_SELECT:
+        return _majority_pin(ctx, ports, picks, {p.name: picks[p.name][0] for p in ports} if several else lowest,
+                             vtext)
     if several:
         ctx.note("a chosen port carries several IPv4 addresses: the first in its GID table would win, "
                  "so the compute range is given")
@@ -288,6 +295,33 @@ def _ipv4(ctx, ports, version, vtext) -> List[Decision]:
         ctx.note("the first IPv4 RoCE v2 GID sits at different indices on different ports ("
                  + ", ".join(f"{k}: {v}" for k, v in lowest.items()) + "): no single index fits")
     return _range_decisions(ctx, ports, picks, "inet", version, vtext)
+
+
+@emits("gid-index-odd-port")
+def _majority_pin(ctx, ports, picks, lowest: Dict[str, int], vtext) -> List[Decision]:
+    """Below 2.21.5 where one index is not right on every port (the first IPv4 RoCE v2 GID at
+    different indices, or a port with several addresses): one index is all NCCL takes, so the
+    one most ports share is pinned and each other port is a failure."""
+    counts: Dict[int, int] = {}
+    for idx in lowest.values():
+        counts[idx] = counts.get(idx, 0) + 1
+    idx = min(counts, key=lambda i: (-counts[i], i))
+    odd = [p for p in ports if lowest[p.name] != idx]
+    for p in odd:
+        ctx.finding("gid-index-odd-port", "error", p.name,
+                    f"{p.name}: its compute address's IPv4 RoCE v2 GID is at index {lowest[p.name]}, the other "
+                    f"ports' at "
+                    f"{idx}; NCCL {vtext} uses one NCCL_IB_GID_INDEX on every port and has no NCCL_IB_ADDR_RANGE "
+                    f"(2.21.5), so connections over {p.name} use GID {idx} there and fail",
+                    port=p.name, index=lowest[p.name], pinned=idx, roce_v2_ipv4_gids=p.v4_gids)
+    where = (f"on {len(ports) - len(odd)} of {len(ports)} chosen ports (not on {', '.join(p.name for p in odd)})"
+             if odd else "on every chosen port")
+    return [ctx.decision(
+        "NCCL_IB_GID_INDEX", idx,
+        f"GID {idx} is the compute address's IPv4 RoCE v2 GID {where}; NCCL {vtext} predates GID "
+        "auto-selection (2.21.5), has no NCCL_IB_ADDR_RANGE and takes one index for every port: pinned to "
+        "the one most ports share",
+        gids=_gid_evidence(ports, picks), nccl=ctx.host.nccl_evidence())]
 
 
 def _ipv6(ctx, ports, version, vtext) -> List[Decision]:

@@ -9,13 +9,19 @@ subnet with the peer, else takes the first local NIC whose ports all do (ncclIbF
 :524-592). IPv4-mapped GIDs compare under NCCL_IB_SUBNET_PREFIX_LEN (default 24, 1..32), IPv6 ones
 by their /64 (gidSameSubnet, :489-507).
 
+It is an opt-in of the fabric plan (`fabric: {subnet_aware_routing: true}`, docs/qos.md): upstream
+added it for DGX Spark's multi-node rings and keeps it off by default to avoid regressions
+(NVIDIA/nccl commit 5c1c4288, "Add subnet-aware routing for DGX Spark multi-node ring connection"; the
+variable is not in env.rst at v2.30.7-1 or v2.31.2-1). Without the opt-in a note says it was left off.
+
 That is the per-rail-subnet model: rail k has the same subnet on every node. When nothing routes
 between the rail subnets, a connection NCCL makes across rails (a communicator whose GPUs are not
 rail-aligned, or CROSS_NIC allowing it) cannot reach its peer; subnet-aware routing moves it onto
 the peer's rail. So it is set where:
 
 * every compute port is RoCE and has a subnet of its own (the evidence nccl-cross-nic uses);
-* the fabric plan does not say the fabric is not rail-optimised;
+* the fabric plan asks for it (`subnet_aware_routing: true`) and does not say the fabric is not
+  rail-optimised;
 * no route in the main IPv4 table joins the rail subnets (or there is no routing table to tell:
   the reason says so). Where a route does join them, cross-rail connections work through it and
   NCCL's own NIC choice is kept (a note says why);
@@ -38,6 +44,11 @@ ID = "nccl-ib-subnet-aware-routing"
 NCCL_DEFAULT_PREFIX = 24  # v2.30.7-1 src/transport/net_ib/connect.cc:62
 
 
+def _own_subnets(ctx, ports) -> bool:
+    nets = port_networks(ctx, ports)
+    return None not in nets.values() and len({str(n) for n in nets.values()}) == len(ports)
+
+
 def rule(features: dict, ctx) -> List[Decision]:
     sel = ctx.host.selection()
     ports = sel.roce
@@ -45,6 +56,12 @@ def rule(features: dict, ctx) -> List[Decision]:
         return []
     fabric = ctx.qos.fabric
     if fabric is not None and fabric.rail_optimised is False:
+        return []
+    if fabric is None or fabric.subnet_aware_routing is not True:
+        if releases.gate("ib-subnet-aware-routing", ctx.host.nccl_version()) and _own_subnets(ctx, ports):
+            ctx.note("each rail has a subnet of its own; NCCL_IB_SUBNET_AWARE_ROUTING is left at NCCL's 0: upstream "
+                     "added it for DGX Spark and keeps it off to avoid regressions (NVIDIA/nccl commit 5c1c4288; "
+                     "not in env.rst): say `fabric: {subnet_aware_routing: true}` in the QoS plan to turn it on")
         return []
     maybe = port_networks(ctx, ports)
     nets = {k: n for k, n in maybe.items() if n is not None}

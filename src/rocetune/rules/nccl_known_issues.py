@@ -7,8 +7,9 @@ gate `rocetune explain` cites), and needs the host condition that makes it bite:
 * `nccl-ece-roce` -- ECE on RoCE compute ports, releases 2.19.1 up to 2.26.3 (fixed in 2.26.3's
   release notes); NCCL_IB_ECE_ENABLE=0 turns it off from 2.23.4. Not raised where the owner
   declared NCCL_IB_ECE_ENABLE=0.
-* `nccl-roce-port-recovery` -- NCCL_IB_RESILIENCY_PORT_RECOVERY=1 declared on RoCE ports, 2.30.3+
-  (NVIDIA/nccl#2157; the GID-cache fix of #2183 is in no release).
+* `nccl-roce-port-recovery` -- NCCL_IB_RESILIENCY_PORT_RECOVERY=1 declared on RoCE ports: a warning
+  from 2.30.3 up to 2.31.2, which keep the cached GID (NVIDIA/nccl#2157); from 2.31.2, which refreshes
+  it, info, or a warning where one HCA has several chosen ports (NVIDIA/nccl#1819).
 * `nccl-mnnvl-stack` -- a stack limit of `unlimited` (the probing process's soft `Max stack size`)
   on a multi-node NVLink GPU (GB200, GB300, GH200: Grace superchips of NVL racks), every release
   with MNNVL (2.27.6 release notes).
@@ -63,7 +64,8 @@ def rule(features: dict, ctx) -> List[Decision]:
     def src(fact_id: str) -> str:
         return releases.fact(fact_id).source
 
-    if roce and releases.gate("ece-roce-slowdown", version) and declared.get("NCCL_IB_ECE_ENABLE") != "0":
+    ece = declared.get("NCCL_IB_ECE_ENABLE", ctx.overridden.get("NCCL_IB_ECE_ENABLE"))
+    if roce and releases.gate("ece-roce-slowdown", version) and ece != "0":
         fix = ("set NCCL_IB_ECE_ENABLE=0" if releases.reads("NCCL_IB_ECE_ENABLE", version)
                else f"upgrade: NCCL {vtext} has no NCCL_IB_ECE_ENABLE (2.23.4 added it)")
         ctx.finding("nccl-ece-roce", "warning", "NCCL_IB_ECE_ENABLE",
@@ -75,8 +77,16 @@ def rule(features: dict, ctx) -> List[Decision]:
         ctx.finding("nccl-roce-port-recovery", "warning", "NCCL_IB_RESILIENCY_PORT_RECOVERY",
                     f"NCCL_IB_RESILIENCY_PORT_RECOVERY={recovery} on RoCE ports with NCCL {vtext}: after a port "
                     "flap the kernel may register the port's GIDs at other indexes while NCCL keeps the one it "
-                    "cached, and the recovery does not complete (NVIDIA/nccl#2157; the fix proposed in #2183 is "
-                    "in no release up to 2.31.0)", nccl=host.nccl_evidence(), source=src("roce-port-recovery"))
+                    "cached, and the recovery does not complete (NVIDIA/nccl#2157); NCCL 2.31.2 refreshes the GID "
+                    "on a GID-change event", nccl=host.nccl_evidence(), source=src("roce-port-recovery"))
+    elif roce and recovery is not None and strtoll(recovery)[0] != 0 and releases.gate("gid-change-refresh", version):
+        multi = sorted({p.device for p in roce if sum(1 for q in roce if q.device == p.device) > 1})
+        ctx.finding("nccl-roce-port-recovery", "warning" if multi else "info", "NCCL_IB_RESILIENCY_PORT_RECOVERY",
+                    f"NCCL_IB_RESILIENCY_PORT_RECOVERY={recovery} on RoCE ports with NCCL {vtext}: it refreshes a "
+                    "port's GID on a GID-change event and tries recovery up to 20 times"
+                    + (f"; on {', '.join(multi)} (several ports of one HCA) the event may be taken by another "
+                       "port's thread and the moved GID missed (NVIDIA/nccl#1819)" if multi else ""),
+                    nccl=host.nccl_evidence(), source=src("gid-change-refresh"))
     stack = (features.get("kernel") or {}).get("stack_limit")
     mnnvl = sorted({n for n in names if _MNNVL_GPU.search(n)})
     if mnnvl and stack == "unlimited" and releases.gate("mnnvl-stack-unlimited", version):

@@ -12,9 +12,11 @@ the host owner's declaration (nccl.conf, a vendor env file) or the probing proce
 * net: a net plugin NCCL loads carries the network traffic. Where the plan runs NCCL over its own
   IB/RoCE transport (compute ports chosen, NCCL_IB_* planned) and a default-named
   `libnccl-net.so` would be loaded without anyone choosing it, the env sets NCCL_NET_PLUGIN=none
-  so the transport the plan is made for carries the traffic -- unless the plugin is HPC-X's
-  IB plugin (`nccl_rdma_sharp_plugin`: IBext, which reads NCCL_IB_* itself and adds SHARP), which is
-  kept with a note. A plugin the owner chose (NCCL_NET_PLUGIN declared) is kept; a plugin on
+  so the transport the plan is made for carries the traffic -- unless the plugin is Mellanox's
+  IB plugin (HPC-X's `nccl_rdma_sharp_plugin`, Azure's `nccl-rdma-sharp-plugins`: IBext, which reads
+  NCCL_IB_* itself and adds SHARP), which is kept with a note. `none` also drops a tuner, GIN or RMA
+  the library provides; the way to keep the plugin is said as the planned release reads the
+  variable (a path from 2.21.5). A plugin the owner chose (NCCL_NET_PLUGIN declared) is kept; a plugin on
   some nodes only is what fleet's `nccl.plugins` fact shows (NVIDIA/nccl#1634: such a job hung).
   Hosts whose vendor plugin is the network (AWS EFA, GCP gVNIC) are left alone.
 * any kind: a plugin in a place another user controls (`controlled_by`) is a warning: it runs
@@ -31,7 +33,15 @@ from ..nccl import releases
 from ..nccl.plugins import loaded, loaded_all  # noqa: F401 (loaded: the rule's page names it)
 
 ID = "nccl-plugins"
+# Mellanox's nccl-rdma-sharp-plugins (IBext), as HPC-X installs it (`nccl_rdma_sharp_plugin`) and as Azure's
+# HPC images do (`/usr/local/nccl-rdma-sharp-plugins/lib`: the Azure ND A100 v4 benchmark command of
+# tests/fixtures/expert/azure-nd96asr-v4); compared with '-' read as '_', case aside
 _IB_PLUGIN_HINTS = ("nccl_rdma_sharp_plugin", "hpcx")
+
+
+def _ib_plugin(path: str) -> bool:
+    norm = path.lower().replace("-", "_")
+    return any(h in norm for h in _IB_PLUGIN_HINTS)
 
 
 @emits("nccl-plugin-other-user", "nccl-env-plugin")
@@ -68,7 +78,7 @@ def _net(ctx, plug: Optional[dict], declared: Dict[str, str], env: Dict[str, str
     if "NCCL_NET_PLUGIN" in declared or "NCCL_NET" in declared:
         ctx.note(f"the net plugin {plug['path']} is loaded as the host's owner declared (NCCL_NET_PLUGIN/NCCL_NET)")
         return []
-    if any(h in plug["path"] for h in _IB_PLUGIN_HINTS):
+    if _ib_plugin(plug["path"]):
         ctx.note(f"NCCL loads HPC-X's IB plugin {plug['path']} (IBext: NCCL's IB transport with SHARP, which "
                  "reads NCCL_IB_* itself): kept")
         return []
@@ -87,5 +97,22 @@ def _net(ctx, plug: Optional[dict], declared: Dict[str, str], env: Dict[str, str
                          "libnccl-net.so finds it, so every job would load it and send its traffic through it; "
                          "the plan "
                          f"is for NCCL's own IB/RoCE transport over {ports}. 'none' keeps NCCL's transports "
-                         "(v2.30.7-1 src/plugin/net.cc:262-264); to use the plugin instead, --set "
-                         f"NCCL_NET_PLUGIN={plug['path']}", plugin=plug)]
+                         "(v2.30.7-1 src/plugin/net.cc:262-264)" + _also_dropped(ctx.host.nccl_version())
+                         + "; to use the plugin instead, " + _keep_plugin(plug, ctx.host.nccl_version()),
+                         plugin=plug)]
+
+
+def _also_dropped(version) -> str:
+    """What else NCCL_NET_PLUGIN=none takes away: NCCL looks for a tuner, GIN and RMA in the net plugin's
+    library when no plugin of their own is loaded (v2.28.9-1 src/plugin/tuner.cc:61-66; v2.30.7-1
+    src/plugin/gin.cc, src/plugin/rma.cc)."""
+    kinds = [k for k, fact in (("tuner", None), ("GIN", "gin-needs-peermem-or-dmabuf"), ("RMA", "rma-plugin"))
+             if fact is None or releases.gate(fact, version) is not False]
+    return f", and with it any {', '.join(kinds)} this library provides"
+
+
+def _keep_plugin(plug: dict, version) -> str:
+    """How to keep the plugin: leave NCCL's default load of libnccl-net.so alone. Naming it instead
+    would depend on the release: a library path only from 2.21.5, before that only
+    libnccl-net-<value>.so (release table `net-plugin-path-value`)."""
+    return "--unset NCCL_NET_PLUGIN (NCCL then loads libnccl-net.so by default, in every release)"

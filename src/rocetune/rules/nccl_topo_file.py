@@ -2,7 +2,9 @@
 
 When the Features say the PCI tree is flattened (synthetic PCI domains, every GPU-NIC path SYS on
 one NUMA node, GPUs on a hypervisor's root bus), NCCL would treat every NIC as remote from every
-GPU. rocetune then points NCCL_TOPO_FILE at a topology file: the vendor's when the node has one
+GPU. Where /var/run/nvidia-topologyd/virtualTopology.xml exists, NCCL loads it itself while
+NCCL_TOPO_FILE is unset (2.30.7 src/graph/topo.cc:1774-1781, already in 2.10.3): nothing is set, on
+any host. Otherwise rocetune points NCCL_TOPO_FILE at a topology file: the vendor's when the node has one
 (Azure HPC images ship /opt/microsoft/<shape>/topo.xml), else one it writes next to the env file,
 grouping each GPU with its compute NIC(s) under one synthetic PCI bridge on its NUMA node:
 
@@ -51,6 +53,10 @@ def rule(features: dict, ctx) -> List[Decision]:
     plan = outcome.plan
     if plan is None or plan.kind == "declared":
         return []  # declared-settings carries the owner's NCCL_TOPO_FILE
+    if plan.kind == "nccl-default":
+        ctx.note(f"NCCL loads {plan.path} itself while NCCL_TOPO_FILE is unset (2.30.7 src/graph/topo.cc:"
+                 "1774-1781, already in 2.10.3): NCCL_TOPO_FILE is left unset so that file keeps deciding")
+        return []
     virt = (features.get("host") or {}).get("virtualization") or {}
     reasons = "; ".join(virt.get("reasons") or []) or "flattened PCI topology"
     if plan.kind == "vendor":

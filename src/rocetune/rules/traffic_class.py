@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..analysis.nic_qos import lossy
 from ..checks.binding import emits
 from ..model.plan import Decision
 from ..model.qos import default_plan
@@ -197,14 +198,6 @@ def _register_check(ctx, states) -> None:
             tc = int(value, 0)
         except ValueError:
             return f"{value!r} is not a number"
-        if tc < 0:
-            return None
-        dscp = tc >> 2
-        bad = []
-        for nd, s in sorted(states.items()):
-            prio = (s.get("dscp_prio") or {}).get(str(dscp))
-            if s.get("trust") == "dscp" and prio not in (s.get("pfc_enabled") or []):
-                bad.append(f"{nd} maps DSCP {dscp} to priority {prio}, PFC is on {s.get('pfc_enabled')}")
-        return ("the NICs put it in a lossy class: " + "; ".join(bad)) if bad else None
+        return lossy(states, tc)
 
     ctx.check_declared("NCCL_IB_TC", check)

@@ -73,16 +73,16 @@ def detect(text: str) -> Optional[SwitchOs]:
     return None
 
 
-def ports_from(text: str) -> List[str]:
-    """--ports P1,P2: each checked, order kept, duplicates refused."""
+def ports_from(text: str, flag: str = "--ports") -> List[str]:
+    """--ports P1,P2 (or --fabric-ports): each checked, order kept, duplicates refused."""
     ports = [p.strip() for p in text.split(",") if p.strip()]
     bad = [p for p in ports if not PORT_RE.match(p)]
     if bad:
         examples = ", ".join(f"{o.port_example} ({o.title})" for o in registry().values() if o.port_example)
-        raise RocetuneError(f"--ports: {bad[0]!r} is not a port name", hint=f"e.g. --ports {examples}",
+        raise RocetuneError(f"{flag}: {bad[0]!r} is not a port name", hint=f"e.g. {flag} {examples}",
                             code=ExitCode.USAGE)
     if len(set(ports)) != len(ports):
-        raise RocetuneError("--ports names a port twice", code=ExitCode.USAGE)
+        raise RocetuneError(f"{flag} names a port twice", code=ExitCode.USAGE)
     return ports
 
 
@@ -108,3 +108,29 @@ def read_file(path: str, name: Optional[str] = None, flag: str = "FILE") -> Swit
         raise RocetuneError(f"{flag} {path}: not recognised as a switch's QoS output ({what})",
                             hint=f"name it with --os {'|'.join(names())}", code=ExitCode.INPUT)
     return os_.parse(text, path)
+
+
+def read_counters(path: str, switch: SwitchQos, flag: str = "--counters") -> None:
+    """The counter shows saved in `path` (SONiC: `show pfc counters`, `show queue counters`,
+    `show queue wredcounters`), read into `switch.counters` beside what its own file held."""
+    from ..errors import HostReadError
+    from ..hostfs.inputs import read_input
+    from ..model.jsonread import MAX_DOCUMENT_BYTES
+    from . import sonic_counters
+
+    if switch.kind != "sonic":
+        raise RocetuneError(f"{flag} {path}: a counters file is read for SONiC switches only",
+                            hint="NVUE: save `nv show interface IF qos roce counters` in the file with the status "
+                                 "show", code=ExitCode.INPUT)
+    try:
+        raw = read_input(path, MAX_DOCUMENT_BYTES)
+    except HostReadError as exc:
+        raise RocetuneError(f"{flag} {path}: cannot read: {exc.reason}", code=ExitCode.INPUT) from None
+    except FileNotFoundError:
+        raise RocetuneError(f"{flag} {path}: no such file", code=ExitCode.INPUT) from None
+    except OSError as exc:
+        raise RocetuneError(f"{flag} {path}: cannot read: {exc.strerror or exc}", code=ExitCode.INPUT) from None
+    read = sonic_counters.parse(raw.decode("utf-8", errors="replace"), path)  # ParseError: one line, exit 3
+    for port, counts in read.items():
+        switch.counters.setdefault(port, {}).update(counts)
+    switch.form = "; ".join(f for f in (switch.form, "counters (" + path + ")") if f)

@@ -56,7 +56,11 @@ class SwitchOs:
     def parse(self, text: Any, source: str) -> SwitchQos:  # pragma: no cover
         raise NotImplementedError
 
-    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str]) -> Rendered:
+    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str],
+               fabric: Sequence[str] = ()) -> Rendered:
+        """`ports` face the hosts, `fabric` other switches (a leaf's uplinks, a spine's ports): both
+        get the plan's classes, PFC, queues and watchdog; the plan's cable length (the hosts'
+        cables) sizes the headroom of `ports` only."""
         raise NotImplementedError  # pragma: no cover
 
     def choice(self, chosen: Mapping[str, str], name: str) -> Optional[str]:

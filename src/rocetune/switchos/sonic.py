@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ParseError
 from ..model.jsonread import load_json
-from ..model.switch_qos import TRAFFIC_CLASSES, QueueReading, SwitchIntent, SwitchQos, SwitchReading
+from ..model.switch_qos import TRAFFIC_CLASSES, QueueReading, SwitchIntent, SwitchQos, SwitchReading, merged
 from ..probe.parsers._common import as_text, clean, require_content
 from .base import Choice, Rendered, SwitchOs, listed, refuse, runs, span
 
@@ -47,6 +47,12 @@ TEMPLATE_QUEUE = {"0-2": "lossy", "3-4": "lossless", "5-6": "lossy"}
 TEMPLATE_QUEUES = tuple(range(7))
 # The buffer profiles those templates define on every platform (buffers_defaults_*.j2).
 EGRESS_LOSSLESS, EGRESS_LOSSY = "egress_lossless_profile", "egress_lossy_profile"
+# Mellanox's templates give lossy queues q_lossy_profile (no reserved size, its own alpha), not
+# egress_lossy_profile (9216 bytes reserved per queue): sonic-buildimage buffers_defaults_*.j2 of
+# the Mellanox SKUs, and buffers-mellanox2410*.json in sonic-config-engine's tests.
+LOSSY_QUEUE_PROFILE = {"mellanox": "q_lossy_profile"}
+# The CABLE_LENGTH entry SONiC's templates write (buffermgrd reads the fields of every entry).
+CABLE_ENTRY = "AZURE"
 # The PFC watchdog as `pfcwd start_default` sets it (sonic-utilities pfcwd/main.py: 200 ms detection,
 # restoration and polling, action drop, scaled up by one step per 32 ports).
 PFCWD_MS, PFCWD_PORTS_PER_STEP, PFCWD_MAX_POLL_MS = 200, 32, 1000
@@ -93,8 +99,9 @@ class Sonic(SwitchOs):
             raise ParseError(source, "no QoS table (DSCP_TO_TC_MAP, PORT_QOS_MAP, QUEUE ...) in this JSON")
         return from_doc(doc, source)
 
-    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str]) -> Rendered:
-        return _Render(self, intent, list(ports), chosen).render()
+    def render(self, intent: SwitchIntent, ports: Sequence[str], chosen: Mapping[str, str],
+               fabric: Sequence[str] = ()) -> Rendered:
+        return _Render(self, intent, list(ports) + list(fabric), chosen, list(ports)).render()
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -145,34 +152,46 @@ def from_doc(doc: Dict[str, Any], source: str) -> SwitchQos:
     queues = _per_port(_table(db, "QUEUE", source), "QUEUE", source)
     pgs = _per_port(_table(db, "BUFFER_PG", source), "BUFFER_PG", source)
     bufq = _per_port(_table(db, "BUFFER_QUEUE", source), "BUFFER_QUEUE", source)
-    switch_ports = [p for p in _table(db, "PORT", source) if isinstance(_table(db, "PORT", source)[p], dict)]
+    for table in ("BUFFER_PG", "BUFFER_QUEUE"):
+        warnings += _overlaps(_table(db, table, source), table)
+    port_table = _table(db, "PORT", source)
+    switch_ports = [p for p in port_table if isinstance(port_table[p], dict)]
+    # One policy on every OS: a port administratively down is not judged (buffermgrd gives it no
+    # lossless buffers either), and the reading says which ports it left out.
+    inactive = {p: "admin down" for p in switch_ports if str(port_table[p].get("admin_status", "")).lower() == "down"}
     model = str((_table(db, "DEVICE_METADATA", source).get("localhost") or {}).get("buffer_model") or "")
     if not model and any(str(f.get("profile")) == "NULL" for p in pgs.values() for f in p.values()):
         model = "dynamic"  # only the dynamic model has PGs whose headroom buffermgrd computes (NULL)
     _check_references(port_maps, source)
-    bound = [p for p, f in port_maps.items() if p != "global" and isinstance(f, dict) and _binds(f)]
+    bound = [p for p, f in port_maps.items()
+             if p != "global" and p not in inactive and isinstance(f, dict) and _binds(f)]
     if switch_ports:
         ports = sorted(bound, key=_natural)
     else:
-        ports = sorted(set(bound) | set(queues), key=_natural)
+        ports = sorted((set(bound) | set(queues)) - set(inactive), key=_natural)
     global_map = port_maps.get("global") if isinstance(port_maps.get("global"), dict) else {}
     ctx = _Ctx(db, source, warnings, model, "BUFFER_PG" in db, "BUFFER_QUEUE" in db,
                any(_is_pg_lossless_name(str(f.get("profile", ""))) for p in pgs.values() for f in p.values()))
-    groups: Dict[Tuple, SwitchReading] = {}
+    readings = []
     for port in ports or (["global"] if global_map else []):
         binding = port_maps.get(port) if isinstance(port_maps.get(port), dict) else {}
-        reading = _reading(ctx, port, binding, global_map, queues.get(port, {}), pgs.get(port, {}),
-                           bufq.get(port, {}))
-        key = _signature(reading)
-        if key in groups:
-            groups[key].ports.append(port)
-        else:
-            groups[key] = reading
+        readings.append(_reading(ctx, port, binding, global_map, queues.get(port, {}), pgs.get(port, {}),
+                                 bufq.get(port, {})))
+    groups = merged(readings)
+    nowhere = ""
+    if global_map and not [p for p in ports if p != "global"]:
+        nowhere = ("only PORT_QOS_MAP|global binds QoS (a switch-wide dscp_to_tc_map): no port has PFC, its queues or "
+                   "lossless buffers")
     unbound = None
     if switch_ports:
-        unbound = sorted((p for p in switch_ports if p not in bound), key=_natural)
-    return SwitchQos(kind="sonic", source=source, groups=list(groups.values()), warnings=warnings,
-                     unbound_ports=unbound, all_ports=len(switch_ports) if switch_ports else None,
+        unbound = sorted((p for p in switch_ports if p not in bound and p not in inactive), key=_natural)
+    if inactive:
+        down = sorted(inactive, key=_natural)
+        warnings.append(f"not judged: {len(down)} port(s) administratively down ({', '.join(down[:8])}"
+                        f"{' ...' if len(down) > 8 else ''})")
+    return SwitchQos(kind="sonic", source=source, groups=groups, warnings=warnings,
+                     unbound_ports=unbound, all_ports=len(switch_ports) - len(inactive) if switch_ports else None,
+                     inactive_ports=inactive, bound_nowhere=nowhere,
                      form=f"CONFIG_DB (buffer model {model or 'not stated'})")
 
 
@@ -180,6 +199,23 @@ class _Ctx:
     def __init__(self, db, source, warnings, model, has_pg, has_queue, any_runtime_pg):
         self.db, self.source, self.warnings, self.model = db, source, warnings, model
         self.has_pg, self.has_queue, self.any_runtime_pg = has_pg, has_queue, any_runtime_pg
+        self.cables = _cables(db, source)
+        # ports with an IP of their own (INTERFACE|PORT or INTERFACE|PORT|PREFIX): routed
+        self.routed = ({str(k).split("|")[0] for k in _table(db, "INTERFACE", source)}
+                       if "INTERFACE" in db else None)
+        self.watchdog = _table(db, "PFC_WD", source) if "PFC_WD" in db else None
+
+
+def _cables(db, source) -> Optional[Dict[str, str]]:
+    """port -> cable length as CABLE_LENGTH states it (buffermgrd reads every entry's fields);
+    None when the output has no CABLE_LENGTH table."""
+    if "CABLE_LENGTH" not in db:
+        return None
+    out: Dict[str, str] = {}
+    for fields in _table(db, "CABLE_LENGTH", source).values():
+        if isinstance(fields, dict):
+            out.update({str(k): str(v) for k, v in fields.items()})
+    return out
 
 
 _REFERENCES = ("dscp_to_tc_map", "dot1p_to_tc_map", "tc_to_queue_map", "tc_to_pg_map", "pfc_to_queue_map",
@@ -225,20 +261,70 @@ def _reading(ctx: _Ctx, port, binding, global_map, queue_fields, pg_fields, bufq
     if port == "global":
         return r
     r.pfc = _priorities(binding.get("pfc_enable", ""), f"PORT_QOS_MAP|{port}.pfc_enable", source)
-    buffer_queues = _buffer_queues(db, bufq_fields) if ctx.has_queue else {}
+    buffer_queues = _buffer_queues(ctx, bufq_fields) if ctx.has_queue else {}
     for q in TRAFFIC_CLASSES:  # a queue with no QUEUE entry has no WRED profile: no ECN marking
         base = _queue(db, queue_fields.get(q, {}), f"QUEUE|{port}|{q}", source, ctx.warnings)
-        lossless = buffer_queues.get(q) if ctx.has_queue else None
+        # BUFFER_QUEUE present but no key for the queue: the queue has no profile of the plan's and
+        # keeps the ASIC's default (lossy) buffer
+        lossless = buffer_queues.get(q, False) if ctx.has_queue else None
         r.queues[q] = replace(base, lossless=lossless)
     r.ingress_lossless, r.buffer_note = _ingress(ctx, binding, pg_fields, r)
+    _watchdog(ctx, port, binding, r)
+    _cable(ctx, port, r)
+    if r.trust == "pcp":  # routing matters to PCP trust only (RoCE v2 on a routed port is untagged)
+        r.routed = None if ctx.routed is None else port in ctx.routed
     return r
+
+
+def _ms(value) -> Optional[int]:
+    """A PFC_WD time (milliseconds, a string in CONFIG_DB); None when absent or not a number."""
+    text = str(value) if value is not None else ""
+    return int(text) if text.isdigit() and len(text) <= 6 else None
+
+
+def _watchdog(ctx: _Ctx, port: str, binding, r: SwitchReading) -> None:
+    """PFC_WD|PORT (action, detection and restoration times) starts the watchdog on the port;
+    PORT_QOS_MAP pfcwd_sw_enable, where present, names the priorities it watches."""
+    if ctx.watchdog is None:
+        r.watchdog_note = "no PFC_WD table in the output"
+        return
+    entry = ctx.watchdog.get(port)
+    if not isinstance(entry, dict):
+        r.watchdog, r.watchdog_note = False, f"no PFC_WD|{port} entry"
+        return
+    r.watchdog_action = str(entry.get("action", "drop"))
+    r.watchdog_detection_ms = _ms(entry.get("detection_time"))
+    r.watchdog_restoration_ms = _ms(entry.get("restoration_time"))
+    watched = binding.get("pfcwd_sw_enable")
+    if watched is None:
+        r.watchdog = True
+        return
+    on = _priorities(watched, f"PORT_QOS_MAP|{port}.pfcwd_sw_enable", ctx.source)
+    missing = [p for p in (r.pfc or ()) if p not in on]
+    r.watchdog = not missing
+    if missing:
+        r.watchdog_note = f"pfcwd_sw_enable {watched or 'empty'} leaves priority {listed(missing)} unwatched"
+
+
+def _cable(ctx: _Ctx, port: str, r: SwitchReading) -> None:
+    if ctx.cables is None:
+        r.cable_note = "no CABLE_LENGTH table in the output"
+        return
+    text = ctx.cables.get(port)
+    if text is None:
+        r.cable_note = (f"CABLE_LENGTH states none for {port}: buffermgrd waits for one before it creates "
+                        "the port's lossless PGs")
+        return
+    m = re.match(r"^(\d+)m\Z", text.strip())
+    if not m:
+        raise ParseError(ctx.source, f"CABLE_LENGTH {port}: {text[:40]!r} is not a length like 5m")
+    r.cable_length = int(m.group(1))
 
 
 def _ingress(ctx: _Ctx, binding, pg_fields, r: SwitchReading):
     """{priority: lossless ingress PG?} for the priorities of pfc_enable, and a note when unsure."""
     if not ctx.has_pg:
         return None, "no BUFFER_PG table in the output"
-    db = ctx.db
     tc_to_pg = {}
     if binding.get("tc_to_pg_map"):
         tc_to_pg = _map(ctx, "TC_TO_PRIORITY_GROUP_MAP", binding["tc_to_pg_map"])
@@ -246,7 +332,7 @@ def _ingress(ctx: _Ctx, binding, pg_fields, r: SwitchReading):
     if binding.get("pfc_to_pg_map"):
         name = binding["pfc_to_pg_map"]
         pfc_to_pg = _map(ctx, "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", name)
-    pg_state = _pg_states(db, pg_fields)
+    pg_state = _pg_states(ctx, pg_fields)
     out: Dict[int, Optional[bool]] = {}
     notes = []
     runtime = ctx.model != "dynamic" and not ctx.any_runtime_pg
@@ -265,28 +351,38 @@ def _ingress(ctx: _Ctx, binding, pg_fields, r: SwitchReading):
     return out, "; ".join(dict.fromkeys(notes))
 
 
-def _pg_states(db, pg_fields) -> Dict[int, Optional[bool]]:
+def _pg_states(ctx: _Ctx, pg_fields) -> Dict[int, Optional[bool]]:
     out: Dict[int, Optional[bool]] = {}
     for pg, fields in pg_fields.items():
-        out[pg] = _profile_lossless(db, str(fields.get("profile", "")), "ingress")
+        out[pg] = _profile_lossless(ctx, str(fields.get("profile", "")), "ingress")
     return out
 
 
-def _buffer_queues(db, bufq_fields) -> Dict[int, Optional[bool]]:
-    return {q: _profile_lossless(db, str(f.get("profile", "")), "egress") for q, f in bufq_fields.items()}
+def _buffer_queues(ctx: _Ctx, bufq_fields) -> Dict[int, Optional[bool]]:
+    return {q: _profile_lossless(ctx, str(f.get("profile", "")), "egress") for q, f in bufq_fields.items()}
 
 
-def _profile_lossless(db, name: str, direction: str) -> Optional[bool]:
-    """Whether a buffer profile is a lossless one. Ingress: `NULL` (headroom computed in the
-    dynamic model) or a profile with xoff headroom; a profile without is lossy. Egress: by the
-    templates' names (egress_lossless_profile, egress_lossy_profile), else by the pool -- the pools
-    alone do not tell, Broadcom templates put egress_lossy_profile in egress_lossless_pool. None when
-    nothing says."""
-    profile = db.get("BUFFER_PROFILE", {}).get(name)
+def _profile_lossless(ctx: _Ctx, name: str, direction: str) -> Optional[bool]:
+    """Whether a buffer profile is a lossless one. A profile the output's BUFFER_PROFILE table does
+    not define binds nothing (orchagent cannot resolve the reference): not lossless, said in a
+    warning. Ingress: `NULL` (headroom computed in the dynamic model) or a profile with xoff
+    headroom; a profile without is lossy. Egress: by the templates' names (egress_lossless_profile,
+    egress_lossy_profile, q_lossy_profile), else by the pool -- the pools alone do not tell,
+    Broadcom templates put egress_lossy_profile in egress_lossless_pool. None when nothing says
+    (no BUFFER_PROFILE table and a name that tells nothing)."""
+    db = ctx.db
+    if direction == "ingress" and name == "NULL":
+        return True
+    table = db.get("BUFFER_PROFILE")
+    profile = table.get(name) if isinstance(table, dict) else None
     profile = profile if isinstance(profile, dict) else None
+    if isinstance(table, dict) and profile is None and not (direction == "ingress" and _is_pg_lossless_name(name)
+                                                            and ctx.model != "dynamic"):
+        message = f"BUFFER_PROFILE|{name} is referenced but not defined: the {direction} buffer it names binds nothing"
+        if message not in ctx.warnings:
+            ctx.warnings.append(message)
+        return False
     if direction == "ingress":
-        if name == "NULL":
-            return True
         if profile is not None:
             return str(profile.get("xoff", "0")).strip() not in ("", "0")
         return True if _is_pg_lossless_name(name) else (False if "lossy" in name else None)
@@ -321,6 +417,30 @@ def _queue(db, fields, where, source, warnings) -> QueueReading:
                         max_threshold=_number(wred.get("green_max_threshold"), f"{where} green_max_threshold", source),
                         probability=_number(wred.get("green_drop_probability"), f"{where} green_drop_probability",
                                             source))
+
+
+def _overlaps(table: Dict[str, Any], name: str) -> List[str]:
+    """Keys of one port whose ranges overlap (`Ethernet0|3` beside the template's `Ethernet0|3-4`):
+    which profile the ASIC ends with depends on the order orchagent applies them."""
+    spans: Dict[str, List[Tuple[str, set]]] = {}
+    for key in table:
+        parts = str(key).split("|")
+        if len(parts) < 2:
+            continue
+        lo, _, hi = parts[-1].partition("-")
+        if not (lo.isdigit() and (hi or lo).isdigit()):
+            continue
+        covered = set(range(int(lo), int(hi or lo) + 1))
+        for port in parts[-2].split(","):
+            spans.setdefault(port, []).append((parts[-1], covered))
+    out = []
+    for port, keys in sorted(spans.items(), key=lambda kv: _natural(kv[0])):
+        for i, (a, sa) in enumerate(keys):
+            for b, sb in keys[i + 1:]:
+                if sa & sb:
+                    out.append(f"{name} {port}: keys {a} and {b} overlap (the profile that wins depends on the order "
+                               "orchagent applies them)")
+    return out
 
 
 def _per_port(table: Dict[str, Any], name: str, source: str) -> Dict[str, Dict[int, Dict[str, Any]]]:
@@ -399,12 +519,6 @@ def _number(value, where, source):
         raise ParseError(source, f"{where}: {value!r} is not a number") from None
 
 
-def _signature(r: SwitchReading) -> Tuple:
-    return (r.trust, tuple(sorted(r.dscp_to_priority.items())), tuple(sorted(r.pcp_to_priority.items())),
-            tuple(sorted(r.tc_to_queue.items())), r.pfc, tuple(sorted(r.queues.items())),
-            None if r.ingress_lossless is None else tuple(sorted(r.ingress_lossless.items())), r.buffer_note)
-
-
 def _natural(name: str):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
@@ -418,8 +532,10 @@ class _Render:
     So every field SONiC's own template binds that the plan changes is written, and the template's
     buffer entries that would overlap rocetune's are deleted by key."""
 
-    def __init__(self, os_: Sonic, intent: SwitchIntent, ports: List[str], chosen: Mapping[str, str]):
+    def __init__(self, os_: Sonic, intent: SwitchIntent, ports: List[str], chosen: Mapping[str, str],
+                 host_ports: List[str]):
         self.os, self.intent, self.ports, self.chosen = os_, intent, ports, chosen
+        self.host_ports = host_ports   # the ports whose cables the plan's cable length describes
         self.model = os_.choice(chosen, "buffer_model")
         self.platform = os_.choice(chosen, "platform")
         self.lossless = list(intent.lossless)
@@ -455,6 +571,8 @@ class _Render:
                 doc[table] = entries
             if self.lossless:
                 doc["PFC_WD"] = self._watchdog()
+                if i.cable_length is not None and self.host_ports:
+                    doc["CABLE_LENGTH"] = {CABLE_ENTRY: {port: f"{i.cable_length}m" for port in self.host_ports}}
         self._say_assumptions(pfc_to_pg)
         # `config load` skips an empty table (older releases drop it): none is written
         doc = {table: entries for table, entries in doc.items() if entries}
@@ -508,16 +626,17 @@ class _Render:
         template_like = all(p in TEMPLATE_LOSSLESS for p in self.lossless)
         pg: Dict[str, Any] = {}
         queue: Dict[str, Any] = {}
+        lossy = LOSSY_QUEUE_PROFILE.get(self.platform or "", EGRESS_LOSSY)
         for port in self.ports:
             if template_like:
-                queue.update({f"{port}|{k}": {"profile": EGRESS_LOSSLESS if v == "lossless" else EGRESS_LOSSY}
-                              for k, v in TEMPLATE_QUEUE.items()})
+                # the template's lossless key, restated; its lossy keys keep the switch's own profile
+                queue[f"{port}|3-4"] = {"profile": EGRESS_LOSSLESS}
                 if self.model == "dynamic":
                     pg[f"{port}|3-4"] = {"profile": "NULL"}
                 continue
             ours_q = _layout(sorted(set(TEMPLATE_QUEUES) | set(self.lossless)), self.lossless)
             for key, lossless in ours_q.items():
-                queue[f"{port}|{key}"] = {"profile": EGRESS_LOSSLESS if lossless else EGRESS_LOSSY}
+                queue[f"{port}|{key}"] = {"profile": EGRESS_LOSSLESS if lossless else lossy}
             for key in TEMPLATE_QUEUE:
                 if key not in ours_q:
                     queue[f"{port}|{key}"] = None
@@ -533,10 +652,17 @@ class _Render:
         return out
 
     def _watchdog(self) -> Dict[str, Dict[str, str]]:
-        step = max(1, (len(self.ports) - 1) // PFCWD_PORTS_PER_STEP + 1)
-        ms = str(PFCWD_MS * step)
-        out = {port: {"action": "drop", "detection_time": ms, "restoration_time": ms} for port in self.ports}
-        out["GLOBAL"] = {"POLL_INTERVAL": str(min(PFCWD_MS * step, PFCWD_MAX_POLL_MS))}
+        """PFC_WD per port: the plan's pfc_watchdog, else `pfcwd start_default`'s settings; the poll
+        interval no longer than either time (`pfcwd interval` refuses a longer one) nor 1000 ms."""
+        w = self.intent.watchdog
+        if w is not None:
+            action, detect, restore = w.action, w.detection_time, w.restoration_time
+        else:
+            step = max(1, (len(self.ports) - 1) // PFCWD_PORTS_PER_STEP + 1)
+            action, detect, restore = "drop", PFCWD_MS * step, PFCWD_MS * step
+        out = {port: {"action": action, "detection_time": str(detect), "restoration_time": str(restore)}
+               for port in self.ports}
+        out["GLOBAL"] = {"POLL_INTERVAL": str(min(detect, restore, PFCWD_MAX_POLL_MS))}
         return out
 
     def _say_assumptions(self, pfc_to_pg: bool) -> None:
@@ -544,8 +670,23 @@ class _Render:
         if not self.ports or not self.lossless:
             return
         template_like = all(p in TEMPLATE_LOSSLESS for p in self.lossless)
-        a.append(f"buffer profiles {EGRESS_LOSSLESS} and {EGRESS_LOSSY} as SONiC's buffer templates define them "
-                 "(buffers_defaults_*.j2)")
+        lossy = LOSSY_QUEUE_PROFILE.get(self.platform or "", EGRESS_LOSSY)
+        if template_like:
+            a.append(f"buffer profile {EGRESS_LOSSLESS} as SONiC's buffer templates define it (buffers_defaults_*.j2); "
+                     "the lossy queues keep the switch's own profile")
+        else:
+            a.append(f"buffer profiles {EGRESS_LOSSLESS} and {lossy} as SONiC's buffer templates define them for "
+                     f"asic_type {self.platform} (buffers_defaults_*.j2)")
+        fabric = [p for p in self.ports if p not in self.host_ports]
+        if self.intent.cable_length is not None and self.host_ports:
+            a.append(f"CABLE_LENGTH|{CABLE_ENTRY} {self.intent.cable_length}m on the host-facing ports (the plan's "
+                     "buffer.cable_length): buffermgrd sizes their headroom from it")
+        if fabric:
+            a.append(f"the fabric ports ({', '.join(fabric)}) keep the switch's own CABLE_LENGTH: the plan's cable "
+                     "length is the hosts'")
+        else:
+            a.append("the switch's own CABLE_LENGTH (the plan states no buffer.cable_length); buffermgrd creates no "
+                     "lossless PG for a port without one, or with 0m")
         if self.model == "dynamic":
             a.append("dynamic buffer model: lossless PGs with profile NULL, their headroom computed by buffermgrd "
                      "from the port's speed, cable length and MTU")
@@ -562,7 +703,11 @@ class _Render:
             a.append(f"asic_type {self.platform}: PFC_PRIORITY_TO_PRIORITY_GROUP_MAP {NAME} bound as pfc_to_pg_map")
         elif self.platform is not None:
             a.append(f"asic_type {self.platform}: no PFC-priority-to-PG map (SONiC binds one on mellanox and barefoot)")
-        a.append("PFC watchdog: PFC_WD per port (action drop, sonic-utilities' default times), "
+        w = self.intent.watchdog
+        a.append(f"PFC watchdog: PFC_WD per port (action {w.action}, detection {w.detection_time} ms, restoration "
+                 f"{w.restoration_time} ms: the plan's pfc_watchdog), pfcwd_sw_enable on the lossless priorities"
+                 if w is not None else
+                 "PFC watchdog: PFC_WD per port (action drop, sonic-utilities' default times), "
                  "pfcwd_sw_enable on the lossless priorities")
 
     def _bound(self) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rocetune.analysis.hostview import HostView
 from rocetune.doctor import below_checks as bc
 from rocetune.doctor.checks import DoctorInput
@@ -264,3 +266,67 @@ def test_all_clear_and_iommu_applied_say_nothing_and_no_role_no_reading(tmp_path
     from tests.unit.treekit import make
 
     assert readings.pcie_p2p(ProbeContext(HostRoot(str(make(tmp_path / "none", {"etc/hostname": "n\n"}))))) is None
+
+
+# --- unreported is unknown, not broken ------------------------------------------------------------
+def test_nvlink_slots_beyond_what_topo_shows_are_not_populated():
+    f = host()
+    sec = nvlink_section()
+    for g in sec["links"]:  # the same GPUs listing 18 slots, 6 of them not populated
+        sec["links"][g]["links"].update({str(i): "inactive" for i in range(12, 18)})
+    f["nvlink"] = sec
+    assert run(f, bc.nvlink_links) == []  # every GPU alike: unpopulated, without the topology too
+    f["gpus"][0]["nvlink"] = {str(p): 2 for p in range(1, 7)}  # topo -m: NV2 to six peers, 12 links
+    assert run(f, bc.nvlink_links) == []
+    sec["links"]["0"]["links"]["4"] = "inactive"
+    (found,) = run(f, bc.nvlink_links)
+    assert found.subject == "GPU0" and "11 active NVLink(s), `nvidia-smi topo -m` gives it 12" in found.message
+    # an NVSwitch board: NV18 to every peer, all 18 slots go to the switches
+    f["gpus"][0]["nvlink"] = {str(p): 18 for p in range(1, 8)}
+    sec["links"]["0"]["links"]["4"] = "25 GB/s"
+    (found,) = run(f, bc.nvlink_links)
+    assert "12 active NVLink(s), `nvidia-smi topo -m` gives it 18" in found.message
+
+
+def test_a_module_without_a_temperature_sensor_is_unknown_not_cold_or_hot():
+    f = host()
+    mod = {"identifier": "QSFP28", "vendor": "Mellanox", "part": "MCP1600-C003", "temperature_c": 0.0,
+           "temperature_range": (0.0, 0.0), "rx_power_dbm": [0.0, 0.0, 0.0, 0.0], "rx_power_range": (0.0, 0.0),
+           "alarms": []}
+    f["phy"] = {"link_tool": None, "ports": {"mlx5_0:1": phy_port(module=mod)}}
+    assert run(f, bc.phy_module) == []
+    hot = dict(mod, temperature_c=75.0, temperature_range=(-5.0, 70.0))
+    f["phy"] = {"link_tool": None, "ports": {"mlx5_0:1": phy_port(module=hot)}}
+    assert [x.severity for x in run(f, bc.phy_module)] == ["warning"]
+
+
+def test_a_two_lane_link_is_judged_against_two_lane_speeds():
+    f = host()
+    link = parse_mlxlink(text("mlxlink", "mlxlink-c-connectx4-100gbe-rsfec-nvidia-forum.txt"))
+    two = dict(link, speed="200G_2X", width="2x", speed_gbps=200.0, state="Active",
+               enabled_speeds=["400G_4X", "200G_2X", "100G_1X"], cable_speeds=["400G_4X", "200G_2X", "100G_1X"])
+    f["phy"] = {"link_tool": "mlxlink", "ports": {"mlx5_0:1": phy_port(two)}}
+    assert [x for x in run(f, bc.phy_speed) if x.subject == "mlx5_0:1"] == []
+    slow = dict(two, speed="100G_1X", width="1x", speed_gbps=100.0)
+    f["phy"] = {"link_tool": "mlxlink", "ports": {"mlx5_0:1": phy_port(slow)}}
+    assert [x.subject for x in run(f, bc.phy_speed)] == []  # a 1-lane link: 100G_1X is its best
+    f["phy"] = {"link_tool": "mlxlink", "ports": {"mlx5_0:1": phy_port(dict(two, speed="100G_2X", speed_gbps=100.0))}}
+    assert [x.subject for x in run(f, bc.phy_speed)] == ["mlx5_0:1"]
+
+
+# --- a GPU the driver lost ------------------------------------------------------------------------
+@pytest.mark.parametrize("name, bdf, why", [
+    ("nvidia-smi-unknown-error-open-gpu-kernel-modules-387.txt", "0000:0b:00.0", "Unknown Error"),
+    ("nvidia-smi-gpu-is-lost-owod-81.txt", "0000:02:00.0", "GPU is lost. Reboot the system to recover this GPU"),
+    ("nvidia-smi-gpu-is-lost-two-spaces-marian-251.txt", "0000:03:00.0",
+     "GPU is lost. Reboot the system to recover this GPU"),
+    ("nvidia-smi-no-space-syno-nvidia-gpu-driver-22.txt", "0000:07:00.0", "Unknown Error"),
+])
+def test_a_gpu_nvidia_smi_cannot_reach_is_lost_in_every_form_it_prints(name, bdf, why):
+    from rocetune.probe.parsers.nvsmi_query import lost_gpus
+
+    lost = lost_gpus(text("gpu-lost", name))
+    assert lost == [{"bus_id": bdf, "why": why}]
+    d = DoctorInput(host(), {"gpu_lost": lost}, HostView(host()), {}, None)
+    (found,) = bc.gpu_lost(d)
+    assert found.severity == "error" and found.subject == bdf and why in found.message

@@ -26,6 +26,8 @@ def readings(**kw) -> dict:
                         "limits": {"soft": "unlimited", "hard": "unlimited"}, "limits_files": {}},
             "acs": {}, "pause": {}, "ecn": {}, "env_files": {}, "units": {}, "warnings": []}
     base.update(kw)
+    base.setdefault("deployed_env", [{"path": ENV_FILES[fmt], "format": fmt, "text": text}
+                                     for fmt, text in base["env_files"].items()])
     return base
 
 
@@ -171,6 +173,8 @@ def test_env_drift_names_the_changed_variables():
     deployed = {"sh": "# rocetune 0.1.0\nexport NCCL_IB_GID_INDEX='5'\nexport NCCL_IB_TC='106'\n",
                 "nccl-conf": "NCCL_IB_TC=41\n"}  # the site's own nccl.conf: not rocetune's to judge
     found = run(rail_host(1).build(), planned=planned, env_files=deployed)
+    # (GID 5 is not a RoCE v2 GID there: doctor-env-gid-not-roce-v2 says so on its own)
+    found = [x for x in found if x.id == "doctor-env-drift"]
     assert [(x.id, x.subject, x.severity) for x in found] == \
         [("doctor-env-drift", ENV_FILES["nccl-conf"], "info"), ("doctor-env-drift", ENV_FILES["sh"], "warning")]
     assert found[1].message.endswith("NCCL_IB_GID_INDEX 5 -> 3")
@@ -296,3 +300,17 @@ def test_pause_is_read_with_the_roce_qos_roles_own_reader(tmp_path):
     ctx = ProbeContext(root, RecordedRunner(root))
     assert readings.pause(ctx, "ens0np0") == {"rx": True, "tx": True}
     assert readings.pause(ctx, "ens1np0") is None  # no recording: unknown, not "off"
+
+
+def test_a_deployed_traffic_class_is_held_to_the_nics_pfc():
+    from rocetune.model.qos import QosPlan
+
+    env = {"sh": "export NCCL_IB_TC=106\n"}  # DSCP 26, priority 3 under the default DSCP map
+    h = rail_host(2)
+    for i in range(2):
+        h.nic_qos(f"ens{i}np0", pfc=(3,) if i == 0 else (4,))
+    found = [x for x in run(h.build(), env_files=env) if x.id == "doctor-env-tc-lossy"]
+    assert [(x.subject, x.severity) for x in found] == [("mlx5_1:1", "error")]
+    assert "ens1np0: DSCP 26 -> priority 3, PFC on 4" in found[0].message
+    lossy = QosPlan(lossless_priorities=())  # a fabric run lossy by design, as its plan says
+    assert [x for x in run(h.build(), qos=lossy, env_files=env) if x.id == "doctor-env-tc-lossy"] == []

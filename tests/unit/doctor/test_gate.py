@@ -27,7 +27,7 @@ TIMEOUT = gate.timed_out(20)
 
 def test_outcomes():
     assert (FAILING.status, WARNINGS.status, HEALTHY.status) == ("failing", "warnings", "healthy")
-    assert FAILING.reason.startswith("doctor-rail-mtu-mismatch s: m") and HEALTHY.reason == ""
+    assert FAILING.reason.startswith("s doctor-rail-mtu-mismatch: m") and HEALTHY.reason == ""
     assert gate.judge([_f("w", "warning")], drain_on_warnings=True).status == "failing"
     assert gate.tool_error("x", 0).tool_code == 70  # never an exit status that reads as a verdict
     assert gate.tool_error("x", 5).tool_code == 70
@@ -43,7 +43,7 @@ def test_exit_codes_as_slurm_reads_them(outcome, prolog, health):
 
 
 IDLE = NodeState("n1", "IDLE")
-OURS = NodeState("n1", "IDLE", {"DRAIN"}, "rocetune: doctor-rail-mtu-mismatch s: m")
+OURS = NodeState("n1", "IDLE", {"DRAIN"}, "rocetune: s doctor-rail-mtu-mismatch: m")
 OURS_OLD = NodeState("n1", "IDLE", {"DRAIN"}, "rocetune: expect-rails rails: 7 rails")
 ADMIN = NodeState("n1", "IDLE", {"DRAIN"}, "maintenance: fan swap")
 DOWN = NodeState("n1", "DOWN", set(), "Not responding")
@@ -63,7 +63,7 @@ def test_node_actions(outcome, state, kind):
 
 def test_the_line_names_skipped_checks_before_what_was_done():
     line = gate.line("health-check", "n1", FAILING, gate.node_action(FAILING, IDLE), skipped=["b", "a", "b"])
-    assert line.startswith("rocetune: FAIL n1: doctor-rail-mtu-mismatch s: m")
+    assert line.startswith("rocetune: FAIL n1: s doctor-rail-mtu-mismatch: m")
     assert line.endswith(" [skipped by the check configuration: a, b] [drained]"), line
     assert "skipped" not in gate.line("prolog", "n1", HEALTHY)
 

@@ -12,6 +12,7 @@ import pytest
 from rocetune.analysis.hostview import HostView
 from rocetune.doctor import below_checks, kernel_log
 from rocetune.doctor.checks import DoctorInput
+from rocetune.errors import ParseError
 from rocetune.hostfs.context import ProbeContext
 from rocetune.hostfs.recorder import Recorder
 from rocetune.hostfs.root import HostRoot
@@ -142,3 +143,108 @@ def test_a_rail_that_lost_carrier_on_the_lab_vm_is_a_flap_of_its_soft_roce_port(
     found = below_checks.link_flap(d)
     assert [(f.subject, f.severity) for f in found] == [("rxe0", "warning")]
     assert "link went down 1 time(s) since boot (up again 1 time(s)), last at 67.058386" in found[0].message
+
+
+# --- hostile input: records, scope, floods -------------------------------------------------------
+FORGED = ("forged-xid-segfault-tmpfs-records-dmesg.txt", "forged-xid-segfault-tmpfs-records-dmesg-json.json")
+
+
+@pytest.mark.parametrize("name, records", list(zip(FORGED, (3, 4))))
+def test_a_further_line_of_a_record_a_user_wrote_is_never_an_event(name, records):
+    """Recorded: `nobody` put a newline and an Xid line into a segfault record (a file name) and
+    into tmpfs's Unknown parameter record (a mount option inside unshare -rm)."""
+    read = classify(log(name))
+    assert read["records"] == records and read["events"] == []
+    assert findings(host(), log(name)) == []
+
+
+def test_a_header_inside_a_further_line_starts_no_record():
+    text = ("[  274.977736] python3[14187]: segfault at 0 ip 00007ff1 sp 00007ffd error 4 in x\n"
+            "               [  274.977740] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n"
+            "kernel: tmpfs: Unknown parameter 'x\n"
+            "kernel: NVRM: Xid (PCI:0000:18:00): 79'\n")
+    # the last line is a record header at the first column: only the kernel (the journal's own
+    # form) writes one there
+    assert [e["kind"] for e in classify(text)["events"]] == ["gpu-xid"]
+    assert classify(text)["records"] == 3
+
+
+def test_the_json_reading_is_taken_first_and_a_capture_keeps_it_as_json(tmp_path):
+    real = log("forged-xid-segfault-tmpfs-records-dmesg-json.json")
+    xid = ('{"dmesg": [{"pri": 4, "time": 5.25, "msg": "NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has '
+           'fallen off the bus."}]}')
+    root = make(tmp_path, {"commands/dmesg_--kernel_--json.txt": real[: real.rindex("]")] + ',{"pri": 4, '
+                           '"time": 5.25, "msg": "NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the '
+                           'bus."}]}\n',
+                           "commands/dmesg_--kernel.txt": ""})
+    rec = Recorder()
+    ctx = ProbeContext(HostRoot(root), RecordedRunner(HostRoot(root)))
+    ctx.runner.recorder = rec
+    read = kernel_log.read(ctx)
+    assert read["source"] == "dmesg --kernel --json"
+    assert [(e["kind"], e["xid"], e["time"]) for e in read["events"]] == [("gpu-xid", "79", "5.250000")]
+    kept = rec.commands["dmesg_--kernel_--json"].stdout
+    assert "segfault" not in kept and classify(kept)["events"] == classify(xid)["events"]
+
+
+def test_a_flood_of_one_class_keeps_the_fault_before_it_with_first_last_and_count():
+    xid = "[  10.000000] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n"
+    flood = "".join(f"[  {11 + i}.000000] pcieport 0000:00:1b.2: AER: Corrected error received: id=ae00\n"
+                    for i in range(5000))
+    read = classify(xid + flood + xid.replace("10.000000", "9999.000000"))
+    (x, aer) = read["events"]
+    assert (x["count"], x["time"], x["last"]["time"]) == (2, "10.000000", "9999.000000")
+    assert (aer["count"], aer["time"], aer["last"]["time"]) == (5000, "11.000000", "5010.000000")
+    (f,) = [f for f in findings(host(), xid + flood) if f.id == "doctor-kernel-gpu-xid"]
+    assert f.severity == "error"
+    (a,) = [f for f in findings(host(), xid + flood) if f.id == "doctor-kernel-pcie-aer"]
+    assert "Corrected x5000" in a.message and len(a.evidence["kernel log"]) == 2
+
+
+def test_xids_of_many_process_names_stay_one_class():
+    lines = "".join(f"[ {i}.0] NVRM: Xid (PCI:0000:18:00): 13, pid={i}, name=job{i}, Graphics Exception\n"
+                    for i in range(1, 5001))
+    read = classify(lines + "[ 9999.0] NVRM: Xid (PCI:0000:18:00): 79, pid=9, GPU has fallen off the bus.\n")
+    assert [(e["xid"], e["count"]) for e in read["events"]] == [("13", 5000), ("79", 1)]
+
+
+def test_an_xid_of_another_node_s_gpu_is_info_and_an_unplaceable_one_counts():
+    line = "[ 1.0] NVRM: Xid (PCI:0000:af:00): 79, pid=1, GPU has fallen off the bus.\n"
+    (f,) = findings(host(), line)
+    assert f.severity == "info" and "(not a GPU of this node)" in f.message and "need a GPU reset" not in f.message
+    (f,) = findings(host(), line.replace("0000:af:00", "0000:18:00"))
+    assert f.severity == "error"
+    h = host()
+    h["gpus"] = []  # the GPU reader found none: a GPU that fell off the bus may be gone from it
+    for dev in h["pci"]["devices"]:
+        if dev["bdf"] == "0000:18:00.0":
+            dev["kind"] = "gpu"
+    (f,) = findings(h, line.replace("0000:af:00", "0000:18:00"))
+    assert f.severity == "error"
+    h["pci"]["devices"] = [x for x in h["pci"]["devices"] if x.get("kind") != "gpu"]
+    (f,) = findings(h, line)
+    assert f.severity == "error"
+
+
+def test_a_json_reading_that_is_no_json_is_not_an_empty_log(tmp_path):
+    """A cut `dmesg --json` output reads as no log at all, never as a log without faults: the text
+    form is read instead."""
+    real = log("forged-xid-segfault-tmpfs-records-dmesg-json.json")
+    root = make(tmp_path, {"commands/dmesg_--kernel_--json.txt": real[: len(real) // 2],
+                           "commands/dmesg_--kernel.txt": log("mlx5-health-compromised-dmesg.txt")})
+    ctx = ProbeContext(HostRoot(root))
+    read = kernel_log.read(ctx)
+    assert read["source"] == "dmesg --kernel" and len(read["events"]) == 6
+    assert any("dmesg --kernel --json: dmesg --json output: not JSON" in w for w in ctx.status.warnings)
+    with pytest.raises(ParseError):
+        classify('{"dmesg": [{"pri": 6, "time": NaN, "msg": "x"}]}')
+
+
+def test_a_record_that_merely_contains_a_health_message_is_none():
+    """A NIC health message carries mlx5's prefix (the device, or MLNX_OFED's `func:line:(pid N): `);
+    a user's segfault record naming a file `... unrecoverable hardware error` is no health event."""
+    text = ("[ 9.1] python3[7]: segfault at 0 ip 1 sp 2 error 4 in x unrecoverable hardware error[7f+1000]\n"
+            "[ 9.2] bash[8]: segfault at 0 ip 1 sp 2 error 4 in Fatal error 1 detected[7f+1000]\n")
+    assert classify(text)["events"] == []
+    real = "[ 9.3] mlx5_core 0000:0d:00.0: poll_health:801:(pid 0): device's health compromised - reached miss count\n"
+    assert [e["kind"] for e in classify(real)["events"]] == ["nic-health"]

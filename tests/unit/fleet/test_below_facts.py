@@ -67,7 +67,7 @@ def test_doctor_s_compact_facts_carry_the_below_and_rail_facts(features):
     from rocetune.fleet.facts import features_facts, from_json, to_json
 
     f = host("n1", features, ordering="force_relax(1)").features
-    f["lldp"] = {"tool": "lldpctl -f json", "error": None, "interfaces": {}}
+    f["lldp"] = {"tool": "lldpctl -f json0", "error": None, "interfaces": {}}
     carried = from_json(to_json(features_facts(f, {})))
     assert carried["fw.PCI_WR_ORDERING"].value == ["force_relax(1)"]
     assert carried["phy.speed"].value == ["400G"] and carried["nvlink.fabric"].value == ["Completed/Success"]

@@ -104,3 +104,54 @@ def test_a_net_plugin_on_one_node_only_is_odd(features):
     assert row.cells["n2"].fact.value == ["net libnccl-net.so.1.14.2 1.14.2"]
     hosts[2].features["kernel"]["nccl"]["plugin_env"] = {"NCCL_NET_PLUGIN": "none"}
     assert next(r for r in compare(hosts).rows if r.key == "nccl.plugins").cells["n2"].status == "ok"
+
+
+def test_a_result_holding_another_hosts_name_is_a_copy_not_a_healthy_host(features):
+    from rocetune.fleet.compare import compare
+
+    envelope = {"schema": "rocetune.result/1", "data": {"features": features, "plan": {"env": {"A": "1"}}}}
+    good = from_doc("gpu01", {"host": "gpu01", "probe": envelope, "error": None})
+    copied = from_doc("gpu09", {"host": "gpu01", "probe": envelope, "error": None})  # cp gpu01.json gpu09.json
+    alias = from_doc("gpu10", {"host": "node-a", "probe": envelope, "error": None})  # a name no file has
+    report = compare([good, copied, alias])
+    assert [h.host for h in report.failed] == ["gpu09"]
+    assert "gpu09.json holds the result of host 'gpu01', not of gpu09" in copied.error
+    assert alias.ok and alias.warnings == ["gpu10.json names host 'node-a'; reported as gpu10"]
+
+
+def test_differences_are_weighed_by_what_they_cost_a_job():
+    from rocetune.fleet.compare import Cell, Row, impact
+    from rocetune.fleet.facts import Fact
+
+    picked = Row("gid_index", cells={"h": Cell(Fact([5], detail="NCCL's own pick: the first RoCE v2 IPv4 GID"))})
+    pinned = Row("gid_index", cells={"h": Cell(Fact([3], detail="pinned by NCCL_IB_GID_INDEX"))})
+    rails = Row("hca.names", cells={"h": Cell(Fact(["mlx5_0:1"]))})
+    assert impact(picked, picked.cells["h"]) == "bookkeeping"
+    assert impact(pinned, pinned.cells["h"]) == "breaks jobs"
+    assert impact(rails, rails.cells["h"]) == "breaks jobs"
+    kernel = Row("kernel", cells={"h": Cell(Fact("6.8.0-1018"))})
+    memlock = Row("warning.memlock-limited", cells={"h": Cell(Fact(True))})
+    assert impact(kernel, kernel.cells["h"]) == "bookkeeping" and impact(memlock, memlock.cells["h"]) == "slows jobs"
+
+
+def test_the_text_report_says_what_doctor_found_not_only_its_ids(features):
+    from rocetune.render.fleet_text import report_text
+
+    pfc = {"id": "doctor-rail-qos-mismatch", "severity": "error", "subject": "enp94s0np0",
+           "message": "enp94s0np0: PFC is off on priority 3, the QoS plan's lossless class; " + "x" * 200}
+    hosts = [_result(f"gpu0{i}", features, findings=[pfc] if i == 3 else []) for i in (1, 2, 3)]
+    text = report_text(compare(hosts))
+    line = next(ln for ln in text.splitlines() if "doctor-rail-qos-mismatch: enp94s0np0: PFC is off" in ln)
+    assert line.endswith("...") and len(line.strip()) <= 160
+
+
+def test_the_page_lists_the_warnings_every_host_shares(features):
+    from rocetune.render.fleet_html import report_html
+
+    memlock = {"id": "memlock-limited", "severity": "warning", "subject": "host",
+               "message": "services get an 8 MiB memlock"}
+    report = compare([_result(f"gpu0{i}", features, findings=[memlock]) for i in (1, 2, 3)])
+    assert report.clean and [r.key for r in report.shared] == ["warning.memlock-limited"]
+    page = report_html(report)
+    assert "sharing 1 warning(s)" in page and "<h2>Warnings every host shares</h2>" in page
+    assert "services get an 8 MiB memlock" in page

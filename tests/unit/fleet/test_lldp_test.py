@@ -11,7 +11,7 @@ from rocetune.fleet.endpoints import HostEndpoints, RdmaPort
 from rocetune.fleet.tests import FleetContext, HostContext, NodeContext, get
 
 LLDP = Path(__file__).resolve().parents[2] / "fixtures" / "outputs" / "lldp"
-TWO = (LLDP / "lldpctl-json-two-interfaces-lab.json").read_bytes()
+TWO = (LLDP / "lldpctl-json0-two-interfaces-lab.json").read_bytes()
 TEST = get("lldp")
 
 
@@ -20,7 +20,7 @@ class Remote:
         self.done = ssh.Completed(code, out, err)
 
     def run(self, command, step, timeout, stdin=None):
-        assert command == "lldpctl -f json"
+        assert command == "lldpctl -f json0"
         return self.done
 
 

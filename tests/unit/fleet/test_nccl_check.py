@@ -91,3 +91,13 @@ def test_the_script_sent_to_the_nodes_prints_what_the_judge_reads():
     assert line in source
     sample = "rocetune-nccl-check: rank %d ok=%s bytes=%d seconds=%.6f busbw_gbs=%.3f" % (1, True, 4, 0.5, 2.25)
     assert nccl_check.RESULT.search(sample).groups() == ("1", "True", "4", "0.500000", "2.250")
+
+
+def test_the_check_turns_nccls_diagnostics_on_and_reads_their_lines():
+    assert "NCCL_RUN_DIAGNOSTICS=1 NCCL_RUN_RAS_DIAGNOSTICS=1" in nccl_check.command(nccl_check.Settings())
+    # NCCL's own published DIAG lines (SOURCES.md: nccl-docs-2.31.2-*), after the job's log
+    diag = (LOGS / "nccl-docs-2.31.2-ras-diagnostics-mismatch.log").read_text()
+    r = nccl_check.judge("n1", 0, RXE + diag + ranks(), RXE_PLAN, nccl_check.Settings())
+    assert r["status"] == "pass"  # NCCL's diagnostics are informational: a warning, not a failure
+    assert [d["check"] for d in r["diagnostics"]] == ["NCCL environment"] * 4
+    assert [d["severity"] for d in r["differences"] if d["id"] == "nccl-log-diag"] == ["warning"]

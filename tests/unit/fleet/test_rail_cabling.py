@@ -33,7 +33,7 @@ def rails(features):
 def host(name, features, leaves, error=None):
     f = copy.deepcopy(features)
     ports = rails(f)
-    f["lldp"] = {"tool": "lldpctl -f json", "error": error, "interfaces": {
+    f["lldp"] = {"tool": "lldpctl -f json0", "error": error, "interfaces": {
         p.netdev: [{"chassis": leaf, "port": f"swp{n}", "chassis_id": None, "chassis_id_type": None,
                     "port_id_type": "ifname", "port_descr": None, "mgmt_ip": [], "via": "LLDP"}]
         for p, leaf, n in zip(ports, leaves, range(1, 99)) if leaf}}

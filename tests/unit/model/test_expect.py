@@ -143,7 +143,7 @@ def test_the_majority_keeps_what_most_nodes_agree_on_and_names_the_others():
     assert m.document["rails"] == good["rails"] and m.document["versions"] == good["versions"]
     assert m.agree["rails.count"] == 3
     assert m.dissent["rails.count"] == {"7": [2]}
-    assert m.dissent["versions.nic_firmware"] == {'"28.36.1010"': [3]}
+    assert m.dissent["versions.nic_firmware"] == {'"28.36.*"': [3]}
     assert m.undecided == []
 
 

@@ -40,6 +40,32 @@ MISMATCH = ("gpu-a:10:11 [0] NCCL INFO Using network IB\n"
 ENV_PLUGIN = ("gpu-a:10:11 [0] NCCL INFO Successfully loaded external env plugin %s\n"
               "gpu-a:10:11 [0] NCCL INFO Using network IB\n" % "libnccl-env-site.so")
 
+# Port events, built from NCCL's formats: transport/net_ib/common.cc at v2.30.7-1 (:153 "NET/IB : %s:%d GID
+# table changed", :179 "... Got non-fatal async event: %s(%d)", :123 "... async fatal event: %s") and at
+# v2.31.2-1 (889806836: ncclIbEventGidChange, ncclIbUpdateDeviceSpeed, ncclIbAsyncThreadMain); the version
+# line is init.cc's "NCCL version %s" INFO (2.22.3+). No real log of these events was found published.
+def _v(version: str) -> str:
+    return f"gpu-a:10:11 [0] NCCL INFO NCCL version {version}+cuda12.9\n" \
+           "gpu-a:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n"
+
+
+def _warn(message: str) -> str:
+    return f"\ngpu-a:10:11 [0] transport/net_ib/common.cc:153 NCCL WARN {message}\n"
+
+
+RECOVERY_ON = "gpu-a:10:11 [0] NCCL INFO NCCL_IB_RESILIENCY_PORT_RECOVERY set by environment to 1.\n"
+PORT_ERROR = _warn("NET/IB : mlx5_0:1 Got non-fatal async event: port error(10)")
+GID_CHANGED = _v("2.30.7") + _warn("NET/IB : mlx5_0:1 GID table changed")
+GID_REFRESHED = (_v("2.31.2") + "gpu-a:10:11 [0] NCCL INFO NET/IB: ncclIbEventGidChange: GID table changed on mlx5_0:1\n"
+                 "gpu-a:10:11 [0] NCCL INFO NET/IB : mlx5_0:1 GID refreshed: idx 3 -> 5, gid ::ffff:10.0.0.1 -> "
+                 "::ffff:10.0.0.9\n")
+GID_REFRESH_FAILED = _v("2.31.2") + _warn("NET/IB : mlx5_0:1 marking device with fatal error after GID-change "
+                                          "event handler failed")
+SPEED = _v("2.31.2") + "gpu-a:10:11 [0] NCCL INFO NET/IB : mlx5_0:1 speed change detected: 400000 -> 200000 Mbps\n"
+FATAL = _v("2.30.7") + _warn("NET/IB : mlx5_0:1 async fatal event: local catastrophic error")
+# a 2.32-era src/debug.cc ncclDebugLogV: "[%d] %s:%d (%s) NCCL ATTN %s" after the WARN's leading newline
+ATTN = _v("2.32.3") + "\ngpu-a:10:11 [0] init.cc:1500 (ncclCommInitRankFunc) NCCL ATTN a notice\n"
+
 
 def log(*names: str) -> str:
     return "".join((LOGS / n).read_text() for n in names)
@@ -97,6 +123,18 @@ CASES = [
     ("nccl-log-env-plugin", ENV_PLUGIN, {}, "NCCL loaded the env plugin 'libnccl-env-site.so'"),
     ("nccl-log-net-plugin", log(*PLUGIN_JOB), {"NCCL_IB_HCA": "=mlx5_bond_6,mlx5_bond_7"},
      "the net plugin 'NCCL RDMA Plugin v6' carried the network traffic"),
+    ("nccl-log-gid-changed", GID_CHANGED, {}, "the GID table of mlx5_0:1 changed during the job; NCCL 2.30.7 keeps "
+     "the GID it cached"),
+    ("nccl-log-gid-refreshed", GID_REFRESHED, {}, "NCCL refreshed its GID (idx 3 -> 5, gid ::ffff:10.0.0.1 -> "
+     "::ffff:10.0.0.9)"),
+    ("nccl-log-gid-refresh-failed", GID_REFRESH_FAILED, {}, "it marked the device fatal"),
+    ("nccl-log-port-down", _v("2.30.7") + RECOVERY_ON + PORT_ERROR, {}, "mlx5_0:1 went down during the job; "
+     "NCCL_IB_RESILIENCY_PORT_RECOVERY=1 on RoCE with NCCL 2.30.7"),
+    ("nccl-log-speed-change", SPEED, {}, "mlx5_0:1 changed link speed during the job: 400000 -> 200000 Mbps"),
+    ("nccl-log-device-fatal", FATAL, {}, "mlx5_0:1 reported a fatal event: local catastrophic error"),
+    ("nccl-log-diag", log("nccl-docs-2.31.2-ras-diagnostics-mismatch.log"), {},
+     "NCCL DIAG: NCCL environment: mismatch across 8 ranks in comm 0x1234 for NCCL_DEBUG"),
+    ("nccl-log-attn", ATTN, {}, "NCCL ATTN at init.cc:1500 (ncclCommInitRankFunc): a notice"),
 ]
 # what each case's plan knew beyond its env (the others: nothing)
 FACTS = {
@@ -219,3 +257,77 @@ def test_the_doc_page_lists_every_id():
     page = (Path(__file__).resolve().parents[3] / "docs" / "nccl-log.md").read_text()
     for diff_id, kind in DIFFERENCES.items():
         assert f"| `{diff_id}` | {kind.severity} | {kind.doc} |" in page
+
+
+@pytest.mark.parametrize("version,severity", [("2.30.3", "error"), ("2.30.7", "error"), ("2.31.2", "warning")])
+def test_port_down_with_recovery_on_roce_is_graded_by_release(version, severity):
+    (d,) = by_id(diffs(_v(version) + RECOVERY_ON + PORT_ERROR, {}), "nccl-log-port-down")
+    assert d.severity == severity
+    if version == "2.31.2":
+        assert "refreshes its GID" in d.message
+
+
+def test_port_down_without_recovery_is_a_warning_naming_the_port():
+    (d,) = by_id(diffs(_v("2.30.7") + PORT_ERROR, {}), "nccl-log-port-down")
+    assert (d.severity, d.subject) == ("warning", "mlx5_0:1")
+
+
+def test_a_gid_change_before_2_28_3_is_event_18_and_2_31_2_no_longer_keeps_the_cached_gid():
+    old = _v("2.25.1") + _warn("NET/IB : mlx5_0:1 unknown event type (18)")
+    assert by_id(diffs(old, {}), "nccl-log-gid-changed")
+    assert not by_id(diffs(_v("2.25.1") + _warn("NET/IB : mlx5_0:1 unknown event type (19)"), {}),
+                     "nccl-log-gid-changed")
+    # 2.31.2's INFO "GID table changed on" is followed by its refresh: no gid-changed error
+    assert not by_id(diffs(GID_REFRESHED, {}), "nccl-log-gid-changed")
+
+
+def test_diag_ok_lines_raise_nothing_and_are_kept():
+    r = read_log(log("nccl-docs-2.31.2-ras-diagnostics.log") + log("nccl-docs-2.31.2-diagnostics.log"))
+    assert [d.tag for d, _ in r.diag] == [None, "OK", "OK", "OK", "OK", "OK", None, None, "OK", None]
+    assert [d.check for d, _ in r.diag if d.tag] == ["GPU inventory", "CUDA driver version", "ECC", "NVLink",
+                                                     "NCCL environment", "p2p"]
+    assert not by_id(compare_with_plan(r, {}), "nccl-log-diag")
+
+
+def test_an_empty_log_says_a_log_sink_may_have_taken_the_lines():
+    from rocetune.errors import RocetuneError
+
+    with pytest.raises(RocetuneError) as e:
+        read_log("")
+    assert "NCCL_LOG_PLUGIN" in (e.value.hint or "")
+
+
+# graph/paths.cc v2.28.9-1 :473-483 ("GPU Direct RDMA %s for GPU %lx / HCA %lx (distance %d %s %d), read %d mode %s")
+# and topo.cc ("NET/%s : GPU Direct RDMA %s for HCA %d '%s'"), transport/net.cc's connection line, built
+# from the formats: both HCAs say Enabled, the pair is off by distance (the N5 case of the 2.28.9 log)
+GDR_BY_DISTANCE = (
+    "gpu-a:10:11 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
+    "gpu-a:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n"
+    "gpu-a:10:11 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'\n"
+    "gpu-a:10:11 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 1 'mlx5_1'\n"
+    "gpu-a:10:11 [0] NCCL INFO GPU Direct RDMA Disabled for GPU %x / HCA %x (distance %d > %d), read %d mode %s\n"
+    "gpu-a:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n" % (0x1b000, 0, 9, 6, 0, "Default"))
+
+
+def test_gdr_off_by_distance_with_peer_memory_loaded_is_not_a_module_problem():
+    ds = diffs(GDR_BY_DISTANCE, {}, PlanFacts(gdr_expected=True, gdr_why="pairs at PIX"))
+    (off,) = by_id(ds, "nccl-log-gdr-off")
+    assert "every HCA has GPU Direct RDMA enabled" in off.message and "(distance 9 > 6 (SYS beyond P2C))" in off.message
+    assert "nvidia_peermem" not in off.fix.split("rather")[0] and "NCCL_TOPO_DUMP_FILE" in off.fix
+    (pair,) = by_id(ds, "nccl-log-gdr-path-disabled")
+    assert "(SYS beyond P2C in NCCL 2.28.9)" in pair.message
+    assert "raise NCCL_NET_GDR_LEVEL" not in pair.fix
+
+
+def test_the_same_distance_is_another_path_in_another_release():
+    from rocetune.nccl.topo_paths import path_name
+
+    assert [path_name(4, v) for v in ((2, 25, 1), (2, 26, 2))] == ["PXB", "PIX"]
+    assert [path_name(6, v) for v in ((2, 27, 3), (2, 27, 5))] == ["PXN", "P2C"]
+    assert path_name(5, None) is None
+
+
+def test_a_port_that_came_back_is_said_to_have_flapped():
+    up = _warn("NET/IB : mlx5_0:1 Got non-fatal async event: port active(9)")
+    (d,) = by_id(diffs(_v("2.31.2") + PORT_ERROR + up, {}), "nccl-log-port-down")
+    assert "went down during the job and came back up" in d.message and len(d.evidence) == 2

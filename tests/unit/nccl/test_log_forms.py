@@ -33,7 +33,7 @@ def c_format(fmt: str, args) -> str:
 
 def build(form) -> str:
     text = c_format(form["line"], form["args"])
-    if form["kind"] in ("warn", "version-bare"):
+    if form["kind"] in ("warn", "version-bare", "diag") or text.startswith("\n"):
         return text + "\n"
     return INFO + text + "\n"
 
@@ -98,6 +98,12 @@ def test_each_form_is_read(form):
         assert p.net_plugin == exp["net_plugin"]
     elif kind == "env-plugin":
         assert p.env_plugin == exp["env_plugin"]
+    elif kind == "port-event":
+        ((e, _ev),) = p.port_events
+        assert [e.device, e.port, e.kind] == exp["event"]
+    elif kind == "diag":
+        ((d, _ev),) = r.diag
+        assert [d.host, d.pid, d.tag, d.check] == exp["diag"]
     else:
         pytest.fail(f"no check for kind {kind}")
     assert r.unrecognized_lines == 0

@@ -157,7 +157,7 @@ def test_report_is_json_and_deterministic():
 @pytest.mark.parametrize("name", sorted(p.name for p in LOGS.glob("*.log")))
 def test_every_fixture_is_read_and_has_its_source(name):
     r = read_log(text(name))
-    assert r.processes and r.nccl_lines > 0
+    assert (r.processes or r.diag) and r.nccl_lines > 0  # NCCL DIAG lines carry no process prefix
     assert name.split("-")[0] in (LOGS / "SOURCES.md").read_text()
 
 
@@ -243,3 +243,12 @@ def test_host_prefixed_lines_and_three_warns():
         ("rdma-test-gpu-worker-1:2919", "misc/cudawrap.cc:33")]
     p = r.process("rdma-test-gpu-worker-0:4276")
     assert [(d.name, d.link_layer, d.tag) for d in p.ib_devices] == [("mlx5_50", "IB", "SHARP")]
+
+
+def test_the_network_told_only_by_the_connection_lines_is_in_the_json():
+    # nccl#1412's log has no "Using network" line: its four "via NET/IB/3" lines name the network
+    r = read_log(text("nccl-1412-ib-connections-no-gdrdma.log"))
+    d = r.to_dict()["processes"]
+    assert {(p["network"], p["network_from"], p["transport"]) for p in d} == {("IB", "connections", "ib")}
+    using = read_log(text("rxe-2.20.5-nccl_node0.log")).to_dict()["processes"][0]
+    assert (using["network"], using["network_from"]) == ("IB", "using-network")

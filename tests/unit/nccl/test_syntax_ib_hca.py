@@ -38,3 +38,14 @@ def test_socket_ifname_prefixes_exact_names_and_exclusion():
     assert not ifname_selects("=eth", "eth0") and ifname_selects("=eth0,bond0", "bond0")
     assert not ifname_selects("^docker,lo", "docker0") and ifname_selects("^docker,lo", "bond0")
     assert ifname_selects("^=eth", "eth0")  # excludes only an interface named exactly "eth"
+
+
+def test_an_empty_port_is_port_0_before_2_30_7_and_any_port_from_it():
+    # v2.30.4-1 src/misc/utils.cc:212 atoi("") = 0; v2.30.7-1 :203-204 an empty field is -1 (any port)
+    from rocetune.nccl.syntax import ib_hca_entries, ib_hca_selects
+
+    assert ib_hca_entries("mlx5_0::0")[2] == [("mlx5_0", 0)]
+    assert ib_hca_entries("mlx5_0::0", empty_port_any=True)[2] == [("mlx5_0", -1)]
+    assert ib_hca_entries("=mlx5_0:,mlx5_1:1:0", empty_port_any=True)[2] == [("mlx5_0", -1), ("mlx5_1", 1)]
+    assert not ib_hca_selects("=mlx5_0::0", "mlx5_0", 1)
+    assert ib_hca_selects("=mlx5_0::0", "mlx5_0", 1, empty_port_any=True)

@@ -1,6 +1,7 @@
-"""lldpctl's JSON, both of lldpd's forms, on recorded real outputs (tests/fixtures/outputs/SOURCES.md):
-`-f json` with one interface (an object) and with several (a list), `-f json0`, and a Cumulus
-switch's `net show lldp json`."""
+"""`lldpctl -f json0` on recorded real outputs (tests/fixtures/outputs/SOURCES.md): lldpd's own
+and a Cumulus switch's `net show lldp json` (the same structure). `-f json`, whose keys are the
+neighbours' names written unescaped before lldpd 1.0.22, is refused: a recorded neighbour's name
+forges another port's neighbour there."""
 
 from __future__ import annotations
 
@@ -14,26 +15,20 @@ from rocetune.probe.parsers._common import BUG_PREFIX
 from rocetune.probe.parsers.lldpctl import parse_lldpctl_json
 
 LLDP = Path(__file__).resolve().parents[2] / "fixtures" / "outputs" / "lldp"
+FORGED = ('leaf-rail0": {"id": {"type": "mac", "value": "00:00:00:00:00:01"}}}, "port": {"id": {"type": '
+          '"ifname", "value": "swp1"}}}, "eth9": {"via": "LLDP", "chassis": {"leaf-rail1')
 
 
 def read(name: str) -> str:
     return (LLDP / name).read_text(encoding="utf-8")
 
 
-def test_one_interface_is_an_object_keyed_by_its_name():
-    found = parse_lldpctl_json(read("lldpctl-json-one-interface-lab.json"))
-    assert list(found) == ["rt31a0"]
-    (n,) = found["rt31a0"]
-    assert n["chassis"] == "leaf-rail0" and n["port"] == "rt31s0" and n["port_id_type"] == "ifname"
-    assert n["chassis_id_type"] == "mac" and n["chassis_id"] == "b6:c6:90:83:90:4c" and n["via"] == "LLDP"
-    assert n["mgmt_ip"] == ["fe80::b4c6:90ff:fe83:904c"]
-
-
-@pytest.mark.parametrize("name", ["lldpctl-json-two-interfaces-lab.json", "lldpctl-json0-two-interfaces-lab.json"])
-def test_several_interfaces_json_and_json0_read_alike(name):
-    found = parse_lldpctl_json(read(name))
+def test_several_interfaces():
+    found = parse_lldpctl_json(read("lldpctl-json0-two-interfaces-lab.json"))
     assert {i: [(n["chassis"], n["port"]) for n in ns] for i, ns in found.items()} == {
         "rt31a0": [("leaf-rail0", "rt31s0")], "rt31a1": [("leaf-rail0", "rt31s1")]}
+    n = found["rt31a0"][0]
+    assert n["port_id_type"] == "ifname" and n["chassis_id_type"] == "mac" and n["via"] == "LLDP"
 
 
 def test_a_switch_s_json0_names_each_port_s_neighbour():
@@ -44,20 +39,34 @@ def test_a_switch_s_json0_names_each_port_s_neighbour():
     assert found["swp1"][0]["mgmt_ip"] == ["10.0.0.21", "2001:db8::21"]
 
 
+def test_a_neighbour_s_name_is_its_text_and_forges_no_other_port():
+    """Recorded on lldpd 1.0.16: the same neighbour, whose name is JSON, in both forms."""
+    found = parse_lldpctl_json(read("lldpctl-json0-forged-sysname-lldpd1.0.16.json"))
+    assert list(found) == ["i36v0"]
+    (n,) = found["i36v0"]
+    assert (n["chassis"], n["port"], n["chassis_id"]) == (FORGED, "i36v1", "46:98:ed:68:ee:5a")
+    with pytest.raises(ParseError, match="read `lldpctl -f json0`"):
+        parse_lldpctl_json(read("lldpctl-json-forged-sysname-lldpd1.0.16.json"))
+
+
+def test_a_raw_0x1f_byte_in_a_name_keeps_the_reading():
+    """lldpd up to 1.0.21 writes 0x1F raw inside a string (recorded)."""
+    (n,) = parse_lldpctl_json(read("lldpctl-json0-0x1f-sysname-lldpd1.0.16.json"))["i36v0"]
+    assert n["chassis"] == "leaf\x1frail0" and n["port"] == "i36v1"
+
+
 def test_no_neighbour_and_an_unnamed_chassis():
-    assert parse_lldpctl_json('{\n  "lldp": {\n    \n  }\n}\n') == {}  # lldpd 1.0.16, nothing heard
-    assert parse_lldpctl_json('{\n  "lldp": [\n    {\n      \n    }\n  ]\n}\n') == {}  # the same, json0
-    # A neighbour that sends no SysName: json_writer.c has no `name` to key the chassis by, so
-    # the chassis object stays as it is ({"id": ..., "descr": ...}); its ID names it then.
-    doc = json.loads(read("lldpctl-json-one-interface-lab.json"))
-    body = doc["lldp"]["interface"]["rt31a0"]
-    body["chassis"] = body["chassis"]["leaf-rail0"]
-    (n,) = parse_lldpctl_json(json.dumps(doc))["rt31a0"]
-    assert n["chassis"] == n["chassis_id"] == "b6:c6:90:83:90:4c"
+    assert parse_lldpctl_json('{\n  "lldp": [\n    {\n      \n    }\n  ]\n}\n') == {}  # nothing heard
+    # A neighbour that sends no SysName: its chassis ID names it.
+    doc = json.loads(read("lldpctl-json0-two-interfaces-lab.json"))
+    del doc["lldp"][0]["interface"][0]["chassis"][0]["name"]
+    n = parse_lldpctl_json(json.dumps(doc))["rt31a0"][0]
+    assert n["chassis"] == n["chassis_id"]
 
 
-@pytest.mark.parametrize("text", ["", "lldp", "[]", '{"other": 1}', "{" * 5000, '{"lldp": {"interface": 7}}'])
-def test_what_is_not_lldpctl_json_is_a_parse_error_or_nothing(text):
+@pytest.mark.parametrize("text", ["", "lldp", "[]", '{"other": 1}', "{" * 5000, '{"lldp": [{"interface": 7}]}',
+                                  '{"lldp": {"interface": {"eth0": {}}}}'])
+def test_what_is_not_lldpctl_json0_is_a_parse_error_or_nothing(text):
     try:
         assert parse_lldpctl_json(text) == {}
     except ParseError as exc:

@@ -40,7 +40,7 @@ def test_label_values_are_escaped():
     assert 'rocetune_doctor_findings{check="doctor-port-down",severity="error"} 1' in text
     rows = textfile([], _data(counters={"rates": [{"check": "nic-link-flaps", "subject": 'p"1', "unit": "per_hour",
                                                   "rate": 0.5}]}), [], 0, "0.1.0")
-    assert 'rocetune_nic_counter_rate{check="nic-link-flaps",subject="p\\"1",unit="per_hour"} 0.5\n' in rows
+    assert 'rocetune_nic_events_per_hour{check="nic-link-flaps",subject="p\\"1"} 0.5\n' in rows
 
 
 def test_counter_rates_since_the_baseline():

@@ -129,3 +129,24 @@ def test_the_plan_says_whether_a_job_should_show_gdr():
     host.open_driver("550.54.15", open_module=False)  # the proprietary module: no DMA-BUF
     off = plan_of(host.build()).reports["gpudirect-rdma"]
     assert off["expected"] is False and "DMA-BUF is unavailable" in off["expected_why"]
+
+
+def test_a_nic_on_a_grace_superchips_own_cpu_is_p2c_and_counts_from_2_27_3():
+    """v2.27.3-1 src/graph/paths.cc:670-680 makes GPU-to-NIC P2C when the GPU reaches its CPU over C2C and the
+    NIC hangs off that CPU; v2.30.7-1 :510 sets the default GDR level to P2C while NCCL_NET_GDR_C2C is on
+    (default 1 from 2.27.3, 0 in 2.26.2)."""
+    def grace_host(nccl):
+        h = Host(nccl=nccl).iface("eno1", "10.0.0.5/24", default=True).gpu(0).no_peermem()
+        h.gpus[0]["name"] = "NVIDIA GB200"
+        h.rdma("mlx5_0", netdev="ens1np0", ipv4="192.168.1.5/24", paths={0: "PHB"})
+        return h
+
+    new = plan_of(grace_host("2.28.9").build())
+    assert new.reports["gpudirect-rdma"]["pairs"] == [
+        {"gpu": 0, "port": "mlx5_0:1", "path": "PHB", "default_level": True, "nccl_path": "P2C"}]
+    f = findings(new)["gdr-unavailable"]
+    assert f.severity == "warning" and "1 GPU-NIC pair(s) are PIX/PXB/P2C" in f.message
+    old = plan_of(grace_host("2.26.2").build())
+    assert findings(old)["gdr-unavailable"].severity == "info"  # C2C GDR off by default before 2.27.3
+    on = plan_of(grace_host("2.26.2").declare(NCCL_NET_GDR_C2C="1").build())
+    assert findings(on)["gdr-unavailable"].severity == "warning"

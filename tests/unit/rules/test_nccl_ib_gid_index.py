@@ -59,24 +59,46 @@ def test_index_differing_per_port_is_left_to_auto_selection():
     assert address_of(gids_of(f, "mlx5_1"), gid_autoselect(gids_of(f, "mlx5_1"))) == "192.168.1.5"
 
 
-def test_index_differing_per_port_on_old_nccl_gives_a_range_not_an_index():
-    h = rail_host(2, nccl="2.20.5")
-    # mlx5_1's table carries two extra link-local entries first: its IPv4 v2 GID is at 5
+def _odd_port_host(rails: int):
+    """`rails` rail ports on NCCL 2.20.5; mlx5_1's table carries two extra link-local entries
+    first, so its IPv4 RoCE v2 GID is at 5 where the others' is at 3."""
+    h = rail_host(rails, nccl="2.20.5")
     extra = [gid(0, "fe80::9", "IB/RoCE v1", "ens1np0"), gid(1, "fe80::9", "RoCE v2", "ens1np0")]
-    table = extra + roce_table("ens1np0", ["192.168.1.5/24"], start=2)
     port = h.devices["mlx5_1"]["ports"][0]
-    port["gids"] = table
+    port["gids"] = extra + roce_table("ens1np0", ["192.168.1.5/24"], start=2)
     port["roce_v2_ipv4_gids"] = [5]
+    return h.build()
+
+
+def test_an_odd_port_on_old_nccl_keeps_the_majority_pin_and_fails():
+    # 2.20.5 queries the one NCCL_IB_GID_INDEX on every device and has no NCCL_IB_ADDR_RANGE
+    # (v2.20.5 src/transport/net_ib.cc:80, :838, :1028): a range would leave every port on GID 0.
+    plan = plan_of(_odd_port_host(4))
+    e = env(plan)
+    assert e["NCCL_IB_GID_INDEX"] == "3" and "NCCL_IB_ADDR_RANGE" not in e
+    odd = [f for f in plan.findings if f.id == "gid-index-odd-port"]
+    assert [(f.subject, f.severity) for f in odd] == [("mlx5_1:1", "error")]
+    assert "index 5, the other ports' at 3" in odd[0].message
+    assert not [f for f in plan.findings if f.id == "gid-nccl-too-old"]
+
+
+def test_a_tie_on_old_nccl_pins_the_lower_index():
+    plan = plan_of(_odd_port_host(2))
+    assert env(plan)["NCCL_IB_GID_INDEX"] == "3"
+    assert [f.subject for f in plan.findings if f.id == "gid-index-odd-port"] == ["mlx5_1:1"]
+
+
+def test_index_differing_per_port_on_new_nccl_gives_a_range_not_an_index():
+    h = rail_host(2, nccl="2.21.5")
+    h.devices["mlx5_1"]["ports"][0]["gids"] = [gid(0, "fe80::9", "IB/RoCE v1", "ens1np0"),
+                                               gid(1, "fe80::9", "RoCE v2", "ens1np0")] + \
+        roce_table("ens1np0", ["192.168.1.5/24"], start=2)
+    h.devices["mlx5_1"]["ports"][0]["roce_v2_ipv4_gids"] = [5]
+    h.ifaces["ens0np0"]["addresses"].append({"family": "inet", "address": "192.168.9.5", "prefixlen": 24})
     f = h.build()
     plan = plan_of(f)
     e = env(plan)
-    assert "NCCL_IB_GID_INDEX" not in e
-    rng = e["NCCL_IB_ADDR_RANGE"]
-    for dev, want in (("mlx5_0", "192.168.0.5"), ("mlx5_1", "192.168.1.5")):
-        gids = gids_of(f, dev)
-        assert address_of(gids, gid_autoselect(gids, "AF_INET", rng)) == want
-    assert ipaddress.ip_network(rng).prefixlen >= 16
-    assert any("different indices" in str(n) for n in plan.notes)
+    assert "NCCL_IB_GID_INDEX" not in e and not [x for x in plan.findings if x.id == "gid-index-odd-port"]
 
 
 def test_port_with_several_ipv4_addresses_gets_the_compute_one_by_range():
@@ -130,14 +152,15 @@ def test_infiniband_gets_no_gid_variable():
     assert not {"NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_RANGE", "NCCL_IB_ADDR_FAMILY"} & set(env(plan))
 
 
-def test_old_nccl_is_warned_that_it_ignores_the_range():
+def test_old_nccl_never_gets_a_range_it_ignores():
     h = rail_host(2, nccl="2.18.5")
     port = h.devices["mlx5_1"]["ports"][0]
     port["gids"] = roce_table("ens1np0", ["192.168.1.5/24"], start=2)
     port["roce_v2_ipv4_gids"] = [5]
     plan = plan_of(h.build())
-    assert "NCCL_IB_ADDR_RANGE" in env(plan)
-    assert any("2.18.5" in str(w) and "2.21.5" in str(w) for w in plan.warnings)
+    assert "NCCL_IB_ADDR_RANGE" not in env(plan) and env(plan)["NCCL_IB_GID_INDEX"] == "3"
+    assert any("2.18.5" in f.message and "2.21.5" in f.message for f in plan.findings
+               if f.id == "gid-index-odd-port")
 
 
 def test_unknown_nccl_version_is_a_note_not_a_guess():

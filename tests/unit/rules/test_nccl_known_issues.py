@@ -46,6 +46,13 @@ def test_port_recovery_on_roce_from_2_30_3_when_declared():
     assert "nccl-roce-port-recovery" not in ids(plan_of(rail_host(2, nccl="2.30.7").build()))
     old = rail_host(2, nccl="2.29.7").declare(NCCL_IB_RESILIENCY_PORT_RECOVERY="1")
     assert "nccl-roce-port-recovery" not in ids(plan_of(old.build()))  # 2.29.7 has no port recovery
+    assert f.severity == "warning"
+
+
+def test_port_recovery_on_roce_from_2_31_2_refreshes_the_gid():
+    f = ids(plan_of(rail_host(2, nccl="2.31.2").declare(NCCL_IB_RESILIENCY_PORT_RECOVERY="1").build()))[
+        "nccl-roce-port-recovery"]
+    assert f.severity == "info" and "refreshes a port's GID" in f.message and "#1819" not in f.message
 
 
 def test_unlimited_stack_on_a_multi_node_nvlink_gpu():

@@ -65,3 +65,38 @@ def test_a_plugin_another_user_controls():
     mine = plugin("/home/bob/lib/libnccl-tuner.so", kind="tuner", controlled_by="user bob (under /home/bob)")
     (f,) = [x for x in plan_of(with_plugins(rail_host(2), mine)).findings if x.id == "nccl-plugin-other-user"]
     assert "user bob" in f.message
+
+
+# Azure's HPC images put Mellanox's plugin (IBext) under /usr/local/nccl-rdma-sharp-plugins/lib (the ND A100 v4
+# benchmark command, tests/fixtures/expert/azure-nd96asr-v4/expert-nccl-test-mpirun-excerpt.txt)
+AZURE_IBEXT = plugin("/usr/local/nccl-rdma-sharp-plugins/lib/libnccl-net.so.0.0.0", names=["libnccl-net.so"])
+
+
+def test_azures_rdma_sharp_plugins_path_is_the_ib_plugin_and_kept():
+    plan = plan_of(with_plugins(rail_host(2), AZURE_IBEXT))
+    assert "NCCL_NET_PLUGIN" not in plan.env and any("IBext" in n.message for n in plan.notes)
+
+
+def test_none_says_what_else_it_drops_and_how_to_keep_the_plugin_per_release():
+    d = plan_of(with_plugins(rail_host(2), DEFAULT, nccl="2.30.7")).get("NCCL_NET_PLUGIN")
+    assert "any tuner, GIN, RMA this library provides" in d.reason
+    assert "--unset NCCL_NET_PLUGIN" in d.reason  # a default-named libnccl-net.so: leave NCCL's default load
+    named = plugin("/opt/vendor/lib/libnccl-net-acme.so", names=["libnccl-net.so", "libnccl-net-acme.so"])
+    assert "--unset NCCL_NET_PLUGIN" in plan_of(with_plugins(rail_host(2), named)).get("NCCL_NET_PLUGIN").reason
+    old = plan_of(with_plugins(rail_host(2), DEFAULT, nccl="2.20.5")).get("NCCL_NET_PLUGIN")
+    assert "any tuner this library provides" in old.reason  # no GIN or RMA before 2.28.7 / 2.30.7
+
+
+def test_the_log_plugin_is_loaded_only_when_named_and_rma_is_a_kind():
+    log = plugin("/usr/lib/libnccl-log.so", kind="log")
+    assert loaded("log", [log], None) is None and loaded("log", [log], "/usr/lib/libnccl-log.so") is log
+    rma = plugin("/usr/lib/libnccl-rma.so", kind="rma")
+    assert loaded("rma", [rma], None) is rma
+
+
+def test_plugin_api_versions_by_release():
+    from rocetune.nccl.plugins import api_version
+
+    assert [api_version(k, (2, 31, 2)) for k in ("net", "tuner", "profiler", "env", "gin", "rma", "log")] == [
+        12, 6, 7, 2, 14, 15, None]
+    assert api_version("log", (2, 32, 3)) == 1 and api_version("net", (2, 27, 7)) is None

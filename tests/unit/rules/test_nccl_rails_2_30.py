@@ -10,6 +10,8 @@ from .featurekit import Host, plan_of, rail_host
 
 RAILS = load_text("fabric:\n  tiers: 2\n  rail_optimised: true\n", "/etc/rocetune/qos.yml")
 NOT_RAILS = load_text("fabric:\n  tiers: 2\n  rail_optimised: false\n", "/etc/rocetune/qos.yml")
+# the fabric owner's opt-in to NCCL_IB_SUBNET_AWARE_ROUTING (off in NCCL by default: commit 5c1c4288)
+SUBNET_AWARE = load_text("fabric:\n  subnet_aware_routing: true\n", "/etc/rocetune/qos.yml")
 
 
 def test_rail_ids_by_rail_subnet_from_2_30_7():
@@ -47,7 +49,8 @@ def test_the_fabric_plan_alone_gives_rails_and_says_no_to_them():
 
 
 def test_subnet_aware_routing_on_isolated_rail_subnets_from_2_30_7():
-    plan = plan_of(rail_host(4, nccl="2.30.7").connected_routes().route("eth0", "0.0.0.0/0", "10.0.0.1").build())
+    plan = plan_of(rail_host(4, nccl="2.30.7").connected_routes().route("eth0", "0.0.0.0/0", "10.0.0.1").build(),
+                   qos=SUBNET_AWARE)
     d = plan.get("NCCL_IB_SUBNET_AWARE_ROUTING")
     assert d.value == "1" and "no route in the main IPv4 table joins them" in d.reason
     assert d.evidence["rails"]["mlx5_2:1"] == "192.168.2.0/24"
@@ -60,7 +63,7 @@ def test_subnet_aware_routing_says_when_routes_are_unknown_and_sets_a_non_defaul
         h.ifaces[name]["addresses"][0]["prefixlen"] = 16
         h.ifaces[name]["addresses"][0]["address"] = f"10.{i}.0.5"
         h.devices[f"mlx5_{i}"]["ports"][0]["gids"][-1]["ipv4"] = f"10.{i}.0.5"
-    plan = plan_of(h.build())
+    plan = plan_of(h.build(), qos=SUBNET_AWARE)
     d = plan.get("NCCL_IB_SUBNET_AWARE_ROUTING")
     assert d is not None and "whether anything routes between them is unknown" in d.reason
     assert plan.get("NCCL_IB_SUBNET_PREFIX_LEN").value == "16"
@@ -68,9 +71,18 @@ def test_subnet_aware_routing_says_when_routes_are_unknown_and_sets_a_non_defaul
 
 def test_no_subnet_aware_routing_where_a_route_joins_the_rails_or_the_release_lacks_it():
     joined = rail_host(4, nccl="2.30.7").connected_routes().route("ens0np0", "192.168.0.0/16", "192.168.0.1")
-    plan = plan_of(joined.build())
+    plan = plan_of(joined.build(), qos=SUBNET_AWARE)
     assert "NCCL_IB_SUBNET_AWARE_ROUTING" not in plan.env
     assert any("a route joins the rail subnets" in n.message for n in plan.notes)
-    old = plan_of(rail_host(4, nccl="2.30.4").build())
+    old = plan_of(rail_host(4, nccl="2.30.4").build(), qos=SUBNET_AWARE)
     assert "NCCL_IB_SUBNET_AWARE_ROUTING" not in old.env
     assert any("has no NCCL_IB_SUBNET_AWARE_ROUTING (NCCL 2.30.7 and later)" in n.message for n in old.notes)
+
+
+def test_subnet_aware_routing_is_the_fabric_plans_opt_in():
+    """2.30.7 rail hosts used to get it by default; NCCL keeps it off (commit 5c1c4288, for DGX Spark)."""
+    host = rail_host(4, nccl="2.30.7").connected_routes().route("eth0", "0.0.0.0/0", "10.0.0.1").build()
+    for qos in (None, RAILS):
+        plan = plan_of(host, qos=qos) if qos else plan_of(host)
+        assert "NCCL_IB_SUBNET_AWARE_ROUTING" not in plan.env
+        assert any("subnet_aware_routing: true" in n.message for n in plan.notes)

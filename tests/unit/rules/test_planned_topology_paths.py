@@ -97,3 +97,30 @@ def test_a_malformed_declared_file_is_a_warning_not_a_crash(tmp_path):
     plan = plan_of(f)
     assert any("/etc/topo.xml cannot be read" in str(w) for w in plan.warnings)
     assert gdr(plan)["paths_from"] is None and gdr(plan)["pairs"][0]["path"] == "PIX"
+
+
+def test_nccls_own_default_topology_file_is_left_to_nccl(tmp_path):
+    """NCCL loads /var/run/nvidia-topologyd/virtualTopology.xml while NCCL_TOPO_FILE is unset (v2.30.7-1
+    src/graph/topo.cc:1774-1781, v2.10.3-1 topo.cc:589): on azure-vm-flat without /opt/microsoft, the
+    Azure file placed there and an nccl.conf without its TOPO_FILE line, rocetune writes no file of its own."""
+    import shutil
+
+    from rocetune.planner import build_plan
+    from rocetune.probe import collect_features
+
+    root = tmp_path / "root"
+    shutil.copytree(root_of("azure-vm-flat"), root, symlinks=True)
+    azure = root / "opt" / "microsoft" / "ndv4" / "topo.xml"
+    target = root / "var" / "run" / "nvidia-topologyd" / "virtualTopology.xml"
+    target.parent.mkdir(parents=True)
+    shutil.copy(azure, target)
+    shutil.rmtree(root / "opt" / "microsoft")
+    conf = root / "etc" / "nccl.conf"
+    conf.write_text("".join(line for line in conf.read_text().splitlines(True) if "NCCL_TOPO_FILE" not in line))
+    plan = build_plan(collect_features(str(root)))
+    assert "NCCL_TOPO_FILE" not in plan.env
+    assert gdr(plan)["paths_from"] == ("NCCL topology file /var/run/nvidia-topologyd/virtualTopology.xml "
+                                       "(NCCL loads it itself while NCCL_TOPO_FILE is unset)")
+    assert any("NCCL loads /var/run/nvidia-topologyd/virtualTopology.xml itself" in n
+               for n in notes(plan, "nccl-topo-file"))
+    assert len([p for p in gdr(plan)["pairs"] if p["path"] == "PIX"]) == 16

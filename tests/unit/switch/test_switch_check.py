@@ -138,10 +138,11 @@ def test_nvue_interface_level_thresholds_are_the_asics_and_still_agree():
     sw = read_file(_path("nvue-5.16-show-interface-qos-roce-status.txt"))
     q = sw.groups[0].queues[3]
     assert sw.groups[0].ports == ["swp16"] and q.programmed and round(q.min_threshold) == 156672  # 153.00 KB
-    assert compare(default_plan(), sw) == []
+    found = compare(default_plan(), sw)
+    assert [(f.id, f.severity) for f in found] == [("switch-pfc-watchdog-off", "info")]  # the show omits it
     same_in_global_show = _read("nvue-5.16-show-qos-roce-single-ipool.txt").replace("146.48 KB", "153.00 KB")
     found = compare(default_plan(), nvue.OS.parse(same_in_global_show, "global"))
-    assert _ids(found) == ["switch-ecn-thresholds-differ"]  # configured values are not rounded by the ASIC
+    assert _ids(found, "warning") == ["switch-ecn-thresholds-differ"]  # configured values are not rounded by the ASIC
 
 
 def test_nvue_lossy_multi_tc_reads_switch_priorities_without_dscps():
@@ -161,7 +162,8 @@ def test_nvidias_procedure_for_lossless_priority_2_follows_a_priority_2_plan():
     g = sw.groups[0]
     assert g.pfc == (2,) and g.priority_of_dscp(26) == 2 and g.tc_of(2) == 3 and g.queue_of(2) == 3
     found = compare(_plan("data: {dscp: 26, priority: 2}\nlossless_priorities: [2]\n"), sw)
-    assert _ids(found, "error") + _ids(found, "warning") == []
+    # the page's commands leave NVUE's PFC watchdog at its default, disabled
+    assert _ids(found, "error") + _ids(found, "warning") == ["switch-pfc-watchdog-off"]
     assert "the commands move PFC but not the RoCE lossless pool" in \
         next(f.message for f in found if f.id == "switch-lossless-buffer-missing")
     assert "switch-data-class-mismatch" in _ids(compare(default_plan(), sw), "error")
@@ -188,7 +190,8 @@ def test_eos_excerpt_flags_what_it_states_and_leaves_the_rest_unchecked():
     assert g.ports == ["EthernetXXXXXX"] and g.trust == "dscp" and g.pfc == (0, 1, 2, 3)
     found = compare(default_plan(), sw)
     assert _ids(found, "error") == ["switch-ecn-off"]
-    assert _ids(found, "warning") == ["switch-pfc-extra"]
+    # the published example enables no PFC watchdog on its no-drop port
+    assert _ids(found, "warning") == ["switch-pfc-extra", "switch-pfc-watchdog-off"]
     assert "switch-data-class-mismatch" in _ids(found, "info")
 
 
@@ -209,9 +212,16 @@ def test_eos_avd_maps_with_drop_precedence_global_pfc_off_and_queue_maps():
 def test_eos_running_config_interfaces_without_pfc_lines_have_pfc_off():
     sw = read_file(_path("eos-avd-ethernet-interfaces.cfg"))
     by_port = {p: g for g in sw.groups for p in g.ports}
-    assert by_port["Ethernet2"].pfc == (5,) and by_port["Ethernet1"].pfc == () and by_port["Ethernet5"].pfc == ()
+    assert by_port["Ethernet2"].pfc == (5,) and by_port["Ethernet1"].pfc == ()
     assert by_port["Ethernet21"].trust == "none"
     assert "Management1" not in by_port
+    # one policy on every OS: a shut-down interface is not judged, one without QoS lines binds none
+    assert sw.inactive_ports == {"Ethernet4": "shutdown"} and "Ethernet4" not in by_port
+    assert "Ethernet5" in sw.unbound_ports and "Ethernet5" not in by_port
+    found = compare(default_plan(), sw)
+    assert not [f for f in found if "Ethernet4" in f.subject or "Ethernet5" in f.subject and f.severity == "error"]
+    unbound = next(f for f in found if f.id == "switch-ports-unbound")
+    assert unbound.severity == "warning" and "Ethernet4" not in unbound.evidence["unbound"]
 
 
 def test_eos_ecn_units_profiles_and_probability_with_segments():

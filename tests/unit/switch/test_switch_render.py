@@ -11,7 +11,7 @@ import pytest
 
 from rocetune.errors import RocetuneError
 from rocetune.lint.switch_qos import compare
-from rocetune.model.qos import default_plan, load_text
+from rocetune.model.qos import PfcWatchdog, default_plan, load_text
 from rocetune.model.switch_qos import SwitchIntent
 from rocetune.switchos import eos, nvue, ports_from, registry, sonic
 
@@ -25,14 +25,22 @@ PLANS = {
     "pcp-trust": "trust: pcp\n",
     "cts-in-data-class": "cts: {dscp: 46}\n",
     "cts-in-cnp-class": "cts: {dscp: 46, priority: 6}\n",
+    "cable-40m-priority-4": ("data: {dscp: 34, priority: 4}\nlossless_priorities: [4]\n"
+                             "buffer: {cable_length: 40, prio_buffer: [0, 0, 0, 0, 1, 0, 0, 0]}\n"),
+    "watchdog-500-2000": "pfc_watchdog: {action: drop, detection_time: 500, restoration_time: 2000}\n",
+    "watchdog-forward": "pfc_watchdog: {action: forward, detection_time: 400}\n",
 }
-PORTS = {"sonic": ["Ethernet0", "Ethernet4"], "nvue": ["swp1", "swp2"], "eos": ["Ethernet1/1", "Ethernet2/1"]}
+PORTS = {"sonic": ["Ethernet0", "Ethernet4"], "nvue": ["swp1", "swp2"], "eos": ["Ethernet1/1", "Ethernet2/1"],
+         "nxos": ["Ethernet1/1", "Ethernet1/2"]}
 CHOICES = {"sonic": [{"buffer_model": "dynamic", "platform": "mellanox"},
                      {"buffer_model": "traditional", "platform": "broadcom"}],
            "nvue": [{}, {"roce_mode": "lossless-single-ipool"}],
-           "eos": [{"platform": "strata"}, {"platform": "jericho"}]}
+           "eos": [{"platform": "strata"}, {"platform": "jericho"}],
+           "nxos": [{}, {}]}
 # What an OS cannot make lossless, refused with the reason.
-REFUSED = {("nvue", "two-lossless-cts"): "RoCE mode has one lossless switch priority"}
+REFUSED = {("nvue", "two-lossless-cts"): "RoCE mode has one lossless switch priority",
+           ("eos", "watchdog-forward"): "EOS's watchdog drops, errdisables the port or only notifies",
+           ("nxos", "watchdog-forward"): "NX-OS's PFC watchdog drops a stuck no-drop queue's packets"}
 
 
 def _plan(name):
@@ -65,8 +73,19 @@ def test_render_then_check_round_trips(os_name, plan_name, choice):
             assert g.priority_of_dscp(c.dscp) == c.priority
     if os_name == "sonic" and CHOICES[os_name][choice]["buffer_model"] == "dynamic":
         assert g.ingress_lossless == {p: True for p in plan.lossless_priorities}
-    if os_name in ("sonic", "nvue"):
+    if os_name in ("sonic", "nvue", "nxos"):
         assert all(g.queues[g.queue_of(p)].lossless for p in plan.lossless_priorities)
+    for group in read.groups:  # every port the render binds has the watchdog, dropping on the stuck queue
+        assert group.ports == PORTS[os_name]
+        assert group.watchdog is True and group.watchdog_action != "errdisable"
+        if os_name in ("sonic", "nvue") and plan.buffer is not None:
+            assert group.cable_length == plan.buffer.cable_length
+        if os_name in ("sonic", "eos"):  # the plan's watchdog, else drop after 200 ms, as SONiC's start_default
+            w = plan.pfc_watchdog or PfcWatchdog()
+            assert (group.watchdog_action, group.watchdog_detection_ms, group.watchdog_restoration_ms) == \
+                (w.action, w.detection_time, w.restoration_time)
+    if plan.pfc_watchdog is not None and os_name in ("nvue", "nxos"):  # their times are not set: said
+        assert any("pfc_watchdog" in a or "the plan's detection" in a for a in rendered.assumes), rendered.assumes
     assert rendered.assumes and rendered.bound
 
 
@@ -75,8 +94,10 @@ def test_render_then_check_round_trips(os_name, plan_name, choice):
 def test_sonic_default_plan_keeps_sonics_own_buffer_layout():
     doc = json.loads(_render("sonic", default_plan(), chosen={}).text)
     assert doc["PORT_QOS_MAP"]["Ethernet4"]["pfc_enable"] == "3"
-    assert sorted(k for k in doc["BUFFER_QUEUE"] if k.startswith("Ethernet0|")) == \
-        ["Ethernet0|0-2", "Ethernet0|3-4", "Ethernet0|5-6"]
+    # the template's lossless key restated; its lossy keys keep the switch's own profile (q_lossy_profile
+    # on Mellanox, egress_lossy_profile elsewhere)
+    assert {k: v for k, v in doc["BUFFER_QUEUE"].items() if k.startswith("Ethernet0|")} == \
+        {"Ethernet0|3-4": {"profile": "egress_lossless_profile"}}
     assert "BUFFER_PG" not in doc and "pfc_to_pg_map" not in doc["PORT_QOS_MAP"]["Ethernet0"]
     assert doc["PFC_WD"]["Ethernet0"] == {"action": "drop", "detection_time": "200", "restoration_time": "200"}
     assert doc["PFC_WD"]["GLOBAL"] == {"POLL_INTERVAL": "200"}
@@ -88,15 +109,16 @@ def test_sonic_lossless_outside_3_4_gets_its_buffers_and_deletes_the_overlapping
     dyn = json.loads(_render("sonic", plan, ["Ethernet0"]).text)
     assert dyn["BUFFER_PG"] == {"Ethernet0|3": {"profile": "NULL"}, "Ethernet0|5": {"profile": "NULL"},
                                 "Ethernet0|3-4": None}
-    assert dyn["BUFFER_QUEUE"] == {
-        "Ethernet0|0-2": {"profile": "egress_lossy_profile"}, "Ethernet0|3": {"profile": "egress_lossless_profile"},
-        "Ethernet0|4": {"profile": "egress_lossy_profile"}, "Ethernet0|5": {"profile": "egress_lossless_profile"},
-        "Ethernet0|6": {"profile": "egress_lossy_profile"}, "Ethernet0|3-4": None, "Ethernet0|5-6": None}
+    assert dyn["BUFFER_QUEUE"] == {  # Mellanox's lossy queue profile, as its templates write it
+        "Ethernet0|0-2": {"profile": "q_lossy_profile"}, "Ethernet0|3": {"profile": "egress_lossless_profile"},
+        "Ethernet0|4": {"profile": "q_lossy_profile"}, "Ethernet0|5": {"profile": "egress_lossless_profile"},
+        "Ethernet0|6": {"profile": "q_lossy_profile"}, "Ethernet0|3-4": None, "Ethernet0|5-6": None}
     assert dyn["PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"] == {"ROCETUNE": {"3": "3", "5": "5"}}
     assert dyn["PORT_QOS_MAP"]["Ethernet0"]["pfc_to_pg_map"] == "ROCETUNE"
     assert dyn["DSCP_TO_TC_MAP"]["ROCETUNE"]["40"] == "5" and dyn["TC_TO_PRIORITY_GROUP_MAP"]["ROCETUNE"]["5"] == "5"
     trad = json.loads(_render("sonic", plan, ["Ethernet0"], {"buffer_model": "traditional", "platform": "broadcom"}).text)
     assert trad["BUFFER_PG"] == {"Ethernet0|3-4": None}  # buffermgrd writes the PGs from pfc_enable
+    assert trad["BUFFER_QUEUE"]["Ethernet0|0-2"] == {"profile": "egress_lossy_profile"}
     assert "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP" not in trad
 
 
@@ -136,8 +158,13 @@ def test_nvue_priority_2_is_nvidias_documented_procedure():
         documented = [line.split("$ ", 1)[1] for line in fh.read().splitlines()]
     lines = _commands(_render("nvue", load_text("data: {dscp: 26, priority: 2}\nlossless_priorities: [2]\n", "p"),
                               []).text)
-    assert sorted(lines[1:-1]) == sorted(documented)
+    # NVIDIA's procedure, and the RoCE lossless pool moved with the priority, which the procedure leaves
+    # for `nv show qos roce` to tell (rocetune's check reads it from the commands then)
+    pool = "nv set qos traffic-pool roce-lossless switch-priority 2"
+    assert sorted(lines[1:-1]) == sorted(documented + [pool])
     assert "traffic-class 2" not in " ".join(lines)  # RoCE keeps traffic class 3
+    g = nvue.OS.parse("\n".join(lines), "rendered").groups[0]
+    assert g.ingress_lossless == {2: True} and not g.buffer_note
 
 
 def test_nvue_other_classes_pcp_trust_mode_and_watchdog():

@@ -80,7 +80,7 @@ def test_its_choices_and_refusals_come_with_it(toy, capsys):
     assert main(["qos", "render", "--os", "sonic", "--flavour", "plain"]) == 2
     assert "--flavour is a choice of toyos, not of sonic" in capsys.readouterr().err
     assert main(["qos", "render", "--os", "vyos"]) == 2
-    assert "not one of sonic, nvue, eos, toyos" in capsys.readouterr().err
+    assert "not one of sonic, nvue, eos, nxos, toyos" in capsys.readouterr().err
 
 
 def test_the_os_list_is_written_once():

@@ -24,27 +24,53 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="a job's NCCL_DEBUG=INFO output: report what NCCL used (network, devices, "
                         "GID, GPUDirect, the variables it read, WARN lines) and every difference "
                         "from the plan")
+    p.add_argument("--ras", metavar="FILE", action="append", default=[],
+                   help="a job's recorded `ncclras` answer (text or -f json); give two, in order, to judge "
+                        "progress between the polls (docs/ras.md)")
+    p.add_argument("--ras-addr", metavar="HOST[:PORT]",
+                   help="ask a running job's RAS (NCCL_RAS_ADDR, default localhost:28028): STATUS twice, "
+                        "then DIAGNOSTICS (2.31+); read-only commands only, never CONTROL")
+    p.add_argument("--ras-interval", metavar="S", type=float, default=10.0,
+                   help="with --ras-addr: seconds between the two polls (default 10)")
     p.add_argument("--save-baseline", action="store_true",
-                   help="save this reading of the NIC counters as the baseline the next run judges "
-                        "rates against (/var/lib/rocetune/counters.json under --root)")
+                   help="keep this reading of the NIC counters in the window later runs judge rates "
+                        "over (the last hour; /var/lib/rocetune/counters.json under --root; --gate "
+                        "always does)")
     p.add_argument("--no-counters", action="store_true", help="leave the NIC counters out")
     p.add_argument("--since", metavar="TIME", type=_since,
-                   help="read the kernel log from TIME on (journalctl/dmesg syntax: '-2h', '2026-11-27 10:00'); "
-                        "default: since boot")
+                   help="judge the kernel log from TIME on (journalctl/dmesg syntax: '-2h', '2026-11-27 10:00'); "
+                        "default: the last 24 hours (docs/gate.md)")
+    p.add_argument("--repaired", metavar="REASON",
+                   help="mark the node repaired now (after mlxfwreset, a reseated cable, a GPU reset): kernel-log "
+                        "events and NIC counter readings from before stop counting (docs/gate.md)")
     p.add_argument("--skip", metavar="ID=REASON", action="append", default=[],
                    help="do not grade check ID on this run, for REASON (repeatable; shown in the "
                         "report); /etc/rocetune/doctor.yml keeps such rules on the node")
     p.add_argument("--doctor-config", metavar="FILE",
-                   help="the check configuration: checks to skip or grade otherwise, each with a "
-                        "reason (default: /etc/rocetune/doctor.yml under --root when present)")
+                   help="the node settings file: checks to skip or grade otherwise (each with a "
+                        "reason), the jobs' NCCL release, env overrides, other env files jobs source "
+                        "(default: /etc/rocetune/doctor.yml under --root when present)")
     p.add_argument("--metrics", metavar="FILE.prom",
                    help="also write the result as Prometheus metrics for node_exporter's textfile "
                         "collector, atomically (a status per check, NIC counter rates, env drift, the "
                         "expectations' verdict; docs/doctor.md)")
+    p.add_argument("--push", metavar="DIR",
+                   help="also keep the result as DIR/NODE.json (NODE: the short host name, or --node with "
+                        "--gate), atomically, in the form `fleet report DIR` reads: a directory the operator "
+                        "names, shared or collected (docs/fleet.md)")
+    p.add_argument("--nfd-features", metavar="FILE",
+                   help="also write node-feature-discovery's feature file (in /etc/kubernetes/node-feature-discovery/"
+                        "features.d/): the verdict, RoCE readiness, rails, NCCL and its plugins under rocetune.io/, "
+                        "the rails' leaf switches under fabric.topograph.run/tier-1 (docs/kubernetes.md)")
+    p.add_argument("--nfd-expiry", type=float, default=900.0, metavar="S",
+                   help="with --nfd-features: the labels expire S seconds after the run (default 900)")
     p.add_argument("--write-expect", metavar="FILE",
                    help="write this node's expectations document to FILE (run it on a known-good "
                         "node; docs/expect.md): its GPUs, rails, GPUDirect, versions, QoS plan, "
-                        "traffic class")
+                        "traffic class; refused on a node that fails unless --force")
+    p.add_argument("--force", action="store_true",
+                   help="with --write-expect: write from a node that fails, leaving out (and naming) the "
+                        "fields its failures touch")
     options.add_plan_arguments(p)
     _register_gate(p)
 
@@ -73,7 +99,7 @@ def _since(text: str) -> str:
     date `YYYY-MM-DD` with an optional `HH:MM[:SS]`."""
     import re
 
-    if re.match(r"^(-\d+(s|min|h|d)|today|yesterday|\d{4}-\d\d-\d\d( \d\d:\d\d(:\d\d)?)?)$", text):
+    if re.match(r"^(-\d+(s|min|h|d)|today|yesterday|\d{4}-\d\d-\d\d( \d\d:\d\d(:\d\d)?)?)\Z", text):
         return text
     raise argparse.ArgumentTypeError(f"expected -2h, -30min, today or 'YYYY-MM-DD HH:MM', got {text!r}")
 
@@ -83,6 +109,10 @@ def run(args: argparse.Namespace) -> Result:
 
     if args.gate:
         return _gate(args)
+    if args.force and not args.write_expect:
+        from ...errors import ExitCode, RocetuneError
+
+        raise RocetuneError("--force goes with --write-expect", code=ExitCode.USAGE)
     for flag, value in (("--timeout", args.timeout), ("--node", args.node), ("--scontrol", args.scontrol),
                         ("--drain-on-warnings", args.drain_on_warnings), ("--no-drain", args.no_drain)):
         if value:
@@ -100,7 +130,9 @@ def _request(args: argparse.Namespace):
     return DoctorRequest(options.plan_request(args), getattr(args, "features", None),
                          getattr(args, "nccl_version", None), args.nccl_log, not args.no_counters,
                          args.save_baseline, args.doctor_config, tuple(args.skip), args.since, args.write_expect,
-                         args.metrics)
+                         args.metrics, tuple(args.ras), args.ras_addr, args.ras_interval, args.push,
+                         args.node if args.gate else None, args.nfd_features, args.nfd_expiry,
+                         repaired=args.repaired, force=args.force)
 
 
 def _gate(args: argparse.Namespace) -> Result:

@@ -39,8 +39,9 @@ def register(p: argparse.ArgumentParser) -> None:
                         "files stay, the reasons are printed and kept for doctor (exit 1); the boot "
                         "unit's mode")
     w.add_argument("--doctor-config", metavar="FILE",
-                   help="with --no-degrade: the check configuration whose skips and grades apply to "
-                        "the expectations (default: /etc/rocetune/doctor.yml under --root)")
+                   help="the node settings file: the jobs' NCCL release and env overrides, and (with "
+                        "--no-degrade) the skips and grades applied to the expectations (default: "
+                        "/etc/rocetune/doctor.yml under --root)")
     options.add_plan_arguments(p)
 
 

@@ -18,6 +18,7 @@ EXAMPLE = "rocetune fleet gather --inventory hosts.yml -o fleet/ && rocetune fle
 EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
     0: "every host gathered, tested or alike",
     1: "a host could not be gathered or tested, failed, or differs",
+    5: "report: the hosts agree, and share warnings",
 }
 
 
@@ -38,6 +39,7 @@ def register(p: argparse.ArgumentParser) -> None:
                      help="write the expectations document most hosts agree on (each host's from "
                           "doctor's facts; a field no value wins is left out; docs/expect.md)")
     _register_gather(sub)
+    _register_topology(sub)
     _register_validate(sub)
     _register_preflight(sub)
 
@@ -53,7 +55,33 @@ def _register_gather(sub) -> None:
     _add_common(g, top=False)
     _add_hosts(g, "gather")
     g.add_argument("-o", "--out", metavar="DIR", required=True, help="directory for the HOST.json results")
-    _add_ssh(g, "seconds per host for connect and the command (default 60)")
+    g.add_argument("--via", choices=("ssh", "srun"), default="ssh",
+                   help="ssh (default): one connection per host; srun: one Slurm step, a task on each node "
+                        "(HOST: Slurm node names or a hostlist; none: this job's nodes), Slurm's own fan-out")
+    g.add_argument("--srun-arg", action="append", default=[], metavar="ARG",
+                   help="with --via srun: one more srun argument (repeatable: --srun-arg=--partition=gpu)")
+    _add_ssh(g, "seconds per host for connect and the command (default 60); with --via srun, for the whole step")
+
+
+def _register_topology(sub) -> None:
+    from ..main import _add_common
+
+    t = sub.add_parser("topology", help="Slurm's topology.conf (tree) from the LLDP cabling of the results in DIR",
+                       description="write Slurm's topology.conf (topology/tree) from the LLDP cabling of the "
+                                   "results in DIR (as `fleet report` reads them): a leaf for each set of leaf "
+                                   "switches the nodes' rails reach, the switches above from the switches' own "
+                                   "LLDP; refused, with the reasons, where slurmctld would warn (docs/fleet.md). "
+                                   "Exit 1 when refused")
+    _add_common(t, top=False)
+    t.add_argument("dir", metavar="DIR", help="directory of HOST.json results (HOST: the Slurm node name)")
+    t.add_argument("-o", "--out", metavar="FILE", help="write topology.conf here (else it is printed)")
+    t.add_argument("--nodes", metavar="LIST",
+                   help="the Slurm nodes it must hold, no more and no fewer (a hostlist: gpu[001-128]; "
+                        "expanded by scontrol)")
+    t.add_argument("--switch-lldp", metavar="DIR",
+                   help="each switch's `lldpctl -f json0` as DIR/SWITCH.json (leaves and those above): the "
+                        "switches above the leaves")
+    t.add_argument("--top", metavar="NAME", help="one switch above every leaf set, where no switch LLDP tells")
 
 
 def _register_preflight(sub) -> None:
@@ -144,10 +172,13 @@ def run(args: argparse.Namespace) -> Result:
     action = getattr(args, "fleet_action", None)
     if action == "gather":
         return _gather(args)
+    if action == "topology":
+        return _topology(args)
     if action in ("validate", "preflight"):
         return _validate(args)
     if action != "report":
-        raise RocetuneError("fleet needs an action: gather HOSTS... -o DIR, report DIR, or validate HOSTS...",
+        raise RocetuneError("fleet needs an action: gather HOSTS... -o DIR, report DIR, topology DIR, or "
+                            "validate HOSTS...",
                             hint="see 'rocetune fleet --help'", code=ExitCode.USAGE)
     from ...app.fleet import ReportRequest, report
 
@@ -159,7 +190,8 @@ def run(args: argparse.Namespace) -> Result:
         human = report_text(done.report, args.verbose)
         human += expect_text(done.expect, args.write_expect) if done.expect else ""
     return Result(command=NAME, data=done.doc, human=human, warnings=done.warnings,
-                  code=ExitCode.OK if done.report.clean else ExitCode.FINDINGS)
+                  code=ExitCode.FINDINGS if not done.report.clean else
+                  ExitCode.WARNINGS if done.report.shared else ExitCode.OK)
 
 
 def _ssh(args: argparse.Namespace):
@@ -176,7 +208,7 @@ def _gather(args: argparse.Namespace) -> Result:
     from ...errors import ExitCode
 
     progress = _progress_line if sys.stderr.isatty() and not args.quiet else None
-    done = gather(GatherRequest(_ssh(args), args.out, args.command), progress)
+    done = gather(GatherRequest(_ssh(args), args.out, args.command, args.via, tuple(args.srun_arg)), progress)
     if progress:
         sys.stderr.write("\n")
     outcomes = done.outcomes
@@ -189,6 +221,26 @@ def _gather(args: argparse.Namespace) -> Result:
     lines += [f"  {o.host:<{width}}  {'FAILED: ' + o.error if o.error else 'ok'}" for o in outcomes]
     return Result(command=NAME, data=data, human="\n".join(lines) + "\n", warnings=done.warnings,
                   code=ExitCode.FINDINGS if failed else ExitCode.OK)
+
+
+def _topology(args: argparse.Namespace) -> Result:
+    from ...app.fleet import TopologyRequest, topology
+    from ...errors import ExitCode
+
+    done = topology(TopologyRequest(args.dir, args.out, args.nodes, args.switch_lldp, args.top))
+    lines = []
+    if done.text is None:
+        lines.append(f"topology.conf refused ({len(done.topology.refused)} reason(s)); nothing written:")
+        lines += [f"  ! {r}" for r in done.topology.refused]
+    elif args.out:
+        leaves = sum(1 for s in done.topology.switches if s.level == 0)
+        lines.append(f"wrote {args.out}: {leaves} leaf set(s), {len(done.topology.switches)} switch(es), "
+                     f"{len(done.topology.placements)} node(s)")
+    human = "\n".join(lines) + "\n" if lines else ""
+    if done.text is not None and not args.out:
+        human = done.text
+    return Result(command=NAME, data=done.doc, human=human, warnings=done.topology.notes,
+                  code=ExitCode.OK if done.text is not None else ExitCode.FINDINGS)
 
 
 def _validate(args: argparse.Namespace) -> Result:

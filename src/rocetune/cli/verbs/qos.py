@@ -1,9 +1,9 @@
-"""rocetune qos: the ToR switch side of the QoS plan (docs/switch-qos.md).
+"""rocetune qos: the switch side of the QoS plan (docs/switch-qos.md).
 
-    rocetune qos render --os OS [--ports P1,P2] [--qos FILE] [OS CHOICES] [-o FILE]
+    rocetune qos render --os OS [--ports P1,P2] [--fabric-ports P3,P4] [--qos FILE] [OS CHOICES] [-o FILE]
     rocetune qos check FILE [--os OS] [--qos FILE] [--hosts DIR]
 
-OS is one of the switch operating systems of rocetune.switchos (sonic, nvue, eos). The plan is
+OS is one of the switch operating systems of rocetune.switchos (sonic, nvue, eos, nxos). The plan is
 --qos FILE, else /etc/rocetune/qos.yml under --root, else the built-in defaults (as the agent
 reads it). `check` exits 1 on an error finding, 5 on warnings only, 0 when the switch follows the
 plan. The earlier spellings still work and say what replaced them: `--plan` (now --qos, as every
@@ -20,7 +20,7 @@ from ..result import Result
 
 NAME = "qos"
 ORDER = 45
-HELP = ("the ToR switch side of the QoS plan: render a switch's QoS configuration (SONiC, NVUE, EOS), "
+HELP = ("the switch side of the QoS plan: render a switch's QoS configuration (SONiC, NVUE, EOS, NX-OS), "
         "check a switch's running QoS against the plan")
 EXAMPLE = "rocetune qos check switch-running.json --hosts fleet/"
 EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
@@ -51,6 +51,9 @@ def register(p: argparse.ArgumentParser) -> None:
     r.add_argument("--ports", metavar="P1,P2", default="",
                    help="the RoCE-facing ports to bind the QoS to, as the switch names them (without them only "
                         "switch-wide settings are bound)")
+    r.add_argument("--fabric-ports", metavar="P1,P2", default="",
+                   help="ports to other switches (a leaf's uplinks, a spine's ports): the same classes, PFC, "
+                        "queues and watchdog; the plan's cable length (the hosts' cables) is not applied to them")
     _plan_options(r)
     for name, users in sorted(os_choices().items()):
         values = sorted({v for _, c in users for v in c.values})
@@ -69,6 +72,9 @@ def register(p: argparse.ArgumentParser) -> None:
     c.add_argument("--hosts", metavar="DIR",
                    help="also hold the switch against the hosts' NIC QoS in these fleet results "
                         "(rocetune fleet gather -o DIR, or playbooks/fleet.yml)")
+    c.add_argument("--counters", metavar="FILE",
+                   help="also read the switch's counters saved here (SONiC: show pfc counters, show queue "
+                        "counters, show queue wredcounters, one after another)")
     _plan_options(c)
 
 
@@ -122,7 +128,8 @@ def _render(args: argparse.Namespace) -> Result:
         raise RocetuneError("qos render needs the switch OS: --os " + "|".join(os_names()),
                             code=ExitCode.USAGE)
     qos_path = _one(args.qos, args.old_plan, "--qos", "--plan", _OLD["plan"], notes)
-    done = render(QosRenderRequest(name, args.root, qos_path, args.ports, _given_choices(args), args.out))
+    done = render(QosRenderRequest(name, args.root, qos_path, args.ports, _given_choices(args), args.out,
+                                   args.fabric_ports))
     os_, rendered = done.os, done.rendered
     warnings = notes + done.warnings
     data = {"os": os_.name, "switch": os_.name, "plan": done.plan.source, "ports": done.ports, "out": args.out,
@@ -143,10 +150,11 @@ def _check(args: argparse.Namespace) -> Result:
         raise RocetuneError("qos check needs the switch's output: qos check FILE", code=ExitCode.USAGE)
     kind = _one(args.os, args.old_switch_kind, "--os", "--switch-kind", _OLD["switch_kind"], notes)
     qos_path = _one(args.qos, args.old_plan, "--qos", "--plan", _OLD["plan"], notes)
-    done = check(QosCheckRequest(path, kind, args.root, qos_path, args.hosts))
+    done = check(QosCheckRequest(path, kind, args.root, qos_path, args.hosts, args.counters))
     switch = done.switch
     data = {"file": path, "switch": path, "kind": switch.kind, "form": switch.form, "plan": done.plan.source,
             "groups": [{"ports": g.ports} for g in switch.groups], "unbound_ports": switch.unbound_ports,
+            "inactive_ports": switch.inactive_ports, "counters": switch.counters,
             "hosts": args.hosts, "findings": [f.to_dict() for f in done.findings]}
     human = "" if args.json else done.text(args.verbose)
     return Result(command=NAME, data=data, human=human, code=done.exit_code, warnings=notes + done.warnings)

@@ -1,4 +1,4 @@
-"""`lldp`: the cabling of every rail. On each host `lldpctl -f json` says which switch and port
+"""`lldp`: the cabling of every rail. On each host `lldpctl -f json0` says which switch and port
 each rail's interface reaches (the rails are the RDMA ports the plan hands NCCL, in rail order,
 fleet.endpoints); across the fleet rail i of every host must reach the same switch -- the one
 `--lldp-switches` names for it, else the one most hosts' rail i reaches. A host whose rail
@@ -20,7 +20,7 @@ from typing import Dict, List, Optional
 from ...errors import ParseError
 from . import FleetContext, FleetTest, NodeContext
 
-COMMAND = "lldpctl -f json"
+COMMAND = "lldpctl -f json0"
 
 
 def run_node(ctx: NodeContext) -> dict:
@@ -119,6 +119,6 @@ def fleet_lines(doc: dict) -> List[str]:
 
 TEST = FleetTest(
     name="lldp", order=40,
-    summary="cabling: rail i of every host reaches the same switch (LLDP, lldpctl -f json)",
+    summary="cabling: rail i of every host reaches the same switch (LLDP, lldpctl -f json0)",
     node=run_node, fleet=run_fleet, add_arguments=add_arguments, settings=settings, defaults=list,
     node_row=node_row, fleet_lines=fleet_lines)

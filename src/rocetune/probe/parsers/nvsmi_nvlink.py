@@ -11,10 +11,12 @@ import re
 from typing import Dict, Optional
 
 from ...errors import ParseError
+from ._common import guarded
 
 _GPU_Q = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 _GPU_LINE = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*([^)]+)\))?\s*$")
 _LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.*)$")
+_BUS_ID = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\Z")
 
 
 def short_bdf(bus_id: str) -> str:
@@ -23,6 +25,7 @@ def short_bdf(bus_id: str) -> str:
     return f"{int(dom, 16):04x}:{rest}".lower()
 
 
+@guarded("nvidia-smi -q")
 def parse_fabric_query(text: str) -> Dict[str, Dict[str, Optional[str]]]:
     """Per GPU bus id, its Fabric block from `nvidia-smi -q`: State, Status, CliqueId,
     ClusterUUID and the Health rows (N/A kept as None)."""
@@ -54,12 +57,13 @@ def parse_fabric_query(text: str) -> Dict[str, Dict[str, Optional[str]]]:
     return out
 
 
+@guarded("nvidia-smi fabric query")
 def parse_fabric_csv(text: str) -> Dict[str, Dict[str, Optional[str]]]:
     """`nvidia-smi --query-gpu=pci.bus_id,fabric.state,fabric.status --format=csv,noheader`."""
     out: Dict[str, Dict[str, Optional[str]]] = {}
     for line in text.splitlines():
         cols = [c.strip() for c in line.split(",")]
-        if len(cols) < 3 or ":" not in cols[0]:
+        if len(cols) < 3 or not _BUS_ID.match(cols[0]):  # a row is a GPU's bus id, then its state and status
             continue
         state, status = (None if c in ("N/A", "[N/A]", "") else c for c in cols[1:3])
         out[short_bdf(cols[0])] = {"state": state, "status": status}
@@ -68,6 +72,7 @@ def parse_fabric_csv(text: str) -> Dict[str, Dict[str, Optional[str]]]:
     return out
 
 
+@guarded("nvidia-smi nvlink -s")
 def parse_nvlink_status(text: str) -> Dict[str, dict]:
     """`nvidia-smi nvlink -s`: per GPU index, {"name", "links": {link: "25 GB/s" | "inactive"}}.
     A GPU without NVLink prints nothing (an empty result, not an error)."""
@@ -86,6 +91,7 @@ def parse_nvlink_status(text: str) -> Dict[str, dict]:
     return out
 
 
+@guarded("nvidia-smi nvlink -e")
 def parse_nvlink_errors(text: str) -> Dict[str, Dict[str, Dict[str, int]]]:
     """`nvidia-smi nvlink -e`: per GPU index, per link, {counter name: value} (`Replay Errors`,
     `Recovery Errors`, `CRC Errors`, and what newer drivers add)."""
@@ -100,6 +106,6 @@ def parse_nvlink_errors(text: str) -> Dict[str, Dict[str, Dict[str, int]]]:
         m = _LINK.match(line)
         if m and gpu is not None:
             name, sep, value = m.group(2).rpartition(":")
-            if sep and value.strip().isdigit():
+            if sep and value.strip().isascii() and value.strip().isdigit():
                 out[gpu].setdefault(m.group(1), {})[name.strip()] = int(value.strip())
     return out

@@ -9,7 +9,10 @@ Linux sysfs spelling (``%04x`` domain, lower case), so they compare equal to ``/
 names. A bus id that cannot be read gives ``"bus_id": None`` and a warning; ``[N/A]`` names give
 ``None``. A header line (``--format=csv`` without ``noheader``) is skipped.
 
-``No devices were found`` gives ``[]`` with a warning. Lines that are not GPU rows are reported
+``No devices were found`` gives ``[]`` with a warning. A GPU the driver lost is a line of its own,
+``Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error`` (or ``... GPU is
+lost.  Reboot the system to recover this GPU``; some releases print no space before the bus id):
+``lost_gpus`` reads those. Lines that are not GPU rows are reported
 as warnings; ParseError when nothing usable is there (empty output, an nvidia-smi error message).
 Pass a list as ``warnings`` to collect the warnings.
 """
@@ -77,3 +80,20 @@ def parse_gpu_query(text: str, warnings: Optional[List[str]] = None) -> List[dic
             return []
         raise ParseError(WHAT, f"no GPU rows found; first line: {first_line(text)}")
     return [rows[i] for i in sorted(rows)]
+
+
+_LOST_RE = re.compile(r"^Unable to determine the device handle for GPU\s*"
+                      r"(?P<bus>(?:[0-9A-Fa-f]{1,8}:)?[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}\.[0-7])"
+                      r":\s*(?P<why>\S.*?)\s*$")
+
+
+def lost_gpus(text: str) -> List[dict]:
+    """[{"bus_id", "why"}] for each GPU nvidia-smi says it cannot reach, in the order printed;
+    the bus id in sysfs spelling where it reads as one, else as printed."""
+    out = []
+    for line in (text or "").splitlines():
+        m = _LOST_RE.match(line.strip())
+        if m:
+            bus = m.group("bus")
+            out.append({"bus_id": normalize_bus_id(bus) or bus, "why": " ".join(m.group("why").split())[:200]})
+    return out

@@ -40,6 +40,9 @@ ENV_SCRIPTS = (
     ("/var/lib/tcpxo/lib64/nccl-env-profile.sh", "gcp-tcpxo"),
 )
 VENDOR_TOPO_DIRS = (("/opt/microsoft", "topo.xml", "azure"),)
+# The file NCCL itself loads when NCCL_TOPO_FILE is unset (v2.30.7-1 src/graph/topo.cc:1774-1781;
+# already in v2.10.3-1 topo.cc:589), written by NVIDIA's topology daemon on virtual machines.
+NCCL_DEFAULT_TOPO = "/var/run/nvidia-topologyd/virtualTopology.xml"
 RAIL_REACH = "/etc/rocetune/rail-reach.json"
 RAIL_REACH_SCHEMA = "rocetune.rail-reach/1"
 RAIL_REACH_VERDICTS = ("isolated", "routed", "partial")
@@ -101,6 +104,9 @@ def probe(ctx: ProbeContext) -> dict:
             path = f"{directory}/{sub}/{name}"
             if ctx.root.exists(path):
                 topo.append({"path": path, "vendor": vendor, "exists": True, "declared_by": None})
+    if ctx.root.exists(NCCL_DEFAULT_TOPO):
+        topo.append({"path": NCCL_DEFAULT_TOPO, "vendor": "nvidia-topologyd", "exists": True, "declared_by": None,
+                     "nccl_default": True})
     for f in files:
         named = f["values"].get("NCCL_TOPO_FILE")
         if named:

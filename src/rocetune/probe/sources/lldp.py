@@ -1,10 +1,9 @@
-"""LLDP source: what lldpd heard on each interface (`lldpctl -f json`), the switch and port each
-cable ends on.
+"""LLDP source: what lldpd heard on each interface (`lldpctl -f json0`: the form whose structure
+a neighbour's text cannot change, parsers/lldpctl.py), the switch and port each cable ends on.
 
 Present in the Features only where lldpctl is installed (a host without it is no different from
 before, and its Features hash the same); `error` holds lldpctl's own words where it is but did
-not answer (lldpd not running). The output is read by parsers/lldpctl.py, which takes both of
-lldpd's JSON forms.
+not answer (lldpd not running).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from ...errors import ParseError
 from ...hostfs.context import ProbeContext
 from ..parsers.lldpctl import parse_lldpctl_json
 
-LLDPCTL_ARGV = ("lldpctl", "-f", "json")
+LLDPCTL_ARGV = ("lldpctl", "-f", "json0")
 # lldpd's control socket (its compile-time default; Debian, EL and Ubuntu build it so). Without
 # it lldpctl only logs that it cannot connect, with a timestamp that would differ per run.
 SOCKETS = ("/run/lldpd.socket", "/var/run/lldpd.socket")

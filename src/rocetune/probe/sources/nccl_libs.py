@@ -9,10 +9,18 @@ probe looks, boundedly, in:
   loader's index, parsed: probe/parsers/ld_so_cache.py);
 * the directories of LD_LIBRARY_PATH, and the Python environment of each python3 on PATH
   (the probing process's own environment; a capture records both);
-* Python environments in the usual places: /usr and /usr/local, each /opt/<x>, /root/<x>,
-  /home/<user>/<x> and /workspace/<x> (and their .venv/ or venv/, and conda's envs/<name>):
-  <prefix>/lib/python3*/site-packages (or dist-packages) and <prefix>/lib. At most
-  MAX_CHILDREN entries of each directory listed are looked at; no walk goes deeper.
+* Python environments in the usual places: /usr and /usr/local, each /opt/<x> and /root/<x>,
+  then /workspace/<x> (and, only when asked, /home/<user>/<x>) (and their .venv/ or venv/, and
+  conda's envs/<name>): <prefix>/lib/python3*/site-packages (or dist-packages) and <prefix>/lib.
+  At most MAX_CHILDREN entries of each directory listed are looked at; no walk goes deeper.
+
+The system's places (all of the above but /workspace and /home) are searched first, with their
+own budget; then the places users control (/workspace, and /home when asked), with a smaller one
+(USER_LIMITS: files, libraries, bytes and seconds, the listing of directories included), so no
+number of files a user leaves there can keep the system's NCCL from being read. The root probe
+does not walk /home by default: a shared /home (NFS, autofs) may be slow or hang, and each
+user's libraries tell what that user's jobs load, not the system's -- the NCCL release jobs load
+from elsewhere is declared (`--nccl-version`, or the node settings file's `nccl_version`).
 
 A version comes from the file name (libnccl.so.2.21.5), else from the wheel's METADATA
 (`Version:` of nvidia_nccl_cuXX-V.dist-info/METADATA, when one NCCL wheel owns that
@@ -28,11 +36,12 @@ What counts, and what the search may cost:
   first 20 bytes) that carries NCCL's own "NCCL version" string; a file name's or a wheel's
   claim is kept beside it (`claimed`) but never stands alone. Anything else named libnccl.so*
   is listed under `rejected` with why, and is no library.
-* The search is bounded: at most MAX_LIBRARIES files are looked at (NCCL's and its plugins'),
-  at most SCAN_BUDGET bytes are read inside them all and for at most SCAN_SECONDS; what is left
-  when a bound is reached is named in `search.stopped`, and its version is not read (the plan
-  then counts it as unreadable: possibly older). 1,536 sparse libnccl.so files once made a plan
-  take 80 s; now each costs a 20-byte read.
+* The search is bounded, per tier (SYSTEM_LIMITS, USER_LIMITS): at most that many files are
+  opened and libraries looked at (NCCL's and its plugins'), at most that many bytes are read
+  inside them and for at most that many seconds; what is left when a bound is reached is named
+  in `search.stopped` (the system's tier) or `search.user.stopped`, and its version is not read
+  (the plan then counts it as unreadable: possibly older). 1,536 sparse libnccl.so files once
+  made a plan take 80 s; now each costs a 20-byte read.
 * A library or plugin in a place another user controls -- under /home/<user>, or below a
   directory (or in a file) writable by a group or everyone (not a sticky directory) or owned by
   another user than root -- is evidence for that user's jobs only: `controlled_by` says who, and
@@ -56,7 +65,7 @@ import re
 import stat
 import struct
 import time
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...errors import HostReadError, ParseError
 from ...hostfs.context import ProbeContext
@@ -68,7 +77,8 @@ NCCL_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/us
 LD_SO_CACHE = "/etc/ld.so.cache"
 LD_SO_CACHE_MAX = 16 << 20
 SYSTEM_PREFIXES = ("/usr", "/usr/local")
-ENV_PARENTS = ("/opt", "/root", "/workspace")
+ENV_PARENTS = ("/opt", "/root")
+USER_ENV_PARENTS = ("/workspace",)
 HOMES = "/home"
 VENV_NAMES = (".venv", "venv")
 MAX_CHILDREN = 512
@@ -79,16 +89,46 @@ MAX_FILES = 4096          # files named like them whose first 20 bytes are read,
 MAX_REJECTED = 16         # files that are no library listed (all are counted)
 SCAN_BUDGET = 512 << 20   # bytes read inside them all for version strings
 SCAN_SECONDS = 15.0       # wall time for those reads
+USER_MAX_LIBRARIES = 16   # the same, for the places users control (/workspace, /home)
+USER_MAX_FILES = 256
+USER_SCAN_BUDGET = 128 << 20
+USER_SECONDS = 3.0        # wall time of that tier, its directory listings included
 ELF_HEAD = 20             # e_ident (16 bytes) and e_type
 ET_DYN = 3
-PLUGIN_KINDS = ("net", "tuner", "profiler", "env", "gin")
+PLUGIN_KINDS = ("net", "tuner", "profiler", "env", "gin", "rma", "log")
 _EMPTY = "an empty file"
-_PLUGIN = re.compile(r"^libnccl-(net|tuner|profiler|env|gin)(?:-([A-Za-z0-9_+.-]+?))?\.so(?:\.(\d+(?:\.\d+)*))?\Z")
+_PLUGIN = re.compile(r"^libnccl-(" + "|".join(PLUGIN_KINDS) + r")(?:-([A-Za-z0-9_+.-]+?))?\.so(?:\.(\d+(?:\.\d+)*))?\Z")
 _LIB = re.compile(r"^libnccl\.so(?:\.\d+)*\Z")
 _VERSIONED = re.compile(r"^libnccl\.so\.(\d+\.\d+\.\d+)\Z")
 _WHEEL = re.compile(r"^nvidia_nccl_(cu\d+)-([^-]+)\.dist-info\Z")
 _PYTHON_DIR = re.compile(r"^python3(?:\.\d+)?\Z")
 _STRING_VERSION = re.compile(r"^NCCL version (\d+\.\d+\.\d+)")
+
+
+class _Tier:
+    """One tier's budget: files opened, libraries entered, bytes read, and a deadline."""
+
+    def __init__(self, clock: Callable[[], float], files: int, libraries: int, budget: int, seconds: float,
+                 walk_bounded: bool) -> None:
+        self.clock = clock
+        self.max_files, self.max_libraries, self.budget_total, self.seconds = files, libraries, budget, seconds
+        self.walk_bounded = walk_bounded  # the deadline bounds the directory listings too
+        self.deadline = clock() + seconds
+        self.budget = budget
+        self.looked_at = 0
+        self.opened = 0
+        self.scanned = 0
+        self.stopped: Optional[str] = None
+        self.left_out: Set[str] = set()
+
+    def out_of_time(self) -> bool:
+        if self.walk_bounded and self.clock() > self.deadline:
+            self.stopped = self.stopped or f"the search took over {self.seconds:g} s: the rest was not searched"
+            return True
+        return False
+
+    def summary(self) -> dict:
+        return {"looked_at": self.looked_at, "left_out": len(self.left_out), "stopped": self.stopped}
 
 
 class _Found:
@@ -98,32 +138,36 @@ class _Found:
         self.rejected: Dict[str, dict] = {}  # real host path -> {"path", "why"}
         self.environments: Set[str] = set()
         self.clock = clock
-        self.deadline = clock() + SCAN_SECONDS
-        self.budget = SCAN_BUDGET
-        self.looked_at = 0
-        self.scanned = 0
-        self.stopped: Optional[str] = None
-        self.left_out: Set[str] = set()
-        self.opened = 0
+        self.system = _Tier(clock, MAX_FILES, MAX_LIBRARIES, SCAN_BUDGET, SCAN_SECONDS, walk_bounded=False)
+        self.tier = self.system
         self.rejected_count = 0
         self.rejected_more: Set[str] = set()
+        self.plugin_dirs: Set[str] = set()
+
+    def users(self) -> _Tier:
+        """From here on, the places users control, on their own budget."""
+        self.tier = _Tier(self.clock, USER_MAX_FILES, USER_MAX_LIBRARIES, USER_SCAN_BUDGET, USER_SECONDS,
+                          walk_bounded=True)
+        return self.tier
 
     def take(self, real: str) -> bool:
-        """Whether one more file may be opened (MAX_FILES)."""
-        if self.opened >= MAX_FILES:
-            self.left_out.add(real)
-            self.stopped = self.stopped or f"more than {MAX_FILES} files named like libraries: the rest were not opened"
+        """Whether one more file may be opened (the tier's file bound)."""
+        t = self.tier
+        if t.opened >= t.max_files:
+            t.left_out.add(real)
+            t.stopped = t.stopped or f"more than {t.max_files} files named like libraries: the rest were not opened"
             return False
-        self.opened += 1
+        t.opened += 1
         return True
 
     def take_library(self, real: str) -> bool:
-        """Whether one more ELF library may be entered (MAX_LIBRARIES)."""
-        if self.looked_at >= MAX_LIBRARIES:
-            self.left_out.add(real)
-            self.stopped = self.stopped or f"more than {MAX_LIBRARIES} library files: the rest were not looked at"
+        """Whether one more ELF library may be entered (the tier's library bound)."""
+        t = self.tier
+        if t.looked_at >= t.max_libraries:
+            t.left_out.add(real)
+            t.stopped = t.stopped or f"more than {t.max_libraries} library files: the rest were not looked at"
             return False
-        self.looked_at += 1
+        t.looked_at += 1
         return True
 
     def reject(self, real: str, why: str) -> None:
@@ -135,23 +179,26 @@ class _Found:
 
     def scan_limit(self) -> int:
         """Bytes the next version read may take (0: a bound is reached)."""
-        if self.clock() > self.deadline:
-            self.stopped = self.stopped or f"reading versions took over {SCAN_SECONDS:g} s: the rest were not read"
+        t = self.tier
+        if t.clock() > t.deadline:
+            t.stopped = t.stopped or f"reading versions took over {t.seconds:g} s: the rest were not read"
             return 0
-        if self.budget <= 0:
-            self.stopped = self.stopped or (f"{SCAN_BUDGET >> 20} MiB read inside the libraries: the rest were "
-                                            "not read")
+        if t.budget <= 0:
+            t.stopped = t.stopped or (f"{t.budget_total >> 20} MiB read inside the libraries: the rest were "
+                                      "not read")
             return 0
-        return min(SCAN_LIMIT, self.budget)
+        return min(SCAN_LIMIT, t.budget)
 
 
-def probe(ctx: ProbeContext, clock: Callable[[], float] = time.monotonic) -> dict:
+def probe(ctx: ProbeContext, clock: Callable[[], float] = time.monotonic, homes: bool = False) -> dict:
     """{"version", "path", "basis", "libraries", "python_environments", "rejected", "search",
-    "plugins", "plugin_env"}: see docs/features.md."""
+    "plugins", "plugin_env"}: see docs/features.md. `homes`: walk /home/<user> too (in the
+    users' tier; the root probe does not)."""
     found = _Found(clock)
-    # Python environments first: a wheel's library that LD_LIBRARY_PATH also names (containers
-    # often add site-packages/nvidia/nccl/lib) is entered with its wheel's METADATA.
-    for prefix in _prefixes(ctx):
+    # The system's places, on their own budget. Python environments first: a wheel's library
+    # that LD_LIBRARY_PATH also names (containers often add site-packages/nvidia/nccl/lib) is
+    # entered with its wheel's METADATA.
+    for prefix in _prefixes(ctx, ENV_PARENTS, found):
         _environment(ctx, found, prefix)
     for d in NCCL_LIB_DIRS:
         _library_dir(ctx, found, d, "system")
@@ -161,6 +208,15 @@ def probe(ctx: ProbeContext, clock: Callable[[], float] = time.monotonic) -> dic
     plugin_env = {f"NCCL_{k.upper()}_PLUGIN": v for k in PLUGIN_KINDS
                   for v in [ctx.root.environ(f"NCCL_{k.upper()}_PLUGIN")] if v is not None}
     _plugins(ctx, found, plugin_env)
+    # Then the places users control, on theirs.
+    users = found.users()
+    parents = list(USER_ENV_PARENTS) + ([f"{HOMES}/{u}" for u in _children(ctx, HOMES)] if homes else [])
+    for prefix in _prefixes(ctx, parents, found, system=False):
+        if users.out_of_time():
+            break
+        _environment(ctx, found, prefix)
+    if not users.out_of_time():
+        _plugins(ctx, found, {}, only_new=True)
     libraries = [found.libs[k] for k in sorted(found.libs)]
     for lib in libraries:
         lib["via"] = sorted(lib["via"])
@@ -168,14 +224,20 @@ def probe(ctx: ProbeContext, clock: Callable[[], float] = time.monotonic) -> dic
     for plug in plugins:
         plug["via"] = sorted(plug["via"])
         plug["names"] = sorted(plug["names"])
-    if found.stopped:
-        ctx.warn(f"the NCCL library search stopped: {found.stopped}")
+    system = found.system
+    if system.stopped:
+        ctx.warn(f"the NCCL library search stopped: {system.stopped}")
+    if users.stopped:
+        ctx.warn(f"the NCCL library search in places users control stopped: {users.stopped}")
     version, path, basis = plan_version(libraries)
     return {"version": version, "path": path, "basis": basis, "libraries": libraries,
             "python_environments": sorted(found.environments),
             "rejected": [found.rejected[k] for k in sorted(found.rejected)],
-            "search": {"looked_at": found.looked_at, "left_out": len(found.left_out), "rejected": found.rejected_count,
-                       "stopped": found.stopped},
+            "search": {**system.summary(), "rejected": found.rejected_count,
+                       # the users' tier, where it found or stopped at something (else the Features
+                       # of a host without user environments are what they were)
+                       **({"user": {**users.summary(), "homes": homes}}
+                          if homes or users.looked_at or users.left_out or users.stopped else {})},
             "plugins": plugins, "plugin_env": plugin_env}
 
 
@@ -213,7 +275,7 @@ def _add(ctx: ProbeContext, found: _Found, path: str, via: str, environment: Opt
     """One library file (a link to one is followed to it), entered once under its real path --
     if it is an ELF shared object; its version only from its own 'NCCL version' string."""
     real = _existing(ctx, path)
-    if real is None or real in found.rejected or real in found.rejected_more:
+    if real is None or real in found.rejected or real in found.rejected_more or found.tier.out_of_time():
         return
     lib = found.libs.get(real)
     if lib is None:
@@ -296,15 +358,15 @@ def _version(ctx: ProbeContext, found: _Found, lib: dict, real: str,
         lib["claimed"] = claimed
     limit = found.scan_limit()
     if limit <= 0:
-        lib["unread"] = found.stopped
+        lib["unread"] = found.tier.stopped
         return
     try:
         text, used = ctx.root.scan_counted(real, VERSION_NEEDLE, 32, limit)
     except HostReadError as exc:
         ctx.warn(f"cannot read {exc.path}: {exc.reason}")
         return
-    found.budget -= used
-    found.scanned += used
+    found.tier.budget -= used
+    found.tier.scanned += used
     sm = _STRING_VERSION.match(text or "")
     if not sm:
         return
@@ -342,19 +404,30 @@ def _controller(ctx: ProbeContext, real: str) -> Optional[str]:
 
 # --- plugins ---------------------------------------------------------------------------------
 
-def _plugins(ctx: ProbeContext, found: _Found, plugin_env: Dict[str, str]) -> None:
-    """The NCCL plugins dlopen would find, and those NCCL_<KIND>_PLUGIN names by path."""
+def _plugins(ctx: ProbeContext, found: _Found, plugin_env: Dict[str, str], only_new: bool = False) -> None:
+    """The NCCL plugins dlopen would find, and those NCCL_<KIND>_PLUGIN names by path; `only_new`:
+    only in the directories of libraries found since (the users' tier)."""
     dirs: Dict[str, str] = {}
-    for d in _path_list(ctx.root.environ("LD_LIBRARY_PATH")):
-        dirs.setdefault(d.rstrip("/") or "/", "LD_LIBRARY_PATH")
-    for d in NCCL_LIB_DIRS:
-        dirs.setdefault(d, "system")
+    if not only_new:
+        for d in _path_list(ctx.root.environ("LD_LIBRARY_PATH")):
+            dirs.setdefault(d.rstrip("/") or "/", "LD_LIBRARY_PATH")
+        for d in NCCL_LIB_DIRS:
+            dirs.setdefault(d, "system")
+    searched = found.plugin_dirs
     for lib in found.libs.values():
         dirs.setdefault(os.path.dirname(lib["path"]), "NCCL's own directory")
+    for d in list(dirs):
+        if d in searched:
+            del dirs[d]
+    searched.update(dirs)
     for d, via in dirs.items():
+        if found.tier.out_of_time():
+            return
         for name in ctx.root.listdir(d):
             if _PLUGIN.match(name):
                 _add_plugin(ctx, found, f"{d}/{name}" if d != "/" else f"/{name}", via)
+    if only_new:
+        return
     for soname, path in _cached_plugins(ctx):
         _add_plugin(ctx, found, path, "ld.so.cache", soname)
     for var, value in plugin_env.items():
@@ -374,7 +447,7 @@ def _cached_plugins(ctx: ProbeContext) -> List[Tuple[str, str]]:
 def _add_plugin(ctx: ProbeContext, found: _Found, path: str, via: str, name: Optional[str] = None) -> None:
     """One plugin file; `name` is what dlopen finds it by (a soname), else its file name."""
     real = _existing(ctx, path)
-    if real is None or real in found.rejected or real in found.rejected_more:
+    if real is None or real in found.rejected or real in found.rejected_more or found.tier.out_of_time():
         return
     plug = found.plugins.get(real)
     if plug is None:
@@ -399,8 +472,27 @@ def _add_plugin(ctx: ProbeContext, found: _Found, path: str, via: str, name: Opt
 
 # --- Python environments ---------------------------------------------------------------------
 
-def _prefixes(ctx: ProbeContext) -> List[str]:
-    """Candidate Python prefixes, in a stable order, each once."""
+def _prefixes(ctx: ProbeContext, parents: Sequence[str], found: _Found, system: bool = True) -> Iterator[str]:
+    """Candidate Python prefixes, in a stable order, each once: the system's (and those of the
+    python3 on the probing process's PATH), then each child of `parents`."""
+    seen: Set[str] = set()
+    for prefix in _own_prefixes(ctx) if system else []:
+        if prefix not in seen:
+            seen.add(prefix)
+            yield prefix
+    for parent in parents:
+        for child in _children(ctx, parent):
+            if found.tier.out_of_time():
+                return
+            base = f"{parent}/{child}"
+            for prefix in [base] + [f"{base}/{v}" for v in VENV_NAMES] + \
+                    [f"{base}/envs/{e}" for e in _children(ctx, f"{base}/envs")]:  # conda
+                if prefix not in seen:
+                    seen.add(prefix)
+                    yield prefix
+
+
+def _own_prefixes(ctx: ProbeContext) -> List[str]:
     out: List[str] = list(SYSTEM_PREFIXES)
     for entry in _path_list(ctx.root.environ("PATH")):
         for exe in ("python3", "python"):
@@ -410,14 +502,7 @@ def _prefixes(ctx: ProbeContext) -> List[str]:
                 out.append(os.path.dirname(ctx.root.realpath(entry)))
                 out.append(os.path.dirname(os.path.dirname(ctx.root.realpath(candidate))))
                 break
-    parents = list(ENV_PARENTS) + [f"{HOMES}/{u}" for u in _children(ctx, HOMES)]
-    for parent in parents:
-        for child in _children(ctx, parent):
-            base = f"{parent}/{child}"
-            out.append(base)
-            out += [f"{base}/{v}" for v in VENV_NAMES]
-            out += [f"{base}/envs/{e}" for e in _children(ctx, f"{base}/envs")]  # conda
-    return list(dict.fromkeys(out))
+    return out
 
 
 def _children(ctx: ProbeContext, directory: str) -> List[str]:

@@ -68,7 +68,10 @@ def probe(ctx: ProbeContext, pci: dict) -> Optional[dict]:
         res = ctx.runner.run(argv)
         answered |= res.found
         if res.found and res.returncode == 0:
-            doc[key] = parse(res.stdout)
+            try:
+                doc[key] = parse(res.stdout)
+            except ParseError as exc:  # this part unread; the fabric state above still counts
+                doc["errors"][" ".join(argv[1:])] = exc.message
         elif res.found:
             doc["errors"][" ".join(argv[1:])] = _said(res)
     if not answered:

@@ -9,11 +9,17 @@ The outputs are read by parsers/qos_tools.py, which the roce_qos role reads the 
 
 Per netdev: {"tool", "trust" ("dscp" | "pcp" | None), "dscp_prio" {"26": 3, ...},
 "pfc_enabled" [priorities with PFC on]}.
+
+Beside them, `dcqcn`: per netdev, DCQCN as MLNX_OFED / DOCA-OFED's mlx5 exposes it under
+/sys/class/net/IF/ecn (the inbox driver has no such tree, so the key is absent there):
+{"roce_np": {"3": true, ...}, "roce_rp": {...}, "cnp_dscp": 48, "cnp_802p_prio": 6}, the
+notification point (the receiver that turns ECN marks into CNPs) and reaction point (the sender
+that cuts its rate) per priority, and the DSCP and 802.1p priority the NIC sends its CNPs with.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
@@ -39,6 +45,46 @@ def dcb_state(app_text: str, pfc_text: str) -> dict:
     dscp_prio = {d: prios[0] for d, prios in qos_tools.dcb_app_dscp(app_text).items()}
     return {"trust": "dscp" if dscp_prio else None, "dscp_prio": dscp_prio,
             "pfc_enabled": _enabled(qos_tools.dcb_pfc(pfc_text))}
+
+
+ECN_SIDES = ("roce_np", "roce_rp")
+
+
+def ecn_enables(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, Dict[int, bool]]]:
+    """DCQCN per priority from mlx5's /sys/class/net/IF/ecn/roce_{np,rp}/enable/N ({side: {prio:
+    on}}); None without the tree. The one reader of these files (doctor reads through it)."""
+    base = f"/sys/class/net/{netdev}/ecn"
+    if not ctx.root.is_dir(base):
+        return None
+    out: Dict[str, Dict[int, bool]] = {}
+    for side in ECN_SIDES:
+        values = {}
+        for name in ctx.root.listdir(f"{base}/{side}/enable"):
+            if name.isdigit() and int(name) < 8:
+                value = ctx.attr(f"{base}/{side}/enable/{name}")
+                if value in ("0", "1"):
+                    values[int(name)] = value == "1"
+        out[side] = values
+    return out
+
+
+def _number(text: Optional[str], top: int) -> Optional[int]:
+    """A sysfs number in 0..top; None when absent or anything else (not read, not bad)."""
+    if text is None or not text.isdigit() or len(text) > 3 or int(text) > top:
+        return None
+    return int(text)
+
+
+def dcqcn_state(ctx: ProbeContext, netdev: str) -> Optional[dict]:
+    """The netdev's `dcqcn` entry (see the module's doc); None without mlx5's ecn tree."""
+    enables = ecn_enables(ctx, netdev)
+    if enables is None:
+        return None
+    base = f"/sys/class/net/{netdev}/ecn/roce_np"
+    out: dict = {side: {str(p): on for p, on in sorted(enables[side].items())} for side in ECN_SIDES}
+    out["cnp_dscp"] = _number(ctx.attr(f"{base}/cnp_dscp"), 63)
+    out["cnp_802p_prio"] = _number(ctx.attr(f"{base}/cnp_802p_prio"), 7)
+    return out
 
 
 def _netdevs(rdma: dict) -> List[str]:
@@ -71,6 +117,7 @@ def _one(ctx: ProbeContext, ifname: str) -> Optional[dict]:
 
 def probe(ctx: ProbeContext, rdma: dict) -> dict:
     interfaces = {}
+    dcqcn = {}
     names = _netdevs(rdma)
     start_commands(ctx.runner, [["mlnx_qos", "-i", n] for n in names])  # side by side, live
     for ifname in names:
@@ -78,4 +125,7 @@ def probe(ctx: ProbeContext, rdma: dict) -> dict:
         if state is not None:
             state["dscp_prio"] = {str(d): p for d, p in sorted(state["dscp_prio"].items())}
             interfaces[ifname] = state
-    return {"interfaces": interfaces}
+        ecn = dcqcn_state(ctx, ifname)
+        if ecn is not None:
+            dcqcn[ifname] = ecn
+    return {"interfaces": interfaces, **({"dcqcn": dcqcn} if dcqcn else {})}
