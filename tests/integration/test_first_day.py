@@ -102,7 +102,7 @@ def test_the_first_day_as_the_page_tells_it(tmp_path):
     quiet = good.run(report_only)
     assert quiet.returncode == 0 and quiet.stdout.startswith("rocetune: OK with warnings gpu01")
     failing = bad.run(report_only)
-    assert failing.returncode == 1 and failing.stdout.startswith("rocetune: FAIL gpu02: doctor-rail-mtu-mismatch")
+    assert failing.returncode == 1 and failing.stdout.startswith("rocetune: FAIL gpu02: enp64s0np0 doctor-rail-mtu-mismatch:")
     assert bad.updates() == []
     # 4. the fleet: every node's result in one directory, compared
     assert good.run(mkdir_fleet).returncode == 0
@@ -115,4 +115,4 @@ def test_the_first_day_as_the_page_tells_it(tmp_path):
     assert good.run(drain).returncode == 0 and good.updates() == []
     drained = bad.run(drain)
     assert drained.returncode == 1 and drained.stdout.rstrip().endswith("[drained]"), drained.stdout
-    assert len(bad.updates()) == 1 and "Reason=rocetune: doctor-rail-mtu-mismatch" in bad.updates()[0]
+    assert len(bad.updates()) == 1 and "Reason=rocetune: enp64s0np0 doctor-rail-mtu-mismatch:" in bad.updates()[0]
