@@ -89,6 +89,7 @@ class Cluster:
     health_check_interval: int = 0
     prolog: Optional[str] = None
     topology: bool = False  # TopologyPlugin=topology/tree, reading SLURM_DIR/topology.conf
+    return_to_service: int = 2
 
     @property
     def env(self) -> Dict[str, str]:
@@ -194,7 +195,7 @@ CGROUP_CONF = "# Written by the lab's Slurm (lab/slurm.py).\nCgroupPlugin=cgroup
 
 
 def slurm_conf(nodes: Sequence[str], ips: Dict[str, str], health_check: Optional[str],
-               interval: int, prolog: Optional[str], topology: bool = False) -> str:
+               interval: int, prolog: Optional[str], topology: bool = False, return_to_service: int = 2) -> str:
     """The one slurm.conf of the controller and every node (slurm.conf(5), Slurm 22.05)."""
     lines = [
         "# Written by lab/slurm.py for the lab's Slurm; removed with the lab.",
@@ -226,7 +227,7 @@ def slurm_conf(nodes: Sequence[str], ips: Dict[str, str], health_check: Optional
         "SchedulerType=sched/backfill",
         # The nodes share the machine's CPUs: the configured count is what counts.
         "SlurmdParameters=config_overrides",
-        "ReturnToService=2",
+        f"ReturnToService={return_to_service}",
         "SlurmdTimeout=30",
         "MessageTimeout=10",
         "InactiveLimit=0",
@@ -250,7 +251,7 @@ def slurm_conf(nodes: Sequence[str], ips: Dict[str, str], health_check: Optional
 def start(info: Optional[netns.LabInfo] = None, *, nodes: Optional[Sequence[str]] = None,
           health_check: Optional[str] = None, health_check_interval: int = 0,
           prolog: Optional[str] = None, timeout: float = START_TIMEOUT,
-          wait_idle: bool = True, topology: Optional[str] = None) -> Cluster:
+          wait_idle: bool = True, topology: Optional[str] = None, return_to_service: int = 2) -> Cluster:
     """Start munge and slurmctld on the controller namespace, then munge and slurmd on each of
     ``nodes`` (default: every lab host), and wait until every node has registered (with
     ``wait_idle``: is idle, drained or draining, i.e. no longer unknown or down).
@@ -258,7 +259,9 @@ def start(info: Optional[netns.LabInfo] = None, *, nodes: Optional[Sequence[str]
     ``health_check`` and ``prolog`` are paths inside the hosts (write them with
     ``write_file``); HealthCheckProgram runs only with ``health_check_interval`` > 0, as in
     Slurm itself. ``topology``: the text of a topology.conf, with TopologyPlugin=topology/tree
-    (Cluster.load_topology replaces it later). A Slurm already started on the lab is stopped first. On failure what was
+    (Cluster.load_topology replaces it later). ``return_to_service`` is slurm.conf's ReturnToService: with 2 (the default
+    here) a DOWN node comes back when it next registers, an operator's DOWN too; 1 keeps a DOWN
+    that was not for a node not responding. A Slurm already started on the lab is stopped first. On failure what was
     started is stopped and SlurmError says why (the log's last lines)."""
     netns._require_root()
     check_programs()
@@ -272,7 +275,7 @@ def start(info: Optional[netns.LabInfo] = None, *, nodes: Optional[Sequence[str]
         raise SlurmError("a HealthCheckProgram runs only with a HealthCheckInterval above 0")
     stop()
     cluster = Cluster(names, health_check=health_check, health_check_interval=health_check_interval,
-                      prolog=prolog, topology=topology is not None)
+                      prolog=prolog, topology=topology is not None, return_to_service=return_to_service)
     try:
         if topology is not None:
             SLURM_DIR.mkdir(parents=True, exist_ok=True)
@@ -294,7 +297,7 @@ def _start(info: netns.LabInfo, cluster: Cluster, timeout: float, wait_idle: boo
     key = os.urandom(1024)
     netns._write(SLURM_DIR / "munge.key", key, 0o600)
     conf = slurm_conf(cluster.nodes, {n: info.ip(n) for n in cluster.nodes}, cluster.health_check,
-                      cluster.health_check_interval, cluster.prolog, cluster.topology)
+                      cluster.health_check_interval, cluster.prolog, cluster.topology, cluster.return_to_service)
     netns._write(cluster.conf, conf)
     netns._write(SLURM_DIR / "cgroup.conf", CGROUP_CONF)
     _start_controller()

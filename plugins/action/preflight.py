@@ -84,16 +84,18 @@ class ActionModule(ActionBase):
         out = {}
         for check in checks:
             role = check["role"]
-            answer_of = roles.get(role) or {"failed": False, "msg": "", "run": False, "warnings": [], "result": {},
-                                            "unchecked": "nothing to check on the node"}
+            answer_of = roles.get(role) or {"failed": False, "msg": "", "run": False, "change": False, "warnings": [],
+                                            "result": {}, "unchecked": "nothing to check on the node"}
             if role in refused:
-                answer_of = dict(answer_of, failed=True, msg=refused[role])
+                answer_of = dict(answer_of, failed=True, msg=refused[role], change=True)
+            answer_of["change"] = bool(answer_of.get("change", answer_of.get("run")))
             # A role whose verification runs every time (`always`: roce_net's jumbo path check, OFED)
             # runs even where its module has nothing to change.
             answer_of["run"] = bool(answer_of.get("run")) or boolean(check.get("always") or False, strict=False)
             out[role] = answer_of
         errors = ["%s: %s" % (role, a["msg"]) for role, a in out.items() if a["failed"]]
-        result.update(changed=False, roles=out, run=[r for r, a in out.items() if a["run"]], refused=bool(errors))
+        result.update(changed=False, roles=out, run=[r for r, a in out.items() if a["run"]],
+                      change=[r for r, a in out.items() if a["change"]], refused=bool(errors))
         if errors:
             result.update(failed=True, msg="preflight refused this node, nothing was changed: " + " | ".join(errors))
         return result

@@ -131,7 +131,15 @@ def run(module):
     except FileTargetError as exc:
         module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
-        apply_changes(changes)
+        try:
+            apply_changes(changes)
+        except (OSError, FileTargetError) as exc:
+            # The modules loaded stay loaded (unloading could pull them from under a running job):
+            # said as made, with what is not persisted.
+            module.fail_json(msg="cannot write %s: %s; %s" % (
+                ", ".join(c[1]["path"] for c in changes), getattr(exc, "strerror", None) or exc,
+                ("loaded now, not persisted: %s" % ", ".join(to_load)) if to_load else "nothing was changed"),
+                changed=bool(to_load), loaded=to_load)
     result = dict(changed=bool(to_load or changes), loaded=to_load, builtin=builtin,
                   written=[c[1]["path"] for c in changes], missing_packages=missing_pkgs, os_family=family,
                   daemon_reexec_required=False)

@@ -165,7 +165,16 @@ def run(module):
         module.exit_json(**result)
     apply_links(module, ip, p["mtu"], plan, nm_changes, sysctl_writes, result)
     if changes:
-        apply_changes(changes)
+        try:
+            apply_changes(changes)
+        except (OSError, FileTargetError) as exc:
+            # The live change stays (undoing an MTU flaps the link once more): said as made.
+            live = ["%s MTU %s" % (name, e["mtu"]) for name, e in sorted(result["interfaces"].items()) if e["changed"]]
+            live += ["%s = %s" % (key, value) for key, dummy, value in sysctl_writes]
+            result.update(written=[], failed=True)
+            module.fail_json(msg="cannot write %s: %s; %s" % (
+                ", ".join(c[1]["path"] for c in changes), getattr(exc, "strerror", None) or exc,
+                ("made live, not persisted: %s" % "; ".join(live)) if live else "nothing was changed"), **result)
     module.exit_json(**result)
 
 

@@ -194,7 +194,12 @@ def install(module, wanted, result, unit=None):
     except FileTargetError as exc:
         module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
-        apply_changes(changes)
+        try:
+            apply_changes(changes)
+        except (OSError, FileTargetError) as exc:
+            module.fail_json(msg="cannot write %s: %s; what was written before it: %s" % (
+                ", ".join(c[1]["path"] for c in changes), getattr(exc, "strerror", None) or exc,
+                ", ".join(result["written"]) or "nothing"), **result)
         if any(c[1]["path"] == unit for c in changes) and os.path.isdir("/run/systemd/system"):
             module.run_command([module.get_bin_path("systemctl", required=True), "daemon-reload"])
     result["written"] += [c[1]["path"] for c in changes]

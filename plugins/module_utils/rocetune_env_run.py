@@ -188,7 +188,10 @@ def apply_side_files(module, planned):
     for path, is_unit, dummy, present, changes, dummy2 in changed:
         if is_unit and not present and systemd and path.endswith(".timer"):
             module.run_command(["systemctl", "stop", os.path.basename(path)])
-        apply_changes(changes)
+        try:
+            apply_changes(changes)
+        except (OSError, FileTargetError) as exc:
+            module.fail_json(msg="cannot write %s: %s" % (path, getattr(exc, "strerror", None) or exc))
     if systemd and any(x[1] for x in changed):
         rc, dummy, err = module.run_command(["systemctl", "daemon-reload"])
         if rc != 0:
@@ -202,8 +205,8 @@ def apply_side_files(module, planned):
 
 def private_copies(module, tmp):
     """--expect / --doctor-config -> a private copy of the content the agent checks and plans
-    with before the real file is written; /dev/null (nothing declared) where a file this module
-    wrote is about to be removed."""
+    with before the real file is written; an empty copy (nothing declared) where a file this
+    module wrote is about to be removed: the agent reads only regular files, never a device."""
     p = module.params
     given = {}
     for option, key, path_key in (("--expect", "expect", "expect_path"),
@@ -214,7 +217,10 @@ def private_copies(module, tmp):
                 fh.write(p[key])
             given[option] = copy
         elif managed_file(p[path_key], None)[2]:
-            given[option] = os.devnull
+            copy = os.path.join(tmp, "rocetune_env_%s.yml" % key)
+            with open(copy, "w") as fh:
+                fh.write("")
+            given[option] = copy
     return given
 
 

@@ -7,8 +7,10 @@ and the IOMMU mode on the kernel command line.
 ACS (PCIe Access Control Services) P2P Request/Completion Redirect and Egress Control on a
 switch or root port send every peer-to-peer request up to the root complex: GPUDirect RDMA
 between a GPU and the NIC beside it then crosses the CPU (or fails). The kernel sets them when
-an IOMMU is on. This file finds the bridges between each GPU and its nearest NIC(s) from sysfs,
-reads each one's ACS Control register from its PCI configuration space
+an IOMMU is on. This file takes the GPU-NIC pairs that rocetune's topology reader places at PIX
+or PXB on the plan's rails (pairs_from_probe: what NCCL uses GPUDirect RDMA for by default,
+NCCL_NET_GDR_LEVEL=PXB), finds the bridges between the two of each pair from sysfs (up to the
+PCIe switch they share), reads each one's ACS Control register from its PCI configuration space
 (/sys/bus/pci/devices/BDF/config, extended capability 0x000D, control at +6) and clears the
 redirect bits -- what NVIDIA's DeepOps `nvidia-acs-disable` does for every ACS-capable function
 with `setpci ECAP_ACS+0x6.w=0`, here limited to the GPU-NIC paths by default.
@@ -33,9 +35,6 @@ EXT_CAP_START = 0x100
 BITS = {"SrcValid": 0x01, "TransBlk": 0x02, "ReqRedir": 0x04, "CmpltRedir": 0x08,
         "UpstreamFwd": 0x10, "EgressCtrl": 0x20, "DirectTrans": 0x40}
 DEFAULT_CLEAR = ("ReqRedir", "CmpltRedir", "EgressCtrl")
-NVIDIA = "0x10de"
-GPU_CLASSES = ("0x0300", "0x0302")        # VGA and 3D controllers
-NIC_CLASSES = ("0x0200", "0x0207")        # Ethernet and InfiniBand controllers
 _BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 GRUB_DROPIN = "/etc/default/grub.d/rocetune-pcie-p2p.cfg"
 
@@ -111,67 +110,91 @@ class Sysfs(object):
             os.close(fd)
 
 
-def _matches(fs, bdf, ids, classes):
-    vendor, device, cls = fs.attr(bdf, "vendor"), fs.attr(bdf, "device"), fs.attr(bdf, "class") or ""
-    if ids:
-        return "%s:%s" % ((vendor or "")[2:], (device or "")[2:]) in ids or (vendor or "")[2:] in ids
-    return any(cls.startswith(c) for c in classes)
-
-
-def gpus_and_nics(fs, gpu_ids=(), nic_ids=()):
-    """GPUs: NVIDIA display/3D controllers, or the vendor[:device] ids given; NICs: Ethernet and
-    InfiniBand controllers, or the ids given."""
-    gpus, nics = [], []
-    for bdf in fs.devices():
-        if gpu_ids:
-            gpu = _matches(fs, bdf, gpu_ids, ())
-        else:
-            gpu = fs.attr(bdf, "vendor") == NVIDIA and _matches(fs, bdf, (), GPU_CLASSES)
-        if gpu:
-            gpus.append(bdf)
-        elif _matches(fs, bdf, nic_ids, NIC_CLASSES):
-            nics.append(bdf)
-    return gpus, nics
-
-
-def path_bridges(fs, gpu_ids=(), nic_ids=()):
-    """{bridge: [the GPU-NIC pairs whose peer-to-peer path crosses it]}: for each GPU, its nearest
-    NIC(s) -- the ones sharing its deepest common bridge -- and every bridge on the way from each
-    up to that bridge (both root ports where they share none)."""
-    gpus, nics = gpus_and_nics(fs, gpu_ids, nic_ids)
-    up = dict((d, fs.parents(d)) for d in gpus + nics)
+def pair_bridges(fs, pairs):
+    """{bridge: [the GPU-NIC pairs whose peer-to-peer path crosses it]}: for each (gpu, nic) pair,
+    every bridge from each of the two up to the PCIe switch they share, that one included. A pair
+    that shares no switch below a root port here (PHB or farther, where the traffic crosses the
+    root complex whatever ACS says) is refused: the reader that placed it at PIX/PXB and sysfs
+    disagree."""
     out = {}
-    for gpu in gpus:
-        best, chosen = -1, []
-        for nic in nics:
-            shared = [b for b in up[gpu] if b in up[nic]]
-            depth = len(fs.parents(shared[0])) + 1 if shared else 0
-            if depth > best:
-                best, chosen = depth, [(nic, shared[0] if shared else None)]
-            elif depth == best:
-                chosen.append((nic, shared[0] if shared else None))
-        for nic, common in chosen:
-            for dev in (gpu, nic):
-                chain = up[dev]
-                for bridge in (chain[:chain.index(common) + 1] if common else chain):
-                    pair = "%s-%s" % (gpu, nic)
-                    if pair not in out.setdefault(bridge, []):
-                        out[bridge].append(pair)
+    for gpu, nic in pairs:
+        for bdf in (gpu, nic):
+            if not _BDF.match(bdf):
+                raise P2PError("pair %s-%s: %r is not a PCI address (dddd:bb:dd.f)" % (gpu, nic, bdf))
+        up_gpu, up_nic = fs.parents(gpu), fs.parents(nic)
+        shared = [b for b in up_gpu if b in up_nic]
+        if not shared or not fs.parents(shared[0]):
+            raise P2PError("pair %s-%s: the two share no PCIe switch here (%s), not a PIX/PXB pair"
+                           % (gpu, nic, "not in sysfs" if not (up_gpu and up_nic) else "only a root port or "
+                              "the root complex"))
+        for chain in (up_gpu, up_nic):
+            for bridge in chain[:chain.index(shared[0]) + 1]:
+                pair = "%s-%s" % (gpu, nic)
+                if pair not in out.setdefault(bridge, []):
+                    out[bridge].append(pair)
     return out
 
 
-def plan(fs, scope="gpu_nic", clear=DEFAULT_CLEAR, extra=(), gpu_ids=(), nic_ids=()):
-    """What to clear: [{bdf, offset, before, after, why}] for every targeted function with ACS;
-    `unreadable` lists targets whose extended config space could not be read (not root)."""
+PAIR_PATHS = ("PIX", "PXB")  # where NCCL uses GPUDirect RDMA by default (NCCL_NET_GDR_LEVEL=PXB)
+
+
+def pairs_from_probe(doc):
+    """The GPU-NIC pairs of `rocetune --json probe`'s document: [(gpu bdf, nic bdf)] where the
+    topology reader places a GPU at PIX/PXB from one of the plan's rails (the ports NCCL_IB_HCA
+    names). P2PError when it cannot tell: no document, GPUs and rails without their paths, or a
+    pair the reader's two sources (sysfs, nvidia-smi topo -m) disagree on."""
+    try:
+        data = doc["data"]
+        features, plan_doc = data["features"], data["plan"]
+    except (KeyError, TypeError):
+        raise P2PError("the rocetune probe document has no features and plan (a rocetune too old or broken)") \
+            from None
+    hca = [d for d in plan_doc.get("decisions") or [] if d.get("key") == "NCCL_IB_HCA"]
+    chosen = ((hca[0].get("evidence") or {}).get("chosen") or []) if hca else []
+    rails = {}
+    for port in chosen:
+        device = str(port.get("port") or "").partition(":")[0]
+        if not device or not _BDF.match(str(port.get("pci") or "")):
+            raise P2PError("rail %s: the plan gives no PCI address for it" % (port.get("port") or "?"))
+        rails[device] = port["pci"]
+    gpus = dict((g.get("index"), g.get("bdf")) for g in features.get("gpus") or [])
+    devices = ((features.get("rdma") or {}).get("devices")) or []
+    if not rails:
+        if devices and gpus and not hca:
+            raise P2PError("the plan chose no rails (NCCL_IB_HCA) on a node with GPUs and RDMA devices")
+        return []
+    paths = (features.get("topology") or {}).get("gpu_nic") or []
+    if gpus and not paths:
+        raise P2PError("the topology reader placed no GPU-NIC path (GPUs %s, rails %s)"
+                       % (", ".join(str(i) for i in sorted(gpus)), ", ".join(sorted(rails))))
+    out = []
+    for entry in paths:
+        if entry.get("nic") not in rails or entry.get("path") not in PAIR_PATHS:
+            continue
+        said = [entry.get(k) for k in ("sysfs", "nvidia_smi") if entry.get(k)]
+        if len(set(said)) > 1:
+            raise P2PError("GPU %s and %s: sysfs says %s, nvidia-smi topo -m %s: cannot tell the path"
+                           % (entry.get("gpu"), entry["nic"], entry.get("sysfs"), entry.get("nvidia_smi")))
+        gpu = gpus.get(entry.get("gpu"))
+        if not gpu or not _BDF.match(str(gpu)):
+            raise P2PError("GPU %s: the probe gives no PCI address for it" % entry.get("gpu"))
+        pair = (str(gpu).lower(), str(rails[entry["nic"]]).lower())
+        if pair not in out:
+            out.append(pair)
+    return sorted(out)
+
+
+def plan(fs, scope="gpu_nic", clear=DEFAULT_CLEAR, extra=(), pairs=()):
+    """What to clear: [{bdf, offset, before, after, why}] for every targeted function with ACS
+    (with scope gpu_nic, the bridges between the two of each (gpu, nic) pair); `unreadable`
+    lists targets whose extended config space could not be read (not root)."""
     if scope not in ("gpu_nic", "all", "none"):
         raise P2PError("scope %r: give gpu_nic, all or none" % (scope,))
     mask = mask_of(clear)
-    gpu_ids = [i.lower().replace("0x", "") for i in gpu_ids]
-    nic_ids = [i.lower().replace("0x", "") for i in nic_ids]
     if scope == "all":
         targets = dict((b, ["every ACS-capable function"]) for b in fs.devices())
     elif scope == "gpu_nic":
-        targets = path_bridges(fs, gpu_ids, nic_ids)
+        targets = pair_bridges(fs, pairs)
     else:
         targets = {}
     for bdf in extra:
@@ -235,14 +258,14 @@ def run(argv, out, err, root="/"):
     ap.add_argument("--scope", default="gpu_nic", choices=["gpu_nic", "all", "none"])
     ap.add_argument("--clear", default=",".join(DEFAULT_CLEAR), help="ACS bits to clear, comma-separated")
     ap.add_argument("--device", action="append", default=[], help="a bridge to clear as well (DDDD:BB:DD.F)")
-    ap.add_argument("--gpu-id", action="append", default=[], help="vendor[:device] counted as a GPU")
-    ap.add_argument("--nic-id", action="append", default=[], help="vendor[:device] counted as a NIC")
+    ap.add_argument("--pair", action="append", default=[], metavar="GPU,NIC",
+                    help="a GPU and a NIC (PCI addresses) whose path is cleared (scope gpu_nic)")
     ap.add_argument("--check", action="store_true", help="say what would change, change nothing")
     args = ap.parse_args(argv)
     fs = Sysfs(root)
     try:
-        steps, unreadable = plan(fs, args.scope, [c for c in args.clear.split(",") if c], args.device,
-                                 args.gpu_id, args.nic_id)
+        pairs = [tuple(p.split(",", 1)) if "," in p else (p, "") for p in args.pair]
+        steps, unreadable = plan(fs, args.scope, [c for c in args.clear.split(",") if c], args.device, pairs)
         for bdf in unreadable:
             out.write("%s: extended config space not readable (run as root); ACS not checked\n" % bdf)
         if not args.check:

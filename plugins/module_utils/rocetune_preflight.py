@@ -36,8 +36,10 @@ MODULES = {
     "rocetune_agent_install": rocetune_agent_install_run,
     "rocetune_env": rocetune_env_run,
 }
-# A result that means the role has something to do on this node (or to tell: a pending reboot).
-RUN_KEYS = ("changed", "pending", "needs_content", "daemon_reexec_required", "reboot_required")
+# A result that means the role will change something on this node (what a rollout drains for) ...
+CHANGE_KEYS = ("changed", "pending", "needs_content")
+# ... or has something to tell where it runs (a pending reboot, a daemon to re-execute).
+RUN_KEYS = CHANGE_KEYS + ("daemon_reexec_required", "reboot_required")
 # Big or node-private parts of a result the controller does not need back.
 DROP_KEYS = ("diff", "features", "findings", "env", "plan", "sysctls", "invocation")
 # Modules whose check depends on what the roles before them change (the agent plans from the
@@ -95,25 +97,27 @@ def check_one(module, name, args):
     """{failed, msg, run, warnings, result} of one module's body in check mode."""
     body = MODULES.get(name)
     if body is None:
-        return {"failed": True, "msg": "no preflight for module %s" % name, "run": True, "warnings": [], "result": {}}
+        return {"failed": True, "msg": "no preflight for module %s" % name, "run": True, "change": True,
+                "warnings": [], "result": {}}
     validated = ArgumentSpecValidator(body.ARGUMENT_SPEC).validate(dict(args or {}))
     if validated.error_messages:
         return {"failed": True, "msg": "%s: %s" % (name, "; ".join(validated.error_messages)), "run": True,
-                "warnings": [], "result": {}}
+                "change": True, "warnings": [], "result": {}}
     stand_in = CheckOnly(module, validated.validated_parameters)
     try:
         body.run(stand_in)
     except _Done as done:
         result = done.result
         return {"failed": False, "msg": "", "warnings": stand_in.warnings, "result": _small(result),
-                "run": any(result.get(k) for k in RUN_KEYS)}
+                "run": any(result.get(k) for k in RUN_KEYS), "change": any(result.get(k) for k in CHANGE_KEYS)}
     except _Failed as failed:
-        return {"failed": True, "msg": failed.msg, "run": True, "warnings": stand_in.warnings,
+        return {"failed": True, "msg": failed.msg, "run": True, "change": True, "warnings": stand_in.warnings,
                 "result": _small(failed.result)}
     except Exception as exc:  # a fault in a module's body must not end the preflight  # pylint: disable=broad-except
         return {"failed": True, "msg": "%s: %s: %s" % (name, type(exc).__name__, exc), "run": True,
-                "warnings": stand_in.warnings, "result": {"exception": traceback.format_exc()}}
-    return {"failed": True, "msg": "%s ended without a result" % name, "run": True, "warnings": [], "result": {}}
+                "change": True, "warnings": stand_in.warnings, "result": {"exception": traceback.format_exc()}}
+    return {"failed": True, "msg": "%s ended without a result" % name, "run": True, "change": True, "warnings": [],
+            "result": {}}
 
 
 def check_all(module, checks):
@@ -124,7 +128,7 @@ def check_all(module, checks):
         role, name = check["role"], check["module"]
         waiting = [r for r, a in out.items() if a["run"]]
         if name in AFTER_THE_OTHERS and waiting:
-            out[role] = {"failed": False, "msg": "", "run": True, "warnings": [], "result": {},
+            out[role] = {"failed": False, "msg": "", "run": True, "change": True, "warnings": [], "result": {},
                          "deferred": "checked when it runs, after %s" % ", ".join(waiting)}
             continue
         out[role] = check_one(module, name, check.get("args"))

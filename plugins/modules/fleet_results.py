@@ -114,7 +114,11 @@ def main():
     except FileTargetError as exc:
         module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
-        apply_changes(changes)
+        try:
+            apply_changes(changes)
+        except (OSError, FileTargetError) as exc:
+            module.fail_json(msg="cannot write %s: %s" % (", ".join(c[1]["path"] for c in changes),
+                                                          getattr(exc, "strerror", None) or exc))
     extra = {}
     if module._diff:
         extra["diff"] = diffs

@@ -15,9 +15,14 @@ module: pcie_p2p_apply
 short_description: ACS redirect cleared between GPUs and NICs, iommu=pt through the boot loader
 version_added: "0.1.0"
 description:
-  - Finds the PCIe bridges between each GPU and its nearest NIC from sysfs (or every ACS-capable
-    function, or the addresses named), reads each one's ACS Control register from its
-    configuration space and clears the named bits, reading each write back.
+  - Takes the GPU-NIC pairs to clear (I(pairs), else those that C(rocetune --json probe) on the
+    node places at PIX or PXB on the plan's rails, where NCCL uses GPUDirect RDMA by default),
+    finds the PCIe bridges between the two of each pair from sysfs (or every ACS-capable function,
+    or the addresses named), reads each one's ACS Control register from its configuration space
+    and clears the named bits, reading each write back. It refuses, changing nothing, when it
+    cannot tell the pairs.
+  - Every input and the node's state are read and checked before anything changes. A boot loader
+    step that fails is undone (the drop-in as it was), so the next run tries it again.
   - With I(iommu=pt), puts C(iommu=pt) on the kernel command line with C(grubby --update-kernel=ALL
     --args) or a C(/etc/default/grub.d) drop-in and C(update-grub); where the running command
     line lacks it, returns C(reboot_required), warns and writes C(/run/reboot-required).
@@ -29,7 +34,7 @@ attributes:
     details: Reads the bridges and the boot loader's state; writes nothing.
   diff_mode:
     support: full
-    details: Each bridge's ACS Control before and wanted, and the drop-in's text.
+    details: Each bridge's ACS Control before and wanted, and the drop-in's text; only in diff mode.
   platform:
     platforms: posix
 requirements:
@@ -51,16 +56,19 @@ options:
     type: list
     elements: str
     default: []
-  gpu_ids:
-    description: vendor[:device] ids counted as GPUs ([] NVIDIA display/3D controllers).
+  pairs:
+    description:
+      - With C(acs_scope=gpu_nic), the GPU-NIC pairs whose path is cleared, each C(gpu) and C(nic)
+        as PCI addresses (C(dddd:bb:dd.f)). Empty, the pairs come from I(rocetune_command).
     type: list
-    elements: str
+    elements: dict
     default: []
-  nic_ids:
-    description: vendor[:device] ids counted as NICs ([] Ethernet and InfiniBand controllers).
-    type: list
-    elements: str
-    default: []
+  rocetune_command:
+    description:
+      - The rocetune agent on the node (C(rocetune --json probe) tells the pairs when I(pairs) is
+        empty); the rocetune_agent role installs it.
+    type: str
+    default: /usr/local/bin/rocetune
   iommu:
     description: C(pt) or C(keep).
     type: str
@@ -99,6 +107,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+pairs:
+  description: The GPU-NIC pairs cleared between, as C({gpu, nic}) PCI addresses.
+  type: list
+  elements: dict
+  returned: always
+  sample: [{"gpu": "0000:1b:00.0", "nic": "0000:18:00.0"}]
 acs:
   description: Per bridge, its ACS Control before and after (lspci's flags) and the GPU-NIC pairs it is between.
   type: dict
@@ -126,6 +140,7 @@ unreadable:
   sample: []
 """
 
+import json
 import os
 import re
 
@@ -143,12 +158,12 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_pcie_p2p 
     flags,
     grub_dropin,
     mask_of,
+    pairs_from_probe,
     plan,
 )
 from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_signals import mark_reboot_required
 
 WORD = "iommu=pt"
-_ID = re.compile(r"^(0x)?[0-9a-f]{4}(:(0x)?[0-9a-f]{4})?\Z", re.IGNORECASE)
 _BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")  # as sysfs names it: lower case
 
 
@@ -179,12 +194,11 @@ def boot_loader(module, wanted):
 
 
 def check_inputs(p):
-    """The arguments the options' types do not check: ids, addresses and ACS bit names."""
-    for name in ("gpu_ids", "nic_ids"):
-        for value in p[name]:
-            if not _ID.match(value.strip()):
-                raise InputError("%s: %r is not a vendor[:device] PCI id (hex, e.g. 10de or 15b3:101d)"
-                                 % (name, value))
+    """The arguments the options' types do not check: pairs, addresses and ACS bit names."""
+    for pair in p["pairs"]:
+        if sorted(pair) != ["gpu", "nic"] or not all(_BDF.match(str(pair[k])) for k in ("gpu", "nic")):
+            raise InputError("pairs: %r is not {gpu, nic} with PCI addresses as sysfs names them "
+                             "(dddd:bb:dd.f, lower case)" % (pair,))
     for value in p["acs_devices"]:
         if not _BDF.match(value):
             raise InputError("acs_devices: %r is not a PCI address as sysfs names it (dddd:bb:dd.f, lower case)"
@@ -193,6 +207,30 @@ def check_inputs(p):
         mask_of(p["acs_clear"])
     except P2PError as exc:
         raise InputError("acs_clear: %s" % exc) from None
+
+
+def gpu_nic_pairs(module, p):
+    """The (gpu, nic) pairs to clear between: I(pairs), else what the agent's probe tells."""
+    if p["acs_scope"] != "gpu_nic":
+        return []
+    if p["pairs"]:
+        return sorted((str(x["gpu"]), str(x["nic"])) for x in p["pairs"])
+    command = p["rocetune_command"]
+    if not (os.path.isabs(command) and os.access(command, os.X_OK)) and not module.get_bin_path(command):
+        raise InputError("rocetune_command: %s is not installed: the GPU-NIC pairs come from the rocetune "
+                         "agent (the rocetune_agent role), or give pairs" % command)
+    rc, out, err = module.run_command([command, "--json", "probe"])
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = None
+    if doc is None or rc not in (0, 1, 5):
+        raise InputError("rocetune --json probe failed (exit %d): %s; cannot tell the GPU-NIC pairs"
+                         % (rc, " ".join((err or out or "").split())[:300]))
+    try:
+        return pairs_from_probe(doc)
+    except P2PError as exc:
+        raise InputError("cannot tell the GPU-NIC pairs: %s" % exc) from None
 
 
 def _writable_parent(path):
@@ -251,16 +289,25 @@ def set_iommu(module, p, info, action, result):
                                                    "--args=" + WORD])
                 if rc != 0:
                     module.fail_json(msg="grubby --update-kernel=ALL --args=%s failed: %s"
-                                     % (WORD, (err or out).strip()), **result)
+                                     % (WORD, (err or out).strip()), **shown(module, result))
         else:
             dummy, changes, have, text = action
             result["diff"]["before"] += "%s:\n%s" % (p["grub_dropin"], have or "")
             result["diff"]["after"] += "%s:\n%s" % (p["grub_dropin"], text)
             if not module.check_mode:
-                apply_changes(changes)
+                try:
+                    apply_changes(changes)
+                except (OSError, FileTargetError) as exc:
+                    module.fail_json(msg="cannot write %s: %s; ACS cleared live on %s, the command line not changed"
+                                     % (p["grub_dropin"], getattr(exc, "strerror", None) or exc,
+                                        ", ".join(b for b, a in sorted(result["acs"].items())
+                                                  if a["before"] != a["after"]) or "no bridge"),
+                                     **shown(module, result))
                 rc, out, err = module.run_command([module.get_bin_path("update-grub")])
                 if rc != 0:
-                    module.fail_json(msg="update-grub failed: %s" % (err or out).strip(), **result)
+                    undone = undo_dropin(p["grub_dropin"], have)
+                    module.fail_json(msg="update-grub failed: %s; %s" % ((err or out).strip(), undone),
+                                     **shown(module, result))
         info["configured"] = True
     if not info["running"] and info["configured"] and p["iommu"] != "keep":
         result["reboot_required"] = True
@@ -269,12 +316,31 @@ def set_iommu(module, p, info, action, result):
             write_marker(module, p["reboot_marker"], result)
 
 
+def shown(module, result):
+    """The result as returned: the diff only in diff mode."""
+    return dict((k, v) for k, v in result.items() if k != "diff" or getattr(module, "_diff", False))
+
+
+def undo_dropin(path, before):
+    """Put the drop-in back as it was before this run (so that the next run writes it and runs
+    update-grub again); says what it did."""
+    try:
+        if before is None:
+            os.unlink(path)
+        else:
+            changes, dummy = plan_files([{"path": path, "content": before, "mode": "0644"}], [])
+            apply_changes(changes)
+    except (OSError, FileTargetError) as exc:
+        return "%s could not be put back (%s): remove it, then run again" % (path, exc)
+    return "%s is as it was: the next run tries again" % path
+
+
 ARGUMENT_SPEC = dict(
     acs_scope=dict(type="str", choices=["gpu_nic", "all", "none"], default="gpu_nic"),
     acs_clear=dict(type="list", elements="str", default=["ReqRedir", "CmpltRedir", "EgressCtrl"]),
     acs_devices=dict(type="list", elements="str", default=[]),
-    gpu_ids=dict(type="list", elements="str", default=[]),
-    nic_ids=dict(type="list", elements="str", default=[]),
+    pairs=dict(type="list", elements="dict", default=[]),
+    rocetune_command=dict(type="str", default="/usr/local/bin/rocetune"),
     iommu=dict(type="str", choices=["pt", "keep"], default="pt"),
     boot_loader=dict(type="str", choices=["auto", "grubby", "update-grub", "none"], default="auto"),
     grub_dropin=dict(type="path", default="/etc/default/grub.d/rocetune-pcie-p2p.cfg"),
@@ -287,19 +353,20 @@ def converge(module, fs, cmdline_path="/proc/cmdline"):
     first; on any error fails naming the input, having changed nothing. Then clears ACS and
     configures the boot loader."""
     p = module.params
-    result = dict(changed=False, acs={}, iommu={}, reboot_required=False, unreadable=[],
+    result = dict(changed=False, acs={}, iommu={}, reboot_required=False, unreadable=[], pairs=[],
                   diff={"before": "", "after": "", "before_header": "ACS control and boot loader",
                         "after_header": "wanted"})
     try:
         check_inputs(p)
-        steps, result["unreadable"] = plan(fs, p["acs_scope"], p["acs_clear"], p["acs_devices"], p["gpu_ids"],
-                                           p["nic_ids"])
+        pairs = gpu_nic_pairs(module, p)
+        result["pairs"] = [{"gpu": g, "nic": n} for g, n in pairs]
+        steps, result["unreadable"] = plan(fs, p["acs_scope"], p["acs_clear"], p["acs_devices"], pairs)
         if result["unreadable"]:
             raise InputError("cannot read the extended configuration space of %s (run as root)"
                              % ", ".join(result["unreadable"]))
         info, action = plan_iommu(module, p, cmdline_path)
     except (InputError, P2PError) as exc:
-        module.fail_json(msg="%s; nothing was changed" % exc, **result)
+        module.fail_json(msg="%s; nothing was changed" % exc, **shown(module, result))
     for s in steps:
         result["acs"][s["bdf"]] = {"before": flags(s["before"]), "after": flags(s["after"]), "between": s["why"]}
         if s["after"] != s["before"]:
@@ -310,9 +377,9 @@ def converge(module, fs, cmdline_path="/proc/cmdline"):
         try:
             apply(fs, steps)
         except (P2PError, OSError) as exc:
-            module.fail_json(msg="clearing ACS: %s" % exc, **result)
+            module.fail_json(msg="clearing ACS: %s" % exc, **shown(module, result))
     set_iommu(module, p, info, action, result)
-    module.exit_json(**result)
+    module.exit_json(**shown(module, result))
 
 
 def main():

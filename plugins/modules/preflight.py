@@ -16,8 +16,9 @@ version_added: "0.1.0"
 description:
   - Runs the module of each role in I(checks) in check mode, in one process on the node, with
     the very code the role runs later (each module's body; rocetune_preflight in module_utils),
-    and returns, per role, whether it failed (with the module's own message), whether it has
-    something to do on this node (C(run)) and its warnings. Nothing changes on the node.
+    and returns, per role, whether it failed (with the module's own message), whether it will
+    change something on this node (C(change)), whether it runs there at all (C(run), to change
+    or to verify) and its warnings. Nothing changes on the node.
   - The action plugin of the same name first checks, on the controller, each role's variables
     against the role's C(meta/argument_specs.yml), its misspelt C(<role>_*) names, and the QoS
     plan given from the controller (loaded there with PyYAML); then it makes this one call, and
@@ -77,7 +78,16 @@ roles:
   sample: {"host_tuning": {"failed": false, "msg": "", "run": true, "warnings": [],
            "result": {"changed": true, "written": ["/etc/sysctl.d/99-zz-rocetune-host-tuning.conf"]}}}
 run:
-  description: The roles that have something to do on this node, in order.
+  description: The roles that have something to do on this node (to change or to verify), in order.
+  type: list
+  elements: str
+  returned: always
+  sample: [host_tuning, roce_net]
+change:
+  description:
+    - The roles that will change something on this node, in order (a subset of C(run)); a role
+      that runs only to verify (C(always) in its preflight) is not among them. A rollout drains
+      a node only when this is not empty.
   type: list
   elements: str
   returned: always
@@ -93,7 +103,8 @@ def main():
                            supports_check_mode=True)
     answers = check_all(module, module.params["checks"])
     failed = ["%s: %s" % (role, a["msg"]) for role, a in answers.items() if a["failed"]]
-    result = dict(changed=False, roles=answers, run=[role for role, a in answers.items() if a["run"]])
+    result = dict(changed=False, roles=answers, run=[role for role, a in answers.items() if a["run"]],
+                  change=[role for role, a in answers.items() if a["change"]])
     if failed:
         module.fail_json(msg="; ".join(failed) + "; nothing was changed anywhere", **result)
     module.exit_json(**result)

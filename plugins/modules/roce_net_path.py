@@ -19,8 +19,8 @@ description:
     more) and reports every pair.
   - On a routed fabric (a /31 per port), a peer interface with the name of one of this node's
     (the same rail) is pinged from it through the routes.
-  - Peers come from the play (I(peer_names), I(peer_results), the hosts of this batch and of the
-    batches before it) and from outside the run (I(outside), the hosts a C(--limit) left out, read
+  - Peers come from the play (I(peer_names), I(peer_results); the role gives the next few nodes in a
+    ring of those whose fabric is up in this run) and from outside the run (I(outside), the hosts a C(--limit) left out, read
     with C(ip -j addr show)); peers of later batches (I(later)) check against this node when they run.
   - A peer that can be reached neither way, or could not be read, is reported as not checked,
     which fails like a failed pair (or warns, with I(on_failure)). A node with no peer to check

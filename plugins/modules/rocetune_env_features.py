@@ -97,7 +97,11 @@ def main():
     except FileTargetError as exc:
         module.fail_json(msg=str(exc))
     if changes and not module.check_mode:
-        apply_changes(changes)
+        try:
+            apply_changes(changes)
+        except (OSError, FileTargetError) as exc:
+            module.fail_json(msg="cannot write %s: %s" % (", ".join(c[1]["path"] for c in changes),
+                                                          getattr(exc, "strerror", None) or exc))
     written = {c[1]["path"] for c in changes}
     results = [{"path": f["path"], "changed": f["path"] in written} for f in files]
     extra = {"diff": diffs} if module._diff else {}

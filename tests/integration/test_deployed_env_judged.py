@@ -269,3 +269,19 @@ def test_fleet_report_gid_index_is_the_one_jobs_get(tmp_path):
     code, report = rocetune_json("fleet", "report", str(results))
     fact = report["data"]["facts"]["gid_index"]
     assert code == 1 and fact["reference"] == [3] and fact["values"]["gpu03"]["value"] == [5], fact
+
+
+@pytest.mark.parametrize(("release", "fails"), [("2.28.9", True), ("2.30.7", False)])
+def test_an_empty_port_is_port_0_before_2_30_7_and_any_port_from_it(tmp_path, release, fails):
+    """`mlx5_0:` in NCCL_IB_HCA: NCCL before 2.30.7 reads the empty port with atoi, port 0, which no
+    port has (v2.30.4-1 src/misc/utils.cc:212), so the device is silently left out; from 2.30.7 it
+    is any port (v2.30.7-1 src/misc/utils.cc:203-204). The jobs' release comes from the node settings."""
+    root = _copy(DGX, tmp_path / "root", settings=f"nccl_version: \"{release}\"\n")
+    assert _env(root).returncode == 0
+    env = (root / ENV).read_text()
+    hca = re.search(r"NCCL_IB_HCA='?=?([^'\n]*)", env).group(1)
+    emptied = ",".join(entry.split(":")[0] + ":" for entry in hca.split(","))
+    (root / ENV).write_text(env.replace(hca, emptied))
+    _, findings, _ = _doctor(root)
+    missing = [f for f in _failures(findings) if f[0] == "doctor-env-names-missing-device"]
+    assert bool(missing) is fails, findings

@@ -71,7 +71,7 @@ def test_a_gate_that_times_out_leaves_a_result_saying_so(tmp_path):
     report = rocetune("--json", "fleet", "report", str(pushed))
     (host,) = json.loads(report.stdout)["data"]["hosts"]
     assert host["status"] == "failed" and host["error"].startswith(
-        "gather failed: gate prolog: the checks did not finish"
+        "gather failed: gate prolog: host gate-timeout: the checks did not finish"
     )
 
 

@@ -1,8 +1,9 @@
 """The pcie_p2p role and doctor's checks below NCCL on a real kernel: one lab VM booted as a q35
 machine with an emulated IOMMU (QEMU intel-iommu, `intel_iommu=on`), its fabric NICs and a
-stand-in GPU (virtio-rng, 1af4:1044, named in pcie_p2p_gpu_ids: the VM has no GPU) each behind a
-QEMU pcie-root-port. With the IOMMU on, the guest kernel turns ACS redirect on at those ports,
-as on a GPU server.
+stand-in GPU (virtio-rng, 1af4:1044: the VM has no GPU) each behind a QEMU pcie-root-port. With
+the IOMMU on, the guest kernel turns ACS redirect on at those ports, as on a GPU server. The
+devices sit on separate root ports (PHB: no GPU-NIC pair the role's gpu_nic scope takes), so the
+role is given those ports by name (pcie_p2p_acs_devices, scope none).
 
 1. Before the role: the ports between the "GPU" and the NICs have ReqRedir+ CmpltRedir+ (read
    with the role's own reader from the ports' configuration space).
@@ -50,15 +51,30 @@ def sh(cmd: str, **kw) -> str:
     return vm.run_on(HOST, cmd, **kw).stdout
 
 
+PORTS: list = []
+
+
+def ports() -> list:
+    """The root ports above the stand-in GPU and the NICs (PCI class 02), read from sysfs once."""
+    if not PORTS:
+        gpu = "0x" + GPU.replace(":", ":0x")
+        out = sh("for d in /sys/bus/pci/devices/*; do "
+                 f"if [ \"$(cat $d/vendor):$(cat $d/device)\" = {gpu} ] || grep -q '^0x02' $d/class; then "
+                 "basename \"$(dirname \"$(readlink -f $d)\")\"; fi; done | sort -u")
+        PORTS.extend(p for p in out.split() if p.count(":") == 2 and "." in p)
+    return PORTS
+
+
 def acs_check() -> dict:
     """bridge -> the reader's line for it (read only)."""
-    out = sh(f"python3 {READER} --check --gpu-id {GPU}")
+    out = sh(f"python3 {READER} --check --scope none " + " ".join(f"--device {p}" for p in ports()))
     return {ln.split(": ", 1)[0]: ln.split(": ", 1)[1] for ln in out.splitlines() if ": ACS " in ln}
 
 
 def playbook(*args: str):
     argv = [tool("ansible-playbook"), "-i", str(netns.VM_INVENTORY), "playbooks/pcie_p2p.yml",
-            "-e", json.dumps({"pcie_p2p_gpu_ids": [GPU], "pcie_p2p_boot_loader": "update-grub"}), *args]
+            "-e", json.dumps({"pcie_p2p_acs_scope": "none", "pcie_p2p_acs_devices": ports(),
+                              "pcie_p2p_boot_loader": "update-grub"}), *args]
     started = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, env=ansible_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=900)

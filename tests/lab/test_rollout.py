@@ -1,5 +1,5 @@
 """site.yml as a rollout on the four-host lab with a fabric interface (rtf0): the collection as
-installed from its tarball converges fresh nodes from a project that is not this repository, with
+built by tools/build_collection.py and installed from its tarball converges fresh nodes from a project that is not this repository, with
 the installed collection read-only; the preflight refuses a broken QoS plan in check mode on
 nodes without the QoS tools; batches with a canary stop at the canary's failure; the jumbo path
 check under serial and --limit; the read-only verify tags; the node state in --diff.
@@ -12,6 +12,7 @@ import json
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -76,11 +77,11 @@ def test_the_installed_collection_converges_fresh_nodes_from_a_project_of_its_ow
     info, inv = fabric
     env = {k: v for k, v in ansible_env().items() if k not in ("ANSIBLE_CONFIG", "PYTHONPATH")}
     galaxy = tool("ansible-galaxy")
-    subprocess.run([galaxy, "collection", "build", "--output-path", str(tmp_path), str(REPO)],
-                   check=True, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, timeout=300)
+    built = subprocess.run([sys.executable, str(REPO / "tools" / "build_collection.py"), "--output-path", str(tmp_path)],
+                           check=True, cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True, timeout=300)
     project, home = tmp_path / "site-project", tmp_path / "home"
     home.mkdir()
-    subprocess.run([galaxy, "collection", "install", str(next(tmp_path.glob("rocetune-fabric-*.tar.gz"))),
+    subprocess.run([galaxy, "collection", "install", built.stdout.strip(),
                     "-p", str(project / "collections")], check=True, cwd=tmp_path, env=env,
                    stdout=subprocess.DEVNULL, timeout=300)
     installed = project / "collections" / "ansible_collections" / "rocetune" / "fabric"
@@ -111,9 +112,8 @@ def test_the_installed_collection_converges_fresh_nodes_from_a_project_of_its_ow
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode | stat.S_IWUSR)
         shutil.rmtree(control, ignore_errors=True)
-    # The agent was packed from the collection's own sources into the user's cache.
-    packed = list((home / ".cache" / "rocetune" / "agent").glob("rocetune-*.pyz"))
-    assert len(packed) == 1, first.stdout[-3000:]
+    # The agent the collection ships was installed as it is: nothing was packed on the controller.
+    assert not (home / ".cache" / "rocetune" / "agent").exists(), first.stdout[-3000:]
     for host in info.names:
         assert mtu(run_on, host) == 9000
         assert run_on(host, "rocetune --version").stdout.startswith("rocetune ")
@@ -170,10 +170,12 @@ def test_batches_without_a_failure_converge_and_check_the_path_across_batches(fa
 def test_limit_checks_the_path_against_the_peer_group_it_leaves_out(fabric, run_on, tmp_path):
     run_on("node04", f"ip link set {FABRIC_IF} mtu 1500")
     try:
-        alone = play(fabric, tmp_path, "--limit", "node01")
+        # node01 has nothing to change: its path check runs when asked (roce_net_path_check_on)
+        alone = play(fabric, tmp_path, "--limit", "node01", "-e", "roce_net_path_check_on=always")
         assert alone.rc == 0, alone.explain()
         assert "the hosts --limit left out (name their group in roce_net_peer_group" in " ".join(alone.output.split())
-        grouped = play(fabric, tmp_path, "--limit", "node01", "-e", "roce_net_peer_group=gpu_nodes")
+        grouped = play(fabric, tmp_path, "--limit", "node01", "-e", "roce_net_peer_group=gpu_nodes",
+                       "-e", "roce_net_path_check_on=always")
         assert grouped.rc != 0, grouped.explain()
         out = " ".join(grouped.output.split())
         assert "node01 rtf0 -> node04 rtf0 (198.19.0.14)" in out and "node04 rtf0 is at MTU 1500, not 9000" in out
@@ -196,3 +198,20 @@ def test_the_verify_tag_applies_nothing_and_fails_on_drift(fabric, run_on, tmp_p
         assert f"-{FABRIC_IF} mtu: 1500" not in plain.output  # a diff only in diff mode
     finally:
         run_on("node02", f"ip link set {FABRIC_IF} mtu 9000")
+
+
+def test_a_later_batch_is_asked_again_before_it_changes(fabric, run_on, tmp_path):
+    """The preflight's answer, taken before the first batch, goes stale: node04 drifts while the
+    canary's batch runs, and its own batch finds and repairs it."""
+    pre = tmp_path / "drift.yml"
+    pre.write_text("- name: node04 drifts while the canary's batch runs\n"
+                   f"  ansible.builtin.command: ip link set {FABRIC_IF} mtu 1500\n"
+                   "  delegate_to: node04\n"
+                   "  changed_when: true\n"
+                   "  when: inventory_hostname == 'node01'\n")
+    assert all(mtu(run_on, h) == 9000 for h in fabric[0].names)
+    result = play(fabric, tmp_path, "-e", json.dumps({"rocetune_serial": [1, "100%"],
+                                                      "rocetune_batch_pre_tasks": str(pre)}))
+    assert result.rc == 0, result.explain()
+    assert mtu(run_on, "node04") == 9000 and result.recap["node04"]["changed"] >= 1, result.explain()
+    assert result.recap["node02"]["changed"] == 0 and result.recap["node03"]["changed"] == 0, result.explain()

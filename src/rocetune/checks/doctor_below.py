@@ -292,7 +292,7 @@ _declare("doctor-pcie-p2p-acs", "error", also=("info",),
          note="info when the script cannot read the bridges' extended configuration space (not root) or "
               "did not run",
          title="ACS redirect is on again between a GPU and its NIC",
-         checks="Every bridge the pcie_p2p role clears (between each GPU and its nearest NIC) has the ACS bits it "
+         checks="Every bridge the pcie_p2p role clears (between the GPU and the NIC of each pair) has the ACS bits it "
                 "clears off now.",
          reads=P2P,
          why="The kernel turns ACS redirect on at boot when an IOMMU is on; the role's unit clears it after. "

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from ..analysis.ports import Port
 from ..model.finding import Finding
+from ..nccl.releases import empty_port_any
 from ..nccl.syntax import ib_hca_entries, ib_hca_selects, ifname_selects, list_entries, strtoll
 from .base import DoctorInput, _finding, check
 
@@ -72,7 +73,8 @@ def selected_ports(d: DoctorInput, hca: Optional[str]) -> List[Port]:
     return [
         p
         for p in d.view.ports()
-        if p.port is not None and p.state in (None, "ACTIVE") and (not hca or ib_hca_selects(hca, p.device, p.port))
+        if p.port is not None and p.state in (None, "ACTIVE")
+        and (not hca or ib_hca_selects(hca, p.device, p.port, empty_port_any(d.features)))
     ]
 
 
@@ -93,7 +95,7 @@ def names_missing_device(d: DoctorInput) -> List[Finding]:
         hca = env.values.get("NCCL_IB_HCA")
         if not hca:
             continue
-        exclude, exact, entries = ib_hca_entries(hca)
+        exclude, exact, entries = ib_hca_entries(hca, empty_port_any(d.features))
         if exclude:
             continue
         gone, portless = [], []

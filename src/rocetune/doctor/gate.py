@@ -11,9 +11,11 @@ the source at slurm-22-05-8-1):
 - **HealthCheckProgram**: slurmd only logs the exit status ("health_check failed: rc:N
   output:..."; src/slurmd/slurmd/slurmd.c); whatever is to happen to the node the program does
   itself, as LBNL NHC does: `scontrol update NodeName=N State=DRAIN Reason="rocetune: ..."`,
-  and `State=RESUME` only when rocetune drained it (its reason starts with `rocetune:`) and it
-  is healthy again. A node drained for another reason (an operator, NHC) is left as it is. A
-  broken tool changes nothing and exits with its own code, which slurmd logs with its line.
+  and `State=RESUME` only when the gate drained it (its reason starts with `rocetune:`, the
+  gate's namespace) and it is healthy again. Whose a drain is comes from doctor/drain_owner.py,
+  which the rollout's hooks share: a node drained for another reason (an operator, NHC, the
+  rollout) is left as it is. A broken tool changes nothing and exits with its own code, which
+  slurmd logs with its line.
 
 The work is pure here (an Outcome from the findings, the exit code of a mode, the action on a
 node in a given state); doctor's CLI runs the checks and scontrol.
@@ -25,10 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import ExitCode
-from .slurm_node import NodeState
+from . import drain_owner
+from .drain_owner import NodeState
 
 MODES = ("health-check", "prolog")
-PREFIX = "rocetune:"  # every Reason rocetune sets starts with it; only such a drain is resumed
+PREFIX = drain_owner.GATE  # every Reason the gate sets starts with it; only such a drain is resumed
 DEFAULT_TIMEOUT = {"health-check": 45.0, "prolog": 30.0}  # slurmd kills a health check at 60 s
 SLURM_RESERVE = 10.0  # of --timeout, kept for scontrol's two calls (health-check mode)
 
@@ -87,7 +90,8 @@ class Action:
 
 
 def ours(state: NodeState) -> bool:
-    return state.reason is not None and state.reason.startswith(PREFIX)
+    """The node is held out by the gate's own drain."""
+    return drain_owner.owner(state) == drain_owner.GATE_OWNED
 
 
 def drain_reason(outcome: Outcome) -> str:
@@ -95,19 +99,26 @@ def drain_reason(outcome: Outcome) -> str:
 
 
 def node_action(outcome: Outcome, state: NodeState) -> Action:
-    """What the health check does to the node, given how Slurm sees it now."""
+    """What the health check does to the node, given how Slurm sees it now (drain_owner)."""
     if outcome.status == TOOL_ERROR:
         return Action("none", "the checks could not run: the node is not judged, nothing changed")
+    who = drain_owner.owner(state)
     if outcome.bad_node:
-        if not state.drained:
+        if who == drain_owner.IN_SERVICE:
             return Action("drain", f"was {state.text}")
-        if not ours(state):
+        if who == drain_owner.SLURM_DOWN:
+            return Action("drain", f"was {state.text} ({state.reason}): drained so that a RESUME of the DOWN "
+                                   "does not put it back into service")
+        if who != drain_owner.GATE_OWNED:
             return Action("none", f"already {state.text} for another reason ({state.reason or 'none given'}): "
                                   "left as it is")
         if state.reason != drain_reason(outcome):
             return Action("drain", "drained by rocetune for another reason before: the reason is updated")
         return Action("none", "already drained by rocetune for this reason")
-    if state.drained and ours(state):
+    if who == drain_owner.GATE_OWNED and state.down:
+        return Action("none", f"{state.text}: healthy, but the DOWN is not rocetune's to lift; its drain goes "
+                              "with the operator's RESUME")
+    if who == drain_owner.GATE_OWNED:
         return Action("resume", f"drained by rocetune ({state.reason}) and healthy now")
     if state.drained:
         return Action("none", f"{state.text} for another reason ({state.reason or 'none given'}): not rocetune's "

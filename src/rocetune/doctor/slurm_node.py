@@ -13,34 +13,18 @@ directories too. Every call has a deadline; a failure is a SlurmError with scont
 from __future__ import annotations
 
 import os
-import re
 import subprocess
-from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Set
+from typing import List, Optional, Sequence
+
+from .drain_owner import NodeState, parse_show_node
+
+__all__ = ["NodeState", "Scontrol", "SlurmError", "find_scontrol", "parse_show_node"]
 
 SEARCH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/opt/slurm/bin")
-_REASON_TAIL = re.compile(r"\s*\[[^\[\]@]*@[^\[\]]*\]\s*$")  # scontrol appends " [user@time]"
 
 
 class SlurmError(Exception):
     """scontrol could not be run or refused; the message is one line."""
-
-
-@dataclass
-class NodeState:
-    name: str
-    base: str = "UNKNOWN"  # IDLE, ALLOCATED, MIXED, DOWN ...
-    flags: Set[str] = field(default_factory=set)  # DRAIN, NOT_RESPONDING (*), ...
-    reason: Optional[str] = None  # without scontrol's [user@time]
-
-    @property
-    def drained(self) -> bool:
-        """No new job may start: drained, draining, down or failed."""
-        return "DRAIN" in self.flags or self.base in ("DOWN", "FAIL", "FAILING") or "FAIL" in self.flags
-
-    @property
-    def text(self) -> str:
-        return "+".join([self.base] + sorted(self.flags))
 
 
 def find_scontrol(given: Optional[str] = None) -> str:
@@ -52,26 +36,6 @@ def find_scontrol(given: Optional[str] = None) -> str:
         if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
             return candidate
     raise SlurmError("scontrol not found (on PATH or in " + ", ".join(SEARCH[:4]) + ", ...)")
-
-
-def parse_show_node(text: str, name: str) -> NodeState:
-    """`scontrol show node NAME` (several lines of KEY=VALUE words; Reason takes the rest of its
-    line) -> NodeState."""
-    state = NodeState(name)
-    for line in text.splitlines():
-        words = line.strip()
-        if words.startswith("Reason="):
-            reason = _REASON_TAIL.sub("", words[len("Reason="):]).strip()
-            state.reason = reason or None
-            continue
-        for word in words.split():
-            if word.startswith("State="):
-                parts = word[len("State="):].split("+")
-                if parts[0].endswith("*"):
-                    state.flags.add("NOT_RESPONDING")
-                state.base = parts[0].rstrip("*~#!%$@^-")
-                state.flags.update(p.rstrip("*") for p in parts[1:] if p)
-    return state
 
 
 class Scontrol:

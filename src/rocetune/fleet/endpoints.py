@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from ..model.vocab import natural_key
+from ..nccl.releases import empty_port_any
 from ..nccl.syntax import ib_hca_selects, ifname_selects, strtoll
 from .results import HostResult
 
@@ -54,8 +55,9 @@ def endpoints(result: HostResult) -> HostEndpoints:
     env = result.plan_env or {}
     hca = env.get("NCCL_IB_HCA")
     pinned = _pinned_gid(env.get("NCCL_IB_GID_INDEX"), out)
+    any_port = empty_port_any(features)
     chosen = [p for p in HostView(features).selection().chosen if p.port is not None
-              and (hca is None or ib_hca_selects(hca, p.device, p.port))]
+              and (hca is None or ib_hca_selects(hca, p.device, p.port, any_port))]
     for p in sorted(chosen, key=lambda p: natural_key(p.name)):
         assert p.port is not None  # chosen above
         gid: Optional[int] = pinned

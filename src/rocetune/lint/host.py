@@ -84,8 +84,9 @@ def _non_rails(features: dict) -> Optional[Dict[str, str]]:
 @emits("hca-selects-non-rail")
 def _check_non_rails(host, a: Assignment, key: str, v: str, add) -> None:
     """The ports NCCL_IB_HCA selects, as NCCL matches them, against the host's compute rails."""
+    any_port = releases.gate("ib-hca-empty-port-any", host.nccl) is True
     selected = [name for name in (host.non_rails or {})
-                if ib_hca_selects(v, name.split(":")[0], int(name.split(":")[1]))]
+                if ib_hca_selects(v, name.split(":")[0], int(name.split(":")[1]), any_port)]
     if selected:
         add("hca-selects-non-rail", "error", a.line, key,
             f"NCCL_IB_HCA={v} selects {', '.join(selected)} on this host, not compute rails ("

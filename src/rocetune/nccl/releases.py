@@ -224,3 +224,12 @@ def facts_about(text: str) -> List[ReleaseFact]:
 
 def _text(v: Version) -> str:
     return ".".join(str(x) for x in v)
+
+
+def empty_port_any(features: Optional[dict]) -> bool:
+    """Whether the NCCL the host's jobs load reads an empty NCCL_IB_HCA port (`mlx5_0:`) as any
+    port (2.30.7 on) rather than port 0, which matches none (release fact ib-hca-empty-port-any).
+    Unknown release: port 0, what every release before 2.30.7 does."""
+    lib = ((features or {}).get("kernel") or {}).get("nccl")
+    version = parse_version(lib.get("version")) if isinstance(lib, dict) else None
+    return gate("ib-hca-empty-port-any", version) is True

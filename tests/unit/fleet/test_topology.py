@@ -228,4 +228,4 @@ def test_switch_lldp_that_is_not_lldp_is_an_input_error(tmp_path):
     (bad / "leaf-a.json").write_text("{}")
     with pytest.raises(RocetuneError) as err:
         topology(TopologyRequest(str(results), switch_lldp=str(bad)))
-    assert str(err.value) == f"--switch-lldp {bad / 'leaf-a.json'}: lldpctl -f json output: no top-level 'lldp' key"
+    assert str(err.value) == f"--switch-lldp {bad / 'leaf-a.json'}: lldpctl -f json0 output: no top-level 'lldp' key"

@@ -162,9 +162,9 @@ ALLOWED = {
     ("src/rocetune/analysis/hostview.py", "docker"): "docker0, a virtual interface's name prefix",
     ("src/rocetune/cli/options.py", "json"): "--json, the result format, and -o json's refusal",
     ("src/rocetune/probe/sources/declared.py", "nccl-conf"): "a declared file's kind in Features",
-    ("src/rocetune/probe/sources/lldp.py", "json"): "lldpctl's own output format (`lldpctl -f json`)",
     ("src/rocetune/nccl/ras.py", "json"): "NCCL RAS's own output format (`ncclras -f json`)",
     ("src/rocetune/nccl/ras_client.py", "json"): "NCCL RAS's own output format (`SET FORMAT json`)",
+    ("src/rocetune/fleet/srun_gather.py", "sh"): "the shell srun starts on each node (`sh -c SCRIPT`)",
     ("plugins/module_utils/rocetune_env_run.py", "sh"): "the module runs the CLI with --format sh",
     ("plugins/module_utils/rocetune_env_run.py", "nccl-conf"): "... and --format nccl-conf",
 }

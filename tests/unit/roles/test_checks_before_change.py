@@ -256,3 +256,43 @@ def test_the_qos_diff_shows_each_nic_setting_as_it_is_and_as_it_becomes():
     diff = A.node_diff([{"ifname": "ens1np0", "notes": notes}], [], lambda path: None)[0]
     assert "ens1np0 pfc: 0,0,0,0,0,0,1,1\n" in diff["before"] and "ens1np0 pfc: 0,0,0,1,0,0,0,0\n" in diff["after"]
     assert "ens1np0 dscp 26 -> priority: none\n" in diff["before"] and "ens1np0 dscp 26 -> priority: 3\n" in diff["after"]
+
+
+def test_the_preflight_tells_a_change_from_a_run_that_only_verifies_or_tells(monkeypatch):
+    """A rollout drains a node only for `change`: a pending reboot to report is a reason to run the
+    role, not to drain the node (a rerun with nothing to change drains nothing)."""
+    import sys
+    import types
+
+    sys.path.insert(0, str(REPO / "collections"))
+    from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_preflight as PF
+
+    def body(result):
+        return types.SimpleNamespace(ARGUMENT_SPEC={}, run=lambda module: module.exit_json(**result))
+
+    monkeypatch.setitem(PF.MODULES, "tells", body({"changed": False, "reboot_required": True}))
+    monkeypatch.setitem(PF.MODULES, "changes", body({"changed": True}))
+    monkeypatch.setitem(PF.MODULES, "clean", body({"changed": False}))
+    answers = PF.check_all(object(), [{"role": r, "module": r, "args": {}} for r in ("tells", "clean", "changes")])
+    assert (answers["tells"]["run"], answers["tells"]["change"]) == (True, False)
+    assert (answers["clean"]["run"], answers["clean"]["change"]) == (False, False)
+    assert (answers["changes"]["run"], answers["changes"]["change"]) == (True, True)
+
+
+def test_a_file_rdma_core_cannot_write_is_a_clear_failure_not_a_traceback(tmp_path, monkeypatch):
+    """`chattr +i` on the limits file: the module fails naming it, and says what is live."""
+    R = load_module_utils("rdma_core", "rdma_core_node_run")
+
+    def immutable(changes):
+        raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(R, "apply_changes", immutable)
+    params = dict({k: v.get("default") for k, v in R.ARGUMENT_SPEC.items()},
+                  limits_file=str(tmp_path / "90-rocetune-memlock.conf"))
+    module = FakeModule(params)
+    module.get_bin_path = lambda name, required=False, opt_dirs=None: None
+    module.run_command = lambda argv: (1, "", "")
+    with pytest.raises(Failed) as failed:
+        R.run(module)
+    message = failed.value.args[0]
+    assert message == f"cannot write {tmp_path / '90-rocetune-memlock.conf'}: Operation not permitted; nothing was changed"

@@ -1,5 +1,6 @@
 """The pcie_p2p role's reader and writer (plugins/module_utils/rocetune_pcie_p2p.py) on sysfs trees:
-the bridges between each GPU and its nearest NIC found from the PCI hierarchy, their ACS Control
+the GPU-NIC pairs taken from rocetune's topology reader (PIX/PXB on the plan's rails, run on real
+fixture hosts), the bridges between the two of each pair found from the PCI hierarchy, their ACS Control
 register found by walking the extended capabilities of the configuration space, the redirect
 bits cleared and read back, and nothing else touched."""
 
@@ -68,10 +69,51 @@ def hgx(tmp_path, extra=()):
         *extra])
 
 
+PAIR = ("0000:03:00.0", "0000:04:00.0")  # the GPU and the ConnectX behind one switch in hgx()
+
+
 def test_the_bridges_between_a_gpu_and_the_nic_beside_it(tmp_path):
     fs = hgx(tmp_path)
-    assert p2p.path_bridges(fs) == {b: ["0000:03:00.0-0000:04:00.0"]
-                                    for b in ("0000:01:00.0", "0000:02:00.0", "0000:02:01.0")}
+    assert p2p.pair_bridges(fs, [PAIR]) == {b: ["0000:03:00.0-0000:04:00.0"]
+                                            for b in ("0000:01:00.0", "0000:02:00.0", "0000:02:01.0")}
+    # the front-end NIC on another root port is never a pair's: the GPU and it share no switch
+    with pytest.raises(p2p.P2PError, match="share no PCIe switch here"):
+        p2p.pair_bridges(fs, [("0000:03:00.0", "0000:05:00.0")])
+
+
+def probe_doc(host):
+    """`rocetune --json probe` on a fixture host, as the module reads it on a node."""
+    import json
+
+    repo = Path(__file__).resolve().parents[3]
+    env = dict(os.environ, PYTHONPATH=str(repo / "src"))
+    proc = subprocess.run([sys.executable, "-m", "rocetune", "--json", "probe", "--root",
+                           str(repo / "tests" / "fixtures" / "hosts" / host)],
+                          capture_output=True, text=True, env=env, check=False)
+    return json.loads(proc.stdout)
+
+
+def test_pairs_are_the_topology_readers_pix_pxb_gpus_on_the_plans_rails():
+    pairs = p2p.pairs_from_probe(probe_doc("dgx-h100-roce"))
+    assert len(pairs) == 8 and ("0000:1b:00.0", "0000:18:00.0") in pairs  # GPU0 and mlx5_0, PIX
+    assert all(nic not in {"0000:1f:00.0"} for _, nic in pairs)
+    # no RDMA rail at all: the Broadcom management NIC is nobody's pair
+    assert p2p.pairs_from_probe(probe_doc("hgx-h100-nvlink-nonic")) == []
+    # every GPU is NODE or SYS from every NIC: NCCL does not use GPUDirect RDMA there
+    assert p2p.pairs_from_probe(probe_doc("pcie-4gpu-2nic")) == []
+
+
+def test_pairs_it_cannot_tell_are_refused():
+    doc = probe_doc("dgx-h100-roce")
+    entry = next(e for e in doc["data"]["features"]["topology"]["gpu_nic"] if e["path"] == "PIX")
+    entry["nvidia_smi"], entry["sysfs"] = "PIX", "PHB"
+    with pytest.raises(p2p.P2PError, match="cannot tell the path"):
+        p2p.pairs_from_probe(doc)
+    doc["data"]["features"]["topology"]["gpu_nic"] = []
+    with pytest.raises(p2p.P2PError, match="placed no GPU-NIC path"):
+        p2p.pairs_from_probe(doc)
+    with pytest.raises(p2p.P2PError, match="no features and plan"):
+        p2p.pairs_from_probe({"data": {}})
 
 
 def test_the_capability_chain_is_walked_to_acs():
@@ -83,11 +125,11 @@ def test_the_capability_chain_is_walked_to_acs():
 
 def test_redirect_cleared_and_read_back_other_bits_kept(tmp_path):
     fs = hgx(tmp_path)
-    steps, unreadable = p2p.plan(fs)
+    steps, unreadable = p2p.plan(fs, pairs=[PAIR])
     assert unreadable == [] and [s["bdf"] for s in steps] == ["0000:01:00.0", "0000:02:00.0", "0000:02:01.0"]
     assert {s["after"] for s in steps} == {0x0011}  # SrcValid+ UpstreamFwd+ stay
     assert p2p.apply(fs, steps) == [s["bdf"] for s in steps]
-    again, _ = p2p.plan(fs)
+    again, _ = p2p.plan(fs, pairs=[PAIR])
     assert {s["before"] for s in again} == {0x0011} and p2p.apply(fs, again) == []
     # the root ports and the front-end NIC's port were not touched
     for bdf in ("0000:00:01.0", "0000:00:02.0"):
@@ -100,14 +142,17 @@ def test_scope_all_clears_every_acs_function_like_deepops(tmp_path):
     assert len(steps) == 5 and {s["after"] for s in steps} == {0}
 
 
-def test_gpus_on_different_root_ports_clear_both_root_ports(tmp_path):
+def test_a_gpu_and_a_nic_on_different_root_ports_are_no_pair(tmp_path):
+    """PHB or farther: the traffic crosses the root complex whatever ACS says; no root port is
+    cleared for it."""
     fs = tree(tmp_path, [
         ("0000:00:01.0", "0x8086", "0x060400", config(REDIRECTED)),
         ("0000:00:01.0/0000:01:00.0", "0x10de", "0x030200", config()),
         ("0000:00:02.0", "0x8086", "0x060400", config(REDIRECTED)),
         ("0000:00:02.0/0000:02:00.0", "0x15b3", "0x020700", config()),
     ])
-    assert sorted(p2p.path_bridges(fs)) == ["0000:00:01.0", "0000:00:02.0"]
+    with pytest.raises(p2p.P2PError, match="only a root port or the root complex"):
+        p2p.pair_bridges(fs, [("0000:01:00.0", "0000:02:00.0")])
 
 
 def boot(argv, root):
@@ -124,11 +169,12 @@ def test_named_devices_ids_and_the_boot_entry(tmp_path):
         p2p.plan(fs, scope="none", extra=["02.0"])
     with pytest.raises(p2p.P2PError, match="unknown ACS bit"):
         p2p.plan(fs, clear=["ReqRedirect"])
-    code, out, _ = boot(["--check"], tmp_path)
+    pair = ["--pair", ",".join(PAIR)]
+    code, out, _ = boot(["--check", *pair], tmp_path)
     assert code == 0 and "0000:01:00.0: ACS would clear (SrcValid+ TransBlk- ReqRedir+ CmpltRedir+" in out
-    code, out, _ = boot([], tmp_path)
+    code, out, _ = boot(pair, tmp_path)
     assert code == 0 and "cleared" in out
-    code, out, _ = boot([], tmp_path)
+    code, out, _ = boot([f"--pair={','.join(PAIR)}"], tmp_path)  # as the unit writes it
     assert code == 0 and "already clear" in out
     code, _, err = boot(["--device", "02.0"], tmp_path)
     assert code == 1 and err.startswith("rocetune-pcie-p2p: ") and "not a PCI address" in err
@@ -151,7 +197,7 @@ def test_an_unreadable_extended_space_is_said(tmp_path):
                          (f"{rp}/0000:01:00.0", "0x10de", "0x030200", config()),
                          ("0000:00:02.0", "0x8086", "0x060400", config(REDIRECTED)),
                          ("0000:00:02.0/0000:02:00.0", "0x15b3", "0x020000", config())])
-    steps, unreadable = p2p.plan(fs)
+    steps, unreadable = p2p.plan(fs, scope="none", extra=["0000:00:01.0", "0000:00:02.0"])
     assert unreadable == ["0000:00:01.0"] and [s["bdf"] for s in steps] == ["0000:00:02.0"]
 
 
