@@ -5,8 +5,9 @@ VMs), so ``pytest -m "not lab"`` is the fast loop; the lab's own conftest adds `
 ``systemd`` where those tiers are used.
 
 The lab's kernel objects have fixed names, so two test runs on one machine would tear down each
-other's hosts: a session that selects lab tests as root first takes an exclusive lock on
-``/run/rocetune-lab.lock``. scripts/test.sh and scripts/demo.sh hold the same lock for their whole
+other's hosts: a session running as root takes an exclusive lock on ``/run/rocetune-lab.lock``
+before its first lab test sets up, and holds it to its end. Collecting (``--collect-only``, or a
+run whose lab tests are all deselected) never takes it. scripts/test.sh and scripts/demo.sh hold the same lock for their whole
 run and say so with ``ROCETUNE_LAB_LOCKED=1``; ``flock /run/rocetune-lab.lock CMD`` serialises
 anything else that brings a lab up by hand.
 """
@@ -25,21 +26,17 @@ LAB_LOCK = "/run/rocetune-lab.lock"
 _held = []
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "lab: needs root and the multi-host lab (namespace hosts or Soft-RoCE VMs)")
-    config.addinivalue_line("markers", "slow: takes more than a few seconds on a 2-core machine")
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if _LAB_DIR in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.lab)
 
 
-def pytest_collection_finish(session):
-    # After -m and -k have deselected: only a run that will use the lab waits for it.
-    if any(item.get_closest_marker("lab") for item in session.items) and os.geteuid() == 0 \
-            and not _held and os.environ.get("ROCETUNE_LAB_LOCKED") != "1":
+@pytest.hookimpl(tryfirst=True)  # before the lab's session fixtures set up
+def pytest_runtest_setup(item):
+    # Only a test that is about to use the lab waits for it (the markers are in pyproject.toml).
+    if item.get_closest_marker("lab") and os.geteuid() == 0 and not _held \
+            and os.environ.get("ROCETUNE_LAB_LOCKED") != "1":
         _take_lab_lock()
 
 

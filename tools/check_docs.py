@@ -44,24 +44,23 @@ _KIND_TITLE = {"host": "Host checks", "rule": "Rule findings", "lint": "Lint che
                "switch": "Switch checks", "expect": "Expectation checks"}
 
 
-def _sentence(text: str) -> str:
-    """A paragraph: capitalised, ended with a period, wrapped as the other docs are."""
+def _sentence(text: str, lead: str = "") -> str:
+    """A paragraph: capitalised (unless it follows the Markdown `lead`), ended with a period,
+    wrapped as the other docs are; `lead` is markup and is written as it is."""
     text = text.strip()
     first = text.split()[0]
-    if re.fullmatch(r"[a-z]+[,:;]?", first) and first != "rocetune":  # not a name or a path
+    if not lead and re.fullmatch(r"[a-z]+[,:;]?", first) and first != "rocetune":  # not a name or a path
         text = text[:1].upper() + text[1:]
     text = text if text.endswith((".", ")", "`")) else text + "."
     # NCCL_IB_*, memory_peers/*/ and <netdev> are names, not emphasis or HTML (code spans stay as they are).
     text = "`".join(p.replace("*", "\\*").replace("<", "\\<") if i % 2 == 0 else p
                     for i, p in enumerate(text.split("`")))
-    return textwrap.fill(text, WIDTH, break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(lead + text, WIDTH, break_long_words=False, break_on_hyphens=False)
 
 
 def page(c: Check) -> str:
-    severity = f"**Severity:** {c.severity}"
-    if c.also:
-        severity += f"; {c.severity_note}"
-    lines = [f"# `{c.id}`: {c.title}", "", _sentence(_KIND[c.kind]), "", _sentence(severity)]
+    severity = c.severity + (f"; {c.severity_note}" if c.also else "")
+    lines = [f"# `{c.id}`: {c.title}", "", _sentence(_KIND[c.kind]), "", _sentence(severity, lead="**Severity:** ")]
     if c.by:
         lines += ["", "**Left by:** " + ", ".join(f"rule [`{r}`](../rules/{r}.md)" for r in c.by) + "."]
     for heading, text in (("What it checks", c.checks), ("What it reads", c.reads),

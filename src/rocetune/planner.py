@@ -3,7 +3,7 @@ same key, apply the user's overrides last (recorded as such)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import Any, Dict, Optional
 
 from .checks.binding import emits
 from .errors import ExitCode, RocetuneError
@@ -13,19 +13,16 @@ from .nccl.catalog import load_catalog
 from .rules import RULES
 from .rules.base import RuleContext
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .model.expect import Expectations
-
 
 @emits("qos-plan-questionable")
 def build_plan(features: dict, overrides: Optional[Overrides] = None,
                qos: Optional[QosPlan] = None, local_rank: Optional[int] = None,
-               topo_path: Optional[str] = None, expect: Optional[Expectations] = None) -> Plan:
+               topo_path: Optional[str] = None) -> Plan:
     """Run every rule over `features` and return the Plan (see the module docstring).
 
     `topo_path` is where the NCCL topology XML will live when a rule generates one (the env
-    file's directory); `local_rank` adds the per-rank variables of that local rank; `expect`
-    holds the finished plan to the node's expectations (their differences become findings).
+    file's directory); `local_rank` adds the per-rank variables of that local rank. Holding the
+    plan to the node's expectations is a step of its own (rocetune.app.expectations).
     """
     ctx = RuleContext(features, qos=qos, local_rank=local_rank, topo_path=topo_path,
                       overridden={k: v for k, (v, _) in overrides.set.items()} if overrides else None)
@@ -73,24 +70,7 @@ def build_plan(features: dict, overrides: Optional[Overrides] = None,
             owner[key] = Decision(key, value, "override", f"set by the user ({origin})", evidence)
     plan.decisions = [owner[k] for k in sorted(owner)]
     _self_check(plan)
-    if expect is not None:
-        _hold_to(plan, features, expect, ctx)
     return plan
-
-
-def _hold_to(plan: Plan, features: dict, expect: Expectations, ctx: RuleContext) -> None:
-    """The plan as made, held to what the node should be: a rail the selector dropped, a
-    traffic class the NICs no longer give, a version that moved are findings of the plan."""
-    from .analysis.expect import exact_names, node_facts
-    from .checks.expect import findings_of
-    from .model.expect import evaluate
-    from .model.qos import default_plan
-
-    qos_source = plan.qos.source if plan.qos is not None and plan.qos.source != default_plan().source else None
-    facts = node_facts(features, plan, qos_source=qos_source, names=exact_names(expect.document),
-                       view=ctx.host)
-    plan.findings.extend(findings_of(evaluate(expect.document, facts)))
-    plan.expect = {"source": expect.source, "document": expect.document, "facts": facts}
 
 
 def _self_check(plan: Plan) -> None:

@@ -54,7 +54,7 @@ def test_unexpected_errors_have_no_traceback_unless_debug(monkeypatch, capsys):
     def boom(*a, **k):
         raise KeyError("surprise")
 
-    monkeypatch.setattr("rocetune.app.collect_features", boom)
+    monkeypatch.setattr("rocetune.app.inputs.collect_features", boom)
     assert cli_main.main(["probe"]) == ExitCode.INTERNAL
     err = capsys.readouterr().err
     assert "Traceback" not in err and "unexpected KeyError" in err and "--debug" in err

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.fixtures.roots import root_of
 from tests.integration.test_ansible_static import REPO, env, tool
 
@@ -22,6 +24,7 @@ def agent(tmp_path, name: str, root: str):
     return str(script)
 
 
+@pytest.mark.slow  # a whole ansible-playbook run
 def test_the_fleet_play_gathers_every_node_and_the_report_names_the_one_that_failed(tmp_path):
     good = agent(tmp_path, "good", root_of("dgx-h100-roce"))
     broken = agent(tmp_path, "broken", str(tmp_path / "no-such-root"))

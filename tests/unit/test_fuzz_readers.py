@@ -29,10 +29,14 @@ from functools import cache
 from pathlib import Path
 from typing import Callable, List, Optional
 
+import pytest
+
 from rocetune.errors import ExitCode, RocetuneError
 from rocetune.probe.parsers._common import BUG_PREFIX
 from tests.fixtures.roots import root_of
 from tests.mutate import json_bytes, mutant_bytes, mutant_doc, yaml_bytes
+
+pytestmark = pytest.mark.slow  # thousands of mutants through every reader: about 25 s on 2 busy cores
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GOLDEN = Path(__file__).resolve().parents[1] / "integration" / "golden"

@@ -9,7 +9,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..errors import ExitCode, RocetuneError
 from ..model.finding import Finding
 from ..model.record import FrozenRecord, Record
-from . import PlanRequest, check_config, doctor_checks, planned_features
+from .inputs import check_config, planned_features
+from .node_checks import doctor_checks
+from .planning import PlanRequest
 
 
 class DoctorRequest(FrozenRecord):

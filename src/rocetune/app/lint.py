@@ -7,7 +7,7 @@ from typing import Any, Optional, Tuple
 
 from ..errors import ExitCode, RocetuneError
 from ..model.record import FrozenRecord, Record
-from . import planned_features, qos_plan
+from .inputs import planned_features, qos_plan
 
 
 class LintRequest(FrozenRecord):

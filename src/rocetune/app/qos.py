@@ -11,7 +11,7 @@ from ..model.record import FrozenRecord, Record
 from ..switchos import choices as os_choices  # noqa: F401  (the options every OS offers, for a parser)
 from ..switchos import names as os_names  # noqa: F401
 from ..switchos import registry as os_registry  # noqa: F401
-from . import qos_plan
+from .inputs import qos_plan
 
 
 class QosRenderRequest(FrozenRecord):

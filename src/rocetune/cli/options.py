@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Iterator, List, Optional
 from ..errors import ExitCode, RocetuneError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..app import PlanRequest
+    from ..app.env import EnvRequest
+    from ..app.planning import PlanRequest
 
 _RESULT_WORDS = ("json", "human")
 
@@ -66,23 +67,23 @@ class _WrittenDialects:
     printed: a verb run without --format (`--json probe`) never loads the dialects."""
 
     def __contains__(self, name: object) -> bool:
-        from ..envfiles import dialects
+        from ..app.env import dialect_names
 
-        return name in dialects.names(written=True)
+        return name in dialect_names(written=True)
 
     def __iter__(self) -> Iterator[str]:
-        from ..envfiles import dialects
+        from ..app.env import dialect_names
 
-        return iter(dialects.names(written=True))
+        return iter(dialect_names(written=True))
 
 
 class _Fallback:
     """The dialect written when -o's name claims none, for --format's help (%(fallback)s)."""
 
     def __str__(self) -> str:
-        from ..envfiles import dialects
+        from ..app.env import fallback_dialect
 
-        return dialects.fallback().name
+        return fallback_dialect()
 
 
 def nccl_release(text: str) -> str:
@@ -129,9 +130,9 @@ def out_paths(args: argparse.Namespace) -> List[str]:
 def formats_of(args: argparse.Namespace, out: Optional[str]) -> List[str]:
     fmts = args.format if isinstance(args.format, list) else ([args.format] if args.format else [])
     if not fmts:
-        from ..envfiles import dialects
+        from ..app.env import dialect_for
 
-        fmts = [dialects.for_output(out)]
+        fmts = [dialect_for(out)]
     if len(fmts) > 1 and not getattr(args, "json", False):
         raise RocetuneError("several --format values need --json (one env text each)",
                             code=ExitCode.USAGE)
@@ -143,11 +144,11 @@ def formats_of(args: argparse.Namespace, out: Optional[str]) -> List[str]:
 def outputs_of(args: argparse.Namespace, outs: List[str]) -> List[tuple]:
     """(format, file) for each -o: the n-th --format goes with the n-th -o; one -o may take its
     format from its name."""
-    from ..envfiles import dialects
+    from ..app.env import dialect_for
 
     fmts = list(args.format)
     if len(outs) == 1 and len(fmts) <= 1:
-        return [(fmts[0] if fmts else dialects.for_output(outs[0]), outs[0])]
+        return [(fmts[0] if fmts else dialect_for(outs[0]), outs[0])]
     if len(fmts) != len(outs):
         raise RocetuneError(f"{len(outs)} -o files and {len(fmts)} --format values: give one "
                             "--format per -o, in the same order", code=ExitCode.USAGE)
@@ -156,8 +157,17 @@ def outputs_of(args: argparse.Namespace, outs: List[str]) -> List[tuple]:
 
 def plan_request(args: argparse.Namespace) -> PlanRequest:
     """The plan options of a verb's command line as the one request every verb plans with."""
-    from ..app import PlanRequest
+    from ..app.planning import PlanRequest
 
     return PlanRequest(root=args.root, config=args.config, sets=tuple(args.set), unsets=tuple(args.unset),
                        qos_path=args.qos, local_rank=args.local_rank, expect_path=getattr(args, "expect", None),
                        settings_path=getattr(args, "doctor_config", None))
+
+
+def env_request(args: argparse.Namespace, formats: tuple, outputs: list, **writing) -> EnvRequest:
+    """The env use case's request of a verb's command line: the plan options, the dialects, the
+    (dialect, file) pairs to write and the `writing` options (env's --check, --no-degrade ...)."""
+    from ..app.env import EnvRequest
+
+    return EnvRequest(plan_request(args), getattr(args, "features", None), getattr(args, "nccl_version", None),
+                      formats=formats, outputs=tuple(outputs), **writing)

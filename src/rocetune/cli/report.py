@@ -1,61 +1,19 @@
-"""A host as a person should see it: the Features, then every finding -- the host checks' and
-the rules' -- in one list, most severe first, each once."""
+"""A host as a person should see it, for the verbs: the Features of --root or --features, every
+finding in one list, and the warning lines for stderr (rocetune.app.findings)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import List
 
-from ..model.finding import Finding, partial, severity_rank
+from ..app.findings import all_findings, partial, source_warnings, warning_lines
 
-__all__ = ["all_findings", "collect", "partial", "source_warnings", "stderr_lines"]
+__all__ = ["all_findings", "collect", "partial", "source_warnings", "stderr_lines", "warning_lines"]
+
+stderr_lines = warning_lines
 
 
 def collect(args: argparse.Namespace) -> dict:
-    from .. import app
+    from ..app.inputs import planned_features
 
-    return app.planned_features(args.root, getattr(args, "features", None), getattr(args, "nccl_version", None),
-                                getattr(args, "doctor_config", None))
-
-
-def all_findings(features: dict, plan) -> List[Finding]:
-    from ..checks import host_findings
-
-    found = host_findings(features)
-    if plan is not None:
-        found += plan.findings
-    unique = {(f.id, f.subject, f.message): f for f in found}
-    return sorted(unique.values(), key=lambda f: (severity_rank(f.severity), f.id, f.subject))
-
-
-def stderr_lines(features: dict, plan, findings_too: bool) -> List[str]:
-    """Warnings for stderr: unreadable sources, and (when stdout carries an env rather than the
-    findings) the findings that matter -- the rules' warnings among them."""
-    out = _grouped(source_warnings(features))
-    if findings_too:  # stdout carries an env, not the findings: they come here
-        out += [f"{f.id}: {f.message}" for f in all_findings(features, plan) if f.severity != "info"]
-    return out
-
-
-def source_warnings(features: dict) -> List[str]:
-    """What the sources could not read, one line each ("<source>: <why>")."""
-    out = []
-    for name, st in sorted(features["sources"].items()):
-        if not st["ok"]:
-            out.append(f"{name}: {st['reason']}")
-        out.extend(f"{name}: {w}" for w in st["warnings"])
-    return out
-
-
-def _grouped(lines: List[str]) -> List[str]:
-    """`pci: X` and `net: X` become `pci, net: X`: one line per distinct problem."""
-    by_reason: dict = {}
-    for line in lines:
-        source, sep, reason = line.partition(": ")
-        key = reason if sep else line
-        by_reason.setdefault(key, []).append(source if sep else None)
-    out = []
-    for reason, sources in by_reason.items():
-        named = [s for s in sources if s]
-        out.append(f"{', '.join(named)}: {reason}" if named else reason)
-    return out
+    return planned_features(args.root, getattr(args, "features", None), getattr(args, "nccl_version", None),
+                            getattr(args, "doctor_config", None))

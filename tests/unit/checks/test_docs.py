@@ -45,3 +45,14 @@ def test_each_rule_page_links_the_checks_its_rule_leaves():
         for rule in c.by:
             with open(os.path.join(REPO, "docs", "rules", f"{rule}.md"), encoding="utf-8") as fh:
                 assert f"(../checks/{c.id}.md)" in fh.read(), f"docs/rules/{rule}.md does not link {c.id}"
+
+
+def test_a_pages_markup_renders_and_its_text_is_escaped():
+    """The page's own bold labels are Markdown; a `*` in the declaration's text is a name's
+    (NCCL_IB_*), shown as written."""
+    for name in sorted(os.listdir(DOCS)):
+        with open(os.path.join(DOCS, name), encoding="utf-8") as fh:
+            text = fh.read()
+        assert "\\*\\*" not in text, f"{name}: escaped bold markup"
+        if name != "README.md":
+            assert "\n**Severity:** " in text, name

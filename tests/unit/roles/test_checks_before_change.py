@@ -208,6 +208,7 @@ def test_the_agent_and_the_connection_guard_agree_and_skip_empty_entries():
 def test_the_preflight_runs_a_role_module_in_check_mode_and_changes_nothing(tmp_path):
     import sys
 
+    pytest.importorskip("ansible", reason="the preflight's action plugin runs inside ansible-core")
     sys.path.insert(0, str(REPO / "collections"))
     from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_preflight as PF
 

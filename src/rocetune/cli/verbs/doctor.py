@@ -15,7 +15,7 @@ EXAMPLE = "rocetune doctor --skip doctor-ecn-off=\"the fabric marks ECN at the s
 EXIT_CODES = {  # beside 2, 3, 4 and 70, which every verb has (cli/main.py)
     0: "every check passed",
     1: "a check failed",
-    5: "no failure, but warnings (a prolog may go on and log them)",
+    5: "no failure, but warnings (a Slurm prolog drains on any non-zero exit: use --gate prolog there)",
 }
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ...errors import ExitCode, RocetuneError
-from .. import options, report
+from .. import options
+from ..env_result import env_result
 from ..result import Result
 
 NAME = "env"
@@ -45,6 +46,8 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
+    from ...app.env import env
+
     outs = options.out_paths(args)
     if args.env_dir and not outs and not args.json:
         raise RocetuneError("--env-dir without -o returns texts for the caller to write: add --json, "
@@ -53,77 +56,8 @@ def run(args: argparse.Namespace) -> Result:
         raise RocetuneError("--check, --mkdir, --fail-on-warnings and --no-degrade go with -o FILE",
                             code=ExitCode.USAGE)
     outputs = options.outputs_of(args, outs) if outs else []
-    from ... import app
-
-    # checked first, whether or not --no-degrade uses it: a bad file fails before any planning
-    config = app.check_config(args.root, args.doctor_config) if args.doctor_config else None
-    fmts = list(dict.fromkeys(f for f, _ in outputs)) if outputs else options.formats_of(args, None)
-    features = report.collect(args)
-    # With -o and --env-dir both, the env goes to -o and the files it points at to DIR (an
-    # nccl.conf in /etc naming a topology file in /etc/rocetune, as the rocetune_env role does).
-    first = outs[0] if outs else None
-    env = app.plan_env_for(features, fmts, options.plan_request(args),
-                           out=None if args.env_dir else first, env_dir=args.env_dir)
-    warnings = report.stderr_lines(features, env.plan, findings_too=True)
-    found = report.all_findings(features, env.plan)
-    findings = [f.to_dict() for f in found]
-    result = Result(command=NAME, data={"plan": env.plan.to_dict(), "features": features, "findings": findings},
-                    warnings=warnings)
-    lacking = report.partial(found)
-    if lacking:  # the env of what could be read is not the host's: said, exit 1, never written
-        result.code = ExitCode.FINDINGS
-        if outs:
-            result.errors = [{"message": f"{lacking.message}; nothing was written", "hint": lacking.fix}]
-            return result
-    if args.env_dir and not outs:
-        result.data["env"] = {"formats": fmts, "dir": args.env_dir, "texts": env.texts,
-                              "files": [{"path": f.path, "key": f.key, "content": f.content}
-                                        for f in env.files]}
-        return result
-    if not outs:
-        result.raw = env.texts[fmts[0]]
-        result.data["env"] = env.data(fmts, None)
-        return result
-    if args.fail_on_warnings and warnings:
-        result.code = ExitCode.FINDINGS
-        result.errors = [{"message": f"{len(warnings)} warning(s), nothing was written: " + "; ".join(warnings),
-                          "hint": "fix what they name, or run without --fail-on-warnings"}]
-        return result
-    if args.no_degrade:
-        refused = _refuse_degraded(args, env, outputs, result, config)
-        if refused:
-            return refused
-    app.write_env(env, outputs, check=args.check, make_dirs=args.mkdir)
-    if not args.check:
-        app.accept_written(args.root, [path for _, path in outputs])
-    lines = env.write_lines(check=args.check)
-    if args.quiet:
-        result.human = "\n".join(lines) + "\n"
-    else:
-        from ...render.human import plan_text  # the human summary only: not for --json agents
-
-        result.human = plan_text(env.plan, args.verbose) + "\n".join(lines) + "\n"
-    result.data["env"] = env.data(fmts, first, diff=args.diff)
-    result.data["env"]["check"] = args.check
-    return result
-
-
-def _refuse_degraded(args: argparse.Namespace, env, outputs, result: Result, config):
-    """The result of a refusal (nothing written, the record kept for doctor), or None when the
-    plan is not short."""
-    from ... import app
-
-    refused = app.refuse_degraded(env, outputs, args.root, config, check=args.check)
-    if refused is None:
-        return None
-    reasons = refused["reasons"]
-    files = [path for _, path in outputs]
-    result.data["refused"] = refused
-    verb = "would refuse" if args.check else "refused"
-    result.code = ExitCode.FINDINGS
-    result.human = "".join(f"{verb} to replace the env: {r}\n" for r in reasons)
-    result.errors = [{"message": f"{verb} to replace {', '.join(files)} with a degraded env, which stays "
-                                 "as it was: " + "; ".join(reasons),
-                      "hint": "repair what is named, then rerun (systemctl restart rocetune-env); to accept "
-                              "the node as it is, run once without --no-degrade"}]
-    return result
+    fmts = tuple(dict.fromkeys(f for f, _ in outputs)) if outputs else tuple(options.formats_of(args, None))
+    done = env(options.env_request(args, fmts, outputs, env_dir=args.env_dir, check=args.check, mkdir=args.mkdir,
+                                   fail_on_warnings=args.fail_on_warnings, no_degrade=args.no_degrade,
+                                   config_path=args.doctor_config))
+    return env_result(NAME, args, done, list(fmts), outs[0] if outs else None)

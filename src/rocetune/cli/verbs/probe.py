@@ -1,12 +1,12 @@
 """rocetune probe: read the host, show what it is and every finding; with -o or --format, also
-write (or print) the tuned env, exactly as `rocetune env` does."""
+write (or print) the tuned env: the env use case itself (rocetune.app.env), as `rocetune env`."""
 
 from __future__ import annotations
 
 import argparse
 
-from ...errors import ExitCode
-from .. import options, report
+from .. import options
+from ..report import warning_lines
 from ..result import Result
 
 NAME = "probe"
@@ -24,47 +24,29 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
+    from ...app.probe import ProbeRequest, probe
+
     out = options.out_path(args)
     wants_env = bool(out or args.format or getattr(args, "out", None) == "-")
-    features = report.collect(args)
-    if wants_env:
-        from ... import app
-
-        fmts = options.formats_of(args, out)
-        env = app.plan_env_for(features, fmts, options.plan_request(args), out=out)
-        plan = env.plan
-    else:
-        from ... import app
-
-        plan = app.plan_host(features, options.plan_request(args))
-    findings = report.all_findings(features, plan)
-    data = {"features": features, "findings": [f.to_dict() for f in findings],
-            "plan": plan.to_dict()}
+    fmts = options.formats_of(args, out) if wants_env else []
+    env = options.env_request(args, tuple(fmts), [(fmts[0], out)] if out else []) if wants_env else None
+    done = probe(ProbeRequest(options.plan_request(args), getattr(args, "features", None),
+                              getattr(args, "nccl_version", None), env))
     # --json prints the envelope alone: the human summary of a large host is not worth building
     # (nor its renderer importing).
-    human = "" if args.json else _human(features, findings, args.verbose)
-    result = Result(command=NAME, data=data, human=human,
-                    warnings=report.stderr_lines(features, plan, findings_too=wants_env and not out))
-    lacking = report.partial(findings)
-    if lacking:
-        result.code = ExitCode.FINDINGS
-    if not wants_env:
-        return result
-    fmt = fmts[0]
-    if out and lacking:
-        result.errors = [{"message": f"{lacking.message}; nothing was written to {out}", "hint": lacking.fix}]
-        return result
-    if out:
-        from ... import app
-        from ...render.human import plan_text
+    human = "" if args.json else _human(done.features, done.findings, args.verbose)
+    if done.env is not None:  # the env use case's own answer, the host's summary before it
+        from ..env_result import env_result
 
-        app.write_env(env, [(fmt, out)])
-        result.human = (human.rstrip("\n") + "\n\n" + plan_text(plan, args.verbose)
-                        + "\n".join(env.write_lines()) + "\n")
-    else:
-        result.raw = env.texts[fmt]
-    data["env"] = env.data(fmts, out)
-    return result
+        warnings = warning_lines(done.features, done.plan, findings_too=not out)
+        result = env_result(NAME, args, done.env, fmts, out, human.rstrip("\n") + "\n\n" if human else "",
+                            warnings)
+        if not done.env.wrote and not done.env.refused:
+            result.human = human
+        return result
+    return Result(command=NAME, data={"features": done.features, "findings": [f.to_dict() for f in done.findings],
+                                      "plan": done.plan.to_dict()},
+                  human=human, code=done.code, warnings=warning_lines(done.features, done.plan, findings_too=False))
 
 
 def _human(features: dict, findings, verbose: int) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from .. import report
 from ..result import Result
 
 NAME = "topo"
@@ -21,34 +20,33 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> Result:
-    from ...app import nccl_topology
-    from ...render.topo_matrix import matrix_rows, nic_rows
+    from ...app.topo import TopoRequest, topo
     from ...text import table
-    from ..report import source_warnings
 
-    f = report.collect(args)
+    done = topo(TopoRequest(args.root, getattr(args, "features", None)))
+    f = done.features
     parts = []
     if f["gpus"]:
-        parts.append("\n".join(table(matrix_rows(f))))
+        parts.append("\n".join(table(done.matrix)))
     else:
         parts.append("no NVIDIA GPU on this host")
     if f["rdma"]["devices"]:
-        parts.append("\n".join(table(nic_rows(f))))
+        parts.append("\n".join(table(done.nics)))
     else:
         parts.append("no RDMA device on this host")
     if f["topology"]["disagreements"]:
         parts.append("sysfs and nvidia-smi disagree:\n" + "\n".join(
             f"  {d}" for d in f["topology"]["disagreements"]))
-    planned = nccl_topology(f)
+    planned = done.nccl_topology
     if planned is not None and planned["pairs"]:
         parts.append("\n".join([f"GPU-NIC paths NCCL sees through the {planned['file']}:"] +
                                table(_planned_rows(planned))))
         if planned["unplaced_gpus"] or planned["unplaced_nics"]:
             parts.append("not in that file (NCCL places them where it detects them): " + ", ".join(
                 [f"GPU{g}" for g in planned["unplaced_gpus"]] + planned["unplaced_nics"]))
-    data = {"gpus": f["gpus"], "gpu_nic": f["topology"]["gpu_nic"], "matrix": matrix_rows(f),
-            "nics": nic_rows(f), "nccl_topology": planned}
-    return Result(command=NAME, data=data, human="\n\n".join(parts) + "\n", warnings=source_warnings(f))
+    data = {"gpus": f["gpus"], "gpu_nic": f["topology"]["gpu_nic"], "matrix": done.matrix,
+            "nics": done.nics, "nccl_topology": planned}
+    return Result(command=NAME, data=data, human="\n\n".join(parts) + "\n", warnings=done.warnings)
 
 
 def _planned_rows(planned: dict):

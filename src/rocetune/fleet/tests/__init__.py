@@ -13,8 +13,8 @@ A fleet test is one module of this package that defines `TEST = FleetTest(...)`:
 Every result carries `status`: pass | fail | error | skipped | unjudged, and says `why` (or
 `error`) when it is not pass. A step's own failure is its result, never the run's.
 
-Adding a test is adding a module here (and its tests): `validate`, the CLI, the text and HTML
-reports and the docs table take it from the registry.
+Adding a test is adding a module here (and its tests): `validate`, the CLI and the text and HTML
+reports take it from the registry; the table of tests in docs/fleet.md is written by hand.
 """
 
 from __future__ import annotations

@@ -1,0 +1,41 @@
+"""The second step of the use cases that judge a node: the finished plan held to what the node
+should be (its expectations document). A rail the selector dropped, a traffic class the NICs no
+longer give, a version that moved become findings of the plan; building the plan knows nothing
+of them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Optional
+
+from ..model.plan import Plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..analysis.hostview import HostView
+    from ..model.expect import Expectations, NodeFacts
+
+
+def hold_to_expectations(plan: Plan, features: dict, expect: Optional[Expectations],
+                         view: Optional[HostView] = None, facts: Optional[NodeFacts] = None) -> Plan:
+    """`plan`, with the differences from `expect` among its findings and `plan.expect` set
+    (source, document, the node's facts: `facts`, else read here for the ports the document
+    names); unchanged when nothing is expected."""
+    if expect is None:
+        return plan
+    from ..analysis.expect import exact_names
+    from ..checks.expect import findings_of
+    from ..model.expect import evaluate
+
+    facts = facts or node_facts_of(plan, features, exact_names(expect.document), view)
+    plan.findings.extend(findings_of(evaluate(expect.document, facts)))
+    plan.expect = {"source": expect.source, "document": expect.document, "facts": facts}
+    return plan
+
+
+def node_facts_of(plan: Plan, features: dict, names: Iterable[str] = (), view: Optional[HostView] = None) -> NodeFacts:
+    """What the node is, as an expectations document describes one (rocetune.analysis.expect):
+    its rails as the plan chose them, and the ports `names` names besides."""
+    from ..analysis.expect import node_facts
+    from ..model.qos import default_plan
+
+    qos_source = plan.qos.source if plan.qos is not None and plan.qos.source != default_plan().source else None
+    return node_facts(features, plan, qos_source=qos_source, names=names, view=view)
