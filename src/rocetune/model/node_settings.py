@@ -19,6 +19,7 @@ rocetune_env_nccl_version, rocetune_env_overrides).
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from ..errors import ExitCode, RocetuneError
@@ -72,7 +73,6 @@ def _value(value: Any) -> str:
 
 
 def load_text(text: str, where: str) -> NodeSettings:
-    from ..nccl.versions import parse_version
     from .check_config import validate
     from .yamlread import YamlError, load_yaml
 
@@ -83,7 +83,7 @@ def load_text(text: str, where: str) -> NodeSettings:
     checks = validate(doc, where)  # the whole document against its schema, skip/grade read
     doc = doc or {}
     version = doc.get("nccl_version")
-    if version is not None and (parse_version(version) is None or version.count(".") != 2):
+    if version is not None and not (isinstance(version, str) and re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", version)):
         raise _error(f"{where}: nccl_version: {version!r} is not a release X.Y.Z (e.g. 2.21.5)")
     env = doc.get("env") or {}
     overrides = Overrides()
