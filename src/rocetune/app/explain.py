@@ -223,5 +223,3 @@ def _explain_one(key: str, d: Optional[Decision], plan: Optional[Plan], layers,
     if layers is not None:
         data["effective"] = _effective_entry(key, d.value if d else None, layers)
     return data
-
-
