@@ -69,6 +69,9 @@ def cluster(lab4, tmp_path_factory):
         slurm.stop()
         fabric_net.remove(lab4)
         shutil.rmtree(ROOT, ignore_errors=True)
+        # the plays above restart services on the hosts: the next module gets the session's lab
+        # afresh, as this one took it (netns.up rebuilds a lab that is up)
+        netns.up(len(lab4.names))
 
 
 def play(lab4, cluster, tmp_path, *args, **extra):
