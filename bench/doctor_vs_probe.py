@@ -48,6 +48,34 @@ def timed(argv, env) -> Tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+class Pair:
+    """The medians of probe's and the other command's wall and CPU seconds over the rounds, and
+    the other/probe ratio of wall seconds (median and min of the per-round ratios)."""
+
+    def __init__(self, probe: List[Tuple[float, float]], other: List[Tuple[float, float]]) -> None:
+        self.probe_wall, self.probe_cpu = (statistics.median(x[i] for x in probe) for i in (0, 1))
+        self.wall, self.cpu = (statistics.median(x[i] for x in other) for i in (0, 1))
+        ratios = [o[0] / p[0] for p, o in zip(probe, other)]
+        self.ratio, self.min_ratio = statistics.median(ratios), min(ratios)
+
+    def line(self, host: str, label: str, verdict: str) -> str:
+        return (f"{host}: probe {self.probe_wall * 1000:.0f} ms wall / {self.probe_cpu * 1000:.0f} ms CPU; "
+                f"{label} {self.wall * 1000:.0f} ms wall / {self.cpu * 1000:.0f} ms CPU; {label}/probe median "
+                f"{self.ratio:.2f}x, min {self.min_ratio:.2f}x ({verdict})")
+
+
+def paired(probe_argv, other_argv, env, runs: int) -> Pair:
+    """Probe and the other command in turn, so that a shared machine's drift hits both alike; one
+    untimed round first (bytecode, page cache, a window's first reading)."""
+    timed(probe_argv, env)
+    timed(other_argv, env)
+    probe, other = [], []
+    for _ in range(runs):
+        probe.append(timed(probe_argv, env))
+        other.append(timed(other_argv, env))
+    return Pair(probe, other)
+
+
 def gpu_count(root: str, env) -> int:
     out = subprocess.run([sys.executable, "-m", "rocetune", "--root", root, "--json", "probe"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True).stdout
@@ -72,31 +100,16 @@ def main() -> int:
         root = host if os.path.isdir(host) else str(HOSTS / host)
         name = Path(root).name
         base = [sys.executable, "-m", "rocetune", "--root", root, "--json"]
-        timed(base + ["probe"], env)  # bytecode and page cache warm
-        timed(base + ["doctor"], env)
-        probe, doctor, ratios = [], [], []
-        for _ in range(args.runs):
-            p = timed(base + ["probe"], env)
-            d = timed(base + ["doctor"], env)
-            probe.append(p)
-            doctor.append(d)
-            ratios.append(d[0] / p[0])
-        p_wall, p_cpu = (statistics.median(x[i] for x in probe) for i in (0, 1))
-        d_wall, d_cpu = (statistics.median(x[i] for x in doctor) for i in (0, 1))
-        ratio = statistics.median(ratios)
-        verdicts = []
+        pair = paired(base + ["probe"], base + ["doctor"], env, args.runs)
         if name == SCALE_HOST:
-            verdicts.append(f"doctor/probe <= {RATIO_TARGET:g}x: {'met' if ratio <= RATIO_TARGET else 'missed'}")
-            if ratio > RATIO_TARGET:
-                missed.append(name)
+            ok = pair.ratio <= RATIO_TARGET
+            verdict = f"doctor/probe <= {RATIO_TARGET:g}x: {'met' if ok else 'missed'}"
         else:
-            ok = d_wall <= WALL_TARGET and d_cpu <= CPU_TARGET
-            verdicts.append(f"doctor <= {WALL_TARGET:g} s wall, <= {CPU_TARGET:g} s CPU: {'met' if ok else 'missed'}")
-            if not ok:
-                missed.append(name)
-        print(f"{name}: probe {p_wall * 1000:.0f} ms wall / {p_cpu * 1000:.0f} ms CPU; doctor "
-              f"{d_wall * 1000:.0f} ms wall / {d_cpu * 1000:.0f} ms CPU; doctor/probe median {ratio:.2f}x, "
-              f"min {min(ratios):.2f}x ({'; '.join(verdicts)})")
+            ok = pair.wall <= WALL_TARGET and pair.cpu <= CPU_TARGET
+            verdict = f"doctor <= {WALL_TARGET:g} s wall, <= {CPU_TARGET:g} s CPU: {'met' if ok else 'missed'}"
+        if not ok:
+            missed.append(name)
+        print(pair.line(name, "doctor", verdict))
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     print("targets: " + ("all met" if not missed else "missed on " + ", ".join(missed)))
     return 0

@@ -23,13 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from doctor_vs_probe import HOSTS, REPO, SCALE_HOST, default_hosts, timed  # noqa: E402
+from doctor_vs_probe import HOSTS, REPO, SCALE_HOST, default_hosts, paired  # noqa: E402
 
 LOGS = REPO / "tests" / "fixtures" / "outputs" / "kernel-log"
 WALL_TARGET = 1.0
@@ -62,29 +61,16 @@ def main() -> int:
             name = Path(root).name
             base = [sys.executable, "-m", "rocetune", "--root", root]
             gate = base + ["doctor", "--gate", "health-check", "--no-drain", "--node", name]
-            timed(base + ["--json", "probe"], env)  # bytecode and page cache warm; the window's first reading
-            timed(gate, env)
-            probe, judged, ratios = [], [], []
-            for _ in range(args.runs):
-                p = timed(base + ["--json", "probe"], env)
-                g = timed(gate, env)
-                probe.append(p)
-                judged.append(g)
-                ratios.append(g[0] / p[0])
-            p_wall, p_cpu = (statistics.median(x[i] for x in probe) for i in (0, 1))
-            g_wall, g_cpu = (statistics.median(x[i] for x in judged) for i in (0, 1))
-            ratio = statistics.median(ratios)
+            pair = paired(base + ["--json", "probe"], gate, env, args.runs)
             if name == SCALE_HOST:
-                ok = ratio <= RATIO_TARGET
+                ok = pair.ratio <= RATIO_TARGET
                 verdict = f"gate/probe <= {RATIO_TARGET:g}x: {'met' if ok else 'missed'}"
             else:
-                ok = g_wall <= WALL_TARGET
+                ok = pair.wall <= WALL_TARGET
                 verdict = f"gate <= {WALL_TARGET:g} s wall: {'met' if ok else 'missed'}"
             if not ok:
                 missed.append(name)
-            print(f"{name}: probe {p_wall * 1000:.0f} ms wall / {p_cpu * 1000:.0f} ms CPU; gate "
-                  f"{g_wall * 1000:.0f} ms wall / {g_cpu * 1000:.0f} ms CPU; gate/probe median {ratio:.2f}x, "
-                  f"min {min(ratios):.2f}x ({verdict})")
+            print(pair.line(name, "gate", verdict))
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     print("targets: " + ("all met" if not missed else "missed on " + ", ".join(missed)))
     return 0
