@@ -4,14 +4,18 @@ configuration. What `doctor` (app.doctor) and the fleet build on."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 from ..envfiles.changes import MANAGED_MARKER
 from ..errors import RocetuneError
 from ..model.plan import Plan
-from .expectations import hold_to_expectations, node_facts_of
+from .expectations import hold_node
 from .inputs import node_settings, qos_plan
-from .planning import PlanRequest, plan_env
+from .planning import PlanRequest, plan_texts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..analysis.hostview import HostView
+    from ..nccl.log_compare import PlanFacts
 
 
 def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] = None, counters: bool = True,
@@ -34,7 +38,7 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     if recorded:  # the command line's own --set still wins
         request = PlanRequest(request.root, request.config, tuple(recorded) + tuple(request.sets), request.unsets,
                               request.qos_path, request.local_rank, request.expect_path, request.settings_path)
-    env = plan_env(features, tuple(readings.ENV_FILES), env_dir=readings.ENV_DIR, request=request)
+    plan, texts = plan_texts(features, tuple(readings.ENV_FILES), readings.ENV_DIR, request)
     from ..doctor.repair import load_mark
 
     view = HostView(features)
@@ -47,26 +51,25 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     expect = request.expect()
     expected = exact_names(expect.document) if expect is not None else []
     named = deployed_ports(read["deployed_env"]) | set(expected)
-    facts = node_facts_of(env.plan, features, expected if expect is not None else sorted(named), view)
-    hold_to_expectations(env.plan, features, expect, facts=facts)
-    found = checks.run_checks(checks.DoctorInput(features, read, view, env.texts, declared_qos, named,
+    facts = hold_node(plan, features, expect, expected if expect is not None else sorted(named), view)
+    found = checks.run_checks(checks.DoctorInput(features, read, view, texts, declared_qos, named,
                                                  set(expected)))
     from ..checks import host_findings
 
-    findings = host_findings(features) + env.plan.findings + found
-    expect_data, unchecked = _expect_data(env.plan, facts)
+    findings = host_findings(features) + plan.findings + found
+    expect_data, unchecked = _expect_data(plan, facts)
     findings.append(unchecked)
     from ..doctor.deployed_env import effective
 
     data = {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
-            "plan": env.plan.to_dict(), "expect": expect_data, "deployed_env": effective(read["deployed_env"])}
+            "plan": plan.to_dict(), "expect": expect_data, "deployed_env": effective(read["deployed_env"])}
     if counters:
         results, data["counters"] = nic_counters(root or "/", read, save_baseline, keep_window, mark)
         findings += results
     if nccl_log:
         from ..render.nccl_log import summary_lines
 
-        report, differences = nccl_log_against(nccl_log, env.plan.env, plan_facts(features, env.plan, view))
+        report, differences = nccl_log_against(nccl_log, plan.env, plan_facts(plan, view))
         data["nccl_log"] = dict(report.to_dict(), used=summary_lines(report))
         findings += differences
     from ..checks.config import apply
@@ -160,24 +163,22 @@ def nic_counters(root: str, readings: dict, save: bool, keep: bool = False, mark
     return [r.to_finding() for r in results], data
 
 
-def plan_facts(features: dict, plan, view=None):
+def plan_facts(plan: Plan, view: HostView) -> PlanFacts:
     """What a log is held to beyond the plan's env (rocetune.nccl.log_compare.PlanFacts): the NCCL
-    release the plan was made for, whether it expects GPUDirect RDMA, and the RDMA ports it left out."""
-    from ..analysis.hostview import HostView
+    release the plan was made for (its nccl-version report), whether it expects GPUDirect RDMA,
+    the RDMA ports it left out, and the GPUs of the host (`view`, analysis.hostview.HostView)."""
     from ..nccl.log_compare import PlanFacts
 
-    host = view or HostView(features)
-    ev = host.nccl_evidence()
-    version = ev.get("version")
+    ev = plan.reports.get("nccl-version") or {}
     came = {"declared": "declared"}.get(ev.get("basis") or "", "") or \
         (f"the library {ev['library']}" if ev.get("library") else "the host's NCCL")
     gdr = plan.reports.get("gpudirect-rdma") or {}
     hca = plan.get("NCCL_IB_HCA")
     excluded = tuple((e["port"], e["why"]) for e in ((hca.evidence or {}).get("excluded") or [])) if hca else ()
-    gpu_source = ((features.get("sources") or {}).get("gpu") or {}).get("ok")
-    return PlanFacts(nccl_version=version, nccl_from=came, gdr_expected=gdr.get("expected"),
+    gpu_source = ((view.f.get("sources") or {}).get("gpu") or {}).get("ok")
+    return PlanFacts(nccl_version=ev.get("version"), nccl_from=came, gdr_expected=gdr.get("expected"),
                      gdr_why=gdr.get("expected_why") or "", excluded=excluded,
-                     gpus=len(host.gpus) if host.gpus or gpu_source else None)
+                     gpus=len(view.gpus) if view.gpus or gpu_source else None)
 
 
 def nccl_log_against(path: str, plan_env: Dict[str, str], facts=None):

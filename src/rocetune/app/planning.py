@@ -5,7 +5,7 @@ should be (its expectations)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
 
 from ..checks.binding import emits
 from ..errors import RocetuneError
@@ -62,6 +62,18 @@ def plan_host(features: dict, request: PlanRequest) -> Plan:
     return build_plan(features, request.user(), request.qos(), local_rank=request.local_rank)
 
 
+def plan_texts(features: dict, formats: Sequence[str], env_dir: str,
+               request: PlanRequest) -> Tuple[Plan, Dict[str, str]]:
+    """The plan and its env in `formats` as they would be written to `env_dir`, without rendering
+    the files the env points at: what a check of the node compares with what it deploys."""
+    from ..envfiles.write import render
+    from ..planner import build_plan
+
+    plan = build_plan(features, request.user(), request.qos(), local_rank=request.local_rank,
+                      topo_path=os.path.join(env_dir, TOPO_FILE_NAME))
+    return plan, {fmt: render(plan, fmt, features) for fmt in formats}
+
+
 @emits("env-file-left-out")
 def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] = None,
              request: Optional[PlanRequest] = None, files_will_be_written: bool = True) -> EnvResult:
@@ -93,9 +105,14 @@ def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] =
             continue
         files.append(PlannedFile(path, f.key, content))
     texts = {fmt: render(plan, fmt, features) for fmt in formats}
-    from ..analysis.hostview import HostView
-
-    return EnvResult(plan, texts, files, nccl=HostView(features).nccl_version())
+    # The release the plan was made for, as its nccl-version rule reported it (X.Y.Z, or None):
+    # the Features are not read a second time for it.
+    release = (plan.reports.get("nccl-version") or {}).get("version")
+    nccl: Optional[Tuple[int, int, int]] = None
+    if release:
+        major, minor, patch = (int(x) for x in release.split("."))
+        nccl = (major, minor, patch)
+    return EnvResult(plan, texts, files, nccl=nccl)
 
 
 def plan_env_for(features: dict, formats: Sequence[str], request: PlanRequest, out: Optional[str] = None,
