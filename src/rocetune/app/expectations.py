@@ -14,8 +14,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..model.expect import Expectations, NodeFacts
 
 
-def hold_to_expectations(plan: Plan, features: dict, expect: Optional[Expectations],
-                         view: Optional[HostView] = None) -> Plan:
+def hold_to_expectations(
+    plan: Plan, features: dict, expect: Optional[Expectations], view: Optional[HostView] = None
+) -> Plan:
     """`plan`, with the differences from `expect` among its findings and `plan.expect` set
     (source, document, the node's facts for the ports the document names); unchanged when
     nothing is expected."""
@@ -24,8 +25,13 @@ def hold_to_expectations(plan: Plan, features: dict, expect: Optional[Expectatio
     return plan
 
 
-def hold_node(plan: Plan, features: dict, expect: Optional[Expectations], names: Optional[Iterable[str]] = None,
-              view: Optional[HostView] = None) -> NodeFacts:
+def hold_node(
+    plan: Plan,
+    features: dict,
+    expect: Optional[Expectations],
+    names: Optional[Iterable[str]] = None,
+    view: Optional[HostView] = None,
+) -> NodeFacts:
     """The node's facts, read once -- what it is as an expectations document describes one
     (rocetune.analysis.expect): its rails as the plan chose them, and the ports `names` names
     besides (by default those `expect` names exactly) -- and `plan` held to `expect` with them
