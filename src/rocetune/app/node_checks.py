@@ -89,7 +89,7 @@ def doctor_checks(
     if nccl_log:
         from ..render.nccl_log import summary_lines
 
-        report, differences = nccl_log_against(nccl_log, plan.env, plan_facts(plan, view))
+        report, differences = nccl_log_against(nccl_log, plan, view)
         data["nccl_log"] = dict(report.to_dict(), used=summary_lines(report))
         findings += differences
     from ..checks.config import apply
@@ -222,11 +222,13 @@ def plan_facts(plan: Plan, view: HostView) -> PlanFacts:
     )
 
 
-def nccl_log_against(path: str, plan_env: Dict[str, str], facts=None):
-    """(NCCL's own report read from its INFO log, its differences from the plan as findings)."""
+def nccl_log_against(path: str, plan: Plan, view: HostView):
+    """(NCCL's own report read from its INFO log, its differences from the plan as findings):
+    the plan's env and what else the log is held to (plan_facts)."""
     from ..checks.doctor import nccl_log_finding
     from ..nccl.log import load_log
     from ..nccl.log_compare import compare_with_plan
 
+    facts = plan_facts(plan, view)
     report = load_log(path)
-    return report, [nccl_log_finding(d, path) for d in compare_with_plan(report, plan_env, facts)]
+    return report, [nccl_log_finding(d, path) for d in compare_with_plan(report, plan.env, facts)]
