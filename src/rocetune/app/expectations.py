@@ -14,28 +14,39 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..model.expect import Expectations, NodeFacts
 
 
-def hold_to_expectations(plan: Plan, features: dict, expect: Optional[Expectations],
-                         view: Optional[HostView] = None, facts: Optional[NodeFacts] = None) -> Plan:
+def hold_to_expectations(
+    plan: Plan, features: dict, expect: Optional[Expectations], view: Optional[HostView] = None
+) -> Plan:
     """`plan`, with the differences from `expect` among its findings and `plan.expect` set
-    (source, document, the node's facts: `facts`, else read here for the ports the document
-    names); unchanged when nothing is expected."""
-    if expect is None:
-        return plan
-    from ..analysis.expect import exact_names
-    from ..checks.expect import findings_of
-    from ..model.expect import evaluate
-
-    facts = facts or node_facts_of(plan, features, exact_names(expect.document), view)
-    plan.findings.extend(findings_of(evaluate(expect.document, facts)))
-    plan.expect = {"source": expect.source, "document": expect.document, "facts": facts}
+    (source, document, the node's facts for the ports the document names); unchanged when
+    nothing is expected."""
+    if expect is not None:
+        hold_node(plan, features, expect, view=view)
     return plan
 
 
-def node_facts_of(plan: Plan, features: dict, names: Iterable[str] = (), view: Optional[HostView] = None) -> NodeFacts:
-    """What the node is, as an expectations document describes one (rocetune.analysis.expect):
-    its rails as the plan chose them, and the ports `names` names besides."""
-    from ..analysis.expect import node_facts
+def hold_node(
+    plan: Plan,
+    features: dict,
+    expect: Optional[Expectations],
+    names: Optional[Iterable[str]] = None,
+    view: Optional[HostView] = None,
+) -> NodeFacts:
+    """The node's facts, read once -- what it is as an expectations document describes one
+    (rocetune.analysis.expect): its rails as the plan chose them, and the ports `names` names
+    besides (by default those `expect` names exactly) -- and `plan` held to `expect` with them
+    (when there is one). The facts, which a check of the node reports whether or not anything
+    is expected."""
+    from ..analysis.expect import exact_names, node_facts
+    from ..checks.expect import findings_of
+    from ..model.expect import evaluate
     from ..model.qos import default_plan
 
     qos_source = plan.qos.source if plan.qos is not None and plan.qos.source != default_plan().source else None
-    return node_facts(features, plan, qos_source=qos_source, names=names, view=view)
+    if names is None:
+        names = exact_names(expect.document) if expect is not None else []
+    facts = node_facts(features, plan, qos_source=qos_source, names=names, view=view)
+    if expect is not None:
+        plan.findings.extend(findings_of(evaluate(expect.document, facts)))
+        plan.expect = {"source": expect.source, "document": expect.document, "facts": facts}
+    return facts

@@ -4,18 +4,30 @@ configuration. What `doctor` (app.doctor) and the fleet build on."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 from ..envfiles.changes import MANAGED_MARKER
 from ..errors import RocetuneError
 from ..model.plan import Plan
-from .expectations import hold_to_expectations, node_facts_of
+from .expectations import hold_node
 from .inputs import node_settings, qos_plan
-from .planning import PlanRequest, plan_env
+from .planning import PlanRequest, plan_texts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..analysis.hostview import HostView
+    from ..nccl.log_compare import PlanFacts
 
 
-def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] = None, counters: bool = True,
-                  save_baseline: bool = False, config=None, since: Optional[str] = None, keep_window: bool = False):
+def doctor_checks(
+    features: dict,
+    request: PlanRequest,
+    nccl_log: Optional[str] = None,
+    counters: bool = True,
+    save_baseline: bool = False,
+    config=None,
+    since: Optional[str] = None,
+    keep_window: bool = False,
+):
     """Check a node (live, or a capture under `root`) against its plan and the pitfalls:
     -> (findings, data). The host's findings, the plan's, and doctor's own checks, as the node's
     check configuration (`config`, rocetune.model.check_config) grades them: what it skips is in
@@ -32,9 +44,17 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     declared_qos = qos_plan(root, request.qos_path, fallback=False)
     recorded = recorded_overrides({fmt: host.read_text(path) for fmt, path in readings.ENV_FILES.items()})
     if recorded:  # the command line's own --set still wins
-        request = PlanRequest(request.root, request.config, tuple(recorded) + tuple(request.sets), request.unsets,
-                              request.qos_path, request.local_rank, request.expect_path, request.settings_path)
-    env = plan_env(features, tuple(readings.ENV_FILES), env_dir=readings.ENV_DIR, request=request)
+        request = PlanRequest(
+            request.root,
+            request.config,
+            tuple(recorded) + tuple(request.sets),
+            request.unsets,
+            request.qos_path,
+            request.local_rank,
+            request.expect_path,
+            request.settings_path,
+        )
+    plan, texts = plan_texts(features, tuple(readings.ENV_FILES), readings.ENV_DIR, request)
     from ..doctor.repair import load_mark
 
     view = HostView(features)
@@ -47,26 +67,29 @@ def doctor_checks(features: dict, request: PlanRequest, nccl_log: Optional[str] 
     expect = request.expect()
     expected = exact_names(expect.document) if expect is not None else []
     named = deployed_ports(read["deployed_env"]) | set(expected)
-    facts = node_facts_of(env.plan, features, expected if expect is not None else sorted(named), view)
-    hold_to_expectations(env.plan, features, expect, facts=facts)
-    found = checks.run_checks(checks.DoctorInput(features, read, view, env.texts, declared_qos, named,
-                                                 set(expected)))
+    facts = hold_node(plan, features, expect, expected if expect is not None else sorted(named), view)
+    found = checks.run_checks(checks.DoctorInput(features, read, view, texts, declared_qos, named, set(expected)))
     from ..checks import host_findings
 
-    findings = host_findings(features) + env.plan.findings + found
-    expect_data, unchecked = _expect_data(env.plan, facts)
+    findings = host_findings(features) + plan.findings + found
+    expect_data, unchecked = _expect_data(plan, facts)
     findings.append(unchecked)
     from ..doctor.deployed_env import effective
 
-    data = {"readings": read, "qos": declared_qos.to_dict() if declared_qos else None,
-            "plan": env.plan.to_dict(), "expect": expect_data, "deployed_env": effective(read["deployed_env"])}
+    data = {
+        "readings": read,
+        "qos": declared_qos.to_dict() if declared_qos else None,
+        "plan": plan.to_dict(),
+        "expect": expect_data,
+        "deployed_env": effective(read["deployed_env"]),
+    }
     if counters:
         results, data["counters"] = nic_counters(root or "/", read, save_baseline, keep_window, mark)
         findings += results
     if nccl_log:
         from ..render.nccl_log import summary_lines
 
-        report, differences = nccl_log_against(nccl_log, env.plan.env, plan_facts(features, env.plan, view))
+        report, differences = nccl_log_against(nccl_log, plan, view)
         data["nccl_log"] = dict(report.to_dict(), used=summary_lines(report))
         findings += differences
     from ..checks.config import apply
@@ -125,8 +148,16 @@ def _expect_data(plan: Plan, facts) -> tuple:
     differences = [f.to_dict() for f in plan.findings if f.kind == "expect"]
     short = any(d["severity"] == "error" for d in differences)
     verdict = "none" if declares_nothing(document) else "short" if short else "met"
-    return ({"source": source, "document": document, "verdict": verdict, "differences": differences,
-             "facts": facts.to_dict()}, unchecked(document, source))
+    return (
+        {
+            "source": source,
+            "document": document,
+            "verdict": verdict,
+            "differences": differences,
+            "facts": facts.to_dict(),
+        },
+        unchecked(document, source),
+    )
 
 
 def nic_counters(root: str, readings: dict, save: bool, keep: bool = False, mark: Optional[dict] = None):
@@ -143,12 +174,19 @@ def nic_counters(root: str, readings: dict, save: bool, keep: bool = False, mark
     window = [s for s in nic_baseline.load_window(root) if not before_mark(mark, s)]
     previous = nic_baseline.reference(window, snapshot)
     results = nic_health.judge(previous, snapshot)
-    data = {"baseline": nic_baseline.baseline_file(root) if previous else None,
-            "window": {"span_s": nic_baseline.WINDOW_S, "readings": len(window),
-                       "judged_from": previous["taken_at"]["wall"] if previous else None},
-            "rates": [{"check": c, "subject": s, "unit": u, "rate": r}
-                      for c, s, u, r in nic_health.rates(previous, snapshot)],
-            "saved": None, "warnings": snapshot.get("warnings", [])}
+    data = {
+        "baseline": nic_baseline.baseline_file(root) if previous else None,
+        "window": {
+            "span_s": nic_baseline.WINDOW_S,
+            "readings": len(window),
+            "judged_from": previous["taken_at"]["wall"] if previous else None,
+        },
+        "rates": [
+            {"check": c, "subject": s, "unit": u, "rate": r} for c, s, u, r in nic_health.rates(previous, snapshot)
+        ],
+        "saved": None,
+        "warnings": snapshot.get("warnings", []),
+    }
     if save or keep:
         slid = nic_baseline.slide(window, snapshot)
         try:
@@ -160,31 +198,37 @@ def nic_counters(root: str, readings: dict, save: bool, keep: bool = False, mark
     return [r.to_finding() for r in results], data
 
 
-def plan_facts(features: dict, plan, view=None):
+def plan_facts(plan: Plan, view: HostView) -> PlanFacts:
     """What a log is held to beyond the plan's env (rocetune.nccl.log_compare.PlanFacts): the NCCL
-    release the plan was made for, whether it expects GPUDirect RDMA, and the RDMA ports it left out."""
-    from ..analysis.hostview import HostView
+    release the plan was made for (its nccl-version report), whether it expects GPUDirect RDMA,
+    the RDMA ports it left out, and the GPUs of the host (`view`, analysis.hostview.HostView)."""
     from ..nccl.log_compare import PlanFacts
 
-    host = view or HostView(features)
-    ev = host.nccl_evidence()
-    version = ev.get("version")
-    came = {"declared": "declared"}.get(ev.get("basis") or "", "") or \
-        (f"the library {ev['library']}" if ev.get("library") else "the host's NCCL")
+    ev = plan.reports.get("nccl-version") or {}
+    came = {"declared": "declared"}.get(ev.get("basis") or "", "") or (
+        f"the library {ev['library']}" if ev.get("library") else "the host's NCCL"
+    )
     gdr = plan.reports.get("gpudirect-rdma") or {}
     hca = plan.get("NCCL_IB_HCA")
     excluded = tuple((e["port"], e["why"]) for e in ((hca.evidence or {}).get("excluded") or [])) if hca else ()
-    gpu_source = ((features.get("sources") or {}).get("gpu") or {}).get("ok")
-    return PlanFacts(nccl_version=version, nccl_from=came, gdr_expected=gdr.get("expected"),
-                     gdr_why=gdr.get("expected_why") or "", excluded=excluded,
-                     gpus=len(host.gpus) if host.gpus or gpu_source else None)
+    gpu_source = ((view.f.get("sources") or {}).get("gpu") or {}).get("ok")
+    return PlanFacts(
+        nccl_version=ev.get("version"),
+        nccl_from=came,
+        gdr_expected=gdr.get("expected"),
+        gdr_why=gdr.get("expected_why") or "",
+        excluded=excluded,
+        gpus=len(view.gpus) if view.gpus or gpu_source else None,
+    )
 
 
-def nccl_log_against(path: str, plan_env: Dict[str, str], facts=None):
-    """(NCCL's own report read from its INFO log, its differences from the plan as findings)."""
+def nccl_log_against(path: str, plan: Plan, view: HostView):
+    """(NCCL's own report read from its INFO log, its differences from the plan as findings):
+    the plan's env and what else the log is held to (plan_facts)."""
     from ..checks.doctor import nccl_log_finding
     from ..nccl.log import load_log
     from ..nccl.log_compare import compare_with_plan
 
+    facts = plan_facts(plan, view)
     report = load_log(path)
-    return report, [nccl_log_finding(d, path) for d in compare_with_plan(report, plan_env, facts)]
+    return report, [nccl_log_finding(d, path) for d in compare_with_plan(report, plan.env, facts)]

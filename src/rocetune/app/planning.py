@@ -5,7 +5,7 @@ should be (its expectations)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
 
 from ..checks.binding import emits
 from ..errors import RocetuneError
@@ -36,15 +36,23 @@ class PlanRequest(FrozenRecord):
     settings_path: Optional[str]  # the node settings file (default: /etc/rocetune/doctor.yml under root)
     _fields = ("root", "config", "sets", "unsets", "qos_path", "local_rank", "expect_path", "settings_path")
 
-    def __init__(self, root: str = "/", config: Optional[str] = None, sets: Tuple[str, ...] = (),
-                 unsets: Tuple[str, ...] = (), qos_path: Optional[str] = None,
-                 local_rank: Optional[int] = None, expect_path: Optional[str] = None,
-                 settings_path: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        root: str = "/",
+        config: Optional[str] = None,
+        sets: Tuple[str, ...] = (),
+        unsets: Tuple[str, ...] = (),
+        qos_path: Optional[str] = None,
+        local_rank: Optional[int] = None,
+        expect_path: Optional[str] = None,
+        settings_path: Optional[str] = None,
+    ) -> None:
         self._set(root, config, sets, unsets, qos_path, local_rank, expect_path, settings_path)
 
     def user(self, warn=None) -> Optional[Overrides]:
-        return overrides(self.config, self.sets, self.unsets, warn,
-                         node=node_settings(self.root, self.settings_path).overrides)
+        return overrides(
+            self.config, self.sets, self.unsets, warn, node=node_settings(self.root, self.settings_path).overrides
+        )
 
     def qos(self) -> QosPlan:
         plan = qos_plan(self.root, self.qos_path)
@@ -62,9 +70,33 @@ def plan_host(features: dict, request: PlanRequest) -> Plan:
     return build_plan(features, request.user(), request.qos(), local_rank=request.local_rank)
 
 
+def plan_texts(
+    features: dict, formats: Sequence[str], env_dir: str, request: PlanRequest
+) -> Tuple[Plan, Dict[str, str]]:
+    """The plan and its env in `formats` as they would be written to `env_dir`, without rendering
+    the files the env points at: what a check of the node compares with what it deploys."""
+    from ..envfiles.write import render
+    from ..planner import build_plan
+
+    plan = build_plan(
+        features,
+        request.user(),
+        request.qos(),
+        local_rank=request.local_rank,
+        topo_path=os.path.join(env_dir, TOPO_FILE_NAME),
+    )
+    return plan, {fmt: render(plan, fmt, features) for fmt in formats}
+
+
 @emits("env-file-left-out")
-def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] = None,
-             request: Optional[PlanRequest] = None, files_will_be_written: bool = True) -> EnvResult:
+def plan_env(
+    features: dict,
+    formats: Sequence[str],
+    *,
+    env_dir: Optional[str] = None,
+    request: Optional[PlanRequest] = None,
+    files_will_be_written: bool = True,
+) -> EnvResult:
     """Plan the env of one host and render it in `formats`.
 
     `env_dir` is where the env file and the files it points at will live. When those files will
@@ -77,8 +109,7 @@ def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] =
 
     request = request or PlanRequest()
     topo_path = os.path.join(env_dir, TOPO_FILE_NAME) if env_dir else None
-    plan = build_plan(features, request.user(), request.qos(), local_rank=request.local_rank,
-                      topo_path=topo_path)
+    plan = build_plan(features, request.user(), request.qos(), local_rank=request.local_rank, topo_path=topo_path)
     files = []
     for f in list(plan.files):
         path = os.path.join(env_dir or DEFAULT_ENV_DIR, f.name)
@@ -86,26 +117,42 @@ def plan_env(features: dict, formats: Sequence[str], *, env_dir: Optional[str] =
         if not files_will_be_written and not _holds(path, content):
             from ..checks import finding
 
-            plan.drop(f.key, finding(
-                "env-file-left-out", f.key, f"{f.key} left out: it would point at {path}, which is written "
-                "only with -o FILE (or by the agent); rerun with -o to get both", rule=f.rule_id,
-                evidence={"file": path, "written": False}))
+            plan.drop(
+                f.key,
+                finding(
+                    "env-file-left-out",
+                    f.key,
+                    f"{f.key} left out: it would point at {path}, which is written "
+                    "only with -o FILE (or by the agent); rerun with -o to get both",
+                    rule=f.rule_id,
+                    evidence={"file": path, "written": False},
+                ),
+            )
             continue
         files.append(PlannedFile(path, f.key, content))
     texts = {fmt: render(plan, fmt, features) for fmt in formats}
-    from ..analysis.hostview import HostView
+    # The release the plan was made for, as its nccl-version rule reported it (X.Y.Z, or None):
+    # the Features are not read a second time for it.
+    release = (plan.reports.get("nccl-version") or {}).get("version")
+    nccl: Optional[Tuple[int, int, int]] = None
+    if release:
+        major, minor, patch = (int(x) for x in release.split("."))
+        nccl = (major, minor, patch)
+    return EnvResult(plan, texts, files, nccl=nccl)
 
-    return EnvResult(plan, texts, files, nccl=HostView(features).nccl_version())
 
-
-def plan_env_for(features: dict, formats: Sequence[str], request: PlanRequest, out: Optional[str] = None,
-                 env_dir: Optional[str] = None) -> EnvResult:
+def plan_env_for(
+    features: dict,
+    formats: Sequence[str],
+    request: PlanRequest,
+    out: Optional[str] = None,
+    env_dir: Optional[str] = None,
+) -> EnvResult:
     """plan_env for where the env goes: the file `out` (the files it points at are written beside
     it), `env_dir` (they are returned for the caller to write), or stdout (nothing is written)."""
     if out:
         env_dir = os.path.dirname(os.path.abspath(out))
-    return plan_env(features, formats, env_dir=env_dir, request=request,
-                    files_will_be_written=bool(out or env_dir))
+    return plan_env(features, formats, env_dir=env_dir, request=request, files_will_be_written=bool(out or env_dir))
 
 
 def _holds(path: str, content: str) -> bool:

@@ -13,7 +13,7 @@ from tests.unit.roles import QOS_FIXTURES, REPO, load_module_utils
 
 Q = load_module_utils("roce_qos", "roce_qos_state")
 B = load_module_utils("roce_qos", "roce_qos_buffer")
-T = load_module_utils("roce_qos", "rocetune_qos_tools")  # the readers (tests/unit/parsers/test_qos_tools.py)
+T = load_module_utils("roce_qos", "rocetune_qos_tools")  # the readers (tests/unit/probe/parsers/test_qos_tools.py)
 
 CX_PCP = "mlnx_qos-i-eth2-buffers-mlnx-tools-commit.txt"      # max_buffer_size, all priorities in buffer 1
 CX_DSCP = "mlnx_qos-dscp-buffers-mlnx-tools-commit.txt"       # older form: sizes end with a comma

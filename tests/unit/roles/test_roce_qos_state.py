@@ -11,7 +11,7 @@ import yaml
 from tests.unit.roles import QOS_FIXTURES, load_module_utils
 
 Q = load_module_utils("roce_qos", "roce_qos_state")
-T = load_module_utils("roce_qos", "rocetune_qos_tools")  # the readers (tests/unit/parsers/test_qos_tools.py)
+T = load_module_utils("roce_qos", "rocetune_qos_tools")  # the readers (tests/unit/probe/parsers/test_qos_tools.py)
 
 
 def fx(name):

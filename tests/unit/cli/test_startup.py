@@ -13,7 +13,7 @@ import pytest
 
 from rocetune.cli.main import main, verb_in
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FIXTURE = REPO / "tests" / "fixtures" / "hosts" / "pcie-4gpu-2nic"
 
 

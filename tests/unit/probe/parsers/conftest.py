@@ -10,12 +10,12 @@ import pytest
 try:
     import rocetune  # noqa: F401
 except ImportError:  # not installed yet: use the source tree
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "src"))
 
 from rocetune.probe.parsers._common import BUG_PREFIX  # noqa: E402
 
 #: Real tool outputs with provenance (tests/fixtures/corpus/SOURCES.md).
-CORPUS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
+CORPUS_DIR = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
 
 TOPO_FILES = sorted(CORPUS_DIR.glob("*/topo.txt"))
 

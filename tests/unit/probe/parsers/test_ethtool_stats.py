@@ -10,7 +10,7 @@ from rocetune.errors import ParseError
 from rocetune.probe.parsers._common import BUG_PREFIX
 from rocetune.probe.parsers.ethtool_stats import parse_ethtool_stats
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nic_counters"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "nic_counters"
 
 
 def real(name: str) -> str:

@@ -14,8 +14,7 @@ from rocetune.model.qos import load_text
 from rocetune.nccl.conf import conf_values, effective
 from rocetune.nccl.conf import layers as effective_layers
 from rocetune.planner import build_plan
-
-from .rules.featurekit import rail_host
+from tests.unit.rules.featurekit import rail_host
 
 QOS_TEXT = "data:\n  dscp: 26\n  priority: 3\n"
 

@@ -17,10 +17,9 @@ from rocetune.lint.checks import lint_text
 from rocetune.lint.host import HostNames
 from rocetune.model.qos import default_plan
 from rocetune.planner import build_plan
+from tests.unit.rules.featurekit import rail_host
 
-from .rules.featurekit import rail_host
-
-EXPERT = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "fixtures", "expert", "*", "expert-*")))
+EXPERT = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "expert", "*", "expert-*")))
 
 
 @pytest.fixture(autouse=True)

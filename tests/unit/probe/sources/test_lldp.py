@@ -12,7 +12,7 @@ from rocetune.probe.capture import build_tar, record
 from rocetune.probe.sources import lldp
 from tests.unit.treekit import make
 
-LLDP = Path(__file__).resolve().parents[1] / "fixtures" / "outputs" / "lldp"
+LLDP = Path(__file__).resolve().parents[3] / "fixtures" / "outputs" / "lldp"
 TWO = (LLDP / "lldpctl-json0-two-interfaces-lab.json").read_text()
 
 

@@ -200,7 +200,7 @@ def test_they_read_it_with_the_same_code():
 
     from rocetune.model import qos_plan
 
-    repo = os.path.join(os.path.dirname(__file__), "..", "..")
+    repo = os.path.join(os.path.dirname(__file__), "..", "..", "..")
     copy = os.path.join(repo, "plugins", "module_utils", "rocetune_qos_plan.py")
     with open(copy) as fh:
         head, body = fh.read().split("\n", 1)
@@ -281,7 +281,7 @@ def test_the_documented_format_is_a_valid_plan():
     import re
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "qos.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "qos.md").read_text()
     block = re.search(r"```yaml\n(.*?)```", doc, re.S).group(1)
     q = load_text(block, "docs/qos.md")
     assert q.buffer.cable_length == 30 and q.buffer.prio_buffer[3] == 1 and q.warnings == []

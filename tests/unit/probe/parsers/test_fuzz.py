@@ -23,7 +23,7 @@ from rocetune.probe.parsers.nvsmi_query import parse_gpu_query
 from rocetune.probe.parsers.nvsmi_topo import gpu_nic_paths, nvlink_pairs, parse_topo_matrix
 
 # Same place as conftest.CORPUS_DIR; computed here because the inputs are needed at collection time.
-CORPUS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
+CORPUS_DIR = Path(__file__).resolve().parents[3] / "fixtures" / "corpus"
 TOPO_FILES = sorted(CORPUS_DIR.glob("*/topo.txt"))
 
 

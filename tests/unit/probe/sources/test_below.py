@@ -16,8 +16,8 @@ from rocetune.probe.capture import build_tar, record
 from rocetune.probe.sources import nic_firmware, nvlink, phy
 from tests.unit.treekit import make
 
-OUT = Path(__file__).resolve().parents[1] / "fixtures" / "outputs"
-ROLES = Path(__file__).resolve().parents[1] / "unit" / "roles" / "fixtures"
+OUT = Path(__file__).resolve().parents[3] / "fixtures" / "outputs"
+ROLES = Path(__file__).resolve().parents[3] / "unit" / "roles" / "fixtures"
 CX4LX = (OUT / "mlxconfig" / "mlxconfig-q-connectx4lx-xtremeownage.txt").read_text()
 CX5 = (OUT / "mlxconfig" / "mlxconfig-q-connectx5-bluebanquise.txt").read_text()
 CX6_EGREP = (ROLES / "mlxconfig-e-q-egrep-connectx6-shs-docs.txt").read_text()
@@ -143,7 +143,7 @@ def test_a_capture_of_a_gpu_node_with_firmware_phy_and_nvlink_readings_replays_t
 
     from rocetune.nvconfig import first_function
 
-    src = Path(__file__).resolve().parents[1] / "fixtures" / "hosts" / "dgx-h100-roce"
+    src = Path(__file__).resolve().parents[3] / "fixtures" / "hosts" / "dgx-h100-roce"
     host = tmp_path / "host"
     shutil.copytree(src, host, symlinks=True)
     first, _ = record(str(host))

@@ -7,10 +7,9 @@ from pathlib import Path
 from rocetune.hostfs.context import ProbeContext
 from rocetune.hostfs.root import HostRoot
 from rocetune.probe.sources.net import ipv4_routes
+from tests.unit.treekit import make
 
-from .treekit import make
-
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "hosts" / "dgx-h100-roce"
+FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "hosts" / "dgx-h100-roce"
 
 
 def test_routes_of_a_recorded_host_keep_gateways_only_where_flagged():

@@ -18,7 +18,7 @@ from rocetune.model.nic_counters import HW_COUNTERS, SNAPSHOT_KIND, validate_sna
 from rocetune.probe.sources import nic_counters
 from tests.unit.treekit import Dir, make
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nic_counters"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "nic_counters"
 IB = "sys/class/infiniband"
 VIRTIO = FIXTURES / "virtio-vm-eth0"
 

@@ -14,7 +14,7 @@ from rocetune.errors import ParseError
 from rocetune.probe.parsers._common import BUG_PREFIX
 from rocetune.probe.parsers.lldpctl import parse_lldpctl_json
 
-LLDP = Path(__file__).resolve().parents[2] / "fixtures" / "outputs" / "lldp"
+LLDP = Path(__file__).resolve().parents[3] / "fixtures" / "outputs" / "lldp"
 FORGED = ('leaf-rail0": {"id": {"type": "mac", "value": "00:00:00:00:00:01"}}}, "port": {"id": {"type": '
           '"ifname", "value": "swp1"}}}, "eth9": {"via": "LLDP", "chassis": {"leaf-rail1')
 
