@@ -88,8 +88,7 @@ def commands() -> List[Tuple[str, str]]:
 HERE: Dict[str, Optional[str]] = {
     # CONTRIBUTING.md
     ".venv/bin/pre-commit install": None,
-    '.venv/bin/python -m pytest -n auto -m "not lab and not slow"':
-        '.venv/bin/python -m pytest -m "not lab and not slow" --collect-only -q',
+    '.venv/bin/python -m pytest -n auto -m "not lab and not slow"': '.venv/bin/python -m pytest -m "not lab and not slow" --collect-only -q',
     '.venv/bin/python -m pytest -n auto -m "not lab"': '.venv/bin/python -m pytest -m "not lab" --collect-only -q',
     ".venv/bin/python -m pytest tests/unit": ".venv/bin/python -m pytest tests/unit --collect-only -q",
     ".venv/bin/python -m pytest -q tests/unit/rules/test_nccl_ib_hca.py": None,
@@ -142,9 +141,13 @@ HERE: Dict[str, Optional[str]] = {
     "sudo .venv/bin/python -m pytest tests/lab -q": "sudo .venv/bin/python -m pytest tests/lab -q --collect-only",
 }
 SLOW = {
-    '.venv/bin/python -m pytest -n auto -m "not lab and not slow"', '.venv/bin/python -m pytest -n auto -m "not lab"',
-    ".venv/bin/python -m pytest tests/unit", ".venv/bin/python bench/probe_vs_lstopo.py",
-    ".venv/bin/python bench/agent_start.py", "python3 tools/cli_docs.py", "python3 tools/check_docs.py",
+    '.venv/bin/python -m pytest -n auto -m "not lab and not slow"',
+    '.venv/bin/python -m pytest -n auto -m "not lab"',
+    ".venv/bin/python -m pytest tests/unit",
+    ".venv/bin/python bench/probe_vs_lstopo.py",
+    ".venv/bin/python bench/agent_start.py",
+    "python3 tools/cli_docs.py",
+    "python3 tools/check_docs.py",
 }
 
 # Need root, the lab, SSH hosts or a cluster: the test file that runs the concrete form, and
@@ -154,73 +157,123 @@ ELSEWHERE: Dict[str, Tuple[str, str]] = {
     "H=tests/fixtures/hosts/dgx-h100-roce": ("tests/integration/test_readme_commands.py", "## rocetune on a host"),
     "ansible-playbook -i inventories/<site> site.yml --check --diff": ("tests/lab/test_site.py", '"--check", "--diff"'),
     "ansible-playbook -i inventories/<site> site.yml": ("tests/lab/test_site.py", '"site.yml"]'),
-    "ansible-playbook -i inventories/<site> site.yml -e '{\"rocetune_serial\": [1, \"5%\", \"10%\"]}'":
-        ("tests/lab/test_rollout.py", '"-e", json.dumps({"rocetune_serial": [1, "100%"]})'),
+    'ansible-playbook -i inventories/<site> site.yml -e \'{"rocetune_serial": [1, "5%", "10%"]}\'': (
+        "tests/lab/test_rollout.py",
+        '"-e", json.dumps({"rocetune_serial": [1, "100%"]})',
+    ),
     # docs/first-boot.md: the bundle, then site.yml by the node itself
     "mkdir -p bundle/inventory": ("tests/lab/test_vm_reboot.py", 'bundle / "inventory/hosts.yml"'),
-    "ansible-galaxy collection build --output-path /tmp/rt .":
-        ("tests/lab/test_vm_reboot.py", '[galaxy, "collection", "build", "--output-path"'),
-    "ansible-galaxy collection install /tmp/rt/rocetune-fabric-*.tar.gz -p bundle/collections":
-        ("tests/lab/test_vm_reboot.py", '[galaxy, "collection", "install", str(tarball), "-p"'),
+    "ansible-galaxy collection build --output-path /tmp/rt .": (
+        "tests/lab/test_vm_reboot.py",
+        '[galaxy, "collection", "build", "--output-path"',
+    ),
+    "ansible-galaxy collection install /tmp/rt/rocetune-fabric-*.tar.gz -p bundle/collections": (
+        "tests/lab/test_vm_reboot.py",
+        '[galaxy, "collection", "install", str(tarball), "-p"',
+    ),
     "printf -- '- name: Bring this node onto the tuned fabric\\n  ansible.builtin.import_playbook: "
-    "rocetune.fabric.site\\n' > bundle/site.yml":
-        ("tests/lab/test_vm_reboot.py", '"  ansible.builtin.import_playbook: rocetune.fabric.site\\n"'),
-    "cp -r inventories/<site>/group_vars bundle/inventory/":
-        ("tests/lab/test_vm_reboot.py", 'copytree(REPO / "inventories/lab/group_vars", bundle / "inventory/group_vars")'),
-    "PYTHONPATH=src python3 -m rocetune.agentpack --out-dir /tmp/agent --python /usr/bin/python3":
-        ("tests/lab/test_vm_reboot.py", '"-m", "rocetune.agentpack", "--out-dir"'),
-    "cp /tmp/agent/rocetune-*.pyz bundle/rocetune.pyz":
-        ("tests/lab/test_vm_reboot.py", 'shutil.copy(packed["path"], bundle / "rocetune.pyz")'),
+    "rocetune.fabric.site\\n' > bundle/site.yml": (
+        "tests/lab/test_vm_reboot.py",
+        '"  ansible.builtin.import_playbook: rocetune.fabric.site\\n"',
+    ),
+    "cp -r inventories/<site>/group_vars bundle/inventory/": (
+        "tests/lab/test_vm_reboot.py",
+        'copytree(REPO / "inventories/lab/group_vars", bundle / "inventory/group_vars")',
+    ),
+    "PYTHONPATH=src python3 -m rocetune.agentpack --out-dir /tmp/agent --python /usr/bin/python3": (
+        "tests/lab/test_vm_reboot.py",
+        '"-m", "rocetune.agentpack", "--out-dir"',
+    ),
+    "cp /tmp/agent/rocetune-*.pyz bundle/rocetune.pyz": (
+        "tests/lab/test_vm_reboot.py",
+        'shutil.copy(packed["path"], bundle / "rocetune.pyz")',
+    ),
     # docs/first-day.md: the page's commands, in order, on two fixture nodes
-    **{c: ("tests/integration/test_first_day.py", f'"{c}"') for c in (
-        "rocetune probe", "rocetune doctor --no-counters",
-        "rocetune doctor --no-counters --write-expect /etc/rocetune/expect.yml",
-        "rocetune doctor --gate health-check --timeout 45 --no-drain", "mkdir -p /shared/rocetune-fleet",
-        "rocetune --json doctor -v --no-counters > /shared/rocetune-fleet/$(hostname -s).json",
-        "rocetune fleet report /shared/rocetune-fleet", "rocetune doctor --gate health-check --timeout 45")},
+    **{
+        c: ("tests/integration/test_first_day.py", f'"{c}"')
+        for c in (
+            "rocetune probe",
+            "rocetune doctor --no-counters",
+            "rocetune doctor --no-counters --write-expect /etc/rocetune/expect.yml",
+            "rocetune doctor --gate health-check --timeout 45 --no-drain",
+            "mkdir -p /shared/rocetune-fleet",
+            "rocetune --json doctor -v --no-counters > /shared/rocetune-fleet/$(hostname -s).json",
+            "rocetune fleet report /shared/rocetune-fleet",
+            "rocetune doctor --gate health-check --timeout 45",
+        )
+    },
     # docs/fleet.md
-    "ansible-playbook -i inventories/<site> playbooks/fleet.yml -e rocetune_fleet_dir=/var/lib/rocetune/fleet":
-        ("tests/integration/test_fleet_play.py", '"-e", json.dumps({"rocetune_fleet_dir"'),
+    "ansible-playbook -i inventories/<site> playbooks/fleet.yml -e rocetune_fleet_dir=/var/lib/rocetune/fleet": (
+        "tests/integration/test_fleet_play.py",
+        '"-e", json.dumps({"rocetune_fleet_dir"',
+    ),
     "rocetune fleet report /var/lib/rocetune/fleet": ("tests/integration/test_fleet_play.py", '"fleet", "report"'),
-    "rocetune fleet gather gpu01 gpu02 ops@gpu03 -o /var/lib/rocetune/fleet":
-        ("tests/integration/test_fleet_gather.py", '"fleet", "gather", "-o"'),
+    "rocetune fleet gather gpu01 gpu02 ops@gpu03 -o /var/lib/rocetune/fleet": (
+        "tests/integration/test_fleet_gather.py",
+        '"fleet", "gather", "-o"',
+    ),
     "rocetune fleet gather --inventory hosts.ini --limit gpu_nodes -o /var/lib/rocetune/fleet "
-    "--command /usr/local/bin/rocetune": ("tests/integration/test_fleet_gather.py", '"--inventory", str(inv), "--limit"'),
+    "--command /usr/local/bin/rocetune": (
+        "tests/integration/test_fleet_gather.py",
+        '"--inventory", str(inv), "--limit"',
+    ),
     "salloc -N 128 rocetune fleet gather --via srun -o /tmp/fleet": ("tests/lab/test_topology_lab.py", '"--via",'),
-    "rocetune fleet gather --via srun 'gpu[001-128]' --srun-arg=--partition=gpu -o /tmp/fleet":
-        ("tests/lab/test_topology_lab.py", '"--via",'),
-    "rocetune fleet topology /tmp/fleet --nodes 'gpu[001-128]' -o /etc/slurm/topology.conf":
-        ("tests/lab/test_topology_lab.py", '"--nodes", "node[01-04]"'),
-    "rocetune fleet topology /tmp/fleet --switch-lldp /tmp/switches -o topology.conf":
-        ("tests/unit/fleet/test_topology.py", "topo.uplinks_from_lldp(switch_lldp())"),
+    "rocetune fleet gather --via srun 'gpu[001-128]' --srun-arg=--partition=gpu -o /tmp/fleet": (
+        "tests/lab/test_topology_lab.py",
+        '"--via",',
+    ),
+    "rocetune fleet topology /tmp/fleet --nodes 'gpu[001-128]' -o /etc/slurm/topology.conf": (
+        "tests/lab/test_topology_lab.py",
+        '"--nodes", "node[01-04]"',
+    ),
+    "rocetune fleet topology /tmp/fleet --switch-lldp /tmp/switches -o topology.conf": (
+        "tests/unit/fleet/test_topology.py",
+        "topo.uplinks_from_lldp(switch_lldp())",
+    ),
     # docs/jobs.md
-    "examples/jobs/gloo_allreduce.sh --python /opt/venvs/torch/bin/python gpu01 gpu02 gpu03 gpu04":
-        ("tests/lab/test_vm.py", 'f"{JOBS}/jobs/gloo_allreduce.sh --env {ENV_FILE} --python {mount}/bin/python3 "'),
-    'examples/jobs/gloo_allreduce.sh --node "$NODE_RANK" "$NNODES" "$MASTER_ADDR"':
-        ("tests/lab/test_site.py", '"jobs" / "gloo_allreduce.sh"'),  # the fan-out runs --node on each host
+    "examples/jobs/gloo_allreduce.sh --python /opt/venvs/torch/bin/python gpu01 gpu02 gpu03 gpu04": (
+        "tests/lab/test_vm.py",
+        'f"{JOBS}/jobs/gloo_allreduce.sh --env {ENV_FILE} --python {mount}/bin/python3 "',
+    ),
+    'examples/jobs/gloo_allreduce.sh --node "$NODE_RANK" "$NNODES" "$MASTER_ADDR"': (
+        "tests/lab/test_site.py",
+        '"jobs" / "gloo_allreduce.sh"',
+    ),  # the fan-out runs --node on each host
     # docs/lab.md
     "sudo python3 -m lab up 2 --systemd": ("tests/lab/test_lab.py", "lab_exclusive.up(2, systemd=True)"),
     "sudo python3 -m lab up 2 --vm": ("tests/lab/test_vm.py", '"-m", "lab", "up", "1", "--vm"'),
     "sudo python3 -m lab ssh vm01 rdma link show": ("tests/lab/test_vm.py", "rdma -j link show"),
-    "ansible-playbook -i inventories/lab/vm.yml site.yml":
-        ("tests/lab/test_vm_reboot.py", '"-i", str(inventory or netns.VM_INVENTORY), "site.yml"'),
+    "ansible-playbook -i inventories/lab/vm.yml site.yml": (
+        "tests/lab/test_vm_reboot.py",
+        '"-i", str(inventory or netns.VM_INVENTORY), "site.yml"',
+    ),
     "rocetune-softroce up rxe0=ens4 rxe1=ens5": ("tests/lab/test_vm.py", '"rocetune-softroce up rxe0=ens4 rxe1=ens5"'),
-    "mkdir -p /opt/rocetune-lab-torch && mount -o ro /dev/disk/by-id/virtio-rtvtorch /opt/rocetune-lab-torch":
-        ("tests/lab/test_vm.py", "mount -o ro {dev} {mount}"),
-    "/opt/rocetune-lab-torch/bin/python3 -c 'import torch; print(torch.__version__)'":
-        ("tests/lab/test_vm.py", "--python {mount}/bin/python3"),
+    "mkdir -p /opt/rocetune-lab-torch && mount -o ro /dev/disk/by-id/virtio-rtvtorch /opt/rocetune-lab-torch": (
+        "tests/lab/test_vm.py",
+        "mount -o ro {dev} {mount}",
+    ),
+    "/opt/rocetune-lab-torch/bin/python3 -c 'import torch; print(torch.__version__)'": (
+        "tests/lab/test_vm.py",
+        "--python {mount}/bin/python3",
+    ),
     # docs/ras.md
     "rocetune doctor --ras-addr localhost:28028": ("tests/integration/test_doctor_ras.py", '"--ras-addr"'),
     # docs/rollout.md
-    "ansible-playbook -i inventories/<site> site.yml -e '{\"rocetune_serial\": [1, \"5%\", \"10%\"],\n"
-    "  \"rocetune_batch_pre_tasks\": \"hooks/slurm_drain.yml\", \"rocetune_batch_post_tasks\": "
-    "\"hooks/slurm_resume.yml\",\n  \"rocetune_slurm_controller\": \"slurm-head01\"}'":
-        ("tests/lab/test_slurm_rollout.py", '"rocetune_batch_pre_tasks": "hooks/slurm_drain.yml"'),
+    'ansible-playbook -i inventories/<site> site.yml -e \'{"rocetune_serial": [1, "5%", "10%"],\n'
+    '  "rocetune_batch_pre_tasks": "hooks/slurm_drain.yml", "rocetune_batch_post_tasks": '
+    '"hooks/slurm_resume.yml",\n  "rocetune_slurm_controller": "slurm-head01"}\'': (
+        "tests/lab/test_slurm_rollout.py",
+        '"rocetune_batch_pre_tasks": "hooks/slurm_drain.yml"',
+    ),
     # docs/switch-qos.md
-    "ansible-playbook -i inventories/example playbooks/switch_qos.yml --check --diff":
-        ("tests/integration/test_switch_qos_play.py", 'play(site, "--check", "--diff")'),
-    "ansible-playbook -i inventories/example playbooks/switch_qos.yml":
-        ("tests/integration/test_switch_qos_play.py", 'play(site, "--diff")'),
+    "ansible-playbook -i inventories/example playbooks/switch_qos.yml --check --diff": (
+        "tests/integration/test_switch_qos_play.py",
+        'play(site, "--check", "--diff")',
+    ),
+    "ansible-playbook -i inventories/example playbooks/switch_qos.yml": (
+        "tests/integration/test_switch_qos_play.py",
+        'play(site, "--diff")',
+    ),
     # CONTRIBUTING.md: the hooks' ruff and mypy, with the same settings
     ".venv/bin/pre-commit run --all-files": ("tests/integration/test_contributor_contract.py", '"-m", "mypy"'),
 }
@@ -234,10 +287,16 @@ BY_HAND: Dict[str, str] = {
     ".venv/bin/python bench/ansible_converge.py": "a 16-host lab for minutes",
     ".venv/bin/python bench/probe_scale_vs_lstopo.py": "every fixture host, timed",
 }
-for _line in ("probe --root $H", "topo  --root $H", "env   --root $H", "explain --root $H NCCL_IB_HCA",
-              "env --root $H -o /tmp/nccl.env && .venv/bin/rocetune lint --root $H /tmp/nccl.env", "doctor --root $H",
-              "doctor --root tests/fixtures/hosts/softroce-3nic --nccl-log tests/fixtures/nccl-logs/rxe-2.20.5-ring2_node0.log",
-              "capture -o host.tar.gz"):
+for _line in (
+    "probe --root $H",
+    "topo  --root $H",
+    "env   --root $H",
+    "explain --root $H NCCL_IB_HCA",
+    "env --root $H -o /tmp/nccl.env && .venv/bin/rocetune lint --root $H /tmp/nccl.env",
+    "doctor --root $H",
+    "doctor --root tests/fixtures/hosts/softroce-3nic --nccl-log tests/fixtures/nccl-logs/rxe-2.20.5-ring2_node0.log",
+    "capture -o host.tar.gz",
+):
     ELSEWHERE[f".venv/bin/rocetune {_line}"] = ("tests/integration/test_readme_commands.py", "## rocetune on a host")
 
 # docs/lab.md's namespace lab, run as written by the lab-marked test below (root, the lab lock).
@@ -257,9 +316,13 @@ ELSEWHERE.update(LAB_ELSEWHERE)
 
 
 def test_every_fenced_block_names_its_language():
-    bare = [f"{page}:{text[:m.start()].count(chr(10)) + 1}" for page in pages()
-            for text in [(REPO / page).read_text(encoding="utf-8")]
-            for m in FENCE.finditer(text) if not m.group(1)]
+    bare = [
+        f"{page}:{text[: m.start()].count(chr(10)) + 1}"
+        for page in pages()
+        for text in [(REPO / page).read_text(encoding="utf-8")]
+        for m in FENCE.finditer(text)
+        if not m.group(1)
+    ]
     assert bare == [], "say ```sh for commands, ```text for the rest"
 
 
@@ -282,8 +345,12 @@ def test_what_is_left_to_hand_is_named_in_the_scripts_or_contributing():
     they need in their own text."""
     test_sh = (REPO / "scripts/test.sh").read_text()
     assert "./scripts/bootstrap.sh" in test_sh and "-m pytest" in test_sh
-    for script in ("scripts/demo.sh", "scripts/bootstrap.sh", "bench/ansible_converge.py",
-                   "bench/probe_scale_vs_lstopo.py"):
+    for script in (
+        "scripts/demo.sh",
+        "scripts/bootstrap.sh",
+        "bench/ansible_converge.py",
+        "bench/probe_scale_vs_lstopo.py",
+    ):
         assert (REPO / script).is_file(), script
     proc = subprocess.run(["bash", "-n", str(REPO / "scripts/demo.sh")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -310,9 +377,9 @@ os.execv(sys.executable, [sys.executable, "-m", "rocetune", *root, *sys.argv[1:]
     "hostname": "#!/bin/sh\necho gpu01\n",
     # Slurm on one node: srun runs the command once as task 0.
     "scontrol": '#!/bin/sh\n[ "$1 $2" = "show hostnames" ] && echo gpu01\n'
-                '[ "$1 $2" = "show node" ] && printf "NodeName=gpu01\\n   State=IDLE\\n"\nexit 0\n',
+    '[ "$1 $2" = "show node" ] && printf "NodeName=gpu01\\n   State=IDLE\\n"\nexit 0\n',
     "srun": '#!/bin/sh\nwhile [ "${1#-}" != "$1" ]; do shift; done\n'
-            'SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_NNODES=1 exec "$@"\n',
+    'SLURM_LOCALID=0 SLURM_NODEID=0 SLURM_NNODES=1 exec "$@"\n',
     # torchrun starts its script as rank 0; mpirun its program as rank 0, exporting -x names.
     "torchrun": '#!/bin/sh\nfor a; do case "$a" in *.py) exec python3 "$a";; esac; done\nexit 2\n',
     "mpirun": f"""#!{sys.executable}
@@ -339,8 +406,13 @@ print("configmap/" + doc["metadata"]["name"], "created")
 
 
 def _rocetune(*args: str, out: Optional[Path] = None) -> None:
-    proc = subprocess.run([sys.executable, "-m", "rocetune", "--root", str(HOST), *args], capture_output=True,
-                          text=True, env=dict(os.environ, PYTHONPATH=str(REPO / "src")), timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rocetune", "--root", str(HOST), *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+        timeout=300,
+    )
     assert proc.returncode in (0, 1, 5), proc.stderr
     if out:
         out.write_text(proc.stdout)
@@ -351,8 +423,11 @@ class Sandbox:
 
     def __init__(self, tmp: Path):
         self.cwd, self.abs, self.bin = tmp / "repo", tmp / "abs", tmp / "bin"
-        for d in (self.cwd, self.bin, *(self.abs / p for p in ("etc", "var/lib/prometheus/node-exporter", "tmp",
-                                                               "shared", "opt"))):
+        for d in (
+            self.cwd,
+            self.bin,
+            *(self.abs / p for p in ("etc", "var/lib/prometheus/node-exporter", "tmp", "shared", "opt")),
+        ):
             d.mkdir(parents=True)
         for entry in REPO.iterdir():
             if entry.name not in (".git", "examples"):
@@ -394,11 +469,18 @@ class Sandbox:
 
     def run(self, command: str) -> subprocess.CompletedProcess:
         line = self.moved(command)
-        env = dict(os.environ, PATH=f"{self.bin}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-                   PYTHONPATH=str(REPO / "src"), NNODES="1", NODE_RANK="0", LOCAL_RANK="0",
-                   MASTER_ADDR="127.0.0.1", SLURM_JOB_NODELIST="gpu01", SLURMD_NODENAME="gpu01")
-        return subprocess.run(["bash", "-c", line], cwd=self.cwd, capture_output=True, text=True, env=env,
-                              timeout=600)
+        env = dict(
+            os.environ,
+            PATH=f"{self.bin}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            PYTHONPATH=str(REPO / "src"),
+            NNODES="1",
+            NODE_RANK="0",
+            LOCAL_RANK="0",
+            MASTER_ADDR="127.0.0.1",
+            SLURM_JOB_NODELIST="gpu01",
+            SLURMD_NODENAME="gpu01",
+        )
+        return subprocess.run(["bash", "-c", line], cwd=self.cwd, capture_output=True, text=True, env=env, timeout=600)
 
 
 def _script(command: str) -> bool:
@@ -407,8 +489,9 @@ def _script(command: str) -> bool:
 
 
 def _here(slow: bool) -> List[Tuple[str, str]]:
-    return [(page, c) for page, c in commands() if (c in HERE or _script(c))
-            and (c in SLOW) == slow and c not in ELSEWHERE]
+    return [
+        (page, c) for page, c in commands() if (c in HERE or _script(c)) and (c in SLOW) == slow and c not in ELSEWHERE
+    ]
 
 
 def _run_all(tmp_path: Path, slow: bool) -> None:
@@ -447,8 +530,9 @@ def test_the_lab_pages_commands_run_as_written(tmp_path):
     said = {}
     try:
         for command in LAB:
-            proc = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True, env=env,
-                                  timeout=600)
+            proc = subprocess.run(
+                ["bash", "-c", command], cwd=REPO, capture_output=True, text=True, env=env, timeout=600
+            )
             assert proc.returncode == 0, (command, proc.stdout[-2000:], proc.stderr[-2000:])
             said[command] = proc.stdout
     finally:
