@@ -66,7 +66,9 @@ class BenchError(Exception):
 
 
 def _tree_module():
-    path = os.path.join(REPO, "roles", "rocetune_agent", "module_utils", "rocetune_agent_tree.py")
+    path = os.path.join(REPO, "plugins", "module_utils", "rocetune_agent_tree.py")
+    if os.path.dirname(path) not in sys.path:  # loaded alone, it imports its siblings
+        sys.path.append(os.path.dirname(path))
     spec = importlib.util.spec_from_file_location("rocetune_agent_tree", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -504,7 +504,7 @@ def _run_all(tmp_path: Path, slow: bool) -> None:
         proc = box.run(HERE.get(command) or command)
         said = proc.stdout + proc.stderr
         codes = (0, 1, 5) if JUDGES.search(command) else (0,)
-        if proc.returncode not in codes or "Traceback" in said:
+        if proc.returncode not in codes or "Traceback (most recent call last)" in said:
             failed.append(f"{page}: {command!r} exited {proc.returncode}:\n{said[-1500:]}")
         elif "train.py" in command and not re.search(r"^train\.py .*NCCL_IB_HCA==?mlx5_", proc.stdout, re.M):
             failed.append(f"{page}: {command!r}: the job did not get the node's env:\n{said[-1500:]}")
