@@ -548,3 +548,40 @@ def test_the_lab_pages_commands_run_as_written(tmp_path):
     assert "rtl0" in said["sudo python3 -m lab ssh node02 ip -br addr"]
     assert all(f"node0{i}" in said["sudo python3 -m lab status"] for i in range(1, 5))
     assert said["sudo python3 -m lab pid node02"].strip().isdigit()
+
+
+def _options(parser) -> Dict[str, set]:
+    """Each verb (and `verb action`) with the options it takes, the common ones included."""
+    from rocetune.cli.main import _sub_parsers
+
+    top = set(parser._option_string_actions)
+    found = {}
+    for verb, verb_parser in _sub_parsers(parser).items():
+        found[verb] = top | set(verb_parser._option_string_actions)
+        for action, action_parser in _sub_parsers(verb_parser).items():
+            found[f"{verb} {action}"] = found[verb] | set(action_parser._option_string_actions)
+    return found
+
+
+def test_every_rocetune_command_in_the_pages_text_names_a_verb_and_options_it_has():
+    """The commands quoted in the text (`rocetune VERB --option ...`), not only the blocks."""
+    from rocetune.cli.main import build_parser
+
+    known = _options(build_parser())
+    wrong, seen = [], 0
+    for page in pages():
+        for quoted in re.findall(r"`(rocetune [^`]+)`", (REPO / page).read_text(encoding="utf-8")):
+            words = [w for w in quoted.split()[1:] if w not in ("--json", "-v", "-q", "--debug")]
+            if not words or words[0].startswith("-"):
+                continue
+            verb = " ".join(words[:2]) if " ".join(words[:2]) in known else words[0]
+            if verb not in known:
+                wrong.append(f"{page}: `{quoted}`: no verb {words[0]}")
+                continue
+            seen += 1
+            wrong += [
+                f"{page}: `{quoted}`: {verb} has no {o}"
+                for o in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", quoted)
+                if o not in known[verb]
+            ]
+    assert seen > 100 and wrong == [], "\n".join(wrong)
