@@ -164,21 +164,21 @@ ELSEWHERE: Dict[str, Tuple[str, str]] = {
         '"-e", json.dumps({"rocetune_serial": [1, "100%"]})',
     ),
     # docs/first-boot.md: the bundle, then site.yml by the node itself
-    "mkdir -p bundle/inventory": ("tests/lab/test_vm_reboot.py", 'bundle / "inventory/hosts.yml"'),
+    "mkdir -p rocetune-first-boot/inventory": ("tests/lab/test_vm_reboot.py", 'bundle / "inventory/hosts.yml"'),
     "ansible-galaxy collection build --output-path /tmp/rt .": (
         "tests/lab/test_vm_reboot.py",
         '[galaxy, "collection", "build", "--output-path"',
     ),
-    "ansible-galaxy collection install /tmp/rt/rocetune-fabric-*.tar.gz -p bundle/collections": (
+    "ansible-galaxy collection install /tmp/rt/rocetune-fabric-*.tar.gz -p rocetune-first-boot/collections": (
         "tests/lab/test_vm_reboot.py",
         '[galaxy, "collection", "install", str(tarball), "-p"',
     ),
     "printf -- '- name: Bring this node onto the tuned fabric\\n  ansible.builtin.import_playbook: "
-    "rocetune.fabric.site\\n' > bundle/site.yml": (
+    "rocetune.fabric.site\\n' > rocetune-first-boot/site.yml": (
         "tests/lab/test_vm_reboot.py",
         '"  ansible.builtin.import_playbook: rocetune.fabric.site\\n"',
     ),
-    "cp -r inventories/<site>/group_vars bundle/inventory/": (
+    "cp -r inventories/<site>/group_vars rocetune-first-boot/inventory/": (
         "tests/lab/test_vm_reboot.py",
         'copytree(REPO / "inventories/lab/group_vars", bundle / "inventory/group_vars")',
     ),
@@ -186,7 +186,7 @@ ELSEWHERE: Dict[str, Tuple[str, str]] = {
         "tests/lab/test_vm_reboot.py",
         '"-m", "rocetune.agentpack", "--out-dir"',
     ),
-    "cp /tmp/agent/rocetune-*.pyz bundle/rocetune.pyz": (
+    "cp /tmp/agent/rocetune-*.pyz rocetune-first-boot/rocetune.pyz": (
         "tests/lab/test_vm_reboot.py",
         'shutil.copy(packed["path"], bundle / "rocetune.pyz")',
     ),
