@@ -57,8 +57,7 @@ TARGETS = {  # (numerator, denominator, limit, host or None for all)
     "agent/command": ("agent", "command", 1.2, TWO_SOCKET),
     "agent/lstopo": ("agent", "lstopo", 2.0, SCALE_HOST),
 }
-RATIOS = (("command", "lstopo"), ("agent", "lstopo"), ("agent", "command"), ("zip", "command"),
-          ("floor", "lstopo"))
+RATIOS = (("command", "lstopo"), ("agent", "lstopo"), ("agent", "command"), ("zip", "command"), ("floor", "lstopo"))
 
 
 class BenchError(Exception):
@@ -148,8 +147,10 @@ def main(argv: Sequence[str] = None) -> int:
     if lstopo is None:
         print("bench: lstopo-no-graphics not found (apt-get install hwloc)", file=sys.stderr)
         return 1
-    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on {os.cpu_count()} CPUs; "
-          f"node Python {args.python}, command {sys.executable} -m rocetune")
+    print(
+        f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on {os.cpu_count()} CPUs; "
+        f"node Python {args.python}, command {sys.executable} -m rocetune"
+    )
     verdicts = []
     with tempfile.TemporaryDirectory(prefix="rocetune-agent-bench-") as work:
         try:
@@ -172,8 +173,10 @@ def main(argv: Sequence[str] = None) -> int:
         except BenchError as exc:
             print(f"bench: {exc}", file=sys.stderr)
             return 1
-    print(f"\n({args.runs} rounds per host, each command once a round in turn; ratios pair by pair within "
-          f"a round; load average {os.getloadavg()[0]:.2f} at the end)")
+    print(
+        f"\n({args.runs} rounds per host, each command once a round in turn; ratios pair by pair within "
+        f"a round; load average {os.getloadavg()[0]:.2f} at the end)"
+    )
     print("targets: " + ("; ".join(verdicts) or "none of the target hosts was run"))
     return 0
 
