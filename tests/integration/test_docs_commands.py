@@ -342,9 +342,9 @@ def test_the_named_test_runs_it(command):
     assert form in (REPO / path).read_text(encoding="utf-8"), (command, path)
 
 
-def test_what_is_left_to_hand_is_named_in_the_scripts_or_contributing():
-    """scripts/test.sh runs bootstrap.sh then the suite; demo.sh and the benchmarks each say what
-    they need in their own text."""
+def test_what_is_left_to_hand_exists_and_test_sh_sets_up_first():
+    """scripts/test.sh (what CI runs, .ci/run) runs bootstrap.sh, then the suite; the scripts left
+    to hand are there, and demo.sh parses."""
     test_sh = (REPO / "scripts/test.sh").read_text()
     assert "./scripts/bootstrap.sh" in test_sh and "-m pytest" in test_sh
     for script in (
