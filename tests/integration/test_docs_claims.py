@@ -1,13 +1,16 @@
-"""What the hand-written pages say of the checks agrees with their declarations: a check id they
-quote exists, and a table row that gives a check's severity gives the declared one. (The pages
-under docs/checks/ are written from the declarations by tools/check_docs.py.)"""
+"""What the hand-written pages say agrees with the code: a check id they quote exists, a table row
+that gives a check's severity gives the declared one (the pages under docs/checks/ are written
+from the declarations by tools/check_docs.py), and a YAML example is read by what reads it."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
+
 from rocetune.checks import all_checks
-from tests.integration.test_docs_commands import REPO, pages
+from tests.integration.clirun import no_traceback, rocetune
+from tests.integration.test_docs_commands import HOST, REPO, pages
 
 ID_PREFIXES = ("doctor-", "switch-", "expect-", "ras-")
 ROW = re.compile(r"^\|\s*`([a-z0-9][a-z0-9-]+)`\s*\|\s*(error|warning|info)\b", re.M)
@@ -41,3 +44,30 @@ def test_a_table_row_gives_the_declared_severity():
                 if severity != declared[check]:
                     wrong.append(f"{page}: {check} is {declared[check]}, the page says {severity}")
     assert rows > 50 and wrong == [], "\n".join(wrong)
+
+
+# The YAML examples a reader copies as a whole: each page's n-th yaml block, and the command that
+# reads it (its exit: 0, or 1 and 5 for a judgement; never bad input).
+YAML_INPUTS = {
+    ("docs/qos.md", 0): ["qos", "render", "--os", "sonic", "--ports", "Ethernet0", "--qos", "{file}"],
+    ("docs/expect.md", 0): ["doctor", "--no-counters", "--expect", "{file}"],
+    ("docs/doctor.md", 0): ["doctor", "--no-counters", "--doctor-config", "{file}"],
+    ("docs/doctor.md", 1): ["doctor", "--no-counters", "--doctor-config", "{file}"],
+    ("docs/fleet.md", 0): ["fleet", "report", "{results}", "--manifest", "{file}"],
+}
+
+
+@pytest.mark.slow  # a doctor run per example
+@pytest.mark.parametrize("page, index", sorted(YAML_INPUTS))
+def test_a_yaml_example_is_read_as_written(page, index, tmp_path):
+    blocks = re.findall(r"^```yaml\n(.*?)^```", (REPO / page).read_text(encoding="utf-8"), re.S | re.M)
+    example = tmp_path / "example.yml"
+    example.write_text(blocks[index])
+    results = tmp_path / "results"
+    results.mkdir(mode=0o755)
+    one = rocetune("--json", "--root", str(HOST), "doctor", "-v", "--no-counters")
+    (results / "gpu01.json").write_text(one.stdout)
+    argv = [a.format(file=example, results=results) for a in YAML_INPUTS[(page, index)]]
+    proc = rocetune("--root", str(HOST), *argv)
+    codes = (0,) if argv[0] == "qos" else (0, 1, 5)
+    assert proc.returncode in codes and no_traceback(proc), (page, index, proc.stderr[-2000:])
