@@ -71,3 +71,32 @@ def test_a_yaml_example_is_read_as_written(page, index, tmp_path):
     proc = rocetune("--root", str(HOST), *argv)
     codes = (0,) if argv[0] == "qos" else (0, 1, 5)
     assert proc.returncode in codes and no_traceback(proc), (page, index, proc.stderr[-2000:])
+
+
+# Paths the pages name that are not in the checkout, on purpose.
+NOT_IN_THE_CHECKOUT = {
+    "inventories/lab/hosts.yml": "written by `python3 -m lab up`",
+    "inventories/lab/vm.yml": "written by `python3 -m lab up --vm`",
+    "src/rocetune/nics/foo_rdma.py": "the page's example of a new driver module",
+}
+# Pages that cite other projects' files by their paths there (a vendor's table of settings).
+CITES_OTHER_REPOSITORIES = {"docs/rules/nccl-ib-qps.md"}
+PATH = re.compile(
+    r"(?<![\w./-])((?:src/rocetune|tests|tools|bench|examples|roles|playbooks|plugins|lab|inventories|scripts)"
+    r"/[\w./-]*[\w/])"
+)
+
+
+def test_every_path_the_pages_name_is_in_the_checkout():
+    """A source reference that moved (a test file, a module) is a claim that went stale."""
+    named, missing = 0, []
+    for page in set(pages()) - CITES_OTHER_REPOSITORIES:
+        for path in PATH.findall((REPO / page).read_text(encoding="utf-8")):
+            named += 1
+            if (
+                path not in NOT_IN_THE_CHECKOUT
+                and not (REPO / path).exists()
+                and not (REPO / page).parent.joinpath(path).exists()
+            ):
+                missing.append(f"{page}: {path}")
+    assert named > 150 and sorted(set(missing)) == []
