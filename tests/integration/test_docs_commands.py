@@ -369,7 +369,7 @@ STANDINS = {
     # The node: rocetune on a fixture host, and its name.
     "rocetune": f"""#!{sys.executable}
 import os, sys
-root = [] if {{"--root", "--features"}} & set(sys.argv) else ["--root", {str(HOST)!r}]
+root = [] if {{"--root", "--features"}} & set(sys.argv) else ["--root", os.environ["ROCETUNE_TEST_ROOT"]]
 gate = ["--scontrol", os.path.join(os.path.dirname(__file__), "scontrol")] if "--gate" in sys.argv else []
 os.execv(sys.executable, [sys.executable, "-m", "rocetune", *root, *sys.argv[1:], *gate])
 """,
@@ -427,6 +427,8 @@ class Sandbox:
 
     def __init__(self, tmp: Path):
         self.cwd, self.abs, self.bin = tmp / "repo", tmp / "abs", tmp / "bin"
+        self.node = tmp / "node"  # doctor keeps its counter readings under the root: a copy
+        shutil.copytree(HOST, self.node, symlinks=True)
         for d in (
             self.cwd,
             self.bin,
@@ -483,6 +485,7 @@ class Sandbox:
             LOCAL_RANK="0",
             MASTER_ADDR="127.0.0.1",
             SLURM_LOCALID="0",
+            ROCETUNE_TEST_ROOT=str(self.node),
             SLURM_JOB_NODELIST="gpu01",
             SLURMD_NODENAME="gpu01",
         )
