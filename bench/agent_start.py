@@ -57,8 +57,7 @@ TARGETS = {  # (numerator, denominator, limit, host or None for all)
     "agent/command": ("agent", "command", 1.2, TWO_SOCKET),
     "agent/lstopo": ("agent", "lstopo", 2.0, SCALE_HOST),
 }
-RATIOS = (("command", "lstopo"), ("agent", "lstopo"), ("agent", "command"), ("zip", "command"),
-          ("floor", "lstopo"))
+RATIOS = (("command", "lstopo"), ("agent", "lstopo"), ("agent", "command"), ("zip", "command"), ("floor", "lstopo"))
 
 
 class BenchError(Exception):
@@ -66,7 +65,9 @@ class BenchError(Exception):
 
 
 def _tree_module():
-    path = os.path.join(REPO, "roles", "rocetune_agent", "module_utils", "rocetune_agent_tree.py")
+    path = os.path.join(REPO, "plugins", "module_utils", "rocetune_agent_tree.py")
+    if os.path.dirname(path) not in sys.path:  # loaded alone, it imports its siblings
+        sys.path.append(os.path.dirname(path))
     spec = importlib.util.spec_from_file_location("rocetune_agent_tree", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -146,8 +147,10 @@ def main(argv: Sequence[str] = None) -> int:
     if lstopo is None:
         print("bench: lstopo-no-graphics not found (apt-get install hwloc)", file=sys.stderr)
         return 1
-    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on {os.cpu_count()} CPUs; "
-          f"node Python {args.python}, command {sys.executable} -m rocetune")
+    print(
+        f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on {os.cpu_count()} CPUs; "
+        f"node Python {args.python}, command {sys.executable} -m rocetune"
+    )
     verdicts = []
     with tempfile.TemporaryDirectory(prefix="rocetune-agent-bench-") as work:
         try:
@@ -170,8 +173,10 @@ def main(argv: Sequence[str] = None) -> int:
         except BenchError as exc:
             print(f"bench: {exc}", file=sys.stderr)
             return 1
-    print(f"\n({args.runs} rounds per host, each command once a round in turn; ratios pair by pair within "
-          f"a round; load average {os.getloadavg()[0]:.2f} at the end)")
+    print(
+        f"\n({args.runs} rounds per host, each command once a round in turn; ratios pair by pair within "
+        f"a round; load average {os.getloadavg()[0]:.2f} at the end)"
+    )
     print("targets: " + ("; ".join(verdicts) or "none of the target hosts was run"))
     return 0
 
