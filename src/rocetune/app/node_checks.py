@@ -182,7 +182,7 @@ def plan_facts(features: dict, plan, view=None):
 
 def nccl_log_against(path: str, plan_env: Dict[str, str], facts=None):
     """(NCCL's own report read from its INFO log, its differences from the plan as findings)."""
-    from ..checks.doctor import nccl_log_finding
+    from ..doctor.nccl_findings import nccl_log_finding
     from ..nccl.log import load_log
     from ..nccl.log_compare import compare_with_plan
 

@@ -3,15 +3,16 @@ on. The rule's own page (docs/rules/<rule>.md) says how it decides; the check's 
 
 from __future__ import annotations
 
-from .registry import Check, declare
+from ..checks import declare
 
 _OVERRIDE = ("pass --nccl-version X.Y.Z (role variable rocetune_env_nccl_version) with the NCCL the "
              "jobs load (python -c 'import torch; print(torch.cuda.nccl.version())')")
 _NCCL_LIBS = ("The NCCL libraries the probe found: system library directories, /etc/ld.so.cache, "
               "Python environments' nvidia-nccl wheels and conda envs (the Features `kernel.nccl`).")
 
-declare(Check(
-    "declared-contradicted", "rule", "warning",
+declare(
+    id="declared-contradicted", kind="rule", severity="warning",
+    by=("nccl-ib-hca", "nccl-ib-gid-index", "traffic-class"),
     title="A value the host's owner declared is contradicted by the host",
     checks="A declared NCCL_IB_HCA, NCCL_IB_GID_INDEX or NCCL_IB_TC (in /etc/nccl.conf or a "
            "vendor's env script) against the host's evidence: the ports it selects, a RoCE v2 "
@@ -25,11 +26,11 @@ declare(Check(
         "(rocetune_env_set) once the evidence is confirmed",
     source="NVIDIA/nccl v2.30.7-1 src/misc/param.cc (config files: setenv without overwrite, so "
            "the first declaration wins); the deciding rule's page names its NCCL source.",
-    by=("nccl-ib-hca", "nccl-ib-gid-index", "traffic-class"),
-))
+)
 
-declare(Check(
-    "declared-topo-missing", "rule", "warning",
+declare(
+    id="declared-topo-missing", kind="rule", severity="warning",
+    by=("declared-settings",),
     title="A declared NCCL_TOPO_FILE does not exist",
     checks="The file a declared NCCL_TOPO_FILE names.",
     reads="The declared NCCL_TOPO_FILE (the Features `declared.topology_files[]`) and whether "
@@ -41,11 +42,11 @@ declare(Check(
         "or remove the declaration so rule nccl-topo-file can plan one",
     source="NVIDIA/nccl v2.30.7-1 src/graph/xml.cc (ncclTopoGetXmlFromFile: a missing file is an "
            "INFO message, not an error).",
-    by=("declared-settings",),
-))
+)
 
-declare(Check(
-    "qos-plan-nic-mismatch", "rule", "warning",
+declare(
+    id="qos-plan-nic-mismatch", kind="rule", severity="warning",
+    by=("traffic-class",),
     title="A NIC's QoS does not match the QoS plan",
     checks="Each compute NIC's recorded trust mode, DSCP-to-priority map and PFC priorities "
            "against the QoS plan's data class.",
@@ -58,11 +59,11 @@ declare(Check(
         "the data priority), and the same plan on the switches",
     source="NVIDIA MLNX_OFED documentation, mlnx_qos; NVIDIA/nccl v2.28.9-1 "
            "src/transport/net_ib.cc (NCCL_IB_TC sets the traffic class of each queue pair).",
-    by=("traffic-class",),
-))
+)
 
-declare(Check(
-    "nccl-not-found", "rule", "info",
+declare(
+    id="nccl-not-found", kind="rule", severity="info",
+    by=("nccl-version",),
     title="No NCCL library found on the host",
     checks="Whether any NCCL library is on the host for the version-gated rules to plan for.",
     reads=_NCCL_LIBS,
@@ -70,11 +71,11 @@ declare(Check(
         "take their safe side for an unknown release, which may set more than the jobs' NCCL needs.",
     fix=_OVERRIDE,
     source="NVIDIA/nccl release notes (per-release defaults); docs/rules/nccl-version.md.",
-    by=("nccl-version",),
-))
+)
 
-declare(Check(
-    "nccl-version-unreadable", "rule", "warning",
+declare(
+    id="nccl-version-unreadable", kind="rule", severity="warning",
+    by=("nccl-version",),
     title="An NCCL library's version could not be read",
     checks="Each NCCL library found: whether its own 'NCCL version' string was read (a file name's or "
            "wheel METADATA's version is kept as a claim, never counted alone).",
@@ -84,12 +85,13 @@ declare(Check(
     fix=_OVERRIDE,
     source="NVIDIA/nccl v2.28.9-1 src/init.cc:603 (VERSION_STRING, the 'NCCL version X.Y.Z' "
            "string in the library); docs/rules/nccl-version.md.",
-    by=("nccl-version",),
-))
+)
 
-declare(Check(
-    "nccl-other-user-library", "rule", "warning", also=("info",),
+declare(
+    id="nccl-other-user-library", kind="rule", severity="warning",
+    also=("info",),
     severity_note="info when libraries outside other users' control were found too (those are planned for)",
+    by=("nccl-version",),
     title="An NCCL library in a place another user controls",
     checks="Each NCCL library found: under /home/<user>, or below a directory (or in a file) writable by a "
            "group or by everyone (not a sticky directory), or owned by a user other than root.",
@@ -101,11 +103,11 @@ declare(Check(
     fix="plan for the system's NCCL with --nccl-version X.Y.Z (rocetune_env_nccl_version), or install "
         "NCCL where only root writes; a user's own env can be planned from his probe",
     source="docs/rules/nccl-version.md; rocetune.probe.sources.nccl_libs (controlled_by).",
-    by=("nccl-version",),
-))
+)
 
-declare(Check(
-    "nccl-not-a-library", "rule", "info",
+declare(
+    id="nccl-not-a-library", kind="rule", severity="info",
+    by=("nccl-version",),
     title="A file named like an NCCL library is none",
     checks="Files named libnccl.so*, libnccl-<kind>*.so* that are not ELF shared objects (their first 20 bytes).",
     reads=_NCCL_LIBS,
@@ -113,11 +115,11 @@ declare(Check(
         "must not decide the release the host is planned for.",
     fix="remove the file, or replace it with the library it is named after",
     source="ELF header (e_ident magic, class, byte order; e_type ET_DYN); docs/rules/nccl-version.md.",
-    by=("nccl-version",),
-))
+)
 
-declare(Check(
-    "nccl-search-bounded", "rule", "warning",
+declare(
+    id="nccl-search-bounded", kind="rule", severity="warning",
+    by=("nccl-version",),
     title="The NCCL library search stopped at its bound",
     checks="How many library files the search looked at, the bytes it read inside them and its time.",
     reads=_NCCL_LIBS,
@@ -125,11 +127,11 @@ declare(Check(
         "minutes; what the search did not read is planned for as an unknown release.",
     fix="remove the stray files, or give the release with --nccl-version X.Y.Z",
     source="rocetune.probe.sources.nccl_libs (MAX_LIBRARIES, SCAN_BUDGET, SCAN_SECONDS).",
-    by=("nccl-version",),
-))
+)
 
-declare(Check(
-    "nccl-versions-differ", "rule", "info",
+declare(
+    id="nccl-versions-differ", kind="rule", severity="info",
+    by=("nccl-version",),
     title="Several NCCL releases on the host",
     checks="Whether the NCCL libraries found are of different releases.",
     reads=_NCCL_LIBS,
@@ -138,11 +140,11 @@ declare(Check(
         "release's better default unused.",
     fix=_OVERRIDE + " to plan for one release; or align the releases",
     source="NVIDIA/nccl release notes; PyTorch wheels depend on nvidia-nccl-cu11/cu12/cu13.",
-    by=("nccl-version",),
-))
+)
 
-declare(Check(
-    "nccl-wheel-not-seen", "rule", "info",
+declare(
+    id="nccl-wheel-not-seen", kind="rule", severity="info",
+    by=("nccl-version",),
     title="Only the system's NCCL was found",
     checks="Whether any Python environment or conda env on the host carries its own NCCL.",
     reads=_NCCL_LIBS,
@@ -152,17 +154,18 @@ declare(Check(
     fix=_OVERRIDE + "",
     source="PyTorch's nvidia-nccl-cu12 wheel dependency (site-packages/nvidia/nccl/lib/libnccl.so.2); "
            "docs/rules/nccl-version.md.",
-    by=("nccl-version",),
-))
+)
 
 _GDR_SOURCE = ("NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:872-874 and v2.30.7-1 "
                "src/transport/net_ib/gdr.cc:18-20 (the peer-memory paths each release checks); "
                "NCCL #1676 (GDR off: 180 -> 10 GB/s all-reduce)")
 
-declare(Check(
-    "gdr-unavailable", "rule", "warning", also=("info",),
+declare(
+    id="gdr-unavailable", kind="rule", severity="warning",
+    also=("info",),
     severity_note="info when no GPU-NIC pair is PIX/PXB: NCCL would not use GPUDirect RDMA there "
                   "at its default level anyway",
+    by=("gpudirect-rdma",),
     title="GPUDirect RDMA is unavailable",
     checks="Whether NCCL can register GPU memory with the NICs: a peer-memory path the planned "
            "release checks, or every DMA-BUF condition (open GPU kernel module, kernel >= 5.12, "
@@ -175,12 +178,13 @@ declare(Check(
     fix="load nvidia-peermem and persist it in /etc/modules-load.d/ (the rdma_core role), or use "
         "the open GPU kernel modules with DMA-BUF",
     source=_GDR_SOURCE + "; v2.30.7-1 src/init.cc (NCCL_DMABUF_ENABLE).",
-    by=("gpudirect-rdma",),
-))
+)
 
-declare(Check(
-    "gdr-not-detected", "rule", "warning", also=("info",),
+declare(
+    id="gdr-not-detected", kind="rule", severity="warning",
+    also=("info",),
     severity_note="info when no GPU-NIC pair is PIX/PXB",
+    by=("gpudirect-rdma",),
     title="Peer memory is registered where this NCCL does not look",
     checks="Whether the peer-memory module registers at a path the planned NCCL release checks "
            "(releases up to 2.22.3 do not check /sys/module/nvidia_peermem/version).",
@@ -190,11 +194,11 @@ declare(Check(
         "all-reduce falling from 180 to 10 GB/s.",
     fix="use an NCCL release that checks the path (2.23.4 or later), or DMA-BUF",
     source=_GDR_SOURCE + "; NCCL #1537, #1939.",
-    by=("gpudirect-rdma",),
-))
+)
 
-declare(Check(
-    "gdr-peermem-unregistered", "rule", "warning",
+declare(
+    id="gdr-peermem-unregistered", kind="rule", severity="warning",
+    by=("gpudirect-rdma",),
     title="nvidia_peermem is loaded but registered nowhere",
     checks="Whether a loaded (or built-in) nvidia_peermem module left any of the peer-memory "
            "paths NCCL checks.",
@@ -204,12 +208,13 @@ declare(Check(
         "memory client: NCCL finds none of its paths and disables GPUDirect RDMA.",
     fix="rebuild the NVIDIA driver (or its DKMS nvidia-peermem) after installing OFED, or use DMA-BUF",
     source=_GDR_SOURCE + ".",
-    by=("gpudirect-rdma",),
-))
+)
 
-declare(Check(
-    "rdma-ports-share-subnet", "rule", "warning", also=("info",),
+declare(
+    id="rdma-ports-share-subnet", kind="rule", severity="warning",
+    also=("info",),
     severity_note="info when the ports' ARP sysctls are not in the Features, so they cannot be judged",
+    by=("arp-isolation",),
     title="RDMA ports share a subnet with ARP at kernel defaults",
     checks="RDMA ports whose interfaces have addresses in one IPv4 subnet: their arp_ignore, "
            "arp_announce and rp_filter sysctls.",
@@ -222,8 +227,7 @@ declare(Check(
         "(the roce_net role, roce_net_arp_isolation); or give each rail its own subnet",
     source="NCCL #1109, #1348; Linux Documentation/networking/ip-sysctl.rst (arp_ignore, "
            "arp_announce, rp_filter).",
-    by=("arp-isolation",),
-))
+)
 
 _KNOWN = ("The NCCL release planned for (rule nccl-version) against the release table "
           "(rocetune.nccl.releases, which `rocetune explain` cites), and the host facts named.")
@@ -271,10 +275,19 @@ for _id, _sev, _title, _checks, _why, _fix, _fact in (
     _also = ("info",) if _id == "nccl-roce-port-recovery" else ()
     _note = ("info from 2.31.2 (which refreshes a port's GID on a GID-change event), unless one HCA has "
              "several chosen ports" if _also else "")
-    declare(Check(_id, "rule", _sev, title=_title, checks=_checks, reads=_KNOWN, why=_why, fix=_fix,
-                  source=f"{_release_fact(_fact).source} (release table entry `{_fact}`: "
-                         f"{_release_fact(_fact).span()})",
-                  also=_also, severity_note=_note, by=("nccl-known-issues",)))
+    declare(
+        id=_id, kind="rule", severity=_sev,
+        also=_also,
+        severity_note=_note,
+        by=("nccl-known-issues",),
+        title=_title,
+        checks=_checks,
+        reads=_KNOWN,
+        why=_why,
+        fix=_fix,
+        source=f"{_release_fact(_fact).source} (release table entry `{_fact}`: "
+               f"{_release_fact(_fact).span()})",
+    )
 
 
 for _id, _sev, _also, _title, _checks, _why, _fix in (
@@ -299,13 +312,18 @@ for _id, _sev, _also, _title, _checks, _why, _fix in (
      "install plugins where only root writes, or keep them out of the loader's path (LD_LIBRARY_PATH, "
      "ld.so.cache) of other users' jobs"),
 ):
-    declare(Check(_id, "rule", _sev, also=_also,
-                  severity_note="info where the env sets NCCL_NET_PLUGIN=none" if _also else "",
-                  title=_title, checks=_checks,
-                  reads="The plugins the probe found (Features `kernel.nccl.plugins`, `plugin_env`) and the "
-                        "NCCL_<KIND>_PLUGIN the host's owner declared.",
-                  why=_why, fix=_fix,
-                  source="NVIDIA/nccl v2.30.7-1 src/plugin/plugin_open.cc:79-125 (names tried), src/plugin/net.cc"
-                         ":258-301 (NCCL_NET_PLUGIN, 'none'), src/plugin/env.cc:40-48 (NCCL_ENV_PLUGIN); "
-                         "docs/rules/nccl-plugins.md.",
-                  by=("nccl-plugins",)))
+    declare(
+        id=_id, kind="rule", severity=_sev,
+        also=_also,
+        severity_note="info where the env sets NCCL_NET_PLUGIN=none" if _also else "",
+        by=("nccl-plugins",),
+        title=_title,
+        checks=_checks,
+        reads="The plugins the probe found (Features `kernel.nccl.plugins`, `plugin_env`) and the "
+              "NCCL_<KIND>_PLUGIN the host's owner declared.",
+        why=_why,
+        fix=_fix,
+        source="NVIDIA/nccl v2.30.7-1 src/plugin/plugin_open.cc:79-125 (names tried), src/plugin/net.cc"
+               ":258-301 (NCCL_NET_PLUGIN, 'none'), src/plugin/env.cc:40-48 (NCCL_ENV_PLUGIN); "
+               "docs/rules/nccl-plugins.md.",
+    )
