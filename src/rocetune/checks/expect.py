@@ -11,11 +11,11 @@ from ..model.finding import Finding
 from .binding import emits
 from .registry import declare, finding
 
-_READS = ("The expectations (/etc/rocetune/expect.yml under the root, or --expect FILE; the "
+READS = ("The expectations (/etc/rocetune/expect.yml under the root, or --expect FILE; the "
           "rocetune_env role writes it from rocetune_env_expect) and the node's Features and plan.")
 _WHY_RE_DERIVED = ("A node re-derives its plan from what it shows now: once the env is rewritten it "
                    "fits the broken node, and only a declaration says what is missing.")
-_SOURCE = ("docs/expect.md; the per-node manifests of NVSentinel, GCP cluster-health-scanner and "
+SOURCE = ("docs/expect.md; the per-node manifests of NVSentinel, GCP cluster-health-scanner and "
            "LBNL NHC's expected counts (check_hw_ib, check_hw_eth, check_nv_healthmon)")
 
 
@@ -27,11 +27,11 @@ declare(
     severity_note=_MORE,
     title="The GPUs are not the ones expected",
     checks="gpus.count (how many) and gpus.model (each GPU's name, or a pattern).",
-    reads=_READS,
+    reads=READS,
     why="A GPU that fell off the bus leaves a node that still runs jobs, with fewer ranks or a "
         "hang at start. " + _WHY_RE_DERIVED,
     fix="`nvidia-smi -L`, `dmesg | grep -i xid`; reseat or replace; or correct the expectations",
-    source=_SOURCE,
+    source=SOURCE,
 )
 
 declare(
@@ -42,12 +42,12 @@ declare(
     checks="rails.devices (each named port or device is a rail of the plan; each pattern "
            "matches one), rails.count (as many rails in the plan) and rails.per_gpu (each GPU "
            "has a rail at PIX/PXB).",
-    reads=_READS,
+    reads=READS,
     why="A lost rail halves the bandwidth of the GPU that used it and of the GPU whose NIC it "
         "now shares. " + _WHY_RE_DERIVED,
     fix="find the rail (`rdma link`, `ip addr`, `dmesg`), repair it, then `systemctl restart "
         "rocetune-env`; or correct the expectations",
-    source=_SOURCE,
+    source=SOURCE,
 )
 
 declare(
@@ -56,12 +56,12 @@ declare(
     checks="rails.link_layer, rails.speed_gbps (the least port rate), rails.mtu (RoCE netdevs), "
            "rails.pcie_speed_gts and rails.pcie_width (the NIC's PCIe link), on every rail and "
            "every port the expectations name.",
-    reads=_READS,
+    reads=READS,
     why="A link that trained slower or narrower, or a rail at another MTU, bounds every "
         "collective at its pace, while each port alone looks healthy.",
     fix="check the cable, transceiver, switch port and slot (`ethtool IF`, `mlxlink -d DEV`, "
         "`lspci -vv`); set the MTU with the roce_net role",
-    source=_SOURCE,
+    source=SOURCE,
 )
 
 declare(
@@ -69,11 +69,11 @@ declare(
     title="GPUDirect RDMA is not the route expected",
     checks="gpudirect: dmabuf, peermem, any (either) or none, against the route the "
            "gpudirect-rdma rule finds.",
-    reads=_READS,
+    reads=READS,
     why="Without GPUDirect RDMA NCCL stages every transfer through host memory (NCCL #1676: "
         "all-reduce from 180 to 10 GB/s).",
     fix="load nvidia-peermem, or use the open GPU kernel modules for DMA-BUF (the rdma_core role)",
-    source=_SOURCE,
+    source=SOURCE,
 )
 
 declare(
@@ -81,23 +81,23 @@ declare(
     title="A version differs from the one expected",
     checks="versions.nvidia_driver, rdma_core, nic_firmware (every rail's NIC), nccl and "
            "kernel, each a string or a shell pattern.",
-    reads=_READS,
+    reads=READS,
     why="Mixed firmware, drivers or NCCL releases across a job's nodes are a known cause of "
         "hangs and of one node running slower than the rest.",
     fix="bring the node to the fleet's versions; skip this id in /etc/rocetune/doctor.yml with "
         "a reason during a rolling upgrade",
-    source=_SOURCE,
+    source=SOURCE,
 )
 
 declare(
     id="expect-qos-plan", kind="expect", severity="error",
     title="A QoS plan is required and absent",
     checks="qos.plan_required: the node has /etc/rocetune/qos.yml (or --qos).",
-    reads=_READS,
+    reads=READS,
     why="Without the plan no check holds the NICs' PFC, trust and ECN, and no traffic class is "
         "planned from it: RoCE may go out lossy with nothing to say so.",
     fix="install the plan with the roce_qos role",
-    source=_SOURCE,
+    source=SOURCE,
 )
 
 declare(
@@ -127,25 +127,14 @@ declare(
     id="expect-env", kind="expect", severity="error",
     title="The plan does not set a variable as expected",
     checks="env: each NAME the plan must set, with its value (or any value for null).",
-    reads=_READS,
+    reads=READS,
     why="A traffic class dropped from a re-derived env (one rail's PFC off) sends RoCE out "
         "lossy on every rail.",
     fix="find what the rule behind the variable lacks (`rocetune explain NAME`), repair the "
         "node, then rerun the env",
-    source=_SOURCE,
+    source=SOURCE,
 )
 
-declare(
-    id="expect-unchecked", kind="expect", severity="info",
-    title="What the expectations do not check",
-    checks="Which fields the expectations leave out, or that there are none.",
-    reads=_READS,
-    why="A field left out checks nothing: `-v` says which, so a clean report is not read as "
-        "more than it checked.",
-    fix="declare the node in /etc/rocetune/expect.yml (`rocetune doctor --write-expect FILE` on "
-        "a known-good node)",
-    source=_SOURCE,
-)
 
 
 @emits(*CHECK_OF_SECTION.values(), CHECK_RAILS, CHECK_RAIL_LINK)

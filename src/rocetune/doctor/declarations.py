@@ -7,6 +7,8 @@ and RAS's in nccl_findings.py, where their findings are made."""
 from __future__ import annotations
 
 from ..checks import declare
+from ..checks.expect import READS as EXPECT_READS
+from ..checks.expect import SOURCE as EXPECT_SOURCE
 from ..checks.nic_counters import REGISTRY, RESET_ID
 
 _NOT_CHECKED = "info when the node lacks what the check reads (said as 'not checked: ...')"
@@ -322,6 +324,20 @@ declare(
         "(`grade: [{id: doctor-reader-failed, severity: warning, reason: ...}]`)",
     source="docs/gate.md (a reader that failed); rocetune.probe.collect",
 )
+
+# What doctor's expectations step leaves unchecked (doctor/checks.py expect_unchecked)
+declare(
+    id="expect-unchecked", kind="expect", severity="info",
+    title="What the expectations do not check",
+    checks="Which fields the expectations leave out, or that there are none.",
+    reads=EXPECT_READS,
+    why="A field left out checks nothing: `-v` says which, so a clean report is not read as "
+        "more than it checked.",
+    fix="declare the node in /etc/rocetune/expect.yml (`rocetune doctor --write-expect FILE` on "
+        "a known-good node)",
+    source=EXPECT_SOURCE,
+)
+
 
 # The NIC counters' checks (rocetune.doctor.nic_health makes their findings)
 declare(

@@ -112,7 +112,7 @@ class RuleContext:
 
     def finding(self, fid: str, severity: str, subject: str, message: str,
                 evidence: Optional[Dict[str, Any]] = None, **more: Any) -> None:
-        """A finding of a registered check (rocetune.checks.rules, .plan), left by this rule,
+        """A finding of a registered check (rocetune.rules.declarations, .plan_declarations), left by this rule,
         with what it read (`evidence` and keyword arguments); each said once. A rule's warnings
         are findings too: there is no other list of them."""
         if ("f", fid, subject + "\0" + message) in self._said:

@@ -231,13 +231,3 @@ declare(
     source="NVIDIA/nccl v2.28.9-1 src/graph/xml.cc (NCCL_TOPO_FILE)",
 )
 
-declare(
-    id="env-file-left-out", kind="rule", severity="warning",
-    by=("nccl-topo-file",),
-    title="A variable that points at a file was left out",
-    checks="Whether a file the env points at (the topology XML) will be written with it.",
-    reads="The plan's files and the output asked for (stdout or -o FILE).",
-    why="An env that names a missing file makes NCCL warn and fall back to its own detection.",
-    fix="write the env with -o FILE (the files go beside it), as the rocetune_env role does",
-    source="rocetune's env writer (docs/env-formats.md)",
-)
