@@ -20,8 +20,7 @@ from .test_registry import bindings
 
 REPO = Path(__file__).resolve().parents[3]
 SRC = REPO / "src"
-FIELDS = {"id", "kind", "severity", "title", "checks", "reads", "why", "fix", "source", "also", "severity_note",
-          "by"}
+FIELDS = {"id", "kind", "severity", "title", "checks", "reads", "why", "fix", "source", "also", "severity_note", "by"}
 REQUIRED = {"id", "kind", "severity", "title", "checks", "reads", "why", "fix", "source"}
 
 
@@ -35,8 +34,11 @@ def _scopes(tree: ast.AST) -> Iterator[Tuple[ast.AST, Tuple[ast.AST, ...]]]:
     while stack:
         node, inside = stack.pop()
         yield node, inside
-        deeper = inside + (node,) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                                       ast.ClassDef)) else inside
+        deeper = (
+            inside + (node,)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+            else inside
+        )
         stack.extend((child, deeper) for child in ast.iter_child_nodes(node))
 
 
@@ -61,14 +63,18 @@ def problems(source: str, where: str) -> Tuple[List[str], int]:
             continue
         count += 1
         if inside:
-            found.append(f"{where}:{node.lineno}: declare() inside {type(inside[-1]).__name__} "
-                         f"{getattr(inside[-1], 'name', '')}: a helper or a decorator that declares")
+            found.append(
+                f"{where}:{node.lineno}: declare() inside {type(inside[-1]).__name__} "
+                f"{getattr(inside[-1], 'name', '')}: a helper or a decorator that declares"
+            )
         if node.args or any(k.arg is None for k in node.keywords):
             found.append(f"{where}:{node.lineno}: declare() with positional or ** arguments")
         given = {k.arg for k in node.keywords if k.arg}
         if given - FIELDS or REQUIRED - given:
-            found.append(f"{where}:{node.lineno}: declare() fields {sorted(given - FIELDS)} unknown, "
-                         f"{sorted(REQUIRED - given)} missing")
+            found.append(
+                f"{where}:{node.lineno}: declare() fields {sorted(given - FIELDS)} unknown, "
+                f"{sorted(REQUIRED - given)} missing"
+            )
         kind = next((k.value for k in node.keywords if k.arg == "kind"), None)
         if not (isinstance(kind, ast.Constant) and kind.value in registry.KINDS):
             found.append(f"{where}:{node.lineno}: declare() kind is not one of {registry.KINDS} written out")
@@ -95,21 +101,23 @@ def test_every_check_is_declared_in_the_one_form():
 def test_the_other_forms_are_refused():
     old = {
         "a helper": 'def _doctor(check_id, severity, **kw):\n    declare(id=check_id, kind="doctor", '
-                    'severity=severity, **kw)\n_doctor("doctor-x", "error", title="t")\n',
+        'severity=severity, **kw)\n_doctor("doctor-x", "error", title="t")\n',
         "a Check by hand": 'declare(Check("x", "lint", "error", "t", "c", "r", "w", "f", "s"))\n',
         "positional fields": 'declare("x", "lint", "error", title="t", checks="c", reads="r", why="w", fix="f", '
-                             'source="s")\n',
+        'source="s")\n',
         "a declaring decorator": '@host_check(Check("x", "host", "warning", title="t"))\ndef f(features):\n'
-                                 '    return []\n',
+        "    return []\n",
         "a kind not written out": 'declare(id="x", kind=KIND, severity="error", title="t", checks="c", reads="r", '
-                                  'why="w", fix="f", source="s")\n',
+        'why="w", fix="f", source="s")\n',
         "a field missing": 'declare(id="x", kind="lint", severity="error", title="t")\n',
-        "a renamed declare": 'from ..checks import declare as _lint\n',
+        "a renamed declare": "from ..checks import declare as _lint\n",
     }
     for what, source in old.items():
         assert problems(source, "rocetune.lint.example")[0], what
-    good = ('for _id in ("a", "b"):\n    declare(id=_id, kind="lint", severity="error", title="t", checks="c", '
-            'reads="r", why="w", fix="f", source="s", also=("info",), severity_note="info when ...")\n')
+    good = (
+        'for _id in ("a", "b"):\n    declare(id=_id, kind="lint", severity="error", title="t", checks="c", '
+        'reads="r", why="w", fix="f", source="s", also=("info",), severity_note="info when ...")\n'
+    )
     assert problems(good, "rocetune.lint.example") == ([], 1)
 
 
@@ -127,23 +135,42 @@ def test_a_check_is_declared_in_the_package_whose_code_makes_its_findings():
         assert any(m.startswith(package + ".") for m in makers), (c.id, package, sorted(makers))
 
 
-def test_one_class_is_named_check():
-    named = [f"{_module_name(p)}" for p in (SRC / "rocetune").rglob("*.py")
-             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-             if isinstance(node, ast.ClassDef) and node.name == "Check"]
-    assert named == ["rocetune.checks.registry"]
+def test_the_classes_of_checks_and_their_findings_are_each_named_once():
+    """One class is named Check (the registry's), and no class that a module declaring or making
+    findings defines or imports shares its name with another class of the package."""
+    defined: dict = {}
+    for path in (SRC / "rocetune").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                defined.setdefault(node.name, []).append(_module_name(path))
+    assert defined["Check"] == ["rocetune.checks.registry"]
+    _, declaring = declaring_modules()
+    making = {name.rsplit(".", 1)[0] for name in bindings()}
+    for module in sorted(declaring | making):
+        if module not in sys.modules:  # a bound method's qualname: the module is one level up
+            module = module.rsplit(".", 1)[0]
+        for value in vars(sys.modules[module]).values():
+            if isinstance(value, type) and value.__module__.startswith("rocetune."):
+                assert len(defined[value.__name__]) == 1, (module, value.__name__, defined[value.__name__])
 
 
 def test_a_probe_imports_no_declarations_of_doctor_lint_or_the_switch():
-    code = ("import io, json, sys\n"
-            "from rocetune.cli.main import main\n"
-            "out, sys.stdout = sys.stdout, io.StringIO()\n"
-            "code = main(['--root', sys.argv[1], '--json', 'probe'])\n"
-            "sys.stdout = out\n"
-            "print(json.dumps([code, sorted(sys.modules)]))\n")
+    code = (
+        "import io, json, sys\n"
+        "from rocetune.cli.main import main\n"
+        "out, sys.stdout = sys.stdout, io.StringIO()\n"
+        "code = main(['--root', sys.argv[1], '--json', 'probe'])\n"
+        "sys.stdout = out\n"
+        "print(json.dumps([code, sorted(sys.modules)]))\n"
+    )
     host = REPO / "tests" / "fixtures" / "hosts" / "pcie-4gpu-2nic"
-    proc = subprocess.run([sys.executable, "-c", code, str(host)], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(SRC)))
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(host)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(SRC)),
+    )
     assert proc.returncode == 0, proc.stderr
     exit_code, modules = json.loads(proc.stdout)
     assert exit_code in (0, 1)
