@@ -73,9 +73,10 @@ def page(c: Check) -> str:
 
 def index() -> str:
     lines = ["# Checks", "", _sentence(
-        "Every finding rocetune reports -- about a host, from a rule, from lint -- is an instance "
-        "of one of these checks, declared once in `src/rocetune/checks/` with its severity, fix "
-        "and source; a page per check says what it checks, what it reads, why it matters, the fix "
+        "Every finding rocetune reports -- about a host, from a rule, from lint, doctor or a switch -- "
+        "is an instance of one of these checks, declared once (`rocetune.checks.declare`, beside the "
+        "code that makes its findings) with its severity, fix and source; a page per check says what "
+        "it checks, what it reads, why it matters, the fix "
         "and the source. A finding carries `id`, `severity`, `subject`, `message`, `evidence` "
         "(what was read: a file, a command, a value), `fix`, `source` and `kind`, and `rule` when "
         "a rule left it (in JSON: `data.findings` of `probe`, `env` and `lint`)."),
