@@ -88,8 +88,8 @@ def index() -> str:
              "", _sentence(
         "To add a check, declare it with `rocetune.checks.declare(id=..., kind=..., severity=..., "
         "title=..., checks=..., reads=..., why=..., fix=..., source=...)` in the package whose code "
-        "makes its findings (`rules/declarations.py`, `lint/declarations.py`, `doctor/declarations.py`; "
-        "a host check in `checks/host.py` above its function; CONTRIBUTING.md), make its findings with "
+        "makes its findings (a rule's module, `lint/declarations.py`, `doctor/declarations.py`; a host "
+        "check in `checks/host.py` above its function; CONTRIBUTING.md), make its findings with "
         "`rocetune.checks.finding(id, ...)` in a function that names it in `@emits`, and run "
         "`python3 tools/check_docs.py`: a test fails while a produced id is not declared, a "
         "declared id is produced nowhere, or a page is missing or stale.")]

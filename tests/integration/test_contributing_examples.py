@@ -117,13 +117,15 @@ def _registered(package: Path, check_id: str) -> dict:
 
 
 def test_the_rule_finding_example_is_registered_and_left_on_a_host_with_odd_rails(package):
-    declaration, rule = _declaration_and_code("A rule finding, worked", "rules/declarations.py",
-                                              "rules/nccl_example_rails.py")
-    _append(package / "rocetune/rules/declarations.py", declaration)
-    (package / "rocetune/rules/nccl_example_rails.py").write_text(rule)
+    rules = package / "rocetune/rules"
+    (rules / "nccl_example_rails.py").write_text(_block("A rule finding, worked"))
+    init = (rules / "__init__.py").read_text(encoding="utf-8")
+    assert "    nccl_plugins,\n" in init and "    nccl_topo_file,\n    local_rank,\n))" in init
+    (rules / "__init__.py").write_text(init.replace("    nccl_plugins,\n", "    nccl_example_rails,\n    nccl_plugins,\n", 1)
+                                       .replace("    local_rank,\n))", "    local_rank,\n    nccl_example_rails,\n))"))
     c = _registered(package, "example-odd-rails")
     assert (c["kind"], c["severity"], c["by"], c["module"]) == (
-        "rule", "warning", ["nccl-example-rails"], "rocetune.rules.declarations")
+        "rule", "warning", ["nccl-example-rails"], "rocetune.rules.nccl_example_rails")
     proc = _python(package, "-c", (
         "import json\n"
         "from rocetune.rules import nccl_example_rails\n"

@@ -2,9 +2,9 @@
 (`declare(id=..., kind=..., severity=..., title=..., ...)`), with the host's and the
 expectations' checks beside their code.
 
-Every other check is declared in the package whose code makes its findings: rules/declarations.py,
-rules/plan_declarations.py, lint/declarations.py, lint/switch_declarations.py,
-doctor/declarations.py, doctor/below_declarations.py, doctor/nccl_findings.py. Those modules load
+Every other check is declared beside the code that makes its findings: a rule's in its module
+under rules/, lint/declarations.py, lint/switch_declarations.py, doctor/declarations.py,
+doctor/below_declarations.py, doctor/nccl_findings.py, app/planning.py. Those modules load
 when a check is first looked up (registry.get), the ones a probe's findings name first, so a verb
 pays only for the checks it reports; `all_checks()` loads them all, and a finding for an id no
 module declares fails (rocetune.checks.registry.UnknownCheck)."""

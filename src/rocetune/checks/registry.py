@@ -82,9 +82,9 @@ def declared_in(check_id: str) -> str:
 # The modules that declare checks, in the order lookups load them: a probe's findings are the
 # host's, its rules' and its plan's, so it never imports doctor's, lint's or the switch's. A
 # module that binds ids of a later group in the same group would find them undeclared.
+# `rocetune.rules` imports every rule module, each of which declares the checks it leaves.
 _DECLARING = (
-    ("rocetune.checks.host", "rocetune.rules.declarations", "rocetune.rules.plan_declarations",
-     "rocetune.app.planning"),
+    ("rocetune.checks.host", "rocetune.rules", "rocetune.app.planning"),
     ("rocetune.lint.declarations", "rocetune.lint.switch_declarations", "rocetune.checks.expect",
      "rocetune.doctor.declarations", "rocetune.doctor.below_declarations",
      "rocetune.doctor.nccl_findings"),

@@ -12,8 +12,6 @@ by RuleContext.keep_declared, which turns the rule's evidence into a note or a f
 
 from __future__ import annotations
 
-# The checks the rules leave, declared before any rule binds them (rocetune.checks.emits).
-from . import declarations, plan_declarations  # noqa: F401  # isort: skip
 from . import (
     arp_isolation,
     declared_settings,
