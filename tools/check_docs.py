@@ -4,8 +4,9 @@
     python3 tools/check_docs.py          # rewrite the pages (and remove pages of ids gone)
     python3 tools/check_docs.py --check  # exit 1 when a page is missing, stale or has no check
 
-Each page is what the check's declaration says (src/rocetune/checks/): what it checks, what it
-reads, why it matters, the fix and the source. The declaration is the one place to edit.
+Each page is what the check's declaration says (`rocetune.checks.declare(...)`, in the package
+whose code makes its findings): what it checks, what it reads, why it matters, the fix and the
+source. The declaration is the one place to edit.
 """
 
 from __future__ import annotations
@@ -72,9 +73,10 @@ def page(c: Check) -> str:
 
 def index() -> str:
     lines = ["# Checks", "", _sentence(
-        "Every finding rocetune reports -- about a host, from a rule, from lint -- is an instance "
-        "of one of these checks, declared once in `src/rocetune/checks/` with its severity, fix "
-        "and source; a page per check says what it checks, what it reads, why it matters, the fix "
+        "Every finding rocetune reports -- about a host, from a rule, from lint, doctor or a switch -- "
+        "is an instance of one of these checks, declared once (`rocetune.checks.declare`, beside the "
+        "code that makes its findings) with its severity, fix and source; a page per check says what "
+        "it checks, what it reads, why it matters, the fix "
         "and the source. A finding carries `id`, `severity`, `subject`, `message`, `evidence` "
         "(what was read: a file, a command, a value), `fix`, `source` and `kind`, and `rule` when "
         "a rule left it (in JSON: `data.findings` of `probe`, `env` and `lint`)."),
@@ -84,9 +86,11 @@ def index() -> str:
         "node's check configuration re-graded it, and the fix; notes and each check's page with "
         "-v. The summary line counts every finding, shown or not."),
              "", _sentence(
-        "To add a check, declare it where its kind lives (`checks/host.py` with the function that "
-        "runs it, `checks/rules.py` for a rule's `ctx.finding`, `checks/lint.py`; a `doctor` "
-        "check the same way), make its findings with `rocetune.checks.finding(id, ...)`, and run "
+        "To add a check, declare it with `rocetune.checks.declare(id=..., kind=..., severity=..., "
+        "title=..., checks=..., reads=..., why=..., fix=..., source=...)` in the package whose code "
+        "makes its findings (a rule's module, `lint/declarations.py`, `doctor/declarations.py`; a host "
+        "check in `checks/host.py` above its function; CONTRIBUTING.md), make its findings with "
+        "`rocetune.checks.finding(id, ...)` in a function that names it in `@emits`, and run "
         "`python3 tools/check_docs.py`: a test fails while a produced id is not declared, a "
         "declared id is produced nowhere, or a page is missing or stale.")]
     for kind in ("host", "rule", "lint", "doctor", "switch", "expect"):

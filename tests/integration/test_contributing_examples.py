@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import List, Tuple
 
 import pytest
 
@@ -17,11 +18,29 @@ REPO = Path(__file__).resolve().parents[2]
 HOST = REPO / "tests" / "fixtures" / "hosts" / "dgx-h100-rails-dmabuf"
 
 
-def _block(heading: str) -> str:
-    """The first Python block under `### heading` in CONTRIBUTING.md."""
+def _blocks(heading: str) -> List[str]:
+    """The Python blocks under `### heading` in CONTRIBUTING.md, up to the next heading."""
     text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    section = text[text.index(f"### {heading}\n"):]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    section = text[text.index(f"### {heading}\n") + 4:]
+    section = section[:section.find("\n### ")] if "\n### " in section else section
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def _block(heading: str) -> str:
+    return _blocks(heading)[0]
+
+
+def _declaration_and_code(heading: str, declaring: str, coding: str) -> Tuple[str, str]:
+    """The section's two blocks, the first for `declaring`, the second for `coding` (each names its
+    file in its first line)."""
+    declaration, code = _blocks(heading)
+    assert declaration.startswith(f"# src/rocetune/{declaring}\n"), declaration[:80]
+    assert code.startswith(f"# src/rocetune/{coding}"), code[:80]
+    return declaration, code
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + "\n\n" + text, encoding="utf-8")
 
 
 @pytest.fixture()
@@ -83,3 +102,88 @@ def test_the_rule_example_decides_on_a_rail_host(package):
     two, none = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [(d["key"], d["value"], d["rule_id"]) for d in two] == [("NCCL_EXAMPLE", "1", "nccl-example")]
     assert len(two[0]["evidence"]["ports"]) == 2 and none == []
+
+
+def _registered(package: Path, check_id: str) -> dict:
+    """The check as a fresh process finds it in the registry, nothing imported beforehand."""
+    proc = _python(package, "-c", (
+        "import json, sys\n"
+        "from rocetune import checks\n"
+        "from rocetune.checks.registry import declared_in\n"
+        f"c = {{c.id: c for c in checks.all_checks()}}[{check_id!r}]\n"
+        "print(json.dumps(dict({f: getattr(c, f) for f in c._fields}, module=declared_in(c.id))))\n"), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_the_rule_finding_example_is_registered_and_left_on_a_host_with_odd_rails(package):
+    rules = package / "rocetune/rules"
+    (rules / "nccl_example_rails.py").write_text(_block("A rule finding, worked"))
+    init = (rules / "__init__.py").read_text(encoding="utf-8")
+    assert "    nccl_plugins,\n" in init and "    nccl_topo_file,\n    local_rank,\n))" in init
+    (rules / "__init__.py").write_text(init.replace("    nccl_plugins,\n", "    nccl_example_rails,\n    nccl_plugins,\n", 1)
+                                       .replace("    local_rank,\n))", "    local_rank,\n    nccl_example_rails,\n))"))
+    c = _registered(package, "example-odd-rails")
+    assert (c["kind"], c["severity"], c["by"], c["module"]) == (
+        "rule", "warning", ["nccl-example-rails"], "rocetune.rules.nccl_example_rails")
+    proc = _python(package, "-c", (
+        "import json\n"
+        "from rocetune.rules import nccl_example_rails\n"
+        "from rocetune.rules.base import RuleContext\n"
+        "from tests.unit.rules.featurekit import rail_host\n"
+        "for third in (True, False):\n"
+        "    h = rail_host(2)\n"
+        "    if third:\n"
+        "        h.rdma('mlx5_2', netdev='ens2np0', ipv4='192.168.2.5/24', paths={1: 'PIX'}, numa=1)\n"
+        "    f = h.build()\n"
+        "    ctx = RuleContext(f)\n"
+        "    ctx.begin(nccl_example_rails.ID)\n"
+        "    assert nccl_example_rails.rule(f, ctx) == []\n"
+        "    print(json.dumps([x.to_dict() for x in ctx.findings]))\n"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    three, two = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(f["id"], f["severity"], f["rule"], f["fix"]) for f in three] == [
+        ("example-odd-rails", "warning", "nccl-example-rails", c["fix"])]
+    assert three[0]["evidence"]["ports"] == ["mlx5_0:1", "mlx5_1:1", "mlx5_2:1"] and two == []
+
+
+def test_the_doctor_check_example_runs_in_doctor_and_finds_the_small_mtu(package, tmp_path):
+    declaration, code = _declaration_and_code("A doctor check, worked", "doctor/declarations.py",
+                                              "doctor/checks.py")
+    _append(package / "rocetune/doctor/declarations.py", declaration)
+    _append(package / "rocetune/doctor/checks.py", code)
+    c = _registered(package, "doctor-example-roce-mtu")
+    assert (c["kind"], c["severity"], c["module"]) == ("doctor", "warning", "rocetune.doctor.declarations")
+    host = tmp_path / "host"
+    shutil.copytree(REPO / "tests/fixtures/hosts/dgx-h100-roce", host, symlinks=True)
+    found = []
+    for mtu in (None, "1500\n"):
+        if mtu:
+            (host / "sys/class/net/enp64s0np0/mtu").write_text(mtu)  # one rail left at Ethernet's default
+        proc = _python(package, "-m", "rocetune", "--root", str(host), "--json", "doctor", timeout=120)
+        assert proc.returncode in (0, 1, 5), proc.stderr
+        found.append([(f["subject"], f["severity"], f["message"], f["source"])
+                      for f in json.loads(proc.stdout)["data"]["findings"] if f["id"] == "doctor-example-roce-mtu"])
+    assert found == [[], [("enp64s0np0", "warning", "enp64s0np0 has MTU 1500: RoCE over it carries 1024-byte packets",
+                           c["source"])]]
+
+
+def test_the_lint_check_example_lints_a_file_with_the_setting(package, tmp_path):
+    declaration, code = _declaration_and_code("A lint check, worked", "lint/declarations.py", "lint/setting.py")
+    _append(package / "rocetune/lint/declarations.py", declaration)
+    setting = package / "rocetune/lint/setting.py"
+    call = re.search(r"called from check_value: (.*)\n", code).group(1)
+    head = "def check_value(cat: Catalog, a: Assignment, add) -> None:\n"
+    text = setting.read_text(encoding="utf-8")
+    assert head in text
+    setting.write_text(text.replace(head, head + f"    {call}\n") + "\n\n" + code, encoding="utf-8")
+    c = _registered(package, "example-debug-info")
+    assert (c["kind"], c["severity"], c["module"]) == ("lint", "info", "rocetune.lint.declarations")
+    out = {}
+    for value in ("INFO", "WARN"):
+        job = tmp_path / f"{value}.env"
+        job.write_text(f"export NCCL_IB_HCA==mlx5_0:1\nexport NCCL_DEBUG={value}\n")
+        proc = _python(package, "-m", "rocetune", "--json", "lint", str(job), timeout=120)
+        assert proc.returncode in (0, 1), proc.stderr
+        out[value] = [(f["id"], f["severity"], f["line"], f["fix"]) for f in json.loads(proc.stdout)["data"]["findings"]]
+    assert out == {"INFO": [("example-debug-info", "info", 2, "set it for the job being debugged only")], "WARN": []}

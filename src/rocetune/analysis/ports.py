@@ -82,7 +82,7 @@ class Port(Record):
 
 
 class Doubt(FrozenRecord):
-    """A doubt about the choice, as the finding it becomes (rocetune.checks.plan): the check id,
+    """A doubt about the choice, as the finding it becomes (declared in rocetune.rules.nccl_ib_hca): the check id,
     its severity, what it is about and the text."""
 
     check_id: str

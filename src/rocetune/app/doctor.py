@@ -205,7 +205,7 @@ def _ras(request: DoctorRequest, data: Dict[str, Any], config, plan_nccl: Option
     """What the job's RAS says (recorded answers, or a running job asked twice), judged against the plan's
     env (docs/ras.md); graded by the node's check configuration like the other findings."""
     from ..checks.config import apply
-    from ..checks.doctor import ras_finding
+    from ..doctor.nccl_findings import ras_finding
     from ..nccl import ras
     from ..nccl.log import read_log
 

@@ -225,7 +225,7 @@ def plan_facts(plan: Plan, view: HostView) -> PlanFacts:
 def nccl_log_against(path: str, plan: Plan, view: HostView):
     """(NCCL's own report read from its INFO log, its differences from the plan as findings):
     the plan's env and what else the log is held to (plan_facts)."""
-    from ..checks.doctor import nccl_log_finding
+    from ..doctor.nccl_findings import nccl_log_finding
     from ..nccl.log import load_log
     from ..nccl.log_compare import compare_with_plan
 

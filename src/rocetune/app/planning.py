@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
 
-from ..checks.binding import emits
+from ..checks import declare, emits
 from ..errors import RocetuneError
 from ..model.env_output import EnvResult, PlannedFile
 from ..model.plan import Overrides, Plan
@@ -86,6 +86,18 @@ def plan_texts(
         topo_path=os.path.join(env_dir, TOPO_FILE_NAME),
     )
     return plan, {fmt: render(plan, fmt, features) for fmt in formats}
+
+
+declare(
+    id="env-file-left-out", kind="rule", severity="warning",
+    by=("nccl-topo-file",),
+    title="A variable that points at a file was left out",
+    checks="Whether a file the env points at (the topology XML) will be written with it.",
+    reads="The plan's files and the output asked for (stdout or -o FILE).",
+    why="An env that names a missing file makes NCCL warn and fall back to its own detection.",
+    fix="write the env with -o FILE (the files go beside it), as the rocetune_env role does",
+    source="rocetune's env writer (docs/env-formats.md)",
+)
 
 
 @emits("env-file-left-out")

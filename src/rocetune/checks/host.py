@@ -1,4 +1,4 @@
-"""Host checks: one function per check over the Features, each declared with its page.
+"""Host checks: one function per check over the Features, each declared with its page just above it.
 
 They run when a host is reported (probe, env, lint, explain ask `host_findings`), never at probe
 time: findings are not facts, so a saved Features document stays the host's facts alone."""
@@ -12,18 +12,18 @@ from ..model.finding import Finding
 from ..model.frontend import front_end
 from ..model.vocab import natural_key
 from .binding import emits
-from .registry import Check, declare, finding
+from .registry import declare, finding
 
 HostCheck = Callable[[dict], Iterable[Finding]]
 _RUNS: Dict[str, HostCheck] = {}
 
 
-def host_check(check: Check) -> Callable[[HostCheck], HostCheck]:
-    declare(check)
-    bind = emits(check.id)
+def host_check(check_id: str) -> Callable[[HostCheck], HostCheck]:
+    """Run the decorated function as the host check `check_id` (declared above it), bound to it."""
+    bind = emits(check_id)
 
     def register(fn: HostCheck) -> HostCheck:
-        _RUNS[check.id] = bound_fn = bind(fn)
+        _RUNS[check_id] = bound_fn = bind(fn)
         return bound_fn
     return register
 
@@ -42,8 +42,8 @@ _KERNEL_ROCE_MTU = ("Linux include/rdma/ib_addr.h iboe_get_mtu(): the RoCE MTU i
                     "(256..4096) not above the netdev MTU less the RoCE headers")
 
 
-@host_check(Check(
-    "pci-link-degraded", "host", "warning",
+declare(
+    id="pci-link-degraded", kind="host", severity="warning",
     title="A GPU or NIC runs its PCIe link below what it can do",
     checks="Each GPU's and NIC's PCIe link: the speed and width it trained at against the most "
            "the device and its slot support.",
@@ -58,7 +58,10 @@ _KERNEL_ROCE_MTU = ("Linux include/rdma/ib_addr.h iboe_get_mtu(): the RoCE MTU i
     source="Linux drivers/pci/pci-sysfs.c (current_link_speed/width, max_link_speed/width, "
            "added by commit 56c1af4606f0); NCCL #749: a topology that declared a 2.5 GT/s x1 link "
            "gave 0.12 GB/s rings.",
-))
+)
+
+
+@host_check("pci-link-degraded")
 def pci_link_degraded(f: dict) -> Iterable[Finding]:
     for d in f["pci"]["devices"]:
         link = d.get("link") or {}
@@ -71,8 +74,8 @@ def pci_link_degraded(f: dict) -> Iterable[Finding]:
                                             "max_link_speed, max_link_width", "value": link})
 
 
-@host_check(Check(
-    "topology-disagreement", "host", "warning",
+declare(
+    id="topology-disagreement", kind="host", severity="warning",
     title="sysfs and nvidia-smi place a GPU-NIC pair differently",
     checks="For each GPU and RDMA NIC, the PCI path type (PIX, PXB, PHB, NODE, SYS) computed from "
            "the sysfs PCI tree against the one `nvidia-smi topo -m` prints.",
@@ -88,7 +91,10 @@ def pci_link_degraded(f: dict) -> Iterable[Finding]:
     source="NVIDIA/nccl v2.28.9-1 src/graph/xml.cc:413-573 (getPciPath, ncclTopoGetXmlFromSys: "
            "each device's place from its /sys path) and src/graph/paths.cc (path types); the "
            "`nvidia-smi topo -m` legend.",
-))
+)
+
+
+@host_check("topology-disagreement")
 def topology_disagreement(f: dict) -> Iterable[Finding]:
     for text in f["topology"]["disagreements"]:
         yield finding("topology-disagreement", text.split(":")[0], text,
@@ -96,8 +102,8 @@ def topology_disagreement(f: dict) -> Iterable[Finding]:
                                 "value": text})
 
 
-@host_check(Check(
-    "verbs-sysfs-disagreement", "host", "warning",
+declare(
+    id="verbs-sysfs-disagreement", kind="host", severity="warning",
     title="libibverbs and sysfs disagree about an RDMA port",
     checks="Each RDMA device and port as libibverbs reports it (pyverbs, else `ibv_devinfo`) "
            "against /sys/class/infiniband: the devices present, port state, link layer, active MTU.",
@@ -110,7 +116,10 @@ def topology_disagreement(f: dict) -> Iterable[Finding]:
         "into the container, or let the port finish coming up; then probe again",
     source="NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:673-732 (ncclIbInitDevices: "
            "ibv_get_device_list, then ibv_query_port per port); rdma-core libibverbs.",
-))
+)
+
+
+@host_check("verbs-sysfs-disagreement")
 def verbs_sysfs_disagreement(f: dict) -> Iterable[Finding]:
     via = (f.get("verbs") or {}).get("via") or "libibverbs"
     for text in f["verbs"]["disagreements"]:
@@ -118,8 +127,8 @@ def verbs_sysfs_disagreement(f: dict) -> Iterable[Finding]:
                       evidence={"file": "/sys/class/infiniband", "command": via, "value": text})
 
 
-@host_check(Check(
-    "no-nvidia-gpu", "host", "info",
+declare(
+    id="no-nvidia-gpu", kind="host", severity="info",
     title="No NVIDIA GPU on this host",
     checks="Whether the host has an NVIDIA GPU: a PCI display or 3D controller of vendor 0x10de, "
            "or one `nvidia-smi` lists.",
@@ -129,7 +138,10 @@ def verbs_sysfs_disagreement(f: dict) -> Iterable[Finding]:
     fix="nothing on a CPU or management node; on a GPU node, check that the GPUs are passed "
         "through to this machine or container and that the NVIDIA driver is loaded (`nvidia-smi`)",
     source="PCI vendor id 0x10de (NVIDIA), class 0x0300/0x0302; NVIDIA nvidia-smi documentation.",
-))
+)
+
+
+@host_check("no-nvidia-gpu")
 def no_nvidia_gpu(f: dict) -> Iterable[Finding]:
     if not any(d["kind"] == "gpu" for d in f["pci"]["devices"]) and not f["gpus"]:
         yield finding("no-nvidia-gpu", "host", "no NVIDIA GPU found on this host",
@@ -145,8 +157,8 @@ def _names_only(f: dict) -> bool:
     return any(d.get("ports_known") is False for d in f["rdma"]["devices"])
 
 
-@host_check(Check(
-    "no-rdma-device", "host", "info",
+declare(
+    id="no-rdma-device", kind="host", severity="info",
     title="No RDMA device: NCCL would use TCP sockets",
     checks="Whether the host has an RDMA port: an entry under /sys/class/infiniband with a port.",
     reads="/sys/class/infiniband/<dev>/ports/* (the Features `rdma.devices[].ports`).",
@@ -157,15 +169,18 @@ def _names_only(f: dict) -> bool:
         "(/dev/infiniband, an RDMA device plugin)",
     source="NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:826 ('NET/IB : No device found.') "
            "and src/transport/net_socket.cc (the fallback transport).",
-))
+)
+
+
+@host_check("no-rdma-device")
 def no_rdma_device(f: dict) -> Iterable[Finding]:
     if not _ports(f) and not _names_only(f) and f["rdma"].get("known", True):
         yield finding("no-rdma-device", "host", "no RDMA device found: NCCL would use TCP sockets on this host",
                       evidence={"file": "/sys/class/infiniband", "value": 0})
 
 
-@host_check(Check(
-    "rdma-unknown", "host", "warning",
+declare(
+    id="rdma-unknown", kind="host", severity="warning",
     title="Cannot tell whether the host has RDMA devices",
     checks="Whether an empty RDMA view means \"none\": the RDMA source could not read, or "
            "`nvidia-smi topo -m` lists NIC columns that no RDMA device accounts for.",
@@ -176,7 +191,10 @@ def no_rdma_device(f: dict) -> Iterable[Finding]:
     fix="probe where the devices are visible: on the host rather than a container without "
         "/sys/class/infiniband mapped, or capture the host with `rocetune capture` including sysfs",
     source="Linux Documentation/ABI/stable/sysfs-class-infiniband; `nvidia-smi topo -m` NIC legend.",
-))
+)
+
+
+@host_check("rdma-unknown")
 def rdma_unknown(f: dict) -> Iterable[Finding]:
     if not _ports(f) and not _names_only(f) and not f["rdma"].get("known", True):
         why = f["rdma"].get("unknown_reason")
@@ -185,8 +203,8 @@ def rdma_unknown(f: dict) -> Iterable[Finding]:
                                 "value": why})
 
 
-@host_check(Check(
-    "software-rdma-device", "host", "info",
+declare(
+    id="software-rdma-device", kind="host", severity="info",
     title="A software RDMA device (Soft-RoCE or siw)",
     checks="RDMA devices that are not a PCI function or its sub-function: rdma_rxe (Soft-RoCE) or "
            "siw devices on a netdev.",
@@ -198,7 +216,10 @@ def rdma_unknown(f: dict) -> Iterable[Finding]:
     fix="nothing in a lab; on a production node, remove it (`rdma link delete rxe0`) so NCCL "
         "does not pick it beside the real NICs",
     source="Linux drivers/infiniband/sw/rxe and sw/siw; openucx/ucx #8633 (Soft-RoCE untested by UCX).",
-))
+)
+
+
+@host_check("software-rdma-device")
 def software_rdma_device(f: dict) -> Iterable[Finding]:
     software = [d for d in f["rdma"]["devices"] if d.get("function") == "software"]
     if software:
@@ -210,8 +231,8 @@ def software_rdma_device(f: dict) -> Iterable[Finding]:
                                 "value": [d["name"] for d in software]})
 
 
-@host_check(Check(
-    "roce-mtu-low", "host", "warning",
+declare(
+    id="roce-mtu-low", kind="host", severity="warning",
     title="A RoCE port's MTU is below 4096",
     checks="Each active RoCE port that carries traffic (addressed, not the front-end interface): "
            "the RoCE MTU its netdev MTU gives.",
@@ -223,7 +244,10 @@ def software_rdma_device(f: dict) -> Iterable[Finding]:
     fix="set the interface MTU to 4200 or more (9000 is common; the switch ports must allow it): "
         "the roce_net role, or `ip link set dev <if> mtu 9000` and the distribution's network config",
     source=_KERNEL_ROCE_MTU + "; NVIDIA/dgx-spark-playbooks PR #103 (4200 for RoCE MTU 4096).",
-))
+)
+
+
+@host_check("roce-mtu-low")
 def roce_mtu_low(f: dict) -> Iterable[Finding]:
     front = set(front_end(f["net"]).interfaces)  # an IPv6 RA default on a rail does not count
     addresses_of = _addresses_by_name(f)
@@ -241,8 +265,8 @@ def roce_mtu_low(f: dict) -> Iterable[Finding]:
                                     "value": {"netdev_mtu": p["netdev_mtu"], "roce_mtu": p["roce_mtu"]}})
 
 
-@host_check(Check(
-    "memlock-limited", "host", "warning",
+declare(
+    id="memlock-limited", kind="host", severity="warning",
     title="Locked memory is limited where RDMA needs it unlimited",
     checks="The soft `Max locked memory` limit of the process that probed, on a host with RDMA ports.",
     reads="/proc/self/limits (the Features `kernel.memlock`).",
@@ -254,7 +278,10 @@ def roce_mtu_low(f: dict) -> Iterable[Finding]:
         "memlock=-1:-1 for a container (the rdma_core role sets the first)",
     source="NCCL documentation, Troubleshooting (ibv_create_qp / ibv_reg_mr failures: raise memlock); "
            "getrlimit(2) RLIMIT_MEMLOCK.",
-))
+)
+
+
+@host_check("memlock-limited")
 def memlock_limited(f: dict) -> Iterable[Finding]:
     memlock = f["kernel"].get("memlock")
     if _ports(f) and memlock and memlock != "unlimited":
@@ -263,8 +290,8 @@ def memlock_limited(f: dict) -> Iterable[Finding]:
                       evidence={"file": "/proc/self/limits", "value": memlock})
 
 
-@host_check(Check(
-    "host-flattened", "host", "warning",
+declare(
+    id="host-flattened", kind="host", severity="warning",
     title="A virtualised or flattened PCI tree under GPU-NIC decisions",
     checks="Whether the PCI tree looks synthetic (GPUs and NICs alone on many PCI domains with no "
            "bridges, every GPU-NIC path SYS on one NUMA node, GPUs under a hypervisor behind no "
@@ -280,7 +307,10 @@ def memlock_limited(f: dict) -> Iterable[Finding]:
     source="NVIDIA/nccl v2.28.9-1 src/graph/paths.cc:418 (ncclTopoCheckGdr: GPUDirect RDMA up "
            "to NCCL_NET_GDR_LEVEL, PXB by default), src/graph/topo.cc:1421 (NCCL_TOPO_FILE) and "
            "src/graph/xml.cc:387 (ncclTopoGetXmlFromFile).",
-))
+)
+
+
+@host_check("host-flattened")
 def host_flattened(f: dict) -> Iterable[Finding]:
     text = _flattened_pairing(f)
     if text:
@@ -329,8 +359,8 @@ def unread_evidence(f: dict) -> List[str]:
     return sorted(out)
 
 
-@host_check(Check(
-    "root-unreadable", "host", "error",
+declare(
+    id="root-unreadable", kind="host", severity="error",
     title="The probe could not read part of the host: the result is partial",
     checks="Whether any file or directory the probe reads for the plan's evidence (under /sys, "
            "/proc, /etc, /dev, /run, the recorded commands of a capture) was refused to the user "
@@ -343,7 +373,10 @@ def unread_evidence(f: dict) -> List[str]:
     fix="run as root, or as a user who may read the whole root; `env -o` writes nothing meanwhile",
     source="open(2)/getdents(2) EACCES; rocetune.hostfs.root.HostRoot turns it into a warning, never "
            "into an empty answer taken as the host's.",
-))
+)
+
+
+@host_check("root-unreadable")
 def root_unreadable(f: dict) -> Iterable[Finding]:
     denied = unread_evidence(f)
     if denied:

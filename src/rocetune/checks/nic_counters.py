@@ -1,7 +1,9 @@
-"""The NIC health checks: per id, the counters it reads, its threshold, why, the fix, the source.
+"""The NIC health checks: per id, the counters it reads, its threshold, why, the fix, the source
+(a `CounterGrading` each).
 
-`REGISTRY` (id -> doc, why, fix, source, threshold) is what a check registry imports; the judging
-itself is rocetune.doctor.nic_health. docs/health.md explains each id for people.
+`REGISTRY` (id -> doc, why, fix, source, threshold) is the table by id; rocetune.doctor.declarations
+declares each check from it, and rocetune.doctor.nic_health judges the counters.
+docs/health.md explains each id for people.
 
 A check's rate is the worst of its signals (several counters often see the same events: a flap
 is in link_down_events_phy and in carrier_changes), except that a signal with a `floor` raises
@@ -45,7 +47,10 @@ class Signal:
 
 
 @dataclass(frozen=True)
-class Check:
+class CounterGrading:
+    """How one NIC health check grades a port: the counters it reads, the rates that make a warning or
+    an error, and the words of its page."""
+
     id: str
     title: str
     signals: Tuple[Signal, ...]
@@ -60,8 +65,8 @@ def _prio(direction: str, what: str) -> str:
     return rf"{direction}_prio[0-7]_{what}"
 
 
-CHECKS: Tuple[Check, ...] = (
-    Check(
+CHECKS: Tuple[CounterGrading, ...] = (
+    CounterGrading(
         "nic-link-flaps", "Link flaps",
         (Signal("rdma", "link_downed"), Signal("rdma", "link_error_recovery"),
          Signal("sysfs", "carrier_flaps"), Signal("ethtool", "link_down_events_phy")),
@@ -77,7 +82,7 @@ CHECKS: Tuple[Check, ...] = (
         "rdma-core infiniband-diags etc/error_thresholds (LinkDownedCounter=10, "
         "LinkErrorRecoveryCounter=10); Linux Documentation/networking/device_drivers/ethernet/"
         "mellanox/mlx5/counters.rst (link_down_events_phy)"),
-    Check(
+    CounterGrading(
         "nic-symbol-errors", "Symbol errors",
         (Signal("rdma", "symbol_error"), Signal("ethtool", "rx_symbol_err_phy"),
          Signal("ethtool", "rx_pcs_symbol_err_phy")),
@@ -94,7 +99,7 @@ CHECKS: Tuple[Check, ...] = (
         "rdma-core infiniband-diags etc/error_thresholds (SymbolErrorCounter=10); NVIDIA ibdiagnet "
         "user manual, Bit Error Rate (default threshold 1e-12); mlx5 counters.rst "
         "(rx_symbol_err_phy, rx_pcs_symbol_err_phy)"),
-    Check(
+    CounterGrading(
         "nic-rcv-errors", "Receive errors",
         (Signal("rdma", "port_rcv_errors"), Signal("ethtool", "rx_crc_errors_phy"),
          Signal("sysfs", "rx_errors")),
@@ -109,7 +114,7 @@ CHECKS: Tuple[Check, ...] = (
         "transceiver, dirty fibre); an MTU mismatch with the peer shows as oversize drops.",
         "rdma-core infiniband-diags etc/error_thresholds (PortRcvErrors=10); mlx5 counters.rst "
         "(rx_crc_errors_phy)"),
-    Check(
+    CounterGrading(
         "nic-rx-discards", "Receive discards and buffer overruns",
         (Signal("rdma", "excessive_buffer_overrun_errors"), Signal("rdma", "out_of_buffer"),
          Signal("ethtool", "rx_discards_phy"), Signal("ethtool", "rx_out_of_buffer"),
@@ -129,7 +134,7 @@ CHECKS: Tuple[Check, ...] = (
         "rdma-core infiniband-diags etc/error_thresholds (ExcessiveBufferOverrunErrors=10); mlx5 "
         "counters.rst (rx_discards_phy, rx_out_of_buffer, rx_prio[p]_discards); kernel commit "
         "0ad17a8f7fa0 (IB/mlx5 out_of_buffer)"),
-    Check(
+    CounterGrading(
         "nic-xmit-discards", "Transmit discards",
         (Signal("rdma", "port_xmit_discards", "tx"), Signal("ethtool", "tx_discards_phy", "tx"),
          Signal("sysfs", "tx_dropped", "tx")),
@@ -143,7 +148,7 @@ CHECKS: Tuple[Check, ...] = (
         "link flaps; on InfiniBand, for a congested or misrouted fabric.",
         "rdma-core infiniband-diags etc/error_thresholds (PortXmitDiscards=100); mlx5 "
         "counters.rst (tx_discards_phy)"),
-    Check(
+    CounterGrading(
         "nic-pause-storm", "Pause frames sent (slow receiver)",
         (Signal("ethtool", "tx_global_pause_duration"),
          Signal("ethtool", _prio("tx", "pause_duration"), pattern=True),
@@ -165,7 +170,7 @@ CHECKS: Tuple[Check, ...] = (
         "priority is lossless.",
         "mlx5 counters.rst (tx_pause_ctrl_phy, tx_prio[p]_pause, tx_prio[p]_pause_duration, "
         "tx_pause_storm_warning_events, tx_pause_storm_error_events)"),
-    Check(
+    CounterGrading(
         "nic-pause-received", "Pause frames received (congested network)",
         (Signal("ethtool", "rx_global_pause_duration"),
          Signal("ethtool", _prio("rx", "pause_duration"), pattern=True),
@@ -182,7 +187,7 @@ CHECKS: Tuple[Check, ...] = (
         "counters), incast patterns, and the next hop's own pause counters; a peer that pauses "
         "constantly may be a slow receiver itself.",
         "mlx5 counters.rst (rx_pause_ctrl_phy, rx_prio[p]_pause, rx_prio[p]_pause_duration)"),
-    Check(
+    CounterGrading(
         "nic-cnp-rate", "Congestion notifications",
         (Signal("rdma", "np_ecn_marked_roce_packets"), Signal("rdma", "np_cnp_sent"),
          Signal("rdma", "rp_cnp_handled", "tx")),
@@ -197,7 +202,7 @@ CHECKS: Tuple[Check, ...] = (
         "slower link in the path, switch ECN thresholds set too low.",
         "kernel commit 0ad17a8f7fa0 and drivers/infiniband/hw/mlx5/counters.c (np_cnp_sent, "
         "rp_cnp_handled, np_ecn_marked_roce_packets); rocetune's choice of 1% / 10%"),
-    Check(
+    CounterGrading(
         "nic-seq-errors", "Out-of-sequence and retransmission",
         (Signal("rdma", "out_of_sequence"), Signal("rdma", "out_of_seq_request"),
          Signal("rdma", "rcvd_seq_err"), Signal("rdma", "duplicate_request"),
@@ -214,7 +219,7 @@ CHECKS: Tuple[Check, ...] = (
         "switches (a lossy RoCE priority, PFC off), and at link errors.",
         "kernel commit 0ad17a8f7fa0 (IB/mlx5 port protocol stats); drivers/infiniband/sw/rxe/"
         "rxe_hw_counters.c; rocetune's choice of 1 / 100 per GB"),
-    Check(
+    CounterGrading(
         "nic-rnr-naks", "Receiver-not-ready NAKs",
         (Signal("rdma", "rnr_nak_retry_err"), Signal("rdma", "rcvd_rnr_err"),
          Signal("rdma", "send_rnr_err")),
@@ -228,7 +233,7 @@ CHECKS: Tuple[Check, ...] = (
         "raise its receive queue depth or min_rnr_timer.",
         "kernel commit 0ad17a8f7fa0 (rnr_nak_retry_err); drivers/infiniband/sw/rxe/"
         "rxe_hw_counters.c; rocetune's choice of 10 / 1,000 an hour"),
-    Check(
+    CounterGrading(
         "nic-retries-exceeded", "Connections that gave up",
         (Signal("rdma", "req_transport_retries_exceeded"), Signal("rdma", "req_rnr_retries_exceeded"),
          Signal("rdma", "retry_exceeded_err"), Signal("rdma", "retry_rnr_exceeded_err")),
@@ -261,3 +266,4 @@ REGISTRY: Dict[str, dict] = {
         "threshold": None,
     },
 }
+

@@ -7,6 +7,7 @@ doctor's -- is made here from a registered id; an id nobody declared is a progra
 
 from __future__ import annotations
 
+import sys
 from contextvars import ContextVar
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
@@ -55,32 +56,52 @@ class Check(FrozenRecord):
 
 
 _CHECKS: Dict[str, Check] = {}
+_DECLARED_IN: Dict[str, str] = {}  # id -> the module that declared it
 
 
-def declare(check: Check) -> Check:
+def declare(*, id: str, kind: str, severity: str, title: str, checks: str, reads: str, why: str, fix: str,
+            source: str, also: Tuple[str, ...] = (), severity_note: str = "", by: Tuple[str, ...] = ()) -> Check:
+    """The one way a check is declared: at the top level of a module of the package whose code
+    makes its findings, every field by keyword (what its page says). Returns the Check."""
+    check = Check(id, kind, severity, title, checks, reads, why, fix, source, tuple(also), severity_note, tuple(by))
     if check.id in _CHECKS:
         raise ValueError(f"check {check.id} is declared twice")
     if check.kind not in KINDS or any(s not in SEVERITIES for s in check.severities):
         raise ValueError(f"check {check.id}: kind {check.kind!r} or severities {check.severities} unknown")
     _CHECKS[check.id] = check
+    _DECLARED_IN[check.id] = sys._getframe(1).f_globals.get("__name__", "")
     return check
 
 
+def declared_in(check_id: str) -> str:
+    """The module whose top level declared the check."""
+    get(check_id)
+    return _DECLARED_IN[check_id]
+
+
 # The modules that declare checks, in the order lookups load them: a probe's findings are the
-# host's, its rules' and its plan's, so it never imports doctor's, lint's or the switch's.
-_DECLARING = (("host", "rules", "plan"), ("lint", "switch", "expect", "doctor", "doctor_below", "doctor_readers"))
+# host's, its rules' and its plan's, so it never imports doctor's, lint's or the switch's. A
+# module that binds ids of a later group in the same group would find them undeclared.
+# `rocetune.rules` imports every rule module, each of which declares the checks it leaves.
+_DECLARING = (
+    ("rocetune.checks.host", "rocetune.rules", "rocetune.app.planning"),
+    ("rocetune.lint.declarations", "rocetune.lint.switch_declarations", "rocetune.checks.expect",
+     "rocetune.doctor.declarations", "rocetune.doctor.below_declarations",
+     "rocetune.doctor.nccl_findings"),
+)
 _loaded = [0]  # how many groups of _DECLARING are imported
 
 
 def _load_next() -> bool:
     """Import the next group of declaring modules; False when all are."""
-    if _loaded[0] >= len(_DECLARING):
+    group = _loaded[0]
+    if group >= len(_DECLARING):
         return False
     import importlib
 
-    for name in _DECLARING[_loaded[0]]:
-        importlib.import_module(f"{__package__}.{name}")
-    _loaded[0] += 1
+    for name in _DECLARING[group]:
+        importlib.import_module(name)
+    _loaded[0] = max(_loaded[0], group + 1)  # a module of the group may have looked an id up
     return True
 
 

@@ -31,7 +31,7 @@ CHECKS: Dict[str, Run] = {}
 
 
 def check(check_id: str, *also: str) -> Callable[[Run], Run]:
-    """Bind a function to the doctor check declared in rocetune.checks.doctor that it runs as, and
+    """Bind a function to the doctor check declared in rocetune.doctor.declarations that it runs as, and
     (`also`) to the other ids it makes findings of: checks.emits, plus doctor's table of checks."""
     bind = emits(check_id, *also)
 

@@ -1,4 +1,4 @@
-"""Doctor's checks below NCCL (declared in rocetune.checks.doctor_below): the kernel log's NIC,
+"""Doctor's checks below NCCL (declared in rocetune.doctor.below_declarations): the kernel log's NIC,
 link, PCIe, module and GPU events, judged for the devices that carry the job -- the compute NICs
 (the plan's ports, every function of their cards), the GPUs and the PCI bridges above them. The
 same events on other devices are info: they are said, not held against the node."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ..checks.binding import emits
-from ..checks.nic_counters import CHECKS, REGISTRY, RESET_ID, Check, Signal, Threshold
+from ..checks.nic_counters import CHECKS, REGISTRY, RESET_ID, CounterGrading, Signal, Threshold
 from ..errors import ExitCode, RocetuneError
 from ..model.finding import Finding, severity_rank
 from ..model.nic_counters import PORT_DATA_WORD_BYTES, validate_snapshot
@@ -238,7 +238,7 @@ def _names(signal: Signal, counters: Mapping[str, int]) -> List[str]:
 _PATTERNS: Dict[Signal, re.Pattern[str]] = {}
 
 
-def _judge_check(check: Check, limit: Threshold, subject: str, old: Mapping[str, int], new: Mapping[str, int],
+def _judge_check(check: CounterGrading, limit: Threshold, subject: str, old: Mapping[str, int], new: Mapping[str, int],
                  interval: float, gbytes: Mapping[str, Optional[int]],
                  rate_gbps: Optional[float]) -> Optional[NicResult]:
     error_limit = limit.error
@@ -301,7 +301,7 @@ def _rate(unit: str, signal: Signal, delta: int, interval: float, gbytes: Mappin
     raise ValueError(f"unknown unit {unit!r}")
 
 
-def _direction(check: Check, key: str) -> str:
+def _direction(check: CounterGrading, key: str) -> str:
     source, name = key.split(":", 1)
     for s in check.signals:
         if s.source == source and (re.fullmatch(s.name, name) if s.pattern else s.name == name):

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..model.vocab import natural_key
 from .facts import WARNING_PREFIX, Fact, fact_order, label
 from .host_facts import host_facts, missing_fact
-from .manifest import Check
+from .manifest import ManifestEntry
 from .results import HostResult
 
 
@@ -26,7 +26,7 @@ from .results import HostResult
 class Cell:
     fact: Fact
     status: str = "ok"  # ok | odd | split | unknown | failing
-    missed: List[Check] = field(default_factory=list)  # manifest checks this value misses
+    missed: List[ManifestEntry] = field(default_factory=list)  # manifest checks this value misses
 
     @property
     def drift(self) -> bool:
@@ -145,7 +145,7 @@ def list_difference(reference: Any, value: Any) -> Dict[str, List[Any]]:
     return {k: v for k, v in out.items() if v}
 
 
-def compare(results: Sequence[HostResult], checks: Sequence[Check] = ()) -> Report:
+def compare(results: Sequence[HostResult], checks: Sequence[ManifestEntry] = ()) -> Report:
     from .results import copies
 
     copies(list(results))

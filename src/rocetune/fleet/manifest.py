@@ -28,14 +28,16 @@ MAX_MANIFEST_BYTES = 1 << 20  # a manifest is a few dozen lines
 
 
 @dataclass(frozen=True)
-class Check:
+class ManifestEntry:
+    """One desired value of the manifest: the fact it holds every host to, and the key that asked."""
+
     fact: str
     desired: str  # the desired state, for people
     fits: Callable[[Fact], bool]
     source: str  # the manifest key
 
 
-def load(path: str) -> List[Check]:
+def load(path: str) -> List[ManifestEntry]:
     from ..errors import HostReadError
     from ..hostfs.inputs import read_input
     from ..model.yamlread import YamlError, load_yaml
@@ -59,13 +61,13 @@ def load(path: str) -> List[Check]:
                             code=ExitCode.INPUT) from None
 
 
-def checks(doc: Any) -> List[Check]:
+def checks(doc: Any) -> List[ManifestEntry]:
     """The checks a parsed manifest asks for; ValueError naming the key that is wrong."""
     if doc is None:
         return []
     if not isinstance(doc, dict):
         raise ValueError("expected a mapping of desired values")
-    out: List[Check] = []
+    out: List[ManifestEntry] = []
     for key in doc:
         if key not in _KEYS:
             raise ValueError(f"unknown key {key!r} (known: {', '.join(sorted(_KEYS))})")
@@ -86,8 +88,8 @@ def _str(key: str, value: Any) -> str:
     return str(value)
 
 
-def _all_equal(fact: str, key: str, want: Any) -> Check:
-    return Check(fact, str(want), lambda f: f.known and f.value == [want], key)
+def _all_equal(fact: str, key: str, want: Any) -> ManifestEntry:
+    return ManifestEntry(fact, str(want), lambda f: f.known and f.value == [want], key)
 
 
 def _mtu(key, v):
@@ -100,14 +102,14 @@ def _gid(key, v):
 
 def _hca_count(key, v):
     n = _int(key, v)
-    return [Check("hca.count", str(n), lambda f: f.known and f.value == n, key)]
+    return [ManifestEntry("hca.count", str(n), lambda f: f.known and f.value == n, key)]
 
 
 def _hcas(key, v):
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise ValueError(f"{key}: expected a list of ports such as mlx5_0:1")
     want = sorted(v)
-    return [Check("hca.names", ", ".join(v), lambda f: f.known and sorted(f.value or []) == want, key)]
+    return [ManifestEntry("hca.names", ", ".join(v), lambda f: f.known and sorted(f.value or []) == want, key)]
 
 
 def _nccl(key, v):
@@ -119,7 +121,7 @@ def _nccl(key, v):
 
 def _kernel(key, v):
     text = _str(key, v)
-    return [Check("kernel", text, lambda f: f.known and f.value == text, key)]
+    return [ManifestEntry("kernel", text, lambda f: f.known and f.value == text, key)]
 
 
 def _driver(key, v):
@@ -146,12 +148,12 @@ def _link(key, v):
             raise ValueError(f"{key}.speed: expected PCIe GT/s such as 32 or \"32.0 GT/s\", got {v['speed']!r}")
         speed = f"{float(m.group(1)):.1f} GT/s"
         for fact in ("pcie.nic", "pcie.gpu"):
-            out.append(Check(fact, f"{speed} (every device)", _each(lambda s, sp=speed: s.split(" x")[0] == sp),
+            out.append(ManifestEntry(fact, f"{speed} (every device)", _each(lambda s, sp=speed: s.split(" x")[0] == sp),
                              f"{key}.speed"))
     if "width" in v:
         width = _int(f"{key}.width", v["width"])
         for fact in ("pcie.nic", "pcie.gpu"):
-            out.append(Check(fact, f"x{width} (every device)",
+            out.append(ManifestEntry(fact, f"x{width} (every device)",
                              _each(lambda s, w=width: s.split(" x")[1].split(" ")[0] == str(w)), f"{key}.width"))
     if "rate_gbps" in v:
         rate = v["rate_gbps"]
@@ -176,7 +178,7 @@ def _env(key, v):
         if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*\Z", name):
             raise ValueError(f"{key}: {name!r} is not a variable name")
         text: Optional[str] = None if want is None else _str(f"{key}.{name}", want)
-        out.append(Check(f"env.{name}", "(unset)" if text is None else text,
+        out.append(ManifestEntry(f"env.{name}", "(unset)" if text is None else text,
                          lambda f, t=text: f.known and f.value == t, f"{key}.{name}"))
     return out
 
@@ -184,11 +186,11 @@ def _env(key, v):
 def _rails(key, v):
     if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
         raise ValueError(f"{key}: expected a list of switch names (LLDP SysName), rail 0 first")
-    return [Check(f"rail.{i}.switch", name, lambda f, n=name: f.known and f.value == n, f"{key}[{i}]")
+    return [ManifestEntry(f"rail.{i}.switch", name, lambda f, n=name: f.known and f.value == n, f"{key}[{i}]")
             for i, name in enumerate(v)]
 
 
-_KEYS: Dict[str, Callable[[str, Any], List[Check]]] = {
+_KEYS: Dict[str, Callable[[str, Any], List[ManifestEntry]]] = {
     "mtu": _mtu, "gid_index": _gid, "hca_count": _hca_count, "hcas": _hcas, "nccl_version": _nccl,
     "kernel": _kernel, "nic_driver": _driver, "nic_fw": _fw, "link": _link, "env": _env,
     "rails": _rails,

@@ -1,6 +1,6 @@
 """Lint environment settings: env files, nccl.conf, job scripts, Dockerfiles, Markdown notes.
 
-Each check is declared once in rocetune.checks.lint (id, severity, fix, source; a page
+Each check is declared once in rocetune.lint.declarations (id, severity, fix, source; a page
 docs/checks/<id>.md); a finding's own fix, when lint can name one for the setting, overrides the
 check's. `error` means the setting does not do what its author meant (NCCL ignores it, reads it
 as another number, or it contradicts the fabric's QoS plan); `warning` means it probably does

@@ -1,5 +1,5 @@
 """A switch's running QoS against the NIC QoS the hosts report (the switch-host-* checks of
-rocetune.checks.switch): trust, PFC priorities, the RoCE DSCPs, DCQCN and the CNP class must
+rocetune.lint.switch_declarations): trust, PFC priorities, the RoCE DSCPs, DCQCN and the CNP class must
 agree on both ends of a link. Which port faces which host is not known from the outputs, so each fabric NIC is held
 against every group of switch ports; one fault of the switch is one finding, naming every host
 and NIC it touches (a fleet of 128 hosts that all disagree with one port group is one line)."""

@@ -1,5 +1,5 @@
 """A switch's running QoS against the QoS plan: one finding per disagreement (the switch-* checks
-of rocetune.checks.switch), per group of ports that share their QoS.
+of rocetune.lint.switch_declarations), per group of ports that share their QoS.
 
 Each RoCE class of the plan (data, CNP, and CTS when the plan has it) is followed through the
 switch as rocetune.model.switch_qos describes: its DSCP (or VLAN priority) to a priority, which is

@@ -2,10 +2,10 @@
 
     differences = compare_with_plan(read_log(text), plan_env)
 
-Each Difference has a stable id from DIFFERENCES (kebab-case, one line of doc and a fix each),
+Each LogDifference has a stable id from DIFFERENCES (kebab-case, one line of doc and a fix each),
 a severity, the subject it is about (a device, a variable, a WARN's file:line), the log lines
 that show it, and the processes (host:pid) it was seen in. One finding seen in many processes is
-one Difference, so a 1000-rank log gives a short answer. The order is fixed: severity, id, subject.
+one LogDifference, so a 1000-rank log gives a short answer. The order is fixed: severity, id, subject.
 
 What a log can and cannot show: NCCL prints the integer variables it reads ("set by environment
 to N.", misc/param.cc) and a fixed set of string ones (ECHOED_STRINGS), and only when the ENV
@@ -157,7 +157,7 @@ _MAX_EVIDENCE = 3
 
 
 @dataclass(frozen=True)
-class Difference:
+class LogDifference:
     id: str
     severity: str
     subject: str
@@ -186,7 +186,7 @@ class PlanFacts:
 
 
 def compare_with_plan(report: NcclLogReport, plan_env: Mapping[str, str],
-                      facts: Optional[PlanFacts] = None) -> List[Difference]:
+                      facts: Optional[PlanFacts] = None) -> List[LogDifference]:
     c = _Collector(len(report.processes))
     plan = {k: str(v) for k, v in plan_env.items()}
     facts = facts or PlanFacts()
@@ -562,7 +562,7 @@ class _Collector:
             if e is not None and len(item["evidence"]) < _MAX_EVIDENCE and str(e) not in item["evidence"]:
                 item["evidence"].append(str(e))
 
-    def result(self) -> List[Difference]:
+    def result(self) -> List[LogDifference]:
         out = []
         for (diff_id, subject), item in self.items.items():
             kind = DIFFERENCES[diff_id]
@@ -570,7 +570,7 @@ class _Collector:
                 message = f"{kind.doc}: {', '.join(sorted(item['messages']))}"
             else:
                 message = item["messages"][0] + self._where(item["processes"])
-            out.append(Difference(diff_id, item["severity"], subject, message, tuple(item["evidence"]),
+            out.append(LogDifference(diff_id, item["severity"], subject, message, tuple(item["evidence"]),
                                   item["fix"], tuple(sorted(item["processes"]))))
         return sorted(out, key=lambda d: (_SEVERITY_ORDER.get(d.severity, 3), d.id, d.subject))
 

@@ -270,7 +270,7 @@ def _str(v: Any) -> Optional[str]:
 
 # --- judging --------------------------------------------------------------------------------------
 
-class Verdict(NamedTuple):
+class RasVerdict(NamedTuple):
     id: str
     severity: str
     subject: str
@@ -293,41 +293,41 @@ VERDICTS = {
 
 def judge(first: RasStatus, second: Optional[RasStatus] = None,
           plan_env: Optional[Mapping[str, str]] = None, diag: Optional[List[Any]] = None,
-          plan_nccl: Optional[str] = None) -> List[Verdict]:
+          plan_nccl: Optional[str] = None) -> List[RasVerdict]:
     """What RAS's answer(s) say, as verdicts: the latest poll's errors, dead and missing processes; from
     two polls, the communicators that made no progress and the ranks to suspect; RAS diagnostics'
     environment lines (`diag`: rocetune.nccl.log_lines.DiagLine) held against the plan's env."""
     last = second or first
-    out: List[Verdict] = []
+    out: List[RasVerdict] = []
     for e in last.entries:
         who = _who(e)
         if e.kind == "DEAD":
-            out.append(Verdict("ras-dead", "error", "RAS", f"RAS declared dead: {who}", tuple(e.lines[:3])))
+            out.append(RasVerdict("ras-dead", "error", "RAS", f"RAS declared dead: {who}", tuple(e.lines[:3])))
         elif "ERROR" in e.kind.split(","):
-            out.append(Verdict("ras-error", "error", e.comm or "RAS",
+            out.append(RasVerdict("ras-error", "error", e.comm or "RAS",
                                f"communicator {e.comm} ({e.comm_hash}): {'; '.join(e.lines[:2])}{who and ': ' + who}",
                                tuple(e.lines[:3])))
         elif e.kind.startswith("INCOMPLETE"):
             still = second is not None and any(x.kind.startswith("INCOMPLETE") and x.comm == e.comm
                                                for x in first.entries)
-            out.append(Verdict("ras-incomplete", "error" if still else "warning", e.comm or "RAS",
+            out.append(RasVerdict("ras-incomplete", "error" if still else "warning", e.comm or "RAS",
                                f"{'; '.join(e.lines[:1])}: {who}" + (" (in both polls)" if still else ""),
                                tuple(e.lines[:3])))
     out += _json_verdicts(last)
     if second is None:
         for e in first.entries:
             if e.kind == "MISMATCH":
-                out.append(Verdict("ras-mismatch", "info", e.comm or "RAS",
+                out.append(RasVerdict("ras-mismatch", "info", e.comm or "RAS",
                                    f"communicator {e.comm}: {'; '.join(e.lines[:3])}", tuple(e.lines[:3])))
         if not any(v.id in ("ras-dead", "ras-error") for v in out):
-            out.append(Verdict("ras-one-poll", "info", "RAS", VERDICTS["ras-one-poll"][1]))
+            out.append(RasVerdict("ras-one-poll", "info", "RAS", VERDICTS["ras-one-poll"][1]))
     else:
         out += _stuck(first, second)
     if diag and plan_env:
         out += _env_against_plan(diag, plan_env)
     ran = last.version.split("+")[0] if last.version else None
     if ran and plan_nccl and ran != plan_nccl.split("+")[0]:
-        out.append(Verdict("ras-version-differs", "warning", "NCCL version",
+        out.append(RasVerdict("ras-version-differs", "warning", "NCCL version",
                            f"RAS answers from NCCL {ran}; the plan was made for NCCL {plan_nccl}: release-gated "
                            "settings and defaults differ between releases"))
     return out
@@ -343,22 +343,22 @@ def _who(e: RasEntry) -> str:
     return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
 
 
-def _json_verdicts(st: RasStatus) -> List[Verdict]:
+def _json_verdicts(st: RasStatus) -> List[RasVerdict]:
     out = []
     for h, c in sorted(st.comms.items()):
         bad = sorted(r for r, d in c.ranks.items()
                      if (_int(d["status"].get("async_error")) or 0) != 0 or
                      (_int(d["status"].get("init_state")) or 0) not in (0, 7) or d["status"].get("abort_flag") is True)
         if bad:
-            out.append(Verdict("ras-error", "error", h, f"communicator {h}: rank(s) {_ranks(bad)} report an error "
+            out.append(RasVerdict("ras-error", "error", h, f"communicator {h}: rank(s) {_ranks(bad)} report an error "
                                "(init_state, async_error or abort_flag)"))
         dead = sorted(r for r, d in c.missing.items() if d["considered_dead"])
         gone = sorted(r for r, d in c.missing.items() if not d["considered_dead"])
         if dead:
-            out.append(Verdict("ras-dead", "error", h, f"communicator {h}: rank(s) {_ranks(dead)} considered dead ("
+            out.append(RasVerdict("ras-dead", "error", h, f"communicator {h}: rank(s) {_ranks(dead)} considered dead ("
                                + ", ".join(f"{c.missing[r]['host']}:{c.missing[r]['pid']}" for r in dead[:8]) + ")"))
         if gone:
-            out.append(Verdict("ras-incomplete", "warning", h, f"communicator {h}: rank(s) {_ranks(gone)} did not "
+            out.append(RasVerdict("ras-incomplete", "warning", h, f"communicator {h}: rank(s) {_ranks(gone)} did not "
                                "answer (" + ", ".join(f"{c.missing[r]['host']}:{c.missing[r]['pid']}"
                                                       for r in gone[:8]) + ")"))
     return out
@@ -368,7 +368,7 @@ def _ranks(ranks: List[int]) -> str:
     return ", ".join(map(str, ranks[:16])) + (f" ... ({len(ranks)})" if len(ranks) > 16 else "")
 
 
-def _stuck(first: RasStatus, second: RasStatus) -> List[Verdict]:
+def _stuck(first: RasStatus, second: RasStatus) -> List[RasVerdict]:
     out = []
     for h, c in sorted(second.comms.items()):  # JSON: every rank's counts
         before = first.comms.get(h)
@@ -378,14 +378,14 @@ def _stuck(first: RasStatus, second: RasStatus) -> List[Verdict]:
         common = [r for r in c.ranks if r in before.ranks]
         still = sorted(r for r in common if r not in moved)
         if moved and still:
-            out.append(Verdict("ras-stuck", "warning", h, f"communicator {h}: rank(s) {_ranks(still)} launched no "
+            out.append(RasVerdict("ras-stuck", "warning", h, f"communicator {h}: rank(s) {_ranks(still)} launched no "
                                f"operation between the two polls while {len(moved)} other(s) did: the suspects"))
         if common and not moved:
             totals = {r: sum(c.ranks[r]["counts"].values()) for r in common}
             low = min(totals.values())
             behind = sorted(r for r, t in totals.items() if t == low) if len(set(totals.values())) > 1 else []
             who = f"; the ranks behind (at {low} operations): {_ranks(behind)}" if behind else ""
-            out.append(Verdict("ras-stuck", "error", h, f"communicator {h}: no rank's operation counts moved "
+            out.append(RasVerdict("ras-stuck", "error", h, f"communicator {h}: no rank's operation counts moved "
                                f"between the two polls ({len(common)} ranks){who}"))
     for e in second.entries:  # text: the MISMATCH entries of operation counts
         if e.kind != "MISMATCH" or not e.counts_of:
@@ -394,7 +394,7 @@ def _stuck(first: RasStatus, second: RasStatus) -> List[Verdict]:
                      x.counts_of == e.counts_of), None)
         if prev is None or prev.groups != e.groups:
             continue
-        out.append(Verdict("ras-stuck", "error", e.comm or "RAS",
+        out.append(RasVerdict("ras-stuck", "error", e.comm or "RAS",
                            f"communicator {e.comm} ({e.comm_hash}): the {e.counts_of} operation counts did not move "
                            f"between two polls ({', '.join(f'{n} ranks {w}' for n, w in e.groups)}); "
                            + _suspects(e, second), tuple(e.lines[:3])))
@@ -432,7 +432,7 @@ _ENV_VALUE = re.compile(r"NCCL environment: (NCCL_[A-Z0-9_]{1,64})=(.{0,256}) on
                         r"(?: \(N=(\d{1,9})\))?")
 
 
-def _env_against_plan(diag: List[Any], plan_env: Mapping[str, str]) -> List[Verdict]:
+def _env_against_plan(diag: List[Any], plan_env: Mapping[str, str]) -> List[RasVerdict]:
     """RAS diagnostics' "NCCL environment: KEY=VALUE on rank(s) {...}" lines (v2.31.2-1 ras/diagnostics_env.cc)
     against the env the plan gives each rank: a value group other than the plan's names the ranks."""
     out = []
@@ -444,7 +444,7 @@ def _env_against_plan(diag: List[Any], plan_env: Mapping[str, str]) -> List[Verd
         want = str(plan_env[key])
         if value != want:
             got = "unset" if value == "(unset)" else f"{key}={value}"
-            out.append(Verdict("ras-env-differs", "error", key, f"ranks {{{ranks}}}" +
+            out.append(RasVerdict("ras-env-differs", "error", key, f"ranks {{{ranks}}}" +
                                (f" (of {m.group(4)})" if m.group(4) else "") + f" run with {got}; the plan sets "
                                f"{key}={want}", (d.text,)))
     return out

@@ -22,11 +22,32 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
 from .nccl_cross_nic import port_networks
 
 ID = "arp-isolation"
+
+
+declare(
+    id="rdma-ports-share-subnet", kind="rule", severity="warning",
+    also=("info",),
+    severity_note="info when the ports' ARP sysctls are not in the Features, so they cannot be judged",
+    by=("arp-isolation",),
+    title="RDMA ports share a subnet with ARP at kernel defaults",
+    checks="RDMA ports whose interfaces have addresses in one IPv4 subnet: their arp_ignore, "
+           "arp_announce and rp_filter sysctls.",
+    reads="The interfaces' addresses (`ip -j addr`) and /proc/sys/net/ipv4/conf/<if>/{arp_ignore,"
+          "arp_announce,rp_filter} (the Features `net.interfaces`, `kernel.sysctl`).",
+    why="With kernel defaults any port answers ARP for every address of the host, so peers send "
+        "one port's RoCE traffic to another: NCCL sees one NIC carrying the load, or cross-rail "
+        "failures (NCCL #1109, #1348).",
+    fix="set arp_ignore=1, arp_announce=2, rp_filter=2 per interface and a routing table per port "
+        "(the roce_net role, roce_net_arp_isolation); or give each rail its own subnet",
+    source="NCCL #1109, #1348; Linux Documentation/networking/ip-sysctl.rst (arp_ignore, "
+           "arp_announce, rp_filter).",
+)
 WANT = {"arp_ignore": (lambda v: v >= 1, ">= 1"), "arp_announce": (lambda v: v == 2, "2"),
         "rp_filter": (lambda v: v != 1, "0 or 2")}
 

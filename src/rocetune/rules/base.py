@@ -7,11 +7,36 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..analysis import hostview
-from ..checks import finding
+from ..checks import declare, finding
 from ..checks.binding import emits
 from ..model.finding import Finding
 from ..model.plan import Decision, Message, PlanFile
 from ..model.qos import QosPlan, default_plan
+
+# What the checks of the port choice read and rest on (nccl_ib_hca.py, no_rdma.py declare them).
+PORTS_READ = ("The RDMA ports (/sys/class/infiniband/DEV/ports/N: state, link_layer, rate, GID "
+              "table), their netdevs' addresses and routes, and each port's PCI path to each GPU "
+              "(the Features `rdma`, `net`, `topology.gpu_nic`).")
+NCCL_IB_SOURCE = ("NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc ncclIbInit (every ACTIVE IB/RoCE port, "
+                  "filtered by NCCL_IB_HCA); NCCL user guide, NCCL_IB_HCA")
+
+declare(
+    id="declared-contradicted", kind="rule", severity="warning",
+    by=("nccl-ib-hca", "nccl-ib-gid-index", "traffic-class"),
+    title="A value the host's owner declared is contradicted by the host",
+    checks="A declared NCCL_IB_HCA, NCCL_IB_GID_INDEX or NCCL_IB_TC (in /etc/nccl.conf or a "
+           "vendor's env script) against the host's evidence: the ports it selects, a RoCE v2 "
+           "GID on every compute port, the DSCP's priority having PFC on the NICs.",
+    reads="The declared files (the Features `declared.files`) and the facts the rule behind the key "
+          "reads: RDMA ports and their state, GID tables, the NICs' recorded QoS (mlnx_qos).",
+    why="rocetune keeps every declared value (vendors encode what no probe sees), so a value that "
+        "selects a port that is down, a GID that is not RoCE v2, or a class without PFC stays in "
+        "force until someone replaces it.",
+    fix="correct the declaration where it lives, or replace it with --set KEY=VALUE "
+        "(rocetune_env_set) once the evidence is confirmed",
+    source="NVIDIA/nccl v2.30.7-1 src/misc/param.cc (config files: setenv without overwrite, so "
+           "the first declaration wins); the deciding rule's page names its NCCL source.",
+)
 
 DEFAULT_TOPO_PATH = "/etc/rocetune/nccl-topo.xml"
 TOPO_FILE_NAME = "nccl-topo.xml"
@@ -112,7 +137,7 @@ class RuleContext:
 
     def finding(self, fid: str, severity: str, subject: str, message: str,
                 evidence: Optional[Dict[str, Any]] = None, **more: Any) -> None:
-        """A finding of a registered check (rocetune.checks.rules, .plan), left by this rule,
+        """A finding of a registered check (declared in the rule's module), left by this rule,
         with what it read (`evidence` and keyword arguments); each said once. A rule's warnings
         are findings too: there is no other list of them."""
         if ("f", fid, subject + "\0" + message) in self._said:

@@ -26,11 +26,41 @@ from __future__ import annotations
 
 from typing import List
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import KEY_RE, Decision
 from ..nccl.catalog import load_catalog
 
 ID = "declared-settings"
+
+
+declare(
+    id="declared-topo-missing", kind="rule", severity="warning",
+    by=("declared-settings",),
+    title="A declared NCCL_TOPO_FILE does not exist",
+    checks="The file a declared NCCL_TOPO_FILE names.",
+    reads="The declared NCCL_TOPO_FILE (the Features `declared.topology_files[]`) and whether "
+          "that path exists under the root.",
+    why="NCCL only logs 'Could not open XML topology file' at INFO level and detects the topology "
+        "itself: on a VM whose PCI tree is flattened, that silently loses the GPU-NIC pairing and "
+        "GPUDirect RDMA the file was there to give.",
+    fix="install the file (a cloud image's topology package, e.g. Azure's /opt/microsoft/ndv4/topo.xml) "
+        "or remove the declaration so rule nccl-topo-file can plan one",
+    source="NVIDIA/nccl v2.30.7-1 src/graph/xml.cc (ncclTopoGetXmlFromFile: a missing file is an "
+           "INFO message, not an error).",
+)
+
+declare(
+    id="declared-not-nccl", kind="rule", severity="warning",
+    by=("declared-settings",),
+    title="Declared variables NCCL does not read",
+    checks="Variables in the host's own NCCL files (/etc/nccl.conf, a vendor env script) that "
+           "libnccl does not read.",
+    reads="The declared files (the Features `declared.files`) and NCCL's variables (nccl_vars.json).",
+    why="They stay in the vendor's file: an nccl.conf written by rocetune would not carry them.",
+    fix="add them with --set if they belong to a plugin or the job",
+    source="NVIDIA/nccl v2.28.9-1 src/misc/param.cc (what libnccl reads)",
+)
 
 
 @emits("declared-not-nccl", "declared-topo-missing")

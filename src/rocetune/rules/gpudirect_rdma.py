@@ -45,6 +45,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
 from ..model.vocab import C2C_GPU, GPU_LOCAL
@@ -53,6 +54,61 @@ from ..nccl.defaults import DMABUF, PEER_MEMORY_PATHS, peer_memory_checks, peer_
 from .base import DEFAULT_TOPO_PATH
 
 ID = "gpudirect-rdma"
+
+
+_GDR_SOURCE = ("NVIDIA/nccl v2.28.9-1 src/transport/net_ib.cc:872-874 and v2.30.7-1 "
+               "src/transport/net_ib/gdr.cc:18-20 (the peer-memory paths each release checks); "
+               "NCCL #1676 (GDR off: 180 -> 10 GB/s all-reduce)")
+
+declare(
+    id="gdr-unavailable", kind="rule", severity="warning",
+    also=("info",),
+    severity_note="info when no GPU-NIC pair is PIX/PXB: NCCL would not use GPUDirect RDMA there "
+                  "at its default level anyway",
+    by=("gpudirect-rdma",),
+    title="GPUDirect RDMA is unavailable",
+    checks="Whether NCCL can register GPU memory with the NICs: a peer-memory path the planned "
+           "release checks, or every DMA-BUF condition (open GPU kernel module, kernel >= 5.12, "
+           "rdma-core >= 34, NCCL >= 2.13.4).",
+    reads="/sys/kernel/mm/memory_peers/*/version, /sys/module/nvidia_peermem/version, "
+          "/proc/driver/nvidia/version, the kernel release, the libibverbs file name, the NCCL "
+          "release planned for, and the GPU-NIC path types.",
+    why="Without GPUDirect RDMA every transfer is staged through host memory: NCCL #1676 measured "
+        "all-reduce falling from 180 to 10 GB/s.",
+    fix="load nvidia-peermem and persist it in /etc/modules-load.d/ (the rdma_core role), or use "
+        "the open GPU kernel modules with DMA-BUF",
+    source=_GDR_SOURCE + "; v2.30.7-1 src/init.cc (NCCL_DMABUF_ENABLE).",
+)
+
+declare(
+    id="gdr-not-detected", kind="rule", severity="warning",
+    also=("info",),
+    severity_note="info when no GPU-NIC pair is PIX/PXB",
+    by=("gpudirect-rdma",),
+    title="Peer memory is registered where this NCCL does not look",
+    checks="Whether the peer-memory module registers at a path the planned NCCL release checks "
+           "(releases up to 2.22.3 do not check /sys/module/nvidia_peermem/version).",
+    reads="/sys/kernel/mm/memory_peers/*/version, /sys/module/nvidia_peermem/version and the NCCL "
+          "release planned for.",
+    why="NCCL then disables GPUDirect RDMA although the module is loaded: NCCL #1676 measured "
+        "all-reduce falling from 180 to 10 GB/s.",
+    fix="use an NCCL release that checks the path (2.23.4 or later), or DMA-BUF",
+    source=_GDR_SOURCE + "; NCCL #1537, #1939.",
+)
+
+declare(
+    id="gdr-peermem-unregistered", kind="rule", severity="warning",
+    by=("gpudirect-rdma",),
+    title="nvidia_peermem is loaded but registered nowhere",
+    checks="Whether a loaded (or built-in) nvidia_peermem module left any of the peer-memory "
+           "paths NCCL checks.",
+    reads="/proc/modules, modules.builtin, /sys/kernel/mm/memory_peers/*/version and "
+          "/sys/module/nvidia_peermem/version.",
+    why="A module built against another OFED or driver than the one running registers no peer "
+        "memory client: NCCL finds none of its paths and disables GPUDirect RDMA.",
+    fix="rebuild the NVIDIA driver (or its DKMS nvidia-peermem) after installing OFED, or use DMA-BUF",
+    source=_GDR_SOURCE + ".",
+)
 PEER_PATHS = PEER_MEMORY_PATHS
 DMABUF_KERNEL = (5, 12)
 DMABUF_RDMA_CORE = 34

@@ -31,11 +31,25 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..errors import ExitCode, RocetuneError
 from ..model.plan import Decision
 
 ID = "local-rank"
+
+
+declare(
+    id="local-rank-no-affinity", kind="rule", severity="warning",
+    by=("local-rank",),
+    title="No CPU affinity known for a GPU",
+    checks="Whether the GPU of the requested local rank has local CPUs in the Features.",
+    reads="/sys/bus/pci/devices/BDF/local_cpulist, nvidia-smi topo -m (CPU Affinity).",
+    why="Without it a rank cannot be bound next to its GPU and NIC; NCCL's proxy threads then "
+        "cross the CPU interconnect.",
+    fix="probe the host itself (a container may hide NUMA); bind ranks by hand",
+    source="NCCL user guide, NCCL_IGNORE_CPU_AFFINITY",
+)
 
 
 def ranks(ctx) -> List[Dict[str, Any]]:

@@ -35,11 +35,69 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
 from ..nccl.defaults import GID_AUTO_SELECT, GID_TYPE_EINVAL_TOLERATED
 
 ID = "nccl-ib-gid-index"
+
+
+declare(
+    id="gid-uncertain", kind="rule", severity="warning",
+    by=("nccl-ib-gid-index",),
+    title="The RoCE GID could not be planned with certainty",
+    checks="Whether every RoCE compute port has a RoCE v2 GID of one address family, readable "
+           "types, a GID table that holds what the Features list, and one GID that is plainly "
+           "the compute address.",
+    reads="/sys/class/infiniband/DEV/ports/N/gids and gid_attrs/types (the Features `rdma`).",
+    why="NCCL then picks a GID itself, or the link-local one on older releases: connections "
+        "fail or go unrouted.",
+    fix="give every compute netdev its IPv4 address; or find the index with show_gids and pass "
+        "--set NCCL_IB_GID_INDEX=N",
+    source="NVIDIA/nccl v2.21.5-1 src/transport/net_ib.cc ncclIbGetGidIndex; NCCL #1333, #1573, #2157",
+)
+
+declare(
+    id="gid-range-uncertain", kind="rule", severity="warning",
+    by=("nccl-ib-gid-index",),
+    title="NCCL_IB_ADDR_RANGE cannot single out the compute addresses",
+    checks="Whether one address range holds each compute port's address and no other GID that "
+           "comes first.",
+    reads="The compute ports' GID tables and addresses.",
+    why="NCCL takes the first RoCE v2 GID inside the range: another address there wins.",
+    fix="give the compute ports their own subnets, or pass --set NCCL_IB_GID_INDEX=N",
+    source="NVIDIA/nccl v2.21.5-1 src/transport/net_ib.cc (NCCL_IB_ADDR_RANGE)",
+)
+
+declare(
+    id="gid-nccl-too-old", kind="rule", severity="warning",
+    by=("nccl-ib-gid-index",),
+    title="The NCCL release predates GID auto-selection",
+    checks="Whether the NCCL planned for reads NCCL_IB_ADDR_FAMILY and NCCL_IB_ADDR_RANGE (2.21.5 and later).",
+    reads="The NCCL release (the Features `kernel.nccl`).",
+    why="Older releases use GID index 0 (link-local) unless NCCL_IB_GID_INDEX is set.",
+    fix="upgrade NCCL, or pass --nccl-version with the release the jobs load",
+    source="NVIDIA/nccl v2.21.5-1 release notes (RoCE GID auto-selection)",
+)
+
+declare(
+    id="gid-index-odd-port", kind="rule", severity="error",
+    by=("nccl-ib-gid-index",),
+    title="One RoCE port's GID sits at another index, and this NCCL pins one index for all",
+    checks="Below NCCL 2.21.5, whether the first IPv4 RoCE v2 GID sits at one index on every "
+           "compute port; the index most ports share is pinned, and each port where it is not is "
+           "named.",
+    reads="/sys/class/infiniband/DEV/ports/N/gids and gid_attrs/types; the NCCL release planned for.",
+    why="NCCL before 2.21.5 queries the one NCCL_IB_GID_INDEX on every device and has no "
+        "NCCL_IB_ADDR_RANGE: on the odd port the pinned index is a link-local, RoCE v1 or empty "
+        "GID, and connections over that rail fail.",
+    fix="give the odd port its address back at the index the others use (remove and re-add the "
+        "addresses in the same order), or run the jobs with NCCL 2.21.5 or later",
+    source="NVIDIA/nccl v2.20.5-1 src/transport/net_ib.cc:80 (IB_GID_INDEX), :838 and :1028 "
+           "(ncclParamIbGidIndex() queried on every device); NCCL_IB_ADDR_RANGE from v2.21.5-1 "
+           "src/transport/net_ib.cc:131",
+)
 AUTO_SELECT = GID_AUTO_SELECT
 
 

@@ -30,12 +30,89 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
 from ..nccl import releases
 from ..nccl.syntax import list_entries
+from .base import NCCL_IB_SOURCE, PORTS_READ
 
 ID = "nccl-ib-hca"
+
+
+declare(
+    id="compute-ports-uncertain", kind="rule", severity="warning",
+    by=("nccl-ib-hca",),
+    title="The choice of compute ports is uncertain",
+    checks="Whether the compute (rail) ports could be told from the front end and storage without "
+           "doubt: the default route's owner, as many ports of two fabrics, every port on the "
+           "management subnet, GPUs seeing different numbers of local ports, no RoCE port with "
+           "an address.",
+    reads=PORTS_READ,
+    why="NCCL_IB_HCA names the rails; a doubtful choice may give NCCL a storage or front-end "
+        "port, or leave a rail out.",
+    fix="check the ports with `ibdev2netdev` and `ip addr`; state the rails in the expectations "
+        "(rails.devices) or set NCCL_IB_HCA with --set",
+    source=NCCL_IB_SOURCE,
+)
+
+declare(
+    id="rail-port-unusable", kind="rule", severity="error",
+    by=("nccl-ib-hca",),
+    title="A GPU's own RDMA port cannot be used",
+    checks="A port at PIX/PXB to a GPU that the plan leaves out because it is not ACTIVE or has "
+           "no IPv4/IPv6 RoCE v2 GID, where that GPU has no other rail of its own.",
+    reads=PORTS_READ,
+    why="The port is there, next to its GPU, and broken: the GPU's traffic crosses to another "
+        "GPU's NIC, halving what both get, while a plan re-derived without it looks consistent.",
+    fix="bring the link up (cable, switch port, `ip link set IF up`) or give the netdev its "
+        "address (the roce_net role); then rerun the env (the boot unit: `systemctl restart "
+        "rocetune-env`)",
+    source=NCCL_IB_SOURCE + "; NCCL_NET_GDR_LEVEL (PIX/PXB: GPUDirect RDMA at its default level)",
+)
+
+declare(
+    id="gpu-without-rail", kind="rule", severity="warning",
+    by=("nccl-ib-hca",),
+    title="A GPU has no compute port of its own",
+    checks="Every GPU has a compute port at PIX/PXB (behind its PCIe switch) where other GPUs "
+           "have one.",
+    reads=PORTS_READ,
+    why="That GPU's traffic crosses the CPU to another GPU's NIC: it shares that rail's "
+        "bandwidth and loses GPUDirect RDMA at NCCL's default level. On a rail design, a "
+        "vanished NIC looks exactly like this once the env is re-derived.",
+    fix="find the missing NIC (`rdma link`, `lspci`, `dmesg`); where the hardware has no NIC per "
+        "GPU, state the rails in the expectations (rails.per_gpu: false)",
+    source="NCCL user guide, NCCL_NET_GDR_LEVEL; NVIDIA DGX H100 user guide (one ConnectX-7 "
+           "per GPU)",
+)
+
+declare(
+    id="rail-slower", kind="rule", severity="warning",
+    by=("nccl-ib-hca",),
+    title="A compute port runs slower than the others",
+    checks="Every chosen compute port runs at the fastest compute port's rate (ports at half "
+           "of it or less are left out as storage).",
+    reads=PORTS_READ,
+    why="A collective runs at the pace of its slowest rail: one port that trained at a lower "
+        "speed or width holds back every GPU.",
+    fix="check the cable, transceiver and switch port of the slow port (`ethtool IF`, "
+        "`mlxlink -d DEV`)",
+    source="/sys/class/infiniband/DEV/ports/N/rate (Linux drivers/infiniband/core/sysfs.c); "
+           "NCCL ring and tree algorithms (the slowest link bounds the bus bandwidth)",
+)
+
+declare(
+    id="converged-port", kind="rule", severity="warning",
+    by=("nccl-ib-hca",),
+    title="The only RDMA port is the front end too",
+    checks="Whether the one usable RDMA port also carries the host's default route.",
+    reads=PORTS_READ,
+    why="Collectives, SSH, storage and the job's own TCP share one link, and the lossless class "
+        "set for RoCE governs that port too.",
+    fix="a separate compute NIC; or run NCCL over sockets with --set NCCL_IB_DISABLE=1",
+    source=NCCL_IB_SOURCE,
+)
 
 
 @emits("converged-port", "compute-ports-uncertain", "gpu-without-rail", "rail-port-unusable", "rail-slower")

@@ -33,12 +33,75 @@ from __future__ import annotations
 import re
 from typing import List
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
 from ..nccl import releases
 from ..nccl.syntax import strtoll
 
 ID = "nccl-known-issues"
+
+
+_KNOWN = ("The NCCL release planned for (rule nccl-version) against the release table "
+          "(rocetune.nccl.releases, which `rocetune explain` cites), and the host facts named.")
+
+for _id, _sev, _title, _checks, _why, _fix, _fact in (
+    ("nccl-ece-roce", "warning", "This NCCL's ECE exchange can slow RoCE down",
+     "RoCE compute ports with an NCCL from 2.19.1 up to 2.26.3.",
+     "NCCL 2.26.3's release notes fix 'the exchange of enhanced connection establishment (ECE) options to "
+     "address potential slowdowns on networks utilizing RoCE'; NVIDIA/nccl#1403 saw unstable bandwidth.",
+     "NCCL_IB_ECE_ENABLE=0 (2.23.4 and later), or NCCL 2.26.3 or later", "ece-roce-slowdown"),
+    ("nccl-roce-port-recovery", "warning", "Port recovery on RoCE may not complete",
+     "A declared NCCL_IB_RESILIENCY_PORT_RECOVERY=1 on RoCE ports with NCCL 2.30.3 or later: a warning up to "
+     "2.31.2; from 2.31.2 info, or a warning where one HCA has several chosen ports.",
+     "After a port flap the kernel may register the port's GIDs at other indexes; up to 2.31.2 NCCL reuses "
+     "the index it cached at connect time, so the recovery's queue pairs do not come up and bandwidth stays "
+     "degraded. 2.31.2 reads the GID again on a GID-change event, but on an HCA with several ports the event "
+     "may be taken by another port's thread (NVIDIA/nccl#1819).",
+     "NCCL 2.31.2 or later; before it, leave port recovery off on RoCE or pin NCCL_IB_GID_INDEX on a GID "
+     "table that does not move", "roce-port-recovery"),
+    ("nccl-mnnvl-stack", "warning", "Unlimited stack size on a multi-node NVLink system",
+     "The probing process's soft stack limit on hosts with GB200, GB300 or GH200 GPUs.",
+     "With 'ulimit -s unlimited' glibc gives new threads 2 MiB stacks, less than NCCL's background threads "
+     "need on MNNVL systems: crashes (NCCL 2.27.6 release notes).",
+     "ulimit -s 8192 in the job's launcher, propagated to every node", "mnnvl-stack-unlimited"),
+    ("nccl-c2c-gdr-off", "warning", "GPUDirect RDMA off by default on a C2C superchip",
+     "Grace superchips (GB200, GB300, GH200) with RDMA ports and an NCCL before 2.27.3.",
+     "Before 2.27.3 NCCL disables GPUDirect RDMA for NICs reached through the Grace CPU; "
+     "NVIDIA/nccl#1579 measured all-reduce 79.7 -> 96.1 GB/s with it on.",
+     "NCCL_NET_GDR_C2C=1 (2.26.2 and later) or NCCL_NET_GDR_LEVEL=SYS, or NCCL 2.27.3 or later",
+     "c2c-gdr-off-by-default"),
+    ("nccl-gin-peer-memory", "info", "GPU-Initiated Networking cannot register GPU memory here",
+     "Hosts whose only peer-memory module is the legacy nv_peer_mem, with NCCL 2.28.7 or later.",
+     "GIN's GDAKI transport needs nvidia-peermem or DMA-BUF (kernel >= 6.1); jobs using NCCL's device API "
+     "fail to register memory.",
+     "load nvidia-peermem (the GPU driver's module) instead of nv_peer_mem, or use DMA-BUF on a kernel "
+     ">= 6.1 with the open GPU module", "gin-needs-peermem-or-dmabuf"),
+    ("nccl-ignore-net-mismatch", "info", "NCCL runs on when ranks see different numbers of NICs",
+     "RDMA hosts with NCCL 2.30.3 or later and NCCL_IGNORE_NET_MISMATCH not declared 0.",
+     "A rank that cannot open one NIC (permissions, a container without the device, a port down) no longer "
+     "fails init: the job runs and can hang without an error (NVIDIA/nccl#2428).",
+     "run preflight ('rocetune fleet validate --tests nccl' sets NCCL_IGNORE_NET_MISMATCH=0); jobs that "
+     "must fail fast can set it too", "ignore-net-mismatch-default-on"),
+):
+    from ..nccl.releases import fact as _release_fact
+
+    _also = ("info",) if _id == "nccl-roce-port-recovery" else ()
+    _note = ("info from 2.31.2 (which refreshes a port's GID on a GID-change event), unless one HCA has "
+             "several chosen ports" if _also else "")
+    declare(
+        id=_id, kind="rule", severity=_sev,
+        also=_also,
+        severity_note=_note,
+        by=("nccl-known-issues",),
+        title=_title,
+        checks=_checks,
+        reads=_KNOWN,
+        why=_why,
+        fix=_fix,
+        source=f"{_release_fact(_fact).source} (release table entry `{_fact}`: "
+               f"{_release_fact(_fact).span()})",
+    )
 # GPUs of multi-node NVLink systems and of NVLink-C2C superchips (NVIDIA's product names)
 _MNNVL_GPU = re.compile(r"\bG[BH]\d{3}\b")
 _C2C_GPU = re.compile(r"\bG[BH]\d{3}\b")

@@ -27,12 +27,52 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
 from ..nccl import releases
 from ..nccl.plugins import loaded, loaded_all  # noqa: F401 (loaded: the rule's page names it)
 
 ID = "nccl-plugins"
+
+
+for _id, _sev, _also, _title, _checks, _why, _fix in (
+    ("nccl-env-plugin", "warning", (), "NCCL loads an env plugin",
+     "An env plugin (libnccl-env.so, or what NCCL_ENV_PLUGIN names) where NCCL's dlopen finds it, for NCCL "
+     "2.28.7 and later.",
+     "The env plugin answers every variable NCCL reads: the env file and nccl.conf rocetune writes may not be "
+     "what NCCL uses, and no NCCL log line says which value came from where.",
+     "check what the plugin returns for the plan's variables (doctor --nccl-log shows what NCCL read), or set "
+     "NCCL_ENV_PLUGIN=none for jobs that must run with the plan"),
+    ("nccl-net-plugin", "warning", ("info",), "A net plugin takes the traffic the plan gives NCCL's IB transport",
+     "A net plugin NCCL loads (libnccl-net.so by default, or what NCCL_NET_PLUGIN names) on a host whose plan runs "
+     "NCCL over its own IB/RoCE transport.",
+     "The plugin carries every network byte: NCCL_IB_* settings apply only if it reads them, and a plugin "
+     "present on some nodes only has hung jobs (NVIDIA/nccl#1634).",
+     "keep NCCL_NET_PLUGIN=none from the env (info: the env sets it), or plan for the plugin and --set "
+     "NCCL_NET_PLUGIN=<path>"),
+    ("nccl-plugin-other-user", "warning", (), "An NCCL plugin in a place another user controls",
+     "Each NCCL plugin found: under /home/<user>, below a directory writable by a group or everyone, or owned "
+     "by another user than root.",
+     "A plugin is code NCCL runs inside every job that loads it; whoever can write it runs code in everyone's jobs.",
+     "install plugins where only root writes, or keep them out of the loader's path (LD_LIBRARY_PATH, "
+     "ld.so.cache) of other users' jobs"),
+):
+    declare(
+        id=_id, kind="rule", severity=_sev,
+        also=_also,
+        severity_note="info where the env sets NCCL_NET_PLUGIN=none" if _also else "",
+        by=("nccl-plugins",),
+        title=_title,
+        checks=_checks,
+        reads="The plugins the probe found (Features `kernel.nccl.plugins`, `plugin_env`) and the "
+              "NCCL_<KIND>_PLUGIN the host's owner declared.",
+        why=_why,
+        fix=_fix,
+        source="NVIDIA/nccl v2.30.7-1 src/plugin/plugin_open.cc:79-125 (names tried), src/plugin/net.cc"
+               ":258-301 (NCCL_NET_PLUGIN, 'none'), src/plugin/env.cc:40-48 (NCCL_ENV_PLUGIN); "
+               "docs/rules/nccl-plugins.md.",
+    )
 # Mellanox's nccl-rdma-sharp-plugins (IBext), as HPC-X installs it (`nccl_rdma_sharp_plugin`) and as Azure's
 # HPC images do (`/usr/local/nccl-rdma-sharp-plugins/lib`: the Azure ND A100 v4 benchmark command of
 # tests/fixtures/expert/azure-nd96asr-v4); compared with '-' read as '_', case aside

@@ -33,11 +33,27 @@ from __future__ import annotations
 import os
 from typing import List
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
 from .base import DEFAULT_TOPO_PATH, TOPO_FILE_NAME
 
 ID = "nccl-topo-file"
+
+
+declare(
+    id="topo-file-uncertain", kind="rule", severity="warning",
+    by=("nccl-topo-file",),
+    title="The NCCL topology file could not be planned cleanly",
+    checks="On a host whose PCI tree is flattened (a VM): whether one topology file can be "
+           "chosen or generated that NCCL loads and that pairs each GPU with its NIC.",
+    reads="The topology files found or declared (the Features `declared.topology_files`), the "
+          "PCI addresses of GPUs and NICs.",
+    why="Without the file NCCL sees every GPU-NIC pair as far apart and does not use GPUDirect "
+        "RDMA at its default level.",
+    fix="install the cloud image's topology file, or set NCCL_TOPO_FILE to the one of this VM's shape",
+    source="NVIDIA/nccl v2.28.9-1 src/graph/xml.cc (NCCL_TOPO_FILE)",
+)
 
 
 @emits("topo-file-uncertain")

@@ -40,10 +40,113 @@ from __future__ import annotations
 
 from typing import List
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
 
 ID = "nccl-version"
+
+
+_NCCL_LIBS = ("The NCCL libraries the probe found: system library directories, /etc/ld.so.cache, "
+              "Python environments' nvidia-nccl wheels and conda envs (the Features `kernel.nccl`).")
+
+_OVERRIDE = ("pass --nccl-version X.Y.Z (role variable rocetune_env_nccl_version) with the NCCL the "
+             "jobs load (python -c 'import torch; print(torch.cuda.nccl.version())')")
+
+declare(
+    id="nccl-not-found", kind="rule", severity="info",
+    by=("nccl-version",),
+    title="No NCCL library found on the host",
+    checks="Whether any NCCL library is on the host for the version-gated rules to plan for.",
+    reads=_NCCL_LIBS,
+    why="Version-gated settings (GID index, QP split, IB timeout, the peer-memory check) then "
+        "take their safe side for an unknown release, which may set more than the jobs' NCCL needs.",
+    fix=_OVERRIDE,
+    source="NVIDIA/nccl release notes (per-release defaults); docs/rules/nccl-version.md.",
+)
+
+declare(
+    id="nccl-version-unreadable", kind="rule", severity="warning",
+    by=("nccl-version",),
+    title="An NCCL library's version could not be read",
+    checks="Each NCCL library found: whether its own 'NCCL version' string was read (a file name's or "
+           "wheel METADATA's version is kept as a claim, never counted alone).",
+    reads=_NCCL_LIBS,
+    why="A library of unknown version may be older than every other one found; the rules then "
+        "plan for an unknown release, each on its safe side.",
+    fix=_OVERRIDE,
+    source="NVIDIA/nccl v2.28.9-1 src/init.cc:603 (VERSION_STRING, the 'NCCL version X.Y.Z' "
+           "string in the library); docs/rules/nccl-version.md.",
+)
+
+declare(
+    id="nccl-other-user-library", kind="rule", severity="warning",
+    also=("info",),
+    severity_note="info when libraries outside other users' control were found too (those are planned for)",
+    by=("nccl-version",),
+    title="An NCCL library in a place another user controls",
+    checks="Each NCCL library found: under /home/<user>, or below a directory (or in a file) writable by a "
+           "group or by everyone (not a sticky directory), or owned by a user other than root.",
+    reads=_NCCL_LIBS + " Their paths, and the owners and modes of the directories above them (the live "
+          "host's, or what a capture recorded).",
+    why="Such a library is what that user's jobs load, and anyone who can write there can change it: "
+        "planning the whole host's env from it would let one user's choice (or a planted file) set "
+        "everyone's release-gated settings.",
+    fix="plan for the system's NCCL with --nccl-version X.Y.Z (rocetune_env_nccl_version), or install "
+        "NCCL where only root writes; a user's own env can be planned from his probe",
+    source="docs/rules/nccl-version.md; rocetune.probe.sources.nccl_libs (controlled_by).",
+)
+
+declare(
+    id="nccl-not-a-library", kind="rule", severity="info",
+    by=("nccl-version",),
+    title="A file named like an NCCL library is none",
+    checks="Files named libnccl.so*, libnccl-<kind>*.so* that are not ELF shared objects (their first 20 bytes).",
+    reads=_NCCL_LIBS,
+    why="A name is no version: a truncated copy, a placeholder or a planted file named libnccl.so.2.12.12 "
+        "must not decide the release the host is planned for.",
+    fix="remove the file, or replace it with the library it is named after",
+    source="ELF header (e_ident magic, class, byte order; e_type ET_DYN); docs/rules/nccl-version.md.",
+)
+
+declare(
+    id="nccl-search-bounded", kind="rule", severity="warning",
+    by=("nccl-version",),
+    title="The NCCL library search stopped at its bound",
+    checks="How many library files the search looked at, the bytes it read inside them and its time.",
+    reads=_NCCL_LIBS,
+    why="A directory full of files named like libraries (or sparse ones) must not make a plan take "
+        "minutes; what the search did not read is planned for as an unknown release.",
+    fix="remove the stray files, or give the release with --nccl-version X.Y.Z",
+    source="rocetune.probe.sources.nccl_libs (MAX_LIBRARIES, SCAN_BUDGET, SCAN_SECONDS).",
+)
+
+declare(
+    id="nccl-versions-differ", kind="rule", severity="info",
+    by=("nccl-version",),
+    title="Several NCCL releases on the host",
+    checks="Whether the NCCL libraries found are of different releases.",
+    reads=_NCCL_LIBS,
+    why="A PyTorch job loads its wheel's NCCL, an MPI job what the loader finds: the env is "
+        "planned for the lowest release so it holds for all of them, which may leave a newer "
+        "release's better default unused.",
+    fix=_OVERRIDE + " to plan for one release; or align the releases",
+    source="NVIDIA/nccl release notes; PyTorch wheels depend on nvidia-nccl-cu11/cu12/cu13.",
+)
+
+declare(
+    id="nccl-wheel-not-seen", kind="rule", severity="info",
+    by=("nccl-version",),
+    title="Only the system's NCCL was found",
+    checks="Whether any Python environment or conda env on the host carries its own NCCL.",
+    reads=_NCCL_LIBS,
+    why="PyTorch jobs load their wheel's NCCL, often another release than the system's; one in a "
+        "place not searched or in a container image cannot be seen from here, and the plan may be "
+        "for the wrong release.",
+    fix=_OVERRIDE + "",
+    source="PyTorch's nvidia-nccl-cu12 wheel dependency (site-packages/nvidia/nccl/lib/libnccl.so.2); "
+           "docs/rules/nccl-version.md.",
+)
 HOW = {"file-name": "file name", "wheel-metadata": "wheel METADATA", "library-string": "'NCCL version' string"}
 OVERRIDE = "pass --nccl-version X.Y.Z (rocetune_env_nccl_version) with the NCCL the jobs load"
 

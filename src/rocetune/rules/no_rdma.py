@@ -29,10 +29,24 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
+from .base import NCCL_IB_SOURCE, PORTS_READ
 
 ID = "no-rdma"
+
+
+declare(
+    id="no-compute-port", kind="rule", severity="warning",
+    by=("no-rdma",),
+    title="RDMA devices exist but no port is usable",
+    checks="Whether any RDMA port is usable now (ACTIVE, addressed, not the front end).",
+    reads=PORTS_READ,
+    why="NCCL falls back to TCP sockets until a port is usable: a fraction of the bandwidth.",
+    fix="bring the ports up and give them addresses; the env follows at the next run or boot",
+    source=NCCL_IB_SOURCE,
+)
 
 # (minimum Gb/s, threads, sockets per thread), highest first
 SOCKET_TABLE = ((400, 16, 2), (200, 8, 2), (100, 4, 2), (50, 2, 2), (25, 2, 1))

@@ -21,10 +21,24 @@ from __future__ import annotations
 
 from typing import List
 
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
 
 ID = "socket-ifname"
+
+
+declare(
+    id="socket-ifname-uncertain", kind="rule", severity="warning",
+    by=("socket-ifname",),
+    title="NCCL's socket interface is uncertain or unknown",
+    checks="Whether one interface is plainly the network every node reaches (the default route's).",
+    reads="The interfaces, their addresses and the default routes (the Features `net`).",
+    why="NCCL's bootstrap and Gloo's rendezvous need an interface every node reaches; a wrong "
+        "one hangs the job at start.",
+    fix="set it with --set NCCL_SOCKET_IFNAME=IF (and GLOO_SOCKET_IFNAME)",
+    source="NCCL user guide, NCCL_SOCKET_IFNAME; NVIDIA/nccl src/misc/socket.cc (interface choice)",
+)
 
 
 @emits("socket-ifname-uncertain")

@@ -33,11 +33,56 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..analysis.nic_qos import lossy
+from ..checks import declare
 from ..checks.binding import emits
 from ..model.plan import Decision
 from ..model.qos import default_plan
 
 ID = "traffic-class"
+
+
+declare(
+    id="qos-plan-nic-mismatch", kind="rule", severity="warning",
+    by=("traffic-class",),
+    title="A NIC's QoS does not match the QoS plan",
+    checks="Each compute NIC's recorded trust mode, DSCP-to-priority map and PFC priorities "
+           "against the QoS plan's data class.",
+    reads="The recorded `mlnx_qos -i <if>` output per interface (the Features `qos.interfaces`) "
+          "and the QoS plan (--qos, /etc/rocetune/qos.yml, or the default).",
+    why="NCCL_IB_TC marks RoCE data with the plan's DSCP; a NIC that trusts PCP, maps that DSCP to "
+        "another priority or has no PFC on it sends RoCE lossy: drops become go-back-N "
+        "retransmissions and timeouts under load.",
+    fix="apply the QoS plan to the NIC with the roce_qos role (trust dscp, the DSCP map, PFC on "
+        "the data priority), and the same plan on the switches",
+    source="NVIDIA MLNX_OFED documentation, mlnx_qos; NVIDIA/nccl v2.28.9-1 "
+           "src/transport/net_ib.cc (NCCL_IB_TC sets the traffic class of each queue pair).",
+)
+
+declare(
+    id="qos-plan-questionable", kind="rule", severity="warning",
+    by=("traffic-class",),
+    title="The QoS plan puts RoCE in a questionable class",
+    checks="Whether the plan's data priority is lossless, data and CNPs have their own "
+           "priorities, and some priority is lossless.",
+    reads="The QoS plan (/etc/rocetune/qos.yml or --qos).",
+    why="RoCE data outside the lossless priorities drops under congestion; CNPs that queue "
+        "behind data slow DCQCN down.",
+    fix="correct the plan (docs/qos.md) and apply it with the roce_qos role",
+    source="NVIDIA, 'RoCE configuration for ConnectX' (PFC on the RoCE priority, CNP priority 6)",
+)
+
+declare(
+    id="tc-not-derived", kind="rule", severity="warning",
+    by=("traffic-class",),
+    title="The NICs' QoS gives no traffic class",
+    checks="Where the NICs show QoS state and no QoS plan is given: whether every RoCE port "
+           "trusts one field and has one PFC priority in common.",
+    reads="`mlnx_qos -i IF` or `dcb` on each compute port (the Features `qos.interfaces`).",
+    why="Without a common lossless class NCCL_IB_TC is left unset and RoCE goes out in traffic "
+        "class 0: lossy wherever the switches give it no PFC. One rail with PFC off is enough.",
+    fix="apply the fabric's QoS to every rail (the roce_qos role), or give the plan with --qos",
+    source="NVIDIA/nccl v2.26.2 src/transport/net_ib.cc (NCCL_IB_TC, NCCL_IB_SL); IEEE 802.1Qbb",
+)
 CONVENTIONAL_DSCP = 26
 ECT0 = 2
 

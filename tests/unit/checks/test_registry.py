@@ -106,4 +106,4 @@ def test_a_finding_carries_the_checks_metadata_and_the_producers_details():
 def test_a_check_is_declared_once():
     c = checks.get("memlock-limited")
     with pytest.raises(ValueError, match="declared twice"):
-        checks.registry.declare(c)
+        checks.registry.declare(**{f: getattr(c, f) for f in c._fields})
