@@ -273,7 +273,8 @@ PARSER_SEEDS = {
 
 
 def test_recorded_command_outputs_through_every_parser():
-    from rocetune import nvconfig
+    from rocetune.core import nic_firmware_params as nvconfig
+    from rocetune.core import qos_tool_outputs as qos_tools
     from rocetune.doctor import slurm_node
     from rocetune.fleet import measure
     from rocetune.probe.parsers import (
@@ -289,7 +290,6 @@ def test_recorded_command_outputs_through_every_parser():
         nvsmi_topo,
         phy,
         proc_net,
-        qos_tools,
     )
     from rocetune.probe.sources import nvlink
 

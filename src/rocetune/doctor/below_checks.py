@@ -266,7 +266,7 @@ def gpu_lost(d: DoctorInput) -> List[Finding]:
 # --- NIC firmware read back -------------------------------------------------------------------------
 def _fw_cards(d: DoctorInput) -> Dict[str, Set[int]]:
     """First function of each compute card -> the port numbers (1 = function .0) the job uses."""
-    from ..nvconfig import FirmwareError, first_function
+    from ..core.nic_firmware_params import FirmwareError, first_function
 
     out: Dict[str, Set[int]] = {}
     for p in d.view.selection().chosen:
@@ -285,7 +285,7 @@ def _fw(d: DoctorInput) -> Optional[Dict[str, dict]]:
 
 
 def _value(row: dict, column: str) -> Tuple[Optional[str], Optional[int]]:
-    from ..nvconfig import parse_value
+    from ..core.nic_firmware_params import parse_value
 
     text = row.get(column)
     return (None, None) if text is None else parse_value(text)

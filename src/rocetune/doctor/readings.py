@@ -127,7 +127,7 @@ def acs(ctx: ProbeContext) -> Optional[Dict[str, Dict[str, bool]]]:
 
 def pause(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, bool]]:
     """802.3x global pause of a netdev (`ethtool -a`): {"rx", "tx"}; None unknown."""
-    from ..probe.parsers.qos_tools import parse_pause  # the roce_qos role's own reader
+    from ..core.qos_tool_outputs import parse_pause  # the roce_qos role's own reader
 
     result = ctx.runner.run(["ethtool", "-a", netdev])
     if not result.found or result.returncode != 0:

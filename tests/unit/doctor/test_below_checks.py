@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from rocetune.analysis.hostview import HostView
+from rocetune.core.nic_firmware_params import parse_query
 from rocetune.doctor import below_checks as bc
 from rocetune.doctor.checks import DoctorInput
 from rocetune.model.qos import QosPlan, TrafficClass
-from rocetune.nvconfig import parse_query
 from rocetune.probe.parsers.nvsmi_nvlink import parse_fabric_query, parse_nvlink_errors, parse_nvlink_status
 from rocetune.probe.parsers.phy import parse_mlxlink, parse_module_info
 from rocetune.probe.sources import nic_firmware
