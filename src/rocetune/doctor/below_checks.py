@@ -702,25 +702,6 @@ def nvlink_errors(d: DoctorInput) -> List[Finding]:
 
 
 # --- the pcie_p2p role ----------------------------------------------------------------------------
-@check("doctor-pcie-p2p-acs")
-def pcie_p2p_acs(d: DoctorInput) -> List[Finding]:
-    r = d.readings.get("pcie_p2p")
-    if not r or not r.get("unit"):
-        return []
-    if r.get("error"):
-        return [_finding("doctor-pcie-p2p-acs", "info", "host", f"not checked: {r['error']}")]
-    out = [_finding("doctor-pcie-p2p-acs", "error", bdf,
-                    f"{bdf}: ACS redirect is on again ({b['said'].split('(', 1)[1].split(')')[0]}) although "
-                    "rocetune-pcie-p2p clears it at boot: GPUDirect RDMA goes through the root complex",
-                    {"rocetune_pcie_p2p_boot.py --check": b["said"]})
-           for bdf, b in sorted(r["bridges"].items()) if b["state"] == "redirect on"]
-    if r.get("unreadable"):
-        out.append(_finding("doctor-pcie-p2p-acs", "info", "host",
-                            "not checked: the extended configuration space of " + ", ".join(r["unreadable"])
-                            + " cannot be read (run doctor as root)"))
-    return out
-
-
 @check("doctor-pcie-p2p-iommu")
 def pcie_p2p_iommu(d: DoctorInput) -> List[Finding]:
     r = d.readings.get("pcie_p2p")
