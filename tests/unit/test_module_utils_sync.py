@@ -113,7 +113,10 @@ def test_each_copy_says_it_is_generated_and_from_which_file():
         head = (REPO / "plugins" / "module_utils" / f"{name}.py").read_text().split("\n", 1)[0]
         source = sync.source_path(module)
         assert source.is_file() and not source.is_symlink()
-        assert head == sync.HEADER.format(source=source.relative_to(REPO)).rstrip("\n")
+        if module == sync.NIC_FACTS:  # written from the registry: the copy is the core file as it is
+            assert head == source.read_text().split("\n", 1)[0] and "(src/rocetune/nics)" in head
+        else:
+            assert head == sync.HEADER.format(source=source.relative_to(REPO)).rstrip("\n")
 
 
 def test_the_shared_code_lives_in_the_core_package_and_each_module_there_has_a_copy(tmp_path, monkeypatch):
@@ -125,3 +128,17 @@ def test_the_shared_code_lives_in_the_core_package_and_each_module_there_has_a_c
     assert sync.unlisted(core) == ["src/rocetune/core/nic_extra.py: a core module without a copy (add it to COPIES)"]
     monkeypatch.setitem(sync.COPIES, "rocetune_old", "rocetune.model.old")
     assert "rocetune_old: copied from rocetune.model.old, which is not in src/rocetune/core" in sync.unlisted()
+
+
+def test_the_nic_facts_are_written_from_the_registry_and_a_hand_edit_fails_the_check(tmp_path):
+    from rocetune import nics
+    from rocetune.core import nic_facts
+
+    assert nic_facts.CABLE_LENGTH_DRIVERS == ("mlx5_core",) and nic_facts.QOS_TOOLS["mlx5_core"] == ("mlnx_qos", "dcb")
+    assert set(nic_facts.QOS_TOOLS) == {n for d in nics.drivers().values() if d.qos_tools for n in d.netdev_drivers}
+    core = tmp_path / "nic_facts.py"
+    core.write_text(sync.nic_facts())
+    assert sync.generated_core(core) == []
+    core.write_text(sync.nic_facts().replace('("mlx5_core",)', '("mlx5_core", "bnxt_en")'))
+    assert sync.generated_core(core) == [
+        "src/rocetune/core/nic_facts.py: differs from the NIC driver registry (src/rocetune/nics)"]
