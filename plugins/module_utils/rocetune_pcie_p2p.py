@@ -337,7 +337,7 @@ def unit_arguments(argv):
         elif name == "--device":
             got["devices"].append(value)
         else:
-            gpu, _, nic = value.partition(",")
+            gpu, dummy, nic = value.partition(",")
             got["pairs"].append((gpu, nic))
     return got
 
