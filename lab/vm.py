@@ -616,7 +616,7 @@ def run_on(host: str, cmd: Union[str, Sequence[str]], check: bool = True, timeou
 def copy_to(host: str, local: Union[str, Path], remote: str, timeout: float = 300) -> None:
     """Copy a file or directory tree onto a VM (tar over ssh, no scp quirks)."""
     local = Path(local)
-    # -h: the files behind links (src/rocetune/model/qos_plan.py is one), as pip and the packed
+    # -h: the files behind links, as pip and the packed
     # agent carry them.
     tar = subprocess.Popen(["tar", "-h", "-C", str(local.parent), "-cf", "-",
                             "--exclude=__pycache__", local.name], stdout=subprocess.PIPE)

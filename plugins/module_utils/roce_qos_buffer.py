@@ -19,9 +19,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-# The drivers that read the PFC delay as a cable length in metres. The IEEE meaning (and
-# dcb-pfc(8)'s) is bit times of round-trip delay, which mlxsw uses; most NIC drivers ignore it.
-CABLE_LENGTH_DRIVERS = ("mlx5_core",)
+# The drivers that read the PFC delay as a cable length in metres are the NIC driver registry's
+# (rocetune_nic_facts.CABLE_LENGTH_DRIVERS). The IEEE meaning (and dcb-pfc(8)'s) is bit times of
+# round-trip delay, which mlxsw uses; most NIC drivers ignore it.
 # A size the NIC reports within this many bytes of the plan's is the plan's, rounded to the
 # NIC's cell (mlx5 rounds down to 128 bytes by default or the cell the firmware reports: 144 on
 # the ConnectX ports whose outputs tests/fixtures/qos holds).

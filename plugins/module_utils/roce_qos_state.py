@@ -21,6 +21,7 @@ import os
 
 try:  # as the collection's module_utils
     from ansible_collections.rocetune.fabric.plugins.module_utils import roce_qos_buffer as buffers
+    from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_nic_facts as nic_facts
     from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_qos_tools as tools
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_qos_plan import (
         QosPlanError,
@@ -28,8 +29,9 @@ try:  # as the collection's module_utils
         validate,
         validate_ets,
     )
-except ImportError:  # as the boot-time script, with the three files installed beside it
+except ImportError:  # as the boot-time script, with the four files installed beside it
     import roce_qos_buffer as buffers  # pylint: disable=import-error
+    import rocetune_nic_facts as nic_facts  # pylint: disable=import-error
     import rocetune_qos_tools as tools  # pylint: disable=import-error
     from rocetune_qos_plan import QosPlanError, traffic_class, validate, validate_ets  # pylint: disable=import-error
 
@@ -220,9 +222,11 @@ def rdma_cm_writes(ports, tos, read, configfs="/sys/kernel/config/rdma_cm"):
 
 
 def pick_backend(backend, driver, has_mlnx_qos):
+    """`auto`: mlnx_qos where it is installed and the driver's first QoS tool is mlnx_qos (the NIC
+    driver registry's facts, rocetune_nic_facts), else dcb."""
     if backend != "auto":
         return backend
-    return "mlnx_qos" if has_mlnx_qos and driver == "mlx5_core" else "dcb"
+    return "mlnx_qos" if has_mlnx_qos and nic_facts.QOS_TOOLS.get(driver, ("dcb",))[0] == "mlnx_qos" else "dcb"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,10 +312,10 @@ def buffer_plan(ifname, driver, backend, want, text, run):
                 "not_supported": ["%s: the NIC has no PFC buffer settings (%s): buffer.%s not applied"
                                   % (where, why, ", buffer.".join(stated))]}
     not_supported = []
-    cable_ok = driver in buffers.CABLE_LENGTH_DRIVERS
+    cable_ok = driver in nic_facts.CABLE_LENGTH_DRIVERS
     if plan.get("cable_length") is not None and not cable_ok:
         not_supported.append("%s: buffer.cable_length not applied: the PFC delay is a cable length in metres "
-                             "only on %s" % (where, ", ".join(buffers.CABLE_LENGTH_DRIVERS)))
+                             "only on %s" % (where, ", ".join(nic_facts.CABLE_LENGTH_DRIVERS)))
     try:
         buffers.check(plan, have, want["pfc"])
     except buffers.BufferError as exc:

@@ -47,7 +47,9 @@ options:
     choices: [gpu_nic, all, none]
     default: gpu_nic
   acs_clear:
-    description: ACS Control bits to clear.
+    description:
+      - ACS Control bits to clear. They include the redirect bits C(ReqRedir), C(CmpltRedir) and
+        C(EgressCtrl), the ones doctor-acs-redirect holds clear; a list without one of them fails.
     type: list
     elements: str
     default: [ReqRedir, CmpltRedir, EgressCtrl]

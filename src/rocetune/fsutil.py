@@ -1,15 +1,14 @@
-"""The package's entry to the one safe writer (rocetune.filewrite): the same functions, with a
+"""The package's entry to the one safe writer (rocetune.core.file_write): the same functions, with a
 refused or failed target raised as an OutputError (a RocetuneError, exit code OUTPUT) that
-`main` prints as one line. What the writer refuses and why: filewrite's docstring."""
+`main` prints as one line. What the writer refuses and why: file_write's docstring."""
 
 from __future__ import annotations
 
 import functools
 from typing import Any, Callable, List, Optional, TypeVar
 
-from . import filewrite as _core
-from .errors import ExitCode, RocetuneError
-from .filewrite import (
+from .core import file_write as _core
+from .core.file_write import (
     KEPT_BITS,
     MAX_OLD_BYTES,
     TEMP_MARK,
@@ -20,6 +19,7 @@ from .filewrite import (
     directory_problem,
     kind_of,
 )
+from .errors import ExitCode, RocetuneError
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

@@ -86,7 +86,7 @@ def test_the_built_collection_holds_the_roles_plugins_and_the_agents_sources_onl
 
     with zipfile.ZipFile(root / "roles" / "rocetune_agent" / "files" / "rocetune-agent.pyz") as pyz:
         names = set(pyz.namelist())
-    assert {"__main__.py", "rocetune/agentpack.py", "rocetune/probe/parsers/ip_addr_json.py"} <= names
+    assert {"__main__.py", "rocetune/agentpack.py", "rocetune/core/ip_addr_json.py"} <= names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     copy = root / "plugins" / "module_utils" / "rocetune_ip_addr.py"
     assert copy.read_text() == (REPO / "plugins" / "module_utils" / "rocetune_ip_addr.py").read_text()

@@ -11,7 +11,8 @@ role is given those ports by name (pcie_p2p_acs_devices, scope none).
    enabled, iommu=pt goes to the boot loader's drop-in (update-grub stood in by a script that
    records its run: the lab VM has no GRUB, QEMU boots its kernel directly), the node is marked
    reboot-required. doctor (the agent zip on the VM) says the iommu=pt waits for a reboot and
-   finds no redirect. A second run and a `--check --diff` run on the converged node: changed=0.
+   finds no redirect (doctor-acs-redirect, reading with the role's own code). A second run and a
+   `--check --diff` run on the converged node: changed=0.
 3. Reboot: the kernel turns redirect on again, the unit clears it before multi-user; doctor
    agrees. Redirect put back by hand: doctor reports the port.
 4. A rail's carrier taken away through QEMU (set_link off/on): the kernel log's real `set down`
@@ -132,7 +133,8 @@ def test_the_role_clears_it_now_and_marks_iommu_pt_for_the_next_boot(q35):
     found = doctor()
     TIMINGS["doctor"] = round(time.monotonic() - started)
     ids = {f["id"] for f in found}
-    assert "doctor-pcie-p2p-iommu" in ids and "doctor-pcie-p2p-acs" not in ids, found
+    assert "doctor-pcie-p2p-iommu" in ids, found
+    assert not [f for f in found if f["id"] == "doctor-acs-redirect"], found  # read as root: no "not checked"
 
 
 def test_a_rerun_and_a_check_diff_run_on_the_converged_node_change_nothing(q35):
@@ -166,7 +168,7 @@ def test_after_a_reboot_the_unit_clears_it_again_and_doctor_sees_it_put_back(q35
        f"import struct; v = struct.unpack_from(\"<H\", fs.config(\"{port}\"), off + 6)[0]; "
        f"fs.write_control(\"{port}\", off, v | p.BITS[\"ReqRedir\"])'")
     found = doctor()
-    bad = [f for f in found if f["id"] == "doctor-pcie-p2p-acs"]
+    bad = [f for f in found if f["id"] == "doctor-acs-redirect"]
     assert [(f["subject"], f["severity"]) for f in bad] == [(port, "error")], bad  # the other two are clear
     assert not [f for f in found if f["id"] == "doctor-boot-unit-failed"], found
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rocetune import app, filewrite, fsutil
+from rocetune import app, fsutil
 from rocetune.app import EnvResult, PlannedFile
+from rocetune.core import file_write
 from rocetune.errors import ExitCode, RocetuneError
 from rocetune.fsutil import OutputError, Target, read_old, write_files
 
@@ -119,13 +120,13 @@ def test_env_and_the_file_it_points_at_change_together_or_not_at_all(tmp_path, m
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
-    monkeypatch.setattr(filewrite.os, "write", full_disk)
+    monkeypatch.setattr(file_write.os, "write", full_disk)
     with pytest.raises(RocetuneError, match="No space left on device") as info:
         app.write_env(env_result(tmp_path), [("sh", str(env_path))])
     assert info.value.code == ExitCode.OUTPUT
     assert env_path.read_text() == "export A=0\n" and topo_path.read_text() == "<old/>\n"
     assert sorted(os.listdir(tmp_path)) == ["env.sh", "nccl-topo.xml"]  # no temporary file left
-    monkeypatch.setattr(filewrite.os, "write", real_write)
+    monkeypatch.setattr(file_write.os, "write", real_write)
     app.write_env(env_result(tmp_path), [("sh", str(env_path))])
     assert env_path.read_text() == "export A=1\n" and topo_path.read_text() == "<system/>\n"
 

@@ -273,7 +273,8 @@ PARSER_SEEDS = {
 
 
 def test_recorded_command_outputs_through_every_parser():
-    from rocetune import nvconfig
+    from rocetune.core import nic_firmware_params as nvconfig
+    from rocetune.core import qos_tool_outputs as qos_tools
     from rocetune.doctor import slurm_node
     from rocetune.fleet import measure
     from rocetune.probe.parsers import (
@@ -283,13 +284,11 @@ def test_recorded_command_outputs_through_every_parser():
         ip_addr,
         kernel_log,
         lldpctl,
-        lspci_acs,
         nvsmi_nvlink,
         nvsmi_query,
         nvsmi_topo,
         phy,
         proc_net,
-        qos_tools,
     )
     from rocetune.probe.sources import nvlink
 
@@ -303,7 +302,7 @@ def test_recorded_command_outputs_through_every_parser():
               b"Id=nvidia-imex.service\nLoadState=not-found\n"]
     parsers = [ibv_devinfo.parse_ibv_devinfo, ibstat.parse_ibstat, ibstat.parse_ibstatus, ip_addr.parse_ip_addr,
                nvsmi_topo.parse_topo_matrix, nvsmi_query.parse_gpu_query, ethtool_stats.parse_ethtool_stats,
-               lspci_acs.parse_acs, proc_net.parse_route, proc_net.parse_ipv6_route, proc_net.parse_fib_trie,
+               proc_net.parse_route, proc_net.parse_ipv6_route, proc_net.parse_fib_trie,
                proc_net.parse_if_inet6, qos_tools.parse_dcb, qos_tools.parse_dcb_buffer, qos_tools.parse_mlnx_qos,
                qos_tools.parse_mlnx_qos_buffers, qos_tools.parse_pause, measure.parse_perftest,
                measure.parse_iperf3, measure.parse_nccl_tests,

@@ -40,11 +40,11 @@ def test_a_hand_edited_copy_and_a_stray_generated_file_fail_the_check(tmp_path):
     edited.write_text(edited.read_text().replace("skipped an entry without ifname", "skipped it"))
     (copies / "rocetune_old.py").write_text(sync.MARK + "src/rocetune/old.py; edit that file.\n")
     (copies / "rocetune_qos_plan.py").unlink()
-    os.symlink(REPO / "src" / "rocetune" / "model" / "qos_plan.py", copies / "rocetune_qos_plan.py")
+    os.symlink(REPO / "src" / "rocetune" / "core" / "qos_plan.py", copies / "rocetune_qos_plan.py")
     proc = subprocess.run([sys.executable, str(TOOL), "--check", "--dir", str(copies)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
-    assert "rocetune_ip_addr.py: differs from src/rocetune/probe/parsers/ip_addr_json.py" in proc.stderr
+    assert "rocetune_ip_addr.py: differs from src/rocetune/core/ip_addr_json.py" in proc.stderr
     assert "rocetune_old.py: generated, but no core module is copied to it" in proc.stderr
     assert "rocetune_qos_plan.py: missing (or not a regular file)" in proc.stderr
     proc = subprocess.run([sys.executable, str(TOOL), "--dir", str(copies)], capture_output=True, text=True, timeout=60)
@@ -54,7 +54,7 @@ def test_a_hand_edited_copy_and_a_stray_generated_file_fail_the_check(tmp_path):
 
 
 def test_a_core_import_becomes_the_collections_with_a_sibling_fallback():
-    text = ("import os\nfrom rocetune.model.qos_plan import QosPlanError, validate as check  # the one validator\n\n"
+    text = ("import os\nfrom rocetune.core.qos_plan import QosPlanError, validate as check  # the one validator\n\n"
             "X = 1\n")
     out = sync.render(text, "src/rocetune/example.py")
     assert out.splitlines() == [
@@ -73,10 +73,10 @@ def test_a_core_import_becomes_the_collections_with_a_sibling_fallback():
 @pytest.mark.parametrize("line, why", [
     ("from ..errors import RocetuneError", "a relative import"),
     ("import yaml", "imports yaml, which is not in the standard library"),
-    ("import rocetune.model.qos_plan", "`import rocetune.model.qos_plan`"),
+    ("import rocetune.core.qos_plan", "`import rocetune.core.qos_plan`"),
     ("from rocetune.errors import RocetuneError", "rocetune.errors is not a core module"),
-    ("from rocetune.model.qos_plan import (\n    validate,\n)", "written on one line, at the top level"),
-    ("def f():\n    from rocetune.model.qos_plan import validate", "written on one line, at the top level"),
+    ("from rocetune.core.qos_plan import (\n    validate,\n)", "written on one line, at the top level"),
+    ("def f():\n    from rocetune.core.qos_plan import validate", "written on one line, at the top level"),
 ])
 def test_a_core_module_that_reaches_past_the_standard_library_is_refused(line, why):
     with pytest.raises(sync.SyncError, match=r"src/rocetune/example.py:[23]: .*" + re.escape(why)):
@@ -113,4 +113,32 @@ def test_each_copy_says_it_is_generated_and_from_which_file():
         head = (REPO / "plugins" / "module_utils" / f"{name}.py").read_text().split("\n", 1)[0]
         source = sync.source_path(module)
         assert source.is_file() and not source.is_symlink()
-        assert head == sync.HEADER.format(source=source.relative_to(REPO)).rstrip("\n")
+        if module == sync.NIC_FACTS:  # written from the registry: the copy is the core file as it is
+            assert head == source.read_text().split("\n", 1)[0] and "(src/rocetune/nics)" in head
+        else:
+            assert head == sync.HEADER.format(source=source.relative_to(REPO)).rstrip("\n")
+
+
+def test_the_shared_code_lives_in_the_core_package_and_each_module_there_has_a_copy(tmp_path, monkeypatch):
+    assert sync.unlisted() == []
+    assert all(module.startswith("rocetune.core.") for module in sync.COPIES.values())
+    core = tmp_path / "core"
+    shutil.copytree(REPO / "src" / "rocetune" / "core", core)
+    (core / "nic_extra.py").write_text('"""A shared module nobody copied."""\n')
+    assert sync.unlisted(core) == ["src/rocetune/core/nic_extra.py: a core module without a copy (add it to COPIES)"]
+    monkeypatch.setitem(sync.COPIES, "rocetune_old", "rocetune.model.old")
+    assert "rocetune_old: copied from rocetune.model.old, which is not in src/rocetune/core" in sync.unlisted()
+
+
+def test_the_nic_facts_are_written_from_the_registry_and_a_hand_edit_fails_the_check(tmp_path):
+    from rocetune import nics
+    from rocetune.core import nic_facts
+
+    assert nic_facts.CABLE_LENGTH_DRIVERS == ("mlx5_core",) and nic_facts.QOS_TOOLS["mlx5_core"] == ("mlnx_qos", "dcb")
+    assert set(nic_facts.QOS_TOOLS) == {n for d in nics.drivers().values() if d.qos_tools for n in d.netdev_drivers}
+    core = tmp_path / "nic_facts.py"
+    core.write_text(sync.nic_facts())
+    assert sync.generated_core(core) == []
+    core.write_text(sync.nic_facts().replace('("mlx5_core",)', '("mlx5_core", "bnxt_en")'))
+    assert sync.generated_core(core) == [
+        "src/rocetune/core/nic_facts.py: differs from the NIC driver registry (src/rocetune/nics)"]

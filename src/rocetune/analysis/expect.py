@@ -54,7 +54,7 @@ def node_facts(features: dict, plan: Any = None, *, qos_source: Optional[str] = 
 def _firmware(features: dict, rail_devices: set) -> Optional[Dict[str, Any]]:
     """The Features' NVCONFIG read-back per card, with the card's RDMA devices and whether a rail
     is on it; None where neither mlxconfig nor mstconfig answered."""
-    from ..nvconfig import FirmwareError, first_function
+    from ..core.nic_firmware_params import FirmwareError, first_function
 
     sec = features.get("nic_firmware")
     if not isinstance(sec, dict):

@@ -176,12 +176,12 @@ def write_nfd_features(path: str, status: str, facts: Optional[dict], node: str,
 
 
 def push_result(directory: str, node: str, doctor_data: Optional[dict], error: Optional[str] = None) -> str:
-    """The node's latest result as DIR/NODE.json, in the form `fleet gather` writes (fleet.hostdoc)
+    """The node's latest result as DIR/NODE.json, in the form `fleet gather` writes (core.fleet_host_doc)
     and `fleet report DIR` reads: doctor's compact data, or why there is none (`error`). Written
     atomically, so a report never reads half a file; the path, or RocetuneError (exit 4)."""
     import time
 
-    from ..fleet.hostdoc import HOST_NAME, dumps, new_doc
+    from ..core.fleet_host_doc import HOST_NAME, dumps, new_doc
     from ..fsutil import UNSAFE_DIR_HINT, OutputError, atomic_write, directory_problem
 
     if not HOST_NAME.match(node) or node.startswith("."):

@@ -266,7 +266,7 @@ def gpu_lost(d: DoctorInput) -> List[Finding]:
 # --- NIC firmware read back -------------------------------------------------------------------------
 def _fw_cards(d: DoctorInput) -> Dict[str, Set[int]]:
     """First function of each compute card -> the port numbers (1 = function .0) the job uses."""
-    from ..nvconfig import FirmwareError, first_function
+    from ..core.nic_firmware_params import FirmwareError, first_function
 
     out: Dict[str, Set[int]] = {}
     for p in d.view.selection().chosen:
@@ -285,7 +285,7 @@ def _fw(d: DoctorInput) -> Optional[Dict[str, dict]]:
 
 
 def _value(row: dict, column: str) -> Tuple[Optional[str], Optional[int]]:
-    from ..nvconfig import parse_value
+    from ..core.nic_firmware_params import parse_value
 
     text = row.get(column)
     return (None, None) if text is None else parse_value(text)
@@ -702,25 +702,6 @@ def nvlink_errors(d: DoctorInput) -> List[Finding]:
 
 
 # --- the pcie_p2p role ----------------------------------------------------------------------------
-@check("doctor-pcie-p2p-acs")
-def pcie_p2p_acs(d: DoctorInput) -> List[Finding]:
-    r = d.readings.get("pcie_p2p")
-    if not r or not r.get("unit"):
-        return []
-    if r.get("error"):
-        return [_finding("doctor-pcie-p2p-acs", "info", "host", f"not checked: {r['error']}")]
-    out = [_finding("doctor-pcie-p2p-acs", "error", bdf,
-                    f"{bdf}: ACS redirect is on again ({b['said'].split('(', 1)[1].split(')')[0]}) although "
-                    "rocetune-pcie-p2p clears it at boot: GPUDirect RDMA goes through the root complex",
-                    {"rocetune_pcie_p2p_boot.py --check": b["said"]})
-           for bdf, b in sorted(r["bridges"].items()) if b["state"] == "redirect on"]
-    if r.get("unreadable"):
-        out.append(_finding("doctor-pcie-p2p-acs", "info", "host",
-                            "not checked: the extended configuration space of " + ", ".join(r["unreadable"])
-                            + " cannot be read (run doctor as root)"))
-    return out
-
-
 @check("doctor-pcie-p2p-iommu")
 def pcie_p2p_iommu(d: DoctorInput) -> List[Finding]:
     r = d.readings.get("pcie_p2p")

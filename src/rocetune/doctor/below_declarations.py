@@ -1,5 +1,5 @@
 """Doctor's checks below NCCL: what the kernel log, the PHY, the NIC firmware settings and the
-NVLink fabric say, and whether ACS and the IOMMU are as the pcie_p2p role sets them
+NVLink fabric say, and whether the IOMMU is as the pcie_p2p role sets it (ACS: doctor-acs-redirect)
 (rocetune.doctor.below_checks runs them)."""
 
 from __future__ import annotations
@@ -367,28 +367,8 @@ declare(
     source="nvidia-smi(1) nvlink --errorcounters; NVIDIA/srt-slurm pull request #307",
 )
 
-# --- the pcie_p2p role: ACS and the IOMMU as it set them --------------------------------------------
-P2P = ("What the pcie_p2p role left: its unit /etc/systemd/system/rocetune-pcie-p2p.service, whose "
-       "script (/usr/local/lib/rocetune/rocetune_pcie_p2p_boot.py) doctor runs read-only with `--check` and the "
-       "unit's own arguments, and the drop-in /etc/default/grub.d/rocetune-pcie-p2p.cfg; /proc/cmdline.")
-declare(
-    id="doctor-pcie-p2p-acs", kind="doctor", severity="error",
-    also=("info",),
-    severity_note="info when the script cannot read the bridges' extended configuration space (not root) or "
-                  "did not run",
-    title="ACS redirect is on again between a GPU and its NIC",
-    checks="Every bridge the pcie_p2p role clears (between the GPU and the NIC of each pair) has the ACS bits it "
-           "clears off now.",
-    reads=P2P,
-    why="The kernel turns ACS redirect on at boot when an IOMMU is on; the role's unit clears it after. "
-        "Redirect on means GPUDirect RDMA detours through the root complex: NCCL's bandwidth over the "
-        "NIC drops, or peer-to-peer fails.",
-    fix="`systemctl status rocetune-pcie-p2p` and its journal; `systemctl restart rocetune-pcie-p2p` (or "
-        "rerun playbooks/pcie_p2p.yml)",
-    source="PCI Express Base Specification (ACS); Linux drivers/pci/pci.c (pci_enable_acs); NVIDIA NCCL "
-           "troubleshooting (PCI Access Control Services); NVIDIA DeepOps nvidia-acs-disable",
-)
-
+# --- the pcie_p2p role: the IOMMU as it set it -------------------------------------------------------
+P2P = "What the pcie_p2p role left: the drop-in /etc/default/grub.d/rocetune-pcie-p2p.cfg; /proc/cmdline."
 declare(
     id="doctor-pcie-p2p-iommu", kind="doctor", severity="warning",
     title="iommu=pt is configured but the running kernel does not have it",

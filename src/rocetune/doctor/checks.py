@@ -12,6 +12,7 @@ from typing import Dict, List, Optional
 
 from ..analysis.ports import Port
 from ..checks import emits
+from ..core import pcie_p2p as p2p
 from ..model.finding import Finding
 from .base import CHECKS, DoctorInput, Run, _finding, check  # noqa: F401  (DoctorInput, Run: this module's face)
 
@@ -158,40 +159,47 @@ def _ancestors(by_bdf: Dict[str, dict], bdf: str) -> List[str]:
 
 @check("doctor-acs-redirect")
 def acs_redirect(d: DoctorInput) -> List[Finding]:
-    acs = d.readings["acs"]
-    gpus = d.features["gpus"]
-    if not gpus or not _compute_ports(d):
-        return []
+    """The bridges between each GPU and the rails it reaches at PIX/PXB (the pairs the pcie_p2p
+    role clears between), and those the role's unit is told to hold, with the redirect bits off:
+    one reader and one bit set with the role (core.pcie_p2p)."""
+    controls = {bdf: tuple(v) if isinstance(v, list) else v for bdf, v in (d.readings.get("acs") or {}).items()}
+    role = d.readings.get("pcie_p2p") or {}
+    unit = role.get("acs")
     by_bdf = {x["bdf"]: x for x in d.features["pci"]["devices"]}
-    pairs = []
-    for gpu in gpus:
-        for port in d.view.compute_ports_of_gpu(gpu):
-            if port.pci and gpu.get("bdf"):
-                pairs.append((gpu, port))
-    if not pairs:
-        return []
-    if acs is None:
-        return [_finding("doctor-acs-redirect", "info", "host",
-                         "not checked: `lspci -vvv` did not run (as root it shows each bridge's ACSCtl)")]
-    bad: Dict[str, List[str]] = {}
-    for gpu, port in pairs:
-        up_gpu, up_nic = _ancestors(by_bdf, gpu["bdf"]), _ancestors(by_bdf, port.pci or "")
-        shared = next((b for b in up_gpu if b in up_nic), None)
-        path = up_gpu[:up_gpu.index(shared) + 1] if shared else up_gpu
-        path += up_nic[:up_nic.index(shared)] if shared else up_nic
-        for bridge in path:
-            ctl = acs.get(bridge) or {}
-            if ctl.get("ReqRedir") or ctl.get("CmpltRedir"):
-                bad.setdefault(bridge, []).append(f"GPU{gpu['index']}-{port.device}")
-    return [_finding("doctor-acs-redirect", "error", bridge,
-                     f"PCI bridge {bridge} has ACS redirect on ({_flags(acs[bridge])}) between "
-                     + ", ".join(sorted(set(pairs_))) + ": GPUDirect RDMA goes through the root complex",
-                     {"lspci -vvv ACSCtl": acs[bridge]})
-            for bridge, pairs_ in sorted(bad.items())]
+    rails = {p.device: p.pci for p in _rail_ports(d) if p.pci}
+    names = {str(g.get("bdf")): f"GPU{g['index']}" for g in d.features["gpus"] if g.get("bdf")}
+    names.update({pci: device for device, pci in rails.items()})
 
+    def parents(bdf: str) -> List[str]:
+        return _ancestors(by_bdf, bdf)
 
-def _flags(ctl: Dict[str, bool]) -> str:
-    return " ".join(f"{k}+" for k, v in ctl.items() if v)
+    if role.get("error"):
+        return [_finding("doctor-acs-redirect", "info", "host", f"not checked: {role['error']}")]
+    try:
+        held = p2p.targets((), parents, "gpu_nic", (), p2p.gpu_nic_pairs(d.features, rails))
+        if unit:
+            scope_all = sorted(controls) if unit["scope"] == "all" else ()
+            for bdf, why in p2p.targets(scope_all, parents, unit["scope"], unit["devices"], unit["pairs"]).items():
+                held.setdefault(bdf, []).extend(why)
+        steps, unreadable = p2p.steps(held, controls)
+    except p2p.P2PError as exc:
+        return [_finding("doctor-acs-redirect", "info", "host", f"not checked: {exc}")]
+    again = " although rocetune-pcie-p2p clears it at boot" if unit else ""
+    out = []
+    for step in steps:
+        on = p2p.redirect_on(step["before"])
+        if on:
+            between = ", ".join("-".join(names.get(b, b) for b in why.split("-", 1)) if "-" in why else why
+                                for why in step["why"])
+            out.append(_finding("doctor-acs-redirect", "error", step["bdf"],
+                                f"PCI bridge {step['bdf']} has ACS redirect on ({' '.join(n + '+' for n in on)}) "
+                                f"for {between}{again}: GPUDirect RDMA goes through the root complex",
+                                {"ACS Control": p2p.flags(step["before"]), "offset": hex(step["offset"])}))
+    if unreadable:
+        out.append(_finding("doctor-acs-redirect", "info", "host",
+                            "not checked: the extended configuration space of " + ", ".join(unreadable)
+                            + " cannot be read (run doctor as root)"))
+    return out
 
 
 def _qos_ports(d: DoctorInput) -> List[str]:

@@ -102,16 +102,24 @@ declare(
 declare(
     id="doctor-acs-redirect", kind="doctor", severity="error",
     also=("info",),
-    severity_note=_NOT_CHECKED,
+    severity_note="info when a bridge's extended configuration space cannot be read (not root), or the GPU-NIC "
+                  "paths or the pcie_p2p unit cannot be told (said as 'not checked: ...')",
     title="ACS redirects GPU-NIC peer-to-peer traffic",
-    checks="No PCI bridge between a GPU and its nearest NIC has ACS Request or Completion "
-           "Redirect on.",
-    reads="`lspci -vvv` (ACSCtl of each bridge; root reads the extended config space), the "
-          "PCI tree from the Features.",
-    why="With redirect on, GPUDirect RDMA goes up to the root complex: low bandwidth, or hangs.",
-    fix="turn ACS off on those PCI switch ports (BIOS, or `setpci` at boot), or run NCCL with "
-        "NCCL_NET_GDR_LEVEL below PXB",
-    source="NCCL troubleshooting guide, 'PCI Access Control Services (ACS)'; NCCL #214, #523, #2079",
+    checks="No PCI bridge between a GPU and a rail it reaches at PIX or PXB, nor any function the "
+           "pcie_p2p role's boot unit is told to hold, has ACS P2P Request Redirect, P2P Completion "
+           "Redirect or P2P Egress Control on.",
+    reads="The ACS Control register of each bridge from /sys/bus/pci/devices/BDF/config (extended "
+          "capability 0x000D, control at +6; root reads the extended space), with the pcie_p2p role's "
+          "own reader (src/rocetune/core/pcie_p2p.py); the PCI tree and GPU-NIC paths from the Features; "
+          "the ExecStart of /etc/systemd/system/rocetune-pcie-p2p.service.",
+    why="With a redirect bit on, a switch port sends peer-to-peer requests up to the root complex: "
+        "GPUDirect RDMA loses bandwidth, or hangs. The kernel turns ReqRedir and CmpltRedir on at boot "
+        "when an IOMMU is on; the pcie_p2p role's unit clears them after.",
+    fix="run the pcie_p2p role (or `systemctl restart rocetune-pcie-p2p` where it ran), or clear the bits "
+        "in the BIOS; or run NCCL with NCCL_NET_GDR_LEVEL below PXB",
+    source="NCCL troubleshooting guide, 'PCI Access Control Services (ACS)'; Linux drivers/pci/pci.c "
+           "(pci_disable_acs_redir: PCI_ACS_RR, PCI_ACS_CR, PCI_ACS_EC; pci_std_enable_acs); PCI Express "
+           "Base Specification (ACS Extended Capability); NCCL #214, #523, #2079",
 )
 
 declare(

@@ -12,7 +12,7 @@ the source at slurm-22-05-8-1):
   output:..."; src/slurmd/slurmd/slurmd.c); whatever is to happen to the node the program does
   itself, as LBNL NHC does: `scontrol update NodeName=N State=DRAIN Reason="rocetune: ..."`,
   and `State=RESUME` only when the gate drained it (its reason starts with `rocetune:`, the
-  gate's namespace) and it is healthy again. Whose a drain is comes from doctor/drain_owner.py,
+  gate's namespace) and it is healthy again. Whose a drain is comes from core/drain_owner.py,
   which the rollout's hooks share: a node drained for another reason (an operator, NHC, the
   rollout) is left as it is. A broken tool changes nothing and exits with its own code, which
   slurmd logs with its line.
@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..core import drain_owner
+from ..core.drain_owner import NodeState
 from ..errors import ExitCode
-from . import drain_owner
-from .drain_owner import NodeState
 
 MODES = ("health-check", "prolog")
 PREFIX = drain_owner.GATE  # every Reason the gate sets starts with it; only such a drain is resumed

@@ -1,8 +1,8 @@
 """What doctor reads beyond the Features, through the same root and runner as the probe: the
-memlock a job's environment gets, the ACS bits of PCI bridges, global pause and ECN of each
+memlock a job's environment gets, the ACS Control of PCI bridges, global pause and ECN of each
 RoCE netdev, the env files deployed on the node and the rocetune boot units' last result.
 
-Each reading is absent (None) when the node does not have what it reads (no lspci, no unit), so
+Each reading is absent (None) when the node does not have what it reads (no unit, no file), so
 a check can say "not checked" instead of guessing; unreadable files are warnings.
 """
 
@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Sequence
 
+from ..core import pcie_p2p as p2p
 from ..envfiles import dialects
 from ..hostfs.context import ProbeContext
-from ..probe.parsers.lspci_acs import parse_acs
 
-LSPCI_ARGV = ("lspci", "-D", "-vvv")
 UNITS = ("rocetune-env.service", "rocetune-qos.service", "rocetune-pcie-p2p.service")
 UNIT_DIR = "/etc/systemd/system"
 # systemd's manager configuration: the main file, then drop-ins from these directories, sorted by
@@ -38,9 +37,10 @@ def read(ctx: ProbeContext, features: dict, since: Optional[str] = None, env_fil
 
     netdevs = sorted({p["netdev"] for d in features["rdma"]["devices"] for p in d["ports"]
                       if p.get("netdev") and p.get("link_layer") == "Ethernet"})
+    role = pcie_p2p(ctx)
     return {
         "memlock": memlock(ctx),
-        "acs": acs(ctx),
+        "acs": acs(ctx, features, (role or {}).get("acs")),
         "pause": {n: pause(ctx, n) for n in netdevs},
         "ecn": {n: ecn(ctx, n) for n in netdevs},
         "env_files": {fmt: ctx.text(path) for fmt, path in ENV_FILES.items()},
@@ -50,7 +50,7 @@ def read(ctx: ProbeContext, features: dict, since: Optional[str] = None, env_fil
         "modules_load": modules_load(ctx),
         "kernel_log": kernel_log.read(ctx, since, mark=mark),
         "gpu_lost": gpu_lost(ctx),
-        "pcie_p2p": pcie_p2p(ctx),
+        "pcie_p2p": role,
         "warnings": ctx.status.warnings,
     }
 
@@ -116,18 +116,26 @@ def _dropins(ctx: ProbeContext) -> List[str]:
     return [by_name[n] for n in sorted(by_name)]
 
 
-def acs(ctx: ProbeContext) -> Optional[Dict[str, Dict[str, bool]]]:
-    """ACSCtl bits per PCI function (lspci reads the extended config space only as root); None
-    when lspci is not there or did not run."""
-    result = ctx.runner.run(list(LSPCI_ARGV))
-    if not result.found or result.returncode != 0:
-        return None
-    return parse_acs(result.stdout)
+def acs(ctx: ProbeContext, features: dict, unit: Optional[dict]) -> Dict[str, object]:
+    """The ACS Control of every PCI bridge, and of every function the pcie_p2p unit holds, read
+    from its configuration space with the role's own reader (core.pcie_p2p.read_control):
+    {bdf: [offset, control]}, or "no ACS", or "unreadable" (the extended space is root's)."""
+    devices = features["pci"]["devices"]
+    wanted = {d["bdf"] for d in devices if d.get("kind") == "bridge"}
+    if unit:
+        wanted.update(str(b) for b in unit["devices"] if p2p.is_bdf(str(b)))
+        if unit["scope"] == "all":
+            wanted.update(d["bdf"] for d in devices)
+    out: Dict[str, object] = {}
+    for bdf in sorted(wanted):
+        control = p2p.read_control(ctx.root.read_bytes(f"/sys/bus/pci/devices/{bdf}/config"))
+        out[bdf] = list(control) if isinstance(control, tuple) else control
+    return out
 
 
 def pause(ctx: ProbeContext, netdev: str) -> Optional[Dict[str, bool]]:
     """802.3x global pause of a netdev (`ethtool -a`): {"rx", "tx"}; None unknown."""
-    from ..probe.parsers.qos_tools import parse_pause  # the roce_qos role's own reader
+    from ..core.qos_tool_outputs import parse_pause  # the roce_qos role's own reader
 
     result = ctx.runner.run(["ethtool", "-a", netdev])
     if not result.found or result.returncode != 0:
@@ -193,18 +201,27 @@ PCIE_P2P_DROPIN = "/etc/default/grub.d/rocetune-pcie-p2p.cfg"
 
 
 def pcie_p2p(ctx: ProbeContext) -> Optional[dict]:
-    """What the pcie_p2p role left on the node, checked: its script run read-only (`--check`) with
-    the unit's own arguments says, per bridge, whether the ACS bits it clears are clear now; the
-    drop-in says what the boot loader was given. None where the role never ran."""
+    """What the pcie_p2p role left on the node: what its boot unit is told to hold ("acs": the
+    script's arguments, core.pcie_p2p.unit_arguments) and what the boot loader was given (the
+    drop-in). None where the role never ran."""
     import shlex
 
     unit = ctx.text(PCIE_P2P_UNIT)
     dropin = ctx.text(PCIE_P2P_DROPIN)
     if unit is None and dropin is None:
         return None
-    out: dict = {"unit": unit is not None, "dropin": dropin, "bridges": {}, "unreadable": [], "error": None}
+    out: dict = {"unit": unit is not None, "dropin": dropin, "acs": None, "error": None}
     if unit is None:
         return out
+    line = next((ln.split("=", 1)[1] for ln in unit.splitlines() if ln.startswith("ExecStart=")), "")
+    try:
+        argv = shlex.split(line)
+        if argv[:2] != ["/usr/bin/python3", PCIE_P2P_SCRIPT]:
+            raise p2p.P2PError("not the role's script")
+        out["acs"] = p2p.unit_arguments(argv[2:])
+    except (ValueError, p2p.P2PError) as exc:
+        out["error"] = f"unexpected ExecStart in {PCIE_P2P_UNIT} ({exc}): {line[:200]}"
+    return out
     line = next((ln.split("=", 1)[1] for ln in unit.splitlines() if ln.startswith("ExecStart=")), "")
     argv = shlex.split(line)
     if argv[:2] != ["/usr/bin/python3", PCIE_P2P_SCRIPT]:

@@ -16,7 +16,7 @@ import os
 import subprocess
 from typing import List, Optional, Sequence
 
-from .drain_owner import NodeState, parse_show_node
+from ..core.drain_owner import NodeState, parse_show_node
 
 __all__ = ["NodeState", "Scontrol", "SlurmError", "find_scontrol", "parse_show_node"]
 

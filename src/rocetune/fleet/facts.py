@@ -171,7 +171,7 @@ def below_facts(features: dict, ports) -> Dict[str, Fact]:
     out: Dict[str, Fact] = {}
     fw = features.get("nic_firmware")
     if isinstance(fw, dict):
-        from ..nvconfig import FirmwareError, first_function
+        from ..core.nic_firmware_params import FirmwareError, first_function
 
         cards = set()
         for p in ports:

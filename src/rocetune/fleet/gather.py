@@ -1,6 +1,6 @@
 """Gather the fleet's results over SSH (paramiko, fleet.ssh), for sites without Ansible: on each
 host run `COMMAND --json doctor -v --no-counters` (with -v its data holds probe's Features and plan too), and
-write DIR/HOST.json (fleet.hostdoc) atomically, with `error` saying why when the host could not
+write DIR/HOST.json (core.fleet_host_doc) atomically, with `error` saying why when the host could not
 be gathered.
 
 Every host has one deadline for connect, authentication and the command, so a dead or slow
@@ -20,10 +20,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
+from ..core.fleet_host_doc import OK_EXITS, dumps, new_doc
 from ..fsutil import atomic_write
 from ..model.jsonread import JsonError, load_json
 from . import ssh
-from .hostdoc import OK_EXITS, dumps, new_doc
 from .results import MAX_BYTES
 from .targets import Target
 

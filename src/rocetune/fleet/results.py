@@ -17,11 +17,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from ..core.fleet_host_doc import SCHEMA
 from ..errors import ExitCode, HostReadError, RocetuneError
 from ..hostfs.inputs import read_input, trusted_owners
 from ..model.jsonread import MAX_DOCUMENT_BYTES, load_json
 from ..model.vocab import natural_key
-from .hostdoc import SCHEMA
 
 ENVELOPE = "rocetune.result/1"  # a verb's --json output (cli/result.py)
 # What a node may send and a result file may weigh: a 522-device host's doctor --json is 6.2 MB,

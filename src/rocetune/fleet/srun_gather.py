@@ -11,7 +11,7 @@ message (doctor's JSON is one line of about 12 KB) reaches here as several label
 node's pieces are joined as they are, without newlines (JSON needs none between its tokens, and
 its strings hold none). Each node's output is held only until its last line, checked as
 `fleet gather` checks what SSH brings (fleet.gather.envelope_data), written to DIR/NODE.json
-(fleet.hostdoc) and dropped. Compact doctor (no -v): the verdict and the node's fleet facts, at
+(core.fleet_host_doc) and dropped. Compact doctor (no -v): the verdict and the node's fleet facts, at
 most 20 KB a node, which is what `fleet report` reads.
 
 A node named but not heard from (down, not in the step, killed at the deadline) gets a file
@@ -28,10 +28,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
+from ..core.fleet_host_doc import HOST_NAME, dumps, new_doc
 from ..fsutil import atomic_write
 from . import ssh
 from .gather import Outcome, envelope_data
-from .hostdoc import HOST_NAME, dumps, new_doc
 from .results import MAX_BYTES
 from .targets import Target
 

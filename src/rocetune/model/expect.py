@@ -121,7 +121,7 @@ def validate(doc: Any, where: str = "expectations") -> Dict[str, Any]:
 
 
 def _check_firmware(spec: Dict[str, Any], where: str) -> None:
-    from ..nvconfig import FirmwareError, wanted_value  # the one NVCONFIG reader
+    from ..core.nic_firmware_params import FirmwareError, wanted_value  # the one NVCONFIG reader
 
     for field_, param, value in _firmware_values(spec):
         try:
@@ -376,7 +376,7 @@ def left_out(facts: NodeFacts, doc: Dict[str, Any]) -> List[str]:
 
 def _firmware_of(facts: NodeFacts) -> Dict[str, Any]:
     """The FIRMWARE_HELD values every rail's card shows (Current), where each card was read."""
-    from ..nvconfig import parse_value
+    from ..core.nic_firmware_params import parse_value
 
     cards = [c for c in ((facts.firmware or {}).get("cards") or {}).values() if c.get("rail")]
     if not cards or any(c.get("error") for c in cards):
@@ -600,7 +600,7 @@ def _firmware(spec: Dict[str, Any], facts: NodeFacts) -> List[Difference]:
     that could not be read is said (info, `not checked`), never passed."""
     if not spec:
         return []
-    from ..nvconfig import same, wanted_value
+    from ..core.nic_firmware_params import same, wanted_value
 
     check = CHECK_OF_SECTION["firmware"]
     fw = facts.firmware

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..core import qos_plan
 from ..errors import ExitCode, RocetuneError
-from . import qos_plan
 from .record import FrozenRecord, Record
 from .yamlread import YamlError, load_yaml
 

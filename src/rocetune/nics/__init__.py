@@ -1,8 +1,9 @@
 """The NIC vendors and RDMA drivers rocetune knows: one module per driver in this package, each
 declaring `DRIVER = NicDriver(...)` (nics.base). Adding a driver is one new module here and its
 test; the probe's kernel modules, lint's RDMA device names and the PHY and firmware readers ask
-it, and tests hold the collection's QoS modules (which run on the node without this package) to
-its QoS facts. docs/nic-drivers.md shows a worked example.
+it, and the collection's QoS modules (which run on the node without this package) read its QoS
+facts from core/nic_facts.py, which tools/sync_module_utils.py writes from it (rerun it after
+adding a driver; `--check` fails until then). docs/nic-drivers.md shows a worked example.
 """
 
 from __future__ import annotations

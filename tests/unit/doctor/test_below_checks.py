@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from rocetune.analysis.hostview import HostView
+from rocetune.core.nic_firmware_params import parse_query
 from rocetune.doctor import below_checks as bc
 from rocetune.doctor.checks import DoctorInput
 from rocetune.model.qos import QosPlan, TrafficClass
-from rocetune.nvconfig import parse_query
 from rocetune.probe.parsers.nvsmi_nvlink import parse_fabric_query, parse_nvlink_errors, parse_nvlink_status
 from rocetune.probe.parsers.phy import parse_mlxlink, parse_module_info
 from rocetune.probe.sources import nic_firmware
@@ -212,60 +212,48 @@ def test_a_pcie_node_without_nvswitch_or_fabric_state_says_nothing():
 
 # --- the pcie_p2p role ----------------------------------------------------------------------------
 UNIT = ("[Service]\nType=oneshot\nExecStart=/usr/bin/python3 /usr/local/lib/rocetune/rocetune_pcie_p2p_boot.py "
-        "--scope gpu_nic --clear ReqRedir,CmpltRedir,EgressCtrl --gpu-id 1af4:1044\n")
-ARGV = ["/usr/bin/python3", "/usr/local/lib/rocetune/rocetune_pcie_p2p_boot.py", "--scope", "gpu_nic", "--clear",
-        "ReqRedir,CmpltRedir,EgressCtrl", "--gpu-id", "1af4:1044", "--check"]
+        "--scope none --clear ReqRedir,CmpltRedir,EgressCtrl --device=0000:00:02.0 --pair=0000:18:00.0,0000:3b:00.0\n")
 
 
-def p2p_root(tmp_path, check_out, rc=0, dropin=None):
-    from rocetune.hostfs.command import recording_name
+def p2p_root(tmp_path, unit=UNIT, dropin=None):
     from tests.unit.treekit import make
 
-    name = recording_name(ARGV)
-    files = {"etc/systemd/system/rocetune-pcie-p2p.service": UNIT, f"commands/{name}.txt": check_out}
-    if rc:
-        files[f"commands/{name}.rc"] = f"{rc}\n"
+    files = {"etc/systemd/system/rocetune-pcie-p2p.service": unit}
     if dropin:
         files["etc/default/grub.d/rocetune-pcie-p2p.cfg"] = dropin
     return make(tmp_path, files)
 
 
-def test_the_role_s_script_run_read_only_finds_redirect_back_on_a_bridge(tmp_path):
+def p2p_reading(root):
     from rocetune.doctor import readings
     from rocetune.hostfs.context import ProbeContext
     from rocetune.hostfs.root import HostRoot
 
-    out = ("0000:00:02.0: ACS would clear (SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- "
-           "DirectTrans- -> SrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-) for "
-           "0000:01:00.0-0000:02:00.0\n"
-           "0000:00:03.0: ACS already clear (SrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- "
-           "DirectTrans- -> SrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-) for "
-           "0000:01:00.0-0000:02:00.0\n")
-    reading = readings.pcie_p2p(ProbeContext(HostRoot(str(p2p_root(tmp_path, out, dropin="x iommu=pt\n")))))
-    assert reading["bridges"]["0000:00:03.0"]["state"] == "clear"
+    return readings.pcie_p2p(ProbeContext(HostRoot(str(root))))
+
+
+def test_the_unit_s_arguments_are_what_doctor_holds_and_iommu_pt_waits_for_a_reboot(tmp_path):
+    reading = p2p_reading(p2p_root(tmp_path, dropin="x iommu=pt\n"))
+    assert reading["acs"] == {"scope": "none", "clear": ["ReqRedir", "CmpltRedir", "EgressCtrl"],
+                              "devices": ["0000:00:02.0"], "pairs": [("0000:18:00.0", "0000:3b:00.0")]}
+    assert reading["error"] is None
     f = host()
     f["kernel"]["cmdline"]["iommu"] = None
     d = DoctorInput(f, {"pcie_p2p": reading}, HostView(f), {}, None)
-    found = bc.pcie_p2p_acs(d) + bc.pcie_p2p_iommu(d)
-    assert [(x.id, x.subject, x.severity) for x in found] == [
-        ("doctor-pcie-p2p-acs", "0000:00:02.0", "error"), ("doctor-pcie-p2p-iommu", "host", "warning")]
-    assert "ACS redirect is on again (SrcValid+ TransBlk- ReqRedir+" in found[0].message
+    assert [(x.id, x.subject, x.severity) for x in bc.pcie_p2p_iommu(d)] == [("doctor-pcie-p2p-iommu", "host", "warning")]
 
 
-def test_all_clear_and_iommu_applied_say_nothing_and_no_role_no_reading(tmp_path):
-    from rocetune.doctor import readings
-    from rocetune.hostfs.context import ProbeContext
-    from rocetune.hostfs.root import HostRoot
-
-    out = "0000:00:03.0: ACS already clear (SrcValid+ -> SrcValid+) for 0000:01:00.0-0000:02:00.0\n"
-    reading = readings.pcie_p2p(ProbeContext(HostRoot(str(p2p_root(tmp_path, out, dropin="iommu=pt\n")))))
+def test_a_unit_with_other_arguments_is_said_and_no_role_no_reading(tmp_path):
+    bad = UNIT.replace("--scope none", "--scope none --gpu-id 1af4:1044")
+    reading = p2p_reading(p2p_root(tmp_path / "bad", unit=bad))
+    assert reading["acs"] is None and "unexpected argument '--gpu-id'" in reading["error"]
+    reading = p2p_reading(p2p_root(tmp_path / "ok", dropin="iommu=pt\n"))
     f = host()
     f["kernel"]["cmdline"]["iommu"] = "pt"
-    d = DoctorInput(f, {"pcie_p2p": reading}, HostView(f), {}, None)
-    assert bc.pcie_p2p_acs(d) + bc.pcie_p2p_iommu(d) == []
+    assert bc.pcie_p2p_iommu(DoctorInput(f, {"pcie_p2p": reading}, HostView(f), {}, None)) == []
     from tests.unit.treekit import make
 
-    assert readings.pcie_p2p(ProbeContext(HostRoot(str(make(tmp_path / "none", {"etc/hostname": "n\n"}))))) is None
+    assert p2p_reading(make(tmp_path / "none", {"etc/hostname": "n\n"})) is None
 
 
 # --- unreported is unknown, not broken ------------------------------------------------------------

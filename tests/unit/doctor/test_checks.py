@@ -1,5 +1,6 @@
 """Doctor's checks over Features built by the rules' kit, with doctor's readings given as a
-node would give them; the ACS check over a real `lspci -vvv`."""
+node would give them; the ACS check over the PCI tree of a real `lspci -vvv`, and over a sysfs tree the
+pcie_p2p role's own code converged."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from rocetune.analysis.hostview import HostView
+from rocetune.core import pcie_p2p as p2p
 from rocetune.doctor import checks as C
 from rocetune.doctor.readings import ENV_FILES
 from rocetune.model.qos import default_plan
-from rocetune.probe.parsers.lspci_acs import parse_acs
 
 from ..rules.featurekit import rail_host
 
@@ -34,6 +35,15 @@ def readings(**kw) -> dict:
 def run(features: dict, qos=None, planned=None, named=(), all_notes=False, **kw):
     """Doctor's checks; the note that no QoS plan was given (tested on its own) left out unless
     `all_notes`."""
+    if "acs" not in kw:  # the kit's GPUs and NICs behind one PCIe switch whose ports have ACS off
+        devices = features["pci"]["devices"]
+        for x in devices:
+            if x.get("kind") in ("gpu", "nic") and not x.get("parent"):
+                x["parent"] = "0000:f1:00.0"
+        if not any(x["bdf"] == "0000:f1:00.0" for x in devices):
+            devices += [{"bdf": "0000:f1:00.0", "kind": "bridge", "parent": "0000:f0:00.0"},
+                        {"bdf": "0000:f0:00.0", "kind": "bridge", "parent": None}]
+        kw["acs"] = {x["bdf"]: [0x100, 0] for x in devices if x.get("kind") == "bridge"}
     d = C.DoctorInput(features, readings(**kw), HostView(features), planned or {}, qos, set(named))
     return [f for f in C.run_checks(d) if all_notes or not _no_plan_note(f)]
 
@@ -197,6 +207,23 @@ def lspci_text() -> str:
     return gzip.open(LSPCI, "rt").read()
 
 
+def controls_from_lspci(text: str) -> dict:
+    """{bdf: [offset, ACS Control] or "no ACS"} as doctor's reading gives them, from the ACSCtl
+    lines of `lspci -vvv` (lspci names the bits as core.pcie_p2p does, in bit order)."""
+    out, device = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^([0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) ", line)
+        if m:
+            device = "0000:" + m.group(1)
+            out[device] = p2p.NO_ACS
+        line = line.strip()
+        if device and line.startswith("ACSCtl:"):
+            flags = re.findall(r"(\w+)([+-])", line[len("ACSCtl:"):])
+            assert [name for name, _ in flags] == sorted(p2p.BITS, key=p2p.BITS.get), line
+            out[device] = [0x100, sum(p2p.BITS[name] for name, sign in flags if sign == "+")]
+    return out
+
+
 def bridge_of_bus(text: str) -> dict:
     """secondary bus -> the bridge above it, from the `Bus: primary=, secondary=` lines."""
     out, device = {}, None
@@ -236,11 +263,10 @@ def acs_host(gpu_bdf: str, nic_bdf: str) -> dict:
     return f
 
 
-def test_the_real_hgx_lspci_has_acs_off_between_each_gpu_and_its_connectx7():
-    text = lspci_text()
-    acs = parse_acs(text)
-    assert len(acs) == 55
-    assert {b for b, ctl in acs.items() if ctl["ReqRedir"]} == \
+def test_the_real_hgx_has_acs_off_between_each_gpu_and_its_connectx7():
+    acs = controls_from_lspci(lspci_text())
+    assert len([v for v in acs.values() if v != p2p.NO_ACS]) == 55
+    assert {b for b, v in acs.items() if v != p2p.NO_ACS and p2p.redirect_on(v[1])} == \
         {"0000:82:00.0", "0000:82:01.0", "0000:82:02.0", "0000:82:03.0"}  # the NVSwitch ports
     f = acs_host("0000:19:00.0", "0000:1a:00.0")  # an H100 and a ConnectX-7 on one PEX890xx
     assert run(f, acs=acs) == []
@@ -250,16 +276,62 @@ def test_acs_redirect_on_the_path_is_a_failure_naming_the_bridges():
     """A GPU and a NIC placed on the buses behind the switch ports that have redirect on in the
     same real output (there sit NVSwitches): both ports are named."""
     f = acs_host("0000:83:00.0", "0000:84:00.0")
-    found = run(f, acs=parse_acs(lspci_text()))
+    found = run(f, acs=controls_from_lspci(lspci_text()))
     assert [(x.id, x.subject, x.severity) for x in found] == [
         ("doctor-acs-redirect", "0000:82:00.0", "error"), ("doctor-acs-redirect", "0000:82:01.0", "error")]
-    assert "ReqRedir+ CmpltRedir+" in found[0].message and "GPU0-mlx5_0" in found[0].message
+    assert "(ReqRedir+ CmpltRedir+)" in found[0].message and "for GPU0-mlx5_0:" in found[0].message
 
 
-def test_acs_without_lspci_is_not_checked():
+def test_acs_not_readable_is_not_checked():
     f = acs_host("0000:19:00.0", "0000:1a:00.0")
-    found = run(f, acs=None)
+    acs = {bdf: p2p.UNREADABLE for bdf in controls_from_lspci(lspci_text())}  # lspci as a user: no ACSCtl
+    found = run(f, acs=acs)
     assert [(x.id, x.severity) for x in found] == [("doctor-acs-redirect", "info")]
+    assert "run doctor as root" in found[0].message
+
+
+def test_a_node_the_role_converged_passes_and_a_redirect_bit_set_again_fails(tmp_path):
+    """The pcie_p2p role's own code (plan, apply) clears a sysfs tree; doctor reads the same tree
+    through its root and finds nothing; one redirect bit put back on one bridge (EgressCtrl, which
+    the kernel does not set but the role clears) fails that bridge."""
+    from rocetune.doctor import readings as R
+    from rocetune.hostfs.context import ProbeContext
+    from rocetune.hostfs.root import HostRoot
+    from tests.unit.roles.test_pcie_p2p import PAIR, hgx
+
+    fs = hgx(tmp_path)
+    h = rail_host(0)
+    h.gpu(0, bdf=PAIR[0])
+    h.rdma("mlx5_0", netdev="ens0np0", ipv4="192.168.0.5/24", pci=PAIR[1], paths={0: "PXB"})
+    f = h.build()
+    by_bdf = {d["bdf"]: d for d in f["pci"]["devices"]}
+    for child, parent in ((PAIR[0], "0000:02:00.0"), (PAIR[1], "0000:02:01.0"), ("0000:02:00.0", "0000:01:00.0"),
+                          ("0000:02:01.0", "0000:01:00.0"), ("0000:01:00.0", "0000:00:01.0"), ("0000:00:01.0", None)):
+        by_bdf.setdefault(child, {"bdf": child, "kind": "bridge"})["parent"] = parent
+    f["pci"]["devices"] = list(by_bdf.values())
+
+    def doctor() -> list:
+        return run(f, acs=R.acs(ProbeContext(HostRoot(str(tmp_path))), f, None))
+
+    before = doctor()
+    assert [(x.subject, x.severity) for x in before] == [
+        ("0000:01:00.0", "error"), ("0000:02:00.0", "error"), ("0000:02:01.0", "error")]
+    p2p.apply(fs, p2p.plan(fs, pairs=[PAIR])[0])  # what the role's module and boot unit run
+    assert doctor() == []
+    offset = p2p.acs_offset(fs.config("0000:02:01.0"))
+    fs.write_control("0000:02:01.0", offset, 0x0011 | p2p.BITS["EgressCtrl"])
+    again = doctor()
+    assert [(x.subject, x.severity) for x in again] == [("0000:02:01.0", "error")]
+    assert "(EgressCtrl+)" in again[0].message
+
+
+def test_the_bridges_the_role_s_unit_names_are_held_too():
+    f = acs_host("0000:19:00.0", "0000:1a:00.0")
+    acs = controls_from_lspci(lspci_text())
+    unit = {"scope": "none", "clear": list(p2p.REDIRECT_BITS), "devices": ["0000:82:02.0"], "pairs": []}
+    found = run(f, acs=acs, pcie_p2p={"unit": True, "dropin": None, "acs": unit, "error": None})
+    assert [(x.subject, x.severity) for x in found] == [("0000:82:02.0", "error")]
+    assert "for named in pcie_p2p_acs_devices although rocetune-pcie-p2p clears it at boot" in found[0].message
 
 
 @pytest.mark.parametrize("check_id", sorted(C.CHECKS))

@@ -1,4 +1,4 @@
-"""Whose a Slurm drain is (doctor/drain_owner.py), as the health gate and the rollout's hooks read
+"""Whose a Slurm drain is (core/drain_owner.py), as the health gate and the rollout's hooks read
 it, and the rollout's slurm_batch module against a scripted scontrol: one query per batch, only
 its own drains resumed, check mode never waits, a drain timeout leaves a clear state."""
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from rocetune.doctor import drain_owner as D
+from rocetune.core import drain_owner as D
 from rocetune.doctor import gate
 from rocetune.model.finding import Finding
 from tests.unit.roles import REPO

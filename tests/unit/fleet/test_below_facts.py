@@ -29,7 +29,7 @@ def ports(features):
 
 def host(name, features, *, ordering="per_mkey(0)", speed="400G", fec="Standard_RS-FEC - (544,514)",
          fabric=("Completed", "Success")):
-    from rocetune.nvconfig import first_function
+    from rocetune.core.nic_firmware_params import first_function
 
     f = copy.deepcopy(features)
     cards = sorted({first_function(p.pci) for p in ports(f) if p.pci})

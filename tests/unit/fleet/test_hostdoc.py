@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from rocetune.fleet import hostdoc, results
+from rocetune.core import fleet_host_doc as hostdoc
+from rocetune.fleet import results
 
 ENVELOPE = {"schema": "rocetune.result/1", "status": "ok", "errors": [],
             "data": {"findings": [], "fleet_facts": {"nics": 8}}}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rocetune.analysis.expect import node_facts
+from rocetune.core.nic_firmware_params import parse_query
 from rocetune.model import expect as e
-from rocetune.nvconfig import parse_query
 from rocetune.probe.sources import nic_firmware
 from tests.unit.rules.featurekit import Host
 

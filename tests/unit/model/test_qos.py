@@ -198,14 +198,14 @@ def test_the_agent_and_the_role_read_every_plan_alike(text):
 def test_they_read_it_with_the_same_code():
     import os
 
-    from rocetune.model import qos_plan
+    from rocetune.core import qos_plan
 
     repo = os.path.join(os.path.dirname(__file__), "..", "..", "..")
     copy = os.path.join(repo, "plugins", "module_utils", "rocetune_qos_plan.py")
     with open(copy) as fh:
         head, body = fh.read().split("\n", 1)
     with open(qos_plan.__file__) as fh:  # the role's file is the generated copy of the agent's
-        assert body == fh.read() and head.endswith("from src/rocetune/model/qos_plan.py; edit that file.")
+        assert body == fh.read() and head.endswith("from src/rocetune/core/qos_plan.py; edit that file.")
     assert {_agent(t)[0] for t in PLANS} == {"ok", "refused"}  # the corpus exercises both outcomes
 
 

@@ -75,11 +75,15 @@ def test_lint_the_probe_and_the_readers_ask_the_registry():
 
 def test_the_collections_qos_modules_hold_the_registrys_qos_facts():
     """roce_qos's module and its boot script run on the node without rocetune: their driver facts
-    are the registry's."""
-    buffers = load_module_utils("roce_qos", "roce_qos_buffer")
+    are the registry's, through core/nic_facts.py, which tools/sync_module_utils.py writes from it
+    (test_module_utils_sync holds the copy)."""
+    from rocetune.core import nic_facts
+
     state = load_module_utils("roce_qos", "roce_qos_state")
     drivers = nics.drivers().values()
-    assert set(buffers.CABLE_LENGTH_DRIVERS) == {n for d in drivers if d.pfc_cable_length for n in d.netdev_drivers}
+    assert set(nic_facts.CABLE_LENGTH_DRIVERS) == {n for d in drivers if d.pfc_cable_length for n in d.netdev_drivers}
+    assert state.nic_facts.CABLE_LENGTH_DRIVERS == nic_facts.CABLE_LENGTH_DRIVERS
+    assert not hasattr(load_module_utils("roce_qos", "roce_qos_buffer"), "CABLE_LENGTH_DRIVERS")  # no second list
     for d in drivers:
         for netdev in d.netdev_drivers:
             want = "mlnx_qos" if d.qos_tools[:1] == ("mlnx_qos",) else "dcb"

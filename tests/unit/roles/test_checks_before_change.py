@@ -179,7 +179,7 @@ def test_check_mode_diff_shows_the_running_kernels_values(tmp_path):
 
 
 def test_the_agent_reads_ip_addr_with_the_modules_reader():
-    source = REPO / "src" / "rocetune" / "probe" / "parsers" / "ip_addr_json.py"
+    source = REPO / "src" / "rocetune" / "core" / "ip_addr_json.py"
     copy = REPO / "plugins" / "module_utils" / "rocetune_ip_addr.py"
     assert not source.is_symlink() and not copy.is_symlink()
     assert copy.read_text().split("\n", 1)[1] == source.read_text()  # below the generated-by line

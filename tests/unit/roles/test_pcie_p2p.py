@@ -49,7 +49,7 @@ def tree(tmp_path, devices):
         (d / "device").write_text("0x1234\n")
         (d / "class").write_text(cls + "\n")
         (d / "config").write_bytes(cfg)
-        os.symlink(d, bus / d.name)
+        os.symlink(os.path.relpath(d, bus), bus / d.name)  # as sysfs links them
     return p2p.Sysfs(str(tmp_path))
 
 
@@ -74,11 +74,11 @@ PAIR = ("0000:03:00.0", "0000:04:00.0")  # the GPU and the ConnectX behind one s
 
 def test_the_bridges_between_a_gpu_and_the_nic_beside_it(tmp_path):
     fs = hgx(tmp_path)
-    assert p2p.pair_bridges(fs, [PAIR]) == {b: ["0000:03:00.0-0000:04:00.0"]
+    assert p2p.pair_bridges(fs.parents, [PAIR]) == {b: ["0000:03:00.0-0000:04:00.0"]
                                             for b in ("0000:01:00.0", "0000:02:00.0", "0000:02:01.0")}
     # the front-end NIC on another root port is never a pair's: the GPU and it share no switch
     with pytest.raises(p2p.P2PError, match="share no PCIe switch here"):
-        p2p.pair_bridges(fs, [("0000:03:00.0", "0000:05:00.0")])
+        p2p.pair_bridges(fs.parents, [("0000:03:00.0", "0000:05:00.0")])
 
 
 def probe_doc(host):
@@ -152,7 +152,7 @@ def test_a_gpu_and_a_nic_on_different_root_ports_are_no_pair(tmp_path):
         ("0000:00:02.0/0000:02:00.0", "0x15b3", "0x020700", config()),
     ])
     with pytest.raises(p2p.P2PError, match="only a root port or the root complex"):
-        p2p.pair_bridges(fs, [("0000:01:00.0", "0000:02:00.0")])
+        p2p.pair_bridges(fs.parents, [("0000:01:00.0", "0000:02:00.0")])
 
 
 def boot(argv, root):
@@ -169,6 +169,9 @@ def test_named_devices_ids_and_the_boot_entry(tmp_path):
         p2p.plan(fs, scope="none", extra=["02.0"])
     with pytest.raises(p2p.P2PError, match="unknown ACS bit"):
         p2p.plan(fs, clear=["ReqRedirect"])
+    with pytest.raises(p2p.P2PError, match="EgressCtrl left on: the bits cleared include ReqRedir, CmpltRedir, "
+                                           "EgressCtrl"):
+        p2p.plan(fs, clear=["ReqRedir", "CmpltRedir"])  # a node doctor-acs-redirect would fail
     pair = ["--pair", ",".join(PAIR)]
     code, out, _ = boot(["--check", *pair], tmp_path)
     assert code == 0 and "0000:01:00.0: ACS would clear (SrcValid+ TransBlk- ReqRedir+ CmpltRedir+" in out

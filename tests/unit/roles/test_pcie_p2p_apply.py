@@ -78,6 +78,7 @@ def dropin(tmp_path):
                                                                  "installed"),
     ({"acs_devices": ["02:00.0"]}, "acs_devices: '02:00.0' is not a PCI address"),
     ({"acs_clear": ["ReqRedirect"]}, "acs_clear: unknown ACS bit(s) ReqRedirect"),
+    ({"acs_clear": ["ReqRedir"]}, "acs_clear: CmpltRedir, EgressCtrl left on"),
     ({"boot_loader": "grubby"}, "boot_loader: grubby is not installed on this node"),
     ({"grub_dropin": "FILE/grub.d/x.cfg"}, "grub_dropin: "),
 ])

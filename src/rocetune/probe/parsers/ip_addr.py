@@ -12,7 +12,7 @@ that is not an IP address, prefix length out of range) are skipped with a warnin
 versions emit ``{}`` for filtered entries: those are skipped silently.
 
 ParseError when the text is not JSON or not a JSON list. Pass a list as ``warnings`` to collect
-the warnings. The reading itself is ip_addr_json (copied to plugins/module_utils/rocetune_ip_addr.py),
+the warnings. The reading itself is core.ip_addr_json (copied to plugins/module_utils/rocetune_ip_addr.py),
 the one the collection's modules use too.
 """
 
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ...core.ip_addr_json import parse_entries  # the one reader, shared with the collection's modules
 from ...errors import ParseError
 from ...model.jsonread import load_json
 from ._common import add_warning, as_text, guarded, require_content
-from .ip_addr_json import parse_entries  # the one reader, shared with the collection's modules
 
 WHAT = "ip -j addr show"
 

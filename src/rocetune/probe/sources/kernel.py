@@ -6,9 +6,9 @@ import re
 from typing import Dict, List, Optional, Set
 
 from ... import nics
+from ...core.modules_builtin import parse_modules_builtin, sysfs_says_builtin
 from ...hostfs.context import ProbeContext
 from ...nccl.defaults import PEER_MEMORY_PATHS
-from ..parsers.modules_builtin import parse_modules_builtin, sysfs_says_builtin
 from . import nccl_libs
 from .nccl_libs import NCCL_LIB_DIRS
 

@@ -2,7 +2,7 @@
 read back with `mlxconfig -d BDF -e q` (NVIDIA MFT) or `mstconfig` (mstflint) -- read only, never
 a `set`.
 
-The query is parsed by rocetune.nvconfig, which the nic_firmware role runs as its copy
+The query is parsed by rocetune.core.nic_firmware_params, which the nic_firmware role runs as its copy
 plugins/module_utils/nic_firmware_state.py: one reader for what the role sets
 and what doctor and fleet read back. Only the parameters RoCE depends on are kept, each with its
 Default / Current / Next Boot; a card whose Next Boot differs from Current has a firmware reset
@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from ... import nics
+from ...core.nic_firmware_params import FirmwareError, first_function, parse_query, query_argv
 from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
-from ...nvconfig import FirmwareError, first_function, parse_query, query_argv
 
 TOOLS = ("mlxconfig", "mstconfig")
 FIRMWARE_VENDORS = nics.vendors_read_by("mlxconfig")  # the PCI vendors whose NVCONFIG mlxconfig reads

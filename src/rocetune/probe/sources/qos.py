@@ -4,7 +4,7 @@ Read with `mlnx_qos -i IF` (MLNX_OFED / mstflint tools on ConnectX), else with i
 `dcb -N app show dev IF dscp-prio` and `dcb pfc show dev IF`. A netdev where neither tool
 answers is simply absent (most hosts have no QoS tooling, and virtual NICs no DCB).
 
-The outputs are read by parsers/qos_tools.py, which the roce_qos role reads the NICs with too
+The outputs are read by core/qos_tool_outputs.py, which the roce_qos role reads the NICs with too
 (its generated copy plugins/module_utils/rocetune_qos_tools.py): one reading for both.
 
 Per netdev: {"tool", "trust" ("dscp" | "pcp" | None), "dscp_prio" {"26": 3, ...},
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ...core import qos_tool_outputs
 from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
-from ..parsers import qos_tools
 
 
 def _enabled(pfc: Optional[List[int]]) -> List[int]:
@@ -32,7 +32,7 @@ def _enabled(pfc: Optional[List[int]]) -> List[int]:
 
 def mlnx_qos_state(text: str) -> dict:
     """`mlnx_qos -i IF` -> {trust, dscp_prio {dscp: prio}, pfc_enabled}; QosOutputError when unreadable."""
-    m = qos_tools.parse_mlnx_qos(text)
+    m = qos_tool_outputs.parse_mlnx_qos(text)
     return {"trust": m["trust"], "dscp_prio": m["dscp_prio"], "pfc_enabled": _enabled(m["pfc"])}
 
 
@@ -42,9 +42,9 @@ def dcb_state(app_text: str, pfc_text: str) -> dict:
     A DSCP app entry is what puts mlx5 (and other dcbnl drivers) in DSCP trust, so trust is
     "dscp" when the app table has entries and unknown otherwise. A DSCP with several priorities
     maps to the first that dcb prints."""
-    dscp_prio = {d: prios[0] for d, prios in qos_tools.dcb_app_dscp(app_text).items()}
+    dscp_prio = {d: prios[0] for d, prios in qos_tool_outputs.dcb_app_dscp(app_text).items()}
     return {"trust": "dscp" if dscp_prio else None, "dscp_prio": dscp_prio,
-            "pfc_enabled": _enabled(qos_tools.dcb_pfc(pfc_text))}
+            "pfc_enabled": _enabled(qos_tool_outputs.dcb_pfc(pfc_text))}
 
 
 ECN_SIDES = ("roce_np", "roce_rp")
@@ -102,7 +102,7 @@ def _one(ctx: ProbeContext, ifname: str) -> Optional[dict]:
     if res.ok:
         try:
             return {"tool": "mlnx_qos", **mlnx_qos_state(res.stdout)}
-        except qos_tools.QosOutputError as exc:
+        except qos_tool_outputs.QosOutputError as exc:
             ctx.warn(f"{ifname}: {exc}")
             return None
     app = ctx.runner.run(["dcb", "-N", "app", "show", "dev", ifname, "dscp-prio"])
@@ -110,7 +110,7 @@ def _one(ctx: ProbeContext, ifname: str) -> Optional[dict]:
     if app.ok and pfc.ok:
         try:
             return {"tool": "dcb", **dcb_state(app.stdout, pfc.stdout)}
-        except qos_tools.QosOutputError as exc:
+        except qos_tool_outputs.QosOutputError as exc:
             ctx.warn(f"{ifname}: {exc}")
     return None
 

@@ -141,7 +141,7 @@ def test_a_capture_of_a_gpu_node_with_firmware_phy_and_nvlink_readings_replays_t
     tools: `rocetune capture` keeps them, and the capture replays to the same three sections."""
     import shutil
 
-    from rocetune.nvconfig import first_function
+    from rocetune.core.nic_firmware_params import first_function
 
     src = Path(__file__).resolve().parents[3] / "fixtures" / "hosts" / "dgx-h100-roce"
     host = tmp_path / "host"
