@@ -83,3 +83,27 @@ def test_the_rule_example_decides_on_a_rail_host(package):
     two, none = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [(d["key"], d["value"], d["rule_id"]) for d in two] == [("NCCL_EXAMPLE", "1", "nccl-example")]
     assert len(two[0]["evidence"]["ports"]) == 2 and none == []
+
+
+def test_the_probe_source_example_is_a_source_run_after_rdma(package):
+    (package / "rocetune/probe/sources/netdev_speed.py").write_text(_block("A probe source, worked"))
+    probe = _python(package, "-m", "rocetune", "--json", "probe", "--root", str(HOST))
+    assert probe.returncode == 0, probe.stderr
+    features = json.loads(probe.stdout)["data"]["features"]
+    speeds = {n: (HOST / "sys/class/net" / n / "speed").read_text().strip() for n in features["netdev_speed"]["mbps"]}
+    assert features["netdev_speed"]["mbps"]["enp24s0np0"] == 400000
+    assert {n: str(v) for n, v in features["netdev_speed"]["mbps"].items()} == speeds
+    assert len(speeds) == 11  # 12 RDMA ports, two of them on bond0
+    assert features["sources"]["netdev_speed"] == {"ok": True, "reason": None, "warnings": []}
+    listed = _python(package, "-c", "import json\nfrom rocetune.probe import sources\n"
+                                      "print(json.dumps([s.name for s, _ in sources.registry()]))")
+    assert listed.returncode == 0, listed.stderr
+    order = json.loads(listed.stdout)
+    assert order.index("rdma") < order.index("netdev_speed")
+    # on a root of recorded outputs alone it is not run, and says why
+    pasted = package / "pasted"
+    shutil.copytree(HOST / "commands", pasted / "commands")
+    probe = _python(package, "-m", "rocetune", "--json", "probe", "--root", str(pasted))
+    assert probe.returncode == 0, probe.stderr
+    features = json.loads(probe.stdout)["data"]["features"]
+    assert features["sources"]["netdev_speed"]["reason"] == "no /sys under the root (recorded outputs only)"

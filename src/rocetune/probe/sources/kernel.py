@@ -9,6 +9,7 @@ from ... import nics
 from ...hostfs.context import ProbeContext
 from ...nccl.defaults import PEER_MEMORY_PATHS
 from ..parsers.modules_builtin import parse_modules_builtin, sysfs_says_builtin
+from ..source import Source
 from . import nccl_libs
 from .nccl_libs import NCCL_LIB_DIRS
 
@@ -163,3 +164,8 @@ def probe(ctx: ProbeContext) -> dict:
         "nvidia_driver": _nvidia_driver(ctx),
         "libibverbs": _libibverbs(ctx),
     }
+
+
+SOURCE = Source("kernel", reads="/proc/modules, /sys/module, modules.builtin, /proc/cmdline, IOMMU groups, "
+                "/proc/self/limits, net sysctls, the NCCL library",
+                order=70)

@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional
 from ...errors import ParseError
 from ...hostfs.context import ProbeContext
 from ..parsers.lldpctl import parse_lldpctl_json
+from ..source import Source
 
 LLDPCTL_ARGV = ("lldpctl", "-f", "json0")
 # lldpd's control socket (its compile-time default; Debian, EL and Ubuntu build it so). Without
@@ -43,3 +44,7 @@ def probe(ctx: ProbeContext) -> Optional[dict]:
     except ParseError as exc:
         doc["error"] = str(exc)[:300]
     return doc
+
+
+SOURCE = Source("lldp", reads="`lldpctl -f json0`",
+                order=100, optional=True)

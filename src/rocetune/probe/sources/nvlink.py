@@ -16,6 +16,7 @@ from ...errors import ParseError
 from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
 from ..parsers.nvsmi_nvlink import parse_fabric_csv, parse_fabric_query, parse_nvlink_errors, parse_nvlink_status
+from ..source import Source
 
 FABRIC_CSV_ARGV = ["nvidia-smi", "--query-gpu=pci.bus_id,fabric.state,fabric.status", "--format=csv,noheader"]
 QUERY_ARGV = ["nvidia-smi", "-q"]
@@ -89,3 +90,7 @@ def _units(text: str) -> Dict[str, dict]:
         if props.get("Id"):
             out[props.pop("Id")] = props
     return out
+
+
+SOURCE = Source("nvlink", reads="`nvidia-smi` fabric state and NVLink status/errors, systemctl of the fabric services",
+                needs=("pci",), order=130, optional=True)

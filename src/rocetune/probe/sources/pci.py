@@ -6,6 +6,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ...hostfs.context import ProbeContext
+from ..source import Source
 
 BDF_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\Z")
 NVIDIA = "0x10de"
@@ -112,3 +113,7 @@ def _sriov(ctx: ProbeContext, base: str) -> Optional[dict]:
         return None
     physfn = physfn_target.rstrip("/").rsplit("/", 1)[-1] if physfn_target else None
     return {"total_vfs": total, "num_vfs": ctx.int_attr(f"{base}/sriov_numvfs"), "physfn": physfn}
+
+
+SOURCE = Source("pci", reads="/sys/bus/pci/devices: class, vendor, NUMA node and the bridges above each device",
+                order=20, sysfs=True)

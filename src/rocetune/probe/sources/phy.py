@@ -17,6 +17,7 @@ from ...errors import ParseError
 from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
 from ..parsers.phy import parse_mlxlink, parse_module_info, parse_show_fec
+from ..source import Source
 
 LINK_TOOLS = ("mlxlink", "mstlink")
 LINK_TOOL_VENDORS = nics.vendors_read_by("mlxlink")  # the PCI vendors whose NICs mlxlink reads
@@ -100,3 +101,8 @@ def _read_into(ctx: ProbeContext, entry: dict, key: str, argv: List[str], parse,
     elif res.found:
         entry["errors"][label] = _said(res)
     return bool(res.found)
+
+
+SOURCE = Source("phy", reads="`mlxlink` (or mstlink) per ConnectX port, `ethtool --show-fec` and "
+                "`ethtool -m` per netdev",
+                needs=("rdma", "pci"), order=120, optional=True)
