@@ -71,7 +71,7 @@ def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
                 doc[source.name] = None
                 continue
         elif not data:
-            data = dict(_empty(source.name), **source.unread)
+            data = dict(_empty(source.name), **dict(source.unread))
         st[source.name] = status[source.name]
         doc[source.name] = data
     host, pci, rdma, gpu = doc["host"], doc["pci"], doc["rdma"], doc["gpu"]

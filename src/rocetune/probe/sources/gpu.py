@@ -9,7 +9,7 @@ from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
 from ..parsers.nvsmi_query import parse_gpu_query
 from ..parsers.nvsmi_topo import parse_topo_matrix
-from ..source import Source, argvs
+from ..source import Source
 
 TOPO_ARGV = ["nvidia-smi", "topo", "-m"]
 QUERY_ARGV = ["nvidia-smi", "--query-gpu=index,pci.bus_id,name", "--format=csv,noheader"]
@@ -61,4 +61,4 @@ def probe(ctx: ProbeContext, pci: dict) -> dict:
 
 
 SOURCE = Source("gpu", reads="`nvidia-smi topo -m` and `nvidia-smi --query-gpu`",
-                needs=("pci",), order=40, starts=argvs(*COMMANDS))
+                needs=("pci",), order=40, starts=COMMANDS)

@@ -9,7 +9,7 @@ from ...errors import HostReadError, ParseError
 from ...hostfs.context import ProbeContext
 from ..parsers.ip_addr import parse_ip_addr
 from ..parsers.proc_net import parse_fib_trie, parse_if_inet6, parse_ipv6_route, parse_route
-from ..source import Source, argvs
+from ..source import Source
 from .pci import BDF_RE
 
 NET = "/sys/class/net"
@@ -231,4 +231,4 @@ def probe(ctx: ProbeContext) -> dict:
 
 
 SOURCE = Source("net", reads="/sys/class/net, `ip -j addr show` (else /proc/net), /proc/net/route and ipv6_route",
-                order=30, sysfs=True, starts=argvs(IP_ADDR_ARGV), unread={"addresses_known": False})
+                order=30, sysfs=True, starts=(IP_ADDR_ARGV,), unread={"addresses_known": False})
