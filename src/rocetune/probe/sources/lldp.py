@@ -13,7 +13,6 @@ from typing import Any, Dict, Optional
 
 from ...errors import ParseError
 from ...hostfs.context import ProbeContext
-from ..parsers.lldpctl import parse_lldpctl_json
 from ..source import Source
 
 LLDPCTL_ARGV = ("lldpctl", "-f", "json0")
@@ -39,6 +38,8 @@ def probe(ctx: ProbeContext) -> Optional[dict]:
                     res.reason or f"exit {res.returncode}")
         doc["error"] = f"exit {res.returncode}: {_LOG_STAMP.sub('', said)[:300]}"
         return doc
+    from ..parsers.lldpctl import parse_lldpctl_json  # where lldpctl answered: most hosts have none
+
     try:
         doc["interfaces"] = parse_lldpctl_json(res.stdout)
     except ParseError as exc:
