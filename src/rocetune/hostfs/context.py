@@ -72,7 +72,11 @@ class ProbeContext:
         return out
 
     def int_attr(self, path: str, base: int = 0) -> Optional[int]:
-        text = self.attr(path)
+        return self.int_of(path, self.attr(path), base)
+
+    def int_of(self, path: str, text: Optional[str], base: int = 0) -> Optional[int]:
+        """The number an attribute's text (read already, e.g. by attrs) says; None, with a
+        warning, when it is not one."""
         if text is None:
             return None
         try:
