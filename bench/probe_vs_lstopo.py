@@ -6,9 +6,10 @@
 Runs `rocetune probe --root R --json` and `HWLOC_FSROOT=R lstopo-no-graphics --of xml -`
 alternately, N times each, and prints the medians, the ratio pair by pair (min and median;
 target: <= 2.0), the probe's peak RSS (target: < 60 MB) and the load average, since a shared
-machine skews both. Without --root it uses the largest fixture host. The probe runs with its
-bytecode cached (the warm-up writes it even where PYTHONDONTWRITEBYTECODE is set), as an
-installed package does.
+machine skews both. The CPU time of each child (user + system, from wait4) is printed beside
+the wall time: on a loaded machine it is the steadier of the two. Without --root it uses the
+largest fixture host. The probe runs with its bytecode cached (the warm-up writes it even where
+PYTHONDONTWRITEBYTECODE is set), as an installed package does.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def probe_env() -> dict:
 
 
 def timed(argv, env=None):
-    """Wall seconds and peak RSS (MB) of one child process."""
+    """Wall seconds, peak RSS (MB) and CPU seconds (user + system) of one child process."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -51,7 +52,7 @@ def timed(argv, env=None):
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0,):
         sys.exit(f"bench: {' '.join(argv)} exited {proc.returncode}: {proc.stderr.read().decode()[:300]}")
-    return elapsed, usage.ru_maxrss / 1024.0
+    return elapsed, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -71,14 +72,18 @@ def main() -> int:
     load = os.getloadavg()[0]
     timed(probe_argv, penv)
     timed(hwloc_argv, hwloc_env)  # warm the page cache for both
-    probe_t, hwloc_t, rss = [], [], []
+    probe_t, hwloc_t, rss, probe_cpu, hwloc_cpu = [], [], [], [], []
     for _ in range(args.runs):
-        t, r = timed(probe_argv, penv)
+        t, r, c = timed(probe_argv, penv)
         probe_t.append(t)
         rss.append(r)
-        hwloc_t.append(timed(hwloc_argv, hwloc_env)[0])
+        probe_cpu.append(c)
+        t, _, c = timed(hwloc_argv, hwloc_env)
+        hwloc_t.append(t)
+        hwloc_cpu.append(c)
     p, h = statistics.median(probe_t), statistics.median(hwloc_t)
     pairs = [a / b for a, b in zip(probe_t, hwloc_t)]
+    cpu_pairs = [a / b for a, b in zip(probe_cpu, hwloc_cpu) if b > 0]
     ratio = statistics.median(pairs)
     peak = max(rss)
     print(f"root: {root}")
@@ -87,6 +92,10 @@ def main() -> int:
     print(f"lstopo (hwloc) : median {h * 1000:7.1f} ms over {args.runs} runs")
     print(f"ratio probe/lstopo, pair by pair: min {min(pairs):.2f}, median {ratio:.2f} (target <= {RATIO_TARGET:.1f}) "
           f"{'PASS' if ratio <= RATIO_TARGET else 'MISS'}")
+    if cpu_pairs:
+        print(f"CPU time (user + system), median: probe {statistics.median(probe_cpu) * 1000:.1f} ms, lstopo "
+              f"{statistics.median(hwloc_cpu) * 1000:.1f} ms; ratio pair by pair: min {min(cpu_pairs):.2f}, "
+              f"median {statistics.median(cpu_pairs):.2f}")
     print(f"probe peak RSS: {peak:.1f} MB (target < {RSS_TARGET_MB:.0f} MB) "
           f"{'PASS' if peak < RSS_TARGET_MB else 'MISS'}")
     return 0

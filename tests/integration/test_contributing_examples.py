@@ -187,3 +187,27 @@ def test_the_lint_check_example_lints_a_file_with_the_setting(package, tmp_path)
         assert proc.returncode in (0, 1), proc.stderr
         out[value] = [(f["id"], f["severity"], f["line"], f["fix"]) for f in json.loads(proc.stdout)["data"]["findings"]]
     assert out == {"INFO": [("example-debug-info", "info", 2, "set it for the job being debugged only")], "WARN": []}
+
+
+def test_the_probe_source_example_is_a_source_run_after_rdma(package):
+    (package / "rocetune/probe/sources/netdev_speed.py").write_text(_block("A probe source, worked"))
+    probe = _python(package, "-m", "rocetune", "--json", "probe", "--root", str(HOST))
+    assert probe.returncode == 0, probe.stderr
+    features = json.loads(probe.stdout)["data"]["features"]
+    speeds = {n: (HOST / "sys/class/net" / n / "speed").read_text().strip() for n in features["netdev_speed"]["mbps"]}
+    assert features["netdev_speed"]["mbps"]["enp24s0np0"] == 400000
+    assert {n: str(v) for n, v in features["netdev_speed"]["mbps"].items()} == speeds
+    assert len(speeds) == 11  # 12 RDMA ports, two of them on bond0
+    assert features["sources"]["netdev_speed"] == {"ok": True, "reason": None, "warnings": []}
+    listed = _python(package, "-c", "import json\nfrom rocetune.probe import sources\n"
+                                      "print(json.dumps([s.name for s, _ in sources.registry()]))")
+    assert listed.returncode == 0, listed.stderr
+    order = json.loads(listed.stdout)
+    assert order.index("rdma") < order.index("netdev_speed")
+    # on a root of recorded outputs alone it is not run, and says why
+    pasted = package / "pasted"
+    shutil.copytree(HOST / "commands", pasted / "commands")
+    probe = _python(package, "-m", "rocetune", "--json", "probe", "--root", str(pasted))
+    assert probe.returncode == 0, probe.stderr
+    features = json.loads(probe.stdout)["data"]["features"]
+    assert features["sources"]["netdev_speed"]["reason"] == "no /sys under the root (recorded outputs only)"

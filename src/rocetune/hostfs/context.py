@@ -57,14 +57,16 @@ class ProbeContext:
             return None
         return text.strip() or None
 
-    def attrs(self, directory: str, names: Sequence[str]) -> Dict[str, Optional[str]]:
-        """attr() of each `directory/name`, read in one batch (HostRoot.read_texts)."""
+    def attrs(self, directory: str, names: Sequence[str], quiet: Sequence[str] = ()) -> Dict[str, Optional[str]]:
+        """attr() of each `directory/name`, read in one batch (HostRoot.read_texts). Those named
+        in `quiet` are None without a warning when unreadable (a down link's speed: EINVAL)."""
         texts, errors = self.root.read_texts(directory, names)
         out: Dict[str, Optional[str]] = {}
         for name in names:
             exc = errors.get(name)
             if exc is not None:
-                self.warn(f"cannot read {exc.path}: {exc.reason}")
+                if name not in quiet:
+                    self.warn(f"cannot read {exc.path}: {exc.reason}")
                 out[name] = None
             else:
                 text = texts.get(name)
@@ -72,7 +74,11 @@ class ProbeContext:
         return out
 
     def int_attr(self, path: str, base: int = 0) -> Optional[int]:
-        text = self.attr(path)
+        return self.int_of(path, self.attr(path), base)
+
+    def int_of(self, path: str, text: Optional[str], base: int = 0) -> Optional[int]:
+        """The number an attribute's text (read already, e.g. by attrs) says; None, with a
+        warning, when it is not one."""
         if text is None:
             return None
         try:

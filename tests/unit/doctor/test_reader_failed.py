@@ -46,7 +46,7 @@ def test_a_source_that_raises_is_not_checked_reader_failed_an_error(tmp_path, mo
     def broken(ctx, pci):
         raise RuntimeError("a reader bug")
 
-    monkeypatch.setattr(collect.nvlink_source, "probe", broken)
+    monkeypatch.setattr(nvlink, "probe", broken)
     features = collect.collect_features(str(host(tmp_path, GB300_E)))
     assert "nvlink" not in features
     assert features["sources"]["nvlink"] == {"ok": False, "reason": "RuntimeError: a reader bug", "warnings": [],

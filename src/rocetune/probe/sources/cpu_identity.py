@@ -21,7 +21,7 @@ from typing import Dict, Optional
 
 from ...hostfs.context import ProbeContext
 
-_RELEASE_ARCH = re.compile(r"[.-](x86_64|aarch64|ppc64le|ppc64|s390x|riscv64)\Z")
+_RELEASE_ARCH = r"[.-](x86_64|aarch64|ppc64le|ppc64|s390x|riscv64)\Z"  # the last resort: compiled there
 
 
 def _first_block(text: str) -> Dict[str, str]:
@@ -70,7 +70,7 @@ def cpu_identity(ctx: ProbeContext) -> dict:
         arch = _arch_from_cpuinfo(fields, text)
         source = "/proc/cpuinfo" if arch else None
     if arch is None:
-        m = _RELEASE_ARCH.search(ctx.attr("/proc/sys/kernel/osrelease") or "")
+        m = re.search(_RELEASE_ARCH, ctx.attr("/proc/sys/kernel/osrelease") or "")
         if m:
             arch, source = m.group(1), "/proc/sys/kernel/osrelease"
     x86 = arch in ("x86_64", "i686", "i386", "amd64")

@@ -31,6 +31,7 @@ from ...errors import HostReadError
 from ...hostfs.context import ProbeContext
 from ...nccl.conf import SYSTEM_CONF, conf_values
 from ...nccl.topo_read import MAX_BYTES, TopoReadError, parse_topology, to_nodes
+from ..source import Source
 
 ROCETUNE_HEADER = "# rocetune "
 # Where the rocetune_env role keeps an owner's nccl.conf before replacing it (its module says so too).
@@ -171,3 +172,7 @@ def _layout(ctx: ProbeContext, path: str) -> dict:
     except TopoReadError as exc:
         ctx.warn(f"{path}: {exc}")
         return {"read_error": str(exc)}
+
+
+SOURCE = Source("declared", reads="/etc/nccl.conf, vendor NCCL env scripts and topology files",
+                order=80)

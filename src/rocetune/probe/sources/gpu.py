@@ -9,15 +9,17 @@ from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
 from ..parsers.nvsmi_query import parse_gpu_query
 from ..parsers.nvsmi_topo import parse_topo_matrix
+from ..source import Source
 
 TOPO_ARGV = ["nvidia-smi", "topo", "-m"]
 QUERY_ARGV = ["nvidia-smi", "--query-gpu=index,pci.bus_id,name", "--format=csv,noheader"]
 # Independent of each other: a live runner runs them side by side (the probe starts them even
-# earlier, see probe/collect.py); the query is read only when the matrix is usable.
+# earlier: SOURCE.starts); the query is read only when the matrix is usable.
 COMMANDS = (TOPO_ARGV, QUERY_ARGV)
 
 
-def probe(ctx: ProbeContext, sysfs_gpus: int) -> dict:
+def probe(ctx: ProbeContext, pci: dict) -> dict:
+    sysfs_gpus = sum(1 for d in pci["devices"] if d["kind"] == "gpu")
     bus_ids: Dict[str, str] = {}
     names: Dict[str, str] = {}
     data: Dict[str, Any] = {"matrix": None, "bus_ids": bus_ids, "names": names}
@@ -56,3 +58,7 @@ def probe(ctx: ProbeContext, sysfs_gpus: int) -> dict:
     elif query.found:
         ctx.warn(f"nvidia-smi --query-gpu failed (exit {query.returncode}): GPU bus ids unknown")
     return data
+
+
+SOURCE = Source("gpu", reads="`nvidia-smi topo -m` and `nvidia-smi --query-gpu`",
+                needs=("pci",), order=40, starts=COMMANDS)

@@ -6,6 +6,7 @@ from typing import Optional
 
 from ...errors import HostReadError
 from ...hostfs.context import ProbeContext
+from ..source import Source
 from .cpu_identity import cpu_identity
 
 NODES = "/sys/devices/system/node"
@@ -97,3 +98,8 @@ def _acpi_oem_id(ctx: ProbeContext) -> Optional[bytes]:
     if not head or len(head) < 16 or head[:4] != b"FACP":
         return None
     return head[10:16]
+
+
+SOURCE = Source("host", reads="/proc/sys/kernel, /proc/cpuinfo, /sys/devices/system/node, /sys/class/dmi/id, "
+                "/sys/hypervisor",
+                order=10)

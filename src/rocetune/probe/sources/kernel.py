@@ -9,6 +9,7 @@ from ... import nics
 from ...core.modules_builtin import parse_modules_builtin, sysfs_says_builtin
 from ...hostfs.context import ProbeContext
 from ...nccl.defaults import PEER_MEMORY_PATHS
+from ..source import Source
 from . import nccl_libs
 from .nccl_libs import NCCL_LIB_DIRS
 
@@ -27,8 +28,9 @@ SYSCTLS = (
 )
 CMDLINE_KEYS = ("iommu", "intel_iommu", "amd_iommu")
 NVIDIA_VERSION = "/proc/driver/nvidia/version"
-_NVRM_RE = re.compile(r"^NVRM version:\s+NVIDIA UNIX (Open )?Kernel Module for \S+\s+(\S+)", re.M)
-_NVRM_LEGACY_RE = re.compile(r"^NVRM version:.*Kernel Module\s+(\d[\d.]*)", re.M)
+# Patterns of files most hosts do not have are compiled where they are read (re caches them).
+_NVRM = r"^NVRM version:\s+NVIDIA UNIX (Open )?Kernel Module for \S+\s+(\S+)"
+_NVRM_LEGACY = r"^NVRM version:.*Kernel Module\s+(\d[\d.]*)"
 _IBVERBS_RE = re.compile(r"^libibverbs\.so\.1\.(\d+)\.(\d+)\.\d+\Z")
 NET_CONF = "/proc/sys/net/ipv4/conf"
 NET_CONF_KEYS = ("arp_ignore", "arp_announce", "rp_filter")
@@ -106,10 +108,10 @@ def _nvidia_driver(ctx: ProbeContext) -> Optional[dict]:
     text = ctx.text(NVIDIA_VERSION)
     if not text:
         return None
-    m = _NVRM_RE.search(text)
+    m = re.search(_NVRM, text, re.M)
     if m:
         return {"version": m.group(2), "open": bool(m.group(1))}
-    m = _NVRM_LEGACY_RE.search(text)
+    m = re.search(_NVRM_LEGACY, text, re.M)
     return {"version": m.group(1) if m else None, "open": False}
 
 
@@ -163,3 +165,8 @@ def probe(ctx: ProbeContext) -> dict:
         "nvidia_driver": _nvidia_driver(ctx),
         "libibverbs": _libibverbs(ctx),
     }
+
+
+SOURCE = Source("kernel", reads="/proc/modules, /sys/module, modules.builtin, /proc/cmdline, IOMMU groups, "
+                "/proc/self/limits, net sysctls, the NCCL library",
+                order=70)

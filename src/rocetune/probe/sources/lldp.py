@@ -13,14 +13,14 @@ from typing import Any, Dict, Optional
 
 from ...errors import ParseError
 from ...hostfs.context import ProbeContext
-from ..parsers.lldpctl import parse_lldpctl_json
+from ..source import Source
 
 LLDPCTL_ARGV = ("lldpctl", "-f", "json0")
 # lldpd's control socket (its compile-time default; Debian, EL and Ubuntu build it so). Without
 # it lldpctl only logs that it cannot connect, with a timestamp that would differ per run.
 SOCKETS = ("/run/lldpd.socket", "/var/run/lldpd.socket")
 BIN_DIRS = ("/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin", "/bin")
-_LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\s+")
+_LOG_STAMP = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\s+"  # compiled where lldpctl failed (re caches it)
 
 
 def probe(ctx: ProbeContext) -> Optional[dict]:
@@ -36,10 +36,16 @@ def probe(ctx: ProbeContext) -> Optional[dict]:
     if res.returncode != 0:
         said = next((ln.strip() for ln in (res.stderr or res.stdout or "").splitlines() if ln.strip()),
                     res.reason or f"exit {res.returncode}")
-        doc["error"] = f"exit {res.returncode}: {_LOG_STAMP.sub('', said)[:300]}"
+        doc["error"] = f"exit {res.returncode}: {re.sub(_LOG_STAMP, '', said)[:300]}"
         return doc
+    from ..parsers.lldpctl import parse_lldpctl_json  # where lldpctl answered: most hosts have none
+
     try:
         doc["interfaces"] = parse_lldpctl_json(res.stdout)
     except ParseError as exc:
         doc["error"] = str(exc)[:300]
     return doc
+
+
+SOURCE = Source("lldp", reads="`lldpctl -f json0`",
+                order=100, optional=True)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...errors import HostReadError, ParseError
+from ...errors import ParseError
 from ...hostfs.context import ProbeContext
 from ..parsers.ip_addr import parse_ip_addr
 from ..parsers.proc_net import parse_fib_trie, parse_if_inet6, parse_ipv6_route, parse_route
+from ..source import Source
 from .pci import BDF_RE
 
 NET = "/sys/class/net"
@@ -19,23 +20,17 @@ ARPHRD_INFINIBAND = 32
 ARPHRD_LOOPBACK = 772
 
 
-def _quiet_attr(ctx: ProbeContext, path: str) -> Optional[str]:
-    """Attributes like carrier/speed fail with EINVAL on a down link: that means unknown."""
-    try:
-        text = ctx.root.read_text(path)
-    except HostReadError:
-        return None
-    if text is None:
-        return None
-    return text.strip() or None
-
-
-def _quiet_int(ctx: ProbeContext, path: str) -> Optional[int]:
-    text = _quiet_attr(ctx, path)
+def _number(text: Optional[str]) -> Optional[int]:
     try:
         return int(text, 0) if text is not None else None
     except ValueError:
         return None
+
+
+# Each interface's attributes, read in one batch; speed and carrier fail with EINVAL on a down
+# link, which means unknown (no warning).
+_QUIET = ("speed", "carrier")
+_ATTRS = ("type", "operstate", "mtu", *_QUIET)
 
 
 def _kind(ctx: ProbeContext, name: str, real: str, dev_type: Optional[int], pci: Optional[str],
@@ -199,9 +194,9 @@ def probe(ctx: ProbeContext) -> dict:
         dev_real = ctx.root.realpath(f"{base}/device") if ctx.root.exists(f"{base}/device") else ""
         pci = dev_real.rsplit("/", 1)[-1] if dev_real else None
         pci = pci if pci and BDF_RE.match(pci) else None
-        dev_type = ctx.int_attr(f"{base}/type")
-        speed = _quiet_int(ctx, f"{base}/speed")
-        carrier = _quiet_int(ctx, f"{base}/carrier")
+        a = ctx.attrs(base, _ATTRS, quiet=_QUIET)
+        dev_type = ctx.int_of(f"{base}/type", a["type"])
+        speed, carrier = _number(a["speed"]), _number(a["carrier"])
         # bonding/ is looked for once, and bonding/slaves read only where bonding/ can be
         loopback = name == "lo" or dev_type == ARPHRD_LOOPBACK
         bonding = not loopback and ctx.root.exists(f"{base}/bonding")
@@ -209,9 +204,9 @@ def probe(ctx: ProbeContext) -> dict:
         interfaces.append({
             "name": name,
             "kind": _kind(ctx, name, real, dev_type, pci, bonding),
-            "operstate": ctx.attr(f"{base}/operstate"),
+            "operstate": a["operstate"],
             "carrier": None if carrier is None else bool(carrier),
-            "mtu": ctx.int_attr(f"{base}/mtu"),
+            "mtu": ctx.int_of(f"{base}/mtu", a["mtu"]),
             "speed_mbps": speed if speed is not None and speed > 0 else None,
             "driver": ctx.root.link_name(f"{base}/device/driver") if pci else None,
             "pci": pci,
@@ -227,3 +222,7 @@ def probe(ctx: ProbeContext) -> dict:
     if ctx.root.exists("/proc/net/route"):
         out["routes"] = route_table(v4)
     return out
+
+
+SOURCE = Source("net", reads="/sys/class/net, `ip -j addr show` (else /proc/net), /proc/net/route and ipv6_route",
+                order=30, sysfs=True, starts=(IP_ADDR_ARGV,), unread={"addresses_known": False})

@@ -20,6 +20,7 @@ from ... import nics
 from ...core.nic_firmware_params import FirmwareError, first_function, parse_query, query_argv
 from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
+from ..source import Source
 
 TOOLS = ("mlxconfig", "mstconfig")
 FIRMWARE_VENDORS = nics.vendors_read_by("mlxconfig")  # the PCI vendors whose NVCONFIG mlxconfig reads
@@ -84,3 +85,7 @@ def read_card(result) -> dict:
         if row is not None:
             params[name] = {_COLUMNS.get(col, col.lower().replace(" ", "_")): value for col, value in row.items()}
     return {"error": None, "params": params}
+
+
+SOURCE = Source("nic_firmware", reads="`mlxconfig -d BDF -e q` (or mstconfig) per ConnectX card with RDMA",
+                needs=("rdma", "pci"), order=110, optional=True)

@@ -15,7 +15,7 @@ from typing import Dict, Optional
 from ...errors import ParseError
 from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
-from ..parsers.nvsmi_nvlink import parse_fabric_csv, parse_fabric_query, parse_nvlink_errors, parse_nvlink_status
+from ..source import Source
 
 FABRIC_CSV_ARGV = ["nvidia-smi", "--query-gpu=pci.bus_id,fabric.state,fabric.status", "--format=csv,noheader"]
 QUERY_ARGV = ["nvidia-smi", "-q"]
@@ -44,7 +44,7 @@ def probe(ctx: ProbeContext, pci: dict) -> Optional[dict]:
     problem = None
     if res.found and res.returncode == 0:
         try:
-            doc["fabric"] = parse_fabric_csv(res.stdout)
+            doc["fabric"] = _parsers().parse_fabric_csv(res.stdout)
         except ParseError as exc:
             problem = exc.message
     else:
@@ -58,18 +58,18 @@ def probe(ctx: ProbeContext, pci: dict) -> Optional[dict]:
                 doc["fabric"] = {k: {"state": v.get("state"), "status": v.get("status"),
                                      "clique_id": v.get("cliqueid"), "cluster_uuid": v.get("clusteruuid"),
                                      "bandwidth": v.get("bandwidth")}
-                                 for k, v in parse_fabric_query(full.stdout).items()}
+                                 for k, v in _parsers().parse_fabric_query(full.stdout).items()}
             except ParseError as exc:
                 doc["errors"]["nvidia-smi -q"] = exc.message
         elif problem:
             doc["errors"]["fabric"] = problem
-    for key, argv, parse in (("links", STATUS_ARGV, parse_nvlink_status),
-                             ("link_errors", ERRORS_ARGV, parse_nvlink_errors)):
+    for key, argv, parse in (("links", STATUS_ARGV, "parse_nvlink_status"),
+                             ("link_errors", ERRORS_ARGV, "parse_nvlink_errors")):
         res = ctx.runner.run(argv)
         answered |= res.found
         if res.found and res.returncode == 0:
             try:
-                doc[key] = parse(res.stdout)
+                doc[key] = getattr(_parsers(), parse)(res.stdout)
             except ParseError as exc:  # this part unread; the fabric state above still counts
                 doc["errors"][" ".join(argv[1:])] = exc.message
         elif res.found:
@@ -82,6 +82,13 @@ def probe(ctx: ProbeContext, pci: dict) -> Optional[dict]:
     return doc
 
 
+def _parsers():
+    """parsers.nvsmi_nvlink, imported where nvidia-smi answered (not on a host without GPUs' tools)."""
+    from ..parsers import nvsmi_nvlink
+
+    return nvsmi_nvlink
+
+
 def _units(text: str) -> Dict[str, dict]:
     out: Dict[str, dict] = {}
     for block in text.strip().split("\n\n"):
@@ -89,3 +96,7 @@ def _units(text: str) -> Dict[str, dict]:
         if props.get("Id"):
             out[props.pop("Id")] = props
     return out
+
+
+SOURCE = Source("nvlink", reads="`nvidia-smi` fabric state and NVLink status/errors, systemctl of the fabric services",
+                needs=("pci",), order=130, optional=True)

@@ -6,6 +6,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ...hostfs.context import ProbeContext
+from ..source import Source
 
 BDF_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\Z")
 NVIDIA = "0x10de"
@@ -40,11 +41,17 @@ def _speed_rank(speed: Optional[str]) -> float:
     return float(m.group(1)) if m else 0.0
 
 
-def _link(ctx: ProbeContext, base: str) -> Optional[dict]:
-    speed = ctx.attr(f"{base}/current_link_speed")
-    max_speed = ctx.attr(f"{base}/max_link_speed")
-    width = ctx.int_attr(f"{base}/current_link_width")
-    max_width = ctx.int_attr(f"{base}/max_link_width")
+# What is read of each device kept (GPUs, NICs, NVSwitches and the bridges above them), in one
+# batch per device (HostRoot.read_texts: its directory resolved and opened once).
+_DETAILS = ("device", "numa_node", "current_link_speed", "max_link_speed", "current_link_width", "max_link_width",
+            "sriov_totalvfs")
+
+
+def _link(ctx: ProbeContext, base: str, a: Dict[str, Optional[str]]) -> Optional[dict]:
+    speed = a["current_link_speed"]
+    max_speed = a["max_link_speed"]
+    width = ctx.int_of(f"{base}/current_link_width", a["current_link_width"])
+    max_width = ctx.int_of(f"{base}/max_link_width", a["max_link_width"])
     if speed is None and width is None:
         return None
     degraded = False
@@ -56,8 +63,8 @@ def _link(ctx: ProbeContext, base: str) -> Optional[dict]:
             "degraded": degraded}
 
 
-def _numa(ctx: ProbeContext, base: str) -> Optional[int]:
-    node = ctx.int_attr(f"{base}/numa_node")
+def _numa(ctx: ProbeContext, base: str, text: Optional[str]) -> Optional[int]:
+    node = ctx.int_of(f"{base}/numa_node", text)
     return node if node is not None and node >= 0 else None
 
 
@@ -75,8 +82,8 @@ def probe(ctx: ProbeContext) -> dict:
         if not chain or chain[-1] != bdf:
             ctx.warn(f"{base}: link does not lead into /sys/devices/pci*")
             rc, chain = None, [bdf]
-        vendor = ctx.attr(f"{base}/vendor")
-        pci_class = ctx.attr(f"{base}/class")
+        read = ctx.attrs(base, ("vendor", "class"))
+        vendor, pci_class = read["vendor"], read["class"]
         seen[bdf] = {"bdf": bdf, "vendor": vendor, "class": pci_class, "root_complex": rc,
                      "chain": chain, "kind": classify(vendor, pci_class)}
     wanted = {b for b, d in seen.items() if d["kind"] in ("gpu", "nic", "nvswitch")}
@@ -87,28 +94,33 @@ def probe(ctx: ProbeContext) -> dict:
         d = seen[bdf]
         base = f"{PCI_DEVICES}/{bdf}"
         chain = d["chain"]
+        a = ctx.attrs(base, _DETAILS)
         devices.append({
             "bdf": bdf,
             "kind": d["kind"],
             "class": d["class"],
             "vendor": d["vendor"],
-            "device": ctx.attr(f"{base}/device"),
-            "numa_node": _numa(ctx, base),
+            "device": a["device"],
+            "numa_node": _numa(ctx, base, a["numa_node"]),
             "root_complex": d["root_complex"],
             "parent": chain[-2] if len(chain) > 1 else None,
             # A switch is an upstream port below a root/downstream port: every second bridge.
             "switches": chain[1:-1:2],
             "driver": ctx.root.link_name(f"{base}/driver"),
-            "link": _link(ctx, base),
-            "sriov": _sriov(ctx, base),
+            "link": _link(ctx, base, a),
+            "sriov": _sriov(ctx, base, a["sriov_totalvfs"]),
         })
     return {"devices": devices}
 
 
-def _sriov(ctx: ProbeContext, base: str) -> Optional[dict]:
-    total = ctx.int_attr(f"{base}/sriov_totalvfs")
+def _sriov(ctx: ProbeContext, base: str, totalvfs: Optional[str]) -> Optional[dict]:
+    total = ctx.int_of(f"{base}/sriov_totalvfs", totalvfs)
     physfn_target = ctx.root.readlink(f"{base}/physfn")
     if total is None and physfn_target is None:
         return None
     physfn = physfn_target.rstrip("/").rsplit("/", 1)[-1] if physfn_target else None
     return {"total_vfs": total, "num_vfs": ctx.int_attr(f"{base}/sriov_numvfs"), "physfn": physfn}
+
+
+SOURCE = Source("pci", reads="/sys/bus/pci/devices: class, vendor, NUMA node and the bridges above each device",
+                order=20, sysfs=True)

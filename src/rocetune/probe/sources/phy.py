@@ -16,7 +16,7 @@ from ... import nics
 from ...errors import ParseError
 from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
-from ..parsers.phy import parse_mlxlink, parse_module_info, parse_show_fec
+from ..source import Source
 
 LINK_TOOLS = ("mlxlink", "mstlink")
 LINK_TOOL_VENDORS = nics.vendors_read_by("mlxlink")  # the PCI vendors whose NICs mlxlink reads
@@ -63,11 +63,11 @@ def probe(ctx: ProbeContext, rdma: dict, pci: dict) -> Optional[dict]:
     for p in todo:
         entry = {"netdev": p["netdev"], "pci": p["pci"], "link": None, "fec": None, "module": None, "errors": {}}
         if link_tool and p["pci"]:
-            answered |= _read_into(ctx, entry, "link", _link_argv(link_tool, p["pci"], p["port"]), parse_mlxlink,
+            answered |= _read_into(ctx, entry, "link", _link_argv(link_tool, p["pci"], p["port"]), "parse_mlxlink",
                                    link_tool)
         if p["netdev"]:
-            for key, argv, parse in (("fec", ["ethtool", "--show-fec", p["netdev"]], parse_show_fec),
-                                     ("module", ["ethtool", "-m", p["netdev"]], parse_module_info)):
+            for key, argv, parse in (("fec", ["ethtool", "--show-fec", p["netdev"]], "parse_show_fec"),
+                                     ("module", ["ethtool", "-m", p["netdev"]], "parse_module_info")):
                 answered |= _read_into(ctx, entry, key, argv, parse, " ".join(argv[:2]))
         if entry["module"] is None and entry["link"] and entry["link"].get("module"):
             entry["module"] = entry["link"]["module"]
@@ -88,15 +88,22 @@ def _link_tool(ctx: ProbeContext, todo: List[dict]) -> Optional[str]:
                  if ctx.runner.run(_link_argv(name, first["pci"], first["port"])).found), None)
 
 
-def _read_into(ctx: ProbeContext, entry: dict, key: str, argv: List[str], parse, label: str) -> bool:
-    """Run `argv` and put its parsed output at entry[key], or why not in entry["errors"][label];
-    whether the command was there at all."""
+def _read_into(ctx: ProbeContext, entry: dict, key: str, argv: List[str], parse: str, label: str) -> bool:
+    """Run `argv` and put its output, read by parsers.phy's function `parse`, at entry[key], or
+    why not in entry["errors"][label]; whether the command was there at all."""
     res = ctx.runner.run(argv)
     if res.found and res.returncode == 0:
+        from ..parsers import phy as parsers  # imported where a tool answered: most hosts have none
+
         try:
-            entry[key] = parse(res.stdout)
+            entry[key] = getattr(parsers, parse)(res.stdout)
         except ParseError as exc:
             entry["errors"][label] = exc.message
     elif res.found:
         entry["errors"][label] = _said(res)
     return bool(res.found)
+
+
+SOURCE = Source("phy", reads="`mlxlink` (or mstlink) per ConnectX port, `ethtool --show-fec` and "
+                "`ethtool -m` per netdev",
+                needs=("rdma", "pci"), order=120, optional=True)

@@ -24,6 +24,7 @@ from typing import Dict, List, Optional
 from ...core import qos_tool_outputs
 from ...hostfs.context import ProbeContext
 from ...hostfs.runners import start_commands
+from ..source import Source
 
 
 def _enabled(pfc: Optional[List[int]]) -> List[int]:
@@ -129,3 +130,7 @@ def probe(ctx: ProbeContext, rdma: dict) -> dict:
         if ecn is not None:
             dcqcn[ifname] = ecn
     return {"interfaces": interfaces, **({"dcqcn": dcqcn} if dcqcn else {})}
+
+
+SOURCE = Source("qos", reads="`mlnx_qos -i IF`, else `dcb` (app, pfc), per RoCE netdev; DCQCN under /sys/class/net",
+                needs=("rdma",), order=90)

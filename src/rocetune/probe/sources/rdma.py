@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ...errors import ParseError
 from ...hostfs.context import ProbeContext
 from ...model.vocab import natural_key
+from ..source import Source
 from .pci import BDF_RE
 
 IB = "/sys/class/infiniband"
@@ -361,3 +362,8 @@ def probe(ctx: ProbeContext, net: Optional[dict] = None, pci_data: Optional[dict
         ctx.warn(f"RoCE type of {sum(unreadable.values())} GID(s) unreadable on {len(names_)} active "
                  f"port(s) ({shown}): a container that does not map gid_attrs?")
     return {"devices": devices}
+
+
+SOURCE = Source("rdma", reads="/sys/class/infiniband (ports, GIDs); without /sys, a recorded ibv_devinfo or "
+                "ibstat, or topo -m's legend",
+                needs=("net", "pci", "gpu"), order=50)

@@ -7,6 +7,7 @@ from typing import List, Optional
 from ...errors import ParseError
 from ...hostfs.context import ProbeContext
 from ..parsers.ibv_devinfo import parse_ibv_devinfo
+from ..source import Source
 
 IBV_DEVINFO_ARGV = ["ibv_devinfo"]
 _MTU_ENUM = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
@@ -133,3 +134,7 @@ def probe(ctx: ProbeContext, rdma: dict) -> dict:
             return {"via": None, "devices": [], "disagreements": []}
     devices = sorted(devices, key=lambda d: d["name"])
     return {"via": via, "devices": devices, "disagreements": compare(devices, rdma)}
+
+
+SOURCE = Source("verbs", reads="pyverbs on a live host, a recorded `ibv_devinfo` elsewhere",
+                needs=("rdma",), order=60)
