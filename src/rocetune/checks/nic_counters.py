@@ -266,4 +266,3 @@ REGISTRY: Dict[str, dict] = {
         "threshold": None,
     },
 }
-
