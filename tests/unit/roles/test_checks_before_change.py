@@ -264,6 +264,7 @@ def test_the_preflight_tells_a_change_from_a_run_that_only_verifies_or_tells(mon
     import sys
     import types
 
+    pytest.importorskip("ansible", reason="the preflight's module runs inside ansible-core")
     sys.path.insert(0, str(REPO / "collections"))
     from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_preflight as PF
 
