@@ -7,9 +7,9 @@ VMs), so ``pytest -m "not lab"`` is the fast loop; the lab's own conftest adds `
 The lab's kernel objects have fixed names, so two test runs on one machine would tear down each
 other's hosts: a session running as root takes an exclusive lock on ``/run/rocetune-lab.lock``
 before its first lab test sets up, and holds it to its end. Collecting (``--collect-only``, or a
-run whose lab tests are all deselected) never takes it. scripts/test.sh and scripts/demo.sh hold the same lock for their whole
-run and say so with ``ROCETUNE_LAB_LOCKED=1``; ``flock /run/rocetune-lab.lock CMD`` serialises
-anything else that brings a lab up by hand.
+run whose lab tests are all deselected) never takes it. scripts/demo.sh holds the same lock for its
+whole run and says so with ``ROCETUNE_LAB_LOCKED=1``; scripts/test.sh takes it to tear a lab down;
+``flock /run/rocetune-lab.lock CMD`` serialises anything else that brings a lab up by hand.
 """
 
 from __future__ import annotations
