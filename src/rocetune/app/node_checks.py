@@ -67,7 +67,7 @@ def doctor_checks(
     expect = request.expect()
     expected = exact_names(expect.document) if expect is not None else []
     named = deployed_ports(read["deployed_env"]) | set(expected)
-    facts = hold_node(plan, features, expect, expected if expect is not None else sorted(named), view)
+    facts = hold_node(plan, view, expect, expected if expect is not None else sorted(named))
     found = checks.run_checks(checks.DoctorInput(features, read, view, texts, declared_qos, named, set(expected)))
     from ..checks import host_findings
 
