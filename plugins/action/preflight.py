@@ -9,12 +9,18 @@ them, the facts it sets, whether it runs every time), templated as the role's ow
 `<role>_*` names (role_vars_check's rule), the QoS plan given from the controller loaded and
 checked here; then one module call on the node runs every role's module in check mode
 (rocetune.fabric.preflight), and a QoS plan file the node could not read is checked here. All
-errors of all roles are reported at once, each named by its role."""
+errors of all roles are reported at once, each named by its role.
+
+With `apply`, the site's converge step: the roles named, those the preflight found to change the
+node, applied in one module call (their inputs were checked by the preflight before); a role's
+`payload` ({option: controller file}) goes with the call where the earlier answer (`preflight`)
+says the node lacks that content (the agent's zip)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import os
 
 from ansible.errors import AnsibleActionFail
@@ -38,7 +44,7 @@ ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("roles",))
+    _VALID_ARGS = frozenset(("roles", "apply", "preflight"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -48,6 +54,9 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("roles must be a list of the roles' names, in the order the site runs them")
         if yaml is None:
             raise AnsibleActionFail("PyYAML is needed to read the roles' argument specs")
+        if boolean(self._task.args.get("apply", False), strict=False):
+            result.update(self._apply(names, task_vars))
+            return result
         refused, node_checks, checks = {}, [], []
         for role in names:
             templar = self._role_templar(role, task_vars)
@@ -92,13 +101,57 @@ class ActionModule(ActionBase):
             # A role whose verification runs every time (`always`: roce_net's jumbo path check, OFED)
             # runs even where its module has nothing to change.
             answer_of["run"] = bool(answer_of.get("run")) or boolean(check.get("always") or False, strict=False)
+            # Whether the site's converge step may apply this role's module with the others'.
+            answer_of["batch"] = boolean(check.get("batch", True), strict=False)
             out[role] = answer_of
         errors = ["%s: %s" % (role, a["msg"]) for role, a in out.items() if a["failed"]]
-        result.update(changed=False, roles=out, run=[r for r, a in out.items() if a["run"]],
-                      change=[r for r, a in out.items() if a["change"]], refused=bool(errors))
+        change = [r for r, a in out.items() if a["change"]]
+        # The site's converge step: every role that will change the node, in one call, where each allows it.
+        batch = change if all(out[r]["batch"] for r in change) else []
+        result.update(changed=False, roles=out, run=[r for r, a in out.items() if a["run"]], change=change,
+                      batch=batch, refused=bool(errors))
         if errors:
             result.update(failed=True, msg="preflight refused this node, nothing was changed: " + " | ".join(errors))
         return result
+
+    def _apply(self, names, task_vars):
+        """The converge step: every role named applied on the node in one call."""
+        found = (self._task.args.get("preflight") or {}).get("roles") or {}
+        checks, payloads = [], {}
+        for role in names:
+            check = self._templated_check(role, task_vars)
+            if not check.get("module"):
+                continue
+            args = check.get("args") or {}
+            if check["module"] == "roce_qos_apply":
+                try:
+                    args = controller_args(args, yaml.safe_load)
+                except QosError as exc:
+                    return dict(failed=True, changed=False, msg="roce_qos: QoS plan %s; nothing was changed" % exc)
+            checks.append({"role": role, "module": check["module"], "args": args})
+            lacks = ((found.get(role) or {}).get("result") or {}).get("needs_content", not found)
+            if check.get("payload") and lacks and not self._task.check_mode:
+                payloads[role] = dict((option, _base64_of(path)) for option, path in check["payload"].items())
+        if not checks:
+            return dict(changed=False, roles={}, applied=[], change=[])
+        answer = self._execute_module(module_name="rocetune.fabric.preflight",
+                                      module_args={"checks": checks, "apply": True, "payloads": payloads},
+                                      task_vars=task_vars)
+        for check in checks:
+            role = check["role"]
+            if check["module"] == "roce_qos_apply" and role in answer.get("roles", {}):
+                checked = controller_result(check["args"], dict(answer["roles"][role]["result"]), yaml.safe_load)
+                if checked.get("failed") and not answer["roles"][role]["failed"]:
+                    answer["roles"][role].update(failed=True, msg=checked["msg"])
+                    answer.update(failed=True, msg="roce_qos: %s" % checked["msg"])
+        return answer
+
+    def _templated_check(self, role, task_vars):
+        name = "__%s_preflight" % role
+        if name not in task_vars:
+            raise AnsibleActionFail("%s is not defined: import the role %s (tasks_from: preflight) in this play"
+                                    % (name, role))
+        return dict(self._role_templar(role, task_vars).template(task_vars[name]), role=role)
 
     def _role_templar(self, role, task_vars):
         """A templar that sees the variables as the role's own tasks do: its role_path, and its
@@ -128,6 +181,14 @@ class ActionModule(ActionBase):
             problems.append("unknown variable(s) %s: not options of the %s role (misspelt?)"
                             % (", ".join(unknown), role))
         return problems
+
+
+def _base64_of(path):
+    try:
+        with open(path, "rb") as fh:
+            return base64.b64encode(fh.read()).decode("ascii")
+    except OSError as exc:
+        raise AnsibleActionFail("cannot read %s on the controller: %s" % (path, exc)) from exc
 
 
 def _spec(option):

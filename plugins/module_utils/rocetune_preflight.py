@@ -7,10 +7,18 @@ Nothing changes on the node; what each role would change, and every input or nod
 refuses, comes back in one answer (rocetune.fabric.preflight).
 
 CheckOnly stands in for AnsibleModule: check mode on, no diff, the module's real run_command and
-get_bin_path, and exit_json/fail_json turned into a result instead of the process ending."""
+get_bin_path, and exit_json/fail_json turned into a result instead of the process ending.
+
+apply_all is the site's converge step: the roles that will change this node, each module's body
+run for real (in the task's own check and diff mode), in order, in the same one process; the
+first failure stops the roles after it."""
 
 from __future__ import absolute_import, division, print_function
 
+import base64
+import os
+import shutil
+import tempfile
 import traceback
 
 __metaclass__ = type
@@ -93,7 +101,17 @@ class CheckOnly(object):
         raise _Failed(msg, kwargs)
 
 
-def check_one(module, name, args):
+class Applying(CheckOnly):
+    """An AnsibleModule for one module's body, run as its role runs it (the task's check and diff
+    mode)."""
+
+    def __init__(self, module, params):
+        CheckOnly.__init__(self, module, params)
+        self.check_mode = module.check_mode
+        self._diff = module._diff
+
+
+def check_one(module, name, args, stand_in_class=CheckOnly):
     """{failed, msg, run, warnings, result} of one module's body in check mode."""
     body = MODULES.get(name)
     if body is None:
@@ -103,16 +121,17 @@ def check_one(module, name, args):
     if validated.error_messages:
         return {"failed": True, "msg": "%s: %s" % (name, "; ".join(validated.error_messages)), "run": True,
                 "change": True, "warnings": [], "result": {}}
-    stand_in = CheckOnly(module, validated.validated_parameters)
+    stand_in = stand_in_class(module, validated.validated_parameters)
+    small = _small if stand_in_class is CheckOnly else _without_invocation
     try:
         body.run(stand_in)
     except _Done as done:
         result = done.result
-        return {"failed": False, "msg": "", "warnings": stand_in.warnings, "result": _small(result),
+        return {"failed": False, "msg": "", "warnings": stand_in.warnings, "result": small(result),
                 "run": any(result.get(k) for k in RUN_KEYS), "change": any(result.get(k) for k in CHANGE_KEYS)}
     except _Failed as failed:
         return {"failed": True, "msg": failed.msg, "run": True, "change": True, "warnings": stand_in.warnings,
-                "result": _small(failed.result)}
+                "result": small(failed.result)}
     except Exception as exc:  # a fault in a module's body must not end the preflight  # pylint: disable=broad-except
         return {"failed": True, "msg": "%s: %s: %s" % (name, type(exc).__name__, exc), "run": True,
                 "change": True, "warnings": stand_in.warnings, "result": {"exception": traceback.format_exc()}}
@@ -133,6 +152,36 @@ def check_all(module, checks):
             continue
         out[role] = check_one(module, name, check.get("args"))
     return out
+
+
+def apply_all(module, checks, payloads):
+    """{role: answer} for [{role, module, args}] applied in order, each module's body as its role
+    runs it; the roles after a failed one are not run (not in the answer). `payloads`: {role:
+    {option: base64}}, files the controller sent (the agent's zip), each written to a private
+    temporary file whose path is given to the module as that option."""
+    out = {}
+    work = tempfile.mkdtemp(prefix="rocetune-apply-") if payloads else None
+    try:
+        for check in checks:
+            role, args = check["role"], dict(check.get("args") or {})
+            for option, data in (payloads or {}).get(role, {}).items():
+                path = os.path.join(work, "%s-%s" % (role, option))
+                with open(path, "wb") as fh:
+                    fh.write(base64.b64decode(data))
+                args[option] = path
+            answer = check_one(module, check["module"], args, stand_in_class=Applying)
+            answer["changed"] = bool(answer["result"].get("changed"))
+            out[role] = answer
+            if answer["failed"]:
+                break
+    finally:
+        if work:
+            shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _without_invocation(result):
+    return dict((k, v) for k, v in result.items() if k != "invocation")
 
 
 def _small(result):
