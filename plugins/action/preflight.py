@@ -57,13 +57,14 @@ class ActionModule(ActionBase):
         if boolean(self._task.args.get("apply", False), strict=False):
             result.update(self._apply(names, task_vars))
             return result
-        refused, node_checks, checks = {}, [], []
+        refused, node_checks, checks, payload = {}, [], [], {}
         for role in names:
             templar = self._role_templar(role, task_vars)
             name = "__%s_preflight" % role
             if name not in task_vars:
-                raise AnsibleActionFail("%s is not defined: import the role %s (tasks_from: preflight) in this play"
-                                        % (name, role))
+                raise AnsibleActionFail(
+                    "%s is not defined: import the role %s (tasks_from: preflight) in this play" % (name, role)
+                )
             check = dict(templar.template(task_vars[name]), role=role)
             checks.append(check)
             problems = self._role_input_problems(role, check.get("outputs") or [], task_vars, templar)
@@ -77,10 +78,13 @@ class ActionModule(ActionBase):
                 refused[role] = "; ".join(problems)
             elif check.get("module"):
                 node_checks.append({"role": role, "module": check["module"], "args": args})
+                if check.get("payload"):
+                    payload[role] = check["payload"]
         answer = {"roles": {}}
         if node_checks:
-            answer = self._execute_module(module_name="rocetune.fabric.preflight", module_args={"checks": node_checks},
-                                          task_vars=task_vars)
+            answer = self._execute_module(
+                module_name="rocetune.fabric.preflight", module_args={"checks": node_checks}, task_vars=task_vars
+            )
             if answer.get("unreachable") or "roles" not in answer:  # no answer: no Python, a broken transfer
                 result.update(answer, refused=not answer.get("unreachable"))
                 return result
@@ -93,8 +97,15 @@ class ActionModule(ActionBase):
         out = {}
         for check in checks:
             role = check["role"]
-            answer_of = roles.get(role) or {"failed": False, "msg": "", "run": False, "change": False, "warnings": [],
-                                            "result": {}, "unchecked": "nothing to check on the node"}
+            answer_of = roles.get(role) or {
+                "failed": False,
+                "msg": "",
+                "run": False,
+                "change": False,
+                "warnings": [],
+                "result": {},
+                "unchecked": "nothing to check on the node",
+            }
             if role in refused:
                 answer_of = dict(answer_of, failed=True, msg=refused[role], change=True)
             answer_of["change"] = bool(answer_of.get("change", answer_of.get("run")))
@@ -108,22 +119,35 @@ class ActionModule(ActionBase):
         change = [r for r, a in out.items() if a["change"]]
         # The site's converge step: every role that will change the node, in one call, where each allows it.
         batch = change if all(out[r]["batch"] for r in change) else []
-        result.update(changed=False, roles=out, run=[r for r, a in out.items() if a["run"]], change=change,
-                      batch=batch, refused=bool(errors))
+        # What the converge step sends (the roles' module arguments as templated and checked here),
+        # so that it need not template them again.
+        sent = [dict(c, payload=payload[c["role"]]) if c["role"] in payload else c for c in node_checks]
+        result.update(
+            changed=False,
+            roles=out,
+            run=[r for r, a in out.items() if a["run"]],
+            change=change,
+            batch=batch,
+            checks=sent,
+            refused=bool(errors),
+        )
         if errors:
             result.update(failed=True, msg="preflight refused this node, nothing was changed: " + " | ".join(errors))
         return result
 
     def _apply(self, names, task_vars):
         """The converge step: every role named applied on the node in one call."""
-        found = (self._task.args.get("preflight") or {}).get("roles") or {}
+        preflight = self._task.args.get("preflight") or {}
+        found = preflight.get("roles") or {}
+        # The preflight's own templated and checked arguments where it gave them.
+        sent = dict((c["role"], c) for c in preflight.get("checks") or [] if isinstance(c, dict) and "role" in c)
         checks, payloads = [], {}
         for role in names:
-            check = self._templated_check(role, task_vars)
+            check = sent.get(role) or self._templated_check(role, task_vars)
             if not check.get("module"):
                 continue
             args = check.get("args") or {}
-            if check["module"] == "roce_qos_apply":
+            if check["module"] == "roce_qos_apply" and role not in sent:
                 try:
                     args = controller_args(args, yaml.safe_load)
                 except QosError as exc:
@@ -134,9 +158,11 @@ class ActionModule(ActionBase):
                 payloads[role] = dict((option, _base64_of(path)) for option, path in check["payload"].items())
         if not checks:
             return dict(changed=False, roles={}, applied=[], change=[])
-        answer = self._execute_module(module_name="rocetune.fabric.preflight",
-                                      module_args={"checks": checks, "apply": True, "payloads": payloads},
-                                      task_vars=task_vars)
+        answer = self._execute_module(
+            module_name="rocetune.fabric.preflight",
+            module_args={"checks": checks, "apply": True, "payloads": payloads},
+            task_vars=task_vars,
+        )
         for check in checks:
             role = check["role"]
             if check["module"] == "roce_qos_apply" and role in answer.get("roles", {}):
@@ -149,8 +175,9 @@ class ActionModule(ActionBase):
     def _templated_check(self, role, task_vars):
         name = "__%s_preflight" % role
         if name not in task_vars:
-            raise AnsibleActionFail("%s is not defined: import the role %s (tasks_from: preflight) in this play"
-                                    % (name, role))
+            raise AnsibleActionFail(
+                "%s is not defined: import the role %s (tasks_from: preflight) in this play" % (name, role)
+            )
         return dict(self._role_templar(role, task_vars).template(task_vars[name]), role=role)
 
     def _role_templar(self, role, task_vars):
@@ -178,8 +205,9 @@ class ActionModule(ActionBase):
         problems = list(ArgumentSpecValidator(spec).validate(provided).error_messages)
         unknown = unknown_names(role, set(options) | set(outputs), task_vars, hosts=())
         if unknown:
-            problems.append("unknown variable(s) %s: not options of the %s role (misspelt?)"
-                            % (", ".join(unknown), role))
+            problems.append(
+                "unknown variable(s) %s: not options of the %s role (misspelt?)" % (", ".join(unknown), role)
+            )
         return problems
 
 

@@ -19,6 +19,7 @@ import base64
 import os
 import shutil
 import tempfile
+import time
 import traceback
 
 __metaclass__ = type
@@ -115,28 +116,64 @@ def check_one(module, name, args, stand_in_class=CheckOnly):
     """{failed, msg, run, warnings, result} of one module's body in check mode."""
     body = MODULES.get(name)
     if body is None:
-        return {"failed": True, "msg": "no preflight for module %s" % name, "run": True, "change": True,
-                "warnings": [], "result": {}}
+        return {
+            "failed": True,
+            "msg": "no preflight for module %s" % name,
+            "run": True,
+            "change": True,
+            "warnings": [],
+            "result": {},
+        }
     validated = ArgumentSpecValidator(body.ARGUMENT_SPEC).validate(dict(args or {}))
     if validated.error_messages:
-        return {"failed": True, "msg": "%s: %s" % (name, "; ".join(validated.error_messages)), "run": True,
-                "change": True, "warnings": [], "result": {}}
+        return {
+            "failed": True,
+            "msg": "%s: %s" % (name, "; ".join(validated.error_messages)),
+            "run": True,
+            "change": True,
+            "warnings": [],
+            "result": {},
+        }
     stand_in = stand_in_class(module, validated.validated_parameters)
     small = _small if stand_in_class is CheckOnly else _without_invocation
     try:
         body.run(stand_in)
     except _Done as done:
         result = done.result
-        return {"failed": False, "msg": "", "warnings": stand_in.warnings, "result": small(result),
-                "run": any(result.get(k) for k in RUN_KEYS), "change": any(result.get(k) for k in CHANGE_KEYS)}
+        return {
+            "failed": False,
+            "msg": "",
+            "warnings": stand_in.warnings,
+            "result": small(result),
+            "run": any(result.get(k) for k in RUN_KEYS),
+            "change": any(result.get(k) for k in CHANGE_KEYS),
+        }
     except _Failed as failed:
-        return {"failed": True, "msg": failed.msg, "run": True, "change": True, "warnings": stand_in.warnings,
-                "result": small(failed.result)}
+        return {
+            "failed": True,
+            "msg": failed.msg,
+            "run": True,
+            "change": True,
+            "warnings": stand_in.warnings,
+            "result": small(failed.result),
+        }
     except Exception as exc:  # a fault in a module's body must not end the preflight  # pylint: disable=broad-except
-        return {"failed": True, "msg": "%s: %s: %s" % (name, type(exc).__name__, exc), "run": True,
-                "change": True, "warnings": stand_in.warnings, "result": {"exception": traceback.format_exc()}}
-    return {"failed": True, "msg": "%s ended without a result" % name, "run": True, "change": True, "warnings": [],
-            "result": {}}
+        return {
+            "failed": True,
+            "msg": "%s: %s: %s" % (name, type(exc).__name__, exc),
+            "run": True,
+            "change": True,
+            "warnings": stand_in.warnings,
+            "result": {"exception": traceback.format_exc()},
+        }
+    return {
+        "failed": True,
+        "msg": "%s ended without a result" % name,
+        "run": True,
+        "change": True,
+        "warnings": [],
+        "result": {},
+    }
 
 
 def check_all(module, checks):
@@ -147,10 +184,19 @@ def check_all(module, checks):
         role, name = check["role"], check["module"]
         waiting = [r for r, a in out.items() if a["run"]]
         if name in AFTER_THE_OTHERS and waiting:
-            out[role] = {"failed": False, "msg": "", "run": True, "change": True, "warnings": [], "result": {},
-                         "deferred": "checked when it runs, after %s" % ", ".join(waiting)}
+            out[role] = {
+                "failed": False,
+                "msg": "",
+                "run": True,
+                "change": True,
+                "warnings": [],
+                "result": {},
+                "deferred": "checked when it runs, after %s" % ", ".join(waiting),
+            }
             continue
+        began = time.time()
         out[role] = check_one(module, name, check.get("args"))
+        out[role]["seconds"] = round(time.time() - began, 3)
     return out
 
 
@@ -169,8 +215,9 @@ def apply_all(module, checks, payloads):
                 with open(path, "wb") as fh:
                     fh.write(base64.b64decode(data))
                 args[option] = path
+            began = time.time()
             answer = check_one(module, check["module"], args, stand_in_class=Applying)
-            answer["changed"] = bool(answer["result"].get("changed"))
+            answer.update(changed=bool(answer["result"].get("changed")), seconds=round(time.time() - began, 3))
             out[role] = answer
             if answer["failed"]:
                 break

@@ -110,6 +110,13 @@ batch:
   elements: str
   returned: without apply
   sample: [host_tuning]
+checks:
+  description:
+    - Without I(apply), the roles' module arguments as sent to the node (templated and checked
+      on the controller), which the site's converge step sends again.
+  type: list
+  elements: dict
+  returned: without apply
 applied:
   description: With I(apply), the roles applied (a failed role last), in order.
   type: list
@@ -132,16 +139,24 @@ from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_preflight
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(checks=dict(type="list", elements="dict", required=True),
-                                              apply=dict(type="bool", default=False),
-                                              payloads=dict(type="dict", default={}, no_log=True)),
-                           supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=dict(
+            checks=dict(type="list", elements="dict", required=True),
+            apply=dict(type="bool", default=False),
+            payloads=dict(type="dict", default={}, no_log=True),
+        ),
+        supports_check_mode=True,
+    )
     if module.params["apply"]:
         converge(module)
     answers = check_all(module, module.params["checks"])
     failed = ["%s: %s" % (role, a["msg"]) for role, a in answers.items() if a["failed"]]
-    result = dict(changed=False, roles=answers, run=[role for role, a in answers.items() if a["run"]],
-                  change=[role for role, a in answers.items() if a["change"]])
+    result = dict(
+        changed=False,
+        roles=answers,
+        run=[role for role, a in answers.items() if a["run"]],
+        change=[role for role, a in answers.items() if a["change"]],
+    )
     if failed:
         module.fail_json(msg="; ".join(failed) + "; nothing was changed anywhere", **result)
     module.exit_json(**result)
@@ -163,11 +178,17 @@ def converge(module):
     failed = [role for role, a in answers.items() if a["failed"]]
     if failed:
         done = [role for role in answers if role not in failed]
-        module.fail_json(msg="%s: %s; applied before it: %s (changed: %s); not run after it: %s"
-                             % (failed[0], answers[failed[0]]["msg"], ", ".join(done) or "none",
-                                ", ".join(r for r in changed if r in done) or "none",
-                                ", ".join(c["role"] for c in module.params["checks"] if c["role"] not in answers)
-                                or "none"), **result)
+        module.fail_json(
+            msg="%s: %s; applied before it: %s (changed: %s); not run after it: %s"
+            % (
+                failed[0],
+                answers[failed[0]]["msg"],
+                ", ".join(done) or "none",
+                ", ".join(r for r in changed if r in done) or "none",
+                ", ".join(c["role"] for c in module.params["checks"] if c["role"] not in answers) or "none",
+            ),
+            **result,
+        )
     module.exit_json(**result)
 
 
