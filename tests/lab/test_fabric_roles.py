@@ -50,8 +50,42 @@ def mtu(run_on, host, ifname=FABRIC_IF):
 
 
 @pytest.fixture(scope="module")
-def converged(fabric, tmp_path_factory):
+def fresh_check(fabric, tmp_path_factory):
+    """The whole site in `--check --diff` on the fresh hosts, before anything was applied: each
+    role's first change, predicted by the converge step (one call per node) in check mode."""
+    info, inv = fabric
+    return run_playbook(info.inventory, tmp_path_factory.mktemp("check"), "--check", "--diff", extra_inventories=[inv])
+
+
+@pytest.fixture(scope="module")
+def converged(fabric, tmp_path_factory, fresh_check):
     return play(fabric, tmp_path_factory.mktemp("converge"))
+
+
+# Each role's first change as its diff names it (nic_firmware needs mlxconfig: tests/unit/roles).
+FIRST_CHANGES = {
+    "rdma_core": "--- before: /etc/security/limits.d/90-rocetune-memlock.conf",
+    "roce_net": "--- before: fabric interfaces (node)",
+    "roce_qos": "--- before: /etc/rocetune/roce_qos.json",
+    "host_tuning": "--- before: sysctls (running kernel)",
+    "rocetune_agent": "--- before: /usr/local/bin/rocetune",
+}
+
+
+def test_check_mode_on_fresh_hosts_shows_each_roles_first_change_and_changes_nothing(fresh_check, fabric, run_on):
+    info, _ = fabric
+    assert fresh_check.rc == 0, fresh_check.explain()
+    for host in info.names:
+        assert fresh_check.recap[host]["changed"] >= 1 and fresh_check.recap[host]["failed"] == 0
+    for role, header in FIRST_CHANGES.items():
+        assert fresh_check.output.count(header) == len(info.names), f"{role}\n{fresh_check.explain()}"
+    assert "Apply every role that will change this node" in fresh_check.output  # the converge step ran
+    for host in info.names:
+        assert mtu(run_on, host) == 1500
+        left = run_on(host, "ls /etc/udev/rules.d/81-rocetune-roce-net.rules /etc/rocetune/roce_qos.json "
+                            "/etc/security/limits.d/90-rocetune-memlock.conf /etc/sysctl.d/99-zz-rocetune-host-tuning.conf "
+                            "/usr/local/bin/rocetune", check=False)
+        assert left.returncode != 0 and left.stdout.strip() == "", left.stdout
 
 
 def test_converge_sets_the_fabric_mtu_and_leaves_the_ssh_interface_alone(converged, fabric, run_on):
