@@ -202,7 +202,8 @@ def check_all(module, checks):
 
 def apply_all(module, checks, payloads):
     """{role: answer} for [{role, module, args}] applied in order, each module's body as its role
-    runs it; the roles after a failed one are not run (not in the answer). `payloads`: {role:
+    runs it; the roles after a failed one, or after one that waits for packages, are not run (not
+    in the answer). `payloads`: {role:
     {option: base64}}, files the controller sent (the agent's zip), each written to a private
     temporary file whose path is given to the module as that option."""
     out = {}
@@ -219,7 +220,9 @@ def apply_all(module, checks, payloads):
             answer = check_one(module, check["module"], args, stand_in_class=Applying)
             answer.update(changed=bool(answer["result"].get("changed")), seconds=round(time.time() - began, 3))
             out[role] = answer
-            if answer["failed"]:
+            # A failure stops the roles after it; so does a role that waits for packages (the
+            # roles after it may need them): it and they run whole after this call.
+            if answer["failed"] or answer["result"].get("pending") or answer["result"].get("missing_packages"):
                 break
     finally:
         if work:
