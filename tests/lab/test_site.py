@@ -271,6 +271,16 @@ def test_invalid_variable_value_is_rejected_by_the_argument_specs(lab4, site_tmp
     assert result.recap["node01"]["failed"] == 1 and result.recap["node01"]["changed"] == 0
 
 
+def test_a_doctor_interval_systemd_would_not_take_is_refused_before_anything_changes(converged, lab4, run_on, site_tmp):
+    # The timer is new on node01, so rocetune_env would change it in the converge step: its
+    # input is checked by the preflight play, before that step writes anything.
+    result = run(lab4, site_tmp, "--limit", "node01", "-e",
+                 json.dumps({"rocetune_env_doctor_timer": True, "rocetune_env_doctor_interval": "soon"}), timeout=120)
+    assert result.rc != 0 and "must be a systemd time span" in result.output, result.explain()
+    assert result.recap["node01"]["failed"] == 1 and result.recap["node01"]["changed"] == 0, result.explain()
+    assert run_on("node01", "test -e /etc/systemd/system/rocetune-doctor.timer", check=False).returncode != 0
+
+
 def test_misspelt_variable_is_rejected(lab4, site_tmp):
     result = run(lab4, site_tmp, "--limit", "node01", "-e", "rocetune_env_nccl_cnof=false", timeout=120)
     assert result.rc != 0, result.explain()

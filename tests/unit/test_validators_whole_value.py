@@ -155,7 +155,7 @@ def _role_assert(var):
     import jinja2
     import yaml
 
-    tasks = yaml.safe_load((REPO / "roles" / "rocetune_env" / "tasks" / "main.yml").read_text())
+    tasks = yaml.safe_load((REPO / "roles" / "rocetune_env" / "tasks" / "input.yml").read_text())
     (line,) = [t for task in tasks for t in (task.get("ansible.builtin.assert") or {}).get("that", [])
                if t.startswith(var + " is ")]
     env = jinja2.Environment()
