@@ -32,7 +32,7 @@ description:
     this node) are applied, each module's body run as its role runs it (the task's check and diff
     mode), in order, in one call. The first role that fails stops the roles after it; the
     task fails naming it and the roles already applied. A role whose module waits for packages
-    (C(pending), C(missing_packages)) also stops the roles after it, without failing: the site
+    (C(pending), C(missing_packages)) also stops the roles after it, without failing; the site
     runs it and them whole afterwards. Their results come back per role, the
     diffs of all of them as one list.
 extends_documentation_fragment:
