@@ -45,8 +45,9 @@ MODULES = {
     "rocetune_agent_install": rocetune_agent_install_run,
     "rocetune_env": rocetune_env_run,
 }
-# A result that means the role will change something on this node (what a rollout drains for) ...
-CHANGE_KEYS = ("changed", "pending", "needs_content")
+# A result that means the role will change something on this node (what a rollout drains for):
+# packages to install count, as rdma_core reports them without `pending` ...
+CHANGE_KEYS = ("changed", "pending", "needs_content", "missing_packages")
 # ... or has something to tell where it runs (a pending reboot, a daemon to re-execute).
 RUN_KEYS = CHANGE_KEYS + ("daemon_reexec_required", "reboot_required")
 # Big or node-private parts of a result the controller does not need back.
