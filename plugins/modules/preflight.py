@@ -70,9 +70,10 @@ options:
     default: false
   payloads:
     description:
-      - Per role, files the controller sends with the call, as C({option: base64}); each is written
-        to a private temporary file on the node and its path given to the role's module as that
-        option (the agent's zip where the node lacks it). Set by the action plugin.
+      - Per role, files the controller sends with the call, base64 by the name of the module option
+        they stand for; each is written to a private temporary file on the node and its path given
+        to the role's module as that option (the agent's zip where the node lacks it). Set by the
+        action plugin.
     type: dict
     default: {}
 author: rocetune contributors (@rocetune)
