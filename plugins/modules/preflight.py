@@ -120,6 +120,8 @@ checks:
   type: list
   elements: dict
   returned: without apply
+  sample: [{"role": "host_tuning", "module": "host_tuning_sysctl",
+            "args": {"sysctls": {"net.ipv4.tcp_mtu_probing": 1}, "file": "/etc/sysctl.d/99-zz-rocetune-host-tuning.conf"}}]
 applied:
   description: With I(apply), the roles applied (a failed role last), in order.
   type: list
