@@ -207,16 +207,30 @@ def apply_all(module, checks, payloads):
     in the answer). `payloads`: {role:
     {option: base64}}, files the controller sent (the agent's zip), each written to a private
     temporary file whose path is given to the module as that option."""
-    out = {}
-    work = tempfile.mkdtemp(prefix="rocetune-apply-") if payloads else None
+    out, work = {}, None
     try:
         for check in checks:
             role, args = check["role"], dict(check.get("args") or {})
-            for option, data in (payloads or {}).get(role, {}).items():
-                path = os.path.join(work, "%s-%s" % (role, option))
-                with open(path, "wb") as fh:
-                    fh.write(base64.b64decode(data))
-                args[option] = path
+            try:
+                for option, data in (payloads or {}).get(role, {}).items():
+                    if work is None:
+                        work = tempfile.mkdtemp(prefix="rocetune-apply-")
+                    path = os.path.join(work, "%s-%s" % (role, option))
+                    with open(path, "wb") as fh:
+                        fh.write(base64.b64decode(data, validate=True))
+                    args[option] = path
+            except (OSError, ValueError) as exc:  # binascii.Error is a ValueError
+                out[role] = {
+                    "failed": True,
+                    "msg": "cannot write the file the controller sent for %s: %s; it was not applied" % (role, exc),
+                    "run": True,
+                    "change": True,
+                    "changed": False,
+                    "warnings": [],
+                    "result": {},
+                    "seconds": 0.0,
+                }
+                break
             began = time.time()
             answer = check_one(module, check["module"], args, stand_in_class=Applying)
             answer.update(changed=bool(answer["result"].get("changed")), seconds=round(time.time() - began, 3))

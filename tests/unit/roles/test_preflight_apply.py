@@ -118,6 +118,20 @@ def test_a_file_the_controller_sends_reaches_the_module_as_a_private_file_remove
     assert not os.path.exists(seen["path"]) and not os.path.exists(os.path.dirname(seen["path"]))
 
 
+def test_a_file_that_cannot_be_written_fails_its_role_clearly_and_stops_the_roles_after_it(monkeypatch):
+    ran = []
+    monkeypatch.setitem(PF.MODULES, "takes_a_file", _body(lambda m: (ran.append("file"), m.exit_json(changed=True))))
+    monkeypatch.setitem(PF.MODULES, "after", _body(lambda m: (ran.append("after"), m.exit_json(changed=True))))
+    answers = PF.apply_all(
+        Node(),
+        [{"role": "agent", "module": "takes_a_file", "args": {}}, {"role": "later", "module": "after", "args": {}}],
+        {"agent": {"src": "not base64!"}},
+    )
+    assert list(answers) == ["agent"] and ran == []
+    assert answers["agent"]["failed"] and not answers["agent"]["changed"]
+    assert answers["agent"]["msg"].startswith("cannot write the file the controller sent for agent: ")
+
+
 def test_the_module_names_the_failed_role_what_was_applied_before_it_and_what_did_not_run(monkeypatch):
     monkeypatch.setitem(
         PF.MODULES,
