@@ -18,6 +18,8 @@ busy time over the run (/proc/stat), per host. Targets for the controller's CPU:
 and converge <= 3x the floor's. The node-side figure is only as clean as the machine is idle:
 run it with nothing else busy (the load average is printed).
 
+It waits for the lab lock (/run/rocetune-lab.lock) first, as the lab tests do.
+
 Untimed: one facts run on every host (so that every timed run finds the same warm SSH master
 connections).
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import fcntl
 import json
 import os
 import resource
@@ -53,6 +56,7 @@ FACTS_PLAY = """\
     - name: Gather facts
       ansible.builtin.setup:
 """
+LAB_LOCK = "/run/rocetune-lab.lock"
 TARGET_RERUN = 2.0
 TARGET_CONVERGE = 3.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -69,6 +73,19 @@ def machine_busy_s() -> float:
 def children_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def take_lab_lock() -> None:
+    """One lab at a time on a machine (tests/conftest.py): wait for LAB_LOCK, held until exit,
+    unless the caller holds it already (ROCETUNE_LAB_LOCKED=1)."""
+    if os.environ.get("ROCETUNE_LAB_LOCKED") == "1":
+        return
+    fd = os.open(LAB_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        say(f"waiting for {LAB_LOCK}: another lab is up on this machine")
+        fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 def say(msg: str) -> None:
@@ -100,18 +117,25 @@ def run_all(args, tmp: Path) -> dict:
 
     def timed(name: str, playbook: str, *extra: str) -> None:
         seconds_file = tmp / f"{name}-{len(runs.get(name, []))}.json"
-        env = ansible_env(ANSIBLE_CALLBACK_PLUGINS=str(REPO / "bench" / "callback_plugins"),
-                          ANSIBLE_CALLBACKS_ENABLED="task_seconds", ROCETUNE_TASK_SECONDS=str(seconds_file))
+        env = ansible_env(
+            ANSIBLE_CALLBACK_PLUGINS=str(REPO / "bench" / "callback_plugins"),
+            ANSIBLE_CALLBACKS_ENABLED="task_seconds",
+            ROCETUNE_TASK_SECONDS=str(seconds_file),
+        )
         cpu0, busy0 = children_cpu_s(), machine_busy_s()
         r = run_playbook(info.inventory, tmp, *extra, playbook=playbook, env=env, extra_inventories=[fabric_inv])
         r.controller_cpu = children_cpu_s() - cpu0
         r.node_cpu = max(0.0, machine_busy_s() - busy0 - r.controller_cpu) / args.hosts
         if r.rc != 0:
             raise SystemExit(f"ansible_converge: {name} failed:\n{r.explain()}")
-        r.tasks = json.loads(seconds_file.read_text())["tasks"] if seconds_file.exists() else []
+        recorded = json.loads(seconds_file.read_text()) if seconds_file.exists() else {}
+        r.tasks = recorded.get("tasks", [])
+        r.in_one_call = recorded.get("in_one_call", {})
         runs.setdefault(name, []).append(r)
-        say(f"{name:<9} {r.seconds:6.1f}s  changed={r.total('changed')}  controller CPU {r.controller_cpu:.1f}s"
-            f"  node CPU {r.node_cpu:.2f}s/host")
+        say(
+            f"{name:<9} {r.seconds:6.1f}s  changed={r.total('changed')}  controller CPU {r.controller_cpu:.1f}s"
+            f"  node CPU {r.node_cpu:.2f}s/host"
+        )
 
     timed("floor", str(facts))
     timed("converge", "site.yml", *tag_args)
@@ -131,6 +155,7 @@ def main() -> int:
     if os.geteuid() != 0:
         say("needs root (the lab makes network namespaces and mounts)")
         return 2
+    take_lab_lock()
     say(f"bringing up {args.hosts} lab hosts; timing site.yml --tags {args.tags}")
     try:
         runs = run_all(args, Path(tempfile.mkdtemp(prefix="rocetune-bench-")))
@@ -143,45 +168,74 @@ def main() -> int:
     converge, rerun = runs["converge"][0], runs["rerun"][0]
     floor_cpu = statistics.median(r.controller_cpu for r in runs["floor"])
     floor_node = statistics.median(r.node_cpu for r in runs["floor"])
-    version = subprocess.run([tool("ansible"), "--version"], stdout=subprocess.PIPE, text=True,
-                             env=ansible_env(), timeout=60).stdout.split("\n")[0]
+    version = subprocess.run(
+        [tool("ansible"), "--version"], stdout=subprocess.PIPE, text=True, env=ansible_env(), timeout=60
+    ).stdout.split("\n")[0]
     figures = {
-        "hosts": args.hosts, "cpus": os.cpu_count(), "ansible": version.strip(), "tags": args.tags,
-        "floor_s": round(floor, 2), "floor_runs_s": [round(f, 2) for f in floors],
-        "converge_s": round(converge.seconds, 2), "converge_ratio": round(converge.seconds / floor, 2),
-        "rerun_s": round(rerun.seconds, 2), "rerun_ratio": round(rerun.seconds / floor, 2),
+        "hosts": args.hosts,
+        "cpus": os.cpu_count(),
+        "ansible": version.strip(),
+        "tags": args.tags,
+        "floor_s": round(floor, 2),
+        "floor_runs_s": [round(f, 2) for f in floors],
+        "converge_s": round(converge.seconds, 2),
+        "converge_ratio": round(converge.seconds / floor, 2),
+        "rerun_s": round(rerun.seconds, 2),
+        "rerun_ratio": round(rerun.seconds / floor, 2),
         "rerun_changed": rerun.total("changed"),
-        "controller_cpu_s": {"floor": round(floor_cpu, 2), "converge": round(converge.controller_cpu, 2),
-                             "rerun": round(rerun.controller_cpu, 2)},
-        "controller_cpu_ratio": {"converge": round(converge.controller_cpu / floor_cpu, 2),
-                                 "rerun": round(rerun.controller_cpu / floor_cpu, 2)},
-        "node_cpu_s_per_host": {"floor": round(floor_node, 2), "converge": round(converge.node_cpu, 2),
-                                "rerun": round(rerun.node_cpu, 2)},
+        "controller_cpu_s": {
+            "floor": round(floor_cpu, 2),
+            "converge": round(converge.controller_cpu, 2),
+            "rerun": round(rerun.controller_cpu, 2),
+        },
+        "controller_cpu_ratio": {
+            "converge": round(converge.controller_cpu / floor_cpu, 2),
+            "rerun": round(rerun.controller_cpu / floor_cpu, 2),
+        },
+        "node_cpu_s_per_host": {
+            "floor": round(floor_node, 2),
+            "converge": round(converge.node_cpu, 2),
+            "rerun": round(rerun.node_cpu, 2),
+        },
         "loadavg_before_summary": os.getloadavg()[0],
-        "targets": {"converge_ratio": TARGET_CONVERGE, "rerun_ratio": TARGET_RERUN,
-                    "controller_cpu_converge_ratio": TARGET_CONVERGE, "controller_cpu_rerun_ratio": TARGET_RERUN},
+        "targets": {
+            "converge_ratio": TARGET_CONVERGE,
+            "rerun_ratio": TARGET_RERUN,
+            "controller_cpu_converge_ratio": TARGET_CONVERGE,
+            "controller_cpu_rerun_ratio": TARGET_RERUN,
+        },
     }
 
     def verdict(ratio: float, target: float) -> str:
         return "meets" if ratio <= target else "misses"
 
-    print(f"ansible_converge: {args.hosts} lab hosts, {figures['ansible']}, {figures['cpus']} CPUs, "
-          f"site.yml --tags {args.tags}")
+    print(
+        f"ansible_converge: {args.hosts} lab hosts, {figures['ansible']}, {figures['cpus']} CPUs, "
+        f"site.yml --tags {args.tags}"
+    )
     print(f"  facts-only floor   {floor:6.1f}s   (runs: {' '.join(f'{f:.1f}' for f in floors)})")
-    print(f"  site.yml converge  {converge.seconds:6.1f}s   {figures['converge_ratio']:.2f}x floor "
-          f"({verdict(figures['converge_ratio'], TARGET_CONVERGE)} target <= {TARGET_CONVERGE:g}x)")
-    print(f"  site.yml rerun     {rerun.seconds:6.1f}s   {figures['rerun_ratio']:.2f}x floor "
-          f"({verdict(figures['rerun_ratio'], TARGET_RERUN)} target <= {TARGET_RERUN:g}x), "
-          f"changed={figures['rerun_changed']}")
+    print(
+        f"  site.yml converge  {converge.seconds:6.1f}s   {figures['converge_ratio']:.2f}x floor "
+        f"({verdict(figures['converge_ratio'], TARGET_CONVERGE)} target <= {TARGET_CONVERGE:g}x)"
+    )
+    print(
+        f"  site.yml rerun     {rerun.seconds:6.1f}s   {figures['rerun_ratio']:.2f}x floor "
+        f"({verdict(figures['rerun_ratio'], TARGET_RERUN)} target <= {TARGET_RERUN:g}x), "
+        f"changed={figures['rerun_changed']}"
+    )
     cr = figures["controller_cpu_ratio"]
-    print(f"  controller CPU     floor {floor_cpu:5.1f}s  converge {converge.controller_cpu:5.1f}s "
-          f"({cr['converge']:.2f}x, {verdict(cr['converge'], TARGET_CONVERGE)} <= {TARGET_CONVERGE:g}x)  "
-          f"rerun {rerun.controller_cpu:5.1f}s ({cr['rerun']:.2f}x, {verdict(cr['rerun'], TARGET_RERUN)} "
-          f"<= {TARGET_RERUN:g}x)")
+    print(
+        f"  controller CPU     floor {floor_cpu:5.1f}s  converge {converge.controller_cpu:5.1f}s "
+        f"({cr['converge']:.2f}x, {verdict(cr['converge'], TARGET_CONVERGE)} <= {TARGET_CONVERGE:g}x)  "
+        f"rerun {rerun.controller_cpu:5.1f}s ({cr['rerun']:.2f}x, {verdict(cr['rerun'], TARGET_RERUN)} "
+        f"<= {TARGET_RERUN:g}x)"
+    )
     nc = figures["node_cpu_s_per_host"]
-    print(f"  node CPU per host  floor {nc['floor']:5.2f}s  converge {nc['converge']:5.2f}s "
-          f"({nc['converge'] / max(nc['floor'], 0.01):.2f}x)  rerun {nc['rerun']:5.2f}s "
-          f"({nc['rerun'] / max(nc['floor'], 0.01):.2f}x)   load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"  node CPU per host  floor {nc['floor']:5.2f}s  converge {nc['converge']:5.2f}s "
+        f"({nc['converge'] / max(nc['floor'], 0.01):.2f}x)  rerun {nc['rerun']:5.2f}s "
+        f"({nc['rerun'] / max(nc['floor'], 0.01):.2f}x)   load average {os.getloadavg()[0]:.2f}"
+    )
     print("  per role: tasks run, seconds (all hosts together); then tasks of 0.5 s or more")
     for label, r in (("converge", converge), ("rerun", rerun)):
         roles = per_role(r.tasks)
@@ -194,6 +248,11 @@ def main() -> int:
         for n, sec in r.tasks:
             if sec >= 0.5:
                 print(f"        {sec:5.1f}  {n}")
+        figures[f"{label}_in_one_call"] = r.in_one_call
+        if r.in_one_call:
+            print("      inside the one-call steps (preflight check, converge apply): hosts, node seconds summed")
+            for key, (count, sec) in r.in_one_call.items():
+                print(f"        {key:<24} {count:3d} {sec:6.1f}s")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
     return 0 if figures["rerun_changed"] == 0 else 1

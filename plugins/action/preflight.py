@@ -3,18 +3,25 @@
 # Apache-2.0
 """The site's preflight, controller side: for each role named, what it checks on the node
 (`__<role>_preflight` in the role's vars: its module, that module's arguments as the role passes
-them, the facts it sets, whether it runs every time), templated as the role's own tasks would
+them, the facts it sets, whether it runs every time, what its variables refuse that its
+argument spec cannot say), templated as the role's own tasks would
 (its role_path and search path); its variables checked against its meta/argument_specs.yml
 (the same validator Ansible runs when the role starts) and its misspelt
 `<role>_*` names (role_vars_check's rule), the QoS plan given from the controller loaded and
 checked here; then one module call on the node runs every role's module in check mode
 (rocetune.fabric.preflight), and a QoS plan file the node could not read is checked here. All
-errors of all roles are reported at once, each named by its role."""
+errors of all roles are reported at once, each named by its role.
+
+With `apply`, the site's converge step: the roles named, those the preflight found to change the
+node, applied in one module call (their inputs were checked by the preflight before); a role's
+`payload` ({option: controller file}) goes with the call where the earlier answer (`preflight`)
+says the node lacks that content (the agent's zip)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import os
 
 from ansible.errors import AnsibleActionFail
@@ -32,13 +39,16 @@ try:
     import yaml
 except ImportError:  # ansible-core requires PyYAML; kept for a clear message
     yaml = None
+# The roles' own argument specs (the collection's files, read once per role and node): libyaml's
+# loader where PyYAML has it, ten times faster than the pure-Python one.
+SPEC_LOADER = getattr(yaml, "CSafeLoader", None) or getattr(yaml, "SafeLoader", None)
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")
 
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("roles",))
+    _VALID_ARGS = frozenset(("roles", "apply", "preflight"))
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -48,16 +58,22 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("roles must be a list of the roles' names, in the order the site runs them")
         if yaml is None:
             raise AnsibleActionFail("PyYAML is needed to read the roles' argument specs")
-        refused, node_checks, checks = {}, [], []
+        if boolean(self._task.args.get("apply", False), strict=False):
+            result.update(self._apply(names, task_vars))
+            return result
+        refused, node_checks, checks, payload = {}, [], [], {}
         for role in names:
             templar = self._role_templar(role, task_vars)
             name = "__%s_preflight" % role
             if name not in task_vars:
-                raise AnsibleActionFail("%s is not defined: import the role %s (tasks_from: preflight) in this play"
-                                        % (name, role))
+                raise AnsibleActionFail(
+                    "%s is not defined: import the role %s (tasks_from: preflight) in this play" % (name, role)
+                )
             check = dict(templar.template(task_vars[name]), role=role)
             checks.append(check)
             problems = self._role_input_problems(role, check.get("outputs") or [], task_vars, templar)
+            # What the role's own variables refuse that its argument spec cannot say.
+            problems.extend(str(problem) for problem in check.get("refuse") or [])
             args = check.get("args") or {}
             if check.get("module") == "roce_qos_apply" and not problems:
                 try:
@@ -68,10 +84,13 @@ class ActionModule(ActionBase):
                 refused[role] = "; ".join(problems)
             elif check.get("module"):
                 node_checks.append({"role": role, "module": check["module"], "args": args})
+                if check.get("payload"):
+                    payload[role] = check["payload"]
         answer = {"roles": {}}
         if node_checks:
-            answer = self._execute_module(module_name="rocetune.fabric.preflight", module_args={"checks": node_checks},
-                                          task_vars=task_vars)
+            answer = self._execute_module(
+                module_name="rocetune.fabric.preflight", module_args={"checks": node_checks}, task_vars=task_vars
+            )
             if answer.get("unreachable") or "roles" not in answer:  # no answer: no Python, a broken transfer
                 result.update(answer, refused=not answer.get("unreachable"))
                 return result
@@ -84,21 +103,88 @@ class ActionModule(ActionBase):
         out = {}
         for check in checks:
             role = check["role"]
-            answer_of = roles.get(role) or {"failed": False, "msg": "", "run": False, "change": False, "warnings": [],
-                                            "result": {}, "unchecked": "nothing to check on the node"}
+            answer_of = roles.get(role) or {
+                "failed": False,
+                "msg": "",
+                "run": False,
+                "change": False,
+                "warnings": [],
+                "result": {},
+                "unchecked": "nothing to check on the node",
+            }
             if role in refused:
                 answer_of = dict(answer_of, failed=True, msg=refused[role], change=True)
             answer_of["change"] = bool(answer_of.get("change", answer_of.get("run")))
             # A role whose verification runs every time (`always`: roce_net's jumbo path check, OFED)
             # runs even where its module has nothing to change.
             answer_of["run"] = bool(answer_of.get("run")) or boolean(check.get("always") or False, strict=False)
+            # Whether the site's converge step may apply this role's module with the others'.
+            answer_of["batch"] = boolean(check.get("batch", True), strict=False)
             out[role] = answer_of
         errors = ["%s: %s" % (role, a["msg"]) for role, a in out.items() if a["failed"]]
-        result.update(changed=False, roles=out, run=[r for r, a in out.items() if a["run"]],
-                      change=[r for r, a in out.items() if a["change"]], refused=bool(errors))
+        change = [r for r, a in out.items() if a["change"]]
+        # The site's converge step: every role that will change the node, in one call, where each allows it.
+        batch = change if all(out[r]["batch"] for r in change) else []
+        # What the converge step sends (the roles' module arguments as templated and checked here),
+        # so that it need not template them again.
+        sent = [dict(c, payload=payload[c["role"]]) if c["role"] in payload else c for c in node_checks]
+        result.update(
+            changed=False,
+            roles=out,
+            run=[r for r, a in out.items() if a["run"]],
+            change=change,
+            batch=batch,
+            checks=sent,
+            refused=bool(errors),
+        )
         if errors:
             result.update(failed=True, msg="preflight refused this node, nothing was changed: " + " | ".join(errors))
         return result
+
+    def _apply(self, names, task_vars):
+        """The converge step: every role named applied on the node in one call."""
+        preflight = self._task.args.get("preflight") or {}
+        found = preflight.get("roles") or {}
+        # The preflight's own templated and checked arguments where it gave them.
+        sent = dict((c["role"], c) for c in preflight.get("checks") or [] if isinstance(c, dict) and "role" in c)
+        checks, payloads = [], {}
+        for role in names:
+            check = sent.get(role) or self._templated_check(role, task_vars)
+            if not check.get("module"):
+                continue
+            args = check.get("args") or {}
+            if check["module"] == "roce_qos_apply" and role not in sent:
+                try:
+                    args = controller_args(args, yaml.safe_load)
+                except QosError as exc:
+                    return dict(failed=True, changed=False, msg="roce_qos: QoS plan %s; nothing was changed" % exc)
+            checks.append({"role": role, "module": check["module"], "args": args})
+            lacks = ((found.get(role) or {}).get("result") or {}).get("needs_content", not found)
+            if check.get("payload") and lacks and not self._task.check_mode:
+                payloads[role] = dict((option, _base64_of(path)) for option, path in check["payload"].items())
+        if not checks:
+            return dict(changed=False, roles={}, applied=[], change=[])
+        answer = self._execute_module(
+            module_name="rocetune.fabric.preflight",
+            module_args={"checks": checks, "apply": True, "payloads": payloads},
+            task_vars=task_vars,
+        )
+        for check in checks:
+            role = check["role"]
+            if check["module"] == "roce_qos_apply" and role in answer.get("roles", {}):
+                checked = controller_result(check["args"], dict(answer["roles"][role]["result"]), yaml.safe_load)
+                if checked.get("failed") and not answer["roles"][role]["failed"]:
+                    answer["roles"][role].update(failed=True, msg=checked["msg"])
+                    answer.update(failed=True, msg="roce_qos: %s" % checked["msg"])
+        return answer
+
+    def _templated_check(self, role, task_vars):
+        name = "__%s_preflight" % role
+        if name not in task_vars:
+            raise AnsibleActionFail(
+                "%s is not defined: import the role %s (tasks_from: preflight) in this play" % (name, role)
+            )
+        return dict(self._role_templar(role, task_vars).template(task_vars[name]), role=role)
 
     def _role_templar(self, role, task_vars):
         """A templar that sees the variables as the role's own tasks do: its role_path, and its
@@ -114,7 +200,7 @@ class ActionModule(ActionBase):
         path = os.path.join(ROLES_DIR, role, "meta", "argument_specs.yml")
         try:
             with open(path) as fh:
-                options = yaml.safe_load(fh)["argument_specs"]["main"]["options"]
+                options = yaml.load(fh, Loader=SPEC_LOADER)["argument_specs"]["main"]["options"]
         except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
             raise AnsibleActionFail("cannot read the options of role %s (%s): %s" % (role, path, exc)) from exc
         provided = {}
@@ -125,9 +211,18 @@ class ActionModule(ActionBase):
         problems = list(ArgumentSpecValidator(spec).validate(provided).error_messages)
         unknown = unknown_names(role, set(options) | set(outputs), task_vars, hosts=())
         if unknown:
-            problems.append("unknown variable(s) %s: not options of the %s role (misspelt?)"
-                            % (", ".join(unknown), role))
+            problems.append(
+                "unknown variable(s) %s: not options of the %s role (misspelt?)" % (", ".join(unknown), role)
+            )
         return problems
+
+
+def _base64_of(path):
+    try:
+        with open(path, "rb") as fh:
+            return base64.b64encode(fh.read()).decode("ascii")
+    except OSError as exc:
+        raise AnsibleActionFail("cannot read %s on the controller: %s" % (path, exc)) from exc
 
 
 def _spec(option):

@@ -7,10 +7,19 @@ Nothing changes on the node; what each role would change, and every input or nod
 refuses, comes back in one answer (rocetune.fabric.preflight).
 
 CheckOnly stands in for AnsibleModule: check mode on, no diff, the module's real run_command and
-get_bin_path, and exit_json/fail_json turned into a result instead of the process ending."""
+get_bin_path, and exit_json/fail_json turned into a result instead of the process ending.
+
+apply_all is the site's converge step: the roles that will change this node, each module's body
+run for real (in the task's own check and diff mode), in order, in the same one process; the
+first failure stops the roles after it."""
 
 from __future__ import absolute_import, division, print_function
 
+import base64
+import os
+import shutil
+import tempfile
+import time
 import traceback
 
 __metaclass__ = type
@@ -36,8 +45,9 @@ MODULES = {
     "rocetune_agent_install": rocetune_agent_install_run,
     "rocetune_env": rocetune_env_run,
 }
-# A result that means the role will change something on this node (what a rollout drains for) ...
-CHANGE_KEYS = ("changed", "pending", "needs_content")
+# A result that means the role will change something on this node (what a rollout drains for):
+# packages to install count, as rdma_core reports them without `pending` ...
+CHANGE_KEYS = ("changed", "pending", "needs_content", "missing_packages")
 # ... or has something to tell where it runs (a pending reboot, a daemon to re-execute).
 RUN_KEYS = CHANGE_KEYS + ("daemon_reexec_required", "reboot_required")
 # Big or node-private parts of a result the controller does not need back.
@@ -93,31 +103,78 @@ class CheckOnly(object):
         raise _Failed(msg, kwargs)
 
 
-def check_one(module, name, args):
+class Applying(CheckOnly):
+    """An AnsibleModule for one module's body, run as its role runs it (the task's check and diff
+    mode)."""
+
+    def __init__(self, module, params):
+        CheckOnly.__init__(self, module, params)
+        self.check_mode = module.check_mode
+        self._diff = module._diff
+
+
+def check_one(module, name, args, stand_in_class=CheckOnly):
     """{failed, msg, run, warnings, result} of one module's body in check mode."""
     body = MODULES.get(name)
     if body is None:
-        return {"failed": True, "msg": "no preflight for module %s" % name, "run": True, "change": True,
-                "warnings": [], "result": {}}
+        return {
+            "failed": True,
+            "msg": "no preflight for module %s" % name,
+            "run": True,
+            "change": True,
+            "warnings": [],
+            "result": {},
+        }
     validated = ArgumentSpecValidator(body.ARGUMENT_SPEC).validate(dict(args or {}))
     if validated.error_messages:
-        return {"failed": True, "msg": "%s: %s" % (name, "; ".join(validated.error_messages)), "run": True,
-                "change": True, "warnings": [], "result": {}}
-    stand_in = CheckOnly(module, validated.validated_parameters)
+        return {
+            "failed": True,
+            "msg": "%s: %s" % (name, "; ".join(validated.error_messages)),
+            "run": True,
+            "change": True,
+            "warnings": [],
+            "result": {},
+        }
+    stand_in = stand_in_class(module, validated.validated_parameters)
+    small = _small if stand_in_class is CheckOnly else _without_invocation
     try:
         body.run(stand_in)
     except _Done as done:
         result = done.result
-        return {"failed": False, "msg": "", "warnings": stand_in.warnings, "result": _small(result),
-                "run": any(result.get(k) for k in RUN_KEYS), "change": any(result.get(k) for k in CHANGE_KEYS)}
+        return {
+            "failed": False,
+            "msg": "",
+            "warnings": stand_in.warnings,
+            "result": small(result),
+            "run": any(result.get(k) for k in RUN_KEYS),
+            "change": any(result.get(k) for k in CHANGE_KEYS),
+        }
     except _Failed as failed:
-        return {"failed": True, "msg": failed.msg, "run": True, "change": True, "warnings": stand_in.warnings,
-                "result": _small(failed.result)}
+        return {
+            "failed": True,
+            "msg": failed.msg,
+            "run": True,
+            "change": True,
+            "warnings": stand_in.warnings,
+            "result": small(failed.result),
+        }
     except Exception as exc:  # a fault in a module's body must not end the preflight  # pylint: disable=broad-except
-        return {"failed": True, "msg": "%s: %s: %s" % (name, type(exc).__name__, exc), "run": True,
-                "change": True, "warnings": stand_in.warnings, "result": {"exception": traceback.format_exc()}}
-    return {"failed": True, "msg": "%s ended without a result" % name, "run": True, "change": True, "warnings": [],
-            "result": {}}
+        return {
+            "failed": True,
+            "msg": "%s: %s: %s" % (name, type(exc).__name__, exc),
+            "run": True,
+            "change": True,
+            "warnings": stand_in.warnings,
+            "result": {"exception": traceback.format_exc()},
+        }
+    return {
+        "failed": True,
+        "msg": "%s ended without a result" % name,
+        "run": True,
+        "change": True,
+        "warnings": [],
+        "result": {},
+    }
 
 
 def check_all(module, checks):
@@ -128,11 +185,68 @@ def check_all(module, checks):
         role, name = check["role"], check["module"]
         waiting = [r for r, a in out.items() if a["run"]]
         if name in AFTER_THE_OTHERS and waiting:
-            out[role] = {"failed": False, "msg": "", "run": True, "change": True, "warnings": [], "result": {},
-                         "deferred": "checked when it runs, after %s" % ", ".join(waiting)}
+            out[role] = {
+                "failed": False,
+                "msg": "",
+                "run": True,
+                "change": True,
+                "warnings": [],
+                "result": {},
+                "deferred": "checked when it runs, after %s" % ", ".join(waiting),
+            }
             continue
+        began = time.time()
         out[role] = check_one(module, name, check.get("args"))
+        out[role]["seconds"] = round(time.time() - began, 3)
     return out
+
+
+def apply_all(module, checks, payloads):
+    """{role: answer} for [{role, module, args}] applied in order, each module's body as its role
+    runs it; the roles after a failed one, or after one that waits for packages, are not run (not
+    in the answer). `payloads`: {role:
+    {option: base64}}, files the controller sent (the agent's zip), each written to a private
+    temporary file whose path is given to the module as that option."""
+    out, work = {}, None
+    try:
+        for check in checks:
+            role, args = check["role"], dict(check.get("args") or {})
+            try:
+                for option, data in (payloads or {}).get(role, {}).items():
+                    if work is None:
+                        work = tempfile.mkdtemp(prefix="rocetune-apply-")
+                    path = os.path.join(work, "%s-%s" % (role, option))
+                    with open(path, "wb") as fh:
+                        fh.write(base64.b64decode(data, validate=True))
+                    args[option] = path
+            except (OSError, ValueError) as exc:  # binascii.Error is a ValueError
+                out[role] = {
+                    "failed": True,
+                    "msg": "cannot write the file the controller sent for %s: %s; it was not applied" % (role, exc),
+                    "run": True,
+                    "change": True,
+                    "changed": False,
+                    "warnings": [],
+                    "result": {},
+                    "seconds": 0.0,
+                }
+                break
+            began = time.time()
+            answer = check_one(module, check["module"], args, stand_in_class=Applying)
+            answer.update(changed=bool(answer["result"].get("changed")), seconds=round(time.time() - began, 3))
+            out[role] = answer
+            # A failure stops the roles after it; so does a role that waits for packages (the
+            # roles after it may need them): it and they run whole after this call.
+            if answer["failed"] or answer["result"].get("pending") or answer["result"].get("missing_packages"):
+                break
+    finally:
+        if work:
+            shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _without_invocation(result):
+    return dict((k, v) for k, v in result.items() if k != "invocation")
 
 
 def _small(result):

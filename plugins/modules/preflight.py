@@ -28,6 +28,13 @@ description:
     from the node as those roles leave it); otherwise it is reported as C(deferred).
   - The site playbook runs this on all hosts, with C(any_errors_fatal), before its first change,
     and runs a role on a node only where its C(run) is true.
+  - With I(apply), the site's converge step - the roles named (those the preflight found to change
+    this node) are applied, each module's body run as its role runs it (the task's check and diff
+    mode), in order, in one call. The first role that fails stops the roles after it; the
+    task fails naming it and the roles already applied. A role whose module waits for packages
+    (C(pending), C(missing_packages)) also stops the roles after it, without failing; the site
+    runs it and them whole afterwards. Their results come back per role, the
+    diffs of all of them as one list.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -37,9 +44,10 @@ attributes:
     details: Role variables, variable names and a controller-side QoS plan are checked on the controller.
   check_mode:
     support: full
-    details: It never changes anything; check mode changes nothing about it.
+    details: Without I(apply) it never changes anything; with I(apply) each role's module runs in check mode.
   diff_mode:
-    support: none
+    support: full
+    details: With I(apply), each role's module's diff (none without I(apply)).
   platform:
     platforms: posix
 requirements:
@@ -54,6 +62,20 @@ options:
     type: list
     elements: dict
     required: true
+  apply:
+    description:
+      - Apply the roles in I(checks) instead of checking them (the site's converge step, run after
+        the preflight found what will change).
+    type: bool
+    default: false
+  payloads:
+    description:
+      - Per role, files the controller sends with the call, base64 by the name of the module option
+        they stand for; each is written to a private temporary file on the node and its path given
+        to the role's module as that option (the agent's zip where the node lacks it). Set by the
+        action plugin.
+    type: dict
+    default: {}
 author: rocetune contributors (@rocetune)
 """
 
@@ -83,6 +105,29 @@ run:
   elements: str
   returned: always
   sample: [host_tuning, roce_net]
+batch:
+  description:
+    - The roles of C(change) when every one of them may be applied in the site's converge step
+      (with I(apply)), else none.
+  type: list
+  elements: str
+  returned: without apply
+  sample: [host_tuning]
+checks:
+  description:
+    - Without I(apply), the roles' module arguments as sent to the node (templated and checked
+      on the controller), which the site's converge step sends again.
+  type: list
+  elements: dict
+  returned: without apply
+  sample: [{"role": "host_tuning", "module": "host_tuning_sysctl",
+            "args": {"sysctls": {"net.ipv4.tcp_mtu_probing": 1}, "file": "/etc/sysctl.d/99-zz-rocetune-host-tuning.conf"}}]
+applied:
+  description: With I(apply), the roles applied (a failed role last), in order.
+  type: list
+  elements: str
+  returned: with apply
+  sample: [roce_net, host_tuning]
 change:
   description:
     - The roles that will change something on this node, in order (a subset of C(run)); a role
@@ -95,18 +140,60 @@ change:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_preflight import check_all
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_preflight import apply_all, check_all
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(checks=dict(type="list", elements="dict", required=True)),
-                           supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=dict(
+            checks=dict(type="list", elements="dict", required=True),
+            apply=dict(type="bool", default=False),
+            payloads=dict(type="dict", default={}, no_log=True),
+        ),
+        supports_check_mode=True,
+    )
+    if module.params["apply"]:
+        converge(module)
     answers = check_all(module, module.params["checks"])
     failed = ["%s: %s" % (role, a["msg"]) for role, a in answers.items() if a["failed"]]
-    result = dict(changed=False, roles=answers, run=[role for role, a in answers.items() if a["run"]],
-                  change=[role for role, a in answers.items() if a["change"]])
+    result = dict(
+        changed=False,
+        roles=answers,
+        run=[role for role, a in answers.items() if a["run"]],
+        change=[role for role, a in answers.items() if a["change"]],
+    )
     if failed:
         module.fail_json(msg="; ".join(failed) + "; nothing was changed anywhere", **result)
+    module.exit_json(**result)
+
+
+def converge(module):
+    answers = apply_all(module, module.params["checks"], module.params["payloads"])
+    diffs = []
+    for role, answer in answers.items():
+        for warning in answer["warnings"]:
+            module.warn("%s: %s" % (role, warning))
+        diff = answer["result"].pop("diff", None)
+        if diff and module._diff:
+            diffs.extend(diff if isinstance(diff, list) else [diff])
+    changed = [role for role, a in answers.items() if a["changed"]]
+    result = dict(changed=bool(changed), roles=answers, applied=list(answers), change=changed)
+    if diffs:
+        result["diff"] = diffs
+    failed = [role for role, a in answers.items() if a["failed"]]
+    if failed:
+        done = [role for role in answers if role not in failed]
+        module.fail_json(
+            msg="%s: %s; applied before it: %s (changed: %s); not run after it: %s"
+            % (
+                failed[0],
+                answers[failed[0]]["msg"],
+                ", ".join(done) or "none",
+                ", ".join(r for r in changed if r in done) or "none",
+                ", ".join(c["role"] for c in module.params["checks"] if c["role"] not in answers) or "none",
+            ),
+            **result,
+        )
     module.exit_json(**result)
 
 

@@ -50,8 +50,46 @@ def mtu(run_on, host, ifname=FABRIC_IF):
 
 
 @pytest.fixture(scope="module")
-def converged(fabric, tmp_path_factory):
+def fresh_check(fabric, tmp_path_factory):
+    """The whole site in `--check --diff` on the fresh hosts, before anything was applied: each
+    role's first change, predicted by the converge step (one call per node) in check mode."""
+    info, inv = fabric
+    return run_playbook(info.inventory, tmp_path_factory.mktemp("check"), "--check", "--diff", extra_inventories=[inv])
+
+
+@pytest.fixture(scope="module")
+def converged(fabric, tmp_path_factory, fresh_check):
     return play(fabric, tmp_path_factory.mktemp("converge"))
+
+
+# Each role's first change as its diff names it (nic_firmware needs mlxconfig: tests/unit/roles).
+FIRST_CHANGES = {
+    "rdma_core": "--- before: /etc/security/limits.d/90-rocetune-memlock.conf",
+    "roce_net": "--- before: fabric interfaces (node)",
+    "roce_qos": "--- before: /etc/rocetune/roce_qos.json",
+    "host_tuning": "--- before: sysctls (running kernel)",
+    "rocetune_agent": "--- before: /usr/local/bin/rocetune",
+}
+
+
+def test_check_mode_on_fresh_hosts_shows_each_roles_first_change_and_changes_nothing(fresh_check, fabric, run_on):
+    info, _ = fabric
+    assert fresh_check.rc == 0, fresh_check.explain()
+    for host in info.names:
+        assert fresh_check.recap[host]["changed"] >= 1 and fresh_check.recap[host]["failed"] == 0
+    for role, header in FIRST_CHANGES.items():
+        assert fresh_check.output.count(header) == len(info.names), f"{role}\n{fresh_check.explain()}"
+    assert "Apply every role that will change this node" in fresh_check.output  # the converge step ran
+    for host in info.names:
+        assert mtu(run_on, host) == 1500
+        left = run_on(
+            host,
+            "ls /etc/udev/rules.d/81-rocetune-roce-net.rules /etc/rocetune/roce_qos.json "
+            "/etc/security/limits.d/90-rocetune-memlock.conf /etc/sysctl.d/99-zz-rocetune-host-tuning.conf "
+            "/usr/local/bin/rocetune",
+            check=False,
+        )
+        assert left.returncode != 0 and left.stdout.strip() == "", left.stdout
 
 
 def test_converge_sets_the_fabric_mtu_and_leaves_the_ssh_interface_alone(converged, fabric, run_on):
@@ -76,7 +114,10 @@ def test_rerun_reports_no_change_and_check_diff_is_clean(converged, fabric, tmp_
 def test_memlock_is_persisted_and_modules_are_explicitly_off_in_the_lab(converged, run_on):
     limits = run_on("node01", "cat /etc/security/limits.d/90-rocetune-memlock.conf").stdout
     assert "hard    memlock    unlimited" in limits
-    assert "DefaultLimitMEMLOCK=infinity" in run_on("node01", "cat /etc/systemd/system.conf.d/90-rocetune-memlock.conf").stdout
+    assert (
+        "DefaultLimitMEMLOCK=infinity"
+        in run_on("node01", "cat /etc/systemd/system.conf.d/90-rocetune-memlock.conf").stdout
+    )
     # rdma_core_manage_modules: false in the lab inventory: nothing loaded, nothing persisted.
     assert run_on("node01", "test -e /etc/modules-load.d/rocetune-rdma.conf", check=False).returncode != 0
 
@@ -86,7 +127,9 @@ def test_host_tuning_applies_what_a_namespace_allows_and_names_the_rest(converge
     assert "absent here: net.core.netdev_max_backlog" in out, converged.explain()
     assert "net.core.rmem_max" in out.split("read-only here:", 1)[1].split("\n", 1)[0], converged.explain()
     assert run_on("node02", "cat /proc/sys/net/ipv4/tcp_rmem").stdout.split() == ["4096", "87380", "134217728"]
-    assert "net.ipv4.tcp_mtu_probing = 1" in run_on("node02", "cat /etc/sysctl.d/99-zz-rocetune-host-tuning.conf").stdout
+    assert (
+        "net.ipv4.tcp_mtu_probing = 1" in run_on("node02", "cat /etc/sysctl.d/99-zz-rocetune-host-tuning.conf").stdout
+    )
 
 
 def test_drift_is_repaired_and_reported_then_the_third_run_is_clean(converged, fabric, run_on, tmp_path):
@@ -135,8 +178,16 @@ def test_the_ssh_interface_is_refused_naming_it_and_the_variable(converged, fabr
 def test_qos_on_the_ssh_interface_is_refused_and_nothing_changes(converged, fabric, run_on, tmp_path):
     state = "cat /etc/rocetune/qos.yml /etc/rocetune/roce_qos.json 2>&1; ls -l --time-style=+%s /etc/rocetune"
     before = run_on("node01", state).stdout
-    result = play(fabric, tmp_path, "--limit", "node01", "--tags", "roce_qos",
-                  "-e", json.dumps({"roce_qos_interfaces": [FABRIC_IF, "rtl0"]}))
+    result = play(
+        fabric,
+        tmp_path,
+        "--limit",
+        "node01",
+        "--tags",
+        "roce_qos",
+        "-e",
+        json.dumps({"roce_qos_interfaces": [FABRIC_IF, "rtl0"]}),
+    )
     assert result.rc != 0 and result.recap["node01"]["failed"] == 1, result.explain()
     assert "refusing to change the QoS of rtl0" in result.output, result.explain()
     assert "roce_qos_allow_link_flap: true" in result.output and "nothing was changed" in result.output
@@ -149,19 +200,32 @@ def test_a_bad_qos_plan_is_refused_before_it_is_installed(converged, fabric, run
     state = "cat /etc/rocetune/qos.yml /etc/rocetune/roce_qos.json 2>&1; ls -l --time-style=+%s /etc/rocetune"
     before = run_on("node01", state).stdout
     for mode in ((), ("--check",)):
-        result = play(fabric, tmp_path, "--limit", "node01", "--tags", "roce_qos", *mode,
-                      "-e", json.dumps({"roce_qos_plan_src": str(bad)}))
+        result = play(
+            fabric,
+            tmp_path,
+            "--limit",
+            "node01",
+            "--tags",
+            "roce_qos",
+            *mode,
+            "-e",
+            json.dumps({"roce_qos_plan_src": str(bad)}),
+        )
         assert result.rc != 0 and result.recap["node01"]["failed"] == 1, result.explain()
         assert "data.dscp: 99 is out of range 0..63" in result.output, result.explain()
     assert run_on("node01", state).stdout == before
 
 
 def test_the_qos_boot_unit_turned_off_is_removed_and_back_on_is_reinstalled(converged, fabric, run_on, tmp_path):
-    files = ("/etc/systemd/system/rocetune-qos.service", "/usr/local/lib/rocetune/rocetune_qos_reapply.py",
-             "/usr/local/lib/rocetune/roce_qos_state.py",
-             "/usr/local/lib/rocetune/rocetune_qos_plan.py", "/usr/local/lib/rocetune/roce_qos_buffer.py",
-             "/usr/local/lib/rocetune/rocetune_qos_tools.py",
-             "/etc/rocetune/roce_qos.json")
+    files = (
+        "/etc/systemd/system/rocetune-qos.service",
+        "/usr/local/lib/rocetune/rocetune_qos_reapply.py",
+        "/usr/local/lib/rocetune/roce_qos_state.py",
+        "/usr/local/lib/rocetune/rocetune_qos_plan.py",
+        "/usr/local/lib/rocetune/roce_qos_buffer.py",
+        "/usr/local/lib/rocetune/rocetune_qos_tools.py",
+        "/etc/rocetune/roce_qos.json",
+    )
 
     def installed():
         wants = run_on("node02", "ls /etc/systemd/system/multi-user.target.wants/").stdout.split()
@@ -191,8 +255,10 @@ def test_qos_on_veth_is_not_supported_skipped_or_failed_when_required(converged,
 
 def test_the_qos_boot_unit_runs_and_exits_cleanly_on_veth(converged, run_on):
     unit = run_on("node01", "cat /etc/systemd/system/rocetune-qos.service").stdout
-    exec_line = next(ln for ln in unit.splitlines() if ln.startswith("ExecStart="))[len("ExecStart="):]
-    assert run_on("node01", "readlink /etc/systemd/system/multi-user.target.wants/rocetune-qos.service").stdout.strip() \
+    exec_line = next(ln for ln in unit.splitlines() if ln.startswith("ExecStart="))[len("ExecStart=") :]
+    assert (
+        run_on("node01", "readlink /etc/systemd/system/multi-user.target.wants/rocetune-qos.service").stdout.strip()
         == "/etc/systemd/system/rocetune-qos.service"
+    )
     out = run_on("node01", exec_line)  # check=True: exit 0
     assert "DCB is not supported on rtf0 (driver veth)" in out.stdout

@@ -105,7 +105,7 @@ def test_the_installed_collection_converges_fresh_nodes_from_a_project_of_its_ow
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
             runs.append((proc, parse_recap(proc.stdout)))
         (first, recap), (second, again) = runs
-        assert first.returncode == 0 and all(recap[h]["changed"] >= 3 for h in info.names), first.stdout[-6000:]
+        assert first.returncode == 0 and all(recap[h]["changed"] >= 1 for h in info.names), first.stdout[-6000:]
         assert second.returncode == 0 and all(again[h]["changed"] == 0 for h in info.names), second.stdout[-6000:]
     finally:
         for path in [installed, *installed.rglob("*")]:

@@ -149,15 +149,14 @@ def _since(v):
 
 
 def _role_assert(var):
-    """The role's own `assert` line for `var`, evaluated as Ansible does (`match` is re.match)."""
+    """The role's own `match` test for `var` (vars/main.yml: __rocetune_env_input_problems),
+    evaluated as Ansible does (`match` is re.match)."""
     import re
 
     import jinja2
-    import yaml
 
-    tasks = yaml.safe_load((REPO / "roles" / "rocetune_env" / "tasks" / "main.yml").read_text())
-    (line,) = [t for task in tasks for t in (task.get("ansible.builtin.assert") or {}).get("that", [])
-               if t.startswith(var + " is ")]
+    text = (REPO / "roles" / "rocetune_env" / "vars" / "main.yml").read_text()
+    (line,) = re.findall(re.escape(var) + r" is ansible\.builtin\.match\('[^']*'\)", text)
     env = jinja2.Environment()
     env.tests["ansible.builtin.match"] = lambda value, pattern: re.match(pattern, value) is not None
     return lambda v: env.compile_expression(line)(**{var: v})

@@ -280,6 +280,25 @@ def test_the_preflight_tells_a_change_from_a_run_that_only_verifies_or_tells(mon
     assert (answers["changes"]["run"], answers["changes"]["change"]) == (True, True)
 
 
+def test_packages_to_install_are_a_change_even_where_nothing_else_is(monkeypatch):
+    """rdma_core_node reports missing distribution packages without `pending`: the role must run
+    (its package task installs them) and a rollout must drain the node for it."""
+    import sys
+    import types
+
+    sys.path.insert(0, str(REPO / "collections"))
+    from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_preflight as PF
+
+    found = {"changed": False, "missing_packages": ["rdma-core"], "daemon_reexec_required": False}
+    monkeypatch.setitem(PF.MODULES, "lacks", types.SimpleNamespace(
+        ARGUMENT_SPEC={}, run=lambda module: module.exit_json(**found)))
+    monkeypatch.setitem(PF.MODULES, "has", types.SimpleNamespace(
+        ARGUMENT_SPEC={}, run=lambda module: module.exit_json(**dict(found, missing_packages=[]))))
+    answers = PF.check_all(object(), [{"role": r, "module": r, "args": {}} for r in ("lacks", "has")])
+    assert (answers["lacks"]["run"], answers["lacks"]["change"]) == (True, True)
+    assert (answers["has"]["run"], answers["has"]["change"]) == (False, False)
+
+
 def test_a_file_rdma_core_cannot_write_is_a_clear_failure_not_a_traceback(tmp_path, monkeypatch):
     """`chattr +i` on the limits file: the module fails naming it, and says what is live."""
     R = load_module_utils("rdma_core", "rdma_core_node_run")

@@ -1,0 +1,183 @@
+"""The site's converge step (rocetune.fabric.preflight with apply): the roles that will change a
+node applied in one call, each module's body as its role runs it, in order; the first failure
+stops the roles after it; a file the controller sends reaches the module as a private temporary
+file; check and diff mode are the task's own."""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import os
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from tests.unit.roles import REPO
+
+pytest.importorskip("ansible", reason="the preflight's module runs inside ansible-core")
+sys.path.insert(0, str(REPO / "collections"))
+from ansible_collections.rocetune.fabric.plugins.module_utils import rocetune_preflight as PF  # noqa: E402
+
+PREFLIGHT = importlib.import_module("ansible_collections.rocetune.fabric.plugins.modules.preflight")
+
+
+class Node:
+    """What the bodies need of the real AnsibleModule; exit and fail end the call."""
+
+    def __init__(self, check_mode=False, diff=False, params=None):
+        self.check_mode, self._diff, self.params, self.warnings = check_mode, diff, params or {}, []
+
+    def run_command(self, argv):
+        raise AssertionError("no command expected: %r" % (argv,))
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return None
+
+    def warn(self, warning):
+        self.warnings.append(warning)
+
+    def exit_json(self, **result):
+        raise SystemExit(("exit", result))
+
+    def fail_json(self, msg, **result):
+        raise SystemExit(("fail", dict(result, msg=msg)))
+
+
+def _sysctl_args(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "net" / "ipv4").mkdir(parents=True)
+    (proc / "net" / "ipv4" / "tcp_mtu_probing").write_text("0\n")
+    return {
+        "sysctls": {"net.ipv4.tcp_mtu_probing": 1},
+        "file": str(tmp_path / "t.conf"),
+        "proc_sys": str(proc),
+        "config_root": str(tmp_path / "none"),
+    }
+
+
+def _body(run):
+    return types.SimpleNamespace(ARGUMENT_SPEC={"src": {"type": "path"}}, run=run)
+
+
+def test_the_converge_step_applies_each_role_for_real_in_order_and_stops_at_the_first_failure(tmp_path, monkeypatch):
+    args = _sysctl_args(tmp_path)
+    ran = []
+    monkeypatch.setitem(
+        PF.MODULES, "fails", _body(lambda m: (ran.append("fails"), m.fail_json(msg="no", changed=False)))
+    )
+    monkeypatch.setitem(PF.MODULES, "after", _body(lambda m: (ran.append("after"), m.exit_json(changed=True))))
+    answers = PF.apply_all(
+        Node(),
+        [
+            {"role": "host_tuning", "module": "host_tuning_sysctl", "args": args},
+            {"role": "broken", "module": "fails", "args": {}},
+            {"role": "later", "module": "after", "args": {}},
+        ],
+        {},
+    )
+    assert list(answers) == ["host_tuning", "broken"] and ran == ["fails"]
+    assert answers["host_tuning"]["changed"] and not answers["host_tuning"]["failed"]
+    assert answers["broken"]["failed"] and answers["broken"]["msg"] == "no"
+    assert all(a["seconds"] >= 0 for a in answers.values())
+    # Applied for real, unlike the preflight's check: the kernel value and the persisted file.
+    assert (tmp_path / "proc" / "net" / "ipv4" / "tcp_mtu_probing").read_text().strip() == "1"
+    assert "net.ipv4.tcp_mtu_probing = 1" in Path(args["file"]).read_text()
+
+
+def test_in_check_mode_the_converge_step_changes_nothing_and_diffs_only_in_diff_mode(tmp_path):
+    args = _sysctl_args(tmp_path)
+    quiet = PF.apply_all(
+        Node(check_mode=True), [{"role": "host_tuning", "module": "host_tuning_sysctl", "args": args}], {}
+    )
+    assert quiet["host_tuning"]["changed"] and "diff" not in quiet["host_tuning"]["result"]
+    shown = PF.apply_all(
+        Node(check_mode=True, diff=True), [{"role": "host_tuning", "module": "host_tuning_sysctl", "args": args}], {}
+    )
+    assert shown["host_tuning"]["result"]["diff"]
+    assert (tmp_path / "proc" / "net" / "ipv4" / "tcp_mtu_probing").read_text() == "0\n"
+    assert not Path(args["file"]).exists()
+
+
+def test_a_file_the_controller_sends_reaches_the_module_as_a_private_file_removed_afterwards(monkeypatch):
+    seen = {}
+
+    def run(module):
+        path = module.params["src"]
+        seen.update(path=path, data=Path(path).read_bytes(), mode=os.stat(os.path.dirname(path)).st_mode & 0o777)
+        module.exit_json(changed=True)
+
+    monkeypatch.setitem(PF.MODULES, "takes_a_file", _body(run))
+    answers = PF.apply_all(
+        Node(),
+        [{"role": "agent", "module": "takes_a_file", "args": {}}],
+        {"agent": {"src": base64.b64encode(b"PK\x03\x04zip").decode()}},
+    )
+    assert answers["agent"]["changed"] and seen["data"] == b"PK\x03\x04zip" and seen["mode"] == 0o700
+    assert not os.path.exists(seen["path"]) and not os.path.exists(os.path.dirname(seen["path"]))
+
+
+def test_a_file_that_cannot_be_written_fails_its_role_clearly_and_stops_the_roles_after_it(monkeypatch):
+    ran = []
+    monkeypatch.setitem(PF.MODULES, "takes_a_file", _body(lambda m: (ran.append("file"), m.exit_json(changed=True))))
+    monkeypatch.setitem(PF.MODULES, "after", _body(lambda m: (ran.append("after"), m.exit_json(changed=True))))
+    answers = PF.apply_all(
+        Node(),
+        [{"role": "agent", "module": "takes_a_file", "args": {}}, {"role": "later", "module": "after", "args": {}}],
+        {"agent": {"src": "not base64!"}},
+    )
+    assert list(answers) == ["agent"] and ran == []
+    assert answers["agent"]["failed"] and not answers["agent"]["changed"]
+    assert answers["agent"]["msg"].startswith("cannot write the file the controller sent for agent: ")
+
+
+def test_the_module_names_the_failed_role_what_was_applied_before_it_and_what_did_not_run(monkeypatch):
+    monkeypatch.setitem(
+        PF.MODULES,
+        "ok",
+        _body(lambda m: (m.warn("a note"), m.exit_json(changed=True, diff={"before": "a\n", "after": "b\n"}))),
+    )
+    monkeypatch.setitem(PF.MODULES, "fails", _body(lambda m: m.fail_json(msg="cannot write /etc/x")))
+    checks = [
+        {"role": "one", "module": "ok", "args": {}},
+        {"role": "two", "module": "fails", "args": {}},
+        {"role": "three", "module": "ok", "args": {}},
+    ]
+    node = Node(diff=True, params={"checks": checks, "payloads": {}})
+    with pytest.raises(SystemExit) as ended:
+        PREFLIGHT.converge(node)
+    how, result = ended.value.args[0]
+    assert how == "fail"
+    assert result["msg"] == ("two: cannot write /etc/x; applied before it: one (changed: one); not run after it: three")
+    assert result["applied"] == ["one", "two"] and result["diff"] == [{"before": "a\n", "after": "b\n"}]
+    assert node.warnings == ["one: a note"]
+
+
+def test_the_module_returns_every_roles_diff_as_one_list_and_none_outside_diff_mode(monkeypatch):
+    monkeypatch.setitem(
+        PF.MODULES, "ok", _body(lambda m: m.exit_json(changed=True, diff=[{"before": "", "after": "x"}]))
+    )
+    checks = [{"role": "one", "module": "ok", "args": {}}, {"role": "two", "module": "ok", "args": {}}]
+    for diff, want in ((True, [{"before": "", "after": "x"}] * 2), (False, None)):
+        with pytest.raises(SystemExit) as ended:
+            PREFLIGHT.converge(Node(diff=diff, params={"checks": checks, "payloads": {}}))
+        how, result = ended.value.args[0]
+        assert how == "exit" and result["changed"] and result["change"] == ["one", "two"]
+        assert result.get("diff") == want
+
+
+def test_a_role_waiting_for_packages_stops_the_roles_after_it_without_failing(monkeypatch):
+    ran = []
+    monkeypatch.setitem(
+        PF.MODULES,
+        "waits",
+        _body(lambda m: (ran.append("waits"), m.exit_json(changed=False, pending=True, missing_packages=["iproute2"]))),
+    )
+    monkeypatch.setitem(PF.MODULES, "after", _body(lambda m: (ran.append("after"), m.exit_json(changed=True))))
+    answers = PF.apply_all(
+        Node(),
+        [{"role": "roce_qos", "module": "waits", "args": {}}, {"role": "rocetune_env", "module": "after", "args": {}}],
+        {},
+    )
+    assert list(answers) == ["roce_qos"] and ran == ["waits"] and not answers["roce_qos"]["failed"]
