@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every test: unit, integration over the fixture hosts, and the multi-host Ansible lab.
+# Run every test: unit, integration over the fixture hosts, the multi-host Ansible lab, and the demo.
 # Needs root (the lab builds network namespaces). Installs what it needs via scripts/bootstrap.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,4 +22,6 @@ fi
 status=0
 "${PYTEST[@]}" -n auto -m "not lab" --durations=10 || status=$?
 "${PYTEST[@]}" -m lab --durations=20 || status=$?
+# The README's other command, end to end on a lab of its own (it takes the lab lock itself).
+./scripts/demo.sh || status=$?
 exit "$status"

@@ -280,11 +280,14 @@ ELSEWHERE: Dict[str, Tuple[str, str]] = {
     ".venv/bin/pre-commit run --all-files": ("tests/integration/test_contributor_contract.py", '"-m", "mypy"'),
 }
 
-# What sets up or runs this suite, and the lab benchmark: not run under pytest.
+# What scripts/test.sh (CI, .ci/run) runs around pytest: the machine's setup first, the demo last
+# (it holds the lab lock for its whole run, so it cannot run inside a pytest session's lab).
+ELSEWHERE["./scripts/bootstrap.sh"] = ("scripts/test.sh", "./scripts/bootstrap.sh\n")
+ELSEWHERE["sudo ./scripts/demo.sh"] = ("scripts/test.sh", "./scripts/demo.sh || status=$?")
+
+# What runs this suite, installs by hand, and the lab benchmarks: not run under pytest.
 BY_HAND: Dict[str, str] = {
     "sudo ./scripts/test.sh": "runs this suite (CI)",
-    "sudo ./scripts/demo.sh": "root, apt and the lab lock of its own for its whole run",
-    "./scripts/bootstrap.sh": "installs the machine this suite runs on (apt, pip)",
     "python3 -m venv --system-site-packages .venv && .venv/bin/pip install -e '.[dev]'": "the package index",
     ".venv/bin/python bench/ansible_converge.py": "a 16-host lab for minutes",
     ".venv/bin/python bench/probe_scale_vs_lstopo.py": "every fixture host, timed",
@@ -343,10 +346,12 @@ def test_the_named_test_runs_it(command):
 
 
 def test_what_is_left_to_hand_exists_and_test_sh_sets_up_first():
-    """scripts/test.sh (what CI runs, .ci/run) runs bootstrap.sh, then the suite; the scripts left
-    to hand are there, and demo.sh parses."""
+    """scripts/test.sh (what CI runs, .ci/run) runs bootstrap.sh, then the suite, then the demo;
+    the scripts left to hand are there, and demo.sh parses."""
     test_sh = (REPO / "scripts/test.sh").read_text()
-    assert "./scripts/bootstrap.sh" in test_sh and "-m pytest" in test_sh
+    steps = ("./scripts/bootstrap.sh\n", '"${PYTEST[@]}" -n auto -m "not lab"', '"${PYTEST[@]}" -m lab', "./scripts/demo.sh ||")
+    order = [test_sh.index(step) for step in steps]
+    assert order == sorted(order)
     for script in (
         "scripts/demo.sh",
         "scripts/bootstrap.sh",
