@@ -3,8 +3,8 @@
 `--gate prolog` as Prolog.
 
 Each host runs rocetune against a host root of its own (a copy of a real 8-rail H100 RoCE
-fixture host in artifacts/, which the lab hosts see): the lab has no RDMA, so the rails are the
-fixture's, while Slurm, its drains, the health-check runs and the prologs are real. The fixture
+fixture host under /var/tmp, which each lab host sees and writes into its own overlay): the lab
+has no RDMA, so the rails are the fixture's, while Slurm, its drains, the health-check runs and the prologs are real. The fixture
 host has one warning (GPUDirect not detected by its NCCL), so every node also shows that
 warnings never drain.
 
@@ -35,7 +35,9 @@ from lab import netns, slurm
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "hosts" / "dgx-h100-roce"
-ROOTS = REPO / "artifacts" / "slurm-lab"
+# Not in the checkout: a checkout under /tmp is read-only inside the lab hosts (lab/netns.py), and
+# the health check keeps its counter window in the host's root.
+ROOTS = Path("/var/tmp/rocetune-lab-slurm-gate")
 RAIL_MTU = "sys/class/net/enp64s0np0/mtu"  # mlx5_3's netdev, one of the 8 rails
 INTERVAL = 3  # HealthCheckInterval (s)
 HC, PROLOG = "/etc/rocetune-lab/health-check", "/etc/rocetune-lab/prolog"
