@@ -12,7 +12,7 @@ from ..hostfs.root import HostRoot
 from ..hostfs.runners import close_runner, runner_for, start_commands
 from ..model.features import SCHEMA_VERSION
 from ..model.schema import empty, features_schema, section_schema
-from . import sources
+from .sources import registry
 from .topology import derive_topology, rdma_evidence, virtualization
 
 
@@ -51,7 +51,7 @@ def collect_features(root: str = "/", recorder: Optional[Recorder] = None, runne
     ctx = ProbeContext(host_root, runner if runner is not None else runner_for(host_root, recorder))
     # The slow tools, each independent of the sysfs reads before it: started now, read by their
     # sources (a live runner; a recorded root replays each when asked).
-    start_commands(ctx.runner, [argv for source, _ in sources.registry() for argv in source.starts])
+    start_commands(ctx.runner, [argv for source, _ in registry() for argv in source.starts])
     try:
         return _collect(host_root, ctx)
     finally:
@@ -62,7 +62,7 @@ def _collect(host_root: HostRoot, ctx: ProbeContext) -> dict:
     st: Dict[str, dict] = {}
     doc: Dict[str, Any] = {}
     sysfs = host_root.is_live or host_root.is_dir("/sys")
-    for source, module in sources.registry():
+    for source, module in registry():
         status: Dict[str, dict] = {}
         probe = module.probe if sysfs or not source.sysfs else _no_sysfs
         data = _run(source.name, ctx, status, probe, *(doc[n] for n in source.needs))
