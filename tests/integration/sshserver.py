@@ -90,16 +90,19 @@ class SSHServer:
                                     env={"PATH": f"{self.bin_dir}:/usr/bin:/bin"})
             self._procs.append(proc)
             out, err = proc.communicate()
+            # sshd's order at its worst: the status as the command exits, then what was left in
+            # its pipe, then EOF (OpenSSH session.c, session_exit_message)
+            channel.send_exit_status(proc.returncode)
             channel.sendall(out)
             channel.sendall_stderr(err)
-            channel.send_exit_status(proc.returncode)
+            channel.shutdown_write()
         except Exception:  # the client went away (a timeout under test); nothing to report to
             pass
         finally:
             # This runs beside the transport thread, which answers the exec request only after
             # check_channel_exec_request returns: a command that ends at once could close the
             # channel before that answer (the client then sees "Channel closed"). The client
-            # closes the channel once it has the exit status; close it here only if it never does.
+            # closes the channel once it has the EOF and the exit status; close it here only if it never does.
             for _ in range(600):
                 if channel.closed:
                     break

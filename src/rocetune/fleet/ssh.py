@@ -138,6 +138,9 @@ def finish(chan, target: Target, step: str, deadline: Deadline, max_bytes: int) 
     """Drain a started command until it exits (Failure at the deadline or past max_bytes)."""
     try:
         out, err = _drain(chan, target, step, deadline, max_bytes)
+        while not chan.exit_status_ready() and not chan.closed:  # the status may follow the EOF
+            deadline.left(target, step)
+            time.sleep(_POLL_S)
         code = chan.recv_exit_status() if chan.exit_status_ready() else -1
     finally:
         chan.close()
@@ -162,9 +165,11 @@ def _drain(chan, target: Target, step: str, deadline: Deadline, max_bytes: int) 
         if len(out) > max_bytes or len(err) > max_bytes:
             raise Failure(f"{step} on {target.name}: output larger than {max(1, max_bytes // (1024 * 1024))} MiB")
         if not busy:
-            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
-                return bytes(out), bytes(err)
-            if chan.closed and not chan.recv_ready():
+            # The end of output is the channel's EOF, not the exit status: sshd sends the status
+            # when the command exits, while what it wrote may still wait in the pipe (OpenSSH
+            # session.c, session_exit_message), so data can follow the status.
+            done = chan.eof_received or chan.closed
+            if done and not chan.recv_ready() and not chan.recv_stderr_ready():
                 return bytes(out), bytes(err)
             deadline.left(target, step)
             time.sleep(_POLL_S)
