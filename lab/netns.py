@@ -549,8 +549,9 @@ def _pids() -> List[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
 
-def _lab_pids(netns: Iterable[str]) -> Set[int]:
-    """Processes inside a lab network namespace, plus lab launchers found by their arguments."""
+def _lab_pids(netns: Iterable[str], launchers: bool = True) -> Set[int]:
+    """Processes inside a lab network namespace, plus (with `launchers`) every lab launcher found
+    by its arguments: those of all hosts, whose end (unshare --kill-child) ends its host."""
     inodes = set()
     for name in netns:
         with contextlib.suppress(OSError):
@@ -569,7 +570,7 @@ def _lab_pids(netns: Iterable[str]) -> Set[int]:
                 continue
             with open(f"/proc/{pid}/comm") as fh:
                 comm = fh.read().strip()
-            if comm in ("unshare", "nsenter", "setsid", "sh", "dash", "systemd-nspawn"):
+            if launchers and comm in ("unshare", "nsenter", "setsid", "sh", "dash", "systemd-nspawn"):
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:
                     args = fh.read().decode(errors="replace").split("\0")
                 if any(a.startswith(marker) for a in args) or \

@@ -356,9 +356,12 @@ def _start_controller() -> None:
 
 
 # A node: its own munged (same key) under its private /run, then slurmd, which forks into the
-# background; both are processes of the host and end with it.
+# background; both are processes of the host and end with it. The spool starts empty: each
+# cluster's slurmctld numbers jobs from 1 again, and a slurmd that kept an earlier cluster's
+# credential state takes job 1 for one it has seen ("reissued job credential") and runs no prolog.
 NODE_INIT = """
 set -eu
+rm -rf /var/spool/slurmd
 mkdir -p /var/spool/slurmd /var/log/slurm
 chmod 0711 /run/rocetune-lab {socket_dir}
 /usr/sbin/munged --socket={socket} --key-file={key} --pid-file={socket_dir}/munged.pid \
@@ -405,7 +408,9 @@ def stop() -> None:
                             "[ -s $f ] && kill -KILL $(cat $f) 2>/dev/null; rm -f $f; done; true"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
     if (netns.NETNS_DIR / CTL_NS).exists():
-        pids = netns._lab_pids([CTL_NS])
+        # Only what runs in the controller's namespace: the hosts' launchers are lab launchers too,
+        # and killing one ends its host.
+        pids = netns._lab_pids([CTL_NS], launchers=False)
         for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, 9)

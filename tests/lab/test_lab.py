@@ -336,3 +336,21 @@ def test_systemd_mode_boots_systemd_with_sshd(lab_exclusive):
         assert "198.18.0." in lab_exclusive.run_on(name, "ip -4 -br addr show rtl0").stdout
     lab_exclusive.down()
     assert _lab_leftovers() == []
+
+
+def test_slurm_stops_without_the_hosts_and_a_second_cluster_runs_its_prologs(lab4, run_on):
+    """Stopping the lab's Slurm ends only its daemons; a cluster started after it numbers jobs from 1
+    again and its slurmd still runs the prolog for them (the spool starts empty)."""
+    from lab import slurm
+
+    marker = "/var/tmp/rtlab-prolog-ran"
+    slurm.write_file("node01", "/etc/rtlab-test/prolog", f"#!/bin/sh\necho $SLURM_JOB_ID >> {marker}\n", 0o755)
+    run_on("node01", f"rm -f {marker}")
+    try:
+        for _ in range(2):
+            with slurm.cluster(lab4, prolog="/etc/rtlab-test/prolog") as c:
+                c.srun(["-N1", "-w", "node01", "true"])
+            assert [run_on(name, "hostname").stdout.strip() for name in lab4.names] == list(lab4.names)
+        assert run_on("node01", f"cat {marker}").stdout.split() == ["1", "1"]
+    finally:
+        run_on("node01", f"rm -rf {marker} /etc/rtlab-test")
