@@ -58,7 +58,7 @@ DOC = json.dumps({"command": "doctor", "status": "findings", "data": {"x": "y" *
 
 
 def test_output_that_follows_the_exit_status_is_read_to_the_eof(monkeypatch):
-    chan = Channel([DOC[i:i + 1000] for i in range(0, len(DOC), 1000)], status_first=True)
+    chan = Channel([DOC[i : i + 1000] for i in range(0, len(DOC), 1000)], status_first=True)
     done = finish(monkeypatch, chan, 5)
     assert done.out == DOC and done.code == 1
 
