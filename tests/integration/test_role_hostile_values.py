@@ -1,7 +1,7 @@
 """Inventory values that try to inject into what the roles write: the boot units carry them as
 data (systemd reads back exactly the value: no specifier, variable or extra line), and the
 modules refuse interface names and sysctls that are no such thing, naming the variable and
-changing nothing. Run on localhost: the templates rendered by Ansible, the modules run for real
+changing nothing. Run on localhost: the units rendered by Ansible from the roles' vars, the modules run for real
 against files in the test directory."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from tests.unit.roles.systemd_reader import exec_argv, setting
 
 pytestmark = pytest.mark.slow  # runs ansible-playbook
 
-ENV_UNIT = REPO / "roles" / "rocetune_env" / "templates" / "rocetune-env.service.j2"
-QOS_UNIT = REPO / "roles" / "roce_qos" / "templates" / "rocetune-qos.service.j2"
+ENV_UNIT = "__rocetune_env_unit_text"  # the boot units' text, in the roles' vars
+QOS_UNIT = "__roce_qos_unit_text"
 ROLE_VARS = [str(REPO / "roles" / r / d / "main.yml") for r in ("rocetune_env", "roce_qos") for d in ("defaults", "vars")]
 
 
@@ -34,9 +34,9 @@ def playbook(tmp_path, tasks: list, extra: dict | None = None) -> subprocess.Com
                           stderr=subprocess.STDOUT, text=True, timeout=300)
 
 
-def render_task(template, dest, **task_vars):
+def render_task(unit, dest, **task_vars):
     task = {"name": f"Render {dest}", "ansible.builtin.copy": {
-        "content": "{{ lookup('ansible.builtin.template', '%s') }}" % template, "dest": str(dest), "mode": "0644"}}
+        "content": "{{ %s }}" % unit, "dest": str(dest), "mode": "0644"}}
     if task_vars:
         task["vars"] = task_vars
     return task
