@@ -1,12 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
-"""The installed agent: the packed zip unpacked into a versioned directory, byte-compiled by
-the node's own Python, and a small launcher script as the `rocetune` command.
+"""The installed agent: the packed zip unpacked into a versioned directory, run from bytecode,
+and a small launcher script as the `rocetune` command.
 
-A zip runs, but zipimport writes no bytecode: every start compiles the agent's ~140 modules
-from source (0.4-0.6 s on an H100 host, against 0.2 s from bytecode). Here the node's Python
-compiles them once, at install. The launcher runs that Python with -I -S: no PYTHON*
+A zip runs, but zipimport uses no __pycache__: every start compiles the agent's ~140 modules
+from source (0.4-0.6 s on an H100 host, against 0.2 s from bytecode). The zip carries the
+bytecode the packing Python made (checked-hash: the import system holds it to the source beside
+it); where the node's Python has that cache tag the tree is used as unpacked, else the node's
+Python compiles the tree once, at install. The launcher runs that Python with -I -S: no PYTHON*
 environment variables, no user site and no site-packages .pth files (a torch venv's cost
 0.05-0.1 s a start); the interpreter's site-packages directories go at the end of sys.path,
 so the distribution's pyverbs is still found.
@@ -161,9 +163,22 @@ def write_stamp(tree, stamp):
     os.rename(tmp, os.path.join(tree, STAMP))
 
 
+def has_bytecode(tree, cache_tag):
+    """Whether every module of the tree has its bytecode for `cache_tag` (as the zip carries it)."""
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            if name.endswith(".py") and not (dirpath == tree and name == "__main__.py"):
+                pyc = os.path.join(dirpath, "__pycache__", "%s.%s.pyc" % (name[:-3], cache_tag))
+                if not os.path.isfile(pyc):
+                    return False
+    return True
+
+
 def unpack(zip_path, lib_dir, sha256, python, cache_tag):
-    """Unpack and compile the agent into lib_dir/VERSION-SHA12 (built aside, renamed into
-    place, stamped last). Returns the tree's path."""
+    """Unpack the agent into lib_dir/VERSION-SHA12 (built aside, renamed into place, stamped
+    last), compiled for `python` unless the zip's bytecode is for its cache tag. Returns the
+    tree's path."""
     if not os.path.isdir(lib_dir):
         os.makedirs(lib_dir)
         os.chmod(lib_dir, 0o755)
@@ -174,7 +189,8 @@ def unpack(zip_path, lib_dir, sha256, python, cache_tag):
                 zf.extract(info, work)
         version = _version_of(work)
         tree = os.path.join(lib_dir, tree_name(version, sha256))
-        compile_tree(python, tree, source_dir=work)
+        if not has_bytecode(work, cache_tag):
+            compile_tree(python, tree, source_dir=work)
         _readable(work)
         write_stamp(work, {"sha256": sha256, "version": version, "compiled": [cache_tag]})
         if os.path.lexists(tree):  # an earlier, unfinished copy

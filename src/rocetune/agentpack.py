@@ -6,13 +6,18 @@
 
 The archive starts with a shebang line (`#!/usr/bin/env python3` unless --python names the
 node's interpreter), so the file itself runs as a command. The rocetune_agent role does not
-run it as is: zipimport writes no bytecode, so every start would compile every module from
-source. The node unpacks it and compiles it with its own python3 instead
-(plugins/module_utils/rocetune_agent_tree.py).
+run it as is: zipimport uses no __pycache__, so every start would compile every module from
+source. The node unpacks it (plugins/module_utils/rocetune_agent_tree.py) and runs it from
+bytecode: the archive carries each module's bytecode for the Python that packed it
+(`__pycache__/NAME.TAG.pyc`, checked-hash: valid only while the source beside it is the same),
+which a node whose Python has the same cache tag uses as it is; any other node compiles the
+tree with its own Python.
 
-The archive is deterministic (sorted entries, fixed timestamps and modes), so the same sources
-give the same bytes and Ansible copies it only when it really changed. Its name carries the
-version and the first 12 hex digits of its sha256.
+The archive is deterministic (sorted entries, fixed timestamps and modes, bytecode compiled with
+a fixed hash seed), so the same sources give the same bytes and Ansible copies it only when it
+really changed. Its name carries the version and the first 12 hex digits of its sha256. A pack
+whose inputs (sources, shebang, the packing Python) are those of an archive already in the
+output directory returns that archive without building it again.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import hashlib
 import io
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import zipfile
 from typing import Iterator, List, Optional, Sequence, Tuple
 
@@ -37,6 +44,15 @@ from rocetune.cli.main import main
 sys.exit(main())
 """
 _KEEP = (".py", ".json")  # modules and their package data (nccl/data, model/data)
+# Bumped when what the archive holds changes for the same sources (the pack cache's key).
+_FORMAT = 2
+# Run by the packing Python in a child with a fixed hash seed: a set constant's order in the
+# bytecode follows the string hashes, so a random seed could change the archive's bytes.
+_COMPILE = """import json, py_compile, sys
+for source, cfile, shown in json.load(sys.stdin):
+    py_compile.compile(source, cfile, shown, doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+"""
 
 
 def _read_bytes(path: str) -> bytes:
@@ -84,14 +100,41 @@ def shebang(python: Optional[str] = None) -> bytes:
     return b"#!" + python.encode() + b"\n"
 
 
+def _entries(package_dir: Optional[str]) -> List[Tuple[str, str]]:
+    package_dir = package_dir or os.path.dirname(os.path.abspath(__file__))
+    return sorted(list(_package_files(package_dir, "rocetune")) + _yaml_files(), key=lambda e: e[1])
+
+
+def pyc_name(arcname: str, cache_tag: str) -> str:
+    """Where the import system looks for a module's bytecode: dir/__pycache__/NAME.TAG.pyc."""
+    head, _, tail = arcname.rpartition("/")
+    return (head + "/" if head else "") + "__pycache__/" + tail[:-3] + "." + cache_tag + ".pyc"
+
+
+def _bytecode(entries: List[Tuple[str, str]]) -> List[Tuple[str, bytes]]:
+    """[(arcname of the .pyc, its bytes)] for every module, compiled by this Python."""
+    tag = sys.implementation.cache_tag
+    if tag is None:  # an implementation that writes no bytecode: the node compiles
+        return []
+    modules = [(path, arc) for path, arc in entries if arc.endswith(".py")]
+    with tempfile.TemporaryDirectory(prefix="rocetune-pack-") as tmp:
+        jobs = [(path, os.path.join(tmp, "%d.pyc" % i), arc) for i, (path, arc) in enumerate(modules)]
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        proc = subprocess.run([sys.executable, "-I", "-c", _COMPILE], input=json.dumps(jobs).encode(),
+                              env=env, capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise OSError("compiling the agent failed: %s" % proc.stderr.decode("utf-8", "replace")[-400:])
+        return [(pyc_name(arc, tag), _read_bytes(cfile)) for _, cfile, arc in jobs]
+
+
 def build(package_dir: Optional[str] = None, python: Optional[str] = None) -> bytes:
     """The archive's bytes (behind the shebang of `python`)."""
-    package_dir = package_dir or os.path.dirname(os.path.abspath(__file__))
-    entries = sorted(list(_package_files(package_dir, "rocetune")) + _yaml_files(), key=lambda e: e[1])
+    entries = _entries(package_dir)
+    files = [("__main__.py", _MAIN)] + [(a, _read_bytes(p)) for p, a in entries] + _bytecode(entries)
     buf = io.BytesIO()
     buf.write(shebang(python))
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for arcname, data in [("__main__.py", _MAIN)] + [(a, _read_bytes(p)) for p, a in entries]:
+        for arcname, data in sorted(files):
             info = zipfile.ZipInfo(arcname, _EPOCH)
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -99,18 +142,50 @@ def build(package_dir: Optional[str] = None, python: Optional[str] = None) -> by
     return buf.getvalue()
 
 
+def inputs_digest(python: Optional[str] = None, package_dir: Optional[str] = None) -> str:
+    """What the archive is made of: the format, the shebang, the packing Python, every file."""
+    h = hashlib.sha256(b"rocetune-agentpack %d\0" % _FORMAT)
+    h.update(shebang(python) + b"\0" + (sys.implementation.cache_tag or "-").encode() + b"\0")
+    h.update(sys.version.encode() + b"\0" + _MAIN)
+    for path, arc in _entries(package_dir):
+        h.update(arc.encode() + b"\0" + hashlib.sha256(_read_bytes(path)).digest())
+    return h.hexdigest()
+
+
+def _cached(out_dir: str, key: str) -> Optional[dict]:
+    """The archive an earlier pack of the same inputs wrote, if it is still there, unchanged."""
+    try:
+        with open(os.path.join(out_dir, f".pack-{key[:32]}.json")) as fh:
+            known = json.load(fh)
+        data = _read_bytes(known["path"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if known.get("key") != key or hashlib.sha256(data).hexdigest() != known.get("sha256"):
+        return None
+    return {"path": known["path"], "sha256": known["sha256"], "changed": False, "bytes": len(data)}
+
+
 def write(out_dir: str, python: Optional[str] = None) -> dict:
     from . import __version__
     from .fsutil import atomic_write_bytes
 
+    key = inputs_digest(python)
+    hit = _cached(out_dir, key)
+    if hit:
+        return hit
     data = build(python=python)
     digest = hashlib.sha256(data).hexdigest()
-    path = os.path.join(out_dir, f"rocetune-{__version__}-{digest[:12]}.pyz")
-    changed = not os.path.isfile(path)
+    path = os.path.abspath(os.path.join(out_dir, f"rocetune-{__version__}-{digest[:12]}.pyz"))
+    try:  # a file of that name with other bytes (cut short, edited) is replaced
+        changed = hashlib.sha256(_read_bytes(path)).hexdigest() != digest
+    except OSError:
+        changed = True
+    os.makedirs(out_dir, exist_ok=True)
     if changed:
-        os.makedirs(out_dir, exist_ok=True)
         atomic_write_bytes(path, data, 0o755)
-    return {"path": os.path.abspath(path), "sha256": digest, "changed": changed, "bytes": len(data)}
+    known = json.dumps({"key": key, "path": path, "sha256": digest}, sort_keys=True) + "\n"
+    atomic_write_bytes(os.path.join(out_dir, f".pack-{key[:32]}.json"), known.encode(), 0o644)
+    return {"path": path, "sha256": digest, "changed": changed, "bytes": len(data)}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

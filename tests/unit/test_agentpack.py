@@ -1,0 +1,80 @@
+"""rocetune.agentpack: the node agent's archive, deterministic, with its bytecode, packed once
+per set of inputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from rocetune import agentpack
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _sha_in_child(seed: str) -> str:
+    code = "import hashlib, sys; from rocetune import agentpack; print(hashlib.sha256(agentpack.build()).hexdigest())"
+    env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=os.path.join(REPO, "src"))
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True, timeout=120).stdout.strip()
+
+
+def test_the_archive_is_the_same_whatever_the_packers_hash_seed():
+    assert _sha_in_child("1") == _sha_in_child("2")
+
+
+def test_every_module_has_its_checked_hash_bytecode_for_the_packing_python():
+    data = agentpack.build()
+    with zipfile.ZipFile(__import__("io").BytesIO(data[data.index(b"PK\x03\x04"):])) as zf:
+        names = set(zf.namelist())
+        tag = sys.implementation.cache_tag
+        modules = [n for n in names if n.endswith(".py") and n != "__main__.py"]
+        assert modules and all(agentpack.pyc_name(m, tag) in names for m in modules)
+        pyc = zf.read(agentpack.pyc_name("rocetune/cli/main.py", tag))
+    import importlib.util
+
+    assert pyc[:4] == importlib.util.MAGIC_NUMBER
+    assert int.from_bytes(pyc[4:8], "little") == 0b11  # hash-based, checked against the source
+
+
+def test_a_second_pack_of_the_same_inputs_builds_nothing(tmp_path, monkeypatch):
+    first = agentpack.write(str(tmp_path), "/usr/bin/python3")
+    assert first["changed"]
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("built again")
+
+    monkeypatch.setattr(agentpack, "build", no_build)
+    again = agentpack.write(str(tmp_path), "/usr/bin/python3")
+    assert again == dict(first, changed=False)
+    # Other inputs (another shebang) are another archive.
+    with pytest.raises(AssertionError, match="built again"):
+        agentpack.write(str(tmp_path), "/usr/bin/python3.11")
+
+
+def test_an_archive_changed_or_gone_since_is_packed_again(tmp_path):
+    first = agentpack.write(str(tmp_path))
+    with open(first["path"], "ab") as fh:
+        fh.write(b"\0")
+    again = agentpack.write(str(tmp_path))
+    assert again["changed"] and again["sha256"] == first["sha256"]
+    with open(first["path"], "rb") as fh:
+        assert hashlib.sha256(fh.read()).hexdigest() == first["sha256"]
+    os.unlink(first["path"])
+    assert agentpack.write(str(tmp_path))["changed"]
+    index = [n for n in os.listdir(tmp_path) if n.startswith(".pack-")]
+    assert len(index) == 1 and json.loads((tmp_path / index[0]).read_text())["sha256"] == first["sha256"]
+
+
+def test_a_changed_source_changes_the_inputs(tmp_path):
+    pkg = tmp_path / "rocetune"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("__version__ = '1'\n")
+    before = agentpack.inputs_digest(package_dir=str(pkg))
+    (pkg / "__init__.py").write_text("__version__ = '2'\n")
+    assert agentpack.inputs_digest(package_dir=str(pkg)) != before
