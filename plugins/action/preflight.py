@@ -93,6 +93,8 @@ class ActionModule(ActionBase):
             )
             if answer.get("unreachable") or "roles" not in answer:  # no answer: no Python, a broken transfer
                 result.update(answer, refused=not answer.get("unreachable"))
+                if result["refused"]:
+                    result.update(failed=True, msg=answer.get("msg") or "the preflight got no answer from the node")
                 return result
         roles = answer["roles"]
         for check in node_checks:

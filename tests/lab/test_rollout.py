@@ -73,6 +73,22 @@ def test_a_broken_plan_is_refused_in_check_mode_on_nodes_without_the_qos_tools(f
 # The installed collection, from a project that is not this repository
 
 
+def test_one_refused_node_stops_every_node_before_anything_changes(fabric, run_on, tmp_path):
+    info, inv = fabric
+    node = info.names[1]
+    refuse = tmp_path / "refuse.yml"  # this node's management link among its fabric interfaces
+    refuse.write_text(json.dumps({"all": {"hosts": {node: {"roce_net_interfaces": [FABRIC_IF, "rtl0"]}}}}))
+    result = run_playbook(info.inventory, tmp_path, extra_inventories=[inv, refuse])
+    assert result.rc != 0 and result.recap[node]["failed"] == 1, result.explain()
+    out = " ".join(result.output.split())
+    assert "refusing to change the MTU of rtl0 (1500 -> 9000)" in out, result.explain()
+    assert f"the preflight refused {node} (the reasons are above)" in out, result.explain()
+    assert result.total("changed") <= 1, result.explain()  # only the agent packed on the controller
+    for host in info.names:
+        assert mtu(run_on, host) == 1500
+        assert run_on(host, "ls /etc/rocetune /usr/local/bin/rocetune", check=False).returncode != 0
+
+
 def test_the_installed_collection_converges_fresh_nodes_from_a_project_of_its_own(fabric, run_on, tmp_path):
     info, inv = fabric
     env = {k: v for k, v in ansible_env().items() if k not in ("ANSIBLE_CONFIG", "PYTHONPATH")}
