@@ -14,14 +14,14 @@ errors of all roles are reported at once, each named by its role.
 
 With `apply`, the site's converge step: the roles named, those the preflight found to change the
 node, applied in one module call (their inputs were checked by the preflight before); a role's
-`payload` ({option: controller file}) goes with the call where the earlier answer (`preflight`)
-says the node lacks that content (the agent's zip)."""
+`payload` ({option: controller file}) is transferred into Ansible's private temporary directory
+on the node for the call where the earlier answer (`preflight`) says the node lacks that content
+(the agent's zip), and removed after it."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
 import os
 
 from ansible.errors import AnsibleActionFail
@@ -149,7 +149,7 @@ class ActionModule(ActionBase):
         found = preflight.get("roles") or {}
         # The preflight's own templated and checked arguments where it gave them.
         sent = dict((c["role"], c) for c in preflight.get("checks") or [] if isinstance(c, dict) and "role" in c)
-        checks, payloads = [], {}
+        checks, sends = [], {}
         for role in names:
             check = sent.get(role) or self._templated_check(role, task_vars)
             if not check.get("module"):
@@ -163,14 +163,31 @@ class ActionModule(ActionBase):
             checks.append({"role": role, "module": check["module"], "args": args})
             lacks = ((found.get(role) or {}).get("result") or {}).get("needs_content", not found)
             if check.get("payload") and lacks and not self._task.check_mode:
-                payloads[role] = dict((option, _base64_of(path)) for option, path in check["payload"].items())
+                sends[role] = check["payload"]
         if not checks:
             return dict(changed=False, roles={}, applied=[], change=[])
-        answer = self._execute_module(
-            module_name="rocetune.fabric.preflight",
-            module_args={"checks": checks, "apply": True, "payloads": payloads},
-            task_vars=task_vars,
-        )
+        files, remote_tmp = {}, None
+        try:
+            if sends:
+                # Sent as files (sftp or scp), not inside the module's arguments: a large argument
+                # is copied, encoded and parsed several times on both sides.
+                remote_tmp = self._connection._shell.tmpdir or self._make_tmp_path()
+                for role, options in sorted(sends.items()):
+                    for option, path in sorted(options.items()):
+                        if not os.path.isfile(path):
+                            raise AnsibleActionFail("cannot read %s on the controller: not a file" % path)
+                        remote = self._connection._shell.join_path(remote_tmp, "%s-%s" % (role, option))
+                        self._transfer_file(path, remote)
+                        files.setdefault(role, {})[option] = remote
+                self._fixup_perms2([remote_tmp] + [p for o in files.values() for p in o.values()])
+            answer = self._execute_module(
+                module_name="rocetune.fabric.preflight",
+                module_args={"checks": checks, "apply": True, "files": files},
+                task_vars=task_vars,
+            )
+        finally:
+            if remote_tmp:
+                self._remove_tmp_path(remote_tmp)
         for check in checks:
             role = check["role"]
             if check["module"] == "roce_qos_apply" and role in answer.get("roles", {}):
@@ -217,14 +234,6 @@ class ActionModule(ActionBase):
                 "unknown variable(s) %s: not options of the %s role (misspelt?)" % (", ".join(unknown), role)
             )
         return problems
-
-
-def _base64_of(path):
-    try:
-        with open(path, "rb") as fh:
-            return base64.b64encode(fh.read()).decode("ascii")
-    except OSError as exc:
-        raise AnsibleActionFail("cannot read %s on the controller: %s" % (path, exc)) from exc
 
 
 def _spec(option):

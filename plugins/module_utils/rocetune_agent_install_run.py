@@ -4,8 +4,9 @@
 """The rocetune_agent_install module's body: its argument spec and run(module), here so that
 the preflight runs the very same code in check mode (rocetune_preflight).
 
-Without `src` it only looks: is the agent with this sha256 unpacked and compiled for this
-Python, is the launcher in place. When the agent is missing it says so (needs_content) and
+Without `src` it only looks: is the agent with this sha256 installed in a form this Python runs
+from bytecode (the zip, when its bytecode is this Python's; else the tree compiled for this
+Python), is the launcher in place. When the agent is missing it says so (needs_content) and
 changes nothing on the node; the module's action plugin then transfers the zip and calls it
 again with `src`."""
 
@@ -21,28 +22,40 @@ try:
         TreeError,
         add_cache_tag,
         find_tree,
+        find_zip,
+        install_zip,
         launcher_text,
         launcher_tree,
         python_facts,
         read_stamp,
         read_text,
         remove_tree,
+        tree_name,
         unpack,
         write_launcher,
+        zip_magic,
+        zip_name,
+        zip_version,
     )
 except ImportError:  # unit tests import the files as plain modules
     from rocetune_agent_tree import (  # pylint: disable=import-error
         TreeError,
         add_cache_tag,
         find_tree,
+        find_zip,
+        install_zip,
         launcher_text,
         launcher_tree,
         python_facts,
         read_stamp,
         read_text,
         remove_tree,
+        tree_name,
         unpack,
         write_launcher,
+        zip_magic,
+        zip_name,
+        zip_version,
     )
 
 ARGUMENT_SPEC = dict(
@@ -86,28 +99,43 @@ def run(module):
     if not os.path.isdir(os.path.dirname(p["dest"]) or "."):
         module.fail_json(msg="rocetune_agent_command: %s does not exist on this node (the command's directory "
                              "must); nothing was changed" % os.path.dirname(p["dest"]))
-    tree = find_tree(p["lib_dir"], p["sha256"])
+    lib_dir, sha = p["lib_dir"], p["sha256"]
     changes = []
+    installed = find_zip(lib_dir, sha)
+    if installed and zip_magic(installed) == facts["magic"]:
+        tree, stamp = installed, {"version": zip_version(installed), "sha256": sha}
+    else:
+        tree = find_tree(lib_dir, sha)
+        stamp = read_stamp(tree) if tree else None
     if tree is None:
-        if not p["src"]:
+        # The zip installed for another Python serves as the source; else the one transferred.
+        source = installed or p["src"]
+        if not source:
             # The zip must come over first; nothing is made on the node until it does.
             result = dict(changed=bool(module.check_mode), needs_content=True,
-                          msg="the agent sha256 %s is not installed in %s" % (p["sha256"], p["lib_dir"]))
+                          msg="the agent sha256 %s is not installed in %s" % (sha, lib_dir))
             if module.check_mode and diff_mode:
                 result["diff"] = {"before_header": p["dest"], "after_header": p["dest"], "before": "",
-                                  "after": "rocetune agent sha256 %s, unpacked into %s and compiled\n"
-                                           % (p["sha256"], p["lib_dir"])}
+                                  "after": "rocetune agent sha256 %s, installed in %s as bytecode for %s\n"
+                                           % (sha, lib_dir, facts["cache_tag"])}
             module.exit_json(**result)
-        if sha256_of(p["src"]) != p["sha256"]:
-            module.fail_json(msg="the transferred agent %s does not have sha256 %s" % (p["src"], p["sha256"]))
-        made_lib_dir = not os.path.isdir(p["lib_dir"])
+        if source == p["src"] and sha256_of(source) != sha:
+            module.fail_json(msg="the transferred agent %s does not have sha256 %s" % (source, sha))
+        made_lib_dir = not os.path.isdir(lib_dir)
         try:
-            tree = unpack(p["src"], p["lib_dir"], p["sha256"], p["python"], facts["cache_tag"])
+            version = zip_version(source)
+            as_zip = zip_magic(source) == facts["magic"]  # the zip's bytecode is this Python's
+            if module.check_mode:
+                tree = os.path.join(lib_dir, (zip_name if as_zip else tree_name)(version, sha))
+            elif as_zip:
+                tree = install_zip(source, lib_dir, sha)
+            else:
+                tree = unpack(source, lib_dir, sha, p["python"], facts["cache_tag"])
         except (TreeError, OSError) as exc:
-            module.fail_json(msg="cannot install the agent in %s: %s" % (p["lib_dir"], exc), changed=made_lib_dir)
-        changes.append("unpacked and compiled in %s" % tree)
-    stamp = read_stamp(tree)
-    if facts["cache_tag"] not in stamp.get("compiled", []):
+            module.fail_json(msg="cannot install the agent in %s: %s" % (lib_dir, exc), changed=made_lib_dir)
+        stamp = {"version": version, "sha256": sha, "compiled": [facts["cache_tag"]]}
+        changes.append(("installed %s" if as_zip else "unpacked and compiled in %s") % tree)
+    elif not tree.endswith(".pyz") and facts["cache_tag"] not in stamp.get("compiled", []):
         if not module.check_mode:
             stamp = add_cache_tag(p["python"], tree, stamp, facts["cache_tag"])
         changes.append("compiled in %s for %s" % (tree, facts["cache_tag"]))

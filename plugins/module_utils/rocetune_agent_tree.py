@@ -1,23 +1,27 @@
 # -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
-"""The installed agent: the packed zip unpacked into a versioned directory, run from bytecode,
-and a small launcher script as the `rocetune` command.
+"""The installed agent, run from bytecode by the node's own Python through a small launcher
+script (the `rocetune` command), in one of two forms:
 
-A zip runs, but zipimport uses no __pycache__: every start compiles the agent's ~140 modules
-from source (0.4-0.6 s on an H100 host, against 0.2 s from bytecode). The zip carries the
-bytecode the packing Python made (checked-hash: the import system holds it to the source beside
-it); where the node's Python has that cache tag the tree is used as unpacked, else the node's
-Python compiles the tree once, at install. The launcher runs that Python with -I -S: no PYTHON*
-environment variables, no user site and no site-packages .pth files (a torch venv's cost
-0.05-0.1 s a start); the interpreter's site-packages directories go at the end of sys.path,
-so the distribution's pyverbs is still found.
+- the packed zip itself, lib_dir/VERSION-SHA12.pyz, where the node's Python takes the bytecode
+  the zip carries (the packing Python's, next to each module, checked-hash: zipimport holds it
+  to the source beside it); one file, written atomically;
+- else the zip unpacked into lib_dir/VERSION-SHA12/ and byte-compiled there by the node's Python
+  (a zip without bytecode for this Python would compile every module from source at every
+  start: 0.4-0.6 s on an H100 host, against 0.2 s from bytecode).
+
+The launcher runs that Python with -I -S: no PYTHON* environment variables, no user site and no
+site-packages .pth files (a torch venv's cost 0.05-0.1 s a start); the interpreter's
+site-packages directories go at the end of sys.path, so the distribution's pyverbs is still
+found.
 
 Pure Python (no Ansible): unit-tested on a temporary directory.
 """
 
 from __future__ import absolute_import, division, print_function
 
+import hashlib
 import json
 import os
 import re
@@ -38,8 +42,11 @@ MIN_PYTHON = (3, 9)
 
 # What the launcher needs to know about the node's Python, asked of that Python itself.
 _FACTS = ("import json, site, sys\n"
-          "print(json.dumps({'version': list(sys.version_info[:2]),"
+          "from importlib.util import MAGIC_NUMBER\n"
+          "print(json.dumps({'version': list(sys.version_info[:2]), 'magic': MAGIC_NUMBER.hex(),"
           " 'cache_tag': sys.implementation.cache_tag, 'site': site.getsitepackages()}))\n")
+# The module whose bytecode in the zip says which Python made it (its first four bytes).
+_MAGIC_PROBE = "rocetune/__init__.pyc"
 
 
 class TreeError(Exception):
@@ -73,6 +80,79 @@ def read_stamp(tree):
             return json.load(fh)
     except (OSError, ValueError):
         return None
+
+
+def zip_name(version, sha256):
+    return tree_name(version, sha256) + ".pyz"
+
+
+def zip_magic(path):
+    """The magic number (hex) of the bytecode the zip at `path` carries, or None."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return zf.read(_MAGIC_PROBE)[:4].hex()
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+
+
+def zip_version(path):
+    """rocetune's __version__ in the zip at `path`."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            text = zf.read("rocetune/__init__.py").decode("utf-8", "replace")
+    except (OSError, KeyError, zipfile.BadZipFile) as exc:
+        raise TreeError("the agent archive %s has no readable rocetune/__init__.py: %s" % (path, exc)) from None
+    m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    if not m:
+        raise TreeError("the agent archive has no rocetune/__init__.py __version__")
+    return m.group(1)
+
+
+def _sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def find_zip(lib_dir, sha256):
+    """The installed zip of the agent with this sha256 under lib_dir (its bytes checked), or None."""
+    try:
+        names = sorted(os.listdir(lib_dir))
+    except OSError:
+        return None
+    for name in names:
+        path = os.path.join(lib_dir, name)
+        if name.endswith("-%s.pyz" % sha256[:12]) and os.path.isfile(path) and not os.path.islink(path):
+            try:
+                if _sha256_of(path) == sha256:
+                    return path
+            except OSError:
+                continue
+    return None
+
+
+def install_zip(zip_path, lib_dir, sha256):
+    """Copy the zip to lib_dir/VERSION-SHA12.pyz (written aside, renamed into place, 0644).
+    Returns its path."""
+    if not os.path.isdir(lib_dir):
+        os.makedirs(lib_dir)
+        os.chmod(lib_dir, 0o755)
+    path = os.path.join(lib_dir, zip_name(zip_version(zip_path), sha256))
+    fd, tmp = tempfile.mkstemp(prefix=".install-", suffix=".pyz", dir=lib_dir)
+    try:
+        with os.fdopen(fd, "wb") as out, open(zip_path, "rb") as src:
+            shutil.copyfileobj(src, out, 1 << 20)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+        return path
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def find_tree(lib_dir, sha256):
@@ -163,22 +243,9 @@ def write_stamp(tree, stamp):
     os.rename(tmp, os.path.join(tree, STAMP))
 
 
-def has_bytecode(tree, cache_tag):
-    """Whether every module of the tree has its bytecode for `cache_tag` (as the zip carries it)."""
-    for dirpath, dirnames, filenames in os.walk(tree):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        for name in filenames:
-            if name.endswith(".py") and not (dirpath == tree and name == "__main__.py"):
-                pyc = os.path.join(dirpath, "__pycache__", "%s.%s.pyc" % (name[:-3], cache_tag))
-                if not os.path.isfile(pyc):
-                    return False
-    return True
-
-
 def unpack(zip_path, lib_dir, sha256, python, cache_tag):
-    """Unpack the agent into lib_dir/VERSION-SHA12 (built aside, renamed into place, stamped
-    last), compiled for `python` unless the zip's bytecode is for its cache tag. Returns the
-    tree's path."""
+    """Unpack the agent's sources into lib_dir/VERSION-SHA12 (built aside, renamed into place,
+    stamped last) and compile them with `python`. Returns the tree's path."""
     if not os.path.isdir(lib_dir):
         os.makedirs(lib_dir)
         os.chmod(lib_dir, 0o755)
@@ -186,11 +253,11 @@ def unpack(zip_path, lib_dir, sha256, python, cache_tag):
     try:
         with zipfile.ZipFile(zip_path) as zf:
             for info in _safe_members(zf):
-                zf.extract(info, work)
+                if not info.filename.endswith(".pyc"):  # another Python's bytecode: compiled here
+                    zf.extract(info, work)
         version = _version_of(work)
         tree = os.path.join(lib_dir, tree_name(version, sha256))
-        if not has_bytecode(work, cache_tag):
-            compile_tree(python, tree, source_dir=work)
+        compile_tree(python, tree, source_dir=work)
         _readable(work)
         write_stamp(work, {"sha256": sha256, "version": version, "compiled": [cache_tag]})
         if os.path.lexists(tree):  # an earlier, unfinished copy
@@ -248,9 +315,14 @@ def read_text(path):
 
 
 def remove_tree(lib_dir, tree):
-    """Remove a tree the launcher no longer runs, if it is one of ours inside lib_dir."""
-    if (tree and os.path.dirname(os.path.normpath(tree)) == os.path.normpath(lib_dir)
-            and read_stamp(tree) is not None):
+    """Remove an installed agent the launcher no longer runs (a tree or a zip), if it is one of
+    ours inside lib_dir."""
+    if not tree or os.path.dirname(os.path.normpath(tree)) != os.path.normpath(lib_dir):
+        return False
+    if tree.endswith(".pyz") and os.path.isfile(tree) and not os.path.islink(tree):
+        os.unlink(tree)
+        return True
+    if read_stamp(tree) is not None:
         shutil.rmtree(tree, ignore_errors=True)
         return True
     return False

@@ -15,10 +15,7 @@ first failure stops the roles after it."""
 
 from __future__ import absolute_import, division, print_function
 
-import base64
 import os
-import shutil
-import tempfile
 import time
 import traceback
 
@@ -201,47 +198,39 @@ def check_all(module, checks):
     return out
 
 
-def apply_all(module, checks, payloads):
+def apply_all(module, checks, files):
     """{role: answer} for [{role, module, args}] applied in order, each module's body as its role
     runs it; the roles after a failed one, or after one that waits for packages, are not run (not
-    in the answer). `payloads`: {role:
-    {option: base64}}, files the controller sent (the agent's zip), each written to a private
-    temporary file whose path is given to the module as that option."""
-    out, work = {}, None
-    try:
-        for check in checks:
-            role, args = check["role"], dict(check.get("args") or {})
-            try:
-                for option, data in (payloads or {}).get(role, {}).items():
-                    if work is None:
-                        work = tempfile.mkdtemp(prefix="rocetune-apply-")
-                    path = os.path.join(work, "%s-%s" % (role, option))
-                    with open(path, "wb") as fh:
-                        fh.write(base64.b64decode(data, validate=True))
-                    args[option] = path
-            except (OSError, ValueError) as exc:  # binascii.Error is a ValueError
-                out[role] = {
-                    "failed": True,
-                    "msg": "cannot write the file the controller sent for %s: %s; it was not applied" % (role, exc),
-                    "run": True,
-                    "change": True,
-                    "changed": False,
-                    "warnings": [],
-                    "result": {},
-                    "seconds": 0.0,
-                }
-                break
-            began = time.time()
-            answer = check_one(module, check["module"], args, stand_in_class=Applying)
-            answer.update(changed=bool(answer["result"].get("changed")), seconds=round(time.time() - began, 3))
-            out[role] = answer
-            # A failure stops the roles after it; so does a role that waits for packages (the
-            # roles after it may need them): it and they run whole after this call.
-            if answer["failed"] or answer["result"].get("pending") or answer["result"].get("missing_packages"):
-                break
-    finally:
-        if work:
-            shutil.rmtree(work, ignore_errors=True)
+    in the answer). `files`: {role: {option: path}}, files the controller transferred into
+    Ansible's private temporary directory on the node (the agent's zip), each given to the
+    module as that option."""
+    out = {}
+    for check in checks:
+        role, args = check["role"], dict(check.get("args") or {})
+        missing = [path for path in (files or {}).get(role, {}).values()
+                   if not isinstance(path, str) or os.path.islink(path) or not os.path.isfile(path)]
+        if missing:
+            out[role] = {
+                "failed": True,
+                "msg": "the file the controller sent for %s is not on the node (%s); it was not applied"
+                       % (role, ", ".join(str(p) for p in missing)),
+                "run": True,
+                "change": True,
+                "changed": False,
+                "warnings": [],
+                "result": {},
+                "seconds": 0.0,
+            }
+            break
+        args.update((files or {}).get(role, {}))
+        began = time.time()
+        answer = check_one(module, check["module"], args, stand_in_class=Applying)
+        answer.update(changed=bool(answer["result"].get("changed")), seconds=round(time.time() - began, 3))
+        out[role] = answer
+        # A failure stops the roles after it; so does a role that waits for packages (the
+        # roles after it may need them): it and they run whole after this call.
+        if answer["failed"] or answer["result"].get("pending") or answer["result"].get("missing_packages"):
+            break
     return out
 
 

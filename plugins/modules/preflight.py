@@ -68,12 +68,11 @@ options:
         the preflight found what will change).
     type: bool
     default: false
-  payloads:
+  files:
     description:
-      - Per role, files the controller sends with the call, base64 by the name of the module option
-        they stand for; each is written to a private temporary file on the node and its path given
-        to the role's module as that option (the agent's zip where the node lacks it). Set by the
-        action plugin.
+      - Per role, files the action plugin transferred into Ansible's private temporary directory
+        on the node for this call, by the name of the module option they stand for (the agent's
+        zip where the node lacks it); each path is given to the role's module as that option.
     type: dict
     default: {}
 author: rocetune contributors (@rocetune)
@@ -148,7 +147,7 @@ def main():
         argument_spec=dict(
             checks=dict(type="list", elements="dict", required=True),
             apply=dict(type="bool", default=False),
-            payloads=dict(type="dict", default={}, no_log=True),
+            files=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -168,7 +167,7 @@ def main():
 
 
 def converge(module):
-    answers = apply_all(module, module.params["checks"], module.params["payloads"])
+    answers = apply_all(module, module.params["checks"], module.params["files"])
     diffs = []
     for role, answer in answers.items():
         for warning in answer["warnings"]:

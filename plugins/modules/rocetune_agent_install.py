@@ -2,9 +2,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: rocetune contributors
 # Apache-2.0
-"""Install the rocetune agent: the packed zip unpacked into a versioned directory, compiled by
-the node's Python, and the `rocetune` command as a launcher script. Asked first without the
-zip, it says whether the zip must be copied over at all."""
+"""Install the rocetune agent, run from bytecode by the node's Python (the packed zip itself, or
+the zip unpacked and compiled), and the `rocetune` command as a launcher script. Asked first
+without the zip, it says whether the zip must be copied over at all."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,14 +16,16 @@ module: rocetune_agent_install
 short_description: Install the rocetune agent as bytecode for the node's Python
 version_added: "0.1.0"
 description:
-  - Looks for the agent with I(sha256) under I(lib_dir). When it is there, it compiles it for
-    I(python) if needed and writes the launcher I(dest) (owner root, I(mode)) where it differs,
-    in one remote call.
+  - Looks for the agent with I(sha256) under I(lib_dir), in a form I(python) runs from bytecode,
+    and writes the launcher I(dest) (owner root, I(mode)) where it differs, in one remote call.
+  - The zip carries the bytecode of the Python that packed it. Where I(python) takes that
+    bytecode (the same magic number), the zip itself is the installed agent,
+    I(lib_dir)/VERSION-SHA12.pyz (one file, written atomically); else the zip is unpacked into
+    I(lib_dir)/VERSION-SHA12 and compiled there with I(python).
   - When it is missing, the module's action plugin transfers I(package) (the packed zip on the
     controller) into Ansible's private temporary directory on the node and calls the module
-    again with I(src); the module checks the sha256, unpacks it into I(lib_dir)/VERSION-SHA12,
-    compiles it with I(python), writes the launcher and removes the tree the launcher ran before.
-    Nothing is made on the node before the zip is there.
+    again with I(src); the module checks the sha256, installs it, writes the launcher and removes
+    what the launcher ran before. Nothing is made on the node before the zip is there.
   - In check mode it reports the install it would make and transfers nothing.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -88,15 +90,15 @@ needs_content:
   returned: always
   sample: false
 tree:
-  description: The directory the launcher runs the agent from.
+  description: What the launcher runs the agent from (the zip, or the directory it was unpacked and compiled in).
   type: str
   returned: when the agent is installed
-  sample: /usr/local/lib/rocetune/0.1.0-357c176d9036
+  sample: /usr/local/lib/rocetune/0.1.0-357c176d9036.pyz
 msg:
   description: What was done (C(up to date) when nothing).
   type: str
   returned: always
-  sample: unpacked and compiled in /usr/local/lib/rocetune/0.1.0-357c176d9036; launcher /usr/local/bin/rocetune written
+  sample: installed /usr/local/lib/rocetune/0.1.0-357c176d9036.pyz; launcher /usr/local/bin/rocetune written
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -7,11 +7,11 @@
 The archive starts with a shebang line (`#!/usr/bin/env python3` unless --python names the
 node's interpreter), so the file itself runs as a command. The rocetune_agent role does not
 run it as is: zipimport uses no __pycache__, so every start would compile every module from
-source. The node unpacks it (plugins/module_utils/rocetune_agent_tree.py) and runs it from
-bytecode: the archive carries each module's bytecode for the Python that packed it
-(`__pycache__/NAME.TAG.pyc`, checked-hash: valid only while the source beside it is the same),
-which a node whose Python has the same cache tag uses as it is; any other node compiles the
-tree with its own Python.
+source. So the archive carries each module's bytecode, compiled by the Python that packed it,
+next to its source (`NAME.pyc`, where zipimport looks; checked-hash: used only while the source
+beside it is the same). A node whose Python takes that bytecode runs the archive as it is; any
+other node unpacks it and compiles it with its own Python
+(plugins/module_utils/rocetune_agent_tree.py).
 
 The archive is deterministic (sorted entries, fixed timestamps and modes, bytecode compiled with
 a fixed hash seed), so the same sources give the same bytes and Ansible copies it only when it
@@ -51,7 +51,7 @@ _FORMAT = 2
 _COMPILE = """import json, py_compile, sys
 for source, cfile, shown in json.load(sys.stdin):
     py_compile.compile(source, cfile, shown, doraise=True,
-                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
 """
 
 
@@ -105,16 +105,14 @@ def _entries(package_dir: Optional[str]) -> List[Tuple[str, str]]:
     return sorted(list(_package_files(package_dir, "rocetune")) + _yaml_files(), key=lambda e: e[1])
 
 
-def pyc_name(arcname: str, cache_tag: str) -> str:
-    """Where the import system looks for a module's bytecode: dir/__pycache__/NAME.TAG.pyc."""
-    head, _, tail = arcname.rpartition("/")
-    return (head + "/" if head else "") + "__pycache__/" + tail[:-3] + "." + cache_tag + ".pyc"
+def pyc_name(arcname: str) -> str:
+    """Where zipimport looks for a module's bytecode: beside its source, NAME.pyc."""
+    return arcname[:-3] + ".pyc"
 
 
 def _bytecode(entries: List[Tuple[str, str]]) -> List[Tuple[str, bytes]]:
     """[(arcname of the .pyc, its bytes)] for every module, compiled by this Python."""
-    tag = sys.implementation.cache_tag
-    if tag is None:  # an implementation that writes no bytecode: the node compiles
+    if sys.implementation.cache_tag is None:  # an implementation that writes no bytecode
         return []
     modules = [(path, arc) for path, arc in entries if arc.endswith(".py")]
     with tempfile.TemporaryDirectory(prefix="rocetune-pack-") as tmp:
@@ -124,7 +122,7 @@ def _bytecode(entries: List[Tuple[str, str]]) -> List[Tuple[str, bytes]]:
                               env=env, capture_output=True, check=False)
         if proc.returncode != 0:
             raise OSError("compiling the agent failed: %s" % proc.stderr.decode("utf-8", "replace")[-400:])
-        return [(pyc_name(arc, tag), _read_bytes(cfile)) for _, cfile, arc in jobs]
+        return [(pyc_name(arc), _read_bytes(cfile)) for _, cfile, arc in jobs]
 
 
 def build(package_dir: Optional[str] = None, python: Optional[str] = None) -> bytes:
@@ -137,7 +135,9 @@ def build(package_dir: Optional[str] = None, python: Optional[str] = None) -> by
         for arcname, data in sorted(files):
             info = zipfile.ZipInfo(arcname, _EPOCH)
             info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
+            # Bytecode stored: zipimport reads it at every start, and inflating it costs as much
+            # as the rest of the import.
+            info.compress_type = zipfile.ZIP_STORED if arcname.endswith(".pyc") else zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     return buf.getvalue()
 

@@ -159,24 +159,25 @@ def test_env_file_is_valid_shell(converged, lab4, run_on):
     assert out.strip() == "rtl0"
 
 
-def test_the_agent_runs_compiled_by_the_nodes_python_without_pip(converged, lab4, run_on):
-    """/usr/local/bin/rocetune is a launcher: the node's python3, isolated, on the tree it compiled."""
+def test_the_agent_runs_from_its_zips_bytecode_by_the_nodes_python_without_pip(converged, lab4, run_on):
+    """/usr/local/bin/rocetune is a launcher: the node's python3, isolated, on the zip installed as
+    it is (the nodes' python3 takes the bytecode the controller's Python packed)."""
     out = run_on("node03", "head -n 1 /usr/local/bin/rocetune; stat -c %a /usr/local/bin/rocetune; "
-                           "ls /usr/local/lib/rocetune | grep -E '^[0-9]+[.][0-9]+[.][0-9]+-[0-9a-f]{12}$'; "
+                           "ls /usr/local/lib/rocetune | grep -E '^[0-9]+[.][0-9]+[.][0-9]+-[0-9a-f]{12}'; "
                            "rocetune --version").stdout.splitlines()
     assert out[:2] == ["#!/usr/bin/python3 -IS", "755"], out
-    assert len(out) == 4 and re.fullmatch(r"\d+\.\d+\.\d+-[0-9a-f]{12}", out[2]), out  # one tree
+    assert len(out) == 4 and re.fullmatch(r"\d+\.\d+\.\d+-[0-9a-f]{12}\.pyz", out[2]), out  # one zip, no tree
     assert out[-1].startswith("rocetune "), out
-    tree = f"/usr/local/lib/rocetune/{out[2]}"
-    # rocetune and yaml come from the tree, from bytecode written at install (none at run time:
-    # the tree is unchanged after a probe), and PYTHONPATH does not reach the agent.
-    code = "import rocetune, yaml, sys; print(rocetune.__spec__.cached, yaml.__file__, sys.flags.no_site)"
+    agent = f"/usr/local/lib/rocetune/{out[2]}"
+    # rocetune and yaml come from the zip, and PYTHONPATH does not reach the agent.
+    code = "import rocetune, yaml, sys; print(type(rocetune.__loader__).__name__, yaml.__file__, sys.flags.no_site)"
     where = run_on("node03", f"PYTHONPATH=/nonexistent /usr/bin/python3 -IS -c "
-                             f"'import sys; sys.path.insert(0, \"{tree}\"); {code}'").stdout.split()
-    assert where[0].startswith(f"{tree}/rocetune/__pycache__/") and where[1].startswith(f"{tree}/yaml/"), where
-    before = run_on("node03", f"find {tree} -newer /usr/local/bin/rocetune | wc -l").stdout
+                             f"'import sys; sys.path.insert(0, \"{agent}\"); {code}'").stdout.split()
+    assert where[0] == "zipimporter" and where[1].startswith(f"{agent}/yaml/") and where[2] == "1", where
+    sha = run_on("node03", f"sha256sum {agent}").stdout.split()[0]
+    assert out[2].endswith(f"-{sha[:12]}.pyz"), (out[2], sha)
     run_on("node03", "PYTHONPATH=/nonexistent rocetune --json probe > /dev/null || test $? = 1")
-    assert run_on("node03", f"find {tree} -newer /usr/local/bin/rocetune | wc -l").stdout == before
+    assert run_on("node03", f"sha256sum {agent}").stdout.split()[0] == sha
 
 
 def test_features_json_fetched_for_every_host(converged, lab4):

@@ -5,9 +5,7 @@ file; check and diff mode are the task's own."""
 
 from __future__ import annotations
 
-import base64
 import importlib
-import os
 import sys
 import types
 from pathlib import Path
@@ -100,36 +98,37 @@ def test_in_check_mode_the_converge_step_changes_nothing_and_diffs_only_in_diff_
     assert not Path(args["file"]).exists()
 
 
-def test_a_file_the_controller_sends_reaches_the_module_as_a_private_file_removed_afterwards(monkeypatch):
+def test_a_file_the_controller_sent_reaches_the_module_as_its_option(monkeypatch, tmp_path):
+    sent = tmp_path / "agent-src"
+    sent.write_bytes(b"PK\x03\x04zip")
     seen = {}
 
     def run(module):
-        path = module.params["src"]
-        seen.update(path=path, data=Path(path).read_bytes(), mode=os.stat(os.path.dirname(path)).st_mode & 0o777)
+        seen.update(path=module.params["src"], data=Path(module.params["src"]).read_bytes())
         module.exit_json(changed=True)
 
     monkeypatch.setitem(PF.MODULES, "takes_a_file", _body(run))
     answers = PF.apply_all(
-        Node(),
-        [{"role": "agent", "module": "takes_a_file", "args": {}}],
-        {"agent": {"src": base64.b64encode(b"PK\x03\x04zip").decode()}},
+        Node(), [{"role": "agent", "module": "takes_a_file", "args": {}}], {"agent": {"src": str(sent)}}
     )
-    assert answers["agent"]["changed"] and seen["data"] == b"PK\x03\x04zip" and seen["mode"] == 0o700
-    assert not os.path.exists(seen["path"]) and not os.path.exists(os.path.dirname(seen["path"]))
+    assert answers["agent"]["changed"] and seen == {"path": str(sent), "data": b"PK\x03\x04zip"}
 
 
-def test_a_file_that_cannot_be_written_fails_its_role_clearly_and_stops_the_roles_after_it(monkeypatch):
+def test_a_file_that_did_not_arrive_fails_its_role_clearly_and_stops_the_roles_after_it(monkeypatch, tmp_path):
     ran = []
     monkeypatch.setitem(PF.MODULES, "takes_a_file", _body(lambda m: (ran.append("file"), m.exit_json(changed=True))))
     monkeypatch.setitem(PF.MODULES, "after", _body(lambda m: (ran.append("after"), m.exit_json(changed=True))))
-    answers = PF.apply_all(
-        Node(),
-        [{"role": "agent", "module": "takes_a_file", "args": {}}, {"role": "later", "module": "after", "args": {}}],
-        {"agent": {"src": "not base64!"}},
-    )
-    assert list(answers) == ["agent"] and ran == []
-    assert answers["agent"]["failed"] and not answers["agent"]["changed"]
-    assert answers["agent"]["msg"].startswith("cannot write the file the controller sent for agent: ")
+    (tmp_path / "elsewhere").write_bytes(b"x")
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    for sent in (str(tmp_path / "absent"), str(tmp_path / "link"), str(tmp_path)):
+        answers = PF.apply_all(
+            Node(),
+            [{"role": "agent", "module": "takes_a_file", "args": {}}, {"role": "later", "module": "after", "args": {}}],
+            {"agent": {"src": sent}},
+        )
+        assert list(answers) == ["agent"] and ran == []
+        assert answers["agent"]["failed"] and not answers["agent"]["changed"]
+        assert answers["agent"]["msg"] == f"the file the controller sent for agent is not on the node ({sent}); it was not applied"
 
 
 def test_the_module_names_the_failed_role_what_was_applied_before_it_and_what_did_not_run(monkeypatch):
@@ -144,7 +143,7 @@ def test_the_module_names_the_failed_role_what_was_applied_before_it_and_what_di
         {"role": "two", "module": "fails", "args": {}},
         {"role": "three", "module": "ok", "args": {}},
     ]
-    node = Node(diff=True, params={"checks": checks, "payloads": {}})
+    node = Node(diff=True, params={"checks": checks, "files": {}})
     with pytest.raises(SystemExit) as ended:
         PREFLIGHT.converge(node)
     how, result = ended.value.args[0]
@@ -161,7 +160,7 @@ def test_the_module_returns_every_roles_diff_as_one_list_and_none_outside_diff_m
     checks = [{"role": "one", "module": "ok", "args": {}}, {"role": "two", "module": "ok", "args": {}}]
     for diff, want in ((True, [{"before": "", "after": "x"}] * 2), (False, None)):
         with pytest.raises(SystemExit) as ended:
-            PREFLIGHT.converge(Node(diff=diff, params={"checks": checks, "payloads": {}}))
+            PREFLIGHT.converge(Node(diff=diff, params={"checks": checks, "files": {}}))
         how, result = ended.value.args[0]
         assert how == "exit" and result["changed"] and result["change"] == ["one", "two"]
         assert result.get("diff") == want

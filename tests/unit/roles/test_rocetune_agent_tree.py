@@ -139,48 +139,30 @@ def test_the_tree_is_readable_by_every_user_whatever_the_umask(packed, tmp_path)
     assert oct(os.stat(tmp_path / "rocetune").st_mode & 0o777) == "0o755"
 
 
-def test_a_node_with_the_packing_pythons_tag_runs_the_zips_bytecode_without_compiling(packed, tmp_path, monkeypatch):
-    def no_compile(*args, **kwargs):
-        raise AssertionError("the tree was compiled on the node")
-
-    monkeypatch.setattr(T, "compile_tree", no_compile)
+def test_a_tree_holds_the_sources_compiled_here_not_the_zips_bytecode(packed, tmp_path):
     tree, _, facts = install(packed, tmp_path / "lib", tmp_path / "rocetune")
     assert T.read_stamp(tree)["compiled"] == [facts["cache_tag"]]
+    legacy = [os.path.join(d, n) for d, _, names in os.walk(tree) for n in names
+              if n.endswith(".pyc") and not d.endswith("__pycache__")]
+    assert legacy == []  # the zip's bytecode (beside each source) is not unpacked
     main_pyc = os.path.join(tree, "rocetune", "cli", "__pycache__", f"main.{facts['cache_tag']}.pyc")
-    with zipfile.ZipFile(packed[0]) as zf:
-        shipped = zf.read(f"rocetune/cli/__pycache__/main.{facts['cache_tag']}.pyc")
     with open(main_pyc, "rb") as fh:
-        assert fh.read() == shipped
-    # The import system takes that bytecode (a checked-hash pyc whose source matches) ...
-    out = subprocess.run([PYTHON, "-I", "-S", "-v", "-c", f"import sys; sys.path.insert(0, {tree!r}); "
-                          "import rocetune.cli.main"], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert f"code object from '{main_pyc}'" in out.stderr
-    # ... and names the installed source in a traceback, not the path it was packed from.
+        assert int.from_bytes(fh.read(8)[4:8], "little") == 0  # compiled here (timestamp-based)
     out = subprocess.run([PYTHON, "-I", "-S", "-c", f"import sys; sys.path.insert(0, {tree!r}); "
                           "import rocetune.cli.main as m; print(m.main.__code__.co_filename)"],
                          capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == os.path.join(tree, "rocetune", "cli", "main.py"), out.stderr
 
 
-def test_a_node_of_another_python_compiles_the_tree_itself(packed, tmp_path):
-    # The zip as another Python would have packed it: bytecode under a tag this Python ignores.
-    other = tmp_path / "other.pyz"
-    tag = sys.implementation.cache_tag
-    with zipfile.ZipFile(packed[0]) as src, zipfile.ZipFile(other, "w", zipfile.ZIP_DEFLATED) as dst:
-        for info in src.infolist():
-            dst.writestr(info.filename.replace(f".{tag}.pyc", ".cpython-00.pyc"), src.read(info))
-    sha = hashlib.sha256(other.read_bytes()).hexdigest()
-    tree = T.unpack(str(other), str(tmp_path / "lib"), sha, PYTHON, tag)
-    assert T.has_bytecode(tree, tag) and T.read_stamp(tree)["compiled"] == [tag]
-    main_pyc = os.path.join(tree, "rocetune", "cli", "__pycache__", f"main.{tag}.pyc")
-    with open(main_pyc, "rb") as fh:
-        flags = int.from_bytes(fh.read(8)[4:8], "little")
-    assert flags == 0  # compiled here (timestamp-based), not the zip's checked-hash bytecode
-
-
-def test_a_tree_missing_one_modules_bytecode_has_none(packed, tmp_path):
-    tree, _, facts = install(packed, tmp_path / "lib", tmp_path / "rocetune")
-    assert T.has_bytecode(tree, facts["cache_tag"])
-    os.unlink(os.path.join(tree, "yaml", "__pycache__", f"reader.{facts['cache_tag']}.pyc"))
-    assert not T.has_bytecode(tree, facts["cache_tag"])
+def test_an_installed_zip_is_found_by_its_bytes_and_its_bytecode_named(packed, tmp_path):
+    lib = tmp_path / "lib"
+    path = T.install_zip(str(packed[0]), str(lib), packed[1])
+    assert os.path.basename(path) == f"{__version__}-{packed[1][:12]}.pyz"
+    assert oct(os.stat(path).st_mode & 0o777) == "0o644" and os.listdir(lib) == [os.path.basename(path)]
+    assert T.find_zip(str(lib), packed[1]) == path
+    assert T.zip_magic(path) == T.python_facts(PYTHON)["magic"] and T.zip_version(path) == __version__
+    with open(path, "r+b") as fh:  # the same name, other bytes: not this agent
+        fh.seek(100)
+        fh.write(b"X")
+    assert T.find_zip(str(lib), packed[1]) is None
+    assert T.remove_tree(str(lib), path) and os.listdir(lib) == []
