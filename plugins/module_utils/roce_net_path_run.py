@@ -14,11 +14,7 @@ from __future__ import absolute_import, division, print_function
 import ipaddress
 import json
 import re
-
-try:
-    from shlex import quote
-except ImportError:  # pragma: no cover - Python 2 controllers are not supported
-    from pipes import quote
+from shlex import quote
 
 try:
     from ansible_collections.rocetune.fabric.plugins.module_utils.roce_net_fabric import (

@@ -5,8 +5,8 @@
 script (the `rocetune` command), in one of two forms:
 
 - the packed zip itself, lib_dir/VERSION-SHA12.pyz, where the node's Python takes the bytecode
-  the zip carries (the packing Python's, next to each module, checked-hash: zipimport holds it
-  to the source beside it); one file, written atomically;
+  the zip carries (the packing Python's, next to each module; rocetune.agentpack); one file,
+  written atomically and found by its sha256;
 - else the zip unpacked into lib_dir/VERSION-SHA12/ and byte-compiled there by the node's Python
   (a zip without bytecode for this Python would compile every module from source at every
   start: 0.4-0.6 s on an H100 host, against 0.2 s from bytecode).

@@ -8,10 +8,11 @@ The archive starts with a shebang line (`#!/usr/bin/env python3` unless --python
 node's interpreter), so the file itself runs as a command. The rocetune_agent role does not
 run it as is: zipimport uses no __pycache__, so every start would compile every module from
 source. So the archive carries each module's bytecode, compiled by the Python that packed it,
-next to its source (`NAME.pyc`, where zipimport looks; checked-hash: used only while the source
-beside it is the same). A node whose Python takes that bytecode runs the archive as it is; any
-other node unpacks it and compiles it with its own Python
-(plugins/module_utils/rocetune_agent_tree.py).
+next to its source (`NAME.pyc`, where zipimport looks), stored uncompressed and hash-based
+unchecked (a start reads neither inflated bytecode nor the source: the archive is sealed by its
+sha256, and nothing edits it in place). A node whose Python takes that bytecode runs the archive
+as it is, as fast as from a compiled tree; any other node unpacks it and compiles it with its
+own Python (plugins/module_utils/rocetune_agent_tree.py).
 
 The archive is deterministic (sorted entries, fixed timestamps and modes, bytecode compiled with
 a fixed hash seed), so the same sources give the same bytes and Ansible copies it only when it

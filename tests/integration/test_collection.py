@@ -77,7 +77,7 @@ def test_the_built_collection_holds_the_roles_plugins_and_the_agents_sources_onl
     assert sorted(p.name for p in (root / "roles").iterdir()) == ROLES
     assert sorted(p.stem for p in (root / "plugins" / "modules").glob("*.py")) == MODULES
     assert sorted(p.name for p in (root / "plugins" / "action").glob("*.py")) == [
-        "preflight.py", "roce_qos_apply.py", "rocetune_agent_install.py", "role_vars_check.py"]
+        "preflight.py", "roce_net_path.py", "roce_qos_apply.py", "rocetune_agent_install.py", "role_vars_check.py"]
     # The agent packed (what the rocetune_agent role installs as it is), not its sources; the
     # license; the modules' copies of the core files (tools/sync_module_utils.py) as the
     # repository has them; no build leftovers.
@@ -87,7 +87,9 @@ def test_the_built_collection_holds_the_roles_plugins_and_the_agents_sources_onl
     with zipfile.ZipFile(root / "roles" / "rocetune_agent" / "files" / "rocetune-agent.pyz") as pyz:
         names = set(pyz.namelist())
     assert {"__main__.py", "rocetune/agentpack.py", "rocetune/core/ip_addr_json.py"} <= names
-    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    # Bytecode only as the pack makes it, beside each module's source (rocetune.agentpack).
+    assert not [n for n in names if "__pycache__" in n or (n.endswith(".pyc") and n[:-1] not in names)]
+    assert "rocetune/agentpack.pyc" in names
     copy = root / "plugins" / "module_utils" / "rocetune_ip_addr.py"
     assert copy.read_text() == (REPO / "plugins" / "module_utils" / "rocetune_ip_addr.py").read_text()
     assert not [p for p in root.rglob("*") if p.is_symlink()]
@@ -153,6 +155,17 @@ def _documentation(path: Path) -> dict:
     return docs
 
 
+def _imported_spec(tree: ast.Module, name: str) -> dict:
+    import importlib
+
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
+            if str(REPO / "collections") not in sys.path:
+                sys.path.insert(0, str(REPO / "collections"))
+            return getattr(importlib.import_module(node.module), name)
+    raise AssertionError(f"{name} is not imported by the action plugin")
+
+
 def _argument_spec(path: Path) -> dict:
     """The argument_spec the module gives AnsibleModule (captured by running its main() with a
     stand-in that stops there); for a documentation-only module, the arguments its action plugin
@@ -163,8 +176,11 @@ def _argument_spec(path: Path) -> dict:
     if "AnsibleModule(" not in path.read_text():
         action = REPO / "plugins" / "action" / path.name
         assert action.is_file(), f"{path.name}: no AnsibleModule(argument_spec=...) and no action plugin"
-        for node in ast.walk(ast.parse(action.read_text())):
+        tree = ast.parse(action.read_text())
+        for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_VALID_ARGS":
+                if isinstance(node.value.args[0], ast.Name):  # frozenset(SPEC): a module_utils spec, whole
+                    return _imported_spec(tree, node.value.args[0].id)
                 return {name: None for name in ast.literal_eval(node.value.args[0])}
         raise AssertionError(f"{action.name}: no _VALID_ARGS")
     if str(REPO / "collections") not in sys.path:
