@@ -82,7 +82,8 @@ def outside_peers(entries, interfaces):
 def ping_command(probes, size):
     """One shell command that pings every (interface, address) of `probes`, WAVE at a time, and
     prints one line per probe: MARK, its index, ping's exit status, its output in hex."""
-    lines = [_PATH, "command -v ping >/dev/null 2>&1 || { echo '%s none'; exit 0; }" % MARK,
+    # ping's messages in English: ping_verdict reads them (the route MTU).
+    lines = [_PATH, "LC_ALL=C; export LC_ALL", "command -v ping >/dev/null 2>&1 || { echo '%s none'; exit 0; }" % MARK,
              "d=$(mktemp -d) || exit 1", "trap 'rm -rf \"$d\"' EXIT"]
     for i, probe in enumerate(probes):
         if not valid_ifname(probe["interface"]):

@@ -18,6 +18,7 @@ R = load_module_utils("roce_net", "roce_net_path_run")
 FAKE_PING = r"""#!/bin/sh
 for last; do :; done
 echo "$*" >> "$LOG"
+[ "$LC_ALL" = C ] || { echo "ping: localized: LC_ALL=$LC_ALL"; exit 2; }
 case "$last" in
   *.12) echo "64 bytes from $last: icmp_seq=1 ttl=64"; exit 0 ;;
   *.13) if grep -q "try13" "$LOG.state" 2>/dev/null; then exit 0; fi; echo try13 >> "$LOG.state"; exit 1 ;;
@@ -45,7 +46,7 @@ def node(tmp_path):
     (bin_dir / "ping").write_text(FAKE_PING)
     (bin_dir / "ping").chmod(0o755)
     log = tmp_path / "calls"
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LOG": str(log)}
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LOG": str(log), "LC_ALL": "de_DE.UTF-8"}
     commands = []
 
     def run(command):
