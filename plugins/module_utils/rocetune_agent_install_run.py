@@ -18,6 +18,7 @@ import os
 __metaclass__ = type
 
 try:
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import directory_problem
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_agent_tree import (
         TreeError,
         add_cache_tag,
@@ -38,6 +39,7 @@ try:
         zip_version,
     )
 except ImportError:  # unit tests import the files as plain modules
+    from rocetune_files import directory_problem  # pylint: disable=import-error
     from rocetune_agent_tree import (  # pylint: disable=import-error
         TreeError,
         add_cache_tag,
@@ -100,6 +102,10 @@ def run(module):
         module.fail_json(msg="rocetune_agent_command: %s does not exist on this node (the command's directory "
                              "must); nothing was changed" % os.path.dirname(p["dest"]))
     lib_dir, sha = p["lib_dir"], p["sha256"]
+    why = directory_problem(lib_dir)
+    if why:  # root runs the agent from there: no other user may swap what it imports
+        module.fail_json(msg="rocetune_agent_lib_dir: the agent cannot live in %s: %s; nothing was changed"
+                             % (lib_dir, why))
     changes = []
     installed = find_zip(lib_dir, sha)
     if installed and zip_magic(installed) == facts["magic"]:

@@ -47,9 +47,9 @@ def packed(tmp_path_factory):
 def node(tmp_path, packed):
     (tmp_path / "bin").mkdir()
 
-    def run(src=None, check_mode=False, diff=False, magic=None):
+    def run(src=None, check_mode=False, diff=False, magic=None, lib_dir=None):
         params = dict(dest=str(tmp_path / "bin" / "rocetune"), sha256=packed[1], python=PYTHON,
-                      lib_dir=str(tmp_path / "lib"), src=src)
+                      lib_dir=str(lib_dir or tmp_path / "lib"), src=src)
         facts = RUN.python_facts(PYTHON)
         real = RUN.python_facts
         if magic:  # a node whose Python takes other bytecode than the packing Python's
@@ -109,3 +109,13 @@ def test_check_mode_with_nothing_installed_changes_nothing_and_says_why(node):
     result = node(check_mode=True, diff=True)
     assert result["changed"] and result["needs_content"] and not node.lib.exists()
     assert "installed in" in result["diff"]["after"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the ownership rule holds for root (as any other user the kernel's is the boundary)")
+def test_a_lib_dir_another_user_can_write_is_refused_before_anything_is_made(node, packed, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # not sticky: any user could swap the agent root imports
+    result = node(src=packed[0], lib_dir=shared / "lib")
+    assert result["failed"] and "rocetune_agent_lib_dir" in result["msg"] and "nothing was changed" in result["msg"]
+    assert not (shared / "lib").exists() and not node.command.exists()
