@@ -18,7 +18,6 @@ import os
 __metaclass__ = type
 
 try:
-    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import directory_problem
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_agent_tree import (
         TreeError,
         add_cache_tag,
@@ -38,8 +37,8 @@ try:
         zip_name,
         zip_version,
     )
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_files import directory_problem
 except ImportError:  # unit tests import the files as plain modules
-    from rocetune_files import directory_problem  # pylint: disable=import-error
     from rocetune_agent_tree import (  # pylint: disable=import-error
         TreeError,
         add_cache_tag,
@@ -59,6 +58,7 @@ except ImportError:  # unit tests import the files as plain modules
         zip_name,
         zip_version,
     )
+    from rocetune_files import directory_problem  # pylint: disable=import-error
 
 ARGUMENT_SPEC = dict(
     dest=dict(type="path", required=True),
@@ -87,9 +87,9 @@ def _describe(text, path):
     return "" if not os.path.lexists(path) else "(the agent as one zip file, sha256 %s)\n" % sha256_of(path)
 
 
-def run(module):
+def _inputs(module):
+    """(mode, the node's Python facts), every input checked before anything is made."""
     p = module.params
-    diff_mode = getattr(module, "_diff", False)
     try:
         mode = int(p["mode"], 8)
     except ValueError:
@@ -101,11 +101,18 @@ def run(module):
     if not os.path.isdir(os.path.dirname(p["dest"]) or "."):
         module.fail_json(msg="rocetune_agent_command: %s does not exist on this node (the command's directory "
                              "must); nothing was changed" % os.path.dirname(p["dest"]))
-    lib_dir, sha = p["lib_dir"], p["sha256"]
-    why = directory_problem(lib_dir)
+    why = directory_problem(p["lib_dir"])
     if why:  # root runs the agent from there: no other user may swap what it imports
         module.fail_json(msg="rocetune_agent_lib_dir: the agent cannot live in %s: %s; nothing was changed"
-                             % (lib_dir, why))
+                             % (p["lib_dir"], why))
+    return mode, facts
+
+
+def run(module):
+    p = module.params
+    diff_mode = getattr(module, "_diff", False)
+    mode, facts = _inputs(module)
+    lib_dir, sha = p["lib_dir"], p["sha256"]
     changes = []
     installed = find_zip(lib_dir, sha)
     if installed and zip_magic(installed) == facts["magic"]:
