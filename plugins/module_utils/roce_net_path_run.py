@@ -124,14 +124,17 @@ def check(params, run):
     """The module's result for `params` (validated); `run(command)` runs a shell command on the
     node and returns (rc, stdout, stderr)."""
     p = params
-    mine = dict((name, (info or {}).get("addresses", [])) for name, info in p["interfaces"].items())
-    peers = [{"name": name, "interfaces": (res or {}).get("interfaces") or {}}
-             for name, res in zip(p["peer_names"], p["peer_results"])]
-    more, unread = outside_peers(p["outside"], p["outside_interfaces"])
-    try:
+    try:  # what the nodes reported (their roce_net_links results, ip -j addr show)
+        mine = dict((name, (info or {}).get("addresses", [])) for name, info in p["interfaces"].items())
+        peers = [{"name": name, "interfaces": (res or {}).get("interfaces") or {}}
+                 for name, res in zip(p["peer_names"], p["peer_results"])]
+        more, unread = outside_peers(p["outside"], p["outside_interfaces"])
         pairs = path_pairs(mine, peers + more)
     except ValueError as exc:
         raise PathError("an address the nodes reported is not one: %s" % exc) from None
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise PathError("a node's report of its fabric interfaces is malformed (%s: %s)"
+                        % (type(exc).__name__, exc)) from None
     size = ping_size(p["mtu"])
     probes = [pair for pair in pairs if "skip" not in pair]
     verdicts = {}

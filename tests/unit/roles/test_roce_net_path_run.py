@@ -122,3 +122,15 @@ def test_an_unreadable_outside_peer_is_not_a_pass(node):
     result = R.check(p, node)
     assert result["failed"] and "node30 (outside this run): not checked: unreadable ip -j addr show" in result["msg"]
     assert "node31 (outside this run): not checked: unreachable" in result["msg"]
+
+
+def test_a_malformed_report_from_a_node_is_a_clear_error(node):
+    for interfaces in ({"rtf0": "198.19.0.11/24"}, {"rtf0": {"addresses": ["not-an-address"]}}):
+        p = params([("node12", 9000)])
+        p["interfaces"] = interfaces
+        with pytest.raises(R.PathError, match="malformed|is not one"):
+            R.check(p, node)
+    p = params([("node12", 9000)])
+    p["peer_results"][0]["interfaces"]["rtf0"] = ["198.19.0.12/24"]
+    with pytest.raises(R.PathError, match="malformed"):
+        R.check(p, node)
