@@ -146,7 +146,7 @@ def check(params, run):
         rc, out, err = run(ping_command([probes[i] for i in todo], size))
         answers = read_answers(out, len(todo))
         if rc != 0 and not answers:
-            raise PathError("the pings could not run on this node (exit %d): %s"
+            raise PathError("the pings could not run on this node (exit %s): %s"
                             % (rc, " ".join((err or out or "no output").split())[:300]))
         again = []
         for n, i in enumerate(todo):

@@ -116,15 +116,19 @@ def _sha256_of(path):
     return digest.hexdigest()
 
 
-def find_zip(lib_dir, sha256):
-    """The installed zip of the agent with this sha256 under lib_dir (its bytes checked), or None."""
+def _named(lib_dir, suffix):
+    """The paths in lib_dir whose names end with `suffix`, sorted (none when it cannot be read)."""
     try:
         names = sorted(os.listdir(lib_dir))
     except OSError:
-        return None
-    for name in names:
-        path = os.path.join(lib_dir, name)
-        if name.endswith("-%s.pyz" % sha256[:12]) and os.path.isfile(path) and not os.path.islink(path):
+        return []
+    return [os.path.join(lib_dir, name) for name in names if name.endswith(suffix)]
+
+
+def find_zip(lib_dir, sha256):
+    """The installed zip of the agent with this sha256 under lib_dir (its bytes checked), or None."""
+    for path in _named(lib_dir, "-%s.pyz" % sha256[:12]):
+        if os.path.isfile(path) and not os.path.islink(path):
             try:
                 if _sha256_of(path) == sha256:
                     return path
@@ -157,16 +161,10 @@ def install_zip(zip_path, lib_dir, sha256):
 
 def find_tree(lib_dir, sha256):
     """The complete tree of the agent with this sha256 under lib_dir, or None."""
-    try:
-        names = sorted(os.listdir(lib_dir))
-    except OSError:
-        return None
-    for name in names:
-        if name.endswith("-" + sha256[:12]):
-            tree = os.path.join(lib_dir, name)
-            stamp = read_stamp(tree)
-            if stamp and stamp.get("sha256") == sha256:
-                return tree
+    for tree in _named(lib_dir, "-" + sha256[:12]):
+        stamp = read_stamp(tree)
+        if stamp and stamp.get("sha256") == sha256:
+            return tree
     return None
 
 

@@ -107,6 +107,8 @@ def test_a_node_without_ping_or_a_shell_that_fails_is_a_clear_error(node):
         R.check(p, lambda command: (0, "rocetune-ping none\n", ""))
     with pytest.raises(R.PathError, match="could not run on this node .exit 1.: mktemp: failed"):
         R.check(p, lambda command: (1, "", "mktemp: failed"))
+    with pytest.raises(R.PathError, match="could not run on this node .exit None.: no output"):
+        R.check(p, lambda command: (None, "", ""))
 
 
 def test_answers_are_read_whatever_else_the_node_prints():
