@@ -69,9 +69,14 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail(
                     "%s is not defined: import the role %s (tasks_from: preflight) in this play" % (name, role)
                 )
+            options = self._role_options(role)
+            provided, problems = self._role_input_problems(options, task_vars, templar)
+            # The role's check templated with its options' values as just templated: each option's
+            # own template is compiled once (Ansible compiles a template anew at every use).
+            templar.available_variables = dict(templar.available_variables, **provided)
             check = dict(templar.template(task_vars[name]), role=role)
             checks.append(check)
-            problems = self._role_input_problems(role, check.get("outputs") or [], task_vars, templar)
+            problems.extend(_unknown_names(role, set(options) | set(check.get("outputs") or []), task_vars))
             # What the role's own variables refuse that its argument spec cannot say.
             problems.extend(str(problem) for problem in check.get("refuse") or [])
             args = check.get("args") or {}
@@ -166,12 +171,14 @@ class ActionModule(ActionBase):
                 sends[role] = check["payload"]
         if not checks:
             return dict(changed=False, roles={}, applied=[], change=[])
-        files, remote_tmp = {}, None
+        files, remote_tmp, made_tmp, answer = {}, None, False, {}
         try:
             if sends:
                 # Sent as files (sftp or scp), not inside the module's arguments: a large argument
                 # is copied, encoded and parsed several times on both sides.
-                remote_tmp = self._connection._shell.tmpdir or self._make_tmp_path()
+                remote_tmp = self._connection._shell.tmpdir
+                if not remote_tmp:
+                    remote_tmp, made_tmp = self._make_tmp_path(), True
                 for role, options in sorted(sends.items()):
                     for option, path in sorted(options.items()):
                         if not os.path.isfile(path):
@@ -180,14 +187,18 @@ class ActionModule(ActionBase):
                         self._transfer_file(path, remote)
                         files.setdefault(role, {})[option] = remote
                 self._fixup_perms2([remote_tmp] + [p for o in files.values() for p in o.values()])
-            answer = self._execute_module(
-                module_name="rocetune.fabric.preflight",
-                module_args={"checks": checks, "apply": True, "files": files},
-                task_vars=task_vars,
-            )
+            args = {"checks": checks, "apply": True, "files": files}
+            if made_tmp:  # the module removes it after the call: no command to the node for it
+                args["files_dir"] = remote_tmp
+            answer = self._execute_module(module_name="rocetune.fabric.preflight", module_args=args,
+                                          task_vars=task_vars)
         finally:
             if remote_tmp:
-                self._remove_tmp_path(remote_tmp)
+                if made_tmp and answer.get("files_dir_removed"):
+                    self._connection._shell.tmpdir = None
+                else:
+                    self._remove_tmp_path(remote_tmp)
+        answer.pop("files_dir_removed", None)
         for check in checks:
             role = check["role"]
             if check["module"] == "roce_qos_apply" and role in answer.get("roles", {}):
@@ -214,26 +225,32 @@ class ActionModule(ActionBase):
         templar.available_variables = dict(task_vars, role_path=role_dir, ansible_search_path=search)
         return templar
 
-    def _role_input_problems(self, role, outputs, task_vars, templar):
-        """The role's variables checked against its argument spec, and its misspelt names."""
+    def _role_options(self, role):
         path = os.path.join(ROLES_DIR, role, "meta", "argument_specs.yml")
         try:
             with open(path) as fh:
-                options = yaml.load(fh, Loader=SPEC_LOADER)["argument_specs"]["main"]["options"]
+                return yaml.load(fh, Loader=SPEC_LOADER)["argument_specs"]["main"]["options"]
         except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
             raise AnsibleActionFail("cannot read the options of role %s (%s): %s" % (role, path, exc)) from exc
+
+    def _role_input_problems(self, options, task_vars, templar):
+        """({option: templated value}, problems): the role's variables checked against its
+        argument spec (the same validator Ansible runs when the role starts)."""
         provided = {}
         for name in options:
             if name in task_vars:
                 provided[name] = templar.template(task_vars[name])
         spec = dict((name, _spec(opt)) for name, opt in options.items())
-        problems = list(ArgumentSpecValidator(spec).validate(provided).error_messages)
-        unknown = unknown_names(role, set(options) | set(outputs), task_vars, hosts=())
-        if unknown:
-            problems.append(
-                "unknown variable(s) %s: not options of the %s role (misspelt?)" % (", ".join(unknown), role)
-            )
-        return problems
+        return provided, list(ArgumentSpecValidator(spec).validate(provided).error_messages)
+
+
+
+def _unknown_names(role, known, task_vars):
+    """The role's misspelt names (role_vars_check's rule), as a problem."""
+    unknown = unknown_names(role, known, task_vars, hosts=())
+    if unknown:
+        return ["unknown variable(s) %s: not options of the %s role (misspelt?)" % (", ".join(unknown), role)]
+    return []
 
 
 def _spec(option):

@@ -17,6 +17,11 @@ import re
 
 __metaclass__ = type
 
+try:
+    from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import os_release
+except ImportError:  # unit tests import the files as plain modules
+    from rocetune_packages import os_release  # pylint: disable=import-error
+
 _TARBALL = re.compile(r"^MLNX_OFED_LINUX-(?P<version>\d[\w.]*-[\d.]+)-(?P<distro>[a-z]+)(?P<release>[\d.]+)"
                       r"-(?P<arch>x86_64|aarch64|ppc64le)\.(?:tgz|tar\.gz|iso)\Z")
 _ARCH = {"amd64": "x86_64", "arm64": "aarch64", "x86_64": "x86_64", "aarch64": "aarch64", "ppc64le": "ppc64le"}
@@ -30,11 +35,7 @@ _DISTRO = {"ubuntu": ("Ubuntu", "ubuntu"), "debian": ("Debian", "debian"),
 
 def parse_os_release(text):
     """/etc/os-release -> (ID, VERSION_ID)."""
-    values = {}
-    for line in (text or "").splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key.strip()] = value.strip().strip('"')
+    values = os_release(text)
     return values.get("ID", ""), values.get("VERSION_ID", "")
 
 

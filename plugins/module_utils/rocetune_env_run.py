@@ -45,6 +45,7 @@ ARGUMENT_SPEC = dict(
         "content": {"type": "str"},
         "wanted_by": {"type": "str"},
     }),
+    dirs=dict(type="list", elements="path", default=[]),
 )
 
 WANTED_BY = "multi-user.target"
@@ -203,6 +204,36 @@ def apply_side_files(module, planned):
                     module.fail_json(msg="systemctl start %s failed: %s" % (os.path.basename(path), err.strip()))
 
 
+def missing_dirs(module):
+    """The directories of `dirs` that do not exist yet, with their missing parents, parents
+    first. An existing one is left as it is (its mode and owner are its package's); a path
+    through a file is refused before anything is written."""
+    out = []
+    for path in module.params["dirs"]:
+        if not os.path.isabs(path):
+            module.fail_json(msg="dirs: %r is not an absolute path" % path)
+        chain, d = [], os.path.normpath(path)
+        while not os.path.lexists(d):
+            chain.append(d)
+            d = os.path.dirname(d)
+        if not os.path.isdir(d):
+            module.fail_json(msg="dirs: cannot make %s: %s is not a directory" % (path, d))
+        out.extend(x for x in reversed(chain) if x not in out)
+    return out
+
+
+def make_dirs(module, dirs):
+    """Make each directory (0755) unless in check mode."""
+    if module.check_mode:
+        return
+    for d in dirs:
+        try:
+            os.mkdir(d, 0o755)
+            os.chmod(d, 0o755)  # whatever the umask
+        except OSError as exc:
+            module.fail_json(msg="cannot make %s: %s" % (d, exc.strerror or exc))
+
+
 def private_copies(module, tmp):
     """--expect / --doctor-config -> a private copy of the content the agent checks and plans
     with before the real file is written; an empty copy (nothing declared) where a file this
@@ -247,6 +278,9 @@ def run(module):
             module.fail_json(msg="units: wanted_by %r of %s is not a target" % (unit["wanted_by"], unit["path"]))
     # A refused target fails before the agent writes the env files.
     planned = plan_side_files(module)
+    # Made first: a directory that cannot be made fails before anything is written.
+    dirs = missing_dirs(module)
+    make_dirs(module, dirs)
     tmp = tempfile.mkdtemp(prefix="rocetune-env-")
     try:
         given = private_copies(module, tmp)
@@ -261,6 +295,8 @@ def run(module):
     diffs += [{"before_header": w["backup"], "after_header": w["backup"], "before": "",
                "after": w["before"]} for w in writes if w["changed"] and w["backup"]]
     apply_side_files(module, planned)
+    results += [{"path": d, "changed": True, "backup": None} for d in dirs]
+    diffs += [{"before": {"path": d, "state": "absent"}, "after": {"path": d, "state": "directory"}} for d in dirs]
     for path, dummy, dummy2, dummy3, changes, side_diffs in planned:
         if changes or path == p["unit_path"]:
             results.append({"path": path, "changed": bool(changes), "backup": None})

@@ -9,6 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import shlex
+
 
 def dpkg_installed(output):
     """Installed names from `dpkg-query -W -f '${db:Status-Abbrev} ${Package}\\n' NAME...`:
@@ -36,10 +38,64 @@ def packages_for(packages, os_family):
     return packages.get(os_family)
 
 
-def os_family(module):
-    """The OS family as Ansible's own facts name it (no setup call needed)."""
-    from ansible.module_utils.facts.system.distribution import DistributionFactCollector
-    return DistributionFactCollector().collect(module=module).get("os_family", "")
+# The OS families of Ansible's distribution facts (ansible_os_family; OS_FAMILY_MAP in
+# ansible/module_utils/facts/system/distribution.py), by the distributions' os-release IDs. The
+# facts themselves are not collected here: their code is half of every module's payload.
+FAMILY_OF_ID = {}
+for _family, _ids in (
+        ("RedHat", "rhel centos fedora scientific cloudlinux ol amzn virtuozzo xenserver alinux euleros "
+                   "openeuler almalinux rocky tencentos eurolinux kylin miraclelinux"),
+        ("Debian", "debian ubuntu raspbian neon linuxmint steamos devuan kali cumulus-linux pop parrot pardus "
+                   "uos deepin osmc"),
+        ("Suse", "suse sles sled sles_sap opensuse opensuse-leap opensuse-tumbleweed opensuse-microos sl-micro "
+                 "alp-dolomite"),
+        ("Archlinux", "arch antergos manjaro"),
+        ("Gentoo", "gentoo funtoo"),
+        ("Alpine", "alpine"),
+        ("ClearLinux", "clear-linux-os"),
+        ("Slackware", "slackware"),
+        ("Altlinux", "altlinux"),
+        ("Mandrake", "mandriva")):
+    FAMILY_OF_ID.update((_id, _family) for _id in _ids.split())
+OS_RELEASE_FILES = ("/etc/os-release", "/usr/lib/os-release")  # os-release(5): the first that exists
+
+
+def os_release(text):
+    """os-release(5) text -> {KEY: value}: shell-style assignments, quotes and escapes undone;
+    a line that is not one is skipped."""
+    values = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.strip().partition("=")
+        if not sep or not key or key.startswith("#"):
+            continue
+        try:
+            words = shlex.split(value, posix=True)
+        except ValueError:  # an unbalanced quote
+            continue
+        values[key] = " ".join(words)
+    return values
+
+
+def family_of(values):
+    """The OS family of an os-release mapping: its ID's, else the first of ID_LIKE's known
+    ones; "" when none is known."""
+    ids = [values.get("ID", "")] + values.get("ID_LIKE", "").split()
+    for distro_id in ids:
+        if distro_id.lower() in FAMILY_OF_ID:
+            return FAMILY_OF_ID[distro_id.lower()]
+    return ""
+
+
+def os_family(paths=OS_RELEASE_FILES):
+    """(family, ID) of this node, from its os-release file."""
+    for path in paths:
+        try:
+            with open(path) as fh:
+                values = os_release(fh.read())
+        except (OSError, UnicodeDecodeError):
+            continue
+        return family_of(values), values.get("ID", "")
+    return "", ""
 
 
 def missing_packages(module, packages, what):
@@ -47,10 +103,11 @@ def missing_packages(module, packages, what):
     family has no list or the node has neither dpkg nor rpm. ``what`` names the role's variable."""
     if isinstance(packages, (list, tuple)) and not packages:
         return "", []  # nothing to check: no need to read the distribution either
-    family = os_family(module)
+    family, distro_id = os_family()
     wanted = packages_for(packages, family)
     if wanted is None:
-        module.fail_json(msg="no package list for OS family %s: set %s" % (family, what))
+        module.fail_json(msg="no package list for OS family %s (os-release ID %s): set %s"
+                             % (family or "unknown", distro_id or "unknown", what))
     if not wanted:
         return family, []
     dpkg = module.get_bin_path("dpkg-query")

@@ -16,6 +16,7 @@ first failure stops the roles after it."""
 from __future__ import absolute_import, division, print_function
 
 import os
+import shutil
 import time
 import traceback
 
@@ -232,6 +233,20 @@ def apply_all(module, checks, files):
         if answer["failed"] or answer["result"].get("pending") or answer["result"].get("missing_packages"):
             break
     return out
+
+
+def remove_files_dir(path, files):
+    """Remove the directory the controller made for `files` ({role: {option: path}}), with them;
+    True when it is gone. Only a real directory (not a link) that holds every one of those paths
+    directly is removed."""
+    if not path:
+        return False
+    paths = [p for options in (files or {}).values() for p in options.values()]
+    if (not os.path.isabs(path) or os.path.islink(path) or not os.path.isdir(path)
+            or any(not isinstance(p, str) or os.path.dirname(p) != path for p in paths)):
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    return not os.path.lexists(path)
 
 
 def _without_invocation(result):

@@ -75,6 +75,12 @@ options:
         zip where the node lacks it); each path is given to the role's module as that option.
     type: dict
     default: {}
+  files_dir:
+    description:
+      - The directory the action plugin made for I(files); removed, with them, after the call
+        (saving the controller a command to the node). Only a directory that holds every path
+        of I(files) directly is removed.
+    type: path
 author: rocetune contributors (@rocetune)
 """
 
@@ -139,7 +145,11 @@ change:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_preflight import apply_all, check_all
+from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_preflight import (
+    apply_all,
+    check_all,
+    remove_files_dir,
+)
 
 
 def main():
@@ -148,6 +158,7 @@ def main():
             checks=dict(type="list", elements="dict", required=True),
             apply=dict(type="bool", default=False),
             files=dict(type="dict", default={}),
+            files_dir=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -167,7 +178,10 @@ def main():
 
 
 def converge(module):
-    answers = apply_all(module, module.params["checks"], module.params["files"])
+    try:
+        answers = apply_all(module, module.params["checks"], module.params["files"])
+    finally:
+        removed = remove_files_dir(module.params.get("files_dir"), module.params["files"])
     diffs = []
     for role, answer in answers.items():
         for warning in answer["warnings"]:
@@ -176,7 +190,7 @@ def converge(module):
         if diff and module._diff:
             diffs.extend(diff if isinstance(diff, list) else [diff])
     changed = [role for role, a in answers.items() if a["changed"]]
-    result = dict(changed=bool(changed), roles=answers, applied=list(answers), change=changed)
+    result = dict(changed=bool(changed), roles=answers, applied=list(answers), change=changed, files_dir_removed=removed)
     if diffs:
         result["diff"] = diffs
     failed = [role for role, a in answers.items() if a["failed"]]

@@ -34,6 +34,7 @@ description:
     wrote is removed when its content is omitted, a file it did not write is left alone.
   - Installs or removes further units (I(units)); a timer among them is started or stopped when
     its file changed.
+  - Makes the directories in I(dirs) that are missing.
   - The agent runs under coreutils' C(timeout) (I(timeout) seconds).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -128,6 +129,14 @@ options:
       wanted_by:
         description: The target whose C(.wants) link enables it (C(timers.target)); omit for none.
         type: str
+  dirs:
+    description:
+      - Directories to make (mode C(0755), with their missing parents) where they do not exist,
+        such as node_exporter's textfile collector directory for doctor's metrics. An existing
+        one is left as it is.
+    type: list
+    elements: path
+    default: []
 author: rocetune contributors (@rocetune)
 """
 

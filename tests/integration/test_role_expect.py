@@ -59,6 +59,8 @@ def test_expectations_check_configuration_and_the_doctor_timer_are_planned(tmp_p
     assert f" -q doctor --metrics {tmp_path / 'textfile' / 'rocetune.prom'} --save-baseline --expect " \
         "/etc/rocetune/expect.yml" in out
     assert "+SuccessExitStatus=1 5" in out
+    # the textfile collector's directory would be made (check mode: it is not)
+    assert f"path: {tmp_path / 'textfile'}\n" in out and "+    state: directory" in out, out
     assert not (tmp_path / "nccl.env").exists() and not (tmp_path / "textfile").exists()
 
 
@@ -140,3 +142,25 @@ def test_the_module_writes_its_files_once_and_removes_only_its_own(tmp_path):
     kept = module_run(tmp_path)
     assert kept.returncode == 0 and "changed=0" in kept.stdout, kept.stdout
     assert (tmp_path / "expect.yml").read_text() == "# the site's own\nrails: {count: 8}\n"
+
+
+def test_the_module_makes_a_missing_directory_and_leaves_an_existing_one_as_it_is(tmp_path):
+    extra = f"        dirs: [{tmp_path}/textfile/collector, {tmp_path}/kept]\n"
+    (tmp_path / "kept").mkdir(mode=0o700)
+    (tmp_path / "kept").chmod(0o700)
+    first = module_run(tmp_path, extra)
+    assert first.returncode == 0 and "changed=1" in first.stdout, first.stdout
+    for made in (tmp_path / "textfile", tmp_path / "textfile" / "collector"):
+        assert made.is_dir() and made.stat().st_mode & 0o777 == 0o755, made
+    assert (tmp_path / "kept").stat().st_mode & 0o777 == 0o700  # its package's mode stays
+    again = module_run(tmp_path, extra)
+    assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout
+
+
+def test_a_directory_through_a_file_fails_before_anything_is_written(tmp_path):
+    (tmp_path / "afile").write_text("")
+    proc = module_run(tmp_path, f"        dirs: [{tmp_path}/afile/textfile]\n")
+    assert proc.returncode != 0
+    assert f"dirs: cannot make {tmp_path}/afile/textfile: {tmp_path}/afile is not a directory" in proc.stdout, \
+        proc.stdout
+    assert not (tmp_path / "nccl.env").exists()

@@ -140,6 +140,13 @@ def _module_re(module, attr):
     return accepts
 
 
+def _action_re(action, attr):
+    def accepts(v):
+        return getattr(_plugin("action", action), attr).match(v) is not None
+    accepts.needs_ansible = True  # an action plugin imports ansible-core
+    return accepts
+
+
 def _since(v):
     import argparse
 
@@ -199,7 +206,7 @@ VALIDATORS = [
     ("rocetune_env unit file", _utils_re("rocetune_env_run", "UNIT_FILE"), "rocetune-doctor.timer"),
     ("rocetune_env wanted_by", _utils_re("rocetune_env_run", "TARGET"), "multi-user.target"),
     ("rdma_core kernel module", _utils_re("rdma_core_node_state", "_MODULE_RE"), "rdma_rxe"),
-    ("rocetune_env_features host name", _module_re("rocetune_env_features", "SAFE_NAME"), "gpu01"),
+    ("rocetune_env_features host name", _action_re("rocetune_env_features", "SAFE_NAME"), "gpu01"),
     ("fleet_results host name", _module_re("fleet_results", "HOST_NAME"), "gpu01"),
     ("switch_qos_config ports", _module_re("switch_qos_config", "PORT_RE"), "Ethernet0"),
 ]

@@ -180,3 +180,32 @@ def test_a_role_waiting_for_packages_stops_the_roles_after_it_without_failing(mo
         {},
     )
     assert list(answers) == ["roce_qos"] and ran == ["waits"] and not answers["roce_qos"]["failed"]
+
+
+def test_the_directory_the_controller_sent_files_into_is_removed_after_the_call_even_on_a_failure(monkeypatch, tmp_path):
+    sent_dir = tmp_path / "ansible-tmp-1"
+    sent_dir.mkdir()
+    (sent_dir / "agent-src").write_bytes(b"PK\x03\x04zip")
+    monkeypatch.setitem(PF.MODULES, "fails", _body(lambda m: m.fail_json(msg="cannot write /etc/x")))
+    checks = [{"role": "agent", "module": "fails", "args": {}}]
+    node = Node(params={"checks": checks, "files": {"agent": {"src": str(sent_dir / "agent-src")}},
+                        "files_dir": str(sent_dir)})
+    with pytest.raises(SystemExit) as ended:
+        PREFLIGHT.converge(node)
+    how, result = ended.value.args[0]
+    assert how == "fail" and result["files_dir_removed"] and not sent_dir.exists()
+
+
+def test_only_a_real_directory_holding_every_file_sent_is_removed(tmp_path):
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "f").write_bytes(b"x")
+    other = tmp_path / "other"
+    other.mkdir()
+    (tmp_path / "link").symlink_to(held)
+    files = {"agent": {"src": str(held / "f")}}
+    assert not PF.remove_files_dir(str(other), files) and other.is_dir()  # it does not hold the file
+    assert not PF.remove_files_dir(str(tmp_path / "link"), {"agent": {"src": str(tmp_path / "link" / "f")}})
+    assert not PF.remove_files_dir("held", files) and not PF.remove_files_dir(None, files)
+    assert held.is_dir() and (tmp_path / "link").is_symlink()
+    assert PF.remove_files_dir(str(held), files) and not held.exists()

@@ -4,6 +4,8 @@ to install."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.roles import FIXTURES, load_module_utils
 
 P = load_module_utils("", "rocetune_packages")
@@ -34,3 +36,33 @@ def test_package_lists_per_os_family():
     assert P.packages_for(lists, "RedHat") == ["rdma-core", "libibverbs-utils"]
     assert P.packages_for(lists, "Suse") is None
     assert P.packages_for(["a", "b"], "Suse") == ["a", "b"]
+
+
+# The lines that matter of the os-release files these distributions ship (os-release(5)).
+OS_RELEASES = [
+    ('PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID="22.04"\n', "Debian"),
+    ('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n', "Debian"),
+    ('NAME="Red Hat Enterprise Linux"\nID="rhel"\nID_LIKE="fedora"\nVERSION_ID="9.4"\n', "RedHat"),
+    ('NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.4"\n', "RedHat"),
+    ('NAME="Oracle Linux Server"\nID="ol"\nID_LIKE="fedora"\nVERSION_ID="8.10"\n', "RedHat"),
+    ('NAME="Amazon Linux"\nID="amzn"\nID_LIKE="fedora"\nVERSION_ID="2023"\n', "RedHat"),
+    ('NAME="SLES"\nID="sles"\nID_LIKE="suse"\nVERSION_ID="15.5"\n', "Suse"),
+    ("NAME='a derivative'\nID=mydistro\nID_LIKE='ubuntu debian'\n", "Debian"),
+    ('NAME="Unheard of"\nID=unheard\n', ""),
+]
+
+
+@pytest.mark.parametrize("text,family", OS_RELEASES)
+def test_the_os_family_is_ansibles_name_for_the_os_release_id_or_id_like(text, family):
+    assert P.family_of(P.os_release(text)) == family
+
+
+def test_os_release_quotes_comments_and_broken_lines(tmp_path):
+    values = P.os_release('# a comment\nNAME="Foo \\"Bar\\" Linux"\nID=\'foo\'\nBROKEN="unclosed\nnot a line\nID_LIKE=\n')
+    assert values == {"NAME": 'Foo "Bar" Linux', "ID": "foo", "ID_LIKE": ""}
+    first, second = tmp_path / "etc-os-release", tmp_path / "usr-lib-os-release"
+    second.write_text("ID=rocky\n")
+    assert P.os_family((str(first), str(second))) == ("RedHat", "rocky")  # the first that exists
+    first.write_text("ID=ubuntu\n")
+    assert P.os_family((str(first), str(second))) == ("Debian", "ubuntu")
+    assert P.os_family((str(tmp_path / "none"),)) == ("", "")
