@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -74,7 +75,7 @@ class ActionModule(ActionBase):
             # The role's check templated with its options' values as just templated: each option's
             # own template is compiled once (Ansible compiles a template anew at every use).
             templar.available_variables = dict(templar.available_variables, **provided)
-            check = dict(templar.template(task_vars[name]), role=role)
+            check = dict(_template_check(task_vars[name], provided, task_vars, templar), role=role)
             checks.append(check)
             problems.extend(_unknown_names(role, set(options) | set(check.get("outputs") or []), task_vars))
             # What the role's own variables refuse that its argument spec cannot say.
@@ -243,6 +244,40 @@ class ActionModule(ActionBase):
         spec = dict((name, _spec(opt)) for name, opt in options.items())
         return provided, list(ArgumentSpecValidator(spec).validate(provided).error_messages)
 
+
+
+# A value that is one variable's reference and nothing else: "{{ name }}".
+_BARE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\Z")
+
+
+def _templated(value, provided, task_vars, templar, depth=0):
+    """`value` templated as the role's tasks would see it, with each string that is exactly one
+    variable's reference taken without compiling a template for it: an option's value as the
+    argument spec check templated it (`provided`), or another variable's dict or list, itself
+    taken the same way. Every other string goes to the templar, leaf by leaf; nothing is
+    templated twice."""
+    if isinstance(value, str):
+        bare = _BARE.match(value) if depth < 8 else None
+        if bare and bare.group(1) in provided:
+            return provided[bare.group(1)]
+        if bare and bare.group(1) in task_vars and isinstance(task_vars[bare.group(1)], (dict, list)):
+            return _templated(task_vars[bare.group(1)], provided, task_vars, templar, depth + 1)
+        return templar.template(value)
+    if isinstance(value, dict):
+        return dict((k, _templated(v, provided, task_vars, templar, depth)) for k, v in value.items())
+    if isinstance(value, list):
+        return [_templated(v, provided, task_vars, templar, depth) for v in value]
+    return value
+
+
+def _template_check(raw, provided, task_vars, templar):
+    """A role's `__<role>_preflight`, templated: its module first, and its arguments and payload
+    only where it names one (a role with nothing to run on the node has no arguments to build)."""
+    if not isinstance(raw, dict) or "module" not in raw:
+        return _templated(raw, provided, task_vars, templar)
+    module = _templated(raw["module"], provided, task_vars, templar)
+    rest = dict((k, v) for k, v in raw.items() if k != "module" and (module or k not in ("args", "payload")))
+    return dict(_templated(rest, provided, task_vars, templar), module=module)
 
 
 def _unknown_names(role, known, task_vars):

@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
 
@@ -53,8 +54,29 @@ class TreeError(Exception):
     pass
 
 
+def _own_facts():
+    import site
+    from importlib.util import MAGIC_NUMBER
+    return {"version": list(sys.version_info[:2]), "magic": MAGIC_NUMBER.hex(),
+            "cache_tag": sys.implementation.cache_tag, "site": site.getsitepackages()}
+
+
 def python_facts(python):
-    """{version, cache_tag, site} of the interpreter at `python`; TreeError when it cannot serve."""
+    """{version, magic, cache_tag, site} of the interpreter at `python`; TreeError when it cannot
+    serve. The interpreter running this module answers without starting another where it is the
+    one named (the same path) and no virtual environment's (whose prefix `site` sets, which the
+    launcher's -S skips)."""
+    if python == sys.executable and sys.prefix == sys.base_prefix and sys.exec_prefix == sys.base_exec_prefix:
+        facts = _own_facts()
+    else:
+        facts = _ask(python)
+    if tuple(facts["version"]) < MIN_PYTHON:
+        raise TreeError("%s is Python %d.%d: the agent needs %d.%d or newer"
+                        % ((python,) + tuple(facts["version"]) + MIN_PYTHON))
+    return facts
+
+
+def _ask(python):
     try:
         proc = subprocess.Popen([python, "-I", "-S", "-c", _FACTS], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
@@ -63,11 +85,7 @@ def python_facts(python):
         raise TreeError("%s cannot run: %s" % (python, exc)) from None
     if proc.returncode != 0:
         raise TreeError("%s failed (exit %d): %s" % (python, proc.returncode, err.decode("utf-8", "replace")[:300]))
-    facts = json.loads(out.decode("utf-8"))
-    if tuple(facts["version"]) < MIN_PYTHON:
-        raise TreeError("%s is Python %d.%d: the agent needs %d.%d or newer"
-                        % ((python,) + tuple(facts["version"]) + MIN_PYTHON))
-    return facts
+    return json.loads(out.decode("utf-8"))
 
 
 def tree_name(version, sha256):

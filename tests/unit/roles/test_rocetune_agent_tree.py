@@ -166,3 +166,15 @@ def test_an_installed_zip_is_found_by_its_bytes_and_its_bytecode_named(packed, t
         fh.write(b"X")
     assert T.find_zip(str(lib), packed[1]) is None
     assert T.remove_tree(str(lib), path) and os.listdir(lib) == []
+
+
+def test_the_running_interpreter_answers_for_itself_as_it_would_when_asked():
+    import subprocess
+    import sys
+
+    assert T.python_facts(sys.executable) == T._ask(sys.executable)  # a venv's asks
+    if os.path.exists("/usr/bin/python3"):  # the system's answers for itself, the same
+        code = ("import sys; sys.path.insert(0, %r); import rocetune_agent_tree as T; "
+                "assert T.sys.prefix == T.sys.base_prefix; "
+                "assert T.python_facts(sys.executable) == T._ask(sys.executable)" % os.path.dirname(T.__file__))
+        subprocess.run(["/usr/bin/python3", "-I", "-c", code], check=True)
