@@ -187,7 +187,10 @@ class ActionModule(ActionBase):
                         remote = self._connection._shell.join_path(remote_tmp, "%s-%s" % (role, option))
                         self._transfer_file(path, remote)
                         files.setdefault(role, {})[option] = remote
-                self._fixup_perms2([remote_tmp] + [p for o in files.values() for p in o.values()])
+                # Read by the module as root (or as the ssh user itself): nothing to change, and no
+                # command for it; only an unprivileged become user needs them made readable.
+                self._fixup_perms2([remote_tmp] + [p for o in files.values() for p in o.values()],
+                                   execute=self._is_become_unprivileged())
             args = {"checks": checks, "apply": True, "files": files}
             if made_tmp:  # the module removes it after the call: no command to the node for it
                 args["files_dir"] = remote_tmp

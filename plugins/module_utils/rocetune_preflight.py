@@ -239,10 +239,11 @@ def remove_files_dir(path, files):
     """Remove the directory the controller made for `files` ({role: {option: path}}), with them;
     True when it is gone. Only a real directory (not a link) that holds every one of those paths
     directly is removed."""
-    if not path:
+    if not path or not os.path.isabs(path):
         return False
+    path = os.path.normpath(path)  # Ansible names its directories with a trailing slash
     paths = [p for options in (files or {}).values() for p in options.values()]
-    if (not os.path.isabs(path) or os.path.islink(path) or not os.path.isdir(path)
+    if (os.path.islink(path) or not os.path.isdir(path)
             or any(not isinstance(p, str) or os.path.dirname(p) != path for p in paths)):
         return False
     shutil.rmtree(path, ignore_errors=True)

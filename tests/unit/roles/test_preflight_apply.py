@@ -189,7 +189,7 @@ def test_the_directory_the_controller_sent_files_into_is_removed_after_the_call_
     monkeypatch.setitem(PF.MODULES, "fails", _body(lambda m: m.fail_json(msg="cannot write /etc/x")))
     checks = [{"role": "agent", "module": "fails", "args": {}}]
     node = Node(params={"checks": checks, "files": {"agent": {"src": str(sent_dir / "agent-src")}},
-                        "files_dir": str(sent_dir)})
+                        "files_dir": str(sent_dir) + "/"})  # as Ansible names it
     with pytest.raises(SystemExit) as ended:
         PREFLIGHT.converge(node)
     how, result = ended.value.args[0]
