@@ -248,7 +248,6 @@ class ActionModule(ActionBase):
         return provided, list(ArgumentSpecValidator(spec).validate(provided).error_messages)
 
 
-
 # A value that is one variable's reference and nothing else: "{{ name }}".
 _BARE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\Z")
 

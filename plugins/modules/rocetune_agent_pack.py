@@ -21,7 +21,7 @@ description:
     ships); otherwise packs the agent from the rocetune sources in I(src_dir) with
     C(rocetune.agentpack) into I(out_dir). The zip is deterministic and named by its version and
     sha256; a pack of the same inputs returns the zip already there without building it again.
-  - Made in check mode too: it is a controller-side artifact, not a change to a managed host.
+  - Made in check mode too, as a controller-side artifact, not a change to a managed host.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:

@@ -77,7 +77,8 @@ def test_the_built_collection_holds_the_roles_plugins_and_the_agents_sources_onl
     assert sorted(p.name for p in (root / "roles").iterdir()) == ROLES
     assert sorted(p.stem for p in (root / "plugins" / "modules").glob("*.py")) == MODULES
     assert sorted(p.name for p in (root / "plugins" / "action").glob("*.py")) == [
-        "preflight.py", "roce_net_path.py", "roce_qos_apply.py", "rocetune_agent_install.py", "role_vars_check.py"]
+        "preflight.py", "roce_net_path.py", "roce_qos_apply.py", "rocetune_agent_install.py", "rocetune_agent_pack.py",
+        "rocetune_env_features.py", "role_vars_check.py"]
     # The agent packed (what the rocetune_agent role installs as it is), not its sources; the
     # license; the modules' copies of the core files (tools/sync_module_utils.py) as the
     # repository has them; no build leftovers.
@@ -155,15 +156,18 @@ def _documentation(path: Path) -> dict:
     return docs
 
 
-def _imported_spec(tree: ast.Module, name: str) -> dict:
+def _named_spec(tree: ast.Module, name: str, action: Path) -> dict:
+    """The spec `name` that the action plugin imports from module_utils, or defines itself."""
     import importlib
 
+    if str(REPO / "collections") not in sys.path:
+        sys.path.insert(0, str(REPO / "collections"))
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
-            if str(REPO / "collections") not in sys.path:
-                sys.path.insert(0, str(REPO / "collections"))
             return getattr(importlib.import_module(node.module), name)
-    raise AssertionError(f"{name} is not imported by the action plugin")
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == name for t in node.targets):
+            return getattr(importlib.import_module(f"ansible_collections.rocetune.fabric.plugins.action.{action.stem}"), name)
+    raise AssertionError(f"{name} is neither imported nor defined by the action plugin")
 
 
 def _argument_spec(path: Path) -> dict:
@@ -180,7 +184,7 @@ def _argument_spec(path: Path) -> dict:
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_VALID_ARGS":
                 if isinstance(node.value.args[0], ast.Name):  # frozenset(SPEC): a module_utils spec, whole
-                    return _imported_spec(tree, node.value.args[0].id)
+                    return _named_spec(tree, node.value.args[0].id, action)
                 return {name: None for name in ast.literal_eval(node.value.args[0])}
         raise AssertionError(f"{action.name}: no _VALID_ARGS")
     if str(REPO / "collections") not in sys.path:
