@@ -166,3 +166,26 @@ def test_pcp_trust_on_the_dcb_backend_deletes_every_dscp_entry():
                     + ["%d:%d" % (d, p) for d in sorted(have) for p in sorted(have[d])]]
     # Nothing left to delete: PCP trust already, nothing to run.
     assert Q.dcb_commands("eth0", want, pfc, "", fx("dcb-ets-show-manpage.txt")) == []
+
+
+def test_no_plan_file_on_the_node_is_the_defaults_without_a_yaml_reader(tmp_path, monkeypatch):
+    import builtins
+
+    apply_run = load_module_utils("roce_qos", "roce_qos_apply_run")
+    imported, real = [], builtins.__import__
+
+    def watch(name, *args, **kwargs):
+        imported.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", watch)
+    params = {"plan_doc": None, "plan_content": "", "plan_file": str(tmp_path / "roce_qos_plan.yml"),
+              "plan_src": ""}
+    plan, text = apply_run.read_plan(None, params)
+    assert text is None and plan == Q.load_plan(None, None) and "yaml" not in imported
+    (tmp_path / "roce_qos_plan.yml").write_text("\n")
+    plan, text = apply_run.read_plan(None, params)
+    assert text is None and plan["source"] == params["plan_file"] and "yaml" not in imported
+    (tmp_path / "roce_qos_plan.yml").write_text("{}\n")
+    plan, text = apply_run.read_plan(None, params)  # a plan there is read with PyYAML, as before
+    assert "yaml" in imported and text is None and plan == Q.load_plan(params["plan_file"], yaml.safe_load)
