@@ -10,21 +10,24 @@ from typing import Dict, List, Optional
 from ..errors import ExitCode, RocetuneError
 from ..model.check_config import CheckConfig, CheckRule
 from ..model.finding import Finding
-from .registry import all_checks
+from .registry import UnknownCheck, all_checks, get
 
 
 def check_ids(config: CheckConfig) -> None:
     """An id no check declares is an input error naming the id and the closest one (a usage
-    error for --skip)."""
+    error for --skip). The declaring modules are imported only as far as the ids need (none for
+    a configuration without rules: an env run imports no doctor or lint code)."""
     from ..text import suggest
 
-    known = {c.id for c in all_checks()}
     for rule in config.rules:
-        if rule.id not in known:
+        try:
+            get(rule.id)
+        except UnknownCheck:
+            known = {c.id for c in all_checks()}
             close = suggest(rule.id, known)
             raise RocetuneError(f"{rule.source}: no check {rule.id!r}" + (f" (did you mean {close}?)" if close else ""),
                                 hint="the ids are in docs/checks/README.md",
-                                code=ExitCode.USAGE if rule.source == "--skip" else ExitCode.INPUT)
+                                code=ExitCode.USAGE if rule.source == "--skip" else ExitCode.INPUT) from None
 
 
 @dataclass

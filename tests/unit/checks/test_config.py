@@ -91,3 +91,18 @@ def test_an_unknown_id_is_refused_with_the_one_meant():
     assert exc.value.code == ExitCode.USAGE
     with pytest.raises(RocetuneError, match="--skip ID=REASON"):
         cc.from_args(["doctor-ecn-off"])
+
+
+def test_ids_are_looked_up_only_as_far_as_they_need():
+    import subprocess
+    import sys
+
+    # A fresh interpreter: this test process may have imported every declaring module already.
+    code = ("import sys\n"
+            "from rocetune.checks.config import check_ids\n"
+            "from rocetune.model import check_config as cc\n"
+            "check_ids(cc.CheckConfig())\n"
+            "assert 'rocetune.doctor.nccl_findings' not in sys.modules, 'no rules, yet doctor was imported'\n"
+            "check_ids(cc.load_text('skip: [{id: doctor-ecn-off, reason: x}]', 'doctor.yml'))\n"
+            "assert 'rocetune.doctor.declarations' in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
