@@ -66,3 +66,26 @@ def test_os_release_quotes_comments_and_broken_lines(tmp_path):
     first.write_text("ID=ubuntu\n")
     assert P.os_family((str(first), str(second))) == ("Debian", "ubuntu")
     assert P.os_family((str(tmp_path / "none"),)) == ("", "")
+
+
+# The OS family of each shipped os-release file (tests/unit/roles/fixtures/os-release, PROVENANCE.md):
+# Ansible's family for the distributions its facts map; for the others, the family of the first
+# ID_LIKE entry that maps (mageia: "mandriva fedora"; kvmibm: "rhel fedora"); unknown otherwise.
+SHIPPED = {
+    "ubuntu24": "Debian", "ubuntu2604": "Debian", "debian13": "Debian", "kali": "Debian", "linuxmint17": "Debian",
+    "raspbian8": "Debian", "rhel9": "RedHat", "rhel10": "RedHat", "rocky9": "RedHat", "almalinux10": "RedHat",
+    "centosstream9": "RedHat", "amazon2023": "RedHat", "oracle7": "RedHat", "fedora42": "RedHat",
+    "scientific7": "RedHat", "cloudlinux7": "RedHat", "kvmibm1": "RedHat", "sles12": "Suse", "opensuse15": "Suse",
+    "arch": "Archlinux", "manjaro1512": "Archlinux", "gentoo": "Gentoo", "alpine": "Alpine",
+    "slackware14": "Slackware", "altlinux10": "Altlinux", "mageia5": "Mandrake", "coreos": "", "guix": "",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_the_os_family_of_os_release_files_as_distributions_ship_them(name):
+    path = FIXTURES / "os-release" / name
+    assert P.os_family((str(path),))[0] == SHIPPED[name], path.read_text()
+
+
+def test_every_shipped_os_release_file_is_read():
+    assert sorted(p.name for p in (FIXTURES / "os-release").iterdir()) == sorted(SHIPPED)
