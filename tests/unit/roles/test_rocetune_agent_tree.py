@@ -175,6 +175,7 @@ def test_the_running_interpreter_answers_for_itself_as_it_would_when_asked():
     assert T.python_facts(sys.executable) == T._ask(sys.executable)  # a venv's asks
     if os.path.exists("/usr/bin/python3"):  # the system's answers for itself, the same
         code = ("import sys; sys.path.insert(0, %r); import rocetune_agent_tree as T; "
-                "assert T.sys.prefix == T.sys.base_prefix; "
-                "assert T.python_facts(sys.executable) == T._ask(sys.executable)" % os.path.dirname(T.__file__))
+                "assert T.sys.prefix == T.sys.base_prefix; asked = T._ask(sys.executable); "
+                "T.subprocess.Popen = None; "  # starting another interpreter now would fail
+                "assert T.python_facts(sys.executable) == asked" % os.path.dirname(T.__file__))
         subprocess.run(["/usr/bin/python3", "-I", "-c", code], check=True)
