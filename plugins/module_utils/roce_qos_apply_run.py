@@ -19,6 +19,14 @@ import os
 __metaclass__ = type
 
 try:
+    # The boot script's libraries: the module installs its own copies of them (BOOT_LIBS).
+    from ansible_collections.rocetune.fabric.plugins.module_utils import (
+        roce_qos_buffer,
+        roce_qos_state,
+        rocetune_nic_facts,
+        rocetune_qos_plan,
+        rocetune_qos_tools,
+    )
     from ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_state import (
         NotSupported,
         QosError,
@@ -47,6 +55,11 @@ try:
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_packages import missing_packages
     from ansible_collections.rocetune.fabric.plugins.module_utils.rocetune_qos_plan import QosPlanError, validate_ets
 except ImportError:  # unit tests import the files as plain modules
+    import roce_qos_buffer  # pylint: disable=import-error
+    import roce_qos_state  # pylint: disable=import-error
+    import rocetune_nic_facts  # pylint: disable=import-error
+    import rocetune_qos_plan  # pylint: disable=import-error
+    import rocetune_qos_tools  # pylint: disable=import-error
     from roce_qos_state import (  # pylint: disable=import-error
         NotSupported,
         QosError,
@@ -174,19 +187,40 @@ def plan_files_wanted(plan_file, plan_content):
     return [{"path": plan_file, "content": plan_content, "mode": "0644"}] if plan_content else [], [], []
 
 
+# What the boot script imports from beside it: the module's own decisions, the plan's one
+# validator and the reader of the QoS tools' outputs (both the agent's too), the buffer decisions
+# and the NIC driver facts (the registry's). Written from the source this module runs (its
+# payload), so the boot re-applies with the code that applied now, and no copy travels as an argument.
+BOOT_LIBS = (roce_qos_state, rocetune_qos_plan, roce_qos_buffer, rocetune_qos_tools, rocetune_nic_facts)
+
+
+def boot_lib_files(lib_dir):
+    """[{path, content, mode}] of BOOT_LIBS in lib_dir, each its module's source as imported."""
+    files = []
+    for lib in BOOT_LIBS:
+        name = lib.__name__.rpartition(".")[2]
+        loader = getattr(lib, "__loader__", None)
+        source = loader.get_source(lib.__name__) if hasattr(loader, "get_source") else None
+        if not source:
+            raise QosError("the boot script's library %s has no source in this module's payload" % name)
+        files.append({"path": os.path.join(lib_dir, name + ".py"), "content": source, "mode": "0644"})
+    return files
+
+
 def boot_files_wanted(boot):
-    """(files, links, absent) of the boot unit: script, settings, unit, and its enable link;
-    with C(state: absent), all of them removed (a unit turned off is not left enabled)."""
+    """(files, links, absent) of the boot unit: script, its libraries (in C(lib_dir)), settings,
+    unit, and its enable link; with C(state: absent), all of them removed (a unit turned off is
+    not left enabled)."""
     if not boot:
         return [], [], []
     unit = boot["unit"]["path"]
     link = os.path.join(os.path.dirname(unit), "multi-user.target.wants", os.path.basename(unit))
-    libs = boot.get("libs") or []
+    libs = boot_lib_files(boot["lib_dir"]) if boot.get("lib_dir") else []
     if boot.get("state") == "absent":
         return [], [], [link, unit, boot["script"]["path"], boot["settings"]["path"]] + [lib["path"] for lib in libs]
     files = [
         {"path": boot["script"]["path"], "content": boot["script"]["content"], "mode": "0644"},
-    ] + [{"path": lib["path"], "content": lib["content"], "mode": "0644"} for lib in libs] + [
+    ] + libs + [
         {"path": boot["settings"]["path"], "mode": "0644",
          "content": json.dumps(boot["settings"]["data"], indent=2, sort_keys=True) + "\n"},
         {"path": unit, "content": boot["unit"]["content"], "mode": "0644"},
@@ -216,20 +250,25 @@ def install(module, wanted, result, unit=None):
 
 
 def _checked_input(p):
-    """(the problems with the module's own input, the validated ETS setting)."""
+    """(the problems with the module's own input, the validated ETS setting, the boot unit's
+    (files, links, absent))."""
     problems = interface_name_problems(p["interfaces"], "roce_qos_interfaces")
-    ets = None
+    ets, boot = None, ([], [], [])
     try:
         ets = validate_ets(p["ets"], "roce_qos_ets")
     except QosPlanError as exc:
         problems.append(exc.describe())
-    return problems, ets
+    try:
+        boot = boot_files_wanted(p["boot"])
+    except QosError as exc:
+        problems.append(str(exc))
+    return problems, ets, boot
 
 
 def run(module):
     p = module.params
     result = dict(changed=False, written=[], diff=[], missing_packages=[], pending=False, interfaces={})
-    problems, ets = _checked_input(p)
+    problems, ets, boot_wanted = _checked_input(p)
     if problems:
         module.fail_json(msg="; ".join(problems) + NOTHING)
     # The plan (the one about to be installed, not the one on disk) is checked before the tools
@@ -299,7 +338,7 @@ def run(module):
     if not module.check_mode:
         apply_steps(module, run_tool, steps, cm_writes, result)
     install(module, plan_files_wanted(p["plan_file"], p["plan_content"]), result)
-    install(module, boot_files_wanted(p["boot"]), result, unit=(p["boot"] or {}).get("unit", {}).get("path"))
+    install(module, boot_wanted, result, unit=(p["boot"] or {}).get("unit", {}).get("path"))
     finish(module, result)
 
 

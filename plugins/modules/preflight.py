@@ -173,8 +173,18 @@ def main():
         change=[role for role, a in answers.items() if a["change"]],
     )
     if failed:
-        module.fail_json(msg="; ".join(failed) + "; nothing was changed anywhere", **result)
-    module.exit_json(**result)
+        module.fail_json(msg="; ".join(failed) + "; nothing was changed anywhere", invocation=invocation(module),
+                         **result)
+    module.exit_json(invocation=invocation(module), **result)
+
+
+def invocation(module):
+    """The call as Ansible echoes it back, with each role named instead of its arguments: those the
+    controller built and holds already (a QoS plan, a unit file), and every byte returned is parsed,
+    copied and kept per node there."""
+    p = module.params
+    args = dict(p, checks=[{"role": c.get("role"), "module": c.get("module")} for c in p["checks"]])
+    return {"module_args": args}
 
 
 def converge(module):
@@ -190,7 +200,8 @@ def converge(module):
         if diff and module._diff:
             diffs.extend(diff if isinstance(diff, list) else [diff])
     changed = [role for role, a in answers.items() if a["changed"]]
-    result = dict(changed=bool(changed), roles=answers, applied=list(answers), change=changed, files_dir_removed=removed)
+    result = dict(changed=bool(changed), roles=answers, applied=list(answers), change=changed, files_dir_removed=removed,
+                  invocation=invocation(module))
     if diffs:
         result["diff"] = diffs
     failed = [role for role, a in answers.items() if a["failed"]]

@@ -73,11 +73,12 @@ options:
     type: raw
   boot:
     description:
-      - The re-apply unit, C(script), the C(libs) it imports from beside it and C(unit) (each
-        C(path), C(content)) and C(settings)
+      - The re-apply unit, C(script) and C(unit) (each C(path), C(content)) and C(settings)
         (C(path), C(data), written as sorted JSON); enabled with the C(multi-user.target.wants)
-        link C(systemctl enable) would make. With C(state) C(absent) (and the paths alone),
-        the unit, its link, script and settings are removed. Omitted, nothing is done.
+        link C(systemctl enable) would make. C(lib_dir) is where the script imports from: the
+        module writes there the sources of the libraries it runs itself (the QoS state, plan,
+        buffer and tool readers). With C(state) C(absent) (and the paths alone), the unit, its
+        link, script, libraries and settings are removed. Omitted, nothing is done.
     type: dict
   packages:
     description: Tools the module needs, per OS family (C(Debian), C(RedHat)) or one list.

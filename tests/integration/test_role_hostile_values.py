@@ -105,7 +105,7 @@ def test_the_modules_refuse_hostile_names_and_values_before_writing_anything(tmp
         {"name": "QoS with its boot unit", "ignore_errors": True, "register": "qos",
          "rocetune.fabric.roce_qos_apply": {
              "interfaces": ["lo", "../../../etc"], "plan_file": str(out / "qos.yml"), "plan_content": "{}\n",
-             "boot": {"script": {"path": str(out / "s.py"), "content": "x\n"}, "libs": [],
+             "boot": {"script": {"path": str(out / "s.py"), "content": "x\n"}, "lib_dir": str(out),
                       "settings": {"path": str(out / "s.json"), "data": {}},
                       "unit": {"path": str(out / "q.service"), "content": "[Unit]\n"}}}},
         {"name": "Sysctls with their file", "ignore_errors": True, "register": "sysctl",

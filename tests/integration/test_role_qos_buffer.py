@@ -9,6 +9,7 @@ import pytest
 
 from tests.integration.test_ansible_static import REPO
 from tests.integration.test_role_checks import play
+from tests.integration.test_role_hostile_values import playbook
 
 pytestmark = pytest.mark.slow  # runs ansible-playbook
 
@@ -63,3 +64,27 @@ def test_required_fails_on_what_the_nic_cannot_take_and_changes_nothing(tmp_path
     assert "buffer.cable_length not applied" in out and "(roce_qos_required: true)" in out, out
     assert "nothing was changed" in out, out
     assert (tmp_path / "calls").read_text().splitlines() == ["-i lo"]
+
+
+def test_the_boot_unit_gets_the_libraries_the_module_ran_and_loses_them_when_turned_off(tmp_path):
+    # Run by Ansible (the module from its payload zip): the libraries beside the boot script are
+    # the module's own sources, byte for byte the collection's files; none travels as an argument.
+    out = tmp_path / "out"
+    boot = {"lib_dir": str(out / "lib"), "script": {"path": str(out / "lib" / "reapply.py"), "content": "x\n"},
+            "settings": {"path": str(out / "qos.json"), "data": {}},
+            "unit": {"path": str(out / "system" / "q.service"), "content": "[Unit]\n"}}
+    tasks = [{"name": "QoS boot unit", "rocetune.fabric.roce_qos_apply": {
+        "interfaces": [], "plan_file": str(out / "qos.yml"), "boot": boot}}]
+    proc = playbook(tmp_path, tasks)
+    assert proc.returncode == 0 and "changed=1" in proc.stdout, proc.stdout
+    libs = sorted(p.name for p in (out / "lib").iterdir())
+    assert libs == sorted(["reapply.py", "roce_qos_state.py", "rocetune_qos_plan.py", "roce_qos_buffer.py",
+                           "rocetune_qos_tools.py", "rocetune_nic_facts.py"])
+    for name in (n for n in libs if n != "reapply.py"):
+        assert (out / "lib" / name).read_text() == (REPO / "plugins" / "module_utils" / name).read_text(), name
+    again = playbook(tmp_path, tasks)
+    assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout
+    tasks[0]["rocetune.fabric.roce_qos_apply"]["boot"] = dict(boot, state="absent")
+    off = playbook(tmp_path, tasks)
+    assert off.returncode == 0 and "changed=1" in off.stdout, off.stdout
+    assert list((out / "lib").iterdir()) == [] and not (out / "system" / "q.service").exists()

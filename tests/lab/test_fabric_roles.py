@@ -18,7 +18,7 @@ import json
 import pytest
 
 from lab import fabric_net, netns
-from lab.playbooks import run_playbook
+from lab.playbooks import REPO, run_playbook
 
 FABRIC_IF = fabric_net.FABRIC_IF
 # The fabric roles' part of site.yml; the agent's always-tagged variable check is its own concern.
@@ -224,6 +224,7 @@ def test_the_qos_boot_unit_turned_off_is_removed_and_back_on_is_reinstalled(conv
         "/usr/local/lib/rocetune/rocetune_qos_plan.py",
         "/usr/local/lib/rocetune/roce_qos_buffer.py",
         "/usr/local/lib/rocetune/rocetune_qos_tools.py",
+        "/usr/local/lib/rocetune/rocetune_nic_facts.py",
         "/etc/rocetune/roce_qos.json",
     )
 
@@ -233,6 +234,10 @@ def test_the_qos_boot_unit_turned_off_is_removed_and_back_on_is_reinstalled(conv
         return "rocetune-qos.service" in wants, there
 
     assert installed() == (True, list(files))
+    for lib in (f for f in files if f.startswith("/usr/local/lib/rocetune/") and "reapply" not in f):
+        # the module's own sources, from its payload: the collection's files as they are
+        name = lib.rsplit("/", 1)[1]
+        assert run_on("node02", f"cat {lib}").stdout == (REPO / "plugins" / "module_utils" / name).read_text(), lib
     off = play(fabric, tmp_path, "--limit", "node02", "--tags", "roce_qos", "-e", "roce_qos_boot_unit=false")
     try:
         assert off.rc == 0 and off.recap["node02"]["changed"] == 1, off.explain()

@@ -209,3 +209,17 @@ def test_only_a_real_directory_holding_every_file_sent_is_removed(tmp_path):
     assert not PF.remove_files_dir("held", files) and not PF.remove_files_dir(None, files)
     assert held.is_dir() and (tmp_path / "link").is_symlink()
     assert PF.remove_files_dir(str(held), files) and not held.exists()
+
+
+def test_the_answer_echoes_each_role_and_module_not_the_arguments_the_controller_holds(monkeypatch):
+    monkeypatch.setitem(PF.MODULES, "ok", _body(lambda m: m.exit_json(changed=True)))
+    big = {"src": "/" + "x" * 65536}
+    checks = [{"role": "one", "module": "ok", "args": big}, {"role": "two", "module": "ok", "args": {}}]
+    with pytest.raises(SystemExit) as ended:
+        PREFLIGHT.converge(Node(params={"checks": checks, "files": {}, "apply": True}))
+    how, result = ended.value.args[0]
+    assert how == "exit"
+    assert result["invocation"] == {"module_args": {"checks": [{"role": "one", "module": "ok"},
+                                                               {"role": "two", "module": "ok"}],
+                                                    "files": {}, "apply": True}}
+    assert checks[0]["args"] is big  # the call's own arguments are left as they are

@@ -189,3 +189,20 @@ def test_no_plan_file_on_the_node_is_the_defaults_without_a_yaml_reader(tmp_path
     (tmp_path / "roce_qos_plan.yml").write_text("{}\n")
     plan, text = apply_run.read_plan(None, params)  # a plan there is read with PyYAML, as before
     assert "yaml" in imported and text is None and plan == Q.load_plan(params["plan_file"], yaml.safe_load)
+
+
+def test_a_boot_library_without_its_source_fails_the_call_before_anything_changes(tmp_path, monkeypatch):
+    import types
+
+    apply_run = load_module_utils("roce_qos", "roce_qos_apply_run")
+    sourceless = types.ModuleType("ansible_collections.rocetune.fabric.plugins.module_utils.roce_qos_buffer")
+    monkeypatch.setattr(apply_run, "BOOT_LIBS", apply_run.BOOT_LIBS[:1] + (sourceless,))
+    boot = {"lib_dir": str(tmp_path), "script": {"path": str(tmp_path / "r.py"), "content": "x\n"},
+            "settings": {"path": str(tmp_path / "s.json"), "data": {}},
+            "unit": {"path": str(tmp_path / "q.service"), "content": "[Unit]\n"}}
+    problems, dummy, wanted = apply_run._checked_input({"interfaces": [], "ets": {}, "boot": boot})
+    assert problems == ["the boot script's library roce_qos_buffer has no source in this module's payload"]
+    assert wanted == ([], [], []) and list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(apply_run, "BOOT_LIBS", apply_run.BOOT_LIBS[:1])
+    problems, dummy, (files, links, absent) = apply_run._checked_input({"interfaces": [], "ets": {}, "boot": boot})
+    assert problems == [] and [f["path"] for f in files][1] == str(tmp_path / "roce_qos_state.py")

@@ -23,6 +23,7 @@ from tests.unit.roles import QOS_FIXTURES, REPO, load_module_utils
 MODULE_UTILS = REPO / "plugins" / "module_utils"
 ROLE_STATE = load_module_utils("roce_qos", "roce_qos_state")
 ROLE_BUFFER = load_module_utils("roce_qos", "roce_qos_buffer")
+APPLY_RUN = load_module_utils("roce_qos", "roce_qos_apply_run")
 role_tools = ROLE_STATE.tools  # what the role's module and boot script read with
 
 RECORDED = sorted(QOS_FIXTURES.glob("*.txt")) + sorted((REPO / "tests" / "fixtures" / "corpus").glob("mlnx_qos-*/*.txt"))
@@ -122,15 +123,19 @@ def test_the_probe_takes_the_first_priority_dcb_prints_for_a_dscp():
 
 
 def test_the_boot_script_imports_it_from_the_files_installed_beside_it(tmp_path):
-    # roles/roce_qos/vars/main.yml names what the role installs beside the script (and removes).
+    # The module writes its own libraries beside the script (BOOT_LIBS, from the source it runs);
+    # the role names the script and the directory (roles/roce_qos/vars/main.yml).
     boot = yaml.safe_load((REPO / "roles" / "roce_qos" / "vars" / "main.yml").read_text())["__roce_qos_boot"]
-    names = [re.search(r"plugins/module_utils/(\w+\.py)", lib["content"]).group(1) for lib in boot["libs"]]
+    assert boot["lib_dir"] == "{{ __roce_qos_lib_dir }}" and boot["script"]["path"].startswith(boot["lib_dir"] + "/")
+    libs = APPLY_RUN.boot_lib_files(str(tmp_path))
+    names = [os.path.basename(lib["path"]) for lib in libs]
     assert {"rocetune_qos_tools.py", "roce_qos_state.py"} <= set(names)
+    for lib in libs:
+        assert lib["content"] == (MODULE_UTILS / os.path.basename(lib["path"])).read_text()  # the file, as it is
+        (tmp_path / os.path.basename(lib["path"])).write_text(lib["content"])
     script = REPO / "roles" / "roce_qos" / "files" / "rocetune_qos_reapply.py"
     assert boot["script"]["path"].endswith("/" + script.name)
     (tmp_path / script.name).write_text(script.read_text())
-    for name in names:
-        (tmp_path / name).write_text((MODULE_UTILS / name).read_text())
     # -E -s: no PYTHONPATH or user site; the script's own directory is all it has, as at boot.
     proc = subprocess.run([sys.executable, "-E", "-s", str(tmp_path / script.name)], cwd="/",
                           capture_output=True, text=True, timeout=60)
