@@ -250,9 +250,10 @@ def main() -> int:
                 print(f"        {sec:5.1f}  {n}")
         figures[f"{label}_in_one_call"] = r.in_one_call
         if r.in_one_call:
-            print("      inside the one-call steps (preflight check, converge apply): hosts, node seconds summed")
-            for key, (count, sec) in r.in_one_call.items():
-                print(f"        {key:<24} {count:3d} {sec:6.1f}s")
+            print("      inside the one-call steps (preflight check, converge apply): hosts, node seconds summed"
+                  " (wall on shared cores; CPU of the module and the commands it ran)")
+            for key, (count, sec, cpu) in r.in_one_call.items():
+                print(f"        {key:<24} {count:3d} {sec:6.1f}s  CPU {cpu:5.2f}s")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
     return 0 if figures["rerun_changed"] == 0 else 1

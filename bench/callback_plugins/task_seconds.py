@@ -3,7 +3,8 @@
 # Apache-2.0
 """Wall seconds per task (all hosts together), written as JSON to $ROCETUNE_TASK_SECONDS; and,
 for the tasks that run several roles' modules in one call (the preflight and the site's converge
-step, whose results give `seconds` per role), each role's seconds on the nodes, summed over hosts.
+step, whose results give `seconds` and `cpu_seconds` per role), each role's wall and CPU seconds
+on the nodes, summed over hosts.
 
 Used by bench/ansible_converge.py to show where a run's time goes. Enable with
 ANSIBLE_CALLBACK_PLUGINS=bench/callback_plugins ANSIBLE_CALLBACKS_ENABLED=task_seconds.
@@ -57,8 +58,9 @@ class CallbackModule(CallbackBase):
         for role, answer in roles.items():
             if isinstance(answer, dict) and isinstance(answer.get("seconds"), (int, float)):
                 key = "%s %s" % (step, role)
-                count, total = self._in_one_call.get(key, (0, 0.0))
-                self._in_one_call[key] = (count + 1, round(total + answer["seconds"], 3))
+                count, total, cpu = self._in_one_call.get(key, (0, 0.0, 0.0))
+                self._in_one_call[key] = (count + 1, round(total + answer["seconds"], 3),
+                                          round(cpu + float(answer.get("cpu_seconds") or 0), 3))
 
     def v2_playbook_on_handler_task_start(self, task):
         self.v2_playbook_on_task_start(task, False)

@@ -81,42 +81,49 @@ def outside_peers(entries, interfaces):
 
 def ping_command(probes, size):
     """One shell command that pings every (interface, address) of `probes`, WAVE at a time, and
-    prints one line per probe: MARK, its index, ping's exit status, its output in hex."""
+    prints per probe a line MARK, its index and ping's exit status, then its output as od prints
+    it in hex. Two processes per probe (ping, od): the exit status comes from `wait`, not a file."""
     # ping's messages in English: ping_verdict reads them (the route MTU).
     lines = [_PATH, "LC_ALL=C; export LC_ALL", "command -v ping >/dev/null 2>&1 || { echo '%s none'; exit 0; }" % MARK,
              "d=$(mktemp -d) || exit 1", "trap 'rm -rf \"$d\"' EXIT"]
+    wave = []
     for i, probe in enumerate(probes):
         if not valid_ifname(probe["interface"]):
             raise PathError("interface name %r is not one Linux takes" % (probe["interface"],))
         address = str(ipaddress.IPv4Address(probe["address"]))
-        lines.append("(ping -n -M do -s %d -c 1 -W 1 -I %s %s >\"$d/%d\" 2>&1; echo $? >\"$d/%d.rc\") &"
+        lines.append("ping -n -M do -s %d -c 1 -W 1 -I %s %s >\"$d/%d\" 2>&1 & p%d=$!"
                      % (size, quote(probe["interface"]), quote(address), i, i))
-        if (i + 1) % WAVE == 0:
-            lines.append("wait")
-    lines.append("wait")
-    lines.append("i=0; while [ $i -lt %d ]; do printf '%s %%s %%s ' $i \"$(cat \"$d/$i.rc\" 2>/dev/null)\"; "
-                 "od -An -v -tx1 \"$d/$i\" 2>/dev/null | tr -d ' \\n'; echo; i=$((i+1)); done" % (len(probes), MARK))
+        wave.append(i)
+        if len(wave) == WAVE or i == len(probes) - 1:
+            lines.append("; ".join("wait \"$p%d\"; r%d=$?" % (j, j) for j in wave))
+            wave = []
+    for i in range(len(probes)):
+        lines.append("printf '%s %d %%s\\n' \"$r%d\"; od -An -v -tx1 \"$d/%d\" 2>/dev/null" % (MARK, i, i, i))
     return "\n".join(lines)
 
 
+_HEX_LINE = re.compile(r"^(?: [0-9a-f]{2})+$")
+
+
 def read_answers(stdout, count):
-    """{index: (rc, output)} from what ping_command printed; PathError without ping on the node."""
-    answers = {}
-    for line in stdout.splitlines():
-        fields = line.rstrip("\r").split(" ")  # "MARK i rc hex": rc or hex may be empty
-        if not fields or fields[0] != MARK:
+    """{index: (rc, output)} from what ping_command printed (anything else the node printed is
+    left out); PathError without ping on the node."""
+    answers, current, hexed = {}, None, []
+    for line in stdout.splitlines() + [MARK]:  # the last MARK closes the last probe
+        line = line.rstrip("\r")
+        fields = line.split(" ")
+        if fields[0] != MARK:
+            if current is not None and _HEX_LINE.match(line):
+                hexed.append(line.replace(" ", ""))
             continue
+        if current is not None:
+            answers[current[0]] = (current[1], bytes.fromhex("".join(hexed)).decode("utf-8", "replace"))
+        current, hexed = None, []
         if fields[1:] == ["none"]:
             raise PathError("ping (iputils) is not installed on this node")
-        if len(fields) < 3 or not fields[1].isdigit() or int(fields[1]) >= count:
+        if len(fields) < 2 or not fields[1].isdigit() or int(fields[1]) >= count:
             continue
-        rc = int(fields[2]) if len(fields) > 3 and fields[2].isdigit() else None
-        hexed = fields[-1] if len(fields) > 3 else ""
-        try:
-            output = bytes.fromhex(hexed).decode("utf-8", "replace")
-        except ValueError:
-            output = ""
-        answers[int(fields[1])] = (rc, output)
+        current = (int(fields[1]), int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else None)
     return answers
 
 

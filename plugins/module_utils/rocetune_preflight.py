@@ -193,10 +193,15 @@ def check_all(module, checks):
                 "deferred": "checked when it runs, after %s" % ", ".join(waiting),
             }
             continue
-        began = time.time()
+        began, cpu = time.time(), cpu_seconds()
         out[role] = check_one(module, name, check.get("args"))
-        out[role]["seconds"] = round(time.time() - began, 3)
+        out[role].update(seconds=round(time.time() - began, 3), cpu_seconds=round(cpu_seconds() - cpu, 3))
     return out
+
+
+def cpu_seconds():
+    """CPU seconds of this process and the commands it waited for (user and system)."""
+    return sum(os.times()[:4])
 
 
 def apply_all(module, checks, files):
@@ -224,9 +229,10 @@ def apply_all(module, checks, files):
             }
             break
         args.update((files or {}).get(role, {}))
-        began = time.time()
+        began, cpu = time.time(), cpu_seconds()
         answer = check_one(module, check["module"], args, stand_in_class=Applying)
-        answer.update(changed=bool(answer["result"].get("changed")), seconds=round(time.time() - began, 3))
+        answer.update(changed=bool(answer["result"].get("changed")), seconds=round(time.time() - began, 3),
+                      cpu_seconds=round(cpu_seconds() - cpu, 3))
         out[role] = answer
         # A failure stops the roles after it; so does a role that waits for packages (the
         # roles after it may need them): it and they run whole after this call.

@@ -112,9 +112,10 @@ def test_a_node_without_ping_or_a_shell_that_fails_is_a_clear_error(node):
 
 
 def test_answers_are_read_whatever_else_the_node_prints():
-    out = ("BECOME-SUCCESS-x\nrocetune-ping 0 0 3634\nrocetune-ping 1  \nrocetune-ping 9 0 00\n"
-           "rocetune-ping x 0 00\nrocetune-ping 2 1 zz\n")
-    assert R.read_answers(out, 3) == {0: (0, "64"), 1: (None, ""), 2: (1, "")}
+    out = ("BECOME-SUCCESS-x\nrocetune-ping 0 0\n 36 34\nnot hex\n 0a\nrocetune-ping 1 \nrocetune-ping 9 0\n 30\n"
+           "rocetune-ping x 0\n 30\nrocetune-ping 2 1\n zz\n 3x\n")
+    assert R.read_answers(out, 3) == {0: (0, "64\n"), 1: (None, ""), 2: (1, "")}
+    assert R.read_answers("rocetune-ping 0 0\n 36\r\n 34\r\n", 1) == {0: (0, "64")}
 
 
 def test_an_unreadable_outside_peer_is_not_a_pass(node):
@@ -136,3 +137,12 @@ def test_a_malformed_report_from_a_node_is_a_clear_error(node):
     p["peer_results"][0]["interfaces"]["rtf0"] = ["198.19.0.12/24"]
     with pytest.raises(R.PathError, match="malformed"):
         R.check(p, node)
+
+
+def test_each_probe_costs_the_node_two_processes_ping_and_od():
+    command = R.ping_command([{"interface": "rtf0", "address": "198.19.0.%d" % i} for i in range(12, 15)], 8972)
+    body = command.split("trap ", 1)[1]
+    assert body.count("ping -n") == 3 and body.count("od -An") == 3
+    # no subshell, command substitution or other command per probe: statuses come from `wait`
+    assert "(" not in body and "$(" not in body and " cat " not in body and "| tr" not in body
+    assert 'wait "$p0"; r0=$?; wait "$p1"; r1=$?; wait "$p2"; r2=$?' in body
