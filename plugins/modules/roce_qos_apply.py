@@ -75,7 +75,7 @@ options:
     description:
       - The re-apply unit, C(script) and C(unit) (each C(path), C(content)) and C(settings)
         (C(path), C(data), written as sorted JSON); enabled with the C(multi-user.target.wants)
-        link C(systemctl enable) would make. C(lib_dir) is where the script imports from: the
+        link C(systemctl enable) would make. C(lib_dir) is where the script imports from; the
         module writes there the sources of the libraries it runs itself (the QoS state, plan,
         buffer and tool readers). With C(state) C(absent) (and the paths alone), the unit, its
         link, script, libraries and settings are removed. Omitted, nothing is done.
