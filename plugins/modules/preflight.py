@@ -99,7 +99,8 @@ EXAMPLES = r"""
 RETURN = r"""
 roles:
   description: Per role C(failed), C(msg), C(run) (it has something to do here), C(warnings),
-    C(result) (its module's check-mode result, without the large parts) and C(deferred).
+    C(result) (its module's check-mode result, without the large parts), C(deferred), and the
+    C(seconds) and C(cpu_seconds) its module took (CPU of the module and the commands it ran).
   type: dict
   returned: always
   sample: {"host_tuning": {"failed": false, "msg": "", "run": true, "warnings": [],
