@@ -262,6 +262,9 @@ def _checked_input(p):
         boot = boot_files_wanted(p["boot"])
     except QosError as exc:
         problems.append(str(exc))
+    except (KeyError, TypeError, AttributeError) as exc:
+        problems.append("boot: the re-apply unit needs script, settings and unit, each a mapping with a path"
+                        " (%s: %s)" % (type(exc).__name__, exc))
     return problems, ets, boot
 
 

@@ -206,3 +206,11 @@ def test_a_boot_library_without_its_source_fails_the_call_before_anything_change
     monkeypatch.setattr(apply_run, "BOOT_LIBS", apply_run.BOOT_LIBS[:1])
     problems, dummy, (files, links, absent) = apply_run._checked_input({"interfaces": [], "ets": {}, "boot": boot})
     assert problems == [] and [f["path"] for f in files][1] == str(tmp_path / "roce_qos_state.py")
+
+
+def test_a_boot_unit_without_its_parts_is_a_clear_refusal_not_a_traceback():
+    apply_run = load_module_utils("roce_qos", "roce_qos_apply_run")
+    for boot in ({"script": {"path": "/x"}}, {"unit": "q.service", "script": {}, "settings": {}}, {"unit": None}):
+        problems, dummy, wanted = apply_run._checked_input({"interfaces": [], "ets": {}, "boot": boot})
+        assert len(problems) == 1 and problems[0].startswith("boot: the re-apply unit needs script, settings and unit")
+        assert wanted == ([], [], [])
